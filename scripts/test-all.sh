@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Runs every test of the project: host tests, lints, the no_std cross build and,
+# when the firmware image exists, its run under QEMU. Installs what a fresh machine lacks.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "toolchain: thumbv7em-none-eabihf target"
+rustup target list --installed | grep -qx thumbv7em-none-eabihf || rustup target add thumbv7em-none-eabihf
+
+if [ -d targets/qemu-m4 ] && ! command -v qemu-system-arm >/dev/null 2>&1; then
+  step "installing qemu-system-arm"
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && apt-get install -y -qq qemu-system-arm >/dev/null
+  else
+    sudo apt-get update -qq && sudo apt-get install -y -qq qemu-system-arm >/dev/null
+  fi
+fi
+
+step "host tests (workspace)"
+cargo test --workspace --all-targets
+
+step "doc tests"
+cargo test --workspace --doc
+
+step "clippy (core lints are deny)"
+cargo clippy --workspace --all-targets -- -D warnings
+
+step "no_std core for thumbv7em-none-eabihf (with and without defmt)"
+cargo build -p neff --target thumbv7em-none-eabihf --release
+cargo build -p neff --target thumbv7em-none-eabihf --release --features defmt
+
+if [ -d targets/qemu-m4 ]; then
+  step "firmware image under qemu-system-arm (Cortex-M4, mps2-an386)"
+  (cd targets/qemu-m4 && timeout 600 cargo run --release)
+fi
+
+step "all tests passed"

@@ -1,0 +1,504 @@
+//! One error type for the whole core.
+//!
+//! [`Error`] is `Copy` and holds no heap: the [`Stage`] that failed, the tar member
+//! (when there is one), the JSON key path (when there is one), the byte offset and the
+//! [`ErrorKind`]. Each layer owns its own kind enum (`header::HeaderError`,
+//! `gzip::GzipError`, ...); this module only gathers them, so that a caller matches on one
+//! type and a layer can grow its kinds without touching the others.
+//!
+//! Warnings never fail a load: they go to a caller-supplied [`WarningSink`].
+
+use core::fmt;
+
+/// Where in the data path something happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Stage {
+    /// Reading the byte source itself.
+    Io,
+    /// The 1024-byte `neff_header_t`.
+    Header,
+    /// The gzip wrapper and the deflate stream.
+    Gzip,
+    /// The tar walker.
+    Tar,
+    /// Tier 1: `neff.json`.
+    NeffJson,
+    /// Tier 2: `kelf-<i>.json`.
+    Kelf,
+    /// Tier 3: `sgNN/def.json`.
+    DefJson,
+    /// Engine JSONs (`PE.json`, `Activation.json`, ...) and their tables.
+    Engine,
+    /// Raw payloads (`*.bin`, `*.npy`).
+    Payload,
+    /// Checks across the manifest chain, once every manifest is known.
+    Chain,
+    /// The device behind the [`Hal`](crate::hal::Hal).
+    Hal,
+}
+
+impl Stage {
+    /// A short lowercase name, as printed in messages.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Stage::Io => "io",
+            Stage::Header => "header",
+            Stage::Gzip => "gzip",
+            Stage::Tar => "tar",
+            Stage::NeffJson => "neff.json",
+            Stage::Kelf => "kelf",
+            Stage::DefJson => "def.json",
+            Stage::Engine => "engine",
+            Stage::Payload => "payload",
+            Stage::Chain => "chain",
+            Stage::Hal => "hal",
+        }
+    }
+}
+
+impl fmt::Display for Stage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What a byte offset is counted from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum OffsetBase {
+    /// From the first byte of the NEFF file.
+    File,
+    /// From the first byte of the inflated tar stream.
+    Archive,
+    /// From the first byte of the member's body.
+    Member,
+}
+
+/// The runtime's status codes (`NRT_STATUS` in `nrt_status.h`) that a load error maps to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[repr(u32)]
+pub enum Status {
+    /// `NRT_FAILURE`: a generic failure (I/O, device).
+    Failure = 1,
+    /// `NRT_INVALID`: an invalid NEFF.
+    Invalid = 2,
+    /// `NRT_RESOURCE`: out of a resource (device memory, a capacity).
+    Resource = 4,
+    /// `NRT_UNSUPPORTED_NEFF_VERSION`.
+    UnsupportedNeffVersion = 10,
+}
+
+impl Status {
+    /// The numeric `NRT_STATUS` value.
+    pub const fn code(self) -> u32 {
+        self as u32
+    }
+
+    /// The runtime's enumerator name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Status::Failure => "NRT_FAILURE",
+            Status::Invalid => "NRT_INVALID",
+            Status::Resource => "NRT_RESOURCE",
+            Status::UnsupportedNeffVersion => "NRT_UNSUPPORTED_NEFF_VERSION",
+        }
+    }
+}
+
+/// A fixed-capacity limit was reached. The input is refused; nothing is truncated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct CapacityError {
+    /// The name of the limit, as it appears in the type or option that sets it
+    /// (for example `"MAX_VARS"` or `"tar name buffer"`).
+    pub limit: &'static str,
+    /// The capacity that was exceeded.
+    pub capacity: u64,
+}
+
+impl fmt::Display for CapacityError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "capacity {} = {} exceeded", self.limit, self.capacity)
+    }
+}
+
+/// Short inline text for error context (member names and key paths).
+///
+/// Context only: when a name is longer than `N` bytes the *tail* is kept (the file name
+/// part is the useful one) and [`Text::is_elided`] is set, so `Display` prints a leading `…`.
+/// Data is never stored here, so this elision never changes what a load does.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Text<const N: usize> {
+    bytes: [u8; N],
+    len: u16,
+    elided: bool,
+}
+
+impl<const N: usize> Text<N> {
+    /// The empty text.
+    pub const EMPTY: Self = Self { bytes: [0; N], len: 0, elided: false };
+
+    /// Copies `s`, keeping its last `N` bytes (on a UTF-8 boundary) if it is longer.
+    pub fn new(s: &str) -> Self {
+        let mut text = Self::EMPTY;
+        let mut start = s.len().saturating_sub(N);
+        while !s.is_char_boundary(start) {
+            start += 1;
+        }
+        let tail = s.get(start..).unwrap_or("");
+        if let Some(dst) = text.bytes.get_mut(..tail.len()) {
+            dst.copy_from_slice(tail.as_bytes());
+            text.len = tail.len() as u16;
+        }
+        text.elided = start > 0;
+        text
+    }
+
+    /// Copies raw bytes (lossy: invalid UTF-8 becomes `?`).
+    pub fn from_bytes_lossy(b: &[u8]) -> Self {
+        let mut buf = [0u8; N];
+        let start = b.len().saturating_sub(N);
+        let tail = b.get(start..).unwrap_or(&[]);
+        for (d, &s) in buf.iter_mut().zip(tail) {
+            *d = if s.is_ascii() && s != 0 { s } else { b'?' };
+        }
+        Self { bytes: buf, len: tail.len() as u16, elided: start > 0 }
+    }
+
+    /// The kept text.
+    pub fn as_str(&self) -> &str {
+        let bytes = self.bytes.get(..usize::from(self.len)).unwrap_or(&[]);
+        core::str::from_utf8(bytes).unwrap_or("")
+    }
+
+    /// True when the text is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0 && !self.elided
+    }
+
+    /// True when the head of a longer text was dropped.
+    pub fn is_elided(&self) -> bool {
+        self.elided
+    }
+}
+
+impl<const N: usize> Default for Text<N> {
+    fn default() -> Self {
+        Self::EMPTY
+    }
+}
+
+impl<const N: usize> fmt::Display for Text<N> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.elided {
+            f.write_str("…")?;
+        }
+        f.write_str(self.as_str())
+    }
+}
+
+impl<const N: usize> fmt::Debug for Text<N> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "\"{self}\"")
+    }
+}
+
+#[cfg(feature = "defmt")]
+impl<const N: usize> defmt::Format for Text<N> {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(f, "{=str}", self.as_str())
+    }
+}
+
+/// Capacity of the member name kept in an [`Error`] or [`Warning`].
+pub const MEMBER_TEXT: usize = 128;
+/// Capacity of the key path kept in an [`Error`] or [`Warning`].
+pub const KEY_PATH_TEXT: usize = 96;
+
+/// Everything that can go wrong, by layer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum ErrorKind {
+    /// The byte source failed.
+    Io(embedded_io::ErrorKind),
+    /// The input ended before the structure being read was complete.
+    Truncated,
+    /// A fixed capacity was exceeded.
+    Capacity(CapacityError),
+    /// A header gate failed.
+    Header(crate::header::HeaderError),
+    /// The gzip wrapper or the deflate stream is bad.
+    Gzip(crate::gzip::GzipError),
+    /// The tar stream is bad.
+    Tar(crate::tar::TarError),
+    /// A manifest is not valid JSON.
+    Json(crate::json::JsonError),
+    /// A manifest is valid JSON but not what the runtime accepts.
+    Manifest(crate::manifest::ManifestError),
+    /// The manifest chain is inconsistent.
+    Chain(crate::loader::ChainError),
+    /// The device refused.
+    Hal(crate::hal::HalError),
+}
+
+impl ErrorKind {
+    /// The runtime status this error maps to.
+    pub fn status(&self) -> Status {
+        match self {
+            ErrorKind::Io(_) => Status::Failure,
+            ErrorKind::Truncated => Status::Invalid,
+            ErrorKind::Capacity(_) => Status::Resource,
+            ErrorKind::Header(e) => e.status(),
+            ErrorKind::Gzip(_) | ErrorKind::Tar(_) | ErrorKind::Json(_) => Status::Invalid,
+            ErrorKind::Manifest(e) => e.status(),
+            ErrorKind::Chain(e) => e.status(),
+            ErrorKind::Hal(e) => e.status(),
+        }
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ErrorKind::Io(kind) => write!(f, "read failed: {kind:?}"),
+            ErrorKind::Truncated => f.write_str("unexpected end of input"),
+            ErrorKind::Capacity(e) => e.fmt(f),
+            ErrorKind::Header(e) => e.fmt(f),
+            ErrorKind::Gzip(e) => e.fmt(f),
+            ErrorKind::Tar(e) => e.fmt(f),
+            ErrorKind::Json(e) => e.fmt(f),
+            ErrorKind::Manifest(e) => e.fmt(f),
+            ErrorKind::Chain(e) => e.fmt(f),
+            ErrorKind::Hal(e) => e.fmt(f),
+        }
+    }
+}
+
+/// A load error: what failed, where, and why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Error {
+    /// The layer that failed.
+    pub stage: Stage,
+    /// The tar member being read, empty outside a member.
+    pub member: Text<MEMBER_TEXT>,
+    /// The JSON key path (`var.x.size`, `nodes[2].attrs.kelf`), empty outside JSON.
+    pub key_path: Text<KEY_PATH_TEXT>,
+    /// The byte offset, counted from [`Error::offset_base`].
+    pub offset: u64,
+    /// What [`Error::offset`] is counted from.
+    pub offset_base: OffsetBase,
+    /// What went wrong.
+    pub kind: ErrorKind,
+}
+
+impl Error {
+    /// An error at `offset` bytes into the file, outside any member.
+    pub fn at_file(stage: Stage, offset: u64, kind: ErrorKind) -> Self {
+        Self {
+            stage,
+            member: Text::EMPTY,
+            key_path: Text::EMPTY,
+            offset,
+            offset_base: OffsetBase::File,
+            kind,
+        }
+    }
+
+    /// An error at `offset` bytes into the inflated tar stream.
+    pub fn at_archive(stage: Stage, offset: u64, kind: ErrorKind) -> Self {
+        Self { offset_base: OffsetBase::Archive, ..Self::at_file(stage, offset, kind) }
+    }
+
+    /// An error at `offset` bytes into the body of `member`.
+    pub fn in_member(stage: Stage, member: &str, offset: u64, kind: ErrorKind) -> Self {
+        Self {
+            member: Text::new(member),
+            offset_base: OffsetBase::Member,
+            ..Self::at_file(stage, offset, kind)
+        }
+    }
+
+    /// The same error with a key path attached.
+    pub fn with_key_path(mut self, path: &str) -> Self {
+        self.key_path = Text::new(path);
+        self
+    }
+
+    /// The same error with a member name attached.
+    pub fn with_member(mut self, member: &str) -> Self {
+        self.member = Text::new(member);
+        self
+    }
+
+    /// The runtime status this error maps to.
+    pub fn status(&self) -> Status {
+        self.kind.status()
+    }
+}
+
+impl fmt::Display for Error {
+    /// `stage: member: key.path: message (byte N)`, leaving out the parts that are empty.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.member.is_empty() {
+            write!(f, "{}: ", self.stage)?;
+        } else {
+            write!(f, "{}: ", self.member)?;
+        }
+        if !self.key_path.is_empty() {
+            write!(f, "{}: ", self.key_path)?;
+        }
+        let base = match self.offset_base {
+            OffsetBase::File => "byte",
+            OffsetBase::Archive => "tar byte",
+            OffsetBase::Member => "byte",
+        };
+        write!(f, "{} ({base} {})", self.kind, self.offset)
+    }
+}
+
+impl core::error::Error for Error {}
+
+/// Shorthand for results in the core.
+pub type Result<T, E = Error> = core::result::Result<T, E>;
+
+/// Something worth telling that does not fail a load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum WarningKind {
+    /// From the header (trailing bytes, integrity mismatch, ...).
+    Header(crate::header::HeaderWarning),
+    /// From the gzip layer (data after the trailer, ...).
+    Gzip(crate::gzip::GzipWarning),
+    /// From the tar walker (duplicate member, lone end block, ...).
+    Tar(crate::tar::TarWarning),
+    /// From a manifest (unknown dtype, missing engine, ...).
+    Manifest(crate::manifest::ManifestWarning),
+    /// From the chain checks (graph count vs lnc_size, instruction size, ...).
+    Chain(crate::loader::ChainWarning),
+}
+
+impl fmt::Display for WarningKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WarningKind::Header(w) => w.fmt(f),
+            WarningKind::Gzip(w) => w.fmt(f),
+            WarningKind::Tar(w) => w.fmt(f),
+            WarningKind::Manifest(w) => w.fmt(f),
+            WarningKind::Chain(w) => w.fmt(f),
+        }
+    }
+}
+
+/// A warning with the same context as an [`Error`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Warning {
+    /// The layer that noticed.
+    pub stage: Stage,
+    /// The member, empty outside one.
+    pub member: Text<MEMBER_TEXT>,
+    /// The JSON key path, empty outside JSON.
+    pub key_path: Text<KEY_PATH_TEXT>,
+    /// The byte offset, counted from [`Warning::offset_base`].
+    pub offset: u64,
+    /// What [`Warning::offset`] is counted from.
+    pub offset_base: OffsetBase,
+    /// What was noticed.
+    pub kind: WarningKind,
+}
+
+impl Warning {
+    /// A warning outside any member, at a file offset.
+    pub fn at_file(stage: Stage, offset: u64, kind: WarningKind) -> Self {
+        Self {
+            stage,
+            member: Text::EMPTY,
+            key_path: Text::EMPTY,
+            offset,
+            offset_base: OffsetBase::File,
+            kind,
+        }
+    }
+
+    /// A warning about `member`, at an offset in its body.
+    pub fn in_member(stage: Stage, member: &str, offset: u64, kind: WarningKind) -> Self {
+        Self {
+            member: Text::new(member),
+            offset_base: OffsetBase::Member,
+            ..Self::at_file(stage, offset, kind)
+        }
+    }
+
+    /// The same warning with a key path attached.
+    pub fn with_key_path(mut self, path: &str) -> Self {
+        self.key_path = Text::new(path);
+        self
+    }
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.member.is_empty() {
+            write!(f, "{}: ", self.stage)?;
+        } else {
+            write!(f, "{}: ", self.member)?;
+        }
+        if !self.key_path.is_empty() {
+            write!(f, "{}: ", self.key_path)?;
+        }
+        self.kind.fmt(f)
+    }
+}
+
+/// Where warnings go. Closures work: `&mut |w: &Warning| ...`.
+pub trait WarningSink {
+    /// Receives one warning.
+    fn warn(&mut self, warning: &Warning);
+}
+
+impl<F: FnMut(&Warning)> WarningSink for F {
+    fn warn(&mut self, warning: &Warning) {
+        self(warning)
+    }
+}
+
+/// A sink that drops every warning.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct IgnoreWarnings;
+
+impl WarningSink for IgnoreWarnings {
+    fn warn(&mut self, _warning: &Warning) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_keeps_the_tail_of_a_long_name() {
+        let t = Text::<8>::new("sg00/some/long/PE.bin");
+        assert_eq!(t.as_str(), "e/PE.bin");
+        assert!(t.is_elided());
+        let mut s = heapless::String::<32>::new();
+        core::fmt::write(&mut s, format_args!("{t}")).ok();
+        assert_eq!(s.as_str(), "…e/PE.bin");
+    }
+
+    #[test]
+    fn text_cuts_on_a_char_boundary() {
+        let t = Text::<4>::new("aé€");
+        assert_eq!(t.as_str(), "€");
+        assert!(t.is_elided());
+    }
+
+    #[test]
+    fn short_text_is_kept_whole() {
+        let t = Text::<16>::new("neff.json");
+        assert_eq!(t.as_str(), "neff.json");
+        assert!(!t.is_elided());
+        assert!(Text::<16>::EMPTY.is_empty());
+    }
+}
