@@ -353,6 +353,11 @@ impl<const HEADER_CAP: usize, const MAX_DIMS: usize> NpyParser<HEADER_CAP, MAX_D
     pub fn finish(&self) -> Result<NpyHeader<MAX_DIMS>, NpyError> {
         match self.outcome {
             Some(outcome) => outcome,
+            None if self.preamble_len < MAGIC.len() && self.preamble.get(..self.preamble_len) != MAGIC.get(..self.preamble_len) => {
+                let mut found = [0u8; 6];
+                found.iter_mut().zip(&self.preamble).take(self.preamble_len).for_each(|(d, s)| *d = *s);
+                Err(NpyError::BadMagic { found })
+            }
             None => Err(NpyError::Truncated { needed: self.needed(), got: self.consumed }),
         }
     }
@@ -362,23 +367,30 @@ impl<const HEADER_CAP: usize, const MAX_DIMS: usize> NpyParser<HEADER_CAP, MAX_D
         self.consumed
     }
 
-    fn preamble_size(&self) -> usize {
-        match self.preamble.get(6) {
-            Some(1) if self.preamble_len > 6 => 10,
-            Some(2 | 3) if self.preamble_len > 6 => 12,
-            _ => 8,
+    /// How many preamble bytes to gather before the next check: the magic (6), then the
+    /// version (8), then the header length (10 for version 1, 12 otherwise). Checking at
+    /// fixed points makes the outcome independent of how the input is chunked.
+    fn preamble_target(&self) -> usize {
+        match self.preamble_len {
+            0..=5 => MAGIC.len(),
+            6..=7 => 8,
+            _ if self.preamble.get(6) == Some(&1) => 10,
+            _ => 12,
         }
     }
 
+    /// Header bytes needed: at least the shortest preamble until the header length is known.
     fn needed(&self) -> u64 {
-        let preamble = self.preamble_size() as u64;
-        preamble + self.header_len.map_or(0, |len| len as u64)
+        match self.header_len {
+            Some(len) => (self.preamble_len + len) as u64,
+            None => self.preamble_target().max(10) as u64,
+        }
     }
 
     fn consume(&mut self, chunk: &[u8]) -> Result<NpyFeed<MAX_DIMS>, NpyError> {
         let mut rest = chunk;
         while self.header_len.is_none() && !rest.is_empty() {
-            let want = self.preamble_size().saturating_sub(self.preamble_len).min(rest.len());
+            let want = self.preamble_target().saturating_sub(self.preamble_len).min(rest.len());
             let (head, tail) = rest.split_at(want);
             if let Some(dst) = self.preamble.get_mut(self.preamble_len..self.preamble_len + want) {
                 dst.copy_from_slice(head);
@@ -406,33 +418,25 @@ impl<const HEADER_CAP: usize, const MAX_DIMS: usize> NpyParser<HEADER_CAP, MAX_D
         Ok(NpyFeed::NeedMore)
     }
 
-    /// Checks the preamble bytes received so far; sets `header_len` once it is whole.
+    /// Checks the preamble at each of its fixed points; sets `header_len` once it is whole.
     fn check_preamble(&mut self) -> Result<(), NpyError> {
-        let seen = self.preamble_len.min(MAGIC.len());
-        if self.preamble.get(..seen) != MAGIC.get(..seen) {
-            let mut found = [0u8; 6];
-            if let (Some(dst), Some(src)) = (found.get_mut(..seen), self.preamble.get(..seen)) {
-                dst.copy_from_slice(src);
+        match (self.preamble_len, self.preamble) {
+            (6, [m0, m1, m2, m3, m4, m5, ..]) if [m0, m1, m2, m3, m4, m5] != MAGIC => {
+                Err(NpyError::BadMagic { found: [m0, m1, m2, m3, m4, m5] })
             }
-            return Err(NpyError::BadMagic { found });
-        }
-        if self.preamble_len >= 8 {
-            let major = self.preamble.get(6).copied().unwrap_or(0);
-            let minor = self.preamble.get(7).copied().unwrap_or(0);
-            if !matches!((major, minor), (1..=3, 0)) {
-                return Err(NpyError::UnsupportedVersion { major, minor });
+            (8, [.., major, minor, _, _, _, _]) if !matches!((major, minor), (1..=3, 0)) => {
+                Err(NpyError::UnsupportedVersion { major, minor })
             }
+            (10, [.., 1, _, l0, l1, _, _]) => self.set_header_len(u32::from(u16::from_le_bytes([l0, l1]))),
+            (12, [.., l0, l1, l2, l3]) => self.set_header_len(u32::from_le_bytes([l0, l1, l2, l3])),
+            _ => Ok(()),
         }
-        if self.preamble_len == self.preamble_size() && self.preamble_len > 8 {
-            let len = match self.preamble {
-                [.., l0, l1, _, _] if self.preamble_len == 10 => u32::from(u16::from_le_bytes([l0, l1])),
-                [.., l0, l1, l2, l3] => u32::from_le_bytes([l0, l1, l2, l3]),
-            };
-            let len = usize::try_from(len).ok().filter(|&len| len <= HEADER_CAP).ok_or(NpyError::Capacity(
-                CapacityError { limit: "HEADER_CAP", capacity: HEADER_CAP as u64 },
-            ))?;
-            self.header_len = Some(len);
-        }
+    }
+
+    fn set_header_len(&mut self, len: u32) -> Result<(), NpyError> {
+        let len = usize::try_from(len).ok().filter(|&len| len <= HEADER_CAP);
+        let len = len.ok_or(NpyError::Capacity(CapacityError { limit: "HEADER_CAP", capacity: HEADER_CAP as u64 }))?;
+        self.header_len = Some(len);
         Ok(())
     }
 
