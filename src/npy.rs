@@ -185,6 +185,7 @@ impl<const MAX_DIMS: usize> NpyHeader<MAX_DIMS> {
 
 /// What a chunk fed to [`NpyParser::feed`] gave.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum NpyFeed<const MAX_DIMS: usize = MAX_DIMS_LIMIT> {
     /// The whole chunk was header; feed more.
     NeedMore,
@@ -297,7 +298,8 @@ impl fmt::Display for NpyError {
 /// Parses a `.npy` header from chunks; see the [module documentation](self).
 ///
 /// `HEADER_CAP` bounds the dict's length in bytes, `MAX_DIMS` (at most
-/// [`MAX_DIMS_LIMIT`]) the number of dimensions.
+/// [`MAX_DIMS_LIMIT`]) the number of dimensions. `size_of::<NpyParser>()` with the defaults
+/// (256, 32) is 584 bytes: the dict buffer plus one [`NpyHeader`] (272 bytes).
 #[derive(Debug, Clone)]
 pub struct NpyParser<const HEADER_CAP: usize = DEFAULT_HEADER_CAP, const MAX_DIMS: usize = MAX_DIMS_LIMIT> {
     preamble: [u8; 12],
@@ -688,6 +690,12 @@ mod tests {
         assert!(header.fortran_order);
         assert_eq!(header.data_len(), Ok(24));
         assert_eq!(header.data_offset, file.len() as u64);
+    }
+
+    #[test]
+    fn sizes_are_as_documented() {
+        assert_eq!(core::mem::size_of::<NpyParser>(), 584);
+        assert_eq!(core::mem::size_of::<NpyHeader>(), 272);
     }
 
     #[test]

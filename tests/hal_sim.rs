@@ -163,6 +163,9 @@ fn digest_only_mode_requires_sequential_writes() {
     assert_eq!(err, HalError::OutOfOrderWrite { region: id, expected: 0, offset: 8 });
     assert_eq!(err.status(), Status::Failure);
     dev.write(id, 0, &[1; 8]).unwrap();
+    // An empty chunk lands nothing, wherever it points inside the region.
+    dev.write(id, 40, &[]).unwrap();
+    assert_eq!(dev.write(id, 65, &[]), Err(HalError::OutOfBounds { region: id, offset: 65, len: 0, size: 64 }));
     // Rewriting bytes already received is out of order too.
     assert_eq!(dev.write(id, 0, &[2; 8]), Err(HalError::OutOfOrderWrite { region: id, expected: 8, offset: 0 }));
     dev.write(id, 8, &[3; 8]).unwrap();
