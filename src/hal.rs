@@ -1,13 +1,360 @@
-//! Placeholder: being written.
+//! The accelerator behind a trait.
+//!
+//! The loader never touches device memory itself: it asks a [`Hal`] for regions of device
+//! memory, streams bytes into them in chunks, and turns *staged* regions into their final
+//! role. A region is described by an [`AllocRequest`]: a size in bytes, a power-of-two
+//! alignment, a usage class (`spec/neff-format.md` §11.8, for accounting) and the index of
+//! the core (the subgraph's physical NeuronCore) that owns it.
+//!
+//! # Why staging and adoption
+//!
+//! In a real NEFF the tar order is alphabetical-ish: `sg00/PE.bin` arrives before
+//! `sg00/def.json` says what it is. The loader does not hold payloads in host RAM; it
+//! streams each payload whose role is not yet known into a staging region
+//! ([`UsageClass::Generic`]) as it passes, then calls [`Hal::adopt`] once the manifest names
+//! its role, and [`Hal::release`]s the staged regions that nothing references.
+//!
+//! # Contract
+//!
+//! * [`RegionId`]s are handles issued by one `Hal`; an id is never reused by the same `Hal`,
+//!   so a stale id is always an error ([`HalError::UnknownRegion`]), never another region.
+//! * [`Hal::write`] bounds-checks every chunk: bytes past a region's end are refused
+//!   ([`HalError::OutOfBounds`]), nothing is written in that case.
+//! * [`Hal::adopt`] is all or nothing. On success the staged id is consumed (it behaves as
+//!   released) and the returned id is the only handle to the bytes; on error the staged
+//!   region is untouched and still live, so the caller may release it.
+//! * A failed call leaves the device as it was before the call.
+
 use core::fmt;
-/// Errors of this layer.
+
+use crate::manifest::{Arch, UsageClass};
+
+/// Handle to one device region, issued by a [`Hal`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct RegionId(pub u32);
+
+impl fmt::Display for RegionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "#{}", self.0)
+    }
+}
+
+/// What a region is for and how it must be placed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct AllocRequest {
+    /// Size in bytes; must be non-zero.
+    pub size: u64,
+    /// Alignment of the device address in bytes; must be a power of two (1 means none).
+    pub align: u64,
+    /// What the region holds (§11.8); staged payloads use [`UsageClass::Generic`].
+    pub usage: UsageClass,
+    /// The core (subgraph / physical NeuronCore index) that owns the region.
+    pub core: u8,
+}
+
+impl AllocRequest {
+    /// A staging request: `size` bytes, no alignment, [`UsageClass::Generic`], on `core`.
+    pub const fn staging(size: u64, core: u8) -> Self {
+        Self { size, align: 1, usage: UsageClass::Generic, core }
+    }
+
+    /// Checks the request's own fields (non-zero size, power-of-two alignment).
+    pub fn validate(&self) -> Result<(), HalError> {
+        if self.size == 0 {
+            return Err(HalError::ZeroSize);
+        }
+        if !self.align.is_power_of_two() {
+            return Err(HalError::BadAlignment { align: self.align });
+        }
+        Ok(())
+    }
+}
+
+/// The number of usage classes of §11.8 (`GENERIC` 0 ..= `DMA_RING_COLLECTIVES` 21).
+pub const USAGE_CLASS_COUNT: usize = 22;
+
+/// Every usage class, in numeric order: `USAGE_CLASSES[usage_index(c)] == c`.
+pub const USAGE_CLASSES: [UsageClass; USAGE_CLASS_COUNT] = [
+    UsageClass::Generic,
+    UsageClass::InstrPe,
+    UsageClass::InstrAct,
+    UsageClass::InstrPool,
+    UsageClass::Io,
+    UsageClass::DramSpill,
+    UsageClass::Weight,
+    UsageClass::Notification,
+    UsageClass::ActTable,
+    UsageClass::InstrDve,
+    UsageClass::InstrSp,
+    UsageClass::Scratchpad,
+    UsageClass::Tensor,
+    UsageClass::UcodeLib,
+    UsageClass::PoolStdio,
+    UsageClass::Cc,
+    UsageClass::ScratchpadNotShared,
+    UsageClass::XtCc,
+    UsageClass::DmaRing,
+    UsageClass::DmaRingSpill,
+    UsageClass::DmaRingIo,
+    UsageClass::DmaRingCollectives,
+];
+
+/// The index of `usage` in per-class arrays (its §11.8 number).
+///
+/// Spelled as a match, not an `as` cast, so that a change in the generated enum is a
+/// compile error here rather than a silent shift of the accounting arrays.
+pub const fn usage_index(usage: UsageClass) -> usize {
+    match usage {
+        UsageClass::Generic => 0,
+        UsageClass::InstrPe => 1,
+        UsageClass::InstrAct => 2,
+        UsageClass::InstrPool => 3,
+        UsageClass::Io => 4,
+        UsageClass::DramSpill => 5,
+        UsageClass::Weight => 6,
+        UsageClass::Notification => 7,
+        UsageClass::ActTable => 8,
+        UsageClass::InstrDve => 9,
+        UsageClass::InstrSp => 10,
+        UsageClass::Scratchpad => 11,
+        UsageClass::Tensor => 12,
+        UsageClass::UcodeLib => 13,
+        UsageClass::PoolStdio => 14,
+        UsageClass::Cc => 15,
+        UsageClass::ScratchpadNotShared => 16,
+        UsageClass::XtCc => 17,
+        UsageClass::DmaRing => 18,
+        UsageClass::DmaRingSpill => 19,
+        UsageClass::DmaRingIo => 20,
+        UsageClass::DmaRingCollectives => 21,
+    }
+}
+
+/// The accelerator, as the loader sees it.
+///
+/// See the [module documentation](self) for the contract shared by every method.
+pub trait Hal {
+    /// The device architecture, compared with the `kelf` target.
+    fn arch(&self) -> Arch;
+
+    /// Allocates a region as described by `req`.
+    ///
+    /// Errors: [`HalError::ZeroSize`], [`HalError::BadAlignment`], [`HalError::OutOfMemory`],
+    /// or a backend limit such as [`HalError::RegionTableFull`].
+    fn alloc(&mut self, req: &AllocRequest) -> Result<RegionId, HalError>;
+
+    /// Writes `bytes` at `offset` bytes into `region`.
+    ///
+    /// Loaders write each region in order, chunk after chunk; a backend may require it
+    /// ([`HalError::OutOfOrderWrite`]). A chunk that would end past the region is refused
+    /// whole ([`HalError::OutOfBounds`]).
+    fn write(&mut self, region: RegionId, offset: u64, bytes: &[u8]) -> Result<(), HalError>;
+
+    /// Gives the whole `staged` region the role described by `req`, and returns its new id.
+    ///
+    /// The backend re-labels the region in place when it can (same size, and the staged
+    /// address satisfies `req.align`), and otherwise allocates a fresh region and copies the
+    /// staged bytes device-side to its start. `req.size` must be at least the staged size
+    /// ([`HalError::AdoptTooSmall`]); bytes past the staged size are zero.
+    ///
+    /// On success `staged` is consumed: it behaves as released. On error it is untouched.
+    fn adopt(&mut self, staged: RegionId, req: &AllocRequest) -> Result<RegionId, HalError>;
+
+    /// Frees `region`. Its id is never valid again.
+    fn release(&mut self, region: RegionId) -> Result<(), HalError>;
+
+    /// The device address of `region` (for the load report and descriptors).
+    fn address(&self, region: RegionId) -> Result<u64, HalError>;
+}
+
+impl<H: Hal + ?Sized> Hal for &mut H {
+    fn arch(&self) -> Arch {
+        (**self).arch()
+    }
+
+    fn alloc(&mut self, req: &AllocRequest) -> Result<RegionId, HalError> {
+        (**self).alloc(req)
+    }
+
+    fn write(&mut self, region: RegionId, offset: u64, bytes: &[u8]) -> Result<(), HalError> {
+        (**self).write(region, offset, bytes)
+    }
+
+    fn adopt(&mut self, staged: RegionId, req: &AllocRequest) -> Result<RegionId, HalError> {
+        (**self).adopt(staged, req)
+    }
+
+    fn release(&mut self, region: RegionId) -> Result<(), HalError> {
+        (**self).release(region)
+    }
+
+    fn address(&self, region: RegionId) -> Result<u64, HalError> {
+        (**self).address(region)
+    }
+}
+
+/// Why the device refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum HalError {}
-impl HalError {
-    /// Runtime status.
-    pub fn status(&self) -> crate::Status { match *self {} }
+pub enum HalError {
+    /// No free span of device memory is large enough.
+    OutOfMemory {
+        /// The requested size in bytes.
+        requested: u64,
+        /// The requested alignment in bytes.
+        align: u64,
+        /// Free bytes in total (possibly fragmented).
+        free: u64,
+        /// The largest free contiguous span in bytes.
+        largest_free: u64,
+    },
+    /// The backend's table of regions is full (a fixed capacity).
+    RegionTableFull {
+        /// The name of the capacity (the const generic that sets it).
+        limit: &'static str,
+        /// Its value.
+        capacity: u32,
+    },
+    /// The backend has issued every region id it can.
+    IdsExhausted,
+    /// A request for zero bytes.
+    ZeroSize,
+    /// An alignment that is not a power of two.
+    BadAlignment {
+        /// The alignment asked for.
+        align: u64,
+    },
+    /// The id names no live region (never issued, released, or consumed by an adopt).
+    UnknownRegion {
+        /// The id.
+        region: RegionId,
+    },
+    /// A write would end past the region.
+    OutOfBounds {
+        /// The region.
+        region: RegionId,
+        /// The write's offset into the region.
+        offset: u64,
+        /// The write's length.
+        len: u64,
+        /// The region's size.
+        size: u64,
+    },
+    /// The backend requires sequential writes and this one is not at the write cursor.
+    OutOfOrderWrite {
+        /// The region.
+        region: RegionId,
+        /// The offset the next write must start at.
+        expected: u64,
+        /// The offset this write started at.
+        offset: u64,
+    },
+    /// An adopt request smaller than the staged region it would hold.
+    AdoptTooSmall {
+        /// The staged region.
+        region: RegionId,
+        /// The staged region's size.
+        staged: u64,
+        /// The requested size.
+        requested: u64,
+    },
 }
+
+impl HalError {
+    /// The runtime status: out of memory or of a table is `NRT_RESOURCE`, a request the
+    /// manifest made impossible is `NRT_INVALID`, a misuse of the device is `NRT_FAILURE`.
+    pub fn status(&self) -> crate::Status {
+        use crate::Status;
+        match self {
+            HalError::OutOfMemory { .. } | HalError::RegionTableFull { .. } | HalError::IdsExhausted => {
+                Status::Resource
+            }
+            HalError::ZeroSize
+            | HalError::BadAlignment { .. }
+            | HalError::OutOfBounds { .. }
+            | HalError::AdoptTooSmall { .. } => Status::Invalid,
+            HalError::UnknownRegion { .. } | HalError::OutOfOrderWrite { .. } => Status::Failure,
+        }
+    }
+}
+
 impl fmt::Display for HalError {
-    fn fmt(&self, _f: &mut fmt::Formatter<'_>) -> fmt::Result { match *self {} }
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            HalError::OutOfMemory { requested, align, free, largest_free } => write!(
+                f,
+                "device out of memory: requested {requested} bytes (align {align}), \
+                 {free} bytes free, largest free span {largest_free} bytes"
+            ),
+            HalError::RegionTableFull { limit, capacity } => {
+                write!(f, "capacity {limit} = {capacity} exceeded (device region table)")
+            }
+            HalError::IdsExhausted => f.write_str("device region ids exhausted"),
+            HalError::ZeroSize => f.write_str("device allocation of 0 bytes"),
+            // The runtime's wording for a var alignment (spec §12A).
+            HalError::BadAlignment { align } => {
+                write!(f, "alignment provided not power of 2. alignment={align}")
+            }
+            HalError::UnknownRegion { region } => write!(f, "device region {region} is not live"),
+            HalError::OutOfBounds { region, offset, len, size } => write!(
+                f,
+                "write of {len} bytes at offset {offset} overruns device region {region} of {size} bytes"
+            ),
+            HalError::OutOfOrderWrite { region, expected, offset } => write!(
+                f,
+                "out-of-order write to device region {region}: at offset {offset}, expected {expected}"
+            ),
+            HalError::AdoptTooSmall { region, staged, requested } => write!(
+                f,
+                "cannot adopt staged region {region} of {staged} bytes into {requested} bytes"
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usage_index_matches_the_table_and_the_spec_numbers() {
+        for (i, class) in USAGE_CLASSES.iter().enumerate() {
+            assert_eq!(usage_index(*class), i);
+            // The spec numbers are the enum's discriminants.
+            assert_eq!(*class as u8 as usize, i, "{}", class.as_str());
+        }
+    }
+
+    #[test]
+    fn validate_refuses_zero_size_and_odd_alignment() {
+        assert_eq!(AllocRequest::staging(0, 0).validate(), Err(HalError::ZeroSize));
+        let req = AllocRequest { size: 8, align: 24, usage: UsageClass::Weight, core: 0 };
+        assert_eq!(req.validate(), Err(HalError::BadAlignment { align: 24 }));
+        let req = AllocRequest { align: 0, ..req };
+        assert_eq!(req.validate(), Err(HalError::BadAlignment { align: 0 }));
+        assert_eq!(AllocRequest { align: 64, ..req }.validate(), Ok(()));
+    }
+
+    #[test]
+    fn statuses_follow_the_runtime() {
+        use crate::Status;
+        let oom = HalError::OutOfMemory { requested: 1, align: 1, free: 0, largest_free: 0 };
+        assert_eq!(oom.status(), Status::Resource);
+        assert_eq!(HalError::BadAlignment { align: 3 }.status(), Status::Invalid);
+        assert_eq!(HalError::UnknownRegion { region: RegionId(1) }.status(), Status::Failure);
+    }
+
+    #[test]
+    fn display_names_sizes() {
+        let mut s = heapless::String::<160>::new();
+        let oom = HalError::OutOfMemory { requested: 4096, align: 64, free: 100, largest_free: 60 };
+        core::fmt::write(&mut s, format_args!("{oom}")).ok();
+        assert!(s.contains("4096") && s.contains("100 bytes free"), "{s}");
+        s.clear();
+        core::fmt::write(&mut s, format_args!("{}", HalError::BadAlignment { align: 3 })).ok();
+        assert_eq!(s.as_str(), "alignment provided not power of 2. alignment=3");
+    }
 }

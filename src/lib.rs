@@ -18,6 +18,8 @@ pub mod header;
 pub mod json;
 pub mod loader;
 pub mod manifest;
+pub mod npy;
+pub mod sim;
 pub mod tar;
 
 pub use error::{Error, ErrorKind, Result, Stage, Status, Warning, WarningKind, WarningSink};

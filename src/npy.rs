@@ -1,0 +1,709 @@
+//! A streaming parser for NumPy `.npy` headers (format versions 1.0, 2.0 and 3.0).
+//!
+//! A NEFF carries constants (`var.type == "file"`) as `.npy` members; the runtime writes only
+//! the array data into the variable (`spec/neff-format.md` §9.2). The wire format:
+//!
+//! ```text
+//! offset 0   6 bytes  magic "\x93NUMPY" (the runtime checks the u16 0x4e93 at offset 0)
+//! offset 6   1 byte   major version (1, 2 or 3)
+//! offset 7   1 byte   minor version (0)
+//! offset 8   u16 LE   header length (version 1) | u32 LE header length (versions 2 and 3)
+//! offset 10|12        the header: a Python dict literal, padded with spaces, ending in '\n'
+//!                     {'descr': '<f2', 'fortran_order': False, 'shape': (128, 128, 1, 1), }
+//! data_offset         the array data: product(shape) * itemsize bytes
+//! ```
+//!
+//! The header is fed in chunks as the member streams past ([`NpyParser::feed`]); it may
+//! straddle chunks. The dict is buffered in `HEADER_CAP` bytes (a header longer than that is
+//! refused with a [`CapacityError`] naming `HEADER_CAP`, never truncated) and then parsed
+//! strictly: exactly the keys `descr`, `fortran_order` and `shape`, as numpy requires, with
+//! `descr` a simple dtype string (`b1`, `i1`..`i8`, `u1`..`u8`, `f2`, `f4`, `f8`, `c8`,
+//! `c16`). Python 2 writers' `L` suffixes on integers are accepted, as numpy does.
+
+use core::fmt;
+
+use crate::error::{CapacityError, Text};
+
+/// The magic that opens every `.npy` file.
+pub const MAGIC: [u8; 6] = *b"\x93NUMPY";
+
+/// The header capacity of a plain [`NpyParser`]: twice numpy's usual 128-byte preamble and
+/// header, enough for any shape of a few dozen dimensions.
+pub const DEFAULT_HEADER_CAP: usize = 256;
+
+/// The most dimensions a header may hold (the runtime's `io_node_info_t` keeps 32).
+pub const MAX_DIMS_LIMIT: usize = 32;
+
+/// Byte order of the array data, from the first character of `descr`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum ByteOrder {
+    /// `<`
+    Little,
+    /// `>`: accepted and reported; the loader decides whether it can use it.
+    Big,
+    /// `=` (or no prefix): the writer's native order.
+    Native,
+    /// `|`: not applicable (one-byte types).
+    NotApplicable,
+}
+
+impl ByteOrder {
+    /// The `descr` prefix character.
+    pub const fn as_char(self) -> char {
+        match self {
+            ByteOrder::Little => '<',
+            ByteOrder::Big => '>',
+            ByteOrder::Native => '=',
+            ByteOrder::NotApplicable => '|',
+        }
+    }
+}
+
+/// Kind of the array's elements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum DtypeKind {
+    /// `b`: boolean.
+    Bool,
+    /// `i`: signed integer.
+    Int,
+    /// `u`: unsigned integer.
+    UInt,
+    /// `f`: IEEE float.
+    Float,
+    /// `c`: complex (two floats).
+    Complex,
+}
+
+impl DtypeKind {
+    /// The `descr` kind character.
+    pub const fn as_char(self) -> char {
+        match self {
+            DtypeKind::Bool => 'b',
+            DtypeKind::Int => 'i',
+            DtypeKind::UInt => 'u',
+            DtypeKind::Float => 'f',
+            DtypeKind::Complex => 'c',
+        }
+    }
+}
+
+/// A parsed `descr`: `'<f2'` is little-endian float of 2 bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Descr {
+    /// Element kind.
+    pub kind: DtypeKind,
+    /// Byte order.
+    pub byte_order: ByteOrder,
+    /// Bytes per element.
+    pub item_size: u8,
+}
+
+impl Descr {
+    /// Parses a dtype string such as `<f2` or `|b1`.
+    pub fn parse(descr: &[u8]) -> Result<Self, NpyError> {
+        let unsupported = NpyError::UnsupportedDescr { descr: Text::from_bytes_lossy(descr) };
+        let (byte_order, rest) = match descr.split_first() {
+            Some((b'<', rest)) => (ByteOrder::Little, rest),
+            Some((b'>', rest)) => (ByteOrder::Big, rest),
+            Some((b'=', rest)) => (ByteOrder::Native, rest),
+            Some((b'|', rest)) => (ByteOrder::NotApplicable, rest),
+            _ => (ByteOrder::Native, descr),
+        };
+        let (kind, size) = match rest.split_first() {
+            Some((b'b', size)) => (DtypeKind::Bool, size),
+            Some((b'i', size)) => (DtypeKind::Int, size),
+            Some((b'u', size)) => (DtypeKind::UInt, size),
+            Some((b'f', size)) => (DtypeKind::Float, size),
+            Some((b'c', size)) => (DtypeKind::Complex, size),
+            _ => return Err(unsupported),
+        };
+        let item_size = match (kind, size) {
+            (DtypeKind::Bool, b"1") => 1,
+            (DtypeKind::Int | DtypeKind::UInt, b"1") => 1,
+            (DtypeKind::Int | DtypeKind::UInt | DtypeKind::Float, b"2") => 2,
+            (DtypeKind::Int | DtypeKind::UInt | DtypeKind::Float, b"4") => 4,
+            (DtypeKind::Int | DtypeKind::UInt | DtypeKind::Float, b"8") => 8,
+            (DtypeKind::Complex, b"8") => 8,
+            (DtypeKind::Complex, b"16") => 16,
+            _ => return Err(unsupported),
+        };
+        Ok(Self { kind, byte_order, item_size })
+    }
+}
+
+impl fmt::Display for Descr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}{}{}", self.byte_order.as_char(), self.kind.as_char(), self.item_size)
+    }
+}
+
+/// The format version from bytes 6 and 7.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct NpyVersion {
+    /// 1, 2 or 3.
+    pub major: u8,
+    /// 0.
+    pub minor: u8,
+}
+
+/// A parsed `.npy` header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct NpyHeader<const MAX_DIMS: usize = MAX_DIMS_LIMIT> {
+    /// The format version.
+    pub version: NpyVersion,
+    /// The element type.
+    pub descr: Descr,
+    /// True when the data is in column-major (Fortran) order.
+    pub fortran_order: bool,
+    /// Bytes from the start of the file to the first byte of array data.
+    pub data_offset: u64,
+    dims: [u64; MAX_DIMS],
+    ndim: u8,
+}
+
+impl<const MAX_DIMS: usize> NpyHeader<MAX_DIMS> {
+    /// The dimensions; empty for a scalar.
+    pub fn shape(&self) -> &[u64] {
+        self.dims.get(..usize::from(self.ndim)).unwrap_or(&[])
+    }
+
+    /// The number of elements (1 for a scalar), or [`NpyError::DataLenOverflow`].
+    pub fn element_count(&self) -> Result<u64, NpyError> {
+        self.shape().iter().try_fold(1u64, |n, &d| n.checked_mul(d)).ok_or(NpyError::DataLenOverflow)
+    }
+
+    /// The array data's length in bytes: `product(shape) * item_size`, overflow checked.
+    pub fn data_len(&self) -> Result<u64, NpyError> {
+        self.element_count()?.checked_mul(u64::from(self.descr.item_size)).ok_or(NpyError::DataLenOverflow)
+    }
+}
+
+/// What a chunk fed to [`NpyParser::feed`] gave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum NpyFeed<const MAX_DIMS: usize = MAX_DIMS_LIMIT> {
+    /// The whole chunk was header; feed more.
+    NeedMore,
+    /// The header is complete. The first `header_bytes` of this chunk were header; the
+    /// rest of the chunk is array data. Once complete, every later chunk is all data
+    /// (`header_bytes == 0`).
+    Complete {
+        /// The header.
+        header: NpyHeader<MAX_DIMS>,
+        /// How many bytes of this chunk belonged to the header.
+        header_bytes: usize,
+    },
+}
+
+/// Why a `.npy` header was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum NpyError {
+    /// The file does not open with `\x93NUMPY` (the bytes seen so far, zero-padded).
+    BadMagic {
+        /// The first six bytes.
+        found: [u8; 6],
+    },
+    /// A format version other than 1.0, 2.0 or 3.0.
+    UnsupportedVersion {
+        /// Byte 6.
+        major: u8,
+        /// Byte 7.
+        minor: u8,
+    },
+    /// The header is longer than the parser's buffer, or has more dimensions than it keeps.
+    Capacity(CapacityError),
+    /// The input ended inside the header.
+    Truncated {
+        /// Header bytes needed (preamble alone until the header length is known).
+        needed: u64,
+        /// Bytes received.
+        got: u64,
+    },
+    /// The header dict is not the Python literal numpy writes.
+    Malformed {
+        /// Byte offset from the start of the file.
+        offset: u64,
+        /// What the parser expected there.
+        expected: &'static str,
+    },
+    /// One of `descr`, `fortran_order`, `shape` is missing.
+    MissingKey {
+        /// The key.
+        key: &'static str,
+    },
+    /// A key appears twice.
+    DuplicateKey {
+        /// The key.
+        key: &'static str,
+    },
+    /// A key other than `descr`, `fortran_order`, `shape`.
+    UnknownKey {
+        /// Byte offset of the key from the start of the file.
+        offset: u64,
+    },
+    /// A `descr` outside `b1, i1..i8, u1..u8, f2, f4, f8, c8, c16`.
+    UnsupportedDescr {
+        /// The descr text.
+        descr: Text<16>,
+    },
+    /// `product(shape) * item_size` does not fit in 64 bits.
+    DataLenOverflow,
+}
+
+impl NpyError {
+    /// The runtime status: a capacity is `NRT_RESOURCE`, everything else `NRT_INVALID`.
+    pub fn status(&self) -> crate::Status {
+        match self {
+            NpyError::Capacity(_) => crate::Status::Resource,
+            _ => crate::Status::Invalid,
+        }
+    }
+}
+
+impl fmt::Display for NpyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            NpyError::BadMagic { found: [b0, b1, ..] } if [b0, b1] != [0x93, b'N'] => {
+                // The runtime's wording (spec §12A); the member name comes from the Error.
+                write!(f, "NUMPY bad header {:x} != 0x4e93", u16::from_le_bytes([b0, b1]))
+            }
+            NpyError::BadMagic { found } => {
+                write!(f, "NUMPY bad magic {found:02x?} != \\x93NUMPY")
+            }
+            NpyError::UnsupportedVersion { major, minor } => {
+                write!(f, "NUMPY format version {major}.{minor} is not supported (1.0, 2.0, 3.0 are)")
+            }
+            NpyError::Capacity(e) => write!(f, "NUMPY header: {e}"),
+            NpyError::Truncated { needed, got } => {
+                write!(f, "NUMPY header truncated: {got} of {needed} bytes")
+            }
+            NpyError::Malformed { offset, expected } => {
+                write!(f, "NUMPY header malformed at byte {offset}: expected {expected}")
+            }
+            NpyError::MissingKey { key } => write!(f, "NUMPY header has no '{key}' key"),
+            NpyError::DuplicateKey { key } => write!(f, "NUMPY header repeats the '{key}' key"),
+            NpyError::UnknownKey { offset } => write!(f, "NUMPY header has an unknown key at byte {offset}"),
+            NpyError::UnsupportedDescr { descr } => write!(f, "NUMPY unsupported dtype descr '{descr}'"),
+            NpyError::DataLenOverflow => f.write_str("NUMPY array size overflows 64 bits"),
+        }
+    }
+}
+
+/// Parses a `.npy` header from chunks; see the [module documentation](self).
+///
+/// `HEADER_CAP` bounds the dict's length in bytes, `MAX_DIMS` (at most
+/// [`MAX_DIMS_LIMIT`]) the number of dimensions. `size_of::<NpyParser>()` with the defaults
+/// (256, 32) is 584 bytes on a 64-bit host and 568 on thumbv7em: the dict buffer plus one
+/// [`NpyHeader`] (272 bytes).
+#[derive(Debug, Clone)]
+pub struct NpyParser<const HEADER_CAP: usize = DEFAULT_HEADER_CAP, const MAX_DIMS: usize = MAX_DIMS_LIMIT> {
+    preamble: [u8; 12],
+    preamble_len: usize,
+    dict: [u8; HEADER_CAP],
+    dict_len: usize,
+    header_len: Option<usize>,
+    consumed: u64,
+    outcome: Option<Result<NpyHeader<MAX_DIMS>, NpyError>>,
+}
+
+impl<const HEADER_CAP: usize, const MAX_DIMS: usize> Default for NpyParser<HEADER_CAP, MAX_DIMS> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const HEADER_CAP: usize, const MAX_DIMS: usize> NpyParser<HEADER_CAP, MAX_DIMS> {
+    const DIMS_WITHIN_LIMIT: () = assert!(MAX_DIMS <= MAX_DIMS_LIMIT, "MAX_DIMS must be at most 32");
+
+    /// A parser at the first byte of a `.npy` file.
+    pub fn new() -> Self {
+        #[allow(clippy::let_unit_value)]
+        let () = Self::DIMS_WITHIN_LIMIT;
+        Self {
+            preamble: [0; 12],
+            preamble_len: 0,
+            dict: [0; HEADER_CAP],
+            dict_len: 0,
+            header_len: None,
+            consumed: 0,
+            outcome: None,
+        }
+    }
+
+    /// Feeds the next chunk of the file.
+    ///
+    /// Errors are sticky: after one, every call returns it again.
+    pub fn feed(&mut self, chunk: &[u8]) -> Result<NpyFeed<MAX_DIMS>, NpyError> {
+        match self.outcome {
+            Some(Ok(header)) => return Ok(NpyFeed::Complete { header, header_bytes: 0 }),
+            Some(Err(e)) => return Err(e),
+            None => {}
+        }
+        let result = self.consume(chunk);
+        if let Err(e) = result {
+            self.outcome = Some(Err(e));
+        }
+        result
+    }
+
+    /// The header, at the end of the member: [`NpyError::Truncated`] if it never completed.
+    pub fn finish(&self) -> Result<NpyHeader<MAX_DIMS>, NpyError> {
+        match self.outcome {
+            Some(outcome) => outcome,
+            None if self.preamble_len < MAGIC.len() && self.preamble.get(..self.preamble_len) != MAGIC.get(..self.preamble_len) => {
+                let mut found = [0u8; 6];
+                found.iter_mut().zip(&self.preamble).take(self.preamble_len).for_each(|(d, s)| *d = *s);
+                Err(NpyError::BadMagic { found })
+            }
+            None => Err(NpyError::Truncated { needed: self.needed(), got: self.consumed }),
+        }
+    }
+
+    /// Bytes of the file fed so far that belonged to the header.
+    pub fn consumed(&self) -> u64 {
+        self.consumed
+    }
+
+    /// How many preamble bytes to gather before the next check: the magic (6), then the
+    /// version (8), then the header length (10 for version 1, 12 otherwise). Checking at
+    /// fixed points makes the outcome independent of how the input is chunked.
+    fn preamble_target(&self) -> usize {
+        match self.preamble_len {
+            0..=5 => MAGIC.len(),
+            6..=7 => 8,
+            _ if self.preamble.get(6) == Some(&1) => 10,
+            _ => 12,
+        }
+    }
+
+    /// Header bytes needed: at least the shortest preamble until the header length is known.
+    fn needed(&self) -> u64 {
+        match self.header_len {
+            Some(len) => (self.preamble_len + len) as u64,
+            None => self.preamble_target().max(10) as u64,
+        }
+    }
+
+    fn consume(&mut self, chunk: &[u8]) -> Result<NpyFeed<MAX_DIMS>, NpyError> {
+        let mut rest = chunk;
+        while self.header_len.is_none() && !rest.is_empty() {
+            let want = self.preamble_target().saturating_sub(self.preamble_len).min(rest.len());
+            let (head, tail) = rest.split_at(want);
+            if let Some(dst) = self.preamble.get_mut(self.preamble_len..self.preamble_len + want) {
+                dst.copy_from_slice(head);
+            }
+            self.preamble_len += want;
+            self.consumed += want as u64;
+            rest = tail;
+            self.check_preamble()?;
+        }
+        if let Some(header_len) = self.header_len {
+            let want = (header_len - self.dict_len).min(rest.len());
+            let (head, tail) = rest.split_at(want);
+            if let Some(dst) = self.dict.get_mut(self.dict_len..self.dict_len + want) {
+                dst.copy_from_slice(head);
+            }
+            self.dict_len += want;
+            self.consumed += want as u64;
+            rest = tail;
+            if self.dict_len == header_len {
+                let header = self.parse_dict()?;
+                self.outcome = Some(Ok(header));
+                return Ok(NpyFeed::Complete { header, header_bytes: chunk.len() - rest.len() });
+            }
+        }
+        Ok(NpyFeed::NeedMore)
+    }
+
+    /// Checks the preamble at each of its fixed points; sets `header_len` once it is whole.
+    fn check_preamble(&mut self) -> Result<(), NpyError> {
+        match (self.preamble_len, self.preamble) {
+            (6, [m0, m1, m2, m3, m4, m5, ..]) if [m0, m1, m2, m3, m4, m5] != MAGIC => {
+                Err(NpyError::BadMagic { found: [m0, m1, m2, m3, m4, m5] })
+            }
+            (8, [.., major, minor, _, _, _, _]) if !matches!((major, minor), (1..=3, 0)) => {
+                Err(NpyError::UnsupportedVersion { major, minor })
+            }
+            (10, [.., 1, _, l0, l1, _, _]) => self.set_header_len(u32::from(u16::from_le_bytes([l0, l1]))),
+            (12, [.., l0, l1, l2, l3]) => self.set_header_len(u32::from_le_bytes([l0, l1, l2, l3])),
+            _ => Ok(()),
+        }
+    }
+
+    fn set_header_len(&mut self, len: u32) -> Result<(), NpyError> {
+        let len = usize::try_from(len).ok().filter(|&len| len <= HEADER_CAP);
+        let len = len.ok_or(NpyError::Capacity(CapacityError { limit: "HEADER_CAP", capacity: HEADER_CAP as u64 }))?;
+        self.header_len = Some(len);
+        Ok(())
+    }
+
+    fn parse_dict(&self) -> Result<NpyHeader<MAX_DIMS>, NpyError> {
+        let version = NpyVersion {
+            major: self.preamble.get(6).copied().unwrap_or(0),
+            minor: self.preamble.get(7).copied().unwrap_or(0),
+        };
+        let preamble = self.preamble_len as u64;
+        let bytes = self.dict.get(..self.dict_len).unwrap_or(&[]);
+        let mut cursor = Cursor { bytes, pos: 0, base: preamble };
+        let mut descr = None;
+        let mut fortran_order = None;
+        let mut shape: Option<([u64; MAX_DIMS], u8)> = None;
+
+        cursor.skip_whitespace();
+        cursor.expect(b'{', "'{'")?;
+        cursor.skip_whitespace();
+        while cursor.peek() != Some(b'}') {
+            let key_offset = cursor.offset();
+            let key = cursor.string()?;
+            cursor.skip_whitespace();
+            cursor.expect(b':', "':'")?;
+            cursor.skip_whitespace();
+            match key {
+                b"descr" => {
+                    let value = cursor.string()?;
+                    set_once(&mut descr, Descr::parse(value)?, "descr")?;
+                }
+                b"fortran_order" => {
+                    let value = match cursor.identifier() {
+                        b"True" => true,
+                        b"False" => false,
+                        _ => return Err(cursor.malformed("True or False")),
+                    };
+                    set_once(&mut fortran_order, value, "fortran_order")?;
+                }
+                b"shape" => {
+                    let value = cursor.shape::<MAX_DIMS>()?;
+                    set_once(&mut shape, value, "shape")?;
+                }
+                _ => return Err(NpyError::UnknownKey { offset: key_offset }),
+            }
+            cursor.skip_whitespace();
+            match cursor.peek() {
+                Some(b',') => {
+                    cursor.pos += 1;
+                    cursor.skip_whitespace();
+                }
+                Some(b'}') => {}
+                _ => return Err(cursor.malformed("',' or '}'")),
+            }
+        }
+        cursor.pos += 1; // the '}'
+        cursor.skip_whitespace();
+        if cursor.peek().is_some() {
+            return Err(cursor.malformed("only padding after the dict"));
+        }
+        let descr = descr.ok_or(NpyError::MissingKey { key: "descr" })?;
+        let fortran_order = fortran_order.ok_or(NpyError::MissingKey { key: "fortran_order" })?;
+        let (dims, ndim) = shape.ok_or(NpyError::MissingKey { key: "shape" })?;
+        Ok(NpyHeader { version, descr, fortran_order, data_offset: preamble + bytes.len() as u64, dims, ndim })
+    }
+}
+
+/// Parses a header from a slice holding at least the whole header (a whole file, say).
+pub fn parse_header<const HEADER_CAP: usize, const MAX_DIMS: usize>(
+    bytes: &[u8],
+) -> Result<NpyHeader<MAX_DIMS>, NpyError> {
+    let mut parser = NpyParser::<HEADER_CAP, MAX_DIMS>::new();
+    parser.feed(bytes)?;
+    parser.finish()
+}
+
+fn set_once<T>(slot: &mut Option<T>, value: T, key: &'static str) -> Result<(), NpyError> {
+    if slot.replace(value).is_some() {
+        return Err(NpyError::DuplicateKey { key });
+    }
+    Ok(())
+}
+
+/// A read position in the buffered dict; offsets are reported from the start of the file.
+struct Cursor<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+    base: u64,
+}
+
+impl<'a> Cursor<'a> {
+    fn offset(&self) -> u64 {
+        self.base + self.pos as u64
+    }
+
+    fn malformed(&self, expected: &'static str) -> NpyError {
+        NpyError::Malformed { offset: self.offset(), expected }
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.bytes.get(self.pos).copied()
+    }
+
+    fn skip_whitespace(&mut self) {
+        while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+            self.pos += 1;
+        }
+    }
+
+    fn expect(&mut self, byte: u8, expected: &'static str) -> Result<(), NpyError> {
+        if self.peek() != Some(byte) {
+            return Err(self.malformed(expected));
+        }
+        self.pos += 1;
+        Ok(())
+    }
+
+    /// A quoted string without escapes: `'...'` or `"..."`.
+    fn string(&mut self) -> Result<&'a [u8], NpyError> {
+        let quote = match self.peek() {
+            Some(q @ (b'\'' | b'"')) => q,
+            _ => return Err(self.malformed("a quoted string")),
+        };
+        let start = self.pos + 1;
+        let rest = self.bytes.get(start..).unwrap_or(&[]);
+        let len = rest.iter().position(|&b| b == quote || b == b'\\' || b == b'\n');
+        match len.and_then(|len| rest.get(len).map(|&b| (len, b))) {
+            Some((len, b)) if b == quote => {
+                self.pos = start + len + 1;
+                Ok(rest.get(..len).unwrap_or(&[]))
+            }
+            Some((len, _)) => {
+                self.pos = start + len;
+                Err(self.malformed("a string without escapes"))
+            }
+            None => {
+                self.pos = self.bytes.len();
+                Err(self.malformed("a closing quote"))
+            }
+        }
+    }
+
+    fn identifier(&mut self) -> &'a [u8] {
+        let start = self.pos;
+        while self.peek().is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            self.pos += 1;
+        }
+        self.bytes.get(start..self.pos).unwrap_or(&[])
+    }
+
+    /// A non-negative integer, with Python 2's optional `L` suffix.
+    fn integer(&mut self) -> Result<u64, NpyError> {
+        if !self.peek().is_some_and(|b| b.is_ascii_digit()) {
+            return Err(self.malformed("a non-negative integer"));
+        }
+        let start = self.offset();
+        let mut value = 0u64;
+        while let Some(digit @ b'0'..=b'9') = self.peek() {
+            value = value
+                .checked_mul(10)
+                .and_then(|v| v.checked_add(u64::from(digit - b'0')))
+                .ok_or(NpyError::Malformed { offset: start, expected: "a dimension below 2^64" })?;
+            self.pos += 1;
+        }
+        if self.peek() == Some(b'L') {
+            self.pos += 1;
+        }
+        Ok(value)
+    }
+
+    /// A tuple of integers: `()`, `(5,)`, `(128, 128, 1, 1)`, with an optional trailing comma.
+    fn shape<const MAX_DIMS: usize>(&mut self) -> Result<([u64; MAX_DIMS], u8), NpyError> {
+        let mut dims = [0u64; MAX_DIMS];
+        let mut ndim = 0usize;
+        self.expect(b'(', "'(' opening the shape")?;
+        self.skip_whitespace();
+        if self.peek() == Some(b')') {
+            self.pos += 1;
+            return Ok((dims, 0));
+        }
+        loop {
+            let dim = self.integer()?;
+            let slot = dims.get_mut(ndim).ok_or(NpyError::Capacity(CapacityError {
+                limit: "MAX_DIMS",
+                capacity: MAX_DIMS as u64,
+            }))?;
+            *slot = dim;
+            ndim += 1;
+            self.skip_whitespace();
+            match self.peek() {
+                Some(b',') => {
+                    self.pos += 1;
+                    self.skip_whitespace();
+                    if self.peek() == Some(b')') {
+                        self.pos += 1;
+                        break;
+                    }
+                }
+                // `(5)` is the integer 5 in Python, not a tuple: numpy refuses it.
+                Some(b')') if ndim > 1 => {
+                    self.pos += 1;
+                    break;
+                }
+                Some(b')') => return Err(self.malformed("',' after the only dimension")),
+                _ => return Err(self.malformed("',' or ')' in the shape")),
+            }
+        }
+        Ok((dims, ndim as u8))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+mod tests {
+    use super::*;
+
+    fn v1(dict: &str) -> heapless::Vec<u8, 512> {
+        let mut out = heapless::Vec::new();
+        out.extend_from_slice(b"\x93NUMPY\x01\x00").unwrap();
+        out.extend_from_slice(&(dict.len() as u16).to_le_bytes()).unwrap();
+        out.extend_from_slice(dict.as_bytes()).unwrap();
+        out
+    }
+
+    #[test]
+    fn descr_parses_every_supported_type() {
+        let cases: [(&[u8], DtypeKind, ByteOrder, u8); 8] = [
+            (b"<f2", DtypeKind::Float, ByteOrder::Little, 2),
+            (b"|b1", DtypeKind::Bool, ByteOrder::NotApplicable, 1),
+            (b">i8", DtypeKind::Int, ByteOrder::Big, 8),
+            (b"=u4", DtypeKind::UInt, ByteOrder::Native, 4),
+            (b"<c16", DtypeKind::Complex, ByteOrder::Little, 16),
+            (b"<c8", DtypeKind::Complex, ByteOrder::Little, 8),
+            (b"|u1", DtypeKind::UInt, ByteOrder::NotApplicable, 1),
+            (b"f8", DtypeKind::Float, ByteOrder::Native, 8),
+        ];
+        for (text, kind, order, size) in cases {
+            let d = Descr::parse(text).unwrap();
+            assert_eq!((d.kind, d.byte_order, d.item_size), (kind, order, size), "{text:?}");
+        }
+        for bad in [&b"<f16"[..], b"<f1", b"<c4", b"|b2", b"<U8", b"|S10", b"", b"<", b"O"] {
+            assert!(matches!(Descr::parse(bad), Err(NpyError::UnsupportedDescr { .. })), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn small_header_in_one_chunk() {
+        let file = v1("{'descr': '<i4', 'fortran_order': True, 'shape': (2, 3), }\n");
+        let header = parse_header::<64, 4>(&file).unwrap();
+        assert_eq!(header.shape(), &[2, 3]);
+        assert!(header.fortran_order);
+        assert_eq!(header.data_len(), Ok(24));
+        assert_eq!(header.data_offset, file.len() as u64);
+    }
+
+    #[test]
+    fn sizes_are_as_documented() {
+        #[cfg(target_pointer_width = "64")]
+        assert_eq!(core::mem::size_of::<NpyParser>(), 584);
+        assert_eq!(core::mem::size_of::<NpyHeader>(), 272);
+    }
+
+    #[test]
+    fn too_many_dims_names_max_dims() {
+        let file = v1("{'descr': '<i4', 'fortran_order': False, 'shape': (1, 2, 3), }\n");
+        let err = parse_header::<64, 2>(&file).unwrap_err();
+        assert_eq!(err, NpyError::Capacity(CapacityError { limit: "MAX_DIMS", capacity: 2 }));
+    }
+}
