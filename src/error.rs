@@ -241,6 +241,8 @@ pub enum ErrorKind {
     Chain(crate::loader::ChainError),
     /// The device refused.
     Hal(crate::hal::HalError),
+    /// A `.npy` payload's header is bad or disagrees with its variable.
+    Npy(crate::npy::NpyError),
 }
 
 impl ErrorKind {
@@ -255,6 +257,7 @@ impl ErrorKind {
             ErrorKind::Manifest(e) => e.status(),
             ErrorKind::Chain(e) => e.status(),
             ErrorKind::Hal(e) => e.status(),
+            ErrorKind::Npy(e) => e.status(),
         }
     }
 }
@@ -272,6 +275,7 @@ impl fmt::Display for ErrorKind {
             ErrorKind::Manifest(e) => e.fmt(f),
             ErrorKind::Chain(e) => e.fmt(f),
             ErrorKind::Hal(e) => e.fmt(f),
+            ErrorKind::Npy(e) => e.fmt(f),
         }
     }
 }
