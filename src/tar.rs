@@ -774,3 +774,391 @@ impl<S: BufRead<Error = Error>, const NAME: usize, const PAX: usize> TarReader<S
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    extern crate std;
+    use std::string::String;
+    use std::vec::Vec;
+
+    use crate::gzip::{Decoder, DEFAULT_MAX_INFLATED};
+
+    #[derive(Clone, Copy)]
+    enum Magic {
+        Posix,
+        Gnu,
+        V7,
+    }
+
+    fn header_with(name: &[u8], size: u64, typeflag: u8, magic: Magic, prefix: &[u8]) -> [u8; 512] {
+        let mut h = [0u8; 512];
+        h[..name.len()].copy_from_slice(name);
+        h[100..107].copy_from_slice(b"0000644");
+        let size_field = std::format!("{size:011o}");
+        h[124..135].copy_from_slice(size_field.as_bytes());
+        h[156] = typeflag;
+        match magic {
+            Magic::Posix => {
+                h[257..263].copy_from_slice(b"ustar\0");
+                h[263..265].copy_from_slice(b"00");
+            }
+            Magic::Gnu => {
+                h[257..263].copy_from_slice(b"ustar ");
+                h[263..265].copy_from_slice(b" \0");
+            }
+            Magic::V7 => {}
+        }
+        h[345..345 + prefix.len()].copy_from_slice(prefix);
+        seal(&mut h);
+        h
+    }
+
+    fn seal(h: &mut [u8; 512]) {
+        h[148..156].fill(b' ');
+        let sum: u32 = h.iter().map(|&b| u32::from(b)).sum();
+        h[148..156].copy_from_slice(std::format!("{sum:06o}\0 ").as_bytes());
+    }
+
+    fn header(name: &str, size: u64, typeflag: u8) -> [u8; 512] {
+        header_with(name.as_bytes(), size, typeflag, Magic::Posix, b"")
+    }
+
+    fn body(data: &[u8]) -> Vec<u8> {
+        let mut v = data.to_vec();
+        v.resize(data.len().div_ceil(512) * 512, 0);
+        v
+    }
+
+    fn entry(name: &str, data: &[u8]) -> Vec<u8> {
+        let mut v = header(name, data.len() as u64, b'0').to_vec();
+        v.extend(body(data));
+        v
+    }
+
+    fn pax(typeflag: u8, records: &[(&str, &str)]) -> Vec<u8> {
+        let mut data = Vec::new();
+        for (k, v) in records {
+            let rest = std::format!(" {k}={v}\n");
+            let mut len = rest.len() + 1;
+            while std::format!("{len}").len() + rest.len() != len {
+                len += 1;
+            }
+            data.extend_from_slice(std::format!("{len}{rest}").as_bytes());
+        }
+        let mut v = header("././@PaxHeader", data.len() as u64, typeflag).to_vec();
+        v.extend(body(&data));
+        v
+    }
+
+    fn end() -> Vec<u8> {
+        std::vec![0u8; 1024]
+    }
+
+    type Walked = Vec<(String, Vec<u8>)>;
+
+    /// Walks `tar`, reading every body; returns members and warnings.
+    fn walk(tar: &[u8]) -> Result<(Walked, Vec<TarWarning>, AfterEnd), Error> {
+        let stream = Decoder::sniff(tar, 0, DEFAULT_MAX_INFLATED)?;
+        let mut reader: TarReader<_, 256, 512> = TarReader::new(stream);
+        let mut warnings = Vec::new();
+        let mut sink = |w: &Warning| {
+            if let WarningKind::Tar(t) = w.kind {
+                warnings.push(t)
+            }
+        };
+        let mut out = Vec::new();
+        while let Some(mut m) = reader.next_member(&mut sink)? {
+            let mut data = Vec::new();
+            let mut buf = [0u8; 100];
+            loop {
+                let n = m.read(&mut buf)?;
+                if n == 0 {
+                    break;
+                }
+                data.extend_from_slice(&buf[..n]);
+            }
+            assert_eq!(data.len() as u64, m.size());
+            out.push((String::from(m.name()), data));
+        }
+        let after = reader.drain(&mut sink)?;
+        Ok((out, warnings, after))
+    }
+
+    fn names(w: &Walked) -> Vec<&str> {
+        w.iter().map(|(n, _)| n.as_str()).collect()
+    }
+
+    fn tar_kind(e: &Error) -> TarError {
+        match e.kind {
+            ErrorKind::Tar(t) => t,
+            other => panic!("expected a tar error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn numbers_octal_and_base_256() {
+        assert_eq!(parse_number(b"00000001750\0", "size"), Ok(1000));
+        assert_eq!(parse_number(b"   1750 \0\0\0\0", "size"), Ok(1000));
+        assert_eq!(parse_number(b"\0\0\0\0", "size"), Ok(0));
+        assert_eq!(parse_number(b"\x80\0\0\0\0\0\0\x02\x40\0\0\0", "size"), Ok(9 << 30));
+        assert_eq!(parse_number(b"\xff\xff\xff\xff", "size"), Err(TarError::NumberOutOfRange { field: "size" }));
+        assert_eq!(parse_number(b"\x80\x01\0\0\0\0\0\0\0\0\0\0", "size"), Err(TarError::NumberOutOfRange { field: "size" }));
+        assert_eq!(parse_number(b"0009\0", "size"), Err(TarError::BadNumber { field: "size" }));
+        assert_eq!(parse_number(b"12 34", "size"), Err(TarError::BadNumber { field: "size" }));
+    }
+
+    #[test]
+    fn ustar_members_prefix_and_end() {
+        let mut tar = entry("neff.json", b"{}");
+        tar.extend(header_with(b"PE.bin", 3, b'0', Magic::Posix, b"sg00/deep"));
+        tar.extend(body(b"abc"));
+        tar.extend(end());
+        tar.extend(std::vec![0u8; 4096]); // record padding
+        let (w, warnings, after) = walk(&tar).unwrap();
+        assert_eq!(names(&w), ["neff.json", "sg00/deep/PE.bin"]);
+        assert_eq!(w[1].1, b"abc");
+        assert!(warnings.is_empty());
+        assert_eq!(after, AfterEnd { bytes: 4096, nonzero_bytes: 0 });
+    }
+
+    #[test]
+    fn gnu_headers_do_not_join_the_prefix_area() {
+        let mut tar = header_with(b"a.bin", 1, b'0', Magic::Gnu, b"\x01\x02not-a-prefix").to_vec();
+        tar.extend(body(b"z"));
+        tar.extend(header_with(b"v7.bin", 0, b'\0', Magic::V7, b"junk").to_vec());
+        tar.extend(end());
+        let (w, _, _) = walk(&tar).unwrap();
+        assert_eq!(names(&w), ["a.bin", "v7.bin"]);
+    }
+
+    #[test]
+    fn base_256_size_is_read() {
+        let mut h = header("big.bin", 0, b'0');
+        h[124..136].copy_from_slice(b"\x80\0\0\0\0\0\0\0\0\0\x02\x00");
+        seal(&mut h);
+        let mut tar = h.to_vec();
+        tar.extend(std::vec![7u8; 512]);
+        tar.extend(end());
+        let (w, _, _) = walk(&tar).unwrap();
+        assert_eq!(w[0].1, std::vec![7u8; 512]);
+    }
+
+    #[test]
+    fn checksums_unsigned_signed_and_bad() {
+        // A high byte in the name makes the signed and unsigned sums differ.
+        let mut h = header_with(b"caf\xc3\xa9", 0, b'0', Magic::Posix, b"");
+        let unsigned: i64 = h.iter().enumerate().map(|(i, &b)| if (148..156).contains(&i) { 32 } else { i64::from(b) }).sum();
+        let signed: i64 =
+            h.iter().enumerate().map(|(i, &b)| if (148..156).contains(&i) { 32 } else { i64::from(b as i8) }).sum();
+        assert_ne!(unsigned, signed);
+        h[148..156].copy_from_slice(std::format!("{signed:06o}\0 ").as_bytes());
+        let mut tar = h.to_vec();
+        tar.extend(end());
+        let (w, warnings, _) = walk(&tar).unwrap();
+        assert_eq!(names(&w), ["café"]);
+        assert_eq!(warnings, [TarWarning::SignedChecksum]);
+
+        let mut tar = header("x", 0, b'0').to_vec();
+        tar[0] = b'y';
+        tar.extend(end());
+        assert!(matches!(tar_kind(&walk(&tar).unwrap_err()), TarError::Checksum { .. }));
+    }
+
+    #[test]
+    fn pax_path_and_size_override_the_header() {
+        let long = "sg00/".repeat(30) + "weights.npy"; // 161 chars
+        let mut tar = pax(b'x', &[("mtime", "1795957502.2003193"), ("path", &long), ("size", "5")]);
+        tar.extend(header("truncated-name", 0, b'0')); // the PAX size (5) wins over 0
+        tar.extend(body(b"12345"));
+        tar.extend(entry("after.json", b"{}")); // the override applied to one member only
+        tar.extend(end());
+        let (w, _, _) = walk(&tar).unwrap();
+        assert_eq!(names(&w), [long.as_str(), "after.json"]);
+        assert_eq!(w[0].1, b"12345");
+    }
+
+    #[test]
+    fn pax_global_is_ignored_with_a_warning() {
+        let mut tar = pax(b'g', &[("path", "everything"), ("comment", "x")]);
+        tar.extend(entry("a.json", b"1"));
+        tar.extend(end());
+        let (w, warnings, _) = walk(&tar).unwrap();
+        assert_eq!(names(&w), ["a.json"]);
+        assert_eq!(warnings, [TarWarning::GlobalPaxIgnored]);
+    }
+
+    #[test]
+    fn pax_errors() {
+        let mut tar = pax(b'x', &[("GNU.sparse.map", "0,1")]);
+        tar.extend(entry("a", b"1"));
+        assert_eq!(tar_kind(&walk(&tar).unwrap_err()), TarError::UnsupportedType { typeflag: b'S' });
+
+        let mut tar = pax(b'x', &[("size", "12x")]);
+        tar.extend(entry("a", b"1"));
+        assert_eq!(tar_kind(&walk(&tar).unwrap_err()), TarError::BadPaxSize);
+
+        for bad in [&b"99 path=x\n"[..], b"x path=y\n", b"11 pathxyz\n", b"10 path=xy"] {
+            let mut tar = header("././@PaxHeader", bad.len() as u64, b'x').to_vec();
+            tar.extend(body(bad));
+            tar.extend(entry("a", b"1"));
+            assert_eq!(tar_kind(&walk(&tar).unwrap_err()), TarError::BadPaxRecord, "{bad:?}");
+        }
+
+        // Bigger than the PAX capacity (512 in these tests).
+        let mut tar = pax(b'x', &[("comment", &"c".repeat(600))]);
+        tar.extend(entry("a", b"1"));
+        let e = walk(&tar).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Capacity(CapacityError { limit: "PAX", capacity: 512 }));
+        assert_eq!(e.offset_base, OffsetBase::Archive);
+        assert_eq!(e.offset, 0);
+    }
+
+    #[test]
+    fn gnu_long_name_and_long_link() {
+        let long = "debug_info/".repeat(12) + "x.dbg";
+        let mut l = header_with(b"././@LongLink", long.len() as u64 + 1, b'L', Magic::Gnu, b"").to_vec();
+        let mut name = long.clone().into_bytes();
+        name.push(0);
+        l.extend(body(&name));
+        let mut tar = l;
+        tar.extend(header_with(b"debug_info/debug_info/trunc", 2, b'0', Magic::Gnu, b""));
+        tar.extend(body(b"ok"));
+        let mut k = header_with(b"././@LongLink", 300, b'K', Magic::Gnu, b"").to_vec();
+        k.extend(body(&[b'k'; 300]));
+        tar.extend(k);
+        tar.extend(header_with(b"link", 0, b'2', Magic::Gnu, b""));
+        tar.extend(end());
+        let (w, _, _) = walk(&tar).unwrap();
+        assert_eq!(names(&w), [long.as_str()]);
+        assert_eq!(w[0].1, b"ok");
+
+        // A long name past the NAME capacity.
+        let mut tar = header_with(b"././@LongLink", 300, b'L', Magic::Gnu, b"").to_vec();
+        tar.extend(body(&[b'n'; 300]));
+        tar.extend(entry("x", b""));
+        let stream = Decoder::sniff(&tar[..], 0, DEFAULT_MAX_INFLATED).unwrap();
+        let mut reader: TarReader<_, 128, 512> = TarReader::new(stream);
+        let e = reader.next_member(&mut crate::error::IgnoreWarnings).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Capacity(CapacityError { limit: "NAME", capacity: 128 }));
+    }
+
+    #[test]
+    fn non_regular_members_are_skipped_and_odd_ones_refused() {
+        let mut tar = Vec::new();
+        let mut dir = header("sg00/", 1024, b'5').to_vec(); // GNU dumpdir-style body on a directory
+        dir.extend(std::vec![b'd'; 1024]);
+        tar.extend(dir);
+        tar.extend(header("old-style-dir/", 0, b'0'));
+        tar.extend(header("sym", 0, b'2'));
+        tar.extend(header("hard", 0, b'1'));
+        tar.extend(header("fifo", 0, b'6'));
+        tar.extend(entry("./kelf-0.json", b"{}"));
+        tar.extend(entry("sg00/wavegraph-bin.json", b"dropped"));
+        tar.extend(entry("sg00/contig.bin", b"c"));
+        let mut unknown = header("vendor.bin", 1, b'Z').to_vec();
+        unknown.extend(body(b"u"));
+        tar.extend(unknown);
+        tar.extend(end());
+        let (w, warnings, _) = walk(&tar).unwrap();
+        assert_eq!(names(&w), ["kelf-0.json", "sg00/contig.bin", "vendor.bin"]);
+        assert_eq!(warnings, [TarWarning::UnknownType { typeflag: b'Z' }]);
+
+        for t in [b'S', b'M', b'V'] {
+            let mut tar = header("x", 0, t).to_vec();
+            tar.extend(end());
+            assert_eq!(tar_kind(&walk(&tar).unwrap_err()), TarError::UnsupportedType { typeflag: t });
+        }
+    }
+
+    #[test]
+    fn unsafe_names_are_refused_with_the_name_attached() {
+        let cases: [(&[u8], TarError); 5] = [
+            (b"/etc/passwd", TarError::AbsoluteName),
+            (b"sg00/../../x", TarError::ParentComponent),
+            (b"..", TarError::ParentComponent),
+            (b"./", TarError::EmptyName),
+            (b"bad\xff.bin", TarError::NameNotUtf8),
+        ];
+        for (name, want) in cases {
+            // "./" alone is a directory by its trailing slash; use typeflag 0 and no slash test.
+            let mut tar = header_with(name, 0, b'0', Magic::Posix, b"").to_vec();
+            tar.extend(end());
+            let r = walk(&tar);
+            if name == b"./" {
+                assert!(r.is_ok(), "./ is a directory and skipped");
+                continue;
+            }
+            let e = r.unwrap_err();
+            assert_eq!(tar_kind(&e), want, "{name:?}");
+            assert!(!e.member.is_empty());
+        }
+        let mut tar = pax(b'x', &[("path", "a\0b")]);
+        tar.extend(entry("a", b""));
+        tar.extend(end());
+        assert_eq!(tar_kind(&walk(&tar).unwrap_err()), TarError::NulInName);
+        let mut tar = pax(b'x', &[("path", "./")]);
+        tar.extend(header("a", 0, b'0'));
+        tar.extend(end());
+        // "./" from PAX names a directory by its trailing slash: skipped.
+        assert!(walk(&tar).unwrap().0.is_empty());
+        let mut tar = pax(b'x', &[("path", ".")]);
+        tar.extend(header("a", 0, b'0'));
+        tar.extend(end());
+        assert!(walk(&tar).is_ok());
+    }
+
+    #[test]
+    fn end_of_archive_variants() {
+        let mut tar = entry("a", b"1");
+        tar.extend([0u8; 512]);
+        let (w, warnings, _) = walk(&tar).unwrap();
+        assert_eq!((w.len(), warnings), (1, std::vec![TarWarning::LoneZeroBlock]));
+
+        let tar = entry("a", b"1");
+        let (_, warnings, _) = walk(&tar).unwrap();
+        assert_eq!(warnings, [TarWarning::MissingEndOfArchive]);
+
+        let mut tar = entry("a", b"1");
+        tar.extend(end());
+        tar.extend(b"garbage");
+        let (_, _, after) = walk(&tar).unwrap();
+        assert_eq!(after, AfterEnd { bytes: 7, nonzero_bytes: 7 });
+
+        let mut tar = entry("a", b"1");
+        tar.extend([0u8; 100]);
+        assert_eq!(walk(&tar).unwrap_err().kind, ErrorKind::Truncated);
+    }
+
+    #[test]
+    fn truncated_body_names_the_member() {
+        let mut tar = header("sg00/PE.bin", 1000, b'0').to_vec();
+        tar.extend([1u8; 600]);
+        let e = walk(&tar).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Truncated);
+        assert_eq!(e.member.as_str(), "sg00/PE.bin");
+        assert_eq!((e.offset_base, e.offset), (OffsetBase::Archive, 512 + 600));
+    }
+
+    #[test]
+    fn half_read_members_are_skipped() {
+        let mut tar = entry("a", &[b'a'; 1500]);
+        tar.extend(entry("b", b"bee"));
+        tar.extend(end());
+        let stream = Decoder::sniff(&tar[..], 0, DEFAULT_MAX_INFLATED).unwrap();
+        let mut reader: TarReader<_> = TarReader::new(stream);
+        let mut sink = crate::error::IgnoreWarnings;
+        {
+            let mut m = reader.next_member(&mut sink).unwrap().unwrap();
+            let mut buf = [0u8; 10];
+            m.read(&mut buf).unwrap();
+            assert_eq!((m.remaining(), m.data_offset()), (1490, 512));
+        }
+        let mut m = reader.next_member(&mut sink).unwrap().unwrap();
+        assert_eq!((m.name(), m.header_offset()), ("b", 2048));
+        assert_eq!(m.fill_buf().unwrap(), b"bee");
+        drop(m);
+        assert!(reader.next_member(&mut sink).unwrap().is_none());
+        assert_eq!(reader.members(), 2);
+    }
+}
