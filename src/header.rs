@@ -272,6 +272,7 @@ impl fmt::LowerHex for Uuid {
 
 /// A byte string shown as lossy UTF-8 (invalid sequences become U+FFFD).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Lossy<'a>(pub &'a [u8]);
 
 impl fmt::Display for Lossy<'_> {
@@ -288,6 +289,7 @@ impl fmt::Display for Lossy<'_> {
 
 /// A decoded `neff_header_t`. Parsing never fails; [`NeffHeader::validate`] applies the gates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct NeffHeader {
     /// 1 = raw tar + SHA-256, 2 = gzip tar + MD5.
     pub pkg_version: u64,
@@ -515,6 +517,7 @@ impl PayloadHasher {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 pub(crate) mod tests {
     use super::*;
 
