@@ -367,3 +367,137 @@ impl<R: BufRead, const NAME: usize, const PAX: usize> Archive<R, NAME, PAX> {
         Ok(done)
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+mod tests {
+    use super::*;
+    extern crate std;
+    use std::vec::Vec;
+
+    use crate::error::IgnoreWarnings;
+    use crate::header::tests::header_bytes;
+    use md5::Digest as _;
+
+    #[derive(Debug)]
+    struct Timeout;
+    impl fmt::Display for Timeout {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("timed out")
+        }
+    }
+    impl core::error::Error for Timeout {}
+    impl embedded_io::Error for Timeout {
+        fn kind(&self) -> embedded_io::ErrorKind {
+            embedded_io::ErrorKind::TimedOut
+        }
+    }
+
+    /// Serves `data` in 100-byte pieces, then fails instead of reporting the end.
+    struct Failing<'a> {
+        data: &'a [u8],
+    }
+    impl ErrorType for Failing<'_> {
+        type Error = Timeout;
+    }
+    impl Read for Failing<'_> {
+        fn read(&mut self, _buf: &mut [u8]) -> Result<usize, Timeout> {
+            Err(Timeout)
+        }
+    }
+    impl BufRead for Failing<'_> {
+        fn fill_buf(&mut self) -> Result<&[u8], Timeout> {
+            if self.data.is_empty() {
+                return Err(Timeout);
+            }
+            Ok(&self.data[..self.data.len().min(100)])
+        }
+        fn consume(&mut self, amt: usize) {
+            self.data = &self.data[amt..];
+        }
+    }
+
+    /// A raw (uncompressed) one-member tar, hand-built.
+    fn raw_tar() -> Vec<u8> {
+        let mut h = [0u8; 512];
+        h[..6].copy_from_slice(b"a.json");
+        h[124..135].copy_from_slice(b"00000000002");
+        h[156] = b'0';
+        h[257..263].copy_from_slice(b"ustar\0");
+        h[263..265].copy_from_slice(b"00");
+        h[148..156].fill(b' ');
+        let sum: u32 = h.iter().map(|&b| u32::from(b)).sum();
+        h[148..156].copy_from_slice(std::format!("{sum:06o}\0 ").as_bytes());
+        let mut tar = h.to_vec();
+        tar.extend_from_slice(b"{}");
+        tar.resize(512 * 4, 0);
+        tar
+    }
+
+    #[test]
+    fn source_failures_are_io_errors_with_the_file_offset() {
+        let tar = raw_tar();
+        let mut file = header_bytes(tar.len() as u64).to_vec();
+        file.extend_from_slice(&tar);
+        // Fails inside the header.
+        let e = Archive::<Failing<'_>>::open(Failing { data: &file[..700] }, None, &OpenOptions::default(), &mut IgnoreWarnings)
+            .unwrap_err();
+        assert_eq!((e.stage, e.kind, e.offset), (Stage::Io, ErrorKind::Io(embedded_io::ErrorKind::TimedOut), 700));
+        // Fails inside the payload, while a member is being walked.
+        let mut archive: Archive<Failing<'_>> =
+            Archive::open(Failing { data: &file[..1024 + 512 + 100] }, None, &OpenOptions::default(), &mut IgnoreWarnings)
+                .unwrap();
+        assert_eq!(archive.compression(), Compression::None);
+        let member = archive.next_member(&mut IgnoreWarnings).unwrap().unwrap();
+        assert_eq!(member.name(), "a.json");
+        let e = archive.finish(&mut IgnoreWarnings).unwrap_err();
+        assert_eq!((e.stage, e.kind), (Stage::Io, ErrorKind::Io(embedded_io::ErrorKind::TimedOut)));
+        assert_eq!(e.offset, 1024 + 512 + 100);
+    }
+
+    #[test]
+    fn a_raw_tar_under_pkg_2_is_read_and_finish_is_idempotent() {
+        let tar = raw_tar();
+        let mut file = header_bytes(tar.len() as u64).to_vec();
+        file.extend_from_slice(&tar);
+        let mut archive: Archive<&[u8]> =
+            Archive::open(&file[..], Some(file.len() as u64), &OpenOptions::default(), &mut IgnoreWarnings).unwrap();
+        assert_eq!(archive.header().pkg_version, 2);
+        let mut member = archive.next_member(&mut IgnoreWarnings).unwrap().unwrap();
+        let mut body = [0u8; 8];
+        assert_eq!(member.read(&mut body).unwrap(), 2);
+        assert_eq!(&body[..2], b"{}");
+        let first = archive.finish(&mut IgnoreWarnings).unwrap();
+        assert_eq!(first.compression, Compression::None);
+        assert_eq!((first.members, first.inflated_bytes, first.compressed_bytes), (1, 2048, 2048));
+        assert_eq!(archive.finish(&mut IgnoreWarnings).unwrap(), first);
+        assert!(archive.next_member(&mut IgnoreWarnings).unwrap().is_none());
+    }
+
+    #[test]
+    fn payload_digest_sees_each_byte_once_whatever_the_reads() {
+        let data: Vec<u8> = (0..5000u32).map(|i| (i * 31 % 251) as u8).collect();
+        let mut h = header_bytes(4000);
+        let md5: [u8; 16] = md5::Md5::digest(&data[..4000]).into();
+        h[172..188].copy_from_slice(&md5);
+        let header = NeffHeader::parse(&h);
+        let mut payload =
+            Payload { src: &data[..], remaining: 4000, hasher: PayloadHasher::for_header(&header, true), hashed_ahead: 0 };
+        // Peek twice, consume in odd steps, read some: the limit holds and nothing is hashed twice.
+        let mut total = 0;
+        let mut step = 1;
+        loop {
+            let n = payload.fill_buf().unwrap().len();
+            let _ = payload.fill_buf().unwrap();
+            if n == 0 {
+                break;
+            }
+            let k = n.min(step);
+            payload.consume(k);
+            total += k;
+            step = step * 3 % 997 + 1;
+        }
+        assert_eq!(total, 4000);
+        assert_eq!(payload.hasher.clone().finish(&header), Integrity::Match(crate::header::HashAlgorithm::Md5));
+    }
+}
