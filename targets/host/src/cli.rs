@@ -9,7 +9,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 /// Every verb reads its FILE as a stream through a fixed-size buffer. Exit status: 0 ok,
 /// 1 the input was rejected, 2 a usage error or a path that cannot be read or written.
 #[derive(Debug, Parser)]
-#[command(name = "neff", version, about, long_about, propagate_version = true)]
+#[command(name = "neff", version, propagate_version = true)]
 pub struct Cli {
     /// The verb.
     #[command(subcommand)]
@@ -52,7 +52,8 @@ pub struct InfoArgs {
 pub struct CheckArgs {
     /// The NEFF file.
     pub file: PathBuf,
-    /// Reject a NEFF whose KELF target does not run on this arch.
+    /// Reject a NEFF whose KELF target does not run on this arch
+    /// (sunda|v2, cayman|v3, mariana|v4).
     #[arg(long, value_enum)]
     pub arch: Option<Arch>,
     /// Accept what NEURON_RT_ALLOW_LEGACY_NEFF=1 accepts (older arch, missing carveout).
@@ -65,7 +66,7 @@ pub struct CheckArgs {
 pub struct LoadArgs {
     /// The NEFF file (default: the built-in sample).
     pub file: Option<PathBuf>,
-    /// The simulated device's arch (default: the NEFF's target).
+    /// The simulated device's arch (sunda|v2, cayman|v3, mariana|v4; default: the NEFF's target).
     #[arg(long, value_enum)]
     pub arch: Option<Arch>,
     /// Size of the simulated device memory: bytes, or with a suffix K, M, G (powers of 1024).

@@ -75,11 +75,17 @@ enum Edit {
 
 /// Builds the sample NEFF, or a variant of it.
 ///
-/// ```ignore
+/// ```
+/// use neff_cli::sample::SampleBuilder;
+/// # fn main() -> std::io::Result<()> {
 /// let good = SampleBuilder::new().build()?;
 /// let v2 = SampleBuilder::new().target("sunda").build()?;
 /// let no_def = SampleBuilder::new().drop_member("sg01/def.json").build()?;
 /// let bad = SampleBuilder::new().replace_text("sg00/def.json", "\"size\":16384", "\"size\":\"big\"").build()?;
+/// assert_eq!(good.as_slice(), neff_cli::SAMPLE_NEFF);
+/// assert!(no_def.len() < good.len() && bad != good && v2 != good);
+/// # Ok(())
+/// # }
 /// ```
 #[derive(Debug, Clone)]
 pub struct SampleBuilder {
