@@ -1,17 +1,843 @@
-//! Placeholder: being written.
+//! The gzip layer (RFC 1952) over the payload, and the raw pass-through for uncompressed tars
+//! (neff-format.md §3.1).
+//!
+//! A gzip member is:
+//!
+//! ```text
+//! +---+---+---+---+---+---+---+---+---+---+
+//! |ID1|ID2|CM |FLG|     MTIME     |XFL|OS |   ID1 ID2 = 1f 8b, CM = 8 (deflate)
+//! +---+---+---+---+---+---+---+---+---+---+
+//! FLG.FEXTRA   -> XLEN (u16 LE) + XLEN bytes
+//! FLG.FNAME    -> NUL-terminated file name
+//! FLG.FCOMMENT -> NUL-terminated comment
+//! FLG.FHCRC    -> CRC16: low 16 bits of the CRC-32 of every header byte before it
+//! ... raw deflate (RFC 1951) ...
+//! CRC32 (u32 LE) of the inflated bytes, ISIZE (u32 LE) = inflated length mod 2^32
+//! ```
+//!
+//! FLG bits 5..7 are reserved and must be zero. FTEXT (bit 0) is only a hint.
+//!
+//! [`Decoder`] parses that header itself, inflates with `miniz_oxide::inflate::core::decompress`
+//! (raw deflate, no zlib header) into a 32 KiB wrapping window that the decoder owns, and is an
+//! `embedded_io::BufRead` whose `fill_buf` hands out slices of that window (zero copy). New
+//! output is produced only once every produced byte has been consumed, so the decoder never
+//! overwrites unread data, and the window always holds the 32 KiB history deflate needs.
+//! CRC-32 and ISIZE are checked when each member ends.
+//!
+//! **After the member.** Both real NEFFs pad the gzip member with zero bytes up to `data_size`;
+//! zero padding is accepted silently. If another `1f 8b` member follows, it is read as a
+//! continuation of the same stream, as libarchive (the runtime's reader) and `gzip -d` do; the
+//! member count is reported as a [`GzipWarning::MultipleMembers`] because no known producer
+//! writes one. Any other non-zero byte after the last member is a
+//! [`GzipWarning::TrailingData`]; libarchive ignores such bytes too, so it is not an error.
+//!
+//! **Raw mode.** If the payload does not start with `1f 8b`, the decoder passes the source's
+//! own buffers through unchanged, whatever `pkg_version` says (libarchive also bids on content).
+//!
+//! **Bomb guard.** The total inflated size is capped (`max_inflated`); exceeding it is a
+//! `CapacityError` naming `max_inflated`, raised before any byte past the cap is handed out.
+
 use core::fmt;
 
-/// Errors of this layer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum GzipError {}
-impl fmt::Display for GzipError {
-    fn fmt(&self, _f: &mut fmt::Formatter<'_>) -> fmt::Result { match *self {} }
+use embedded_io::{BufRead, ErrorType, Read};
+use miniz_oxide::inflate::core::{decompress, inflate_flags, DecompressorOxide};
+use miniz_oxide::inflate::TINFLStatus;
+
+use crate::crc32::Crc32;
+use crate::error::CapacityError;
+use crate::{Error, ErrorKind, Stage};
+
+/// Size of the inflate window: the deflate maximum distance, a power of two.
+pub const WINDOW_SIZE: usize = miniz_oxide::inflate::core::TINFL_LZ_DICT_SIZE;
+
+/// Default cap on the inflated size: 64 GiB.
+pub const DEFAULT_MAX_INFLATED: u64 = 64 << 30;
+
+/// The gzip magic bytes.
+pub const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+
+mod flag {
+    pub const FHCRC: u8 = 1 << 1;
+    pub const FEXTRA: u8 = 1 << 2;
+    pub const FNAME: u8 = 1 << 3;
+    pub const FCOMMENT: u8 = 1 << 4;
+    pub const RESERVED: u8 = 0b1110_0000;
 }
-/// Warnings of this layer.
+
+/// Errors of the gzip layer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum GzipWarning {}
+pub enum GzipError {
+    /// A member after the first does not start with `1f 8b` (the first is sniffed).
+    BadMagic {
+        /// The two bytes found.
+        found: [u8; 2],
+    },
+    /// CM is not 8 (deflate).
+    UnsupportedMethod {
+        /// The CM byte.
+        method: u8,
+    },
+    /// A reserved FLG bit (5..7) is set.
+    ReservedFlags {
+        /// The FLG byte.
+        flags: u8,
+    },
+    /// FHCRC does not match the header bytes.
+    HeaderCrc {
+        /// Stored CRC16.
+        stored: u16,
+        /// Computed CRC16.
+        computed: u16,
+    },
+    /// The deflate stream is invalid (miniz_oxide status code).
+    Inflate {
+        /// `TINFLStatus as i8`.
+        status: i8,
+    },
+    /// The CRC-32 of the inflated bytes does not match the trailer.
+    Crc {
+        /// From the trailer.
+        stored: u32,
+        /// Over the inflated bytes.
+        computed: u32,
+    },
+    /// ISIZE does not match the inflated length mod 2^32.
+    Isize {
+        /// From the trailer.
+        stored: u32,
+        /// Inflated length mod 2^32.
+        computed: u32,
+    },
+}
+
+impl fmt::Display for GzipError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            GzipError::BadMagic { found } => {
+                write!(f, "not a gzip member: magic {:02x} {:02x}, expected 1f 8b", found[0], found[1])
+            }
+            GzipError::UnsupportedMethod { method } => {
+                write!(f, "gzip compression method {method} is not deflate (8)")
+            }
+            GzipError::ReservedFlags { flags } => write!(f, "gzip header sets reserved flag bits (FLG 0x{flags:02x})"),
+            GzipError::HeaderCrc { stored, computed } => {
+                write!(f, "gzip header CRC mismatch (stored {stored:04x}, computed {computed:04x})")
+            }
+            GzipError::Inflate { status } => write!(f, "gzip decompression failed (inflate status {status})"),
+            GzipError::Crc { stored, computed } => {
+                write!(f, "gzip CRC-32 mismatch (trailer {stored:08x}, inflated data {computed:08x})")
+            }
+            GzipError::Isize { stored, computed } => {
+                write!(f, "gzip ISIZE mismatch (trailer {stored}, inflated {computed} mod 2^32)")
+            }
+        }
+    }
+}
+
+/// Warnings of the gzip layer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum GzipWarning {
+    /// Non-zero bytes follow the last gzip member inside `data_size` (ignored).
+    TrailingData {
+        /// File offset of the first non-zero byte.
+        first_offset: u64,
+        /// How many non-zero bytes.
+        nonzero_bytes: u64,
+    },
+    /// The payload holds more than one gzip member; all were read as one stream.
+    MultipleMembers {
+        /// How many members.
+        count: u32,
+    },
+}
+
 impl fmt::Display for GzipWarning {
-    fn fmt(&self, _f: &mut fmt::Formatter<'_>) -> fmt::Result { match *self {} }
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            GzipWarning::TrailingData { first_offset, nonzero_bytes } => write!(
+                f,
+                "{nonzero_bytes} non-zero bytes after the gzip trailer (first at byte {first_offset}) are ignored"
+            ),
+            GzipWarning::MultipleMembers { count } => {
+                write!(f, "the payload holds {count} gzip members, read as one stream (as libarchive does)")
+            }
+        }
+    }
+}
+
+/// Makes stream errors usable as `embedded_io` errors, so the decoder and tar bodies can be
+/// `embedded_io::Read` with the loader's own error type.
+impl embedded_io::Error for Error {
+    fn kind(&self) -> embedded_io::ErrorKind {
+        match self.kind {
+            ErrorKind::Io(kind) => kind,
+            ErrorKind::Capacity(_) => embedded_io::ErrorKind::OutOfMemory,
+            _ => embedded_io::ErrorKind::InvalidData,
+        }
+    }
+}
+
+/// How the payload is encoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Compression {
+    /// One or more gzip members.
+    Gzip,
+    /// An uncompressed tar.
+    None,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Pass-through; `pushback` holds a byte consumed while sniffing.
+    Raw { pushback: bool },
+    /// Inside a member's deflate data.
+    Inflating,
+    /// A member ended; look for another one.
+    BetweenMembers,
+    /// No more inflated data.
+    End,
+}
+
+/// What lay after the last gzip member inside the payload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Trailing {
+    /// Bytes after the last member.
+    pub bytes: u64,
+    /// Of which non-zero.
+    pub nonzero_bytes: u64,
+    /// File offset of the first non-zero one.
+    pub first_nonzero_offset: Option<u64>,
+}
+
+/// The payload decoder: gzip (one or more members) or raw pass-through.
+///
+/// `S` is the payload source, read forward once. Errors carry `Stage::Gzip` and the file
+/// offset (`base_offset` + source bytes consumed), or `Stage::Io` for a failing source.
+pub struct Decoder<S> {
+    src: S,
+    state: State,
+    base_offset: u64,
+    consumed: u64,
+    inflater: DecompressorOxide,
+    window: [u8; WINDOW_SIZE],
+    read_pos: usize,
+    write_pos: usize,
+    crc: Crc32,
+    member_out: u64,
+    total_out: u64,
+    max_inflated: u64,
+    members: u32,
+    end_of_members: u64,
+    trailing: Trailing,
+}
+
+impl<S> fmt::Debug for Decoder<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Decoder")
+            .field("state", &self.state)
+            .field("consumed", &self.consumed)
+            .field("total_out", &self.total_out)
+            .field("members", &self.members)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S: BufRead> Decoder<S> {
+    /// Sniffs the first bytes of `src`: `1f 8b` starts gzip (whose first member header is
+    /// parsed now, so header errors surface here), anything else is passed through raw.
+    /// `base_offset` is the file offset of `src`'s first byte (1024 in a NEFF).
+    pub fn sniff(src: S, base_offset: u64, max_inflated: u64) -> Result<Self, Error> {
+        let mut decoder = Self {
+            src,
+            state: State::Raw { pushback: false },
+            base_offset,
+            consumed: 0,
+            inflater: DecompressorOxide::new(),
+            window: [0; WINDOW_SIZE],
+            read_pos: 0,
+            write_pos: 0,
+            crc: Crc32::new(),
+            member_out: 0,
+            total_out: 0,
+            max_inflated,
+            members: 0,
+            end_of_members: 0,
+            trailing: Trailing::default(),
+        };
+        match decoder.peek_byte()? {
+            Some(0x1f) => {
+                decoder.advance(1);
+                match decoder.peek_byte()? {
+                    Some(0x8b) => {
+                        decoder.advance(1);
+                        decoder.start_member()?;
+                    }
+                    _ => {
+                        // Not gzip after all: hand the consumed 0x1f back from the window.
+                        if let Some(first) = decoder.window.first_mut() {
+                            *first = 0x1f;
+                        }
+                        decoder.state = State::Raw { pushback: true };
+                    }
+                }
+            }
+            _ => decoder.state = State::Raw { pushback: false },
+        }
+        Ok(decoder)
+    }
+
+    /// How the payload is encoded.
+    pub fn compression(&self) -> Compression {
+        match self.state {
+            State::Raw { .. } => Compression::None,
+            _ => Compression::Gzip,
+        }
+    }
+
+    /// Bytes handed out so far (inflated, or passed through in raw mode).
+    pub fn total_out(&self) -> u64 {
+        self.total_out
+    }
+
+    /// Source bytes consumed so far.
+    pub fn consumed(&self) -> u64 {
+        self.consumed
+    }
+
+    /// Gzip members started so far (0 in raw mode).
+    pub fn members(&self) -> u32 {
+        self.members
+    }
+
+    /// Source bytes up to the end of the last gzip trailer (raw mode: everything consumed).
+    pub fn compressed_len(&self) -> u64 {
+        match self.state {
+            State::Raw { .. } => self.consumed,
+            _ => self.end_of_members,
+        }
+    }
+
+    /// The source, for draining what follows.
+    pub fn source_mut(&mut self) -> &mut S {
+        &mut self.src
+    }
+
+    /// Reads the source to its end after the stream has ended, counting what follows the
+    /// last member. Call once [`fill_buf`](BufRead::fill_buf) returned empty.
+    pub fn drain_trailing(&mut self) -> Result<Trailing, Error> {
+        loop {
+            let offset = self.base_offset + self.consumed;
+            let buf = self.src.fill_buf().map_err(|e| io_error(offset, &e))?;
+            if buf.is_empty() {
+                return Ok(self.trailing);
+            }
+            let n = buf.len();
+            if let Some(first) = buf.iter().position(|&b| b != 0) {
+                let nonzero = buf.iter().filter(|&&b| b != 0).count() as u64;
+                self.trailing.nonzero_bytes += nonzero;
+                self.trailing.first_nonzero_offset.get_or_insert(offset + first as u64);
+            }
+            self.trailing.bytes += n as u64;
+            self.advance(n);
+        }
+    }
+
+    fn error(&self, kind: ErrorKind) -> Error {
+        Error::at_file(Stage::Gzip, self.base_offset + self.consumed, kind)
+    }
+
+    fn advance(&mut self, n: usize) {
+        self.src.consume(n);
+        self.consumed += n as u64;
+    }
+
+    fn peek_byte(&mut self) -> Result<Option<u8>, Error> {
+        let offset = self.base_offset + self.consumed;
+        let buf = self.src.fill_buf().map_err(|e| io_error(offset, &e))?;
+        Ok(buf.first().copied())
+    }
+
+    /// Reads one header byte, feeding the header CRC.
+    fn header_byte(&mut self, crc: &mut Crc32) -> Result<u8, Error> {
+        match self.peek_byte()? {
+            Some(b) => {
+                self.advance(1);
+                crc.update(&[b]);
+                Ok(b)
+            }
+            None => Err(self.error(ErrorKind::Truncated)),
+        }
+    }
+
+    /// Parses the member header after ID1 ID2 and readies the inflater.
+    fn start_member(&mut self) -> Result<(), Error> {
+        let mut crc = Crc32::new();
+        crc.update(&GZIP_MAGIC);
+        let method = self.header_byte(&mut crc)?;
+        if method != 8 {
+            return Err(self.error(ErrorKind::Gzip(GzipError::UnsupportedMethod { method })));
+        }
+        let flags = self.header_byte(&mut crc)?;
+        if flags & flag::RESERVED != 0 {
+            return Err(self.error(ErrorKind::Gzip(GzipError::ReservedFlags { flags })));
+        }
+        for _ in 0..6 {
+            self.header_byte(&mut crc)?; // MTIME, XFL, OS
+        }
+        if flags & flag::FEXTRA != 0 {
+            let lo = self.header_byte(&mut crc)?;
+            let hi = self.header_byte(&mut crc)?;
+            for _ in 0..u16::from_le_bytes([lo, hi]) {
+                self.header_byte(&mut crc)?;
+            }
+        }
+        for present in [flags & flag::FNAME != 0, flags & flag::FCOMMENT != 0] {
+            // Skipped, never stored: no capacity limit is needed, and data_size bounds the loop.
+            while present && self.header_byte(&mut crc)? != 0 {}
+        }
+        if flags & flag::FHCRC != 0 {
+            let computed = (crc.value() & 0xFFFF) as u16;
+            let lo = self.header_byte(&mut crc)?;
+            let hi = self.header_byte(&mut crc)?;
+            let stored = u16::from_le_bytes([lo, hi]);
+            if stored != computed {
+                return Err(self.error(ErrorKind::Gzip(GzipError::HeaderCrc { stored, computed })));
+            }
+        }
+        self.inflater.init();
+        self.crc = Crc32::new();
+        self.member_out = 0;
+        self.members += 1;
+        self.state = State::Inflating;
+        Ok(())
+    }
+
+    fn read_trailer_u32(&mut self) -> Result<u32, Error> {
+        let mut ignored = Crc32::new();
+        let mut bytes = [0u8; 4];
+        for b in &mut bytes {
+            *b = self.header_byte(&mut ignored)?;
+        }
+        Ok(u32::from_le_bytes(bytes))
+    }
+
+    fn finish_member(&mut self) -> Result<(), Error> {
+        let stored_crc = self.read_trailer_u32()?;
+        let computed = self.crc.value();
+        if stored_crc != computed {
+            return Err(self.error(ErrorKind::Gzip(GzipError::Crc { stored: stored_crc, computed })));
+        }
+        let stored_size = self.read_trailer_u32()?;
+        let computed = (self.member_out & 0xFFFF_FFFF) as u32;
+        if stored_size != computed {
+            return Err(self.error(ErrorKind::Gzip(GzipError::Isize { stored: stored_size, computed })));
+        }
+        self.end_of_members = self.consumed;
+        self.state = State::BetweenMembers;
+        Ok(())
+    }
+
+    /// Looks for another member after a trailer.
+    fn next_member_or_end(&mut self) -> Result<(), Error> {
+        self.state = State::End;
+        if self.peek_byte()? != Some(0x1f) {
+            return Ok(());
+        }
+        let first_offset = self.base_offset + self.consumed;
+        self.advance(1);
+        if self.peek_byte()? == Some(0x8b) {
+            self.advance(1);
+            return self.start_member();
+        }
+        // A lone 0x1f: trailing data, counted with the rest by `drain_trailing`.
+        self.trailing = Trailing { bytes: 1, nonzero_bytes: 1, first_nonzero_offset: Some(first_offset) };
+        Ok(())
+    }
+
+    /// Inflates until some output is ready or the stream ends. Only called when every byte
+    /// handed out has been consumed, so the whole window is free to overwrite.
+    fn inflate_more(&mut self) -> Result<(), Error> {
+        let mut idle_rounds = 0u32;
+        loop {
+            match self.state {
+                State::Raw { .. } | State::End => return Ok(()),
+                State::BetweenMembers => {
+                    self.next_member_or_end()?;
+                    continue;
+                }
+                State::Inflating => {}
+            }
+            let out_pos = if self.write_pos >= WINDOW_SIZE { 0 } else { self.write_pos };
+            let offset = self.base_offset + self.consumed;
+            let input = self.src.fill_buf().map_err(|e| io_error(offset, &e))?;
+            let more_input = !input.is_empty();
+            let flags = if more_input { inflate_flags::TINFL_FLAG_HAS_MORE_INPUT } else { 0 };
+            let (status, n_in, n_out) = decompress(&mut self.inflater, input, &mut self.window, out_pos, flags);
+            self.advance(n_in);
+            if n_out > 0 {
+                let new_total = self.total_out.saturating_add(n_out as u64);
+                if new_total > self.max_inflated {
+                    return Err(self.error(ErrorKind::Capacity(CapacityError {
+                        limit: "max_inflated",
+                        capacity: self.max_inflated,
+                    })));
+                }
+                let produced = self.window.get(out_pos..out_pos + n_out).unwrap_or(&[]);
+                self.crc.update(produced);
+                self.member_out += n_out as u64;
+                self.total_out = new_total;
+                self.read_pos = out_pos;
+                self.write_pos = out_pos + n_out;
+            }
+            match status {
+                TINFLStatus::Done => self.finish_member()?,
+                TINFLStatus::NeedsMoreInput | TINFLStatus::HasMoreOutput => {}
+                TINFLStatus::FailedCannotMakeProgress if !more_input => {
+                    return Err(self.error(ErrorKind::Truncated));
+                }
+                other => return Err(self.error(ErrorKind::Gzip(GzipError::Inflate { status: other as i8 }))),
+            }
+            if n_out > 0 {
+                return Ok(());
+            }
+            if n_in == 0 && status != TINFLStatus::Done {
+                idle_rounds += 1;
+                if idle_rounds > 2 {
+                    let kind = if more_input {
+                        ErrorKind::Gzip(GzipError::Inflate { status: status as i8 })
+                    } else {
+                        ErrorKind::Truncated
+                    };
+                    return Err(self.error(kind));
+                }
+            } else {
+                idle_rounds = 0;
+            }
+        }
+    }
+}
+
+fn io_error<E: embedded_io::Error>(offset: u64, e: &E) -> Error {
+    Error::at_file(Stage::Io, offset, ErrorKind::Io(e.kind()))
+}
+
+impl<S: BufRead> ErrorType for Decoder<S> {
+    type Error = Error;
+}
+
+impl<S: BufRead> BufRead for Decoder<S> {
+    fn fill_buf(&mut self) -> Result<&[u8], Error> {
+        if let State::Raw { pushback } = self.state {
+            if pushback {
+                return Ok(self.window.get(..1).unwrap_or(&[]));
+            }
+            let offset = self.base_offset + self.consumed;
+            return self.src.fill_buf().map_err(|e| io_error(offset, &e));
+        }
+        if self.read_pos >= self.write_pos {
+            self.inflate_more()?;
+        }
+        Ok(self.window.get(self.read_pos..self.write_pos).unwrap_or(&[]))
+    }
+
+    fn consume(&mut self, amt: usize) {
+        if let State::Raw { pushback } = self.state {
+            let mut amt = amt;
+            if pushback && amt > 0 {
+                self.state = State::Raw { pushback: false };
+                self.total_out += 1;
+                amt -= 1;
+            }
+            self.advance(amt);
+            self.total_out += amt as u64;
+            return;
+        }
+        self.read_pos = self.read_pos.saturating_add(amt).min(self.write_pos);
+    }
+}
+
+impl<S: BufRead> Read for Decoder<S> {
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize, Error> {
+        let available = self.fill_buf()?;
+        let n = available.len().min(buf.len());
+        if let (Some(dst), Some(src)) = (buf.get_mut(..n), available.get(..n)) {
+            dst.copy_from_slice(src);
+        }
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    extern crate std;
+    use std::vec;
+    use std::vec::Vec;
+
+    use flate2::write::GzEncoder;
+    use flate2::{Compression as Level, GzBuilder};
+    use std::io::Write as _;
+
+    fn gzip(data: &[u8]) -> Vec<u8> {
+        let mut e = GzEncoder::new(Vec::new(), Level::default());
+        e.write_all(data).unwrap();
+        e.finish().unwrap()
+    }
+
+    fn read_all<S: BufRead>(d: &mut Decoder<S>) -> Result<Vec<u8>, Error> {
+        let mut out = Vec::new();
+        loop {
+            let buf = d.fill_buf()?;
+            if buf.is_empty() {
+                return Ok(out);
+            }
+            let n = buf.len().min(1000);
+            out.extend_from_slice(&buf[..n]);
+            d.consume(n);
+        }
+    }
+
+    fn data(len: usize) -> Vec<u8> {
+        let mut x = 0x1234_5678u32;
+        (0..len)
+            .map(|i| {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                if i % 3 == 0 { (x & 0xff) as u8 } else { b"neff tar "[i % 9] }
+            })
+            .collect()
+    }
+
+    /// A `BufRead` that hands out at most `chunk` bytes at a time.
+    struct Chunked<'a> {
+        data: &'a [u8],
+        chunk: usize,
+    }
+    impl ErrorType for Chunked<'_> {
+        type Error = core::convert::Infallible;
+    }
+    impl Read for Chunked<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> Result<usize, Self::Error> {
+            let n = buf.len().min(self.chunk).min(self.data.len());
+            buf[..n].copy_from_slice(&self.data[..n]);
+            self.data = &self.data[n..];
+            Ok(n)
+        }
+    }
+    impl BufRead for Chunked<'_> {
+        fn fill_buf(&mut self) -> Result<&[u8], Self::Error> {
+            Ok(&self.data[..self.data.len().min(self.chunk)])
+        }
+        fn consume(&mut self, amt: usize) {
+            self.data = &self.data[amt..];
+        }
+    }
+
+    #[test]
+    fn inflates_and_verifies_in_any_chunking() {
+        let plain = data(200_000);
+        let gz = gzip(&plain);
+        for chunk in [1, 7, 512, 4096, usize::MAX] {
+            let mut d = Decoder::sniff(Chunked { data: &gz, chunk }, 1024, DEFAULT_MAX_INFLATED).unwrap();
+            assert_eq!(d.compression(), Compression::Gzip);
+            assert_eq!(read_all(&mut d).unwrap(), plain, "chunk {chunk}");
+            assert_eq!(d.total_out(), plain.len() as u64);
+            assert_eq!(d.compressed_len(), gz.len() as u64);
+            assert_eq!(d.drain_trailing().unwrap(), Trailing::default());
+        }
+    }
+
+    #[test]
+    fn header_fields_are_skipped_and_fhcrc_checked() {
+        let plain = data(5000);
+        let mut e = GzBuilder::new()
+            .filename("file.tar")
+            .comment("a comment")
+            .extra(vec![1, 2, 3, 4, 5])
+            .mtime(1234)
+            .write(Vec::new(), Level::best());
+        e.write_all(&plain).unwrap();
+        let gz = e.finish().unwrap();
+        let mut d = Decoder::sniff(&gz[..], 0, DEFAULT_MAX_INFLATED).unwrap();
+        assert_eq!(read_all(&mut d).unwrap(), plain);
+
+        // Hand-build an FHCRC header (flate2 does not write one): FLG = FHCRC | FNAME.
+        let deflate = &gz[gz.len() - 8 - deflate_len(&gz)..];
+        let mut hdr = vec![0x1f, 0x8b, 8, 0x0A, 0, 0, 0, 0, 0, 3, b'x', 0];
+        let crc = crate::crc32::crc32(&hdr) as u16;
+        hdr.extend_from_slice(&crc.to_le_bytes());
+        let mut good = hdr.clone();
+        good.extend_from_slice(deflate);
+        let mut d = Decoder::sniff(&good[..], 0, DEFAULT_MAX_INFLATED).unwrap();
+        assert_eq!(read_all(&mut d).unwrap(), plain);
+        let mut bad = good.clone();
+        bad[12] ^= 0xff;
+        let e = Decoder::sniff(&bad[..], 0, DEFAULT_MAX_INFLATED).unwrap_err();
+        assert!(matches!(e.kind, ErrorKind::Gzip(GzipError::HeaderCrc { .. })), "{e:?}");
+        assert_eq!(e.stage, Stage::Gzip);
+    }
+
+    /// Length of the deflate data of a flate2 member with filename/comment/extra headers.
+    fn deflate_len(gz: &[u8]) -> usize {
+        let mut pos = 10;
+        let flags = gz[3];
+        if flags & flag::FEXTRA != 0 {
+            pos += 2 + u16::from_le_bytes([gz[10], gz[11]]) as usize;
+        }
+        for f in [flag::FNAME, flag::FCOMMENT] {
+            if flags & f != 0 {
+                pos += gz[pos..].iter().position(|&b| b == 0).unwrap() + 1;
+            }
+        }
+        gz.len() - 8 - pos
+    }
+
+    #[test]
+    fn header_errors() {
+        let gz = gzip(b"hello");
+        let mut m = gz.clone();
+        m[2] = 7;
+        let e = Decoder::sniff(&m[..], 1024, DEFAULT_MAX_INFLATED).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Gzip(GzipError::UnsupportedMethod { method: 7 }));
+        assert_eq!(e.offset, 1027);
+        let mut m = gz.clone();
+        m[3] = 0x20;
+        let e = Decoder::sniff(&m[..], 1024, DEFAULT_MAX_INFLATED).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Gzip(GzipError::ReservedFlags { flags: 0x20 }));
+        let e = Decoder::sniff(&gz[..6], 1024, DEFAULT_MAX_INFLATED).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Truncated);
+    }
+
+    #[test]
+    fn crc_and_isize_are_verified() {
+        let plain = data(70_000);
+        let gz = gzip(&plain);
+        let n = gz.len();
+        for (at, want_crc) in [(n - 8, true), (n - 2, false)] {
+            let mut m = gz.clone();
+            m[at] ^= 1;
+            let mut d = Decoder::sniff(&m[..], 0, DEFAULT_MAX_INFLATED).unwrap();
+            let e = read_all(&mut d).unwrap_err();
+            if want_crc {
+                assert!(matches!(e.kind, ErrorKind::Gzip(GzipError::Crc { .. })), "{e:?}");
+            } else {
+                assert!(matches!(e.kind, ErrorKind::Gzip(GzipError::Isize { .. })), "{e:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn truncation_is_an_error() {
+        let plain = data(50_000);
+        let gz = gzip(&plain);
+        for cut in [10, 100, gz.len() / 2, gz.len() - 9, gz.len() - 1] {
+            let mut d = match Decoder::sniff(&gz[..cut], 0, DEFAULT_MAX_INFLATED) {
+                Ok(d) => d,
+                Err(e) => {
+                    assert_eq!(e.kind, ErrorKind::Truncated);
+                    continue;
+                }
+            };
+            let e = read_all(&mut d).unwrap_err();
+            assert_eq!(e.kind, ErrorKind::Truncated, "cut {cut}");
+        }
+    }
+
+    #[test]
+    fn corrupt_deflate_is_an_error() {
+        let plain = data(50_000);
+        let mut gz = gzip(&plain);
+        gz[12] = 0xff; // a bad block type / code table right after the header
+        gz[13] = 0xff;
+        let r = Decoder::sniff(&gz[..], 0, DEFAULT_MAX_INFLATED).and_then(|mut d| read_all(&mut d));
+        assert!(r.is_err());
+    }
+
+    #[test]
+    fn zero_padding_is_silent_and_garbage_is_counted() {
+        let plain = data(3000);
+        let mut gz = gzip(&plain);
+        let member = gz.len();
+        gz.extend_from_slice(&[0; 100]);
+        let mut d = Decoder::sniff(&gz[..], 1024, DEFAULT_MAX_INFLATED).unwrap();
+        assert_eq!(read_all(&mut d).unwrap(), plain);
+        let t = d.drain_trailing().unwrap();
+        assert_eq!(t, Trailing { bytes: 100, nonzero_bytes: 0, first_nonzero_offset: None });
+        assert_eq!(d.compressed_len(), member as u64);
+
+        gz[member + 10] = 5;
+        gz[member + 20] = 0x1f;
+        let mut d = Decoder::sniff(&gz[..], 1024, DEFAULT_MAX_INFLATED).unwrap();
+        read_all(&mut d).unwrap();
+        let t = d.drain_trailing().unwrap();
+        assert_eq!(t.nonzero_bytes, 2);
+        assert_eq!(t.first_nonzero_offset, Some(1024 + member as u64 + 10));
+
+        // Garbage starting with a lone 0x1f right after the trailer.
+        let mut g2 = gzip(&plain);
+        g2.extend_from_slice(&[0x1f, 0, 0]);
+        let mut d = Decoder::sniff(&g2[..], 0, DEFAULT_MAX_INFLATED).unwrap();
+        assert_eq!(read_all(&mut d).unwrap(), plain);
+        let t = d.drain_trailing().unwrap();
+        assert_eq!((t.bytes, t.nonzero_bytes), (3, 1));
+    }
+
+    #[test]
+    fn a_second_member_continues_the_stream() {
+        let (a, b) = (data(40_000), data(1000));
+        let mut gz = gzip(&a);
+        gz.extend_from_slice(&gzip(&b));
+        let mut d = Decoder::sniff(Chunked { data: &gz, chunk: 333 }, 0, DEFAULT_MAX_INFLATED).unwrap();
+        let out = read_all(&mut d).unwrap();
+        assert_eq!(out.len(), a.len() + b.len());
+        assert_eq!(&out[..a.len()], &a[..]);
+        assert_eq!(d.members(), 2);
+    }
+
+    #[test]
+    fn raw_mode_passes_through_even_with_a_leading_1f() {
+        let plain = b"\x1f\x00rest of a tar".to_vec();
+        let mut d = Decoder::sniff(Chunked { data: &plain, chunk: 1 }, 0, DEFAULT_MAX_INFLATED).unwrap();
+        assert_eq!(d.compression(), Compression::None);
+        assert_eq!(read_all(&mut d).unwrap(), plain);
+        assert_eq!(d.total_out(), plain.len() as u64);
+        let plain = b"ustar-ish".to_vec();
+        let mut d = Decoder::sniff(&plain[..], 0, DEFAULT_MAX_INFLATED).unwrap();
+        assert_eq!(read_all(&mut d).unwrap(), plain);
+    }
+
+    #[test]
+    fn the_inflated_size_cap_names_its_limit() {
+        let plain = std::vec![0u8; 1 << 20];
+        let gz = gzip(&plain);
+        let mut d = Decoder::sniff(&gz[..], 0, 100_000).unwrap();
+        let e = read_all(&mut d).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Capacity(CapacityError { limit: "max_inflated", capacity: 100_000 }));
+        // Exactly at the cap is fine.
+        let mut d = Decoder::sniff(&gz[..], 0, 1 << 20).unwrap();
+        assert_eq!(read_all(&mut d).unwrap().len(), 1 << 20);
+    }
+
+    #[test]
+    fn read_copies_out() {
+        let plain = data(100);
+        let gz = gzip(&plain);
+        let mut d = Decoder::sniff(&gz[..], 0, DEFAULT_MAX_INFLATED).unwrap();
+        let mut buf = [0u8; 64];
+        let mut out = Vec::new();
+        loop {
+            let n = d.read(&mut buf).unwrap();
+            if n == 0 {
+                break;
+            }
+            out.extend_from_slice(&buf[..n]);
+        }
+        assert_eq!(out, plain);
+    }
 }

@@ -1,21 +1,722 @@
-//! Placeholder: being written.
-use core::fmt;
+//! The 1024-byte NEFF header (`neff_header_t`, neff-format.md §2).
+//!
+//! ```text
+//! off   size  field                  off   size  field
+//! 0x000    8  pkg_version            0x0CC   16  uuid
+//! 0x008    8  header_size            0x0DC  256  name (NUL-terminated)
+//! 0x010    8  data_size              0x1DC    4  requested_tpb_count
+//! 0x018    8  neff_version_major     0x1E0   64  tpb_per_node
+//! 0x020    8  neff_version_minor     0x220    8  feature_bits
+//! 0x028  128  neff_build_version     0x228    4  lnc_size
+//! 0x0A8    4  num_tpb                0x22C  468  pad
+//! 0x0AC   32  hash                   0x400       data[data_size] (the payload)
+//! ```
+//!
+//! All integers are little-endian; there is no magic number. `hash` sits at 172 and is only
+//! 4-byte aligned, so every field is read by offset ([`field`]), never by transmuting.
+//!
+//! [`NeffHeader::validate`] applies the runtime's gates (§2.5) in the runtime's order, each a
+//! distinct [`HeaderError`] with the runtime's wording and status. The optional integrity
+//! check (§2.6) is a [`PayloadHasher`] fed while the payload streams past; it reports an
+//! [`Integrity`] and never fails a load (a mismatch is a [`HeaderWarning`]).
 
-/// Errors of this layer.
+use core::fmt;
+use core::ops::Range;
+
+use md5::Digest as _;
+
+use crate::Status;
+
+/// Size of `neff_header_t`, and the file offset where the payload starts.
+pub const HEADER_SIZE: usize = 1024;
+
+/// `feature_bits` that this loader (like runtime 2.31) understands: bits 0..=26.
+pub const SUPPORTED_FEATURES: u64 = 0x7FF_FFFF;
+
+/// `feature_bits` that refuse a major-2 NEFF (bits 27..=62; bit 63 is not tested).
+pub const UNSUPPORTED_FEATURE_MASK: u64 = 0x7FFF_FFFF_F800_0000;
+
+/// Highest `neff_version_major` the runtime accepts.
+pub const MAX_VERSION_MAJOR: u64 = 2;
+
+/// Byte ranges of each field inside the 1024-byte header (smoltcp style).
+pub mod field {
+    use core::ops::Range;
+    /// `uint64_t pkg_version`: 1 = raw tar + SHA-256, 2 = gzip tar + MD5.
+    pub const PKG_VERSION: Range<usize> = 0..8;
+    /// `uint64_t header_size`: 1024 in every known file.
+    pub const HEADER_SIZE: Range<usize> = 8..16;
+    /// `uint64_t data_size`: bytes of payload after the header.
+    pub const DATA_SIZE: Range<usize> = 16..24;
+    /// `uint64_t neff_version_major`.
+    pub const VERSION_MAJOR: Range<usize> = 24..32;
+    /// `uint64_t neff_version_minor`.
+    pub const VERSION_MINOR: Range<usize> = 32..40;
+    /// `uint8_t neff_build_version[128]`, NUL-padded ASCII.
+    pub const BUILD_VERSION: Range<usize> = 40..168;
+    /// `uint32_t num_tpb`.
+    pub const NUM_TPB: Range<usize> = 168..172;
+    /// `uint8_t hash[32]`: MD5 in `[0..16]` (pkg 2) or SHA-256 (pkg 1).
+    pub const HASH: Range<usize> = 172..204;
+    /// `uint8_t uuid[16]`.
+    pub const UUID: Range<usize> = 204..220;
+    /// `char name[256]`, NUL-terminated.
+    pub const NAME: Range<usize> = 220..476;
+    /// `uint32_t requested_tpb_count`.
+    pub const REQUESTED_TPB_COUNT: Range<usize> = 476..480;
+    /// `uint8_t tpb_per_node[64]`.
+    pub const TPB_PER_NODE: Range<usize> = 480..544;
+    /// `uint64_t feature_bits`.
+    pub const FEATURE_BITS: Range<usize> = 544..552;
+    /// `uint32_t lnc_size`.
+    pub const LNC_SIZE: Range<usize> = 552..556;
+    /// `uint8_t pad[468]`.
+    pub const PAD: Range<usize> = 556..1024;
+}
+
+const _: () = assert!(field::PAD.end == HEADER_SIZE);
+
+/// Errors of the header gates (§2.5), in the order the runtime checks them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum HeaderError {}
-impl fmt::Display for HeaderError {
-    fn fmt(&self, _f: &mut fmt::Formatter<'_>) -> fmt::Result { match *self {} }
+pub enum HeaderError {
+    /// Gate 2: fewer than 1024 bytes (`received` is the file size, or what the stream held).
+    ShortFile {
+        /// Bytes available.
+        received: u64,
+    },
+    /// Loader gate (stricter than the runtime): `header_size` is not 1024.
+    /// Relaxed by `OpenOptions::allow_header_size_other_than_1024`.
+    HeaderSizeNot1024 {
+        /// The declared header size.
+        header_size: u64,
+    },
+    /// Gate 3: `header_size >= file_size`.
+    HeaderSizePastEnd {
+        /// The declared header size.
+        header_size: u64,
+        /// The file size.
+        file_size: u64,
+    },
+    /// Gate 4: `neff_version_major > 2`.
+    UnsupportedVersion {
+        /// Major version.
+        major: u64,
+        /// Minor version.
+        minor: u64,
+    },
+    /// Gate 5: a major-2 NEFF sets feature bits this runtime does not know.
+    NewerFeatures {
+        /// Major version.
+        major: u64,
+        /// Minor version.
+        minor: u64,
+        /// `feature_bits & 0x7FFF_FFFF_F800_0000`.
+        features: u64,
+    },
+    /// Gate 6: `data_size > file_size - 1024` (or the stream ended before `data_size` bytes).
+    DataSizePastEnd {
+        /// The declared payload size.
+        data_size: u64,
+        /// Payload bytes actually available.
+        available: u64,
+    },
+    /// Loader gate: `data_size == 0` (the runtime only asserts this when verifying).
+    ZeroDataSize,
+    /// Gate 7: `pkg_version` is neither 1 nor 2.
+    UnsupportedPackager {
+        /// The declared packager version.
+        pkg_version: u64,
+    },
 }
-/// Warnings of this layer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum HeaderWarning {}
-impl fmt::Display for HeaderWarning {
-    fn fmt(&self, _f: &mut fmt::Formatter<'_>) -> fmt::Result { match *self {} }
-}
+
 impl HeaderError {
-    /// Runtime status.
-    pub fn status(&self) -> crate::Status { match *self {} }
+    /// The runtime status of this gate.
+    pub fn status(&self) -> Status {
+        match self {
+            HeaderError::UnsupportedVersion { .. }
+            | HeaderError::NewerFeatures { .. }
+            | HeaderError::UnsupportedPackager { .. } => Status::UnsupportedNeffVersion,
+            HeaderError::ShortFile { .. }
+            | HeaderError::HeaderSizeNot1024 { .. }
+            | HeaderError::HeaderSizePastEnd { .. }
+            | HeaderError::DataSizePastEnd { .. }
+            | HeaderError::ZeroDataSize => Status::Invalid,
+        }
+    }
+}
+
+impl fmt::Display for HeaderError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            HeaderError::ShortFile { received } => {
+                write!(f, "Invalid number of NEFF bytes received {received:x}")
+            }
+            HeaderError::HeaderSizeNot1024 { header_size } => write!(
+                f,
+                "Invalid NEFF header size {header_size:x}: only 0x400 is accepted \
+                 (allow_header_size_other_than_1024 relaxes this)"
+            ),
+            HeaderError::HeaderSizePastEnd { header_size, file_size } => {
+                write!(f, "Invalid NEFF file size hdr sz: {header_size:x}, file sz: {file_size:x}")
+            }
+            HeaderError::UnsupportedVersion { major, minor } => write!(
+                f,
+                "NEFF version: {major}.{minor} is not supported, accepted version range: 0.x-{MAX_VERSION_MAJOR}.x"
+            ),
+            HeaderError::NewerFeatures { major, minor, features } => write!(
+                f,
+                "This NEFF (version: {major}.{minor}, features: 0x{features:x}) has been compiled by a newer \
+                 version of Neuron compiler. Features supported by this Neuron Runtime: 0x{SUPPORTED_FEATURES:x}. \
+                 Please update the aws-neuronx-runtime-lib package to the latest version."
+            ),
+            HeaderError::DataSizePastEnd { data_size, available } => {
+                write!(f, "Invalid NEFF data size({data_size:x} vs {available:x})")
+            }
+            HeaderError::ZeroDataSize => f.write_str("Invalid NEFF data size(0): the header declares no payload"),
+            HeaderError::UnsupportedPackager { pkg_version } => {
+                write!(f, "Unsupported NEFF packager: {pkg_version}")
+            }
+        }
+    }
+}
+
+/// The digest the header's `hash` holds, by `pkg_version`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum HashAlgorithm {
+    /// pkg 2: MD5 of the payload, compared with `hash[0..16]`.
+    Md5,
+    /// pkg 1: SHA-256 of the payload, compared with `hash[0..32]`.
+    Sha256,
+}
+
+impl HashAlgorithm {
+    /// How many leading bytes of `hash` are compared.
+    pub const fn digest_len(self) -> usize {
+        match self {
+            HashAlgorithm::Md5 => 16,
+            HashAlgorithm::Sha256 => 32,
+        }
+    }
+}
+
+/// Warnings of the header layer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum HeaderWarning {
+    /// The file holds bytes after `1024 + data_size`; they are ignored (as the runtime does).
+    TrailingBytes {
+        /// How many.
+        count: u64,
+    },
+    /// `header_size` is not 1024 but was allowed; the payload is still read at 0x400, as the
+    /// runtime does.
+    HeaderSizeAllowed {
+        /// The declared header size.
+        header_size: u64,
+    },
+    /// The requested integrity check did not match.
+    IntegrityMismatch {
+        /// Which digest.
+        algorithm: HashAlgorithm,
+    },
+}
+
+impl fmt::Display for HeaderWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            HeaderWarning::TrailingBytes { count } => {
+                write!(f, "{count} bytes after the payload (past data_size) are ignored")
+            }
+            HeaderWarning::HeaderSizeAllowed { header_size } => write!(
+                f,
+                "header_size 0x{header_size:x} accepted; the payload is read at 0x400 as the runtime does"
+            ),
+            HeaderWarning::IntegrityMismatch { algorithm: HashAlgorithm::Md5 } => f.write_str("MD5 mismatch!"),
+            HeaderWarning::IntegrityMismatch { algorithm: HashAlgorithm::Sha256 } => f.write_str("SHA256 mismatch!"),
+        }
+    }
+}
+
+/// Outcome of the optional integrity check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Integrity {
+    /// The check was not requested.
+    NotRequested,
+    /// The digest of the payload equals the header's `hash`.
+    Match(HashAlgorithm),
+    /// It does not (reported as a warning; the load goes on).
+    Mismatch(HashAlgorithm),
+    /// Requested, but this `pkg_version` names no digest.
+    NotApplicable,
+}
+
+/// The NEFF UUID: 16 raw bytes, shown as 32 lowercase hex digits without dashes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Uuid(pub [u8; 16]);
+
+impl fmt::Display for Uuid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::LowerHex::fmt(self, f)
+    }
+}
+
+impl fmt::LowerHex for Uuid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.iter().try_for_each(|b| write!(f, "{b:02x}"))
+    }
+}
+
+/// A byte string shown as lossy UTF-8 (invalid sequences become U+FFFD).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lossy<'a>(pub &'a [u8]);
+
+impl fmt::Display for Lossy<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for chunk in self.0.utf8_chunks() {
+            f.write_str(chunk.valid())?;
+            if !chunk.invalid().is_empty() {
+                f.write_str("\u{FFFD}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A decoded `neff_header_t`. Parsing never fails; [`NeffHeader::validate`] applies the gates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NeffHeader {
+    /// 1 = raw tar + SHA-256, 2 = gzip tar + MD5.
+    pub pkg_version: u64,
+    /// Declared header size (1024 in every known file).
+    pub header_size: u64,
+    /// Payload bytes after the header.
+    pub data_size: u64,
+    /// `neff_version_major`.
+    pub version_major: u64,
+    /// `neff_version_minor`.
+    pub version_minor: u64,
+    /// Raw `neff_build_version` (see [`NeffHeader::build_version`]).
+    pub build_version_raw: [u8; 128],
+    /// `num_tpb`: cores needed.
+    pub num_tpb: u32,
+    /// Raw `hash` field.
+    pub hash: [u8; 32],
+    /// `uuid`.
+    pub uuid: Uuid,
+    /// Raw `name` (see [`NeffHeader::name`]).
+    pub name_raw: [u8; 256],
+    /// `requested_tpb_count`.
+    pub requested_tpb_count: u32,
+    /// `tpb_per_node`: one byte per kelf node.
+    pub tpb_per_node: [u8; 64],
+    /// `feature_bits`.
+    pub feature_bits: u64,
+    /// `lnc_size`: logical core size.
+    pub lnc_size: u32,
+    /// True when the 468 `pad` bytes are all zero (they are in every known file).
+    pub pad_is_zero: bool,
+}
+
+fn array<const N: usize>(bytes: &[u8; HEADER_SIZE], range: Range<usize>) -> [u8; N] {
+    let mut out = [0u8; N];
+    if let Some(src) = bytes.get(range) {
+        if src.len() == N {
+            out.copy_from_slice(src);
+        }
+    }
+    out
+}
+
+fn u64_at(bytes: &[u8; HEADER_SIZE], range: Range<usize>) -> u64 {
+    u64::from_le_bytes(array(bytes, range))
+}
+
+fn u32_at(bytes: &[u8; HEADER_SIZE], range: Range<usize>) -> u32 {
+    u32::from_le_bytes(array(bytes, range))
+}
+
+fn until_nul(bytes: &[u8]) -> &[u8] {
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    bytes.get(..end).unwrap_or(bytes)
+}
+
+impl NeffHeader {
+    /// Decodes the 1024 header bytes field by field.
+    pub fn parse(bytes: &[u8; HEADER_SIZE]) -> Self {
+        Self {
+            pkg_version: u64_at(bytes, field::PKG_VERSION),
+            header_size: u64_at(bytes, field::HEADER_SIZE),
+            data_size: u64_at(bytes, field::DATA_SIZE),
+            version_major: u64_at(bytes, field::VERSION_MAJOR),
+            version_minor: u64_at(bytes, field::VERSION_MINOR),
+            build_version_raw: array(bytes, field::BUILD_VERSION),
+            num_tpb: u32_at(bytes, field::NUM_TPB),
+            hash: array(bytes, field::HASH),
+            uuid: Uuid(array(bytes, field::UUID)),
+            name_raw: array(bytes, field::NAME),
+            requested_tpb_count: u32_at(bytes, field::REQUESTED_TPB_COUNT),
+            tpb_per_node: array(bytes, field::TPB_PER_NODE),
+            feature_bits: u64_at(bytes, field::FEATURE_BITS),
+            lnc_size: u32_at(bytes, field::LNC_SIZE),
+            pad_is_zero: bytes.get(field::PAD).is_some_and(|p| p.iter().all(|&b| b == 0)),
+        }
+    }
+
+    /// Applies the runtime gates of §2.5, in order. `file_size` is `None` for a pure stream:
+    /// gates that need it (3, 6) are then left to the reader, which reports truncation.
+    pub fn validate(&self, file_size: Option<u64>, allow_header_size_other_than_1024: bool) -> Result<(), HeaderError> {
+        let header = HEADER_SIZE as u64;
+        if let Some(file_size) = file_size {
+            if file_size < header {
+                return Err(HeaderError::ShortFile { received: file_size });
+            }
+        }
+        if self.header_size != header && !allow_header_size_other_than_1024 {
+            return Err(HeaderError::HeaderSizeNot1024 { header_size: self.header_size });
+        }
+        if let Some(file_size) = file_size {
+            if self.header_size >= file_size {
+                return Err(HeaderError::HeaderSizePastEnd { header_size: self.header_size, file_size });
+            }
+        }
+        if self.version_major > MAX_VERSION_MAJOR {
+            return Err(HeaderError::UnsupportedVersion { major: self.version_major, minor: self.version_minor });
+        }
+        let unknown_features = self.feature_bits & UNSUPPORTED_FEATURE_MASK;
+        if self.version_major == 2 && unknown_features != 0 {
+            return Err(HeaderError::NewerFeatures {
+                major: self.version_major,
+                minor: self.version_minor,
+                features: unknown_features,
+            });
+        }
+        if let Some(file_size) = file_size {
+            let available = file_size - header;
+            if self.data_size > available {
+                return Err(HeaderError::DataSizePastEnd { data_size: self.data_size, available });
+            }
+        }
+        if self.data_size == 0 {
+            return Err(HeaderError::ZeroDataSize);
+        }
+        if !matches!(self.pkg_version, 1 | 2) {
+            return Err(HeaderError::UnsupportedPackager { pkg_version: self.pkg_version });
+        }
+        Ok(())
+    }
+
+    /// `name` up to its first NUL.
+    pub fn name_bytes(&self) -> &[u8] {
+        until_nul(&self.name_raw)
+    }
+
+    /// `name` as lossy UTF-8, for display.
+    pub fn name(&self) -> Lossy<'_> {
+        Lossy(self.name_bytes())
+    }
+
+    /// `neff_build_version` up to its first NUL.
+    pub fn build_version_bytes(&self) -> &[u8] {
+        until_nul(&self.build_version_raw)
+    }
+
+    /// `neff_build_version` as lossy UTF-8, for display.
+    pub fn build_version(&self) -> Lossy<'_> {
+        Lossy(self.build_version_bytes())
+    }
+
+    /// The digest this `pkg_version` names, if any.
+    pub fn hash_algorithm(&self) -> Option<HashAlgorithm> {
+        match self.pkg_version {
+            1 => Some(HashAlgorithm::Sha256),
+            2 => Some(HashAlgorithm::Md5),
+            _ => None,
+        }
+    }
+
+    /// The stored digest bytes that are compared (`hash[0..16]` for MD5, `hash[0..32]` for SHA-256).
+    pub fn expected_digest(&self, algorithm: HashAlgorithm) -> &[u8] {
+        self.hash.get(..algorithm.digest_len()).unwrap_or(&self.hash)
+    }
+}
+
+/// A payload digest computed while streaming (no buffering: each byte is fed once).
+#[derive(Clone)]
+pub enum PayloadHasher {
+    /// No check requested (or none applicable).
+    Off {
+        /// Whether a check was requested at all.
+        requested: bool,
+    },
+    /// pkg 2.
+    Md5(md5::Md5),
+    /// pkg 1.
+    Sha256(sha2::Sha256),
+}
+
+impl fmt::Debug for PayloadHasher {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PayloadHasher::Off { requested } => write!(f, "Off {{ requested: {requested} }}"),
+            PayloadHasher::Md5(_) => f.write_str("Md5"),
+            PayloadHasher::Sha256(_) => f.write_str("Sha256"),
+        }
+    }
+}
+
+impl PayloadHasher {
+    /// The hasher for `header`, or `Off` when not requested.
+    pub fn for_header(header: &NeffHeader, requested: bool) -> Self {
+        match (requested, header.hash_algorithm()) {
+            (true, Some(HashAlgorithm::Md5)) => PayloadHasher::Md5(md5::Md5::new()),
+            (true, Some(HashAlgorithm::Sha256)) => PayloadHasher::Sha256(sha2::Sha256::new()),
+            _ => PayloadHasher::Off { requested },
+        }
+    }
+
+    /// True when bytes need feeding.
+    pub fn is_active(&self) -> bool {
+        !matches!(self, PayloadHasher::Off { .. })
+    }
+
+    /// Feeds payload bytes, in order.
+    pub fn update(&mut self, bytes: &[u8]) {
+        match self {
+            PayloadHasher::Off { .. } => {}
+            PayloadHasher::Md5(h) => h.update(bytes),
+            PayloadHasher::Sha256(h) => h.update(bytes),
+        }
+    }
+
+    /// Compares the digest with the header's `hash`.
+    pub fn finish(self, header: &NeffHeader) -> Integrity {
+        let (algorithm, matches) = match self {
+            PayloadHasher::Off { requested: false } => return Integrity::NotRequested,
+            PayloadHasher::Off { requested: true } => return Integrity::NotApplicable,
+            PayloadHasher::Md5(h) => {
+                let algorithm = HashAlgorithm::Md5;
+                (algorithm, h.finalize().as_slice() == header.expected_digest(algorithm))
+            }
+            PayloadHasher::Sha256(h) => {
+                let algorithm = HashAlgorithm::Sha256;
+                (algorithm, h.finalize().as_slice() == header.expected_digest(algorithm))
+            }
+        };
+        if matches {
+            Integrity::Match(algorithm)
+        } else {
+            Integrity::Mismatch(algorithm)
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    extern crate std;
+    use std::format;
+    use std::string::ToString;
+
+    /// A valid pkg-2 header for a payload of `data_size` bytes.
+    pub(crate) fn header_bytes(data_size: u64) -> [u8; HEADER_SIZE] {
+        let mut h = [0u8; HEADER_SIZE];
+        h[field::PKG_VERSION].copy_from_slice(&2u64.to_le_bytes());
+        h[field::HEADER_SIZE].copy_from_slice(&1024u64.to_le_bytes());
+        h[field::DATA_SIZE].copy_from_slice(&data_size.to_le_bytes());
+        h[field::VERSION_MAJOR].copy_from_slice(&2u64.to_le_bytes());
+        h[field::NUM_TPB].copy_from_slice(&1u32.to_le_bytes());
+        h[field::NAME][..9].copy_from_slice(b"file.neff");
+        h[field::FEATURE_BITS].copy_from_slice(&0x209c00u64.to_le_bytes());
+        h[field::LNC_SIZE].copy_from_slice(&2u32.to_le_bytes());
+        h
+    }
+
+    fn set_u64(h: &mut [u8; HEADER_SIZE], r: Range<usize>, v: u64) {
+        h[r].copy_from_slice(&v.to_le_bytes());
+    }
+
+    fn gate(h: &[u8; HEADER_SIZE], file_size: Option<u64>) -> Result<(), HeaderError> {
+        NeffHeader::parse(h).validate(file_size, false)
+    }
+
+    #[test]
+    fn parses_every_field_at_its_offset() {
+        let mut h = header_bytes(100);
+        h[field::BUILD_VERSION][..5].copy_from_slice(b"2.0.1");
+        h[field::HASH][0] = 0xAB;
+        h[field::HASH][31] = 0xCD;
+        h[field::UUID].copy_from_slice(&[0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, 0, 1, 2, 3, 4, 5, 6, 0xff]);
+        h[field::REQUESTED_TPB_COUNT].copy_from_slice(&7u32.to_le_bytes());
+        h[field::TPB_PER_NODE][0] = 1;
+        h[field::TPB_PER_NODE][63] = 9;
+        set_u64(&mut h, field::VERSION_MINOR, 3);
+        let p = NeffHeader::parse(&h);
+        assert_eq!((p.pkg_version, p.header_size, p.data_size), (2, 1024, 100));
+        assert_eq!((p.version_major, p.version_minor), (2, 3));
+        assert_eq!(p.build_version().to_string(), "2.0.1");
+        assert_eq!(p.num_tpb, 1);
+        assert_eq!((p.hash[0], p.hash[31]), (0xAB, 0xCD));
+        assert_eq!(p.uuid.to_string(), "0123456789abcdef00010203040506ff");
+        assert_eq!(p.name().to_string(), "file.neff");
+        assert_eq!(p.requested_tpb_count, 7);
+        assert_eq!((p.tpb_per_node[0], p.tpb_per_node[63]), (1, 9));
+        assert_eq!(p.feature_bits, 0x209c00);
+        assert_eq!(p.lnc_size, 2);
+        assert!(p.pad_is_zero);
+        h[1023] = 1;
+        assert!(!NeffHeader::parse(&h).pad_is_zero);
+    }
+
+    #[test]
+    fn name_is_lossy_and_stops_at_nul() {
+        let mut h = header_bytes(1);
+        h[field::NAME][..6].copy_from_slice(b"a\xffb\0cd");
+        assert_eq!(NeffHeader::parse(&h).name().to_string(), "a\u{FFFD}b");
+        // A name filling all 256 bytes has no NUL and is kept whole.
+        h[field::NAME].fill(b'x');
+        assert_eq!(NeffHeader::parse(&h).name_bytes().len(), 256);
+    }
+
+    #[test]
+    fn a_valid_header_passes() {
+        let h = header_bytes(100);
+        assert_eq!(gate(&h, Some(1124)), Ok(()));
+        assert_eq!(gate(&h, None), Ok(()));
+    }
+
+    #[test]
+    fn gate_2_short_file() {
+        let e = gate(&header_bytes(1), Some(1023)).unwrap_err();
+        assert_eq!(e, HeaderError::ShortFile { received: 1023 });
+        assert_eq!(e.status(), Status::Invalid);
+        assert_eq!(e.to_string(), "Invalid number of NEFF bytes received 3ff");
+    }
+
+    #[test]
+    fn header_size_other_than_1024_is_refused_unless_allowed() {
+        let mut h = header_bytes(10);
+        set_u64(&mut h, field::HEADER_SIZE, 512);
+        let e = gate(&h, Some(1034)).unwrap_err();
+        assert_eq!(e, HeaderError::HeaderSizeNot1024 { header_size: 512 });
+        assert_eq!(e.status(), Status::Invalid);
+        assert_eq!(NeffHeader::parse(&h).validate(Some(1034), true), Ok(()));
+    }
+
+    #[test]
+    fn gate_3_header_size_past_end_when_relaxed() {
+        let mut h = header_bytes(10);
+        set_u64(&mut h, field::HEADER_SIZE, 4096);
+        let e = NeffHeader::parse(&h).validate(Some(2000), true).unwrap_err();
+        assert_eq!(e, HeaderError::HeaderSizePastEnd { header_size: 4096, file_size: 2000 });
+        assert_eq!(e.to_string(), "Invalid NEFF file size hdr sz: 1000, file sz: 7d0");
+        assert_eq!(e.status(), Status::Invalid);
+    }
+
+    #[test]
+    fn gate_4_major_above_2() {
+        let mut h = header_bytes(10);
+        set_u64(&mut h, field::VERSION_MAJOR, 3);
+        set_u64(&mut h, field::VERSION_MINOR, 1);
+        let e = gate(&h, Some(1034)).unwrap_err();
+        assert_eq!(e, HeaderError::UnsupportedVersion { major: 3, minor: 1 });
+        assert_eq!(e.status(), Status::UnsupportedNeffVersion);
+        assert_eq!(e.to_string(), "NEFF version: 3.1 is not supported, accepted version range: 0.x-2.x");
+    }
+
+    #[test]
+    fn gate_5_newer_features_only_for_major_2() {
+        let mut h = header_bytes(10);
+        set_u64(&mut h, field::FEATURE_BITS, 0x0800_0000 | 0x209c00);
+        let e = gate(&h, Some(1034)).unwrap_err();
+        assert_eq!(e, HeaderError::NewerFeatures { major: 2, minor: 0, features: 0x0800_0000 });
+        assert_eq!(e.status(), Status::UnsupportedNeffVersion);
+        let text = e.to_string();
+        assert!(text.starts_with("This NEFF (version: 2.0, features: 0x8000000) has been compiled by a newer"), "{text}");
+        assert!(text.contains("Features supported by this Neuron Runtime: 0x7ffffff."), "{text}");
+        // Bit 63 is outside the mask; major 1 is not checked at all.
+        set_u64(&mut h, field::FEATURE_BITS, 1 << 63);
+        assert_eq!(gate(&h, Some(1034)), Ok(()));
+        set_u64(&mut h, field::FEATURE_BITS, 0x0800_0000);
+        set_u64(&mut h, field::VERSION_MAJOR, 1);
+        assert_eq!(gate(&h, Some(1034)), Ok(()));
+    }
+
+    #[test]
+    fn gate_6_data_size_past_end_and_zero() {
+        let h = header_bytes(11);
+        let e = gate(&h, Some(1034)).unwrap_err();
+        assert_eq!(e, HeaderError::DataSizePastEnd { data_size: 11, available: 10 });
+        assert_eq!(e.to_string(), "Invalid NEFF data size(b vs a)");
+        assert_eq!(e.status(), Status::Invalid);
+        let e = gate(&header_bytes(0), Some(1034)).unwrap_err();
+        assert_eq!(e, HeaderError::ZeroDataSize);
+        assert_eq!(e.status(), Status::Invalid);
+    }
+
+    #[test]
+    fn gate_7_packager() {
+        for pkg in [0u64, 3, u64::MAX] {
+            let mut h = header_bytes(10);
+            set_u64(&mut h, field::PKG_VERSION, pkg);
+            let e = gate(&h, Some(1034)).unwrap_err();
+            assert_eq!(e, HeaderError::UnsupportedPackager { pkg_version: pkg });
+            assert_eq!(e.status(), Status::UnsupportedNeffVersion);
+            assert_eq!(e.to_string(), format!("Unsupported NEFF packager: {pkg}"));
+        }
+    }
+
+    #[test]
+    fn gates_run_in_the_runtime_order() {
+        // Everything wrong at once: the version gate (4) wins over data size (6) and packager (7).
+        let mut h = header_bytes(1 << 40);
+        set_u64(&mut h, field::VERSION_MAJOR, 9);
+        set_u64(&mut h, field::PKG_VERSION, 7);
+        assert!(matches!(gate(&h, Some(2048)), Err(HeaderError::UnsupportedVersion { .. })));
+        set_u64(&mut h, field::VERSION_MAJOR, 2);
+        assert!(matches!(gate(&h, Some(2048)), Err(HeaderError::DataSizePastEnd { .. })));
+        set_u64(&mut h, field::DATA_SIZE, 1);
+        assert!(matches!(gate(&h, Some(2048)), Err(HeaderError::UnsupportedPackager { .. })));
+    }
+
+    #[test]
+    fn integrity_md5_compares_16_bytes_and_sha256_32() {
+        let payload = b"payload bytes";
+        let mut h = header_bytes(payload.len() as u64);
+        let md5: [u8; 16] = md5::Md5::digest(payload).into();
+        h[field::HASH][..16].copy_from_slice(&md5);
+        h[field::HASH][16..].fill(b'0'); // the tail is not compared
+        let parsed = NeffHeader::parse(&h);
+        let mut hasher = PayloadHasher::for_header(&parsed, true);
+        hasher.update(&payload[..4]);
+        hasher.update(&payload[4..]);
+        assert_eq!(hasher.finish(&parsed), Integrity::Match(HashAlgorithm::Md5));
+        let mut hasher = PayloadHasher::for_header(&parsed, true);
+        hasher.update(b"other");
+        assert_eq!(hasher.finish(&parsed), Integrity::Mismatch(HashAlgorithm::Md5));
+
+        set_u64(&mut h, field::PKG_VERSION, 1);
+        let sha: [u8; 32] = sha2::Sha256::digest(payload).into();
+        h[field::HASH].copy_from_slice(&sha);
+        let parsed = NeffHeader::parse(&h);
+        let mut hasher = PayloadHasher::for_header(&parsed, true);
+        hasher.update(payload);
+        assert_eq!(hasher.finish(&parsed), Integrity::Match(HashAlgorithm::Sha256));
+        h[field::HASH][31] ^= 1;
+        let parsed = NeffHeader::parse(&h);
+        let mut hasher = PayloadHasher::for_header(&parsed, true);
+        hasher.update(payload);
+        assert_eq!(hasher.finish(&parsed), Integrity::Mismatch(HashAlgorithm::Sha256));
+        assert_eq!(PayloadHasher::for_header(&parsed, false).finish(&parsed), Integrity::NotRequested);
+    }
+
+    #[test]
+    fn warnings_use_the_runtime_wording() {
+        assert_eq!(HeaderWarning::IntegrityMismatch { algorithm: HashAlgorithm::Md5 }.to_string(), "MD5 mismatch!");
+        assert_eq!(HeaderWarning::IntegrityMismatch { algorithm: HashAlgorithm::Sha256 }.to_string(), "SHA256 mismatch!");
+    }
 }

@@ -11,6 +11,8 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic))]
 
+pub mod archive;
+pub mod crc32;
 pub mod error;
 pub mod gzip;
 pub mod hal;

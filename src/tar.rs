@@ -1,17 +1,1164 @@
-//! Placeholder: being written.
+//! A streaming tar walker over the inflated payload (neff-format.md §3.2, §3.3;
+//! embedded-notes.md §3).
+//!
+//! A tar stream is a sequence of 512-byte blocks: a header block, then the member's body
+//! rounded up to 512, repeated, and two all-zero blocks at the end. The header (ustar):
+//!
+//! ```text
+//! off  len  field          off  len  field
+//!   0  100  name             257    6  magic  "ustar\0" (POSIX) | "ustar " (GNU)
+//! 100    8  mode             263    2  version "00"     (POSIX) | " \0"    (GNU)
+//! 108    8  uid              265   32  uname
+//! 116    8  gid              297   32  gname
+//! 124   12  size             329    8  devmajor
+//! 136   12  mtime            337    8  devminor
+//! 148    8  chksum           345  155  prefix (POSIX only; GNU keeps atime/ctime there)
+//! 156    1  typeflag         500   12  (padding)
+//! 157  100  linkname
+//! ```
+//!
+//! Numbers are octal ASCII ended by NUL or space; GNU writes big ones in base-256 (first byte
+//! `0x80`, then big-endian; `0xFF` means negative and is refused). The checksum is the sum of
+//! the 512 bytes with `chksum` counted as eight spaces; both the unsigned convention and the
+//! historic signed one are accepted. Extensions read here:
+//!
+//! * PAX `x` (next member): records `"<len> <key>=<value>\n"`; `path` and `size` override the
+//!   ustar fields, `GNU.sparse.*` is refused, other keys are ignored. `X` (old Solaris) is read
+//!   the same way.
+//! * PAX `g` (global): parsed and validated, then ignored, as libarchive (the runtime's reader)
+//!   does; a global `path` or `size` gets a [`TarWarning::GlobalPaxIgnored`].
+//! * GNU `L` (long name of the next member); `K` (long link name) is skipped.
+//!
+//! Member rules (the runtime's member table, §3.3): regular members are typeflag `0`, NUL and
+//! `7`, plus unknown types (read as regular with a warning, as libarchive does); directories
+//! (`5`, or a regular name ending in `/`), links, devices, FIFOs and GNU dumpdirs are skipped;
+//! sparse `S`, multivolume `M` and label `V` are refused. One leading `./` is stripped;
+//! members whose name ends in `wavegraph-bin.json` are dropped. Names that are absolute,
+//! contain a `..` component or a NUL, or are not UTF-8 are refused.
+//!
+//! **Duplicates.** The walker keeps no list of names (that would need unbounded memory), so a
+//! name that appears twice is yielded twice; the loader, which keeps the names it cares
+//! about, decides (the runtime's `std::map` makes the last one win).
+//!
+//! **Memory.** The walker owns one header block, a name buffer of `NAME` bytes and a PAX
+//! buffer of `PAX` bytes; a longer name or PAX header is a `CapacityError` naming `NAME` or
+//! `PAX`. Bodies are never buffered: [`Member`] is a bounded reader over the stream.
+
 use core::fmt;
 
-/// Errors of this layer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum TarError {}
-impl fmt::Display for TarError {
-    fn fmt(&self, _f: &mut fmt::Formatter<'_>) -> fmt::Result { match *self {} }
+use embedded_io::{BufRead, ErrorType, Read};
+
+use crate::error::{CapacityError, OffsetBase, Text};
+use crate::{Error, ErrorKind, Stage, Warning, WarningKind, WarningSink};
+
+/// Tar block size.
+pub const BLOCK_SIZE: usize = 512;
+/// Default capacity of the member name buffer (`prefix` 155 + `/` + `name` 100).
+pub const DEFAULT_NAME_CAPACITY: usize = 256;
+/// Default capacity of the PAX extended-header buffer.
+pub const DEFAULT_PAX_CAPACITY: usize = 1024;
+/// Members whose path ends with this are dropped, as the runtime does.
+pub const DROPPED_SUFFIX: &str = "wavegraph-bin.json";
+
+/// Byte ranges of the ustar header fields.
+pub mod field {
+    use core::ops::Range;
+    /// `name[100]`.
+    pub const NAME: Range<usize> = 0..100;
+    /// `size[12]`.
+    pub const SIZE: Range<usize> = 124..136;
+    /// `chksum[8]`.
+    pub const CHKSUM: Range<usize> = 148..156;
+    /// `typeflag`.
+    pub const TYPEFLAG: usize = 156;
+    /// `magic[6]`.
+    pub const MAGIC: Range<usize> = 257..263;
+    /// `version[2]`.
+    pub const VERSION: Range<usize> = 263..265;
+    /// `prefix[155]` (POSIX ustar only).
+    pub const PREFIX: Range<usize> = 345..500;
 }
-/// Warnings of this layer.
+
+/// Errors of the tar walker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum TarWarning {}
+pub enum TarError {
+    /// The header checksum matches neither convention.
+    Checksum {
+        /// Stored value.
+        stored: u64,
+        /// Unsigned sum computed over the block.
+        computed: u64,
+    },
+    /// A numeric header field is not octal or base-256.
+    BadNumber {
+        /// Field name.
+        field: &'static str,
+    },
+    /// A base-256 field is negative or does not fit in 64 bits.
+    NumberOutOfRange {
+        /// Field name.
+        field: &'static str,
+    },
+    /// A sparse (`S` or PAX `GNU.sparse.*`), multivolume (`M`) or label (`V`) member.
+    UnsupportedType {
+        /// The typeflag (`S` for PAX sparse keys).
+        typeflag: u8,
+    },
+    /// A PAX record is malformed (length, separator or newline).
+    BadPaxRecord,
+    /// A PAX `size` value is not a decimal number.
+    BadPaxSize,
+    /// The member name is empty.
+    EmptyName,
+    /// The member name is absolute.
+    AbsoluteName,
+    /// The member name has a `..` component.
+    ParentComponent,
+    /// The member name contains a NUL byte.
+    NulInName,
+    /// The member name is not UTF-8.
+    NameNotUtf8,
+}
+
+impl fmt::Display for TarError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            TarError::Checksum { stored, computed } => {
+                write!(f, "tar header checksum mismatch (stored {stored:o}, computed {computed:o})")
+            }
+            TarError::BadNumber { field } => write!(f, "tar header field {field} is not a number"),
+            TarError::NumberOutOfRange { field } => write!(f, "tar header field {field} is negative or too large"),
+            TarError::UnsupportedType { typeflag } => {
+                let what = match typeflag {
+                    b'S' => "sparse",
+                    b'M' => "multivolume",
+                    b'V' => "volume label",
+                    _ => "unsupported",
+                };
+                write!(f, "{what} tar member (type '{}') is not supported", char::from(typeflag))
+            }
+            TarError::BadPaxRecord => f.write_str("malformed PAX extended header record"),
+            TarError::BadPaxSize => f.write_str("PAX size is not a decimal number"),
+            TarError::EmptyName => f.write_str("tar member has an empty name"),
+            TarError::AbsoluteName => f.write_str("tar member name is an absolute path"),
+            TarError::ParentComponent => f.write_str("tar member name has a '..' component"),
+            TarError::NulInName => f.write_str("tar member name contains a NUL byte"),
+            TarError::NameNotUtf8 => f.write_str("tar member name is not UTF-8"),
+        }
+    }
+}
+
+/// Warnings of the tar walker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum TarWarning {
+    /// The archive ended after one zero block instead of two.
+    LoneZeroBlock,
+    /// The stream ended at a block boundary without any end-of-archive block.
+    MissingEndOfArchive,
+    /// Non-zero bytes follow the end-of-archive blocks (ignored).
+    DataAfterEnd {
+        /// How many non-zero bytes.
+        nonzero_bytes: u64,
+    },
+    /// A PAX global header sets `path` or `size`; ignored, as libarchive does.
+    GlobalPaxIgnored,
+    /// An unknown typeflag, read as a regular member (POSIX, libarchive).
+    UnknownType {
+        /// The typeflag.
+        typeflag: u8,
+    },
+    /// The header checksum only matches the historic signed-byte sum.
+    SignedChecksum,
+}
+
 impl fmt::Display for TarWarning {
-    fn fmt(&self, _f: &mut fmt::Formatter<'_>) -> fmt::Result { match *self {} }
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            TarWarning::LoneZeroBlock => f.write_str("tar archive ends with a single zero block (two expected)"),
+            TarWarning::MissingEndOfArchive => f.write_str("tar archive has no end-of-archive blocks"),
+            TarWarning::DataAfterEnd { nonzero_bytes } => {
+                write!(f, "{nonzero_bytes} non-zero bytes after the tar end-of-archive are ignored")
+            }
+            TarWarning::GlobalPaxIgnored => {
+                f.write_str("PAX global header 'path'/'size' ignored (as libarchive does)")
+            }
+            TarWarning::UnknownType { typeflag } => {
+                write!(f, "unknown tar member type '{}' read as a regular file", char::from(typeflag))
+            }
+            TarWarning::SignedChecksum => f.write_str("tar header checksum uses the historic signed sum"),
+        }
+    }
+}
+
+/// Where the pending long name came from (PAX wins over GNU `L`, as in libarchive).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PendingName {
+    None,
+    Gnu,
+    Pax,
+}
+
+/// What lay after the end-of-archive blocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct AfterEnd {
+    /// Bytes after the end-of-archive blocks.
+    pub bytes: u64,
+    /// Of which non-zero.
+    pub nonzero_bytes: u64,
+}
+
+/// The walker. `S` is the tar stream (a [`crate::gzip::Decoder`] in a NEFF).
+pub struct TarReader<S, const NAME: usize = DEFAULT_NAME_CAPACITY, const PAX: usize = DEFAULT_PAX_CAPACITY> {
+    stream: S,
+    offset: u64,
+    block: [u8; BLOCK_SIZE],
+    name: [u8; NAME],
+    name_len: usize,
+    pax: [u8; PAX],
+    pending_name: PendingName,
+    pending_size: Option<u64>,
+    body_remaining: u64,
+    body_padding: u64,
+    ended: bool,
+    after_end: AfterEnd,
+    members: u32,
+}
+
+impl<S, const NAME: usize, const PAX: usize> fmt::Debug for TarReader<S, NAME, PAX> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TarReader")
+            .field("offset", &self.offset)
+            .field("ended", &self.ended)
+            .field("members", &self.members)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One regular member: its name, size, and body as a bounded reader.
+///
+/// Dropping it half-read is fine: the next [`TarReader::next_member`] skips the rest.
+pub struct Member<'a, S> {
+    name: &'a str,
+    size: u64,
+    header_offset: u64,
+    stream: &'a mut S,
+    remaining: &'a mut u64,
+    offset: &'a mut u64,
+}
+
+impl<S> fmt::Debug for Member<'_, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Member")
+            .field("name", &self.name)
+            .field("size", &self.size)
+            .field("header_offset", &self.header_offset)
+            .field("remaining", &*self.remaining)
+            .finish()
+    }
+}
+
+impl<S> Member<'_, S> {
+    /// The normalised path (one leading `./` stripped).
+    pub fn name(&self) -> &str {
+        self.name
+    }
+
+    /// Body size in bytes (PAX `size` if given).
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// Body bytes not read yet.
+    pub fn remaining(&self) -> u64 {
+        *self.remaining
+    }
+
+    /// Offset of the member's (first) header block in the tar stream.
+    pub fn header_offset(&self) -> u64 {
+        self.header_offset
+    }
+
+    /// Offset of the first body byte in the tar stream.
+    pub fn data_offset(&self) -> u64 {
+        *self.offset - (self.size - *self.remaining)
+    }
+}
+
+impl<S: BufRead<Error = Error>> ErrorType for Member<'_, S> {
+    type Error = Error;
+}
+
+impl<S: BufRead<Error = Error>> BufRead for Member<'_, S> {
+    fn fill_buf(&mut self) -> Result<&[u8], Error> {
+        if *self.remaining == 0 {
+            return Ok(&[]);
+        }
+        let remaining = *self.remaining;
+        let at = *self.offset;
+        let name = self.name;
+        let buf = self.stream.fill_buf().map_err(|e| e.with_member(name))?;
+        if buf.is_empty() {
+            return Err(Error::at_archive(Stage::Tar, at, ErrorKind::Truncated).with_member(name));
+        }
+        let n = usize::try_from(remaining).unwrap_or(usize::MAX).min(buf.len());
+        Ok(buf.get(..n).unwrap_or(&[]))
+    }
+
+    fn consume(&mut self, amt: usize) {
+        let amt = (amt as u64).min(*self.remaining);
+        self.stream.consume(amt as usize);
+        *self.remaining -= amt;
+        *self.offset += amt;
+    }
+}
+
+impl<S: BufRead<Error = Error>> Read for Member<'_, S> {
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize, Error> {
+        let available = self.fill_buf()?;
+        let n = available.len().min(buf.len());
+        if let (Some(dst), Some(src)) = (buf.get_mut(..n), available.get(..n)) {
+            dst.copy_from_slice(src);
+        }
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+fn padding(size: u64) -> u64 {
+    (BLOCK_SIZE as u64 - size % BLOCK_SIZE as u64) % BLOCK_SIZE as u64
+}
+
+fn tar_error(offset: u64, kind: TarError) -> Error {
+    Error::at_archive(Stage::Tar, offset, ErrorKind::Tar(kind))
+}
+
+fn warn(sink: &mut (impl WarningSink + ?Sized), offset: u64, kind: TarWarning) {
+    let warning =
+        Warning { offset_base: OffsetBase::Archive, ..Warning::at_file(Stage::Tar, offset, WarningKind::Tar(kind)) };
+    sink.warn(&warning);
+}
+
+fn until_nul(bytes: &[u8]) -> &[u8] {
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    bytes.get(..end).unwrap_or(bytes)
+}
+
+/// Parses an octal (NUL/space terminated, leading spaces allowed) or GNU base-256 field.
+pub fn parse_number(bytes: &[u8], field: &'static str) -> Result<u64, TarError> {
+    match bytes.first() {
+        Some(&first) if first & 0x80 != 0 => {
+            if first == 0xFF {
+                return Err(TarError::NumberOutOfRange { field });
+            }
+            let mut value = u64::from(first & 0x7F);
+            for &b in bytes.get(1..).unwrap_or(&[]) {
+                if value >> 56 != 0 {
+                    return Err(TarError::NumberOutOfRange { field });
+                }
+                value = (value << 8) | u64::from(b);
+            }
+            Ok(value)
+        }
+        _ => {
+            let mut value: u64 = 0;
+            let mut digits = bytes.iter().skip_while(|&&b| b == b' ');
+            for &b in &mut digits {
+                match b {
+                    b'0'..=b'7' => {
+                        if value >> 61 != 0 {
+                            return Err(TarError::NumberOutOfRange { field });
+                        }
+                        value = (value << 3) | u64::from(b - b'0');
+                    }
+                    b' ' | 0 => break,
+                    _ => return Err(TarError::BadNumber { field }),
+                }
+            }
+            // Only terminators may follow the digits.
+            if digits.any(|&b| b != b' ' && b != 0) {
+                return Err(TarError::BadNumber { field });
+            }
+            Ok(value)
+        }
+    }
+}
+
+/// Checks a header's checksum: `Ok(false)` for the unsigned sum, `Ok(true)` for the signed one.
+fn verify_checksum(block: &[u8; BLOCK_SIZE]) -> Result<bool, TarError> {
+    let stored = parse_number(block.get(field::CHKSUM).unwrap_or(&[]), "chksum")?;
+    let mut unsigned: u64 = 0;
+    let mut signed: i64 = 0;
+    for (i, &b) in block.iter().enumerate() {
+        let b = if field::CHKSUM.contains(&i) { b' ' } else { b };
+        unsigned += u64::from(b);
+        signed += i64::from(b as i8);
+    }
+    if stored == unsigned {
+        Ok(false)
+    } else if i64::try_from(stored).is_ok_and(|s| s == signed) {
+        Ok(true)
+    } else {
+        Err(TarError::Checksum { stored, computed: unsigned })
+    }
+}
+
+/// Splits the PAX records in `data`, calling `f(key, value, value_start)` for each
+/// (`value_start` is the value's index in `data`).
+fn for_each_pax_record(
+    data: &[u8],
+    mut f: impl FnMut(&[u8], &[u8], usize) -> Result<(), TarError>,
+) -> Result<(), TarError> {
+    let mut rest = data;
+    let mut record_start = 0;
+    while !rest.is_empty() {
+        // Writers pad the last block with NULs inside the declared size now and then.
+        if rest.iter().all(|&b| b == 0) {
+            break;
+        }
+        let space = rest.iter().position(|&b| b == b' ').ok_or(TarError::BadPaxRecord)?;
+        let len_digits = rest.get(..space).ok_or(TarError::BadPaxRecord)?;
+        if len_digits.is_empty() || !len_digits.iter().all(u8::is_ascii_digit) {
+            return Err(TarError::BadPaxRecord);
+        }
+        let len = len_digits
+            .iter()
+            .try_fold(0usize, |acc, &d| acc.checked_mul(10)?.checked_add(usize::from(d - b'0')))
+            .ok_or(TarError::BadPaxRecord)?;
+        let record = rest.get(..len).ok_or(TarError::BadPaxRecord)?;
+        let body = record.get(space + 1..).ok_or(TarError::BadPaxRecord)?;
+        let (body, newline) = body.split_at_checked(body.len().saturating_sub(1)).ok_or(TarError::BadPaxRecord)?;
+        if newline != b"\n" {
+            return Err(TarError::BadPaxRecord);
+        }
+        let eq = body.iter().position(|&b| b == b'=').ok_or(TarError::BadPaxRecord)?;
+        let (key, value) = body.split_at(eq);
+        f(key, value.get(1..).unwrap_or(&[]), record_start + space + 1 + eq + 1)?;
+        rest = rest.get(len..).unwrap_or(&[]);
+        record_start += len;
+    }
+    Ok(())
+}
+
+fn parse_decimal(value: &[u8]) -> Result<u64, TarError> {
+    if value.is_empty() {
+        return Err(TarError::BadPaxSize);
+    }
+    value.iter().try_fold(0u64, |acc, &d| {
+        if !d.is_ascii_digit() {
+            return Err(TarError::BadPaxSize);
+        }
+        acc.checked_mul(10).and_then(|a| a.checked_add(u64::from(d - b'0'))).ok_or(TarError::BadPaxSize)
+    })
+}
+
+/// Joins `parts` into the name buffer; longer than `N` is a `CapacityError` naming `NAME`.
+fn copy_name<const N: usize>(dst: &mut [u8; N], len: &mut usize, parts: &[&[u8]], offset: u64) -> Result<(), Error> {
+    let total: usize = parts.iter().map(|p| p.len()).sum();
+    if total > N {
+        let capacity = CapacityError { limit: "NAME", capacity: N as u64 };
+        return Err(Error::at_archive(Stage::Tar, offset, ErrorKind::Capacity(capacity)));
+    }
+    let mut at = 0;
+    for part in parts {
+        if let Some(d) = dst.get_mut(at..at + part.len()) {
+            d.copy_from_slice(part);
+        }
+        at += part.len();
+    }
+    *len = total;
+    Ok(())
+}
+
+/// Checks a normalised member name.
+fn validate_name(name: &[u8]) -> Result<&str, TarError> {
+    if name.is_empty() {
+        return Err(TarError::EmptyName);
+    }
+    if name.contains(&0) {
+        return Err(TarError::NulInName);
+    }
+    if name.first() == Some(&b'/') {
+        return Err(TarError::AbsoluteName);
+    }
+    if name.split(|&b| b == b'/').any(|c| c == b"..") {
+        return Err(TarError::ParentComponent);
+    }
+    core::str::from_utf8(name).map_err(|_| TarError::NameNotUtf8)
+}
+
+/// Fills `dst` from the stream, advancing `offset`; an early end is `Truncated`.
+fn read_exact<S: BufRead<Error = Error>>(stream: &mut S, offset: &mut u64, dst: &mut [u8]) -> Result<usize, Error> {
+    let mut filled = 0;
+    while filled < dst.len() {
+        let buf = stream.fill_buf()?;
+        if buf.is_empty() {
+            return Ok(filled);
+        }
+        let n = buf.len().min(dst.len() - filled);
+        if let (Some(d), Some(s)) = (dst.get_mut(filled..filled + n), buf.get(..n)) {
+            d.copy_from_slice(s);
+        }
+        stream.consume(n);
+        filled += n;
+        *offset += n as u64;
+    }
+    Ok(filled)
+}
+
+fn skip<S: BufRead<Error = Error>>(stream: &mut S, offset: &mut u64, mut n: u64) -> Result<(), Error> {
+    while n > 0 {
+        let buf = stream.fill_buf()?;
+        if buf.is_empty() {
+            return Err(Error::at_archive(Stage::Tar, *offset, ErrorKind::Truncated));
+        }
+        let k = usize::try_from(n).unwrap_or(usize::MAX).min(buf.len());
+        stream.consume(k);
+        n -= k as u64;
+        *offset += k as u64;
+    }
+    Ok(())
+}
+
+impl<S: BufRead<Error = Error>, const NAME: usize, const PAX: usize> TarReader<S, NAME, PAX> {
+    /// A walker at the start of `stream`.
+    pub fn new(stream: S) -> Self {
+        Self {
+            stream,
+            offset: 0,
+            block: [0; BLOCK_SIZE],
+            name: [0; NAME],
+            name_len: 0,
+            pax: [0; PAX],
+            pending_name: PendingName::None,
+            pending_size: None,
+            body_remaining: 0,
+            body_padding: 0,
+            ended: false,
+            after_end: AfterEnd::default(),
+            members: 0,
+        }
+    }
+
+    /// Bytes of the tar stream consumed so far.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// True once the end of the archive was reached.
+    pub fn is_ended(&self) -> bool {
+        self.ended
+    }
+
+    /// Regular members yielded so far.
+    pub fn members(&self) -> u32 {
+        self.members
+    }
+
+    /// The stream underneath.
+    pub fn stream(&self) -> &S {
+        &self.stream
+    }
+
+    /// The stream underneath, mutably (for draining after the end).
+    pub fn stream_mut(&mut self) -> &mut S {
+        &mut self.stream
+    }
+
+    /// Reads one block; `Ok(false)` at a clean end of stream, `Truncated` inside a block.
+    fn read_block(&mut self) -> Result<bool, Error> {
+        let at = self.offset;
+        match read_exact(&mut self.stream, &mut self.offset, &mut self.block)? {
+            0 => Ok(false),
+            BLOCK_SIZE => Ok(true),
+            _ => Err(Error::at_archive(Stage::Tar, at, ErrorKind::Truncated)),
+        }
+    }
+
+    /// Reads a metadata body (PAX or GNU long name) of `size` bytes into the PAX buffer.
+    fn read_meta_body(&mut self, size: u64, header_offset: u64) -> Result<usize, Error> {
+        let capacity = CapacityError { limit: "PAX", capacity: PAX as u64 };
+        let len = usize::try_from(size)
+            .ok()
+            .filter(|&n| n <= PAX)
+            .ok_or_else(|| Error::at_archive(Stage::Tar, header_offset, ErrorKind::Capacity(capacity)))?;
+        let at = self.offset;
+        let dst = self.pax.get_mut(..len).unwrap_or(&mut []);
+        if read_exact(&mut self.stream, &mut self.offset, dst)? != len {
+            return Err(Error::at_archive(Stage::Tar, at, ErrorKind::Truncated));
+        }
+        skip(&mut self.stream, &mut self.offset, padding(size))?;
+        Ok(len)
+    }
+
+    fn apply_pax(
+        &mut self,
+        len: usize,
+        global: bool,
+        offset: u64,
+        sink: &mut (impl WarningSink + ?Sized),
+    ) -> Result<(), Error> {
+        let mut path: Option<(usize, usize)> = None;
+        let mut size = None;
+        let mut sparse = false;
+        let data = self.pax.get(..len).unwrap_or(&[]);
+        for_each_pax_record(data, |key, value, start| {
+            match key {
+                b"path" => path = Some((start, value.len())),
+                b"size" => size = Some(parse_decimal(value)?),
+                _ if key.starts_with(b"GNU.sparse.") => sparse = true,
+                _ => {}
+            }
+            Ok(())
+        })
+        .map_err(|e| tar_error(offset, e))?;
+        if sparse {
+            return Err(tar_error(offset, TarError::UnsupportedType { typeflag: b'S' }));
+        }
+        if global {
+            if path.is_some() || size.is_some() {
+                warn(sink, offset, TarWarning::GlobalPaxIgnored);
+            }
+            return Ok(());
+        }
+        if let Some(size) = size {
+            self.pending_size = Some(size);
+        }
+        if let Some((start, value_len)) = path {
+            let value = self.pax.get(start..start + value_len).unwrap_or(&[]);
+            copy_name(&mut self.name, &mut self.name_len, &[value], offset)?;
+            self.pending_name = PendingName::Pax;
+        }
+        Ok(())
+    }
+
+    /// The next regular member, or `None` at the end of the archive.
+    ///
+    /// Skips whatever the previous member left unread, then every header that is not a
+    /// regular member (directories, links, metadata) and every dropped name.
+    pub fn next_member(&mut self, sink: &mut (impl WarningSink + ?Sized)) -> Result<Option<Member<'_, S>>, Error> {
+        if self.ended {
+            return Ok(None);
+        }
+        self.skip_body()?;
+        loop {
+            let header_offset = self.offset;
+            if !self.read_block()? {
+                warn(sink, header_offset, TarWarning::MissingEndOfArchive);
+                self.ended = true;
+                return Ok(None);
+            }
+            if self.block.iter().all(|&b| b == 0) {
+                self.end_of_archive(sink)?;
+                return Ok(None);
+            }
+            if verify_checksum(&self.block).map_err(|e| tar_error(header_offset, e))? {
+                warn(sink, header_offset, TarWarning::SignedChecksum);
+            }
+            let typeflag = self.block.get(field::TYPEFLAG).copied().unwrap_or(0);
+            let header_size = parse_number(self.block.get(field::SIZE).unwrap_or(&[]), "size")
+                .map_err(|e| tar_error(header_offset, e))?;
+            match typeflag {
+                b'x' | b'X' | b'g' => {
+                    let len = self.read_meta_body(header_size, header_offset)?;
+                    self.apply_pax(len, typeflag == b'g', header_offset, sink)?;
+                    continue;
+                }
+                b'L' => {
+                    let len = self.read_meta_body(header_size, header_offset)?;
+                    if self.pending_name != PendingName::Pax {
+                        let long = until_nul(self.pax.get(..len).unwrap_or(&[]));
+                        copy_name(&mut self.name, &mut self.name_len, &[long], header_offset)?;
+                        self.pending_name = PendingName::Gnu;
+                    }
+                    continue;
+                }
+                b'K' => {
+                    skip(&mut self.stream, &mut self.offset, header_size + padding(header_size))?;
+                    continue;
+                }
+                b'S' | b'M' | b'V' => {
+                    return Err(tar_error(header_offset, TarError::UnsupportedType { typeflag }));
+                }
+                _ => {}
+            }
+            let size = self.pending_size.take().unwrap_or(header_size);
+            let pending = core::mem::replace(&mut self.pending_name, PendingName::None);
+            if pending == PendingName::None {
+                let block = &self.block;
+                let name = until_nul(block.get(field::NAME).unwrap_or(&[]));
+                let prefix = until_nul(block.get(field::PREFIX).unwrap_or(&[]));
+                let is_posix = block.get(field::MAGIC) == Some(b"ustar\0");
+                let parts: &[&[u8]] = if is_posix && !prefix.is_empty() { &[prefix, b"/", name] } else { &[name] };
+                copy_name(&mut self.name, &mut self.name_len, parts, header_offset)?;
+            }
+            self.body_remaining = size;
+            self.body_padding = padding(size);
+            let full = self.name.get(..self.name_len).unwrap_or(&[]);
+            let is_dir = typeflag == b'5' || full.last() == Some(&b'/');
+            let regular = match typeflag {
+                b'0' | 0 | b'7' => true,
+                b'1' | b'2' | b'3' | b'4' | b'5' | b'6' | b'D' => false,
+                other => {
+                    warn(sink, header_offset, TarWarning::UnknownType { typeflag: other });
+                    true
+                }
+            };
+            if !regular || is_dir {
+                self.skip_body()?;
+                continue;
+            }
+            let strip = if full.starts_with(b"./") { 2 } else { 0 };
+            let normalised = full.get(strip..).unwrap_or(&[]);
+            let dropped = match validate_name(normalised) {
+                Ok(name) => name.ends_with(DROPPED_SUFFIX),
+                Err(kind) => {
+                    let mut e = tar_error(header_offset, kind);
+                    e.member = Text::from_bytes_lossy(normalised);
+                    return Err(e);
+                }
+            };
+            if dropped {
+                self.skip_body()?;
+                continue;
+            }
+            self.members += 1;
+            let Self { stream, offset, body_remaining, name: name_buf, name_len, .. } = self;
+            let name = name_buf
+                .get(strip..*name_len)
+                .and_then(|b| core::str::from_utf8(b).ok())
+                .unwrap_or("");
+            return Ok(Some(Member { name, size, header_offset, stream, remaining: body_remaining, offset }));
+        }
+    }
+
+    fn skip_body(&mut self) -> Result<(), Error> {
+        let n = self.body_remaining + self.body_padding;
+        self.body_remaining = 0;
+        self.body_padding = 0;
+        skip(&mut self.stream, &mut self.offset, n)
+    }
+
+    /// After a first zero block: expects a second; tolerates one missing (warning).
+    fn end_of_archive(&mut self, sink: &mut (impl WarningSink + ?Sized)) -> Result<(), Error> {
+        self.ended = true;
+        let second = self.offset;
+        if !self.read_block()? {
+            warn(sink, second, TarWarning::LoneZeroBlock);
+            return Ok(());
+        }
+        if self.block.iter().any(|&b| b != 0) {
+            warn(sink, second, TarWarning::LoneZeroBlock);
+            self.after_end.bytes += BLOCK_SIZE as u64;
+            self.after_end.nonzero_bytes += self.block.iter().filter(|&&b| b != 0).count() as u64;
+        }
+        Ok(())
+    }
+
+    /// Walks the rest of the archive (skipping members), then reads the stream to its end,
+    /// counting what follows the end-of-archive blocks (record padding is zeros).
+    pub fn drain(&mut self, sink: &mut (impl WarningSink + ?Sized)) -> Result<AfterEnd, Error> {
+        while self.next_member(sink)?.is_some() {}
+        loop {
+            let buf = self.stream.fill_buf()?;
+            if buf.is_empty() {
+                return Ok(self.after_end);
+            }
+            let n = buf.len();
+            self.after_end.nonzero_bytes += buf.iter().filter(|&&b| b != 0).count() as u64;
+            self.after_end.bytes += n as u64;
+            self.stream.consume(n);
+            self.offset += n as u64;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    extern crate std;
+    use std::string::String;
+    use std::vec::Vec;
+
+    use crate::gzip::{Decoder, DEFAULT_MAX_INFLATED};
+
+    #[derive(Clone, Copy)]
+    enum Magic {
+        Posix,
+        Gnu,
+        V7,
+    }
+
+    fn header_with(name: &[u8], size: u64, typeflag: u8, magic: Magic, prefix: &[u8]) -> [u8; 512] {
+        let mut h = [0u8; 512];
+        h[..name.len()].copy_from_slice(name);
+        h[100..107].copy_from_slice(b"0000644");
+        let size_field = std::format!("{size:011o}");
+        h[124..135].copy_from_slice(size_field.as_bytes());
+        h[156] = typeflag;
+        match magic {
+            Magic::Posix => {
+                h[257..263].copy_from_slice(b"ustar\0");
+                h[263..265].copy_from_slice(b"00");
+            }
+            Magic::Gnu => {
+                h[257..263].copy_from_slice(b"ustar ");
+                h[263..265].copy_from_slice(b" \0");
+            }
+            Magic::V7 => {}
+        }
+        h[345..345 + prefix.len()].copy_from_slice(prefix);
+        seal(&mut h);
+        h
+    }
+
+    fn seal(h: &mut [u8; 512]) {
+        h[148..156].fill(b' ');
+        let sum: u32 = h.iter().map(|&b| u32::from(b)).sum();
+        h[148..156].copy_from_slice(std::format!("{sum:06o}\0 ").as_bytes());
+    }
+
+    fn header(name: &str, size: u64, typeflag: u8) -> [u8; 512] {
+        header_with(name.as_bytes(), size, typeflag, Magic::Posix, b"")
+    }
+
+    fn body(data: &[u8]) -> Vec<u8> {
+        let mut v = data.to_vec();
+        v.resize(data.len().div_ceil(512) * 512, 0);
+        v
+    }
+
+    fn entry(name: &str, data: &[u8]) -> Vec<u8> {
+        let mut v = header(name, data.len() as u64, b'0').to_vec();
+        v.extend(body(data));
+        v
+    }
+
+    fn pax(typeflag: u8, records: &[(&str, &str)]) -> Vec<u8> {
+        let mut data = Vec::new();
+        for (k, v) in records {
+            let rest = std::format!(" {k}={v}\n");
+            let mut len = rest.len() + 1;
+            while std::format!("{len}").len() + rest.len() != len {
+                len += 1;
+            }
+            data.extend_from_slice(std::format!("{len}{rest}").as_bytes());
+        }
+        let mut v = header("././@PaxHeader", data.len() as u64, typeflag).to_vec();
+        v.extend(body(&data));
+        v
+    }
+
+    fn end() -> Vec<u8> {
+        std::vec![0u8; 1024]
+    }
+
+    type Walked = Vec<(String, Vec<u8>)>;
+
+    /// Walks `tar`, reading every body; returns members and warnings.
+    fn walk(tar: &[u8]) -> Result<(Walked, Vec<TarWarning>, AfterEnd), Error> {
+        let stream = Decoder::sniff(tar, 0, DEFAULT_MAX_INFLATED)?;
+        let mut reader: TarReader<_, 256, 512> = TarReader::new(stream);
+        let mut warnings = Vec::new();
+        let mut sink = |w: &Warning| {
+            if let WarningKind::Tar(t) = w.kind {
+                warnings.push(t)
+            }
+        };
+        let mut out = Vec::new();
+        while let Some(mut m) = reader.next_member(&mut sink)? {
+            let mut data = Vec::new();
+            let mut buf = [0u8; 100];
+            loop {
+                let n = m.read(&mut buf)?;
+                if n == 0 {
+                    break;
+                }
+                data.extend_from_slice(&buf[..n]);
+            }
+            assert_eq!(data.len() as u64, m.size());
+            out.push((String::from(m.name()), data));
+        }
+        let after = reader.drain(&mut sink)?;
+        Ok((out, warnings, after))
+    }
+
+    fn names(w: &Walked) -> Vec<&str> {
+        w.iter().map(|(n, _)| n.as_str()).collect()
+    }
+
+    fn tar_kind(e: &Error) -> TarError {
+        match e.kind {
+            ErrorKind::Tar(t) => t,
+            other => panic!("expected a tar error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn numbers_octal_and_base_256() {
+        assert_eq!(parse_number(b"00000001750\0", "size"), Ok(1000));
+        assert_eq!(parse_number(b"   1750 \0\0\0\0", "size"), Ok(1000));
+        assert_eq!(parse_number(b"\0\0\0\0", "size"), Ok(0));
+        assert_eq!(parse_number(b"\x80\0\0\0\0\0\0\x02\x40\0\0\0", "size"), Ok(9 << 30));
+        assert_eq!(parse_number(b"\xff\xff\xff\xff", "size"), Err(TarError::NumberOutOfRange { field: "size" }));
+        assert_eq!(parse_number(b"\x80\x01\0\0\0\0\0\0\0\0\0\0", "size"), Err(TarError::NumberOutOfRange { field: "size" }));
+        assert_eq!(parse_number(b"0009\0", "size"), Err(TarError::BadNumber { field: "size" }));
+        assert_eq!(parse_number(b"12 34", "size"), Err(TarError::BadNumber { field: "size" }));
+    }
+
+    #[test]
+    fn ustar_members_prefix_and_end() {
+        let mut tar = entry("neff.json", b"{}");
+        tar.extend(header_with(b"PE.bin", 3, b'0', Magic::Posix, b"sg00/deep"));
+        tar.extend(body(b"abc"));
+        tar.extend(end());
+        tar.extend(std::vec![0u8; 4096]); // record padding
+        let (w, warnings, after) = walk(&tar).unwrap();
+        assert_eq!(names(&w), ["neff.json", "sg00/deep/PE.bin"]);
+        assert_eq!(w[1].1, b"abc");
+        assert!(warnings.is_empty());
+        assert_eq!(after, AfterEnd { bytes: 4096, nonzero_bytes: 0 });
+    }
+
+    #[test]
+    fn gnu_headers_do_not_join_the_prefix_area() {
+        let mut tar = header_with(b"a.bin", 1, b'0', Magic::Gnu, b"\x01\x02not-a-prefix").to_vec();
+        tar.extend(body(b"z"));
+        tar.extend(header_with(b"v7.bin", 0, b'\0', Magic::V7, b"junk").to_vec());
+        tar.extend(end());
+        let (w, _, _) = walk(&tar).unwrap();
+        assert_eq!(names(&w), ["a.bin", "v7.bin"]);
+    }
+
+    #[test]
+    fn base_256_size_is_read() {
+        let mut h = header("big.bin", 0, b'0');
+        h[124..136].copy_from_slice(b"\x80\0\0\0\0\0\0\0\0\0\x02\x00");
+        seal(&mut h);
+        let mut tar = h.to_vec();
+        tar.extend(std::vec![7u8; 512]);
+        tar.extend(end());
+        let (w, _, _) = walk(&tar).unwrap();
+        assert_eq!(w[0].1, std::vec![7u8; 512]);
+    }
+
+    #[test]
+    fn checksums_unsigned_signed_and_bad() {
+        // A high byte in the name makes the signed and unsigned sums differ.
+        let mut h = header_with(b"caf\xc3\xa9", 0, b'0', Magic::Posix, b"");
+        let unsigned: i64 = h.iter().enumerate().map(|(i, &b)| if (148..156).contains(&i) { 32 } else { i64::from(b) }).sum();
+        let signed: i64 =
+            h.iter().enumerate().map(|(i, &b)| if (148..156).contains(&i) { 32 } else { i64::from(b as i8) }).sum();
+        assert_ne!(unsigned, signed);
+        h[148..156].copy_from_slice(std::format!("{signed:06o}\0 ").as_bytes());
+        let mut tar = h.to_vec();
+        tar.extend(end());
+        let (w, warnings, _) = walk(&tar).unwrap();
+        assert_eq!(names(&w), ["café"]);
+        assert_eq!(warnings, [TarWarning::SignedChecksum]);
+
+        let mut tar = header("x", 0, b'0').to_vec();
+        tar[0] = b'y';
+        tar.extend(end());
+        assert!(matches!(tar_kind(&walk(&tar).unwrap_err()), TarError::Checksum { .. }));
+    }
+
+    #[test]
+    fn pax_path_and_size_override_the_header() {
+        let long = "sg00/".repeat(30) + "weights.npy"; // 161 chars
+        let mut tar = pax(b'x', &[("mtime", "1795957502.2003193"), ("path", &long), ("size", "5")]);
+        tar.extend(header("truncated-name", 0, b'0')); // the PAX size (5) wins over 0
+        tar.extend(body(b"12345"));
+        tar.extend(entry("after.json", b"{}")); // the override applied to one member only
+        tar.extend(end());
+        let (w, _, _) = walk(&tar).unwrap();
+        assert_eq!(names(&w), [long.as_str(), "after.json"]);
+        assert_eq!(w[0].1, b"12345");
+    }
+
+    #[test]
+    fn pax_global_is_ignored_with_a_warning() {
+        let mut tar = pax(b'g', &[("path", "everything"), ("comment", "x")]);
+        tar.extend(entry("a.json", b"1"));
+        tar.extend(end());
+        let (w, warnings, _) = walk(&tar).unwrap();
+        assert_eq!(names(&w), ["a.json"]);
+        assert_eq!(warnings, [TarWarning::GlobalPaxIgnored]);
+    }
+
+    #[test]
+    fn pax_errors() {
+        let mut tar = pax(b'x', &[("GNU.sparse.map", "0,1")]);
+        tar.extend(entry("a", b"1"));
+        assert_eq!(tar_kind(&walk(&tar).unwrap_err()), TarError::UnsupportedType { typeflag: b'S' });
+
+        let mut tar = pax(b'x', &[("size", "12x")]);
+        tar.extend(entry("a", b"1"));
+        assert_eq!(tar_kind(&walk(&tar).unwrap_err()), TarError::BadPaxSize);
+
+        for bad in [&b"99 path=x\n"[..], b"x path=y\n", b"11 pathxyz\n", b"10 path=xy"] {
+            let mut tar = header("././@PaxHeader", bad.len() as u64, b'x').to_vec();
+            tar.extend(body(bad));
+            tar.extend(entry("a", b"1"));
+            assert_eq!(tar_kind(&walk(&tar).unwrap_err()), TarError::BadPaxRecord, "{bad:?}");
+        }
+
+        // Bigger than the PAX capacity (512 in these tests).
+        let mut tar = pax(b'x', &[("comment", &"c".repeat(600))]);
+        tar.extend(entry("a", b"1"));
+        let e = walk(&tar).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Capacity(CapacityError { limit: "PAX", capacity: 512 }));
+        assert_eq!(e.offset_base, OffsetBase::Archive);
+        assert_eq!(e.offset, 0);
+    }
+
+    #[test]
+    fn gnu_long_name_and_long_link() {
+        let long = "debug_info/".repeat(12) + "x.dbg";
+        let mut l = header_with(b"././@LongLink", long.len() as u64 + 1, b'L', Magic::Gnu, b"").to_vec();
+        let mut name = long.clone().into_bytes();
+        name.push(0);
+        l.extend(body(&name));
+        let mut tar = l;
+        tar.extend(header_with(b"debug_info/debug_info/trunc", 2, b'0', Magic::Gnu, b""));
+        tar.extend(body(b"ok"));
+        let mut k = header_with(b"././@LongLink", 300, b'K', Magic::Gnu, b"").to_vec();
+        k.extend(body(&[b'k'; 300]));
+        tar.extend(k);
+        tar.extend(header_with(b"link", 0, b'2', Magic::Gnu, b""));
+        tar.extend(end());
+        let (w, _, _) = walk(&tar).unwrap();
+        assert_eq!(names(&w), [long.as_str()]);
+        assert_eq!(w[0].1, b"ok");
+
+        // A long name past the NAME capacity.
+        let mut tar = header_with(b"././@LongLink", 300, b'L', Magic::Gnu, b"").to_vec();
+        tar.extend(body(&[b'n'; 300]));
+        tar.extend(entry("x", b""));
+        let stream = Decoder::sniff(&tar[..], 0, DEFAULT_MAX_INFLATED).unwrap();
+        let mut reader: TarReader<_, 128, 512> = TarReader::new(stream);
+        let e = reader.next_member(&mut crate::error::IgnoreWarnings).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Capacity(CapacityError { limit: "NAME", capacity: 128 }));
+    }
+
+    #[test]
+    fn non_regular_members_are_skipped_and_odd_ones_refused() {
+        let mut tar = Vec::new();
+        let mut dir = header("sg00/", 1024, b'5').to_vec(); // GNU dumpdir-style body on a directory
+        dir.extend(std::vec![b'd'; 1024]);
+        tar.extend(dir);
+        tar.extend(header("old-style-dir/", 0, b'0'));
+        tar.extend(header("sym", 0, b'2'));
+        tar.extend(header("hard", 0, b'1'));
+        tar.extend(header("fifo", 0, b'6'));
+        tar.extend(entry("./kelf-0.json", b"{}"));
+        tar.extend(entry("sg00/wavegraph-bin.json", b"dropped"));
+        tar.extend(entry("sg00/contig.bin", b"c"));
+        let mut unknown = header("vendor.bin", 1, b'Z').to_vec();
+        unknown.extend(body(b"u"));
+        tar.extend(unknown);
+        tar.extend(end());
+        let (w, warnings, _) = walk(&tar).unwrap();
+        assert_eq!(names(&w), ["kelf-0.json", "sg00/contig.bin", "vendor.bin"]);
+        assert_eq!(warnings, [TarWarning::UnknownType { typeflag: b'Z' }]);
+
+        for t in [b'S', b'M', b'V'] {
+            let mut tar = header("x", 0, t).to_vec();
+            tar.extend(end());
+            assert_eq!(tar_kind(&walk(&tar).unwrap_err()), TarError::UnsupportedType { typeflag: t });
+        }
+    }
+
+    #[test]
+    fn unsafe_names_are_refused_with_the_name_attached() {
+        let cases: [(&[u8], TarError); 5] = [
+            (b"/etc/passwd", TarError::AbsoluteName),
+            (b"sg00/../../x", TarError::ParentComponent),
+            (b"..", TarError::ParentComponent),
+            (b"./", TarError::EmptyName),
+            (b"bad\xff.bin", TarError::NameNotUtf8),
+        ];
+        for (name, want) in cases {
+            // "./" alone is a directory by its trailing slash; use typeflag 0 and no slash test.
+            let mut tar = header_with(name, 0, b'0', Magic::Posix, b"").to_vec();
+            tar.extend(end());
+            let r = walk(&tar);
+            if name == b"./" {
+                assert!(r.is_ok(), "./ is a directory and skipped");
+                continue;
+            }
+            let e = r.unwrap_err();
+            assert_eq!(tar_kind(&e), want, "{name:?}");
+            assert!(!e.member.is_empty());
+        }
+        let mut tar = pax(b'x', &[("path", "a\0b")]);
+        tar.extend(entry("a", b""));
+        tar.extend(end());
+        assert_eq!(tar_kind(&walk(&tar).unwrap_err()), TarError::NulInName);
+        let mut tar = pax(b'x', &[("path", "./")]);
+        tar.extend(header("a", 0, b'0'));
+        tar.extend(end());
+        // "./" from PAX names a directory by its trailing slash: skipped.
+        assert!(walk(&tar).unwrap().0.is_empty());
+        let mut tar = pax(b'x', &[("path", ".")]);
+        tar.extend(header("a", 0, b'0'));
+        tar.extend(end());
+        assert!(walk(&tar).is_ok());
+    }
+
+    #[test]
+    fn end_of_archive_variants() {
+        let mut tar = entry("a", b"1");
+        tar.extend([0u8; 512]);
+        let (w, warnings, _) = walk(&tar).unwrap();
+        assert_eq!((w.len(), warnings), (1, std::vec![TarWarning::LoneZeroBlock]));
+
+        let tar = entry("a", b"1");
+        let (_, warnings, _) = walk(&tar).unwrap();
+        assert_eq!(warnings, [TarWarning::MissingEndOfArchive]);
+
+        let mut tar = entry("a", b"1");
+        tar.extend(end());
+        tar.extend(b"garbage");
+        let (_, _, after) = walk(&tar).unwrap();
+        assert_eq!(after, AfterEnd { bytes: 7, nonzero_bytes: 7 });
+
+        let mut tar = entry("a", b"1");
+        tar.extend([0u8; 100]);
+        assert_eq!(walk(&tar).unwrap_err().kind, ErrorKind::Truncated);
+    }
+
+    #[test]
+    fn truncated_body_names_the_member() {
+        let mut tar = header("sg00/PE.bin", 1000, b'0').to_vec();
+        tar.extend([1u8; 600]);
+        let e = walk(&tar).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Truncated);
+        assert_eq!(e.member.as_str(), "sg00/PE.bin");
+        assert_eq!((e.offset_base, e.offset), (OffsetBase::Archive, 512 + 600));
+    }
+
+    #[test]
+    fn half_read_members_are_skipped() {
+        let mut tar = entry("a", &[b'a'; 1500]);
+        tar.extend(entry("b", b"bee"));
+        tar.extend(end());
+        let stream = Decoder::sniff(&tar[..], 0, DEFAULT_MAX_INFLATED).unwrap();
+        let mut reader: TarReader<_> = TarReader::new(stream);
+        let mut sink = crate::error::IgnoreWarnings;
+        {
+            let mut m = reader.next_member(&mut sink).unwrap().unwrap();
+            let mut buf = [0u8; 10];
+            m.read(&mut buf).unwrap();
+            assert_eq!((m.remaining(), m.data_offset()), (1490, 512));
+        }
+        let mut m = reader.next_member(&mut sink).unwrap().unwrap();
+        assert_eq!((m.name(), m.header_offset()), ("b", 2048));
+        assert_eq!(m.fill_buf().unwrap(), b"bee");
+        drop(m);
+        assert!(reader.next_member(&mut sink).unwrap().is_none());
+        assert_eq!(reader.members(), 2);
+    }
 }
