@@ -86,8 +86,24 @@ impl fmt::Display for CliError {
 }
 
 impl From<neff::Error> for CliError {
+    /// A core error is a rejection (exit 1), printed as the core's `Display` with a hint
+    /// where one helps; a failing read of the input is a path error (exit 2).
     fn from(e: neff::Error) -> Self {
-        CliError::rejected(e.to_string())
+        use neff::header::HeaderError as H;
+        use neff::ErrorKind as K;
+        if let K::Io(_) = e.kind {
+            return CliError::Path { path: "input".into(), message: e.to_string() };
+        }
+        let hint = match e.kind {
+            K::Truncated | K::Header(H::ShortFile { .. }) => Some("the file is truncated, or not a NEFF"),
+            K::Header(H::DataSizePastEnd { .. }) => Some("the file is shorter than its header says: truncated?"),
+            K::Header(H::UnsupportedVersion { .. } | H::NewerFeatures { .. } | H::UnsupportedPackager { .. }) => {
+                Some("the NEFF was made by a newer compiler than this loader supports")
+            }
+            K::Capacity(_) => Some("a fixed capacity of the loader was exceeded; nothing was truncated"),
+            _ => None,
+        };
+        CliError::Rejected { message: e.to_string(), hints: hint.map(String::from).into_iter().collect() }
     }
 }
 

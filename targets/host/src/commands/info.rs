@@ -67,7 +67,11 @@ pub fn human(label: &str, size: u64, header: &HeaderView, inventory: &Inventory,
     for (key, value) in header.human_lines() {
         out.push_str(&format!("  {key:<20} {value}\n"));
     }
-    out.push_str(&format!("\narchive: {} members, {} bytes\n", summary.members, summary.member_bytes));
+    let packing = if header.pkg_version == 1 { "raw tar" } else { "gzip'd tar" };
+    out.push_str(&format!(
+        "\narchive: {packing}, {} bytes of stream + {} of padding, tar {} bytes, {} members ({} bytes)\n",
+        summary.stream_bytes, summary.padding_bytes, summary.tar_bytes, summary.members, summary.member_bytes
+    ));
     let width = inventory.members.iter().map(|(_, s)| s.to_string().len()).max().unwrap_or(1);
     for (name, size) in &inventory.members {
         out.push_str(&format!("  {size:>width$}  {name}\n"));
