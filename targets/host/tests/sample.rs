@@ -134,6 +134,6 @@ fn the_sample_walks_through_the_command() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let text = stdout(&out);
     let expected = members_of(neff_cli::SAMPLE_NEFF);
-    assert!(text.contains(&format!("archive: {} members", expected.len())), "{text}");
+    assert!(text.contains(&format!(", {} members (", expected.len())), "{text}");
     assert!(stderr(&out).is_empty(), "no warnings on the sample: {}", stderr(&out));
 }
