@@ -137,3 +137,39 @@ fn the_sample_walks_through_the_command() {
     assert!(text.contains(&format!(", {} members (", expected.len())), "{text}");
     assert!(stderr(&out).is_empty(), "no warnings on the sample: {}", stderr(&out));
 }
+
+#[test]
+fn the_sample_walks_through_the_core_archive_and_its_hash_verifies() {
+    use embedded_io::Read as _;
+    use neff::archive::{Archive, OpenOptions};
+    use neff::header::{HashAlgorithm, Integrity};
+    let cases = [
+        (neff_cli::SAMPLE_NEFF.to_vec(), HashAlgorithm::Md5),
+        (SampleBuilder::new().pkg_version(1).build().unwrap(), HashAlgorithm::Sha256),
+    ];
+    for (bytes, algorithm) in cases {
+        let src: &[u8] = &bytes;
+        let mut warnings = Vec::new();
+        let mut sink = |w: &neff::Warning| warnings.push(w.to_string());
+        let opts = OpenOptions { verify_integrity: true, ..OpenOptions::default() };
+        let mut archive: Box<Archive<&[u8]>> = Box::new(Archive::open(src, Some(bytes.len() as u64), &opts, &mut sink).unwrap());
+        let mut walked = Vec::new();
+        while let Some(mut member) = archive.next_member(&mut sink).unwrap() {
+            let name = member.name().to_owned();
+            let mut body = Vec::new();
+            let mut chunk = [0u8; 4096];
+            loop {
+                let n = member.read(&mut chunk).unwrap();
+                if n == 0 {
+                    break;
+                }
+                body.extend_from_slice(&chunk[..n]);
+            }
+            walked.push((name, body));
+        }
+        let finish = archive.finish(&mut sink).unwrap();
+        assert_eq!(finish.integrity, Integrity::Match(algorithm), "the writer's hash is what the runtime checks");
+        assert_eq!(walked, members_of(&bytes));
+        assert!(warnings.is_empty(), "{warnings:?}");
+    }
+}
