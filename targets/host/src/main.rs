@@ -1,1 +1,19 @@
-fn main() {}
+//! `neff`: inspect, check, load, unpack and pack AWS Neuron NEFF files.
+//!
+//! Exit status: 0 ok, 1 the input was rejected, 2 a usage error or a path that cannot be
+//! read or written. A panic (101) is a bug.
+
+use clap::Parser;
+
+fn main() {
+    // clap prints usage errors and exits 2; --help and --version exit 0.
+    let cli = neff_cli::cli::Cli::try_parse().unwrap_or_else(|e| e.exit());
+    let code = match neff_cli::commands::run(cli) {
+        Ok(()) => neff_cli::error::EXIT_OK,
+        Err(e) => {
+            e.print();
+            e.exit_code()
+        }
+    };
+    std::process::exit(code);
+}

@@ -1,0 +1,215 @@
+//! The command line: verbs, flags and their value parsers (`clap` derive).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Inspect, check, load, unpack and pack AWS Neuron NEFF model files.
+///
+/// Every verb reads its FILE as a stream through a fixed-size buffer. Exit status: 0 ok,
+/// 1 the input was rejected, 2 a usage error or a path that cannot be read or written.
+#[derive(Debug, Parser)]
+#[command(name = "neff", version, propagate_version = true)]
+pub struct Cli {
+    /// The verb.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The verbs.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Print what a NEFF holds: header, KELF nodes, I/O tensors, subgraphs.
+    ///
+    /// Without FILE, shows the built-in sample NEFF.
+    Info(InfoArgs),
+    /// Validate a NEFF without a device: header gates, archive, every manifest, every payload.
+    Check(CheckArgs),
+    /// Load a NEFF into the simulated device and print the load report.
+    ///
+    /// Without FILE, loads the built-in sample NEFF.
+    Load(LoadArgs),
+    /// Write every member of a NEFF under DIR (never outside it), plus DIR/header.json.
+    Unpack(UnpackArgs),
+    /// Build a NEFF from a directory (the inverse of unpack; like `neuron-packager create`).
+    Pack(PackArgs),
+    /// Print the manifest keys the loader consumes, as generated from schema/.
+    Schema(SchemaArgs),
+}
+
+/// `neff info`.
+#[derive(Debug, Args)]
+pub struct InfoArgs {
+    /// The NEFF file (default: the built-in sample).
+    pub file: Option<PathBuf>,
+    /// One JSON object on stdout (keys as in the CLI contract).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `neff check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The NEFF file.
+    pub file: PathBuf,
+    /// Reject a NEFF whose KELF target does not run on this arch
+    /// (sunda|v2, cayman|v3, mariana|v4).
+    #[arg(long, value_enum)]
+    pub arch: Option<Arch>,
+    /// Accept what NEURON_RT_ALLOW_LEGACY_NEFF=1 accepts (older arch, missing carveout).
+    #[arg(long)]
+    pub allow_legacy: bool,
+}
+
+/// `neff load`.
+#[derive(Debug, Args)]
+pub struct LoadArgs {
+    /// The NEFF file (default: the built-in sample).
+    pub file: Option<PathBuf>,
+    /// The simulated device's arch (sunda|v2, cayman|v3, mariana|v4; default: the NEFF's target).
+    #[arg(long, value_enum)]
+    pub arch: Option<Arch>,
+    /// Size of the simulated device memory: bytes, or with a suffix K, M, G (powers of 1024).
+    #[arg(long, value_name = "BYTES", value_parser = parse_byte_size, conflicts_with = "digest_only")]
+    pub device_mem: Option<u64>,
+    /// Keep allocation records and payload digests without storing the bytes.
+    #[arg(long)]
+    pub digest_only: bool,
+    /// Print the load report as one JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `neff unpack`.
+#[derive(Debug, Args)]
+pub struct UnpackArgs {
+    /// The NEFF file.
+    pub file: PathBuf,
+    /// The directory to write into (created if missing; existing files are never overwritten).
+    #[arg(short = 'o', long = "output", value_name = "DIR")]
+    pub output: PathBuf,
+}
+
+/// `neff pack`.
+#[derive(Debug, Args)]
+pub struct PackArgs {
+    /// The directory to pack (as written by unpack, or any directory of members).
+    pub dir: PathBuf,
+    /// The NEFF file to write (replaced if it exists).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: PathBuf,
+    /// 2: gzip'd tar, MD5 in the header (default, or what DIR/header.json says);
+    /// 1: raw tar, SHA-256.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=2))]
+    pub pkg_version: Option<u64>,
+}
+
+/// `neff schema`.
+#[derive(Debug, Args)]
+pub struct SchemaArgs {
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = SchemaFormat::Markdown)]
+    pub format: SchemaFormat,
+}
+
+/// Output formats of `neff schema`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SchemaFormat {
+    /// Markdown tables, one per manifest tier.
+    Markdown,
+    /// One JSON array of key records.
+    Json,
+}
+
+/// Accelerator architectures, by codename or version (`kelf` `target` strings).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Arch {
+    /// Trn1 / Inf2 (`al_hal_tpb_arch_type` 2).
+    #[value(name = "sunda", alias = "v2")]
+    Sunda,
+    /// Trn2 (3).
+    #[value(name = "cayman", alias = "v3")]
+    Cayman,
+    /// Trn3 (4).
+    #[value(name = "mariana", alias = "v4")]
+    Mariana,
+}
+
+impl Arch {
+    /// The runtime's `al_hal_tpb_arch_type` value.
+    pub fn code(self) -> u32 {
+        match self {
+            Arch::Sunda => 2,
+            Arch::Cayman => 3,
+            Arch::Mariana => 4,
+        }
+    }
+
+    /// The codename.
+    pub fn name(self) -> &'static str {
+        match self {
+            Arch::Sunda => "sunda",
+            Arch::Cayman => "cayman",
+            Arch::Mariana => "mariana",
+        }
+    }
+}
+
+/// Parses a byte count: `4096`, `64K`, `64M`, `2G`, `1T` (powers of 1024; an optional
+/// trailing `B` or `iB` is accepted, case-insensitive).
+pub fn parse_byte_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let digits_end = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (digits, suffix) = t.split_at(digits_end);
+    if digits.is_empty() {
+        return Err(format!("{text:?} is not a byte count (expected e.g. 4096, 64M, 2G)"));
+    }
+    let value: u64 = digits.parse().map_err(|_| format!("{text:?} is too large"))?;
+    let shift = match suffix.to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        "t" | "tb" | "tib" => 40,
+        _ => return Err(format!("{text:?}: unknown suffix {suffix:?} (use K, M, G or T)")),
+    };
+    value.checked_mul(1u64 << shift).ok_or_else(|| format!("{text:?} does not fit in 64 bits"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_sizes_take_binary_suffixes() {
+        assert_eq!(parse_byte_size("4096"), Ok(4096));
+        assert_eq!(parse_byte_size("64M"), Ok(64 << 20));
+        assert_eq!(parse_byte_size("2G"), Ok(2 << 30));
+        assert_eq!(parse_byte_size("2gib"), Ok(2 << 30));
+        assert_eq!(parse_byte_size("1k"), Ok(1024));
+    }
+
+    #[test]
+    fn byte_sizes_reject_junk_and_overflow() {
+        assert!(parse_byte_size("").is_err());
+        assert!(parse_byte_size("M").is_err());
+        assert!(parse_byte_size("12Q").is_err());
+        assert!(parse_byte_size("-5").is_err());
+        assert!(parse_byte_size("20000000000G").is_err());
+    }
+
+    #[test]
+    fn arch_accepts_codenames_and_versions() {
+        for (text, arch) in [("sunda", Arch::Sunda), ("v2", Arch::Sunda), ("cayman", Arch::Cayman), ("v3", Arch::Cayman), ("mariana", Arch::Mariana), ("v4", Arch::Mariana)] {
+            assert_eq!(Arch::from_str(text, false), Ok(arch), "{text}");
+        }
+        assert!(Arch::from_str("v5", false).is_err());
+        assert_eq!(Arch::Cayman.code(), 3);
+    }
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

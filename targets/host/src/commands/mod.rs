@@ -1,0 +1,51 @@
+//! The verbs. Each takes its parsed arguments and returns `Ok` or a [`CliError`]; `main`
+//! turns that into output on stderr and the exit status.
+
+use std::path::Path;
+
+use crate::cli::{Cli, Command};
+use crate::error::CliError;
+use crate::progress::Progress;
+use crate::source::{FileSource, InputSource};
+
+pub mod info;
+pub mod load;
+pub mod pack;
+pub mod schema;
+pub mod unpack;
+
+/// Runs one command line.
+pub fn run(cli: Cli) -> Result<(), CliError> {
+    match cli.command {
+        Command::Info(args) => info::run(&args),
+        Command::Check(args) => load::check(&args),
+        Command::Load(args) => load::load(&args),
+        Command::Unpack(args) => unpack::run(&args),
+        Command::Pack(args) => pack::run(&args),
+        Command::Schema(args) => schema::run(&args),
+    }
+}
+
+/// Opens FILE for streaming (exit 2 when it cannot be opened), with a progress bar labelled
+/// `what` when the file is big and stderr is a terminal.
+pub fn open_input(path: &Path, what: &str) -> Result<InputSource, CliError> {
+    let source = FileSource::open(path).map_err(|e| CliError::path(path, &e))?;
+    let progress = Progress::for_bytes(what, source.size());
+    Ok(InputSource::File(source.with_progress(progress)))
+}
+
+/// FILE, or the built-in sample NEFF when FILE is absent. Returns the source and a label.
+pub fn open_input_or_sample(path: Option<&Path>, what: &str) -> Result<(InputSource, String), CliError> {
+    match path {
+        Some(p) => Ok((open_input(p, what)?, p.display().to_string())),
+        None => Ok((InputSource::Sample(crate::SAMPLE_NEFF), "built-in sample NEFF".into())),
+    }
+}
+
+/// The error of a verb that needs the core loader's report, which this build does not have.
+pub fn loader_not_wired(verb: &str) -> CliError {
+    CliError::rejected_with_hint(
+        format!("{verb}: the manifest loader is not available in this build (header and archive were read)"),
+        "`neff info` and `neff unpack` work without it",
+    )
+}

@@ -1,0 +1,145 @@
+//! What can end a command, and how it is told: one `error: ...` line on stderr, optional
+//! `hint: ...` lines, and the exit status of `spec/cli-contract.md`.
+
+use std::fmt;
+use std::path::Path;
+
+/// Exit status: success.
+pub const EXIT_OK: i32 = 0;
+/// Exit status: the input was rejected (bad NEFF, unsafe member, ...).
+pub const EXIT_REJECTED: i32 = 1;
+/// Exit status: a usage error or a path that cannot be read or written.
+pub const EXIT_USAGE: i32 = 2;
+
+/// Why a command failed.
+#[derive(Debug)]
+pub enum CliError {
+    /// Bad arguments (exit 2).
+    Usage {
+        /// The one-line message.
+        message: String,
+    },
+    /// A path that cannot be opened, read, created or written (exit 2).
+    Path {
+        /// The path as given.
+        path: String,
+        /// What went wrong with it.
+        message: String,
+    },
+    /// The input was rejected (exit 1). `message` already names stage, member, key and byte.
+    Rejected {
+        /// The one-line message (a core `neff::Error` prints as `member: key.path: message (byte N)`).
+        message: String,
+        /// Lines printed after it as `hint: ...`.
+        hints: Vec<String>,
+    },
+}
+
+impl CliError {
+    /// A rejection with no hint.
+    pub fn rejected(message: impl Into<String>) -> Self {
+        CliError::Rejected { message: message.into(), hints: Vec::new() }
+    }
+
+    /// A rejection with one hint.
+    pub fn rejected_with_hint(message: impl Into<String>, hint: impl Into<String>) -> Self {
+        CliError::Rejected { message: message.into(), hints: vec![hint.into()] }
+    }
+
+    /// A path error from an I/O error.
+    pub fn path(path: &Path, err: &std::io::Error) -> Self {
+        CliError::Path { path: path.display().to_string(), message: io_message(err) }
+    }
+
+    /// A usage error.
+    pub fn usage(message: impl Into<String>) -> Self {
+        CliError::Usage { message: message.into() }
+    }
+
+    /// The process exit status for this error.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            CliError::Usage { .. } | CliError::Path { .. } => EXIT_USAGE,
+            CliError::Rejected { .. } => EXIT_REJECTED,
+        }
+    }
+
+    /// Prints the error (and its hints) on stderr, one line each.
+    pub fn print(&self) {
+        stderr_line("error", &self.to_string());
+        if let CliError::Rejected { hints, .. } = self {
+            for hint in hints {
+                stderr_line("hint", hint);
+            }
+        }
+    }
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CliError::Usage { message } => f.write_str(message),
+            CliError::Path { path, message } => write!(f, "{path}: {message}"),
+            CliError::Rejected { message, .. } => f.write_str(message),
+        }
+    }
+}
+
+impl From<neff::Error> for CliError {
+    /// A core error is a rejection (exit 1), printed as the core's `Display` with a hint
+    /// where one helps; a failing read of the input is a path error (exit 2).
+    fn from(e: neff::Error) -> Self {
+        use neff::header::HeaderError as H;
+        use neff::ErrorKind as K;
+        if let K::Io(_) = e.kind {
+            return CliError::Path { path: "input".into(), message: e.to_string() };
+        }
+        let hint = match e.kind {
+            K::Truncated | K::Header(H::ShortFile { .. }) => Some("the file is truncated, or not a NEFF"),
+            K::Header(H::DataSizePastEnd { .. }) => Some("the file is shorter than its header says: truncated?"),
+            K::Header(H::UnsupportedVersion { .. } | H::NewerFeatures { .. } | H::UnsupportedPackager { .. }) => {
+                Some("the NEFF was made by a newer compiler than this loader supports")
+            }
+            K::Capacity(_) => Some("a fixed capacity of the loader was exceeded; nothing was truncated"),
+            _ => None,
+        };
+        CliError::Rejected { message: e.to_string(), hints: hint.map(String::from).into_iter().collect() }
+    }
+}
+
+/// Prints a core warning as `warning: ...` (warnings never change the exit status).
+pub fn print_warning(message: &str) {
+    stderr_line("warning", message);
+}
+
+/// Writes `label: message` on stderr. A closed stderr is ignored (`eprintln!` would panic).
+fn stderr_line(label: &str, message: &str) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr().lock(), "{label}: {}", one_line(message));
+}
+
+/// Writes `text` on stdout. A closed pipe (`neff info | head -1`) ends output quietly;
+/// other failures are errors (exit 2).
+pub fn print_stdout(text: &str) -> Result<(), CliError> {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(CliError::Path { path: "<stdout>".into(), message: io_message(&e) }),
+    }
+}
+
+/// The OS message without the `(os error N)` tail, which says nothing more to a person.
+pub fn io_message(err: &std::io::Error) -> String {
+    let text = err.to_string();
+    match text.find(" (os error") {
+        Some(cut) => text[..cut].to_owned(),
+        None => text,
+    }
+}
+
+/// Control characters (a newline in a member name) would break the one-line rule.
+fn one_line(s: &str) -> String {
+    s.chars().map(|c| if c.is_control() { '?' } else { c }).collect()
+}

@@ -1,0 +1,69 @@
+//! Progress bars for long verbs (unpack, pack, load of big files), counted in bytes.
+//!
+//! A bar is drawn only when stderr is a terminal: in a pipe or under a test nothing is
+//! printed, so scripts and logs see only results, errors and warnings.
+
+use std::io::IsTerminal;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressFinish, ProgressStyle};
+
+/// Files smaller than this finish before a bar would be worth drawing.
+pub const MIN_BYTES_FOR_BAR: u64 = 4 * 1024 * 1024;
+
+/// A byte-counting progress bar, or nothing.
+#[derive(Clone)]
+pub struct Progress {
+    bar: Option<ProgressBar>,
+}
+
+impl Progress {
+    /// A progress that never draws.
+    pub fn hidden() -> Self {
+        Self { bar: None }
+    }
+
+    /// A bar labelled `what` for `total` bytes, drawn only when stderr is a terminal and
+    /// the job is big enough to need one.
+    pub fn for_bytes(what: &str, total: u64) -> Self {
+        if total < MIN_BYTES_FOR_BAR || !std::io::stderr().is_terminal() {
+            return Self::hidden();
+        }
+        // Cleared when the last handle drops, on success or on error alike.
+        let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr())
+            .with_finish(ProgressFinish::AndClear);
+        let style = ProgressStyle::with_template("{msg:>8} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}")
+            .map(|s| s.progress_chars("=> "))
+            .unwrap_or_else(|_| ProgressStyle::default_bar());
+        bar.set_style(style);
+        bar.set_message(what.to_owned());
+        Self { bar: Some(bar) }
+    }
+
+    /// Sets the total.
+    pub fn set_length(&self, total: u64) {
+        if let Some(bar) = &self.bar {
+            bar.set_length(total);
+        }
+    }
+
+    /// Sets the count done.
+    pub fn set_position(&self, done: u64) {
+        if let Some(bar) = &self.bar {
+            bar.set_position(done);
+        }
+    }
+
+    /// Adds to the count done.
+    pub fn inc(&self, n: u64) {
+        if let Some(bar) = &self.bar {
+            bar.inc(n);
+        }
+    }
+
+    /// Removes the bar from the terminal.
+    pub fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}

@@ -1,0 +1,110 @@
+//! Walking a NEFF through the core: the header, then every member of the archive, in one
+//! forward pass.
+//!
+//! [`walk`] opens the core's streaming [`neff::archive::Archive`] over the input (an
+//! `embedded_io::BufRead` with a fixed buffer), which applies the runtime's header gates,
+//! inflates with a fixed window and walks the tar. Each regular member (name, size, body
+//! reader) goes to a [`Visitor`] as it streams past; nothing is held whole. At the end
+//! `Archive::finish` checks the gzip trailer (CRC-32, ISIZE) and the padding. Core warnings
+//! are printed as `warning: ...` when they arrive.
+
+use std::io::{self, Read};
+
+use neff::archive::{Archive, OpenOptions};
+
+use crate::error::{print_warning, CliError};
+use crate::header_view::HeaderView;
+
+/// Receives the header and then each member, in archive order.
+pub trait Visitor {
+    /// Called once, after the header gates passed.
+    fn header(&mut self, header: &HeaderView) -> Result<(), CliError>;
+    /// Called for each regular-file member. `body` yields exactly `size` bytes unless the
+    /// archive is damaged, in which case a read fails; map such failures with
+    /// [`body_error`].
+    fn member(&mut self, name: &str, size: u64, body: &mut dyn Read) -> Result<(), CliError>;
+}
+
+/// What a walk saw.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WalkSummary {
+    /// Regular members visited.
+    pub members: u64,
+    /// Sum of their sizes.
+    pub member_bytes: u64,
+    /// Bytes of the inflated tar stream.
+    pub tar_bytes: u64,
+    /// Payload bytes of the compressed (or raw) stream, without padding.
+    pub stream_bytes: u64,
+    /// Zero padding after the stream, inside `data_size`.
+    pub padding_bytes: u64,
+    /// Warnings raised (already printed as `warning: ...`).
+    pub warnings: Vec<String>,
+}
+
+/// The rejection for a body read that failed inside member `name`. A core error already
+/// names the member and the byte offset, so it is printed as it is.
+pub fn body_error(name: &str, err: &io::Error) -> CliError {
+    match err.get_ref().and_then(|inner| inner.downcast_ref::<neff::Error>()) {
+        Some(core) => CliError::from(*core),
+        None => CliError::rejected(format!("{name}: {}", crate::error::io_message(err))),
+    }
+}
+
+impl From<&neff::header::NeffHeader> for HeaderView {
+    fn from(h: &neff::header::NeffHeader) -> Self {
+        HeaderView {
+            pkg_version: h.pkg_version,
+            header_size: h.header_size,
+            data_size: h.data_size,
+            neff_version_major: h.version_major,
+            neff_version_minor: h.version_minor,
+            build_version: h.build_version().to_string(),
+            num_tpb: h.num_tpb,
+            hash: h.hash,
+            uuid: h.uuid.0,
+            name: h.name().to_string(),
+            requested_tpb_count: h.requested_tpb_count,
+            tpb_per_node: h.tpb_per_node,
+            feature_bits: h.feature_bits,
+            lnc_size: h.lnc_size,
+        }
+    }
+}
+
+/// A core member body as a `std::io::Read`; a core error travels inside the `io::Error`.
+struct Body<'m, M>(&'m mut M);
+
+impl<M: embedded_io::Read<Error = neff::Error>> Read for Body<'_, M> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.read(buf).map_err(io::Error::other)
+    }
+}
+
+/// Walks `src` (a file of `file_size` bytes): header gates, then every member to `visitor`.
+pub fn walk<R: embedded_io::BufRead>(src: R, file_size: u64, visitor: &mut dyn Visitor) -> Result<WalkSummary, CliError> {
+    let mut warnings = Vec::new();
+    let mut sink = |w: &neff::Warning| {
+        let text = w.to_string();
+        print_warning(&text);
+        warnings.push(text);
+    };
+    // The archive holds the inflate window (about 45 KiB): keep it off the stack.
+    let mut archive: Box<Archive<R>> =
+        Box::new(Archive::open(src, Some(file_size), &OpenOptions::default(), &mut sink)?);
+    visitor.header(&HeaderView::from(archive.header()))?;
+    let mut summary = WalkSummary::default();
+    while let Some(mut member) = archive.next_member(&mut sink)? {
+        let name = member.name().to_owned();
+        let size = member.size();
+        visitor.member(&name, size, &mut Body(&mut member))?;
+        summary.members += 1;
+        summary.member_bytes += size;
+    }
+    let finish = archive.finish(&mut sink)?;
+    summary.tar_bytes = finish.inflated_bytes;
+    summary.stream_bytes = finish.compressed_bytes;
+    summary.padding_bytes = finish.padding_bytes;
+    summary.warnings = warnings;
+    Ok(summary)
+}

@@ -1,0 +1,246 @@
+//! `unpack` and `pack` end to end: agreement with an independent extraction, path safety,
+//! round trips on the real NEFFs and on the sample.
+
+#[path = "../../../tests/common/mod.rs"]
+mod common;
+mod support;
+
+use std::fs;
+use std::path::Path;
+
+use neff_cli::sample::SampleBuilder;
+use support::*;
+
+fn unpack(neff_file: &Path, dir: &Path) {
+    let out = neff_p(&[&"unpack", &neff_file, &"-o", &dir]);
+    assert_eq!(code(&out), 0, "unpack: {}", stderr(&out));
+}
+
+fn pack(dir: &Path, neff_file: &Path, extra: &[&str]) {
+    let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![&"pack", &dir, &"-o", &neff_file];
+    for e in extra {
+        args.push(e);
+    }
+    let out = neff_p(&args);
+    assert_eq!(code(&out), 0, "pack: {}", stderr(&out));
+}
+
+fn info_header(neff_file: &Path) -> serde_json::Value {
+    let out = neff_p(&[&"info", &"--json", &neff_file]);
+    assert_eq!(code(&out), 0, "info: {}", stderr(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    doc["header"].clone()
+}
+
+#[test]
+fn unpack_matches_an_independent_extraction_of_the_real_neffs() {
+    for (name, bytes) in common::real_neffs() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = common::fixture(&format!("public/nkipy/{name}.neff")).unwrap();
+        unpack(&path, dir.path());
+        let expected = members_of(&bytes);
+        let mut names: Vec<String> = expected.iter().map(|(n, _)| n.clone()).collect();
+        for (member, body) in &expected {
+            assert_eq!(&fs::read(dir.path().join(member)).unwrap(), body, "{name}: {member}");
+        }
+        names.push("header.json".into());
+        names.sort();
+        assert_eq!(files_under(dir.path()), names, "{name}: nothing more, nothing less");
+        let header: serde_json::Value = serde_json::from_slice(&fs::read(dir.path().join("header.json")).unwrap()).unwrap();
+        let order: Vec<&str> = header["members"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+        let tar_order: Vec<&str> = expected.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(order, tar_order, "{name}: header.json keeps the tar order");
+        assert_eq!(header["tpb_per_node"].as_array().unwrap().len(), 64);
+        assert_eq!(header["tpb_per_node"][0], 1);
+        let hash: String = bytes[172..204].iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(header["hash"], hash.as_str());
+        assert_eq!(header["lnc_size"], 2);
+    }
+}
+
+#[test]
+fn unpack_then_pack_keeps_the_info_header_of_the_real_neffs() {
+    for (name, _) in common::real_neffs() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = common::fixture(&format!("public/nkipy/{name}.neff")).unwrap();
+        let out_dir = dir.path().join("x");
+        unpack(&path, &out_dir);
+        let repacked = dir.path().join("re.neff");
+        pack(&out_dir, &repacked, &[]);
+        assert_eq!(info_header(&repacked), info_header(&path), "{name}");
+        // Same members, same order, same bytes.
+        let original = fs::read(&path).unwrap();
+        let again = fs::read(&repacked).unwrap();
+        assert_eq!(members_of(&again), members_of(&original), "{name}");
+    }
+}
+
+#[test]
+fn pack_unpack_pack_is_byte_identical() {
+    let dir = tempfile::tempdir().unwrap();
+    let sample = dir.path().join("sample.neff");
+    fs::write(&sample, SampleBuilder::new().build().unwrap()).unwrap();
+    unpack(&sample, &dir.path().join("a"));
+    pack(&dir.path().join("a"), &dir.path().join("a.neff"), &[]);
+    unpack(&dir.path().join("a.neff"), &dir.path().join("b"));
+    pack(&dir.path().join("b"), &dir.path().join("b.neff"), &[]);
+    let a = fs::read(dir.path().join("a.neff")).unwrap();
+    let b = fs::read(dir.path().join("b.neff")).unwrap();
+    assert!(a == b, "second pack differs from the first");
+    assert_eq!(members_of(&a), members_of(&fs::read(&sample).unwrap()));
+}
+
+#[test]
+fn pack_writes_the_runtime_verifiable_hash_for_both_packagings() {
+    use md5::Digest as _;
+    let dir = tempfile::tempdir().unwrap();
+    let sample = dir.path().join("sample.neff");
+    fs::write(&sample, SampleBuilder::new().build().unwrap()).unwrap();
+    unpack(&sample, &dir.path().join("a"));
+    for pkg in ["1", "2"] {
+        let file = dir.path().join(format!("p{pkg}.neff"));
+        pack(&dir.path().join("a"), &file, &["--pkg-version", pkg]);
+        let bytes = fs::read(&file).unwrap();
+        let data_size = u64::from_le_bytes(bytes[16..24].try_into().unwrap()) as usize;
+        assert_eq!(bytes.len(), 1024 + data_size);
+        let data = &bytes[1024..];
+        if pkg == "1" {
+            assert!(!data.starts_with(&[0x1f, 0x8b]), "pkg 1 is a raw tar");
+            assert_eq!(&bytes[172..204], sha2::Sha256::digest(data).as_slice());
+        } else {
+            assert!(data.starts_with(&[0x1f, 0x8b]), "pkg 2 is gzip");
+            assert_eq!(&bytes[172..188], md5::Md5::digest(data).as_slice());
+            assert_eq!(&bytes[188..204], &[0u8; 16]);
+        }
+        assert_eq!(info_header(&file)["pkg_version"], pkg.parse::<u64>().unwrap());
+        assert_eq!(members_of(&bytes).len(), members_of(&fs::read(&sample).unwrap()).len());
+    }
+}
+
+#[test]
+fn pack_without_header_json_takes_info_json_and_kelf_and_is_deterministic() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    for (name, body) in SampleBuilder::new().members().unwrap() {
+        let path = src.join(&name);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, body).unwrap();
+    }
+    pack(&src, &dir.path().join("one.neff"), &[]);
+    pack(&src, &dir.path().join("two.neff"), &[]);
+    let one = fs::read(dir.path().join("one.neff")).unwrap();
+    assert!(one == fs::read(dir.path().join("two.neff")).unwrap(), "pack is deterministic");
+    let h = info_header(&dir.path().join("one.neff"));
+    assert_eq!(h["name"], "sample.neff", "from info.json");
+    assert_eq!(h["lnc_size"], 2, "graphs in kelf-0.json");
+    assert_eq!(h["neff_version"], "2.0");
+    assert_eq!(h["feature_bits"], 0x400);
+    assert_eq!(h["data_size"].as_u64().unwrap() % 10240, 0);
+    // Real order: sorted, neff.json last.
+    let names: Vec<String> = members_of(&one).into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names.last().unwrap(), "neff.json");
+    let expected: Vec<String> = SampleBuilder::new().members().unwrap().into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names, expected);
+    // A changed member changes the derived uuid.
+    fs::write(src.join("sg00/PE.bin"), vec![0u8; 768]).unwrap();
+    pack(&src, &dir.path().join("three.neff"), &[]);
+    assert_ne!(info_header(&dir.path().join("three.neff"))["uuid"], h["uuid"]);
+}
+
+#[test]
+fn pack_refuses_a_member_list_naming_a_missing_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let sample = dir.path().join("sample.neff");
+    fs::write(&sample, SampleBuilder::new().build().unwrap()).unwrap();
+    unpack(&sample, &dir.path().join("a"));
+    fs::remove_file(dir.path().join("a/sg01/PE.json")).unwrap();
+    let out = neff_p(&[&"pack", &dir.path().join("a"), &"-o", &dir.path().join("x.neff")]);
+    let line = assert_one_line_error(&out, 1);
+    assert!(line.contains("sg01/PE.json"), "{line}");
+    assert!(!dir.path().join("x.neff").exists(), "no half-written output");
+    let out = neff_p(&[&"pack", &dir.path().join("nope"), &"-o", &dir.path().join("x.neff")]);
+    assert_one_line_error(&out, 2);
+}
+
+fn crafted(members: &[(&str, &[u8], u8)]) -> tempfile::NamedTempFile {
+    let mut tar_stream = Vec::new();
+    for (name, body, flag) in members {
+        tar_stream.extend(raw_tar_member(name, body, *flag));
+    }
+    tar_stream.extend([0u8; 1024]);
+    let mut f = tempfile::NamedTempFile::new().unwrap();
+    std::io::Write::write_all(&mut f, &neff_around_tar(&tar_stream)).unwrap();
+    f
+}
+
+#[test]
+fn unpack_refuses_members_that_escape_the_directory() {
+    for evil in ["../evil.txt", "sg00/../../evil.txt", "/tmp/neff-cli-evil.txt", "a//b", "./../evil.txt"] {
+        let f = crafted(&[("kelf-0.json", b"{}", b'0'), (evil, b"owned", b'0')]);
+        let dir = tempfile::tempdir().unwrap();
+        let out_dir = dir.path().join("out");
+        let out = neff_p(&[&"unpack", &f.path(), &"-o", &out_dir]);
+        let line = assert_one_line_error(&out, 1);
+        assert!(line.contains("evil") || line.contains("a//b"), "{evil}: {line}");
+        assert!(!dir.path().join("evil.txt").exists(), "{evil} escaped");
+        assert!(!Path::new("/tmp/neff-cli-evil.txt").exists());
+    }
+}
+
+#[test]
+fn unpack_never_writes_through_a_symlink_or_over_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let sample = dir.path().join("sample.neff");
+    fs::write(&sample, SampleBuilder::new().build().unwrap()).unwrap();
+    let outside = dir.path().join("outside");
+    fs::create_dir(&outside).unwrap();
+    let out_dir = dir.path().join("out");
+    fs::create_dir(&out_dir).unwrap();
+    std::os::unix::fs::symlink(&outside, out_dir.join("sg00")).unwrap();
+    let out = neff_p(&[&"unpack", &sample, &"-o", &out_dir]);
+    let line = assert_one_line_error(&out, 2);
+    assert!(line.contains("symlink"), "{line}");
+    assert_eq!(fs::read_dir(&outside).unwrap().count(), 0, "nothing written through the link");
+
+    // A dangling symlink where a member goes is not followed either.
+    let out_dir = dir.path().join("out2");
+    fs::create_dir(&out_dir).unwrap();
+    std::os::unix::fs::symlink(dir.path().join("target.txt"), out_dir.join("info.json")).unwrap();
+    let out = neff_p(&[&"unpack", &sample, &"-o", &out_dir]);
+    assert_one_line_error(&out, 2);
+    assert!(!dir.path().join("target.txt").exists());
+
+    // An existing header.json (a previous unpack) is not overwritten.
+    let out_dir = dir.path().join("out3");
+    unpack(&sample, &out_dir);
+    let before = fs::read(out_dir.join("header.json")).unwrap();
+    let out = neff_p(&[&"unpack", &sample, &"-o", &out_dir]);
+    let line = assert_one_line_error(&out, 2);
+    assert!(line.contains("already exists"), "{line}");
+    assert_eq!(fs::read(out_dir.join("header.json")).unwrap(), before);
+}
+
+#[test]
+fn unpack_skips_directories_and_keeps_the_later_duplicate() {
+    let f = crafted(&[
+        ("sg00/", b"", b'5'),
+        ("sg00/a.bin", b"first", b'0'),
+        ("link", b"", b'2'),
+        ("sg00/a.bin", b"second", b'0'),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = neff_p(&[&"unpack", &f.path(), &"-o", &dir.path()]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stderr(&out).starts_with("warning: sg00/a.bin: duplicate member"), "{}", stderr(&out));
+    assert_eq!(fs::read(dir.path().join("sg00/a.bin")).unwrap(), b"second");
+    assert_eq!(files_under(dir.path()), ["header.json", "sg00/a.bin"]);
+}
+
+#[test]
+fn a_member_named_header_json_is_refused() {
+    let f = crafted(&[("header.json", b"{}", b'0')]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = neff_p(&[&"unpack", &f.path(), &"-o", &dir.path().join("o")]);
+    let line = assert_one_line_error(&out, 1);
+    assert!(line.contains("header.json"), "{line}");
+}
