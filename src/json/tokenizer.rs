@@ -573,10 +573,8 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
             if chunk.is_empty() {
                 return Ok(None);
             }
-            let (skipped, found) = match chunk.iter().position(|&b| !is_whitespace(b)) {
-                Some(i) => (i, chunk.get(i).copied()),
-                None => (chunk.len(), None),
-            };
+            let skipped = whitespace_len(chunk);
+            let found = chunk.get(skipped).copied();
             self.advance(src, skipped);
             if found.is_some() {
                 return Ok(found);
@@ -607,7 +605,7 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
                 match state {
                     StrState::Plain => {
                         if (0x20..0x80).contains(&b) && b != b'"' && b != b'\\' {
-                            i += 1;
+                            i += 1 + plain_len(chunk.get(i + 1..).unwrap_or(&[]));
                             continue;
                         }
                         match b {
@@ -821,6 +819,65 @@ fn fill<R: BufRead>(src: &mut R, pos: u64) -> Result<&[u8], Fault> {
 
 fn is_whitespace(b: u8) -> bool {
     matches!(b, b' ' | b'\n' | b'\r' | b'\t')
+}
+
+/// Eight copies of `b`, for the word-at-a-time scans.
+const fn splat(b: u8) -> u64 {
+    u64::from_ne_bytes([b; 8])
+}
+
+/// The first eight bytes of `bytes` as a little-endian word (byte 0 lowest), if there are eight.
+fn word(bytes: &[u8]) -> Option<u64> {
+    bytes.first_chunk::<8>().map(|w| u64::from_le_bytes(*w))
+}
+
+/// The top bit of each byte of `x` that is zero, and no other bit. Exact per byte: no carry
+/// crosses bytes, since `(x & 0x7F) + 0x7F` stays below 0x100.
+const fn zero_bytes(x: u64) -> u64 {
+    !((x & splat(0x7F)).wrapping_add(splat(0x7F)) | x) & splat(0x80)
+}
+
+/// The index of the first byte whose top bit is set in `mask`.
+fn first_flagged(mask: u64) -> usize {
+    (mask.trailing_zeros() / 8) as usize
+}
+
+/// How many bytes at the start of `bytes` are whitespace, eight at a time (pretty-printed
+/// manifests are mostly indentation).
+fn whitespace_len(bytes: &[u8]) -> usize {
+    let mut i = 0;
+    while let Some(x) = word(bytes.get(i..).unwrap_or(&[])) {
+        let blank = zero_bytes(x ^ splat(b' '))
+            | zero_bytes(x ^ splat(b'\n'))
+            | zero_bytes(x ^ splat(b'\r'))
+            | zero_bytes(x ^ splat(b'\t'));
+        let other = !blank & splat(0x80);
+        if other != 0 {
+            return i + first_flagged(other);
+        }
+        i += 8;
+    }
+    i + bytes.get(i..).unwrap_or(&[]).iter().take_while(|&&b| is_whitespace(b)).count()
+}
+
+/// How many bytes at the start of `bytes` are plain string text (printable ASCII other than
+/// `"` and `\`), eight at a time.
+fn plain_len(bytes: &[u8]) -> usize {
+    let mut i = 0;
+    while let Some(x) = word(bytes.get(i..).unwrap_or(&[])) {
+        // Per byte: the top bit set (>= 0x80); `(b | 0x80) - 0x20` without its top bit
+        // (b < 0x20, or 0x80..0xA0, already flagged); `"`; `\`.
+        let special = (x & splat(0x80))
+            | (!((x | splat(0x80)).wrapping_sub(splat(0x20))) & splat(0x80))
+            | zero_bytes(x ^ splat(b'"'))
+            | zero_bytes(x ^ splat(b'\\'));
+        if special != 0 {
+            return i + first_flagged(special);
+        }
+        i += 8;
+    }
+    let tail = bytes.get(i..).unwrap_or(&[]);
+    i + tail.iter().take_while(|&&b| (0x20..0x80).contains(&b) && b != b'"' && b != b'\\').count()
 }
 
 fn starts_value(b: u8) -> bool {
@@ -1448,6 +1505,41 @@ mod tests {
         assert_eq!(tok.next(&mut src), Ok(Event::BeginArray));
         assert_eq!(tok.offset(), 1);
         assert_eq!(tok.depth(), 1);
+    }
+
+    #[test]
+    fn word_scans_agree_with_byte_scans() {
+        let naive_plain = |bytes: &[u8]| bytes.iter().take_while(|&&b| (0x20..0x80).contains(&b) && b != b'"' && b != b'\\').count();
+        let naive_space = |bytes: &[u8]| bytes.iter().take_while(|&&b| is_whitespace(b)).count();
+        for len in [0, 1, 7, 8, 9, 16, 23] {
+            for at in 0..len {
+                for b in 0..=255u8 {
+                    let mut text = vec![b'a'; len];
+                    text[at] = b;
+                    assert_eq!(plain_len(&text), naive_plain(&text), "{b:#x} at {at} of {len}");
+                    let mut blank = vec![b' '; len];
+                    blank[at] = b;
+                    assert_eq!(whitespace_len(&blank), naive_space(&blank), "{b:#x} at {at} of {len}");
+                }
+            }
+        }
+        // Pairs of boundary bytes, where a borrow or carry between bytes would show.
+        let edges = [0x00, 0x01, 0x09, 0x0A, 0x0D, 0x1F, 0x20, 0x21, 0x22, 0x5C, 0x7F, 0x80, 0x9F, 0xA0, 0xFF];
+        for first in 0..16 {
+            for second in first + 1..16 {
+                for &x in &edges {
+                    for &y in &edges {
+                        for fill in [b'a', b' '] {
+                            let mut buf = [fill; 16];
+                            buf[first] = x;
+                            buf[second] = y;
+                            assert_eq!(plain_len(&buf), naive_plain(&buf), "{buf:x?}");
+                            assert_eq!(whitespace_len(&buf), naive_space(&buf), "{buf:x?}");
+                        }
+                    }
+                }
+            }
+        }
     }
 
     #[test]
