@@ -124,6 +124,11 @@ enum Token {
     End,
 }
 
+/// The signal that a step failed; the [`Fault`] itself is recorded in the tokenizer, which
+/// keeps the internal results small.
+#[derive(Debug, Clone, Copy)]
+struct Stop;
+
 /// Inside a string, between two bytes.
 #[derive(Debug, Clone, Copy)]
 enum StrState {
@@ -286,7 +291,7 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
             match next {
                 Next::Key => t.read(src, next, true).map(|_| true),
                 Next::Close if t.top_is_object() => t.read(src, next, true).map(|_| false),
-                other => Err(t.unexpected_token(other, Expected::KeyOrEndObject)),
+                other => Err(t.fail_token(other, Expected::KeyOrEndObject)),
             }
         })?;
         if found {
@@ -309,7 +314,7 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
             match next {
                 Next::Value(_) if matches!(t.state, State::ArrayFirst | State::ArrayNext) => Ok(true),
                 Next::Close if !t.top_is_object() => t.read(src, next, true).map(|_| false),
-                other => Err(t.unexpected_token(other, Expected::ValueOrEndArray)),
+                other => Err(t.fail_token(other, Expected::ValueOrEndArray)),
             }
         })
     }
@@ -329,20 +334,48 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
     fn begin<R: BufRead>(&mut self, src: &mut R, open: u8, expected: Expected) -> Result<(), Fault> {
         self.track(|t| match t.prepare(src)? {
             next @ Next::Value(b) if b == open => t.read(src, next, true).map(|_| ()),
-            other => Err(t.unexpected_token(other, expected)),
+            other => Err(t.fail_token(other, expected)),
         })
     }
 
     /// Runs one step; a fault spends the tokenizer (and a spent tokenizer only repeats it).
-    fn track<T>(&mut self, step: impl FnOnce(&mut Self) -> Result<T, Fault>) -> Result<T, Fault> {
+    fn track<T>(&mut self, step: impl FnOnce(&mut Self) -> Result<T, Stop>) -> Result<T, Fault> {
         if let Some(fault) = self.fault {
             return Err(fault);
         }
-        let result = step(self);
-        if let Err(fault) = result {
-            self.fault = Some(fault);
+        step(self).map_err(|Stop| self.recorded())
+    }
+
+    /// The fault a step recorded before returning [`Stop`].
+    fn recorded(&self) -> Fault {
+        // `fail` always records before a `Stop` exists; the fallback only keeps this total.
+        self.fault.unwrap_or(Fault::json(self.pos, JsonError::UnexpectedEnd))
+    }
+
+    /// Records `fault` (the tokenizer is spent) and returns the signal to unwind the step.
+    #[cold]
+    fn fail(&mut self, fault: Fault) -> Stop {
+        self.fault = Some(fault);
+        Stop
+    }
+
+    #[cold]
+    fn fail_json(&mut self, offset: u64, error: JsonError) -> Stop {
+        self.fail(Fault::json(offset, error))
+    }
+
+    #[cold]
+    fn fail_token(&mut self, next: Next, expected: Expected) -> Stop {
+        let fault = self.unexpected_token(next, expected);
+        self.fail(fault)
+    }
+
+    /// `fill_buf`, with a source failure recorded as a fault at the current offset.
+    fn fill<'r, R: BufRead>(&mut self, src: &'r mut R) -> Result<&'r [u8], Stop> {
+        match src.fill_buf() {
+            Ok(chunk) => Ok(chunk),
+            Err(e) => Err(self.fail(Fault { offset: self.pos, kind: ErrorKind::Io(e.kind()) })),
         }
-        result
     }
 
     fn unexpected_token(&self, next: Next, expected: Expected) -> Fault {
@@ -390,7 +423,7 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
         core::str::from_utf8(bytes).map_err(|_| Fault::json(self.token_start, JsonError::InvalidNumber))
     }
 
-    fn skip<R: BufRead>(&mut self, src: &mut R) -> Result<bool, Fault> {
+    fn skip<R: BufRead>(&mut self, src: &mut R) -> Result<bool, Stop> {
         let mut next = self.prepare(src)?;
         if matches!(next, Next::Close | Next::End) {
             return Ok(false);
@@ -411,7 +444,7 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
 
     /// Consumes whitespace and separators and says what comes next, checking that its first
     /// byte is allowed here. The state is left at the position of that token.
-    fn prepare<R: BufRead>(&mut self, src: &mut R) -> Result<Next, Fault> {
+    fn prepare<R: BufRead>(&mut self, src: &mut R) -> Result<Next, Stop> {
         loop {
             let byte = self.skip_whitespace(src)?;
             let at = self.pos;
@@ -423,29 +456,29 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
                 State::Start | State::MemberValue | State::ArrayNext => {
                     return match byte {
                         Some(b) if starts_value(b) => Ok(Next::Value(b)),
-                        Some(b']') if self.state == State::ArrayNext => Err(Fault::json(at, JsonError::TrailingComma)),
-                        _ => Err(unexpected(Expected::Value)),
+                        Some(b']') if self.state == State::ArrayNext => Err(self.fail_json(at, JsonError::TrailingComma)),
+                        _ => Err(self.fail(unexpected(Expected::Value))),
                     };
                 }
                 State::ArrayFirst => {
                     return match byte {
                         Some(b']') => Ok(Next::Close),
                         Some(b) if starts_value(b) => Ok(Next::Value(b)),
-                        _ => Err(unexpected(Expected::ValueOrEndArray)),
+                        _ => Err(self.fail(unexpected(Expected::ValueOrEndArray))),
                     };
                 }
                 State::ObjectFirst => {
                     return match byte {
                         Some(b'"') => Ok(Next::Key),
                         Some(b'}') => Ok(Next::Close),
-                        _ => Err(unexpected(Expected::KeyOrEndObject)),
+                        _ => Err(self.fail(unexpected(Expected::KeyOrEndObject))),
                     };
                 }
                 State::ObjectNext => {
                     return match byte {
                         Some(b'"') => Ok(Next::Key),
-                        Some(b'}') => Err(Fault::json(at, JsonError::TrailingComma)),
-                        _ => Err(unexpected(Expected::Key)),
+                        Some(b'}') => Err(self.fail_json(at, JsonError::TrailingComma)),
+                        _ => Err(self.fail(unexpected(Expected::Key))),
                     };
                 }
                 State::AfterKey => match byte {
@@ -453,7 +486,7 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
                         self.advance(src, 1);
                         self.state = State::MemberValue;
                     }
-                    _ => return Err(unexpected(Expected::Colon)),
+                    _ => return Err(self.fail(unexpected(Expected::Colon))),
                 },
                 State::AfterValue if self.depth == 0 => self.state = State::Done,
                 State::AfterValue => {
@@ -468,14 +501,14 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
                             self.state = State::ArrayNext;
                         }
                         (Some(b'}'), true) | (Some(b']'), false) => return Ok(Next::Close),
-                        (_, true) => return Err(unexpected(Expected::CommaOrEndObject)),
-                        (_, false) => return Err(unexpected(Expected::CommaOrEndArray)),
+                        (_, true) => return Err(self.fail(unexpected(Expected::CommaOrEndObject))),
+                        (_, false) => return Err(self.fail(unexpected(Expected::CommaOrEndArray))),
                     }
                 }
                 State::Done => {
                     return match byte {
                         None => Ok(Next::End),
-                        Some(_) => Err(Fault::json(at, JsonError::TrailingData)),
+                        Some(_) => Err(self.fail_json(at, JsonError::TrailingData)),
                     };
                 }
             }
@@ -484,7 +517,7 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
 
     /// Reads the token `prepare` announced. With `store` false, string and number text is
     /// validated but not kept.
-    fn read<R: BufRead>(&mut self, src: &mut R, next: Next, store: bool) -> Result<Token, Fault> {
+    fn read<R: BufRead>(&mut self, src: &mut R, next: Next, store: bool) -> Result<Token, Stop> {
         self.token_start = self.pos;
         let token = match next {
             Next::End => return Ok(Token::End),
@@ -549,9 +582,9 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
         self.containers.get(level / 8).is_some_and(|bits| bits & (1 << (level % 8)) != 0)
     }
 
-    fn push(&mut self, object: bool) -> Result<(), Fault> {
+    fn push(&mut self, object: bool) -> Result<(), Stop> {
         if self.depth >= DEPTH {
-            return Err(Fault::json(self.pos, JsonError::DepthLimit { limit: DEPTH }));
+            return Err(self.fail_json(self.pos, JsonError::DepthLimit { limit: DEPTH }));
         }
         let level = usize::from(self.depth);
         if let Some(bits) = self.containers.get_mut(level / 8) {
@@ -567,9 +600,9 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
     }
 
     /// The next non-whitespace byte (not consumed), or `None` at the end of input.
-    fn skip_whitespace<R: BufRead>(&mut self, src: &mut R) -> Result<Option<u8>, Fault> {
+    fn skip_whitespace<R: BufRead>(&mut self, src: &mut R) -> Result<Option<u8>, Stop> {
         loop {
-            let chunk = fill(src, self.pos)?;
+            let chunk = self.fill(src)?;
             if chunk.is_empty() {
                 return Ok(None);
             }
@@ -584,16 +617,16 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
 
     /// Reads a string from its opening quote to its closing quote, checking UTF-8, control
     /// characters and escapes; with `store`, the unescaped text goes to the scratch buffer.
-    fn read_string<R: BufRead>(&mut self, src: &mut R, store: bool) -> Result<(), Fault> {
+    fn read_string<R: BufRead>(&mut self, src: &mut R, store: bool) -> Result<(), Stop> {
         self.advance(src, 1);
         self.scratch_len = 0;
         let mut state = StrState::Plain;
         // Where the current `\u` escape (the high half of a pair) started.
         let mut escape_at = self.pos;
         loop {
-            let chunk = fill(src, self.pos)?;
+            let chunk = self.fill(src)?;
             if chunk.is_empty() {
-                return Err(Fault::json(self.pos, JsonError::UnexpectedEnd));
+                return Err(self.fail_json(self.pos, JsonError::UnexpectedEnd));
             }
             let base = self.pos;
             let at = |i: usize| base + i as u64;
@@ -623,16 +656,19 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
                                 i += 1;
                                 run = i;
                             }
-                            0..=0x1F => return Err(Fault::json(at(i), JsonError::ControlCharInString)),
+                            0..=0x1F => return Err(self.fail_json(at(i), JsonError::ControlCharInString)),
                             _ => {
-                                state = utf8_lead(b).ok_or(Fault::json(at(i), JsonError::InvalidUtf8))?;
+                                state = match utf8_lead(b) {
+                                    Some(state) => state,
+                                    None => return Err(self.fail_json(at(i), JsonError::InvalidUtf8)),
+                                };
                                 i += 1;
                             }
                         }
                     }
                     StrState::Utf8 { remaining, low, high } => {
                         if !(low..=high).contains(&b) {
-                            return Err(Fault::json(at(i), JsonError::InvalidUtf8));
+                            return Err(self.fail_json(at(i), JsonError::InvalidUtf8));
                         }
                         state = match remaining {
                             1 => StrState::Plain,
@@ -654,7 +690,7 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
                                 run = i;
                                 continue;
                             }
-                            _ => return Err(Fault::json(at(i), JsonError::InvalidEscape)),
+                            _ => return Err(self.fail_json(at(i), JsonError::InvalidEscape)),
                         };
                         self.store_text(store, Some(&[decoded]))?;
                         state = StrState::Plain;
@@ -662,7 +698,9 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
                         run = i;
                     }
                     StrState::Hex { digits, value, high } => {
-                        let digit = hex_value(b).ok_or(Fault::json(at(i), JsonError::InvalidEscape))?;
+                        let Some(digit) = hex_value(b) else {
+                            return Err(self.fail_json(at(i), JsonError::InvalidEscape));
+                        };
                         let value = value << 4 | digit;
                         i += 1;
                         run = i;
@@ -676,18 +714,20 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
                                 continue;
                             }
                             (None, 0xDC00..=0xDFFF) | (Some(_), 0..=0xDBFF | 0xE000..) => {
-                                return Err(Fault::json(escape_at, JsonError::LoneSurrogate));
+                                return Err(self.fail_json(escape_at, JsonError::LoneSurrogate));
                             }
                             (None, value) => value,
                             (Some(high), low) => 0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00),
                         };
-                        let c = char::from_u32(code_point).ok_or(Fault::json(escape_at, JsonError::LoneSurrogate))?;
+                        let Some(c) = char::from_u32(code_point) else {
+                            return Err(self.fail_json(escape_at, JsonError::LoneSurrogate));
+                        };
                         self.store_text(store, Some(c.encode_utf8(&mut [0; 4]).as_bytes()))?;
                         state = StrState::Plain;
                     }
                     StrState::LowBackslash { high } => {
                         if b != b'\\' {
-                            return Err(Fault::json(escape_at, JsonError::LoneSurrogate));
+                            return Err(self.fail_json(escape_at, JsonError::LoneSurrogate));
                         }
                         state = StrState::LowU { high };
                         i += 1;
@@ -695,7 +735,7 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
                     }
                     StrState::LowU { high } => {
                         if b != b'u' {
-                            return Err(Fault::json(escape_at, JsonError::LoneSurrogate));
+                            return Err(self.fail_json(escape_at, JsonError::LoneSurrogate));
                         }
                         state = StrState::Hex { digits: 0, value: 0, high: Some(high) };
                         i += 1;
@@ -711,7 +751,7 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
         }
     }
 
-    fn store_text(&mut self, store: bool, bytes: Option<&[u8]>) -> Result<(), Fault> {
+    fn store_text(&mut self, store: bool, bytes: Option<&[u8]>) -> Result<(), Stop> {
         let bytes = bytes.unwrap_or(&[]);
         if !store || bytes.is_empty() {
             return Ok(());
@@ -727,19 +767,19 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
         }
     }
 
-    fn capacity(&self, limit: &'static str, capacity: usize) -> Fault {
-        Fault {
+    fn capacity(&mut self, limit: &'static str, capacity: usize) -> Stop {
+        self.fail(Fault {
             offset: self.token_start,
             kind: ErrorKind::Capacity(CapacityError { limit, capacity: capacity as u64 }),
-        }
+        })
     }
 
     /// Reads a number (its first byte is `-` or a digit); returns whether it is an integer.
-    fn read_number<R: BufRead>(&mut self, src: &mut R, store: bool) -> Result<bool, Fault> {
+    fn read_number<R: BufRead>(&mut self, src: &mut R, store: bool) -> Result<bool, Stop> {
         self.number_len = 0;
         let mut state = NumState::Start;
         loop {
-            let chunk = fill(src, self.pos)?;
+            let chunk = self.fill(src)?;
             let mut ended = chunk.is_empty();
             let mut i = 0;
             while let Some(&b) = chunk.get(i) {
@@ -755,13 +795,13 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
                     // A digit after a leading zero is the one case where the number cannot
                     // simply end here.
                     (NumState::Zero, b'0'..=b'9') => {
-                        return Err(Fault::json(self.pos + i as u64, JsonError::InvalidNumber));
+                        return Err(self.fail_json(self.pos + i as u64, JsonError::InvalidNumber));
                     }
                     (NumState::Zero | NumState::Int | NumState::Frac | NumState::ExpDigits, _) => {
                         ended = true;
                         break;
                     }
-                    _ => return Err(Fault::json(self.pos + i as u64, JsonError::InvalidNumber)),
+                    _ => return Err(self.fail_json(self.pos + i as u64, JsonError::InvalidNumber)),
                 };
                 i += 1;
             }
@@ -773,13 +813,13 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
                 return match state {
                     NumState::Zero | NumState::Int => Ok(true),
                     NumState::Frac | NumState::ExpDigits => Ok(false),
-                    _ => Err(Fault::json(self.pos, JsonError::UnexpectedEnd)),
+                    _ => Err(self.fail_json(self.pos, JsonError::UnexpectedEnd)),
                 };
             }
         }
     }
 
-    fn store_number(&mut self, bytes: &[u8]) -> Result<(), Fault> {
+    fn store_number(&mut self, bytes: &[u8]) -> Result<(), Stop> {
         let start = usize::from(self.number_len);
         let end = start + bytes.len();
         match (self.number.get_mut(start..end), u8::try_from(end)) {
@@ -793,16 +833,16 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
     }
 
     /// Matches the rest of `true`, `false` or `null` (its first byte is known).
-    fn read_literal<R: BufRead>(&mut self, src: &mut R, word: &'static [u8], expected: Expected) -> Result<(), Fault> {
+    fn read_literal<R: BufRead>(&mut self, src: &mut R, word: &'static [u8], expected: Expected) -> Result<(), Stop> {
         let mut matched = 0;
         while let Some(rest) = word.get(matched..).filter(|rest| !rest.is_empty()) {
-            let chunk = fill(src, self.pos)?;
+            let chunk = self.fill(src)?;
             if chunk.is_empty() {
-                return Err(Fault::json(self.pos, JsonError::UnexpectedEnd));
+                return Err(self.fail_json(self.pos, JsonError::UnexpectedEnd));
             }
             if let Some(i) = chunk.iter().zip(rest).position(|(got, want)| got != want) {
                 let found = chunk.get(i).copied().unwrap_or(0);
-                return Err(Fault::json(self.pos + i as u64, JsonError::UnexpectedByte { found, expected }));
+                return Err(self.fail_json(self.pos + i as u64, JsonError::UnexpectedByte { found, expected }));
             }
             let n = rest.len().min(chunk.len());
             self.advance(src, n);
@@ -812,10 +852,6 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
     }
 }
 
-/// `fill_buf`, with a source failure turned into a fault at `pos`.
-fn fill<R: BufRead>(src: &mut R, pos: u64) -> Result<&[u8], Fault> {
-    src.fill_buf().map_err(|e| Fault { offset: pos, kind: ErrorKind::Io(e.kind()) })
-}
 
 fn is_whitespace(b: u8) -> bool {
     matches!(b, b' ' | b'\n' | b'\r' | b'\t')
