@@ -107,7 +107,7 @@ fn var(rng: &mut Rng, id: usize) -> (String, Value) {
 }
 
 fn document() -> Vec<u8> {
-    let mut rng = Rng(0x5EED_0F_DEF0_1234);
+    let mut rng = Rng(0x005E_ED0F_DEF0_1234);
     let mut root = Map::new();
     root.insert("#rank_world_size".into(), json!(0));
     for engine in ENGINES {
