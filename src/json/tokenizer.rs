@@ -168,8 +168,10 @@ enum NumState {
 /// holds no reference to its source: each call takes the [`BufRead`] to pull from, so one
 /// tokenizer can be reused across documents with [`Tokenizer::reset`].
 ///
-/// Size: `SCRATCH + 152` bytes on 64-bit hosts (`size_of::<Tokenizer<256, 128>>()` is 408),
-/// whatever `DEPTH` is.
+/// Size: `SCRATCH + 152` bytes on 64-bit hosts and `SCRATCH + 136` on thumbv7em, whatever
+/// `DEPTH` is (`size_of::<Tokenizer<256, 128>>()` is 408 and 392): the string scratch, the
+/// 48-byte number buffer, a 32-byte container bit stack, offsets, lengths, the grammar state
+/// and the kept fault.
 ///
 /// After any [`Fault`] the tokenizer is spent: every later call returns the same fault until
 /// [`Tokenizer::reset`].
@@ -804,6 +806,10 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
                     _ => return Err(self.fail_json(self.pos + i as u64, JsonError::InvalidNumber)),
                 };
                 i += 1;
+                if matches!(state, NumState::Int | NumState::Frac | NumState::ExpDigits) {
+                    // Runs of digits leave the state as it is.
+                    i += chunk.get(i..).unwrap_or(&[]).iter().take_while(|b| b.is_ascii_digit()).count();
+                }
             }
             if store {
                 self.store_number(chunk.get(..i).unwrap_or(&[]))?;
@@ -878,9 +884,20 @@ fn first_flagged(mask: u64) -> usize {
     (mask.trailing_zeros() / 8) as usize
 }
 
-/// How many bytes at the start of `bytes` are whitespace, eight at a time (pretty-printed
-/// manifests are mostly indentation).
+/// How many bytes at the start of `bytes` are whitespace.
+#[inline]
 fn whitespace_len(bytes: &[u8]) -> usize {
+    // Most tokens follow no whitespace or the one space after `:`.
+    match bytes {
+        [first, ..] if !is_whitespace(*first) => 0,
+        [b' ', second, ..] if !is_whitespace(*second) => 1,
+        _ => whitespace_run(bytes),
+    }
+}
+
+/// [`whitespace_len`] for longer runs, eight bytes at a time (pretty-printed manifests are
+/// mostly indentation).
+fn whitespace_run(bytes: &[u8]) -> usize {
     let mut i = 0;
     while let Some(x) = word(bytes.get(i..).unwrap_or(&[])) {
         let blank = zero_bytes(x ^ splat(b' '))
