@@ -242,6 +242,13 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
         self.token_start
     }
 
+    /// Bytes consumed so far. After [`Tokenizer::peek_kind`] this is where the peeked token
+    /// starts (whitespace and separators before it are consumed), which is the offset to put in
+    /// an error that refuses the token's type.
+    pub fn position(&self) -> u64 {
+        self.pos
+    }
+
     /// How many containers are open now (1 right after the top-level `BeginObject`).
     pub fn depth(&self) -> u16 {
         self.depth
@@ -1480,6 +1487,10 @@ mod tests {
         let mut src: &[u8] = br#"{"k": 1}"#;
         tok.begin_object(&mut src).unwrap();
         assert_eq!(tok.peek_kind(&mut src), Ok(Key));
+        assert_eq!(tok.position(), 1);
+        assert_eq!(tok.next(&mut src), Ok(Event::Key("k")));
+        assert_eq!(tok.peek_kind(&mut src), Ok(Num));
+        assert_eq!((tok.offset(), tok.position()), (1, 6));
         let bad = Fault::json(1, JsonError::UnexpectedByte { found: b'x', expected: Expected::Value });
         assert_eq!(Tokenizer::<8, 8>::new().peek_kind(&mut &b" x"[..]), Err(bad));
     }
