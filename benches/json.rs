@@ -230,18 +230,9 @@ fn consumed_keys<R: BufRead>(tok: &mut Tokenizer<256, 128>, src: &mut R, rows: &
             tok.begin_object(src).unwrap();
             while let Some(field) = tok.next_key(src).unwrap() {
                 match field {
-                    "type" => match tok.next(src).unwrap() {
-                        Event::Str(s) => ty = Some(VarType::parse(s).expect("known type")),
-                        other => panic!("type: {other:?}"),
-                    },
-                    "var_id" => match tok.next(src).unwrap() {
-                        Event::Num(n) => var_id = Some(n.as_u64().unwrap()),
-                        other => panic!("var_id: {other:?}"),
-                    },
-                    "size" => match tok.next(src).unwrap() {
-                        Event::Num(n) => size = Some(n.as_u64().unwrap()),
-                        other => panic!("size: {other:?}"),
-                    },
+                    "type" => ty = Some(VarType::parse(tok.read_str(src).unwrap()).expect("known type")),
+                    "var_id" => var_id = Some(tok.read_u64(src).unwrap()),
+                    "size" => size = Some(tok.read_u64(src).unwrap()),
                     _ => {
                         tok.skip_value(src).unwrap();
                     }

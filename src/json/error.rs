@@ -34,6 +34,16 @@ pub enum Expected {
     Object,
     /// An array (`[`), asked for by [`Tokenizer::begin_array`](super::Tokenizer::begin_array).
     Array,
+    /// A string value ([`Tokenizer::read_str`](super::Tokenizer::read_str)).
+    String,
+    /// A non-negative integer ([`Tokenizer::read_u64`](super::Tokenizer::read_u64)).
+    UnsignedInteger,
+    /// An integer ([`Tokenizer::read_i64`](super::Tokenizer::read_i64)).
+    Integer,
+    /// Any number ([`Tokenizer::read_f64`](super::Tokenizer::read_f64)).
+    Number,
+    /// `true` or `false` ([`Tokenizer::read_bool`](super::Tokenizer::read_bool)).
+    Bool,
 }
 
 impl fmt::Display for Expected {
@@ -51,6 +61,11 @@ impl fmt::Display for Expected {
             Expected::Null => "'null'",
             Expected::Object => "an object",
             Expected::Array => "an array",
+            Expected::String => "a string",
+            Expected::UnsignedInteger => "an unsigned integer",
+            Expected::Integer => "an integer",
+            Expected::Number => "a number",
+            Expected::Bool => "a boolean",
         })
     }
 }

@@ -36,6 +36,11 @@
 //!   [`Tokenizer::skip_value`] it. `next_key` returns `None` after consuming the `}`.
 //! - an array: [`Tokenizer::begin_array`], then `while tok.next_element(src)? { ... }`: read or
 //!   skip one element per turn. `next_element` returns `false` after consuming the `]`.
+//! - a scalar: [`Tokenizer::read_str`], [`Tokenizer::read_u64`], [`Tokenizer::read_i64`],
+//!   [`Tokenizer::read_f64`], [`Tokenizer::read_bool`] look at the token first and refuse
+//!   another type with [`JsonError::UnexpectedToken`] at its offset, before consuming it
+//!   ("expected an unsigned integer, found string (byte 42)").
+//!   [`Tokenizer::position`] gives that offset after a [`Tokenizer::peek_kind`].
 //! - the end: `next` returns [`Event::End`] once only whitespace is left; anything else is
 //!   [`JsonError::TrailingData`].
 //!
@@ -60,10 +65,7 @@
 //!         "a" => {
 //!             tok.begin_array(&mut src)?;
 //!             while tok.next_element(&mut src)? {
-//!                 match tok.next(&mut src)? {
-//!                     Event::Num(n) => a.push(n.as_u64()?).map_err(|_| "too many")?,
-//!                     other => return Err(format!("a[]: expected a number, found {}", other.kind()).into()),
-//!                 }
+//!                 a.push(tok.read_u64(&mut src)?).map_err(|_| "a: too many elements")?;
 //!             }
 //!         }
 //!         _ => {
@@ -73,6 +75,16 @@
 //! }
 //! assert_eq!(tok.next(&mut src)?, Event::End);
 //! assert_eq!(a.as_slice(), &[1, 2]);
+//!
+//! // A wrong type is refused before it is consumed, at its offset.
+//! tok.reset();
+//! let mut wrong: &[u8] = br#"{"a": ["1"]}"#;
+//! tok.begin_object(&mut wrong)?;
+//! assert_eq!(tok.next_key(&mut wrong)?, Some("a"));
+//! tok.begin_array(&mut wrong)?;
+//! assert!(tok.next_element(&mut wrong)?);
+//! let fault = tok.read_u64(&mut wrong).unwrap_err();
+//! assert_eq!(fault.to_string(), "expected an unsigned integer, found string (byte 7)");
 //!
 //! // The same tokenizer, reset, reports where a bad document goes wrong.
 //! tok.reset();

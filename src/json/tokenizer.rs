@@ -340,6 +340,76 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
         self.begin(src, b'[', Expected::Array)
     }
 
+    /// Reads a string value. Any other token is [`JsonError::UnexpectedToken`] (expected
+    /// [`Expected::String`]) at the token's offset, before anything of it is consumed.
+    pub fn read_str<R: BufRead>(&mut self, src: &mut R) -> Result<&str, Fault> {
+        let at = self.expect_kind(src, TokenKind::Str, Expected::String)?;
+        match self.next(src)? {
+            Event::Str(text) => Ok(text),
+            other => Err(Fault::json(at, JsonError::UnexpectedToken { found: other.kind(), expected: Expected::String })),
+        }
+    }
+
+    /// Reads a number as a `u64` (see [`Number::as_u64`]). Another token is
+    /// [`JsonError::UnexpectedToken`] (expected [`Expected::UnsignedInteger`]); a number that
+    /// does not convert is its [`JsonError`]; either at the token's offset.
+    pub fn read_u64<R: BufRead>(&mut self, src: &mut R) -> Result<u64, Fault> {
+        self.read_number_as(src, Expected::UnsignedInteger, |n| n.as_u64())
+    }
+
+    /// Reads a number as an `i64` (see [`Number::as_i64`]); errors as [`Tokenizer::read_u64`],
+    /// with [`Expected::Integer`].
+    pub fn read_i64<R: BufRead>(&mut self, src: &mut R) -> Result<i64, Fault> {
+        self.read_number_as(src, Expected::Integer, |n| n.as_i64())
+    }
+
+    /// Reads a number as an `f64` (see [`Number::as_f64`]); errors as [`Tokenizer::read_u64`],
+    /// with [`Expected::Number`].
+    pub fn read_f64<R: BufRead>(&mut self, src: &mut R) -> Result<f64, Fault> {
+        self.read_number_as(src, Expected::Number, |n| n.as_f64())
+    }
+
+    /// Reads `true` or `false`. Any other token is [`JsonError::UnexpectedToken`] (expected
+    /// [`Expected::Bool`]) at the token's offset.
+    pub fn read_bool<R: BufRead>(&mut self, src: &mut R) -> Result<bool, Fault> {
+        let at = self.expect_kind(src, TokenKind::Bool, Expected::Bool)?;
+        let read = match self.next(src)? {
+            Event::Bool(value) => Ok(value),
+            other => Err(other.kind()),
+        };
+        read.map_err(|found| self.spend(Fault::json(at, JsonError::UnexpectedToken { found, expected: Expected::Bool })))
+    }
+
+    fn read_number_as<R: BufRead, T>(
+        &mut self,
+        src: &mut R,
+        expected: Expected,
+        convert: impl FnOnce(Number<'_>) -> Result<T, JsonError>,
+    ) -> Result<T, Fault> {
+        let at = self.expect_kind(src, TokenKind::Num, expected)?;
+        let converted = match self.next(src)? {
+            Event::Num(number) => convert(number),
+            other => Err(JsonError::UnexpectedToken { found: other.kind(), expected }),
+        };
+        converted.map_err(|error| self.spend(Fault::json(at, error)))
+    }
+
+    /// Checks the next token's kind without consuming it; returns where it starts.
+    fn expect_kind<R: BufRead>(&mut self, src: &mut R, kind: TokenKind, expected: Expected) -> Result<u64, Fault> {
+        let found = self.peek_kind(src)?;
+        if found == kind {
+            Ok(self.pos)
+        } else {
+            Err(self.spend(Fault::json(self.pos, JsonError::UnexpectedToken { found, expected })))
+        }
+    }
+
+    /// Records a fault found outside a tracked step and returns it.
+    fn spend(&mut self, fault: Fault) -> Fault {
+        self.fault = Some(fault);
+        fault
+    }
+
     fn begin<R: BufRead>(&mut self, src: &mut R, open: u8, expected: Expected) -> Result<(), Fault> {
         self.track(|t| match t.prepare(src)? {
             next @ Next::Value(b) if b == open => t.read(src, next, true).map(|_| ()),
@@ -1556,6 +1626,50 @@ mod tests {
         tok.begin_object(&mut src).unwrap();
         assert_eq!(tok.next_key(&mut src).map(|k| k.map(str::len)), Ok(Some(1)));
         assert_eq!(tok.next_key(&mut src).map(|_| ()), unexpected(6, TokenKind::BeginArray, Expected::KeyOrEndObject));
+    }
+
+    #[test]
+    fn typed_readers_refuse_the_wrong_type_before_consuming_it() {
+        let doc = br#"{"s": "text", "u": 18446744073709551615, "i": -9223372036854775808, "f": 2.5e-1, "b": false}"#;
+        for chunk in [1, 7, 4096] {
+            let mut tok = Tokenizer::<8, 8>::new();
+            let mut src = ChunkedReader::new(doc, chunk);
+            tok.begin_object(&mut src).unwrap();
+            assert_eq!(tok.next_key(&mut src), Ok(Some("s")));
+            assert_eq!(tok.read_str(&mut src), Ok("text"));
+            assert_eq!(tok.next_key(&mut src), Ok(Some("u")));
+            assert_eq!(tok.read_u64(&mut src), Ok(u64::MAX));
+            assert_eq!(tok.next_key(&mut src), Ok(Some("i")));
+            assert_eq!(tok.read_i64(&mut src), Ok(i64::MIN));
+            assert_eq!(tok.next_key(&mut src), Ok(Some("f")));
+            assert_eq!(tok.read_f64(&mut src), Ok(0.25));
+            assert_eq!(tok.next_key(&mut src), Ok(Some("b")));
+            assert_eq!(tok.read_bool(&mut src), Ok(false));
+            assert_eq!(tok.next_key(&mut src), Ok(None));
+            assert_eq!(tok.next(&mut src), Ok(Event::End));
+        }
+
+        let refused = |doc: &[u8], read: &dyn Fn(&mut Tokenizer<8, 8>, &mut &[u8]) -> Option<Fault>| {
+            let mut tok = Tokenizer::<8, 8>::new();
+            let mut src = doc;
+            tok.begin_array(&mut src).unwrap();
+            let fault = read(&mut tok, &mut src).expect("refused");
+            // Spent: the same fault again.
+            assert_eq!(tok.next(&mut src), Err(fault));
+            fault
+        };
+        let wrong = |offset, found, expected| Fault::json(offset, JsonError::UnexpectedToken { found, expected });
+        let fault = refused(b"[ \"12\"]", &|t, s| t.read_u64(s).err());
+        assert_eq!(fault, wrong(2, TokenKind::Str, Expected::UnsignedInteger));
+        assert_eq!(fault.to_string(), "expected an unsigned integer, found string (byte 2)");
+        assert_eq!(refused(b"[ 12]", &|t, s| t.read_str(s).err()), wrong(2, TokenKind::Num, Expected::String));
+        assert_eq!(refused(b"[{}]", &|t, s| t.read_bool(s).err()), wrong(1, TokenKind::BeginObject, Expected::Bool));
+        assert_eq!(refused(b"[null]", &|t, s| t.read_f64(s).err()), wrong(1, TokenKind::Null, Expected::Number));
+        assert_eq!(refused(b"[]", &|t, s| t.read_i64(s).err()), wrong(1, TokenKind::EndArray, Expected::Integer));
+        assert_eq!(refused(b"[ -1]", &|t, s| t.read_u64(s).err()), Fault::json(2, JsonError::NumberOutOfRange));
+        assert_eq!(refused(b"[1.5]", &|t, s| t.read_i64(s).err()), Fault::json(1, JsonError::NotAnInteger));
+        assert_eq!(refused(b"[1e999]", &|t, s| t.read_f64(s).err()), Fault::json(1, JsonError::NumberOutOfRange));
+        assert_eq!(refused(b"[01]", &|t, s| t.read_u64(s).err()), Fault::json(2, JsonError::InvalidNumber));
     }
 
     #[test]
