@@ -175,6 +175,12 @@ enum NumState {
 ///
 /// After any [`Fault`] the tokenizer is spent: every later call returns the same fault until
 /// [`Tokenizer::reset`].
+///
+/// A `DEPTH` above [`MAX_DEPTH`] does not compile:
+///
+/// ```compile_fail
+/// let tok = neff::json::Tokenizer::<64, 300>::new();
+/// ```
 pub struct Tokenizer<const SCRATCH: usize = 256, const DEPTH: u16 = 128> {
     scratch: [u8; SCRATCH],
     scratch_len: usize,
