@@ -1,4 +1,8 @@
-//! Placeholder: being written.
+//! The single-pass loader: routes members, streams payloads to the device, binds the chain.
+
+pub mod payload;
+pub mod route;
+
 use core::fmt;
 /// Errors of this layer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,0 +1,275 @@
+//! Streaming a payload member onto the device as it passes.
+//!
+//! A payload is written chunk by chunk from the inflate window straight into a device region:
+//! the host never holds a member whole. A `.npy` member's header is parsed in-stream and only
+//! the array data lands on the device. The loader computes its own digest of the bytes it sent,
+//! so the load report does not depend on what the device keeps.
+
+use embedded_io::BufRead;
+
+use crate::error::{Error, ErrorKind, Stage};
+use crate::hal::{AllocRequest, Hal, RegionId};
+use crate::npy::{NpyError, NpyFeed, NpyHeader, NpyParser};
+use crate::sim::Digest64;
+
+/// A payload that reached the device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Placed {
+    /// The region holding the bytes; `None` for an empty payload (devices refuse empty regions).
+    pub region: Option<RegionId>,
+    /// Bytes written to the device (for `.npy`, the array data only).
+    pub len: u64,
+    /// 64-bit FNV-1a of the bytes written.
+    pub digest: u64,
+    /// For a `.npy` member, the array data size its header declares (equal to `len`).
+    pub npy_data_len: Option<u64>,
+}
+
+/// True when a member name is a NumPy array file, whose header is stripped on the way in.
+pub fn is_npy(name: &str) -> bool {
+    name.ends_with(".npy")
+}
+
+/// Streams `body` (a member of `member_len` bytes) into a new region allocated with `req`
+/// (whose size is replaced by the number of bytes that will land).
+pub fn stream_to_device<H: Hal, R: BufRead<Error = Error>>(
+    hal: &mut H,
+    body: &mut R,
+    member: &str,
+    member_len: u64,
+    mut req: AllocRequest,
+) -> Result<Placed, Error> {
+    let npy_header = if is_npy(member) { Some(read_npy_header(body, member, member_len)?) } else { None };
+    let data_len = match &npy_header {
+        Some((header, header_len)) => {
+            let declared = header.data_len().map_err(|e| npy_error(member, 0, e))?;
+            let available = member_len.saturating_sub(*header_len);
+            if declared != available {
+                return Err(npy_error(
+                    member,
+                    *header_len,
+                    NpyError::Truncated { needed: header_len.saturating_add(declared), got: member_len },
+                ));
+            }
+            declared
+        }
+        None => member_len,
+    };
+    let npy_data_len = npy_header.map(|_| data_len);
+    if data_len == 0 {
+        return Ok(Placed { region: None, len: 0, digest: Digest64::new().finish(), npy_data_len });
+    }
+    req.size = data_len;
+    let region = hal.alloc(&req).map_err(|e| hal_error(member, 0, e))?;
+    match copy_body(hal, region, body, member, data_len) {
+        Ok(digest) => Ok(Placed { region: Some(region), len: data_len, digest, npy_data_len }),
+        Err(e) => {
+            // Leave the device as it was: the region is useless without its bytes.
+            let _ = hal.release(region);
+            Err(e)
+        }
+    }
+}
+
+/// Copies exactly `len` bytes from `body` into `region`, returning their digest.
+fn copy_body<H: Hal, R: BufRead<Error = Error>>(
+    hal: &mut H,
+    region: RegionId,
+    body: &mut R,
+    member: &str,
+    len: u64,
+) -> Result<u64, Error> {
+    let mut digest = Digest64::new();
+    let mut written = 0u64;
+    while written < len {
+        let chunk = body.fill_buf()?;
+        if chunk.is_empty() {
+            return Err(Error::in_member(Stage::Payload, member, written, ErrorKind::Truncated));
+        }
+        let take = usize::try_from(len - written).unwrap_or(usize::MAX).min(chunk.len());
+        let bytes = chunk.get(..take).unwrap_or(chunk);
+        hal.write(region, written, bytes).map_err(|e| hal_error(member, written, e))?;
+        digest.update(bytes);
+        written += bytes.len() as u64;
+        let n = bytes.len();
+        body.consume(n);
+    }
+    Ok(digest.finish())
+}
+
+/// Reads a `.npy` header from the front of `body`, leaving `body` at the first data byte.
+/// Returns the header and its length in bytes.
+fn read_npy_header<R: BufRead<Error = Error>>(
+    body: &mut R,
+    member: &str,
+    member_len: u64,
+) -> Result<(NpyHeader, u64), Error> {
+    let mut parser: NpyParser = NpyParser::new();
+    let mut fed = 0u64;
+    loop {
+        let chunk = body.fill_buf()?;
+        // Never read past the member: the body reader is bounded, but be explicit about it.
+        let limit = usize::try_from(member_len - fed.min(member_len)).unwrap_or(usize::MAX);
+        let chunk = chunk.get(..chunk.len().min(limit)).unwrap_or(&[]);
+        if chunk.is_empty() {
+            let e = parser.finish().err().unwrap_or(NpyError::Truncated { needed: fed + 1, got: fed });
+            return Err(npy_error(member, fed, e));
+        }
+        match parser.feed(chunk).map_err(|e| npy_error(member, fed, e))? {
+            NpyFeed::NeedMore => {
+                let n = chunk.len();
+                fed += n as u64;
+                body.consume(n);
+            }
+            NpyFeed::Complete { header, header_bytes } => {
+                fed += header_bytes as u64;
+                body.consume(header_bytes);
+                return Ok((header, fed));
+            }
+        }
+    }
+}
+
+fn npy_error(member: &str, offset: u64, e: NpyError) -> Error {
+    Error::in_member(Stage::Payload, member, offset, ErrorKind::Npy(e))
+}
+
+/// A HAL error while placing `member`.
+pub(crate) fn hal_error(member: &str, offset: u64, e: crate::hal::HalError) -> Error {
+    Error::in_member(Stage::Hal, member, offset, ErrorKind::Hal(e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifest::{Arch, UsageClass};
+    use crate::sim::{digest64, SimDevice};
+
+    /// A reader over a slice that hands out at most `chunk` bytes at a time.
+    struct Chunked<'a> {
+        data: &'a [u8],
+        chunk: usize,
+    }
+
+    impl embedded_io::ErrorType for Chunked<'_> {
+        type Error = Error;
+    }
+
+    impl embedded_io::Read for Chunked<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> Result<usize, Error> {
+            let n = buf.len().min(self.chunk).min(self.data.len());
+            buf[..n].copy_from_slice(&self.data[..n]);
+            self.data = &self.data[n..];
+            Ok(n)
+        }
+    }
+
+    impl BufRead for Chunked<'_> {
+        fn fill_buf(&mut self) -> Result<&[u8], Error> {
+            Ok(&self.data[..self.chunk.min(self.data.len())])
+        }
+        fn consume(&mut self, amt: usize) {
+            self.data = &self.data[amt..];
+        }
+    }
+
+    fn npy(shape: &str, data: &[u8]) -> Vec<u8> {
+        let mut dict = format!("{{'descr': '<f2', 'fortran_order': False, 'shape': {shape}, }}");
+        while (10 + dict.len() + 1) % 64 != 0 {
+            dict.push(' ');
+        }
+        dict.push('\n');
+        let mut out = b"\x93NUMPY\x01\x00".to_vec();
+        out.extend_from_slice(&(dict.len() as u16).to_le_bytes());
+        out.extend_from_slice(dict.as_bytes());
+        out.extend_from_slice(data);
+        out
+    }
+
+    extern crate std;
+    use std::{format, vec::Vec};
+
+    fn request() -> AllocRequest {
+        AllocRequest { size: 0, align: 64, usage: UsageClass::Weight, core: 0 }
+    }
+
+    #[test]
+    fn raw_payload_lands_whole_in_any_chunking() {
+        let data: Vec<u8> = (0..1000u32).map(|i| (i * 7 % 251) as u8).collect();
+        for chunk in [1, 7, 4096] {
+            let mut mem = [0u8; 4096];
+            let mut dev: SimDevice = SimDevice::new(&mut mem, Arch::Cayman);
+            let mut src = Chunked { data: &data, chunk };
+            let placed = stream_to_device(&mut dev, &mut src, "sg00/PE.bin", 1000, request()).unwrap();
+            assert_eq!(placed.len, 1000);
+            assert_eq!(placed.digest, digest64(&data));
+            let region = placed.region.unwrap();
+            assert_eq!(dev.contents(region).unwrap(), &data[..]);
+            assert_eq!(placed.npy_data_len, None);
+        }
+    }
+
+    #[test]
+    fn npy_header_is_stripped_in_stream() {
+        let data: Vec<u8> = (0..16u8).collect();
+        let file = npy("(2, 4)", &data);
+        for chunk in [1, 3, 4096] {
+            let mut mem = [0u8; 1024];
+            let mut dev: SimDevice = SimDevice::new(&mut mem, Arch::Cayman);
+            let mut src = Chunked { data: &file, chunk };
+            let placed = stream_to_device(&mut dev, &mut src, "sg00/w.npy", file.len() as u64, request()).unwrap();
+            assert_eq!(placed.len, 16);
+            assert_eq!(placed.npy_data_len, Some(16));
+            assert_eq!(placed.digest, digest64(&data));
+            assert_eq!(dev.contents(placed.region.unwrap()).unwrap(), &data[..]);
+        }
+    }
+
+    #[test]
+    fn npy_shape_that_disagrees_with_the_member_is_an_error_and_frees_nothing_twice() {
+        let file = npy("(2, 5)", &[0u8; 16]); // declares 20 bytes, carries 16
+        let mut mem = [0u8; 1024];
+        let mut dev: SimDevice = SimDevice::new(&mut mem, Arch::Cayman);
+        let mut src = Chunked { data: &file, chunk: 4096 };
+        let e = stream_to_device(&mut dev, &mut src, "sg00/w.npy", file.len() as u64, request()).unwrap_err();
+        assert_eq!(e.stage, Stage::Payload);
+        assert!(matches!(e.kind, ErrorKind::Npy(NpyError::Truncated { .. })), "{e:?}");
+        assert_eq!(dev.live_regions().count(), 0);
+    }
+
+    #[test]
+    fn bad_npy_magic_names_the_member() {
+        let mut file = npy("(2,)", &[0u8; 4]);
+        file[1] = b'X';
+        let mut mem = [0u8; 1024];
+        let mut dev: SimDevice = SimDevice::new(&mut mem, Arch::Cayman);
+        let mut src = Chunked { data: &file, chunk: 4096 };
+        let e = stream_to_device(&mut dev, &mut src, "sg00/w.npy", file.len() as u64, request()).unwrap_err();
+        assert_eq!(e.member.as_str(), "sg00/w.npy");
+        assert!(matches!(e.kind, ErrorKind::Npy(NpyError::BadMagic { .. })), "{e:?}");
+    }
+
+    #[test]
+    fn a_short_body_releases_its_region() {
+        let data = [1u8; 100];
+        let mut mem = [0u8; 1024];
+        let mut dev: SimDevice = SimDevice::new(&mut mem, Arch::Cayman);
+        let mut src = Chunked { data: &data[..60], chunk: 16 };
+        let e = stream_to_device(&mut dev, &mut src, "sg00/PE.bin", 100, request()).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Truncated);
+        assert_eq!(e.offset, 60);
+        assert_eq!(dev.live_regions().count(), 0);
+    }
+
+    #[test]
+    fn device_out_of_memory_is_a_hal_error() {
+        let data = [1u8; 100];
+        let mut mem = [0u8; 64];
+        let mut dev: SimDevice = SimDevice::new(&mut mem, Arch::Cayman);
+        let mut src = Chunked { data: &data, chunk: 4096 };
+        let e = stream_to_device(&mut dev, &mut src, "sg00/PE.bin", 100, request()).unwrap_err();
+        assert_eq!(e.stage, Stage::Hal);
+        assert!(matches!(e.kind, ErrorKind::Hal(crate::hal::HalError::OutOfMemory { .. })), "{e:?}");
+    }
+}
