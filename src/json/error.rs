@@ -1,0 +1,255 @@
+//! What the tokenizer reports: syntax error kinds ([`JsonError`]), what it was looking for
+//! ([`Expected`]), the kinds of tokens ([`TokenKind`]) and a failure with its byte offset
+//! ([`Fault`]).
+
+use core::fmt;
+
+use crate::error::{Error, ErrorKind, Stage};
+
+/// What the tokenizer was looking for when it met something else.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Expected {
+    /// Any JSON value (top level, after `:` or after `,` in an array).
+    Value,
+    /// An array element or the `]` of an empty array.
+    ValueOrEndArray,
+    /// A string key (after `,` in an object).
+    Key,
+    /// A string key or the `}` of an empty object.
+    KeyOrEndObject,
+    /// The `:` between a key and its value.
+    Colon,
+    /// `,` or `}` after an object member.
+    CommaOrEndObject,
+    /// `,` or `]` after an array element.
+    CommaOrEndArray,
+    /// The rest of the literal `true`.
+    True,
+    /// The rest of the literal `false`.
+    False,
+    /// The rest of the literal `null`.
+    Null,
+    /// An object (`{`), asked for by [`Tokenizer::begin_object`](super::Tokenizer::begin_object).
+    Object,
+    /// An array (`[`), asked for by [`Tokenizer::begin_array`](super::Tokenizer::begin_array).
+    Array,
+}
+
+impl fmt::Display for Expected {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Expected::Value => "a value",
+            Expected::ValueOrEndArray => "a value or ']'",
+            Expected::Key => "a string key",
+            Expected::KeyOrEndObject => "a string key or '}'",
+            Expected::Colon => "':' after key",
+            Expected::CommaOrEndObject => "',' or '}' after object member",
+            Expected::CommaOrEndArray => "',' or ']' after array element",
+            Expected::True => "'true'",
+            Expected::False => "'false'",
+            Expected::Null => "'null'",
+            Expected::Object => "an object",
+            Expected::Array => "an array",
+        })
+    }
+}
+
+/// The kind of the next token, as [`Tokenizer::peek_kind`](super::Tokenizer::peek_kind)
+/// reports it without consuming anything. One per [`Event`](super::Event) variant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum TokenKind {
+    /// `{`
+    BeginObject,
+    /// `}`
+    EndObject,
+    /// `[`
+    BeginArray,
+    /// `]`
+    EndArray,
+    /// A member's key.
+    Key,
+    /// A string value.
+    Str,
+    /// A number.
+    Num,
+    /// `true` or `false`.
+    Bool,
+    /// `null`.
+    Null,
+    /// The end of the document, after the top-level value.
+    End,
+}
+
+impl TokenKind {
+    /// A short name for messages: `"object"`, `"string"`, `"number"`, ...
+    pub const fn name(self) -> &'static str {
+        match self {
+            TokenKind::BeginObject => "object",
+            TokenKind::EndObject => "'}'",
+            TokenKind::BeginArray => "array",
+            TokenKind::EndArray => "']'",
+            TokenKind::Key => "key",
+            TokenKind::Str => "string",
+            TokenKind::Num => "number",
+            TokenKind::Bool => "boolean",
+            TokenKind::Null => "null",
+            TokenKind::End => "end of input",
+        }
+    }
+}
+
+impl fmt::Display for TokenKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Syntax-level errors: the document is not RFC 8259 JSON, or a number does not fit the type
+/// asked for. Carried by [`ErrorKind::Json`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum JsonError {
+    /// A byte that cannot start or continue what the grammar allows here.
+    UnexpectedByte {
+        /// The byte found.
+        found: u8,
+        /// What the grammar allows here.
+        expected: Expected,
+    },
+    /// A well-formed token the caller's protocol does not allow here (for example
+    /// [`Tokenizer::begin_object`](super::Tokenizer::begin_object) meeting a string).
+    UnexpectedToken {
+        /// The token found (not consumed).
+        found: TokenKind,
+        /// What the caller asked for.
+        expected: Expected,
+    },
+    /// The input ended inside the document (this includes an empty document).
+    UnexpectedEnd,
+    /// Containers nest deeper than the tokenizer's `DEPTH`.
+    DepthLimit {
+        /// The tokenizer's `DEPTH`: the most containers open at once.
+        limit: u16,
+    },
+    /// A `\` escape other than `\" \\ \/ \b \f \n \r \t \uXXXX`, or a `\u` without four hex digits.
+    InvalidEscape,
+    /// A `\u` escape of a UTF-16 surrogate that is not part of a high-low pair.
+    LoneSurrogate,
+    /// A string holds bytes that are not UTF-8 (overlong forms, surrogate code points,
+    /// code points above U+10FFFF, truncated sequences, stray continuation bytes).
+    InvalidUtf8,
+    /// A raw byte below 0x20 inside a string (it must be escaped).
+    ControlCharInString,
+    /// A number that breaks the grammar: leading zero, `1.`, `1e`, `-` alone.
+    InvalidNumber,
+    /// A number outside the range of the type asked for (`u64`, `i64`, finite `f64`).
+    NumberOutOfRange,
+    /// A number with a fraction or an exponent where an integer is asked for.
+    NotAnInteger,
+    /// Something other than whitespace after the top-level value.
+    TrailingData,
+    /// A `,` directly before `]` or `}`.
+    TrailingComma,
+}
+
+impl fmt::Display for JsonError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            JsonError::UnexpectedByte { found, expected } => {
+                write!(f, "expected {expected}, found ")?;
+                if found.is_ascii_graphic() {
+                    write!(f, "'{}'", char::from(found))
+                } else {
+                    write!(f, "byte 0x{found:02X}")
+                }
+            }
+            JsonError::UnexpectedToken { found, expected } => {
+                write!(f, "expected {expected}, found {found}")
+            }
+            JsonError::UnexpectedEnd => f.write_str("unexpected end of JSON input"),
+            JsonError::DepthLimit { limit } => write!(f, "JSON nested deeper than {limit} levels"),
+            JsonError::InvalidEscape => f.write_str("invalid escape sequence in string"),
+            JsonError::LoneSurrogate => f.write_str("unpaired UTF-16 surrogate in \\u escape"),
+            JsonError::InvalidUtf8 => f.write_str("invalid UTF-8 in string"),
+            JsonError::ControlCharInString => f.write_str("unescaped control character in string"),
+            JsonError::InvalidNumber => f.write_str("invalid number"),
+            JsonError::NumberOutOfRange => f.write_str("number out of range"),
+            JsonError::NotAnInteger => f.write_str("number is not an integer"),
+            JsonError::TrailingData => f.write_str("data after the top-level JSON value"),
+            JsonError::TrailingComma => f.write_str("trailing comma"),
+        }
+    }
+}
+
+/// A tokenizer failure: where it happened and why.
+///
+/// `kind` is [`ErrorKind::Json`] for bad JSON, [`ErrorKind::Io`] when the source failed and
+/// [`ErrorKind::Capacity`] when a string or number the caller receives does not fit
+/// (limits `"JSON string scratch"` and `"JSON number length"`). The end of input inside the
+/// document is `Json(UnexpectedEnd)`; the tokenizer never reports [`ErrorKind::Truncated`]
+/// itself (a short tar member is the tar layer's to report).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Fault {
+    /// Bytes from the start of the document to the offending byte (for a capacity error: to the
+    /// start of the token that did not fit).
+    pub offset: u64,
+    /// What went wrong.
+    pub kind: ErrorKind,
+}
+
+impl Fault {
+    /// A JSON syntax fault at `offset`.
+    pub const fn json(offset: u64, error: JsonError) -> Self {
+        Self { offset, kind: ErrorKind::Json(error) }
+    }
+
+    /// The crate error for this fault inside `member` (offset counted from the member's body).
+    pub fn into_error(self, stage: Stage, member: &str, key_path: &str) -> Error {
+        Error::in_member(stage, member, self.offset, self.kind).with_key_path(key_path)
+    }
+}
+
+impl fmt::Display for Fault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} (byte {})", self.kind, self.offset)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+mod tests {
+    use super::*;
+    use crate::error::OffsetBase;
+
+    fn text(value: impl fmt::Display) -> heapless::String<128> {
+        let mut s = heapless::String::new();
+        core::fmt::write(&mut s, format_args!("{value}")).ok();
+        s
+    }
+
+    #[test]
+    fn unexpected_byte_reads_like_a_sentence() {
+        let e = JsonError::UnexpectedByte { found: b'x', expected: Expected::Colon };
+        assert_eq!(text(e).as_str(), "expected ':' after key, found 'x'");
+        let e = JsonError::UnexpectedByte { found: 0x07, expected: Expected::Value };
+        assert_eq!(text(e).as_str(), "expected a value, found byte 0x07");
+        let e = JsonError::UnexpectedToken { found: TokenKind::Str, expected: Expected::Object };
+        assert_eq!(text(e).as_str(), "expected an object, found string");
+    }
+
+    #[test]
+    fn fault_becomes_an_error_in_a_member() {
+        let fault = Fault::json(42, JsonError::TrailingComma);
+        let err = fault.into_error(Stage::DefJson, "sg00/def.json", "var.x.size");
+        assert_eq!(err.offset, 42);
+        assert_eq!(err.offset_base, OffsetBase::Member);
+        assert_eq!(err.member.as_str(), "sg00/def.json");
+        assert_eq!(err.key_path.as_str(), "var.x.size");
+        assert_eq!(err.kind, ErrorKind::Json(JsonError::TrailingComma));
+        assert_eq!(text(err).as_str(), "sg00/def.json: var.x.size: trailing comma (byte 42)");
+        assert_eq!(text(fault).as_str(), "trailing comma (byte 42)");
+    }
+}

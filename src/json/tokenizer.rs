@@ -1,0 +1,1464 @@
+//! The pull tokenizer: [`Tokenizer`] and the [`Event`]s it returns.
+//!
+//! Every public method first consumes whitespace and separators (`,` and `:`), which never
+//! show as events, then reads or looks at one token. A token's partial state (half an escape,
+//! half a UTF-8 sequence, a number cut by a chunk boundary) lives in locals of the call that
+//! reads it: the call keeps pulling chunks until the token is complete, so nothing but the
+//! container stack and the grammar state survives between calls.
+
+use core::fmt;
+
+use embedded_io::{BufRead, Error as _};
+
+use super::{Expected, Fault, JsonError, Number, TokenKind};
+use crate::error::{CapacityError, ErrorKind};
+
+/// The largest `DEPTH` a [`Tokenizer`] accepts (its container stack is a fixed 256-bit set).
+pub const MAX_DEPTH: u16 = 256;
+
+/// Capacity of the buffer holding a number the caller receives (limit `"JSON number length"`).
+/// Skipped numbers may be of any length.
+pub const NUMBER_CAPACITY: usize = 48;
+
+/// Bytes of the container stack: one bit per level, set for an object.
+const STACK_BYTES: usize = MAX_DEPTH as usize / 8;
+
+/// The limit name reported when a received string does not fit the scratch buffer.
+pub const SCRATCH_LIMIT: &str = "JSON string scratch";
+
+/// The limit name reported when a received number is longer than [`NUMBER_CAPACITY`].
+pub const NUMBER_LIMIT: &str = "JSON number length";
+
+/// One token. Strings and number text borrow the tokenizer's buffers until the next call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event<'a> {
+    /// `{`
+    BeginObject,
+    /// `}`
+    EndObject,
+    /// `[`
+    BeginArray,
+    /// `]`
+    EndArray,
+    /// A member's key, unescaped.
+    Key(&'a str),
+    /// A string value, unescaped.
+    Str(&'a str),
+    /// A number, grammar-checked.
+    Num(Number<'a>),
+    /// `true` or `false`.
+    Bool(bool),
+    /// `null`.
+    Null,
+    /// The end of input after the single top-level value and trailing whitespace. Returned
+    /// again by every later call.
+    End,
+}
+
+impl Event<'_> {
+    /// The kind of this token.
+    pub fn kind(&self) -> TokenKind {
+        match self {
+            Event::BeginObject => TokenKind::BeginObject,
+            Event::EndObject => TokenKind::EndObject,
+            Event::BeginArray => TokenKind::BeginArray,
+            Event::EndArray => TokenKind::EndArray,
+            Event::Key(_) => TokenKind::Key,
+            Event::Str(_) => TokenKind::Str,
+            Event::Num(_) => TokenKind::Num,
+            Event::Bool(_) => TokenKind::Bool,
+            Event::Null => TokenKind::Null,
+            Event::End => TokenKind::End,
+        }
+    }
+}
+
+/// Where the grammar stands between two tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// The top-level value is expected.
+    Start,
+    /// After `[`: a value or `]`.
+    ArrayFirst,
+    /// After `,` in an array: a value.
+    ArrayNext,
+    /// After `{`: a key or `}`.
+    ObjectFirst,
+    /// After `,` in an object: a key.
+    ObjectNext,
+    /// After a key: `:`.
+    AfterKey,
+    /// After `:`: the member's value.
+    MemberValue,
+    /// After a complete value: `,`, the container's end, or (at depth 0) the end of input.
+    AfterValue,
+    /// The top-level value and its trailing whitespace are done.
+    Done,
+}
+
+/// What comes next once whitespace and separators are consumed; nothing of it is consumed yet.
+#[derive(Debug, Clone, Copy)]
+enum Next {
+    /// A value starting with this byte (already checked to start one).
+    Value(u8),
+    /// A key (the `"` of an object key).
+    Key,
+    /// The `}` or `]` closing the innermost container.
+    Close,
+    /// The end of input after the top-level value.
+    End,
+}
+
+/// A token read; its text, if any, is in the tokenizer's buffers.
+#[derive(Debug, Clone, Copy)]
+enum Token {
+    BeginObject,
+    EndObject,
+    BeginArray,
+    EndArray,
+    Key,
+    Str,
+    Num { integer: bool },
+    Bool(bool),
+    Null,
+    End,
+}
+
+/// Inside a string, between two bytes.
+#[derive(Debug, Clone, Copy)]
+enum StrState {
+    /// Plain text.
+    Plain,
+    /// Inside a UTF-8 sequence: `remaining` continuation bytes, the next in `low..=high`.
+    Utf8 { remaining: u8, low: u8, high: u8 },
+    /// After `\`.
+    Escape,
+    /// Inside `\uXXXX`: `digits` read so far; `high` is the high surrogate this one must pair with.
+    Hex { digits: u8, value: u32, high: Option<u32> },
+    /// After a high surrogate escape: the `\` of its low half.
+    LowBackslash { high: u32 },
+    /// After a high surrogate escape and `\`: the `u` of its low half.
+    LowU { high: u32 },
+}
+
+/// Inside a number, between two bytes (RFC 8259 §6).
+#[derive(Debug, Clone, Copy)]
+enum NumState {
+    Start,
+    Minus,
+    Zero,
+    Int,
+    Dot,
+    Frac,
+    Exp,
+    ExpSign,
+    ExpDigits,
+}
+
+/// A streaming, non-recursive JSON pull tokenizer (see the [module docs](super) for the
+/// protocol).
+///
+/// `SCRATCH` bytes hold one unescaped string or key the caller receives; `DEPTH` is the most
+/// containers open at once (at most [`MAX_DEPTH`], checked at compile time). The tokenizer
+/// holds no reference to its source: each call takes the [`BufRead`] to pull from, so one
+/// tokenizer can be reused across documents with [`Tokenizer::reset`].
+///
+/// Size: `SCRATCH + 152` bytes on 64-bit hosts (`size_of::<Tokenizer<256, 128>>()` is 408),
+/// whatever `DEPTH` is.
+///
+/// After any [`Fault`] the tokenizer is spent: every later call returns the same fault until
+/// [`Tokenizer::reset`].
+pub struct Tokenizer<const SCRATCH: usize = 256, const DEPTH: u16 = 128> {
+    scratch: [u8; SCRATCH],
+    scratch_len: usize,
+    number: [u8; NUMBER_CAPACITY],
+    number_len: u8,
+    /// Bit `d` is set when the container at depth `d + 1` is an object.
+    containers: [u8; STACK_BYTES],
+    depth: u16,
+    state: State,
+    /// Bytes consumed from the source since the document started.
+    pos: u64,
+    /// Where the last token returned (or value skipped) started.
+    token_start: u64,
+    fault: Option<Fault>,
+}
+
+impl<const SCRATCH: usize, const DEPTH: u16> Default for Tokenizer<SCRATCH, DEPTH> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const SCRATCH: usize, const DEPTH: u16> fmt::Debug for Tokenizer<SCRATCH, DEPTH> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tokenizer")
+            .field("state", &self.state)
+            .field("depth", &self.depth)
+            .field("pos", &self.pos)
+            .field("fault", &self.fault)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
+    /// A tokenizer ready for a document.
+    pub const fn new() -> Self {
+        const { assert!(DEPTH <= MAX_DEPTH, "Tokenizer DEPTH is above MAX_DEPTH (256)") };
+        Self {
+            scratch: [0; SCRATCH],
+            scratch_len: 0,
+            number: [0; NUMBER_CAPACITY],
+            number_len: 0,
+            containers: [0; STACK_BYTES],
+            depth: 0,
+            state: State::Start,
+            pos: 0,
+            token_start: 0,
+            fault: None,
+        }
+    }
+
+    /// Forgets the current document (and any fault): ready for a new one, offsets from 0.
+    pub fn reset(&mut self) {
+        self.scratch_len = 0;
+        self.number_len = 0;
+        self.depth = 0;
+        self.state = State::Start;
+        self.pos = 0;
+        self.token_start = 0;
+        self.fault = None;
+    }
+
+    /// The byte offset where the last returned token (or skipped value) started.
+    pub fn offset(&self) -> u64 {
+        self.token_start
+    }
+
+    /// How many containers are open now (1 right after the top-level `BeginObject`).
+    pub fn depth(&self) -> u16 {
+        self.depth
+    }
+
+    /// Reads the next token.
+    pub fn next<R: BufRead>(&mut self, src: &mut R) -> Result<Event<'_>, Fault> {
+        let token = self.track(|t| {
+            let next = t.prepare(src)?;
+            t.read(src, next, true)
+        })?;
+        self.event(token)
+    }
+
+    /// The kind of the next token, consuming only the whitespace and separators before it.
+    ///
+    /// A byte that cannot start a token here is a fault, as [`Tokenizer::next`] would report it.
+    pub fn peek_kind<R: BufRead>(&mut self, src: &mut R) -> Result<TokenKind, Fault> {
+        self.track(|t| {
+            let next = t.prepare(src)?;
+            Ok(t.kind_of(next))
+        })
+    }
+
+    /// Skips the next complete value, validating it fully but storing nothing (strings and
+    /// numbers of any length are fine). Returns `Ok(true)` when a value was skipped.
+    ///
+    /// - At a value position (after a [`Event::Key`], an array element position, the top
+    ///   level): skips that value, a whole container included.
+    /// - At a key position (inside an object, before a key): skips the key and its value.
+    /// - When the next token is `]`, `}` or [`Event::End`]: returns `Ok(false)` and consumes
+    ///   nothing, so `while tok.skip_value(src)? {}` skips the rest of a container and the
+    ///   following [`Tokenizer::next`] returns its `EndArray`/`EndObject`.
+    ///
+    /// Nesting is tracked by the depth counter and the container bit stack, never by
+    /// recursion: a value nested deeper than `DEPTH` is [`JsonError::DepthLimit`].
+    pub fn skip_value<R: BufRead>(&mut self, src: &mut R) -> Result<bool, Fault> {
+        self.track(|t| t.skip(src))
+    }
+
+    /// Inside an object: the next key, or `None` after consuming the object's `}`.
+    ///
+    /// Call it right after [`Event::BeginObject`] (or [`Tokenizer::begin_object`]) and after
+    /// each member's value has been read or skipped. Anywhere else it is
+    /// [`JsonError::UnexpectedToken`] (expected [`Expected::KeyOrEndObject`]).
+    pub fn next_key<R: BufRead>(&mut self, src: &mut R) -> Result<Option<&str>, Fault> {
+        let found = self.track(|t| {
+            let next = t.prepare(src)?;
+            match next {
+                Next::Key => t.read(src, next, true).map(|_| true),
+                Next::Close if t.top_is_object() => t.read(src, next, true).map(|_| false),
+                other => Err(t.unexpected_token(other, Expected::KeyOrEndObject)),
+            }
+        })?;
+        if found {
+            self.scratch_str().map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// Inside an array: `true` when another element follows (nothing of it consumed: read it
+    /// with [`Tokenizer::next`], [`Tokenizer::skip_value`], ...), `false` after consuming the
+    /// array's `]`.
+    ///
+    /// Call it right after [`Event::BeginArray`] (or [`Tokenizer::begin_array`]) and after each
+    /// element. Anywhere else it is [`JsonError::UnexpectedToken`] (expected
+    /// [`Expected::ValueOrEndArray`]).
+    pub fn next_element<R: BufRead>(&mut self, src: &mut R) -> Result<bool, Fault> {
+        self.track(|t| {
+            let next = t.prepare(src)?;
+            match next {
+                Next::Value(_) if matches!(t.state, State::ArrayFirst | State::ArrayNext) => Ok(true),
+                Next::Close if !t.top_is_object() => t.read(src, next, true).map(|_| false),
+                other => Err(t.unexpected_token(other, Expected::ValueOrEndArray)),
+            }
+        })
+    }
+
+    /// Consumes the `{` of the next value, or fails with [`JsonError::UnexpectedToken`]
+    /// (expected [`Expected::Object`], found the token's kind) at the token's offset.
+    pub fn begin_object<R: BufRead>(&mut self, src: &mut R) -> Result<(), Fault> {
+        self.begin(src, b'{', Expected::Object)
+    }
+
+    /// Consumes the `[` of the next value, or fails with [`JsonError::UnexpectedToken`]
+    /// (expected [`Expected::Array`], found the token's kind) at the token's offset.
+    pub fn begin_array<R: BufRead>(&mut self, src: &mut R) -> Result<(), Fault> {
+        self.begin(src, b'[', Expected::Array)
+    }
+
+    fn begin<R: BufRead>(&mut self, src: &mut R, open: u8, expected: Expected) -> Result<(), Fault> {
+        self.track(|t| match t.prepare(src)? {
+            next @ Next::Value(b) if b == open => t.read(src, next, true).map(|_| ()),
+            other => Err(t.unexpected_token(other, expected)),
+        })
+    }
+
+    /// Runs one step; a fault spends the tokenizer (and a spent tokenizer only repeats it).
+    fn track<T>(&mut self, step: impl FnOnce(&mut Self) -> Result<T, Fault>) -> Result<T, Fault> {
+        if let Some(fault) = self.fault {
+            return Err(fault);
+        }
+        let result = step(self);
+        if let Err(fault) = result {
+            self.fault = Some(fault);
+        }
+        result
+    }
+
+    fn unexpected_token(&self, next: Next, expected: Expected) -> Fault {
+        Fault::json(self.pos, JsonError::UnexpectedToken { found: self.kind_of(next), expected })
+    }
+
+    fn kind_of(&self, next: Next) -> TokenKind {
+        match next {
+            Next::End => TokenKind::End,
+            Next::Key => TokenKind::Key,
+            Next::Close if self.top_is_object() => TokenKind::EndObject,
+            Next::Close => TokenKind::EndArray,
+            Next::Value(b'{') => TokenKind::BeginObject,
+            Next::Value(b'[') => TokenKind::BeginArray,
+            Next::Value(b'"') => TokenKind::Str,
+            Next::Value(b't' | b'f') => TokenKind::Bool,
+            Next::Value(b'n') => TokenKind::Null,
+            Next::Value(_) => TokenKind::Num,
+        }
+    }
+
+    fn event(&self, token: Token) -> Result<Event<'_>, Fault> {
+        Ok(match token {
+            Token::BeginObject => Event::BeginObject,
+            Token::EndObject => Event::EndObject,
+            Token::BeginArray => Event::BeginArray,
+            Token::EndArray => Event::EndArray,
+            Token::Key => Event::Key(self.scratch_str()?),
+            Token::Str => Event::Str(self.scratch_str()?),
+            Token::Num { integer } => Event::Num(Number::new(self.number_str()?, integer)),
+            Token::Bool(value) => Event::Bool(value),
+            Token::Null => Event::Null,
+            Token::End => Event::End,
+        })
+    }
+
+    fn scratch_str(&self) -> Result<&str, Fault> {
+        let bytes = self.scratch.get(..self.scratch_len).unwrap_or(&[]);
+        // Already validated byte by byte; this re-check is what lets us avoid `unsafe`.
+        core::str::from_utf8(bytes).map_err(|_| Fault::json(self.token_start, JsonError::InvalidUtf8))
+    }
+
+    fn number_str(&self) -> Result<&str, Fault> {
+        let bytes = self.number.get(..usize::from(self.number_len)).unwrap_or(&[]);
+        core::str::from_utf8(bytes).map_err(|_| Fault::json(self.token_start, JsonError::InvalidNumber))
+    }
+
+    fn skip<R: BufRead>(&mut self, src: &mut R) -> Result<bool, Fault> {
+        let mut next = self.prepare(src)?;
+        if matches!(next, Next::Close | Next::End) {
+            return Ok(false);
+        }
+        let skipped_from = self.pos;
+        let base = self.depth;
+        loop {
+            let token = self.read(src, next, false)?;
+            let value_done = self.depth == base && self.state == State::AfterValue;
+            if value_done || matches!(token, Token::End) {
+                break;
+            }
+            next = self.prepare(src)?;
+        }
+        self.token_start = skipped_from;
+        Ok(true)
+    }
+
+    /// Consumes whitespace and separators and says what comes next, checking that its first
+    /// byte is allowed here. The state is left at the position of that token.
+    fn prepare<R: BufRead>(&mut self, src: &mut R) -> Result<Next, Fault> {
+        loop {
+            let byte = self.skip_whitespace(src)?;
+            let at = self.pos;
+            let unexpected = |expected| match byte {
+                Some(found) => Fault::json(at, JsonError::UnexpectedByte { found, expected }),
+                None => Fault::json(at, JsonError::UnexpectedEnd),
+            };
+            match self.state {
+                State::Start | State::MemberValue | State::ArrayNext => {
+                    return match byte {
+                        Some(b) if starts_value(b) => Ok(Next::Value(b)),
+                        Some(b']') if self.state == State::ArrayNext => Err(Fault::json(at, JsonError::TrailingComma)),
+                        _ => Err(unexpected(Expected::Value)),
+                    };
+                }
+                State::ArrayFirst => {
+                    return match byte {
+                        Some(b']') => Ok(Next::Close),
+                        Some(b) if starts_value(b) => Ok(Next::Value(b)),
+                        _ => Err(unexpected(Expected::ValueOrEndArray)),
+                    };
+                }
+                State::ObjectFirst => {
+                    return match byte {
+                        Some(b'"') => Ok(Next::Key),
+                        Some(b'}') => Ok(Next::Close),
+                        _ => Err(unexpected(Expected::KeyOrEndObject)),
+                    };
+                }
+                State::ObjectNext => {
+                    return match byte {
+                        Some(b'"') => Ok(Next::Key),
+                        Some(b'}') => Err(Fault::json(at, JsonError::TrailingComma)),
+                        _ => Err(unexpected(Expected::Key)),
+                    };
+                }
+                State::AfterKey => match byte {
+                    Some(b':') => {
+                        self.advance(src, 1);
+                        self.state = State::MemberValue;
+                    }
+                    _ => return Err(unexpected(Expected::Colon)),
+                },
+                State::AfterValue if self.depth == 0 => self.state = State::Done,
+                State::AfterValue => {
+                    let object = self.top_is_object();
+                    match (byte, object) {
+                        (Some(b','), true) => {
+                            self.advance(src, 1);
+                            self.state = State::ObjectNext;
+                        }
+                        (Some(b','), false) => {
+                            self.advance(src, 1);
+                            self.state = State::ArrayNext;
+                        }
+                        (Some(b'}'), true) | (Some(b']'), false) => return Ok(Next::Close),
+                        (_, true) => return Err(unexpected(Expected::CommaOrEndObject)),
+                        (_, false) => return Err(unexpected(Expected::CommaOrEndArray)),
+                    }
+                }
+                State::Done => {
+                    return match byte {
+                        None => Ok(Next::End),
+                        Some(_) => Err(Fault::json(at, JsonError::TrailingData)),
+                    };
+                }
+            }
+        }
+    }
+
+    /// Reads the token `prepare` announced. With `store` false, string and number text is
+    /// validated but not kept.
+    fn read<R: BufRead>(&mut self, src: &mut R, next: Next, store: bool) -> Result<Token, Fault> {
+        self.token_start = self.pos;
+        let token = match next {
+            Next::End => return Ok(Token::End),
+            Next::Close => {
+                let object = self.top_is_object();
+                self.advance(src, 1);
+                self.depth = self.depth.saturating_sub(1);
+                if object {
+                    Token::EndObject
+                } else {
+                    Token::EndArray
+                }
+            }
+            Next::Key => {
+                self.read_string(src, store)?;
+                self.state = State::AfterKey;
+                return Ok(Token::Key);
+            }
+            Next::Value(b'{') => {
+                self.push(true)?;
+                self.advance(src, 1);
+                self.state = State::ObjectFirst;
+                return Ok(Token::BeginObject);
+            }
+            Next::Value(b'[') => {
+                self.push(false)?;
+                self.advance(src, 1);
+                self.state = State::ArrayFirst;
+                return Ok(Token::BeginArray);
+            }
+            Next::Value(b'"') => {
+                self.read_string(src, store)?;
+                Token::Str
+            }
+            Next::Value(b't') => {
+                self.read_literal(src, b"true", Expected::True)?;
+                Token::Bool(true)
+            }
+            Next::Value(b'f') => {
+                self.read_literal(src, b"false", Expected::False)?;
+                Token::Bool(false)
+            }
+            Next::Value(b'n') => {
+                self.read_literal(src, b"null", Expected::Null)?;
+                Token::Null
+            }
+            Next::Value(_) => Token::Num { integer: self.read_number(src, store)? },
+        };
+        self.state = State::AfterValue;
+        Ok(token)
+    }
+
+    fn advance<R: BufRead>(&mut self, src: &mut R, amount: usize) {
+        src.consume(amount);
+        self.pos += amount as u64;
+    }
+
+    fn top_is_object(&self) -> bool {
+        let Some(level) = self.depth.checked_sub(1).map(usize::from) else {
+            return false;
+        };
+        self.containers.get(level / 8).is_some_and(|bits| bits & (1 << (level % 8)) != 0)
+    }
+
+    fn push(&mut self, object: bool) -> Result<(), Fault> {
+        if self.depth >= DEPTH {
+            return Err(Fault::json(self.pos, JsonError::DepthLimit { limit: DEPTH }));
+        }
+        let level = usize::from(self.depth);
+        if let Some(bits) = self.containers.get_mut(level / 8) {
+            let mask = 1u8 << (level % 8);
+            if object {
+                *bits |= mask;
+            } else {
+                *bits &= !mask;
+            }
+        }
+        self.depth += 1;
+        Ok(())
+    }
+
+    /// The next non-whitespace byte (not consumed), or `None` at the end of input.
+    fn skip_whitespace<R: BufRead>(&mut self, src: &mut R) -> Result<Option<u8>, Fault> {
+        loop {
+            let chunk = fill(src, self.pos)?;
+            if chunk.is_empty() {
+                return Ok(None);
+            }
+            let (skipped, found) = match chunk.iter().position(|&b| !is_whitespace(b)) {
+                Some(i) => (i, chunk.get(i).copied()),
+                None => (chunk.len(), None),
+            };
+            self.advance(src, skipped);
+            if found.is_some() {
+                return Ok(found);
+            }
+        }
+    }
+
+    /// Reads a string from its opening quote to its closing quote, checking UTF-8, control
+    /// characters and escapes; with `store`, the unescaped text goes to the scratch buffer.
+    fn read_string<R: BufRead>(&mut self, src: &mut R, store: bool) -> Result<(), Fault> {
+        self.advance(src, 1);
+        self.scratch_len = 0;
+        let mut state = StrState::Plain;
+        // Where the current `\u` escape (the high half of a pair) started.
+        let mut escape_at = self.pos;
+        loop {
+            let chunk = fill(src, self.pos)?;
+            if chunk.is_empty() {
+                return Err(Fault::json(self.pos, JsonError::UnexpectedEnd));
+            }
+            let base = self.pos;
+            let at = |i: usize| base + i as u64;
+            let mut i = 0;
+            // Start of the raw bytes not yet stored: plain text is copied in runs.
+            let mut run = 0;
+            let mut closed = false;
+            while let Some(&b) = chunk.get(i) {
+                match state {
+                    StrState::Plain => {
+                        if (0x20..0x80).contains(&b) && b != b'"' && b != b'\\' {
+                            i += 1;
+                            continue;
+                        }
+                        match b {
+                            b'"' => {
+                                self.store_text(store, chunk.get(run..i))?;
+                                i += 1;
+                                run = i;
+                                closed = true;
+                                break;
+                            }
+                            b'\\' => {
+                                self.store_text(store, chunk.get(run..i))?;
+                                escape_at = at(i);
+                                state = StrState::Escape;
+                                i += 1;
+                                run = i;
+                            }
+                            0..=0x1F => return Err(Fault::json(at(i), JsonError::ControlCharInString)),
+                            _ => {
+                                state = utf8_lead(b).ok_or(Fault::json(at(i), JsonError::InvalidUtf8))?;
+                                i += 1;
+                            }
+                        }
+                    }
+                    StrState::Utf8 { remaining, low, high } => {
+                        if !(low..=high).contains(&b) {
+                            return Err(Fault::json(at(i), JsonError::InvalidUtf8));
+                        }
+                        state = match remaining {
+                            1 => StrState::Plain,
+                            _ => StrState::Utf8 { remaining: remaining - 1, low: 0x80, high: 0xBF },
+                        };
+                        i += 1;
+                    }
+                    StrState::Escape => {
+                        let decoded = match b {
+                            b'"' | b'\\' | b'/' => b,
+                            b'b' => 0x08,
+                            b'f' => 0x0C,
+                            b'n' => b'\n',
+                            b'r' => b'\r',
+                            b't' => b'\t',
+                            b'u' => {
+                                state = StrState::Hex { digits: 0, value: 0, high: None };
+                                i += 1;
+                                run = i;
+                                continue;
+                            }
+                            _ => return Err(Fault::json(at(i), JsonError::InvalidEscape)),
+                        };
+                        self.store_text(store, Some(&[decoded]))?;
+                        state = StrState::Plain;
+                        i += 1;
+                        run = i;
+                    }
+                    StrState::Hex { digits, value, high } => {
+                        let digit = hex_value(b).ok_or(Fault::json(at(i), JsonError::InvalidEscape))?;
+                        let value = value << 4 | digit;
+                        i += 1;
+                        run = i;
+                        if digits < 3 {
+                            state = StrState::Hex { digits: digits + 1, value, high };
+                            continue;
+                        }
+                        let code_point = match (high, value) {
+                            (None, 0xD800..=0xDBFF) => {
+                                state = StrState::LowBackslash { high: value };
+                                continue;
+                            }
+                            (None, 0xDC00..=0xDFFF) | (Some(_), 0..=0xDBFF | 0xE000..) => {
+                                return Err(Fault::json(escape_at, JsonError::LoneSurrogate));
+                            }
+                            (None, value) => value,
+                            (Some(high), low) => 0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00),
+                        };
+                        let c = char::from_u32(code_point).ok_or(Fault::json(escape_at, JsonError::LoneSurrogate))?;
+                        self.store_text(store, Some(c.encode_utf8(&mut [0; 4]).as_bytes()))?;
+                        state = StrState::Plain;
+                    }
+                    StrState::LowBackslash { high } => {
+                        if b != b'\\' {
+                            return Err(Fault::json(escape_at, JsonError::LoneSurrogate));
+                        }
+                        state = StrState::LowU { high };
+                        i += 1;
+                        run = i;
+                    }
+                    StrState::LowU { high } => {
+                        if b != b'u' {
+                            return Err(Fault::json(escape_at, JsonError::LoneSurrogate));
+                        }
+                        state = StrState::Hex { digits: 0, value: 0, high: Some(high) };
+                        i += 1;
+                        run = i;
+                    }
+                }
+            }
+            self.store_text(store, chunk.get(run..i))?;
+            self.advance(src, i);
+            if closed {
+                return Ok(());
+            }
+        }
+    }
+
+    fn store_text(&mut self, store: bool, bytes: Option<&[u8]>) -> Result<(), Fault> {
+        let bytes = bytes.unwrap_or(&[]);
+        if !store || bytes.is_empty() {
+            return Ok(());
+        }
+        let end = self.scratch_len + bytes.len();
+        match self.scratch.get_mut(self.scratch_len..end) {
+            Some(dst) => {
+                dst.copy_from_slice(bytes);
+                self.scratch_len = end;
+                Ok(())
+            }
+            None => Err(self.capacity(SCRATCH_LIMIT, SCRATCH)),
+        }
+    }
+
+    fn capacity(&self, limit: &'static str, capacity: usize) -> Fault {
+        Fault {
+            offset: self.token_start,
+            kind: ErrorKind::Capacity(CapacityError { limit, capacity: capacity as u64 }),
+        }
+    }
+
+    /// Reads a number (its first byte is `-` or a digit); returns whether it is an integer.
+    fn read_number<R: BufRead>(&mut self, src: &mut R, store: bool) -> Result<bool, Fault> {
+        self.number_len = 0;
+        let mut state = NumState::Start;
+        loop {
+            let chunk = fill(src, self.pos)?;
+            let mut ended = chunk.is_empty();
+            let mut i = 0;
+            while let Some(&b) = chunk.get(i) {
+                state = match (state, b) {
+                    (NumState::Start, b'-') => NumState::Minus,
+                    (NumState::Start | NumState::Minus, b'0') => NumState::Zero,
+                    (NumState::Start | NumState::Minus | NumState::Int, b'0'..=b'9') => NumState::Int,
+                    (NumState::Zero | NumState::Int, b'.') => NumState::Dot,
+                    (NumState::Dot | NumState::Frac, b'0'..=b'9') => NumState::Frac,
+                    (NumState::Zero | NumState::Int | NumState::Frac, b'e' | b'E') => NumState::Exp,
+                    (NumState::Exp, b'+' | b'-') => NumState::ExpSign,
+                    (NumState::Exp | NumState::ExpSign | NumState::ExpDigits, b'0'..=b'9') => NumState::ExpDigits,
+                    // A digit after a leading zero is the one case where the number cannot
+                    // simply end here.
+                    (NumState::Zero, b'0'..=b'9') => {
+                        return Err(Fault::json(self.pos + i as u64, JsonError::InvalidNumber));
+                    }
+                    (NumState::Zero | NumState::Int | NumState::Frac | NumState::ExpDigits, _) => {
+                        ended = true;
+                        break;
+                    }
+                    _ => return Err(Fault::json(self.pos + i as u64, JsonError::InvalidNumber)),
+                };
+                i += 1;
+            }
+            if store {
+                self.store_number(chunk.get(..i).unwrap_or(&[]))?;
+            }
+            self.advance(src, i);
+            if ended {
+                return match state {
+                    NumState::Zero | NumState::Int => Ok(true),
+                    NumState::Frac | NumState::ExpDigits => Ok(false),
+                    _ => Err(Fault::json(self.pos, JsonError::UnexpectedEnd)),
+                };
+            }
+        }
+    }
+
+    fn store_number(&mut self, bytes: &[u8]) -> Result<(), Fault> {
+        let start = usize::from(self.number_len);
+        let end = start + bytes.len();
+        match (self.number.get_mut(start..end), u8::try_from(end)) {
+            (Some(dst), Ok(len)) => {
+                dst.copy_from_slice(bytes);
+                self.number_len = len;
+                Ok(())
+            }
+            _ => Err(self.capacity(NUMBER_LIMIT, NUMBER_CAPACITY)),
+        }
+    }
+
+    /// Matches the rest of `true`, `false` or `null` (its first byte is known).
+    fn read_literal<R: BufRead>(&mut self, src: &mut R, word: &'static [u8], expected: Expected) -> Result<(), Fault> {
+        let mut matched = 0;
+        while let Some(rest) = word.get(matched..).filter(|rest| !rest.is_empty()) {
+            let chunk = fill(src, self.pos)?;
+            if chunk.is_empty() {
+                return Err(Fault::json(self.pos, JsonError::UnexpectedEnd));
+            }
+            if let Some(i) = chunk.iter().zip(rest).position(|(got, want)| got != want) {
+                let found = chunk.get(i).copied().unwrap_or(0);
+                return Err(Fault::json(self.pos + i as u64, JsonError::UnexpectedByte { found, expected }));
+            }
+            let n = rest.len().min(chunk.len());
+            self.advance(src, n);
+            matched += n;
+        }
+        Ok(())
+    }
+}
+
+/// `fill_buf`, with a source failure turned into a fault at `pos`.
+fn fill<R: BufRead>(src: &mut R, pos: u64) -> Result<&[u8], Fault> {
+    src.fill_buf().map_err(|e| Fault { offset: pos, kind: ErrorKind::Io(e.kind()) })
+}
+
+fn is_whitespace(b: u8) -> bool {
+    matches!(b, b' ' | b'\n' | b'\r' | b'\t')
+}
+
+fn starts_value(b: u8) -> bool {
+    matches!(b, b'{' | b'[' | b'"' | b'-' | b'0'..=b'9' | b't' | b'f' | b'n')
+}
+
+fn hex_value(b: u8) -> Option<u32> {
+    char::from(b).to_digit(16)
+}
+
+/// The state after a UTF-8 lead byte (RFC 3629 table: no overlong forms, no surrogates, nothing
+/// above U+10FFFF), or `None` when `b` cannot lead a sequence.
+fn utf8_lead(b: u8) -> Option<StrState> {
+    let (remaining, low, high) = match b {
+        0xC2..=0xDF => (1, 0x80, 0xBF),
+        0xE0 => (2, 0xA0, 0xBF),
+        0xE1..=0xEC | 0xEE..=0xEF => (2, 0x80, 0xBF),
+        0xED => (2, 0x80, 0x9F),
+        0xF0 => (3, 0x90, 0xBF),
+        0xF1..=0xF3 => (3, 0x80, 0xBF),
+        0xF4 => (3, 0x80, 0x8F),
+        _ => return None,
+    };
+    Some(StrState::Utf8 { remaining, low, high })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+mod tests {
+    extern crate std;
+
+    use std::string::{String, ToString};
+    use std::vec::Vec;
+    use std::{format, vec};
+
+    use super::*;
+
+    /// A `BufRead` over a slice that hands out at most `chunk` bytes at a time, on fixed
+    /// boundaries (multiples of `chunk`) like a ring buffer, and fails from `fail_at` on.
+    struct ChunkedReader<'a> {
+        data: &'a [u8],
+        pos: usize,
+        chunk: usize,
+        fail_at: Option<usize>,
+    }
+
+    impl<'a> ChunkedReader<'a> {
+        fn new(data: &'a [u8], chunk: usize) -> Self {
+            Self { data, pos: 0, chunk, fail_at: None }
+        }
+    }
+
+    impl embedded_io::ErrorType for ChunkedReader<'_> {
+        type Error = embedded_io::ErrorKind;
+    }
+
+    impl embedded_io::Read for ChunkedReader<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> Result<usize, Self::Error> {
+            let chunk = self.fill_buf()?;
+            let n = chunk.len().min(buf.len());
+            buf[..n].copy_from_slice(&chunk[..n]);
+            self.consume(n);
+            Ok(n)
+        }
+    }
+
+    impl BufRead for ChunkedReader<'_> {
+        fn fill_buf(&mut self) -> Result<&[u8], Self::Error> {
+            if self.fail_at.is_some_and(|at| self.pos >= at) {
+                return Err(embedded_io::ErrorKind::Interrupted);
+            }
+            let mut end = ((self.pos / self.chunk + 1) * self.chunk).min(self.data.len());
+            if let Some(at) = self.fail_at {
+                end = end.min(at);
+            }
+            Ok(&self.data[self.pos..end])
+        }
+
+        fn consume(&mut self, amount: usize) {
+            self.pos += amount;
+            assert!(self.pos <= self.data.len(), "consumed past the end");
+        }
+    }
+
+    /// An event with its text owned, so that a whole stream can be kept and compared.
+    #[derive(Debug, Clone, PartialEq)]
+    enum Owned {
+        BeginObject,
+        EndObject,
+        BeginArray,
+        EndArray,
+        Key(String),
+        Str(String),
+        Num(String, bool),
+        Bool(bool),
+        Null,
+        End,
+    }
+
+    fn own(event: Event<'_>) -> Owned {
+        match event {
+            Event::BeginObject => Owned::BeginObject,
+            Event::EndObject => Owned::EndObject,
+            Event::BeginArray => Owned::BeginArray,
+            Event::EndArray => Owned::EndArray,
+            Event::Key(k) => Owned::Key(k.to_string()),
+            Event::Str(s) => Owned::Str(s.to_string()),
+            Event::Num(n) => Owned::Num(n.text().to_string(), n.is_integer()),
+            Event::Bool(b) => Owned::Bool(b),
+            Event::Null => Owned::Null,
+            Event::End => Owned::End,
+        }
+    }
+
+    type Stream = (Vec<(u64, Owned)>, Option<Fault>);
+
+    /// All events (with their offsets) up to `End` or the first fault, in `chunk`-byte chunks.
+    fn stream_chunked<const S: usize, const D: u16>(doc: &[u8], chunk: usize) -> Stream {
+        let mut tok = Tokenizer::<S, D>::new();
+        let mut src = ChunkedReader::new(doc, chunk);
+        let mut out = Vec::new();
+        loop {
+            match tok.next(&mut src) {
+                Ok(event) => {
+                    let event = own(event);
+                    out.push((tok.offset(), event.clone()));
+                    if event == Owned::End {
+                        assert_eq!(src.pos, doc.len(), "End before the end of input");
+                        return (out, None);
+                    }
+                }
+                Err(fault) => {
+                    // A spent tokenizer repeats its fault.
+                    assert_eq!(tok.next(&mut src), Err(fault));
+                    assert_eq!(tok.skip_value(&mut src), Err(fault));
+                    return (out, Some(fault));
+                }
+            }
+        }
+    }
+
+    /// The stream of `doc`, checked identical for chunks of 1, 7 and 4096 bytes.
+    fn stream_with<const S: usize, const D: u16>(doc: &[u8]) -> Stream {
+        let whole = stream_chunked::<S, D>(doc, 4096);
+        for chunk in [1, 7] {
+            assert_eq!(stream_chunked::<S, D>(doc, chunk), whole, "chunk {chunk}: {:?}", String::from_utf8_lossy(doc));
+        }
+        whole
+    }
+
+    fn stream(doc: &[u8]) -> Stream {
+        stream_with::<256, 32>(doc)
+    }
+
+    fn events(doc: &[u8]) -> Vec<Owned> {
+        let (events, fault) = stream(doc);
+        assert_eq!(fault, None, "{:?}", String::from_utf8_lossy(doc));
+        events.into_iter().map(|(_, e)| e).collect()
+    }
+
+    fn fault(doc: &[u8]) -> (u64, ErrorKind) {
+        let (_, fault) = stream(doc);
+        let fault = fault.unwrap_or_else(|| panic!("accepted {:?}", String::from_utf8_lossy(doc)));
+        (fault.offset, fault.kind)
+    }
+
+    fn json(offset: u64, e: JsonError) -> (u64, ErrorKind) {
+        (offset, ErrorKind::Json(e))
+    }
+
+    fn byte(offset: u64, found: u8, expected: Expected) -> (u64, ErrorKind) {
+        json(offset, JsonError::UnexpectedByte { found, expected })
+    }
+
+    fn num(text: &str, integer: bool) -> Owned {
+        Owned::Num(text.to_string(), integer)
+    }
+
+    fn s(text: &str) -> Owned {
+        Owned::Str(text.to_string())
+    }
+
+    fn key(text: &str) -> Owned {
+        Owned::Key(text.to_string())
+    }
+
+    use Owned::{BeginArray as BA, BeginObject as BO, End, EndArray as EA, EndObject as EO};
+
+    #[test]
+    fn a_nested_document_gives_its_events_and_offsets() {
+        let doc = br#" {"a": [1, -2.5e3, true, false, null], "b": {"c": "d"}, "e": []} "#;
+        let (events, fault) = stream(doc);
+        assert_eq!(fault, None);
+        let expected = vec![
+            (1, BO),
+            (2, key("a")),
+            (7, BA),
+            (8, num("1", true)),
+            (11, num("-2.5e3", false)),
+            (19, Owned::Bool(true)),
+            (25, Owned::Bool(false)),
+            (32, Owned::Null),
+            (36, EA),
+            (39, key("b")),
+            (44, BO),
+            (45, key("c")),
+            (50, s("d")),
+            (53, EO),
+            (56, key("e")),
+            (61, BA),
+            (62, EA),
+            (63, EO),
+            (65, End),
+        ];
+        assert_eq!(events, expected);
+    }
+
+    #[test]
+    fn scalars_stand_alone_at_the_top_level() {
+        assert_eq!(events(b"0"), vec![num("0", true), End]);
+        assert_eq!(events(b" \t\r\n42\n"), vec![num("42", true), End]);
+        assert_eq!(events(b"\"x\""), vec![s("x"), End]);
+        assert_eq!(events(b"null"), vec![Owned::Null, End]);
+        assert_eq!(events(b"true "), vec![Owned::Bool(true), End]);
+    }
+
+    #[test]
+    fn rfc_number_shapes_are_accepted() {
+        for (text, integer) in [
+            ("-0", true),
+            ("0", true),
+            ("-0.0", false),
+            ("0.5e-3", false),
+            ("1E+2", false),
+            ("1e5", false),
+            ("123.456e-789", false),
+            ("18446744073709551615", true),
+            ("-9223372036854775808", true),
+        ] {
+            let doc = format!("[{text}]");
+            assert_eq!(events(doc.as_bytes()), vec![BA, num(text, integer), EA, End], "{text}");
+        }
+    }
+
+    #[test]
+    fn number_grammar_errors_point_at_the_offending_byte() {
+        assert_eq!(fault(b"01"), json(1, JsonError::InvalidNumber));
+        assert_eq!(fault(b"[-01]"), json(3, JsonError::InvalidNumber));
+        assert_eq!(fault(b"[1.]"), json(3, JsonError::InvalidNumber));
+        assert_eq!(fault(b"[1.e5]"), json(3, JsonError::InvalidNumber));
+        assert_eq!(fault(b"[1e]"), json(3, JsonError::InvalidNumber));
+        assert_eq!(fault(b"[1e+]"), json(4, JsonError::InvalidNumber));
+        assert_eq!(fault(b"[-]"), json(2, JsonError::InvalidNumber));
+        assert_eq!(fault(b"-x"), json(1, JsonError::InvalidNumber));
+        assert_eq!(fault(b".5"), byte(0, b'.', Expected::Value));
+        assert_eq!(fault(b"+1"), byte(0, b'+', Expected::Value));
+        assert_eq!(fault(b"[1.5.3]"), byte(4, b'.', Expected::CommaOrEndArray));
+        // At the end of input a number that is not complete is a truncation.
+        assert_eq!(fault(b"1."), json(2, JsonError::UnexpectedEnd));
+        assert_eq!(fault(b"-"), json(1, JsonError::UnexpectedEnd));
+        assert_eq!(fault(b"1e"), json(2, JsonError::UnexpectedEnd));
+    }
+
+    #[test]
+    fn every_escape_is_decoded() {
+        let doc = br#"["\"\\\/\b\f\n\r\t", "\u0041\u00e9\u20AC", "\uD83D\uDE00", "a\u0000b"]"#;
+        assert_eq!(
+            events(doc),
+            vec![BA, s("\"\\/\u{8}\u{c}\n\r\t"), s("Aé€"), s("😀"), s("a\0b"), EA, End]
+        );
+    }
+
+    #[test]
+    fn raw_utf8_passes_through() {
+        let doc = "{\"ключ\": \"€ 😀 é\"}".as_bytes();
+        assert_eq!(events(doc), vec![BO, key("ключ"), s("€ 😀 é"), EO, End]);
+    }
+
+    #[test]
+    fn bad_escapes_are_refused() {
+        assert_eq!(fault(br#""\x""#), json(2, JsonError::InvalidEscape));
+        assert_eq!(fault(br#""\u12G4""#), json(5, JsonError::InvalidEscape));
+        assert_eq!(fault(br#""\u12""#), json(5, JsonError::InvalidEscape));
+        assert_eq!(fault(br#""\U0041""#), json(2, JsonError::InvalidEscape));
+    }
+
+    #[test]
+    fn lone_surrogates_are_refused_at_their_escape() {
+        assert_eq!(fault(br#""\uD800""#), json(1, JsonError::LoneSurrogate));
+        assert_eq!(fault(br#""\uDC00""#), json(1, JsonError::LoneSurrogate));
+        assert_eq!(fault(br#""a\uD800x""#), json(2, JsonError::LoneSurrogate));
+        assert_eq!(fault(br#""\uD800\u0041""#), json(1, JsonError::LoneSurrogate));
+        assert_eq!(fault(br#""\uD800\n""#), json(1, JsonError::LoneSurrogate));
+        assert_eq!(fault(br#""\uDBFF\uDBFF""#), json(1, JsonError::LoneSurrogate));
+    }
+
+    #[test]
+    fn invalid_utf8_is_refused_at_the_bad_byte() {
+        let cases: &[(&[u8], u64)] = &[
+            (b"\"\xC0\x80\"", 1),         // overlong NUL
+            (b"\"\xC1\xBF\"", 1),         // overlong
+            (b"\"\xE0\x80\xAF\"", 2),     // overlong 3-byte
+            (b"\"\xF0\x80\x80\xAF\"", 2), // overlong 4-byte
+            (b"\"\xED\xA0\x80\"", 2),     // encoded surrogate U+D800
+            (b"\"\xF4\x90\x80\x80\"", 2), // above U+10FFFF
+            (b"\"\xF5\x80\x80\x80\"", 1),
+            (b"\"\xFF\"", 1),
+            (b"\"a\x80\"", 2), // stray continuation byte
+            (b"\"\xE2\x82\"", 3), // truncated sequence
+            (b"\"\xE2\x82", 3),   // truncated at the end of a key-less string
+        ];
+        for &(doc, offset) in cases {
+            let got = fault(doc);
+            if doc.last() == Some(&b'"') {
+                assert_eq!(got, json(offset, JsonError::InvalidUtf8), "{doc:?}");
+            } else {
+                assert_eq!(got, json(offset, JsonError::UnexpectedEnd), "{doc:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn raw_control_characters_are_refused() {
+        assert_eq!(fault(b"\"a\tb\""), json(2, JsonError::ControlCharInString));
+        assert_eq!(fault(b"{\"k\x00\":1}"), json(3, JsonError::ControlCharInString));
+        assert_eq!(fault(b"[\"\n\"]"), json(2, JsonError::ControlCharInString));
+        // DEL (0x7F) is not a control character in JSON's sense.
+        assert_eq!(events(b"\"\x7F\""), vec![s("\u{7F}"), End]);
+    }
+
+    #[test]
+    fn truncated_literals_and_documents_end_unexpectedly() {
+        for (doc, offset) in [
+            (&b""[..], 0),
+            (b"   ", 3),
+            (b"tru", 3),
+            (b"nul", 3),
+            (b"fals", 4),
+            (b"{", 1),
+            (b"{\"a\"", 4),
+            (b"{\"a\":", 5),
+            (b"[1,", 3),
+            (b"[1", 2),
+            (b"\"abc", 4),
+            (b"\"\\u00", 5),
+        ] {
+            assert_eq!(fault(doc), json(offset, JsonError::UnexpectedEnd), "{doc:?}");
+        }
+    }
+
+    #[test]
+    fn misspelt_literals_name_the_literal() {
+        assert_eq!(fault(b"trux"), byte(3, b'x', Expected::True));
+        assert_eq!(fault(b"[nul!]"), byte(4, b'!', Expected::Null));
+        assert_eq!(fault(b"falsy"), byte(4, b'y', Expected::False));
+        assert_eq!(fault(b"True"), byte(0, b'T', Expected::Value));
+        assert_eq!(fault(b"truex"), json(4, JsonError::TrailingData));
+    }
+
+    #[test]
+    fn structural_errors_say_what_was_expected() {
+        assert_eq!(fault(br#"{"a" 1}"#), byte(5, b'1', Expected::Colon));
+        assert_eq!(fault(b"[1 2]"), byte(3, b'2', Expected::CommaOrEndArray));
+        assert_eq!(fault(br#"{"a":1 "b":2}"#), byte(7, b'"', Expected::CommaOrEndObject));
+        assert_eq!(fault(b"{1:2}"), byte(1, b'1', Expected::KeyOrEndObject));
+        assert_eq!(fault(br#"{"a":1,2}"#), byte(7, b'2', Expected::Key));
+        assert_eq!(fault(b"[,1]"), byte(1, b',', Expected::ValueOrEndArray));
+        assert_eq!(fault(b"[1}"), byte(2, b'}', Expected::CommaOrEndArray));
+        assert_eq!(fault(br#"{"a":1]"#), byte(6, b']', Expected::CommaOrEndObject));
+        assert_eq!(fault(b"{\"a\":}"), byte(5, b'}', Expected::Value));
+        assert_eq!(fault(b"\xEF\xBB\xBF{}"), byte(0, 0xEF, Expected::Value));
+    }
+
+    #[test]
+    fn trailing_commas_are_refused() {
+        assert_eq!(fault(b"[1,]"), json(3, JsonError::TrailingComma));
+        assert_eq!(fault(br#"{"a":1,}"#), json(7, JsonError::TrailingComma));
+        assert_eq!(fault(b"[1, \n ]"), json(6, JsonError::TrailingComma));
+    }
+
+    #[test]
+    fn only_whitespace_may_follow_the_top_level_value() {
+        assert_eq!(fault(b"1 2"), json(2, JsonError::TrailingData));
+        assert_eq!(fault(b"{} x"), json(3, JsonError::TrailingData));
+        assert_eq!(fault(b"[]]"), json(2, JsonError::TrailingData));
+        assert_eq!(fault(b"\"a\"\"b\""), json(3, JsonError::TrailingData));
+    }
+
+    #[test]
+    fn depth_beyond_the_limit_is_refused_at_the_opening_bracket() {
+        let (_, fault) = stream_with::<16, 4>(b"[[[[1]]]]");
+        assert_eq!(fault, None);
+        let (events, fault) = stream_with::<16, 4>(b"[[{\"a\":[[1]]}]]");
+        assert_eq!(events.len(), 5);
+        assert_eq!(fault, Some(Fault::json(8, JsonError::DepthLimit { limit: 4 })));
+    }
+
+    #[test]
+    fn skip_value_tracks_depth_without_recursion() {
+        let mut doc = Vec::new();
+        doc.extend_from_slice(b"{\"deep\":");
+        doc.extend(core::iter::repeat_n(b'[', 100_000));
+        let mut tok = Tokenizer::<16, 128>::new();
+        let mut src = &doc[..];
+        assert_eq!(tok.next(&mut src), Ok(Event::BeginObject));
+        assert_eq!(tok.next(&mut src), Ok(Event::Key("deep")));
+        let fault = tok.skip_value(&mut src).unwrap_err();
+        // The object is level 1, so the 128th `[` (offset 8 + 127) is one level too many.
+        assert_eq!(fault, Fault::json(8 + 127, JsonError::DepthLimit { limit: 128 }));
+    }
+
+    #[test]
+    fn capacities_apply_to_received_text_only() {
+        let doc = br#"["abcd", "abcde", 123456789012345678901234567890123456789012345678, 1234567890123456789012345678901234567890123456789]"#;
+        // Skipping validates but stores nothing: any length is fine.
+        let mut tok = Tokenizer::<4, 4>::new();
+        let mut src = ChunkedReader::new(doc, 3);
+        assert_eq!(tok.skip_value(&mut src), Ok(true));
+        assert_eq!(tok.next(&mut src), Ok(Event::End));
+
+        let mut tok = Tokenizer::<4, 4>::new();
+        let mut src = ChunkedReader::new(doc, 3);
+        assert_eq!(tok.next(&mut src), Ok(Event::BeginArray));
+        assert_eq!(tok.next(&mut src), Ok(Event::Str("abcd")));
+        let fault = tok.next(&mut src).unwrap_err();
+        let scratch = CapacityError { limit: SCRATCH_LIMIT, capacity: 4 };
+        assert_eq!(fault, Fault { offset: 9, kind: ErrorKind::Capacity(scratch) });
+
+        let mut tok = Tokenizer::<4, 4>::new();
+        let mut src = ChunkedReader::new(doc, 3);
+        assert_eq!(tok.next(&mut src), Ok(Event::BeginArray));
+        assert_eq!(tok.skip_value(&mut src), Ok(true));
+        assert_eq!(tok.skip_value(&mut src), Ok(true));
+        let text = "123456789012345678901234567890123456789012345678";
+        assert_eq!(tok.next(&mut src), Ok(Event::Num(Number::new(text, true))));
+        let fault = tok.next(&mut src).unwrap_err();
+        let number = CapacityError { limit: NUMBER_LIMIT, capacity: NUMBER_CAPACITY as u64 };
+        assert_eq!(fault, Fault { offset: 68, kind: ErrorKind::Capacity(number) });
+    }
+
+    #[test]
+    fn numbers_convert_through_events() {
+        let mut tok = Tokenizer::<16, 4>::new();
+        let mut src: &[u8] = b"[18446744073709551616, -1, 2.5]";
+        tok.begin_array(&mut src).unwrap();
+        let Ok(Event::Num(n)) = tok.next(&mut src) else { panic!("not a number") };
+        assert_eq!(n.as_u64(), Err(JsonError::NumberOutOfRange));
+        let Ok(Event::Num(n)) = tok.next(&mut src) else { panic!("not a number") };
+        assert_eq!((n.as_u64(), n.as_i64()), (Err(JsonError::NumberOutOfRange), Ok(-1)));
+        let Ok(Event::Num(n)) = tok.next(&mut src) else { panic!("not a number") };
+        assert_eq!((n.as_i64(), n.as_f64()), (Err(JsonError::NotAnInteger), Ok(2.5)));
+    }
+
+    #[test]
+    fn source_failures_carry_their_kind_and_offset() {
+        let doc = br#"{"key": "a long string value"}"#;
+        for fail_at in [0, 3, 12, 29] {
+            let mut tok = Tokenizer::<64, 4>::new();
+            let mut src = ChunkedReader { fail_at: Some(fail_at), ..ChunkedReader::new(doc, 5) };
+            let fault = loop {
+                match tok.next(&mut src) {
+                    Ok(Event::End) => panic!("reached the end despite the failure"),
+                    Ok(_) => {}
+                    Err(fault) => break fault,
+                }
+            };
+            assert_eq!(fault.offset, fail_at as u64);
+            assert_eq!(fault.kind, ErrorKind::Io(embedded_io::ErrorKind::Interrupted));
+        }
+    }
+
+    #[test]
+    fn skip_value_stops_before_the_end_of_a_container() {
+        let doc = br#"{"a": [1, {"x": [2, "y"]}, []], "b": 5, "c": {"d": null}}"#;
+        for chunk in [1, 7, 4096] {
+            let mut tok = Tokenizer::<8, 8>::new();
+            let mut src = ChunkedReader::new(doc, chunk);
+            assert_eq!(tok.next(&mut src), Ok(Event::BeginObject));
+            assert_eq!(tok.next(&mut src), Ok(Event::Key("a")));
+            assert_eq!(tok.next(&mut src), Ok(Event::BeginArray));
+            // The elements one by one, then the array's end, which skip_value leaves alone.
+            assert_eq!(tok.skip_value(&mut src), Ok(true));
+            assert_eq!(tok.offset(), 7);
+            assert_eq!(tok.skip_value(&mut src), Ok(true));
+            assert_eq!(tok.offset(), 10);
+            assert_eq!(tok.depth(), 2);
+            assert_eq!(tok.skip_value(&mut src), Ok(true));
+            assert_eq!(tok.skip_value(&mut src), Ok(false));
+            assert_eq!(tok.skip_value(&mut src), Ok(false));
+            assert_eq!(tok.next(&mut src), Ok(Event::EndArray));
+            // At a key position a whole member goes.
+            assert_eq!(tok.skip_value(&mut src), Ok(true));
+            assert_eq!(tok.next(&mut src), Ok(Event::Key("c")));
+            assert_eq!(tok.skip_value(&mut src), Ok(true));
+            assert_eq!(tok.skip_value(&mut src), Ok(false));
+            assert_eq!(tok.next(&mut src), Ok(Event::EndObject));
+            assert_eq!(tok.skip_value(&mut src), Ok(false));
+            assert_eq!(tok.next(&mut src), Ok(Event::End));
+            assert_eq!(tok.next(&mut src), Ok(Event::End));
+        }
+    }
+
+    #[test]
+    fn skipped_values_are_fully_validated() {
+        for (doc, expected) in [
+            (&br#"{"skip": [1, 2,], "k": 1}"#[..], json(15, JsonError::TrailingComma)),
+            (br#"{"skip": {"a": "\q"}, "k": 1}"#, json(17, JsonError::InvalidEscape)),
+            (b"{\"skip\": [\"\xC0\x80\"], \"k\": 1}", json(11, JsonError::InvalidUtf8)),
+            (br#"{"skip": [01], "k": 1}"#, json(11, JsonError::InvalidNumber)),
+            (br#"{"skip": [1}, "k": 1}"#, byte(11, b'}', Expected::CommaOrEndArray)),
+            (br#"{"skip": tru, "k": 1}"#, byte(12, b',', Expected::True)),
+            (br#"{"skip": "\uDD00", "k": 1}"#, json(10, JsonError::LoneSurrogate)),
+        ] {
+            for chunk in [1, 7, 4096] {
+                let mut tok = Tokenizer::<8, 8>::new();
+                let mut src = ChunkedReader::new(doc, chunk);
+                assert_eq!(tok.next(&mut src), Ok(Event::BeginObject));
+                assert_eq!(tok.next(&mut src), Ok(Event::Key("skip")));
+                let fault = tok.skip_value(&mut src).unwrap_err();
+                assert_eq!((fault.offset, fault.kind), expected, "{:?}", String::from_utf8_lossy(doc));
+            }
+        }
+    }
+
+    #[test]
+    fn peek_kind_consumes_nothing_of_the_token() {
+        let doc = br#"[{}, [], "s", 1, true, null] "#;
+        let mut tok = Tokenizer::<8, 8>::new();
+        let mut src = ChunkedReader::new(doc, 1);
+        let mut kinds = Vec::new();
+        loop {
+            let kind = tok.peek_kind(&mut src).unwrap();
+            assert_eq!(tok.peek_kind(&mut src), Ok(kind));
+            let event = tok.next(&mut src).unwrap();
+            assert_eq!(event.kind(), kind);
+            kinds.push(kind);
+            if kind == TokenKind::End {
+                break;
+            }
+        }
+        use TokenKind::*;
+        assert_eq!(
+            kinds,
+            vec![BeginArray, BeginObject, EndObject, BeginArray, EndArray, Str, Num, Bool, Null, EndArray, End]
+        );
+        let mut tok = Tokenizer::<8, 8>::new();
+        let mut src: &[u8] = br#"{"k": 1}"#;
+        tok.begin_object(&mut src).unwrap();
+        assert_eq!(tok.peek_kind(&mut src), Ok(Key));
+        let bad = Fault::json(1, JsonError::UnexpectedByte { found: b'x', expected: Expected::Value });
+        assert_eq!(Tokenizer::<8, 8>::new().peek_kind(&mut &b" x"[..]), Err(bad));
+    }
+
+    #[test]
+    fn helpers_iterate_objects_and_arrays() {
+        let doc = br#"{"a": [10, {"skip": 1}, 20], "b": "x", "c": {}}"#;
+        for chunk in [1, 7, 4096] {
+            let mut tok = Tokenizer::<8, 8>::new();
+            let mut src = ChunkedReader::new(doc, chunk);
+            let mut keys = Vec::new();
+            let mut numbers = Vec::new();
+            tok.begin_object(&mut src).unwrap();
+            while let Some(k) = tok.next_key(&mut src).unwrap() {
+                keys.push(k.to_string());
+                match k {
+                    "a" => {
+                        tok.begin_array(&mut src).unwrap();
+                        while tok.next_element(&mut src).unwrap() {
+                            if tok.peek_kind(&mut src) == Ok(TokenKind::Num) {
+                                let Ok(Event::Num(n)) = tok.next(&mut src) else { panic!("peeked a number") };
+                                numbers.push(n.as_u64().unwrap());
+                            } else {
+                                assert_eq!(tok.skip_value(&mut src), Ok(true));
+                            }
+                        }
+                    }
+                    "c" => {
+                        tok.begin_object(&mut src).unwrap();
+                        assert_eq!(tok.next_key(&mut src), Ok(None));
+                    }
+                    _ => assert_eq!(tok.skip_value(&mut src), Ok(true)),
+                }
+            }
+            assert_eq!(tok.depth(), 0);
+            assert_eq!(tok.next(&mut src), Ok(Event::End));
+            assert_eq!(keys, ["a", "b", "c"]);
+            assert_eq!(numbers, [10, 20]);
+        }
+    }
+
+    #[test]
+    fn helpers_refuse_the_wrong_token_without_guessing() {
+        fn unexpected<T>(offset: u64, found: TokenKind, expected: Expected) -> Result<T, Fault> {
+            Err(Fault::json(offset, JsonError::UnexpectedToken { found, expected }))
+        }
+        let mut tok = Tokenizer::<8, 8>::new();
+        let mut src: &[u8] = br#"  "text""#;
+        assert_eq!(tok.begin_object(&mut src), unexpected(2, TokenKind::Str, Expected::Object));
+        assert_eq!(tok.next(&mut src), unexpected(2, TokenKind::Str, Expected::Object).map(|()| Event::End));
+
+        let mut tok = Tokenizer::<8, 8>::new();
+        let mut src: &[u8] = br#"{"k": [1]}"#;
+        assert_eq!(tok.begin_array(&mut src), unexpected(0, TokenKind::BeginObject, Expected::Array));
+
+        let mut tok = Tokenizer::<8, 8>::new();
+        let mut src: &[u8] = br#"{"k": [1]}"#;
+        tok.begin_object(&mut src).unwrap();
+        assert_eq!(tok.next_element(&mut src), unexpected(1, TokenKind::Key, Expected::ValueOrEndArray));
+
+        let mut tok = Tokenizer::<8, 8>::new();
+        let mut src: &[u8] = br#"{"k": [1]}"#;
+        tok.begin_object(&mut src).unwrap();
+        assert_eq!(tok.next_key(&mut src).map(|k| k.map(str::len)), Ok(Some(1)));
+        assert_eq!(tok.next_key(&mut src).map(|_| ()), unexpected(6, TokenKind::BeginArray, Expected::KeyOrEndObject));
+    }
+
+    #[test]
+    fn reset_starts_a_new_document_after_a_fault() {
+        let mut tok = Tokenizer::<8, 8>::new();
+        let mut src: &[u8] = b"[1,]";
+        assert_eq!(tok.skip_value(&mut src), Err(Fault::json(3, JsonError::TrailingComma)));
+        assert_eq!(tok.peek_kind(&mut src), Err(Fault::json(3, JsonError::TrailingComma)));
+        tok.reset();
+        let mut src: &[u8] = b" [2]";
+        assert_eq!(tok.next(&mut src), Ok(Event::BeginArray));
+        assert_eq!(tok.offset(), 1);
+        assert_eq!(tok.depth(), 1);
+    }
+
+    #[test]
+    fn tokenizer_stays_small() {
+        // SCRATCH + number buffer (48) + container bits (32) + offsets, lengths, state and
+        // the kept fault. The bound is documented on `Tokenizer`.
+        assert!(core::mem::size_of::<Tokenizer<256, 128>>() <= 408);
+        assert_eq!(
+            core::mem::size_of::<Tokenizer<1024, 128>>() - core::mem::size_of::<Tokenizer<256, 128>>(),
+            768
+        );
+        assert_eq!(core::mem::size_of::<Tokenizer<256, 4>>(), core::mem::size_of::<Tokenizer<256, 256>>());
+    }
+}
