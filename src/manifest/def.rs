@@ -163,7 +163,7 @@ impl<
         if !self.vars.iter().any(|v| v.mr_type() == Some(MrType::Output)) {
             return Err(fail(&["var"], ManifestError::NoOutputs));
         }
-        for q in self.dma_queues.iter() {
+        for q in self.dma_queues.iter().flat_map(|m| m.iter()) {
             if let Some(owner) = &q.owner {
                 if EngineType::from_json(owner).is_none() {
                     let e = ManifestError::InvalidOwner { owner: Text::new(owner), queue: Text::new(&q.name) };
