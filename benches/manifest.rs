@@ -4,6 +4,7 @@
 //! buffer, and in 4096-byte chunks as it would from the inflater.
 //!
 //! `cargo bench --bench manifest`
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 

@@ -1,4 +1,5 @@
 //! Each check of the manifest layer on a failing document, with the runtime's message.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, clippy::result_large_err)]
 use neff::json::Tokenizer;
 use neff::manifest::{Arch, DefJson, EngineJson, Kelf, ManifestError, ManifestWarning, NeffJson, TargetCheck};
 use neff::{Error, ErrorKind, Warning, WarningKind};
@@ -51,10 +52,10 @@ fn neff_json_checks() {
     assert_eq!(msg(&e), "heads[0]: Output node ID 9 out of bounds");
     let e = neff(&NEFF.replace(r#""heads":[[1,0,0]]"#, r#""heads":[[1,4,0]]"#)).0.unwrap_err();
     assert_eq!(msg(&e), "heads[0]: EID 5 out of bounds for dtypes/shapes");
-    let dims33 = format!("[{}]", vec!["1"; 33].join(","));
+    let dims33 = format!("[{}]", ["1"; 33].join(","));
     let e = neff(&NEFF.replace("[[2],[3]]", &format!("[{dims33},[3]]"))).0.unwrap_err();
     assert_eq!(msg(&e), "attrs.shape[1][0]: Too many dimensions (33)");
-    let dims9 = format!("[{}]", vec!["1"; 9].join(","));
+    let dims9 = format!("[{}]", ["1"; 9].join(","));
     let e = neff(&NEFF.replace("[[2],[3]]", &format!("[{dims9},[3]]"))).0.unwrap_err();
     assert_eq!(e.kind, ErrorKind::Capacity(neff::error::CapacityError { limit: "DIMS", capacity: 8 }));
     let e = neff(&NEFF.replace(r#","kelf":"kelf-0.json""#, "")).0.unwrap_err();
@@ -147,7 +148,7 @@ fn def_json_queue_and_carveout_checks() {
     let e = def(&DEF.replace(r#""type":"in","#, "")).0.unwrap_err();
     assert_eq!(msg(&e), "dma_queue.q.type: missing <type>");
     let e = def(&DEF.replace(r#""owner":"pool""#, r#""owner":"cpu""#)).0.unwrap_err();
-    assert_eq!(msg(&e), "dma_queue.q.owner: Invalid owner 'cpu' for DMA queue q");
+    assert_eq!(msg(&e), "dma_queue.q.owner: Invalid owner 'cpu' for DMA queue");
     let e = def(&DEF.replace(r#""semaphore":10"#, r#""queue_instances":["a"]"#)).0.unwrap_err();
     assert_eq!(msg(&e), "dma_queue.q.queue_instances: Invalid Neff: Queue set instances are not supported for input queues (q)");
     let sems = (0..33).map(|i| i.to_string()).collect::<Vec<_>>().join(",");

@@ -22,7 +22,7 @@ use embedded_io::BufRead;
 
 use super::{
     semantic, warn, Arch, Carveout, CarveoutType, DefJson, DmaQueue, DmaRingType, EngineType, Fp8ConversionInfo, KbinFp8ConvCfg,
-    ManifestError, ManifestWarning, MrType, SbCarveout, Var, EVTACCEL_OFFSET, EVTACCEL_PARTITIONS,
+    ManifestError, ManifestWarning, MrType, QueueKind, SbCarveout, Var, EVTACCEL_OFFSET, EVTACCEL_PARTITIONS,
 };
 use crate::error::Text;
 use crate::json::Tokenizer;
@@ -166,14 +166,14 @@ impl<
         for q in self.dma_queues.iter().flat_map(|m| m.iter()) {
             if let Some(owner) = &q.owner {
                 if EngineType::from_json(owner).is_none() {
-                    let e = ManifestError::InvalidOwner { owner: Text::new(owner), queue: Text::new(&q.name) };
+                    let e = ManifestError::InvalidOwner(Text::new(owner));
                     return Err(fail(&["dma_queue", &q.name, "owner"], e));
                 }
             }
             let kind = match q.base_ring_type() {
-                Some(DmaRingType::In) => Some("input"),
-                Some(DmaRingType::Out) => Some("output"),
-                Some(DmaRingType::EmbeddingUpdate) => Some("embedding update"),
+                Some(DmaRingType::In) => Some(QueueKind::Input),
+                Some(DmaRingType::Out) => Some(QueueKind::Output),
+                Some(DmaRingType::EmbeddingUpdate) => Some(QueueKind::EmbeddingUpdate),
                 _ => None,
             };
             if let (Some(kind), Some(_)) = (kind, &q.queue_instances) {

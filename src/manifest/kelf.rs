@@ -104,6 +104,7 @@ impl<const GRAPHS: usize, const GRAPH_NAME: usize, const GRAPH_PATH: usize, cons
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -27,6 +27,9 @@
 //! [`def`] and [`engine`], which also hold the parse entry points. No JSON key appears outside
 //! the generated code.
 
+// `Error` is large on purpose: `Copy`, no heap, with member name and key path inline.
+#![allow(clippy::result_large_err)]
+
 use core::fmt;
 
 use crate::error::Text;
@@ -150,20 +153,55 @@ pub struct LayoutInfo {
     pub fields: &'static [LayoutField],
 }
 
-/// Short context strings kept in errors and warnings.
-pub type Name = Text<32>;
+/// Short context strings kept in errors and warnings (the tail of longer ones). Small on
+/// purpose: every `Error`, and the tokenizer's stored fault, holds a `ManifestError`.
+pub type Name = Text<16>;
+
+/// A required key and the runtime's message when it is absent (empty: none).
+#[derive(Debug, PartialEq, Eq)]
+pub struct RequiredKey {
+    /// The key.
+    pub key: &'static str,
+    /// The runtime's message, or empty.
+    pub message: &'static str,
+}
+
+#[cfg(feature = "defmt")]
+impl defmt::Format for RequiredKey {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(f, "{=str}", self.key)
+    }
+}
+
+/// Which kind of queue `queue_instances` is refused on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum QueueKind {
+    /// `in`
+    Input,
+    /// `out`
+    Output,
+    /// `embedding_update`
+    EmbeddingUpdate,
+}
+
+impl QueueKind {
+    /// As the runtime writes it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            QueueKind::Input => "input",
+            QueueKind::Output => "output",
+            QueueKind::EmbeddingUpdate => "embedding update",
+        }
+    }
+}
 
 /// A manifest that is valid JSON but not what the runtime accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum ManifestError {
-    /// A required key is absent (`message` is the runtime's wording when it has one).
-    MissingKey {
-        /// The key.
-        key: &'static str,
-        /// The runtime's message, or empty.
-        message: &'static str,
-    },
+    /// A required key is absent (with the runtime's wording when it has one).
+    MissingKey(&'static RequiredKey),
     /// A value has the wrong JSON type.
     WrongType {
         /// What the schema asks for.
@@ -183,13 +221,10 @@ pub enum ManifestError {
         /// The runtime's message.
         message: &'static str,
     },
-    /// A string that a strict map does not know (`Unknown dma operation: %s`).
-    UnknownValue {
-        /// The runtime's message; `%s` stands for the value.
-        message: &'static str,
-        /// The value.
-        value: Name,
-    },
+    /// A DMA descriptor `op` the runtime does not know.
+    UnknownDmaOperation(Name),
+    /// A carveout `type` other than `evtaccel`.
+    InvalidCarveoutType(Name),
     /// An integer above the type's range.
     OutOfRange {
         /// The largest allowed value.
@@ -235,17 +270,12 @@ pub enum ManifestError {
     DuplicateVarId(u32),
     /// `def.json`: no var of type `output`.
     NoOutputs,
-    /// `def.json`: a queue `owner` that is not an engine.
-    InvalidOwner {
-        /// The owner.
-        owner: Name,
-        /// The queue set.
-        queue: Name,
-    },
+    /// `def.json`: a queue `owner` that is not an engine (the queue is in the key path).
+    InvalidOwner(Name),
     /// `def.json`: `queue_instances` on an input, output or embedding-update queue.
     QueueInstancesNotSupported {
-        /// `input`, `output` or `embedding update`.
-        kind: &'static str,
+        /// The queue's kind.
+        kind: QueueKind,
         /// The queue set.
         queue: Name,
     },
@@ -279,21 +309,14 @@ impl ManifestError {
     }
 }
 
-fn with_value(f: &mut fmt::Formatter<'_>, message: &str, value: &dyn fmt::Display) -> fmt::Result {
-    match message.split_once("%s") {
-        Some((head, tail)) => write!(f, "{head}{value}{tail}"),
-        None => write!(f, "{message}: {value}"),
-    }
-}
-
 impl fmt::Display for ManifestError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ManifestError::MissingKey { key, message } => {
-                if message.is_empty() {
-                    write!(f, "missing required key \"{key}\"")
+            ManifestError::MissingKey(k) => {
+                if k.message.is_empty() {
+                    write!(f, "missing required key \"{}\"", k.key)
                 } else {
-                    f.write_str(message)
+                    f.write_str(k.message)
                 }
             }
             ManifestError::WrongType { expected, found, message } => {
@@ -304,7 +327,8 @@ impl fmt::Display for ManifestError {
             }
             ManifestError::DuplicateKey { key } => write!(f, "duplicate key \"{key}\""),
             ManifestError::BadFormat { message } => f.write_str(message),
-            ManifestError::UnknownValue { message, value } => with_value(f, message, value),
+            ManifestError::UnknownDmaOperation(op) => write!(f, "Unknown dma operation: {op}"),
+            ManifestError::InvalidCarveoutType(t) => write!(f, "Invalid runtime_statebuffer_reservation type {t}"),
             ManifestError::OutOfRange { max } => write!(f, "number out of range (at most {max})"),
             ManifestError::TooManyDimensions(n) => write!(f, "Too many dimensions ({n})"),
             ManifestError::EidOutOfBounds(e) => write!(f, "EID {e} out of bounds for dtypes/shapes"),
@@ -324,9 +348,9 @@ impl fmt::Display for ManifestError {
             ManifestError::UnexpectedVarIds { max, size } => write!(f, "Unexpected var_ids set! max={max}, size={size}"),
             ManifestError::DuplicateVarId(id) => write!(f, "var_id {id} is used by two vars"),
             ManifestError::NoOutputs => f.write_str("Invalid Neff: no Outputs"),
-            ManifestError::InvalidOwner { owner, queue } => write!(f, "Invalid owner '{owner}' for DMA queue {queue}"),
+            ManifestError::InvalidOwner(owner) => write!(f, "Invalid owner '{owner}' for DMA queue"),
             ManifestError::QueueInstancesNotSupported { kind, queue } => {
-                write!(f, "Invalid Neff: Queue set instances are not supported for {kind} queues ({queue})")
+                write!(f, "Invalid Neff: Queue set instances are not supported for {} queues ({queue})", kind.as_str())
             }
             ManifestError::TooManySemaphores(n) => {
                 write!(f, "Runtime supports maximum of {MAX_QUEUE_SEMAPHORES} semaphores per queue set (got {n})")

@@ -133,7 +133,7 @@ impl<
     /// The index of the KELF node and whether it was found by the `op` fallback.
     pub fn kelf_node_index(&self) -> Option<(usize, bool)> {
         let by_func = self.kelf_nodes_by_func().next();
-        by_func.map(|i| (i, false)).or_else(|| self.nodes.iter().position(|n| Self::is_kelf_by_op(n)).map(|i| (i, true)))
+        by_func.map(|i| (i, false)).or_else(|| self.nodes.iter().position(Self::is_kelf_by_op).map(|i| (i, true)))
     }
 
     fn is_kelf_by_func(n: &Node<NODE_NAME, NODE_OUTPUTS, DTYPE_NAME>) -> bool {
@@ -156,7 +156,7 @@ impl<
     /// `"__kelf"`, or, where there is none, every node whose `op` is `"__kelf"`. Nodes without
     /// a `kelf` attribute are left out (parse rejects a document whose first one has none).
     pub fn kelf_members(&self) -> impl Iterator<Item = &str> + '_ {
-        let any_by_func = self.nodes.iter().any(|n| Self::is_kelf_by_func(n));
+        let any_by_func = self.nodes.iter().any(Self::is_kelf_by_func);
         self.nodes
             .iter()
             .filter(move |n| if any_by_func { Self::is_kelf_by_func(n) } else { Self::is_kelf_by_op(n) })
@@ -230,6 +230,7 @@ impl<
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
     extern crate std;
     use std::string::ToString;

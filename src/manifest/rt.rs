@@ -760,25 +760,31 @@ pub fn check_required<R: BufRead, const S: usize, const D: u16>(
     cx: &mut Cx<'_, R, S, D>,
     seen: u64,
     required: u64,
-    keys: &[&'static str],
-    missing: &[&'static str],
+    keys: &'static [super::RequiredKey],
 ) -> Result<(), Error> {
     let absent = required & !seen;
     if absent == 0 {
         return Ok(());
     }
-    let slot = absent.trailing_zeros() as usize;
-    let key = keys.get(slot).copied().unwrap_or("");
-    let message = missing.get(slot).copied().unwrap_or("");
-    cx.ctx.path.push_key(key);
-    Err(cx.manifest_error(ManifestError::MissingKey { key, message }))
+    match keys.get(absent.trailing_zeros() as usize) {
+        Some(k) => {
+            cx.ctx.path.push_key(k.key);
+            Err(cx.manifest_error(ManifestError::MissingKey(k)))
+        }
+        None => Ok(()),
+    }
 }
 
-/// A string a `strict` discriminator map does not know is an error with the runtime's message.
-pub fn check_known<R: BufRead, const S: usize, const D: u16>(cx: &Cx<'_, R, S, D>, value: &str, known: bool, message: &'static str) -> Result<(), Error> {
+/// A string a `strict` discriminator map does not know is the schema's error variant.
+pub fn check_known<R: BufRead, const S: usize, const D: u16>(
+    cx: &Cx<'_, R, S, D>,
+    value: &str,
+    known: bool,
+    error: fn(super::Name) -> ManifestError,
+) -> Result<(), Error> {
     if known {
         Ok(())
     } else {
-        Err(cx.manifest_error(ManifestError::UnknownValue { message, value: Text::new(value) }))
+        Err(cx.manifest_error(error(Text::new(value))))
     }
 }

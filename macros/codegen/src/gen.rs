@@ -175,6 +175,11 @@ pub fn check(files: &[SchemaFile]) -> Result<Checked<'_>, SchemaError> {
                 if !raw_enum_exists(files, m.get_ref()) {
                     return Err(f.error_at(m.span(), format!("unknown enum `{}`", m.get_ref())));
                 }
+                if let Some(v) = &k.strict {
+                    if !is_ident(v.get_ref()) {
+                        return Err(f.error_at(v.span(), "`strict` names the ManifestError variant (taking the value) to return"));
+                    }
+                }
             } else if k.strict.is_some() || k.accessor.is_some() {
                 return Err(f.error_at(k.key.span(), "`strict` and `accessor` need a `map`"));
             }
@@ -524,11 +529,12 @@ impl Checked<'_> {
                         }
                     });
                 }
-                if let Some(msg) = &k.strict {
+                if let Some(variant) = &k.strict {
+                    let v = format_ident!("{}", variant.get_ref());
                     check = if optional {
-                        quote!(if let ::core::option::Option::Some(s) = &self.#f { crate::manifest::rt::check_known(cx, s.as_str(), #e::from_json(s.as_str()).is_some(), #msg)?; })
+                        quote!(if let ::core::option::Option::Some(s) = &self.#f { crate::manifest::rt::check_known(cx, s.as_str(), #e::from_json(s.as_str()).is_some(), crate::manifest::ManifestError::#v)?; })
                     } else {
-                        quote!(crate::manifest::rt::check_known(cx, self.#f.as_str(), #e::from_json(self.#f.as_str()).is_some(), #msg)?;)
+                        quote!(crate::manifest::rt::check_known(cx, self.#f.as_str(), #e::from_json(self.#f.as_str()).is_some(), crate::manifest::ManifestError::#v)?;)
                     };
                 }
             }
@@ -623,7 +629,7 @@ impl Checked<'_> {
                         }
                     }
                     const KEYS: [&str; #n] = [#(#keys),*];
-                    const MISSING: [&str; #n] = [#(#missing),*];
+                    static MISSING: [crate::manifest::RequiredKey; #n] = [#(crate::manifest::RequiredKey { key: #keys, message: #missing }),*];
                     const REQUIRED: u64 = #required_mask;
                     let mut seen: u64 = 0;
                     loop {
@@ -644,7 +650,7 @@ impl Checked<'_> {
                         }
                         cx.ctx.path.reset(mark);
                     }
-                    crate::manifest::rt::check_required(cx, seen, REQUIRED, &KEYS, &MISSING)
+                    crate::manifest::rt::check_required(cx, seen, REQUIRED, &MISSING)
                 }
             }
 

@@ -148,9 +148,9 @@ pub struct KeyToml {
     /// Name of the generated accessor returning the enum (default: the field name + `_kind`).
     #[serde(default)]
     pub accessor: Option<Spanned<String>>,
-    /// Reject strings the map does not know, with this runtime message prefix.
+    /// Reject strings the map does not know with this `ManifestError` variant (taking the value).
     #[serde(default)]
-    pub strict: Option<String>,
+    pub strict: Option<Spanned<String>>,
     /// For arrays: the `ManifestError` variant (taking the element count) used when the
     /// count passes `runtime_max`.
     #[serde(default)]

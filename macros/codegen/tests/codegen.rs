@@ -98,7 +98,7 @@ fn golden_tokens_of_a_small_schema() {
         // key lookup with the alias, required mask and the runtime message
         "\"name\" | \"title\" => :: core :: option :: Option :: Some (0) ,",
         "const REQUIRED : u64 = 1 ;",
-        "const MISSING : [& str ; 2usize] = [\"Missing name\" , \"\"] ;",
+        "static MISSING : [crate :: manifest :: RequiredKey ; 2usize] = [crate :: manifest :: RequiredKey { key : \"name\" , message : \"Missing name\" } , crate :: manifest :: RequiredKey { key : \"n\" , message : \"\" }] ;",
         "names : & [\"NAME\"]",
         // the map accessor
         "pub fn name_kind (& self) -> :: core :: option :: Option < Color > { Color :: from_json (self . name . as_str ()) }",
