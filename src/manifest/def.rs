@@ -141,7 +141,7 @@ impl<
         for v in self.vars.iter() {
             if let Some(a) = v.alignment {
                 if a != 0 && !a.is_power_of_two() {
-                    return Err(fail(&["var", &v.name, "alignment"], ManifestError::AlignmentNotPowerOfTwo(a)));
+                    return Err(fail(&[Self::KEY_VARS, &v.name, <Var>::KEY_ALIGNMENT], ManifestError::AlignmentNotPowerOfTwo(a)));
                 }
             }
         }
@@ -149,25 +149,25 @@ impl<
         let count = self.vars.len() as u64;
         if let Some(last) = self.vars.last() {
             if u64::from(last.var_id) + 1 != count {
-                return Err(fail(&["var"], ManifestError::UnexpectedVarIds { max: last.var_id, size: count }));
+                return Err(fail(&[Self::KEY_VARS], ManifestError::UnexpectedVarIds { max: last.var_id, size: count }));
             }
         }
         // Sorted with max + 1 == len: ids are 0..len exactly when no two are equal.
         for pair in self.vars.windows(2) {
             if let [a, b] = pair {
                 if a.var_id == b.var_id {
-                    return Err(fail(&["var", &b.name, "var_id"], ManifestError::DuplicateVarId(b.var_id)));
+                    return Err(fail(&[Self::KEY_VARS, &b.name, <Var>::KEY_VAR_ID], ManifestError::DuplicateVarId(b.var_id)));
                 }
             }
         }
         if !self.vars.iter().any(|v| v.mr_type() == Some(MrType::Output)) {
-            return Err(fail(&["var"], ManifestError::NoOutputs));
+            return Err(fail(&[Self::KEY_VARS], ManifestError::NoOutputs));
         }
         for q in self.dma_queues.iter().flat_map(|m| m.iter()) {
             if let Some(owner) = &q.owner {
                 if EngineType::from_json(owner).is_none() {
                     let e = ManifestError::InvalidOwner(Text::new(owner));
-                    return Err(fail(&["dma_queue", &q.name, "owner"], e));
+                    return Err(fail(&[Self::KEY_DMA_QUEUES, &q.name, <DmaQueue>::KEY_OWNER], e));
                 }
             }
             let kind = match q.base_ring_type() {
@@ -178,7 +178,7 @@ impl<
             };
             if let (Some(kind), Some(_)) = (kind, &q.queue_instances) {
                 let e = ManifestError::QueueInstancesNotSupported { kind, queue: Text::new(&q.name) };
-                return Err(fail(&["dma_queue", &q.name, "queue_instances"], e));
+                return Err(fail(&[Self::KEY_DMA_QUEUES, &q.name, <DmaQueue>::KEY_QUEUE_INSTANCES], e));
             }
         }
         for engine in ENGINES {

@@ -84,7 +84,7 @@ pub fn resolve_instr<'a, const FILE_NAME: usize>(
         (Some(d), Some(e)) => {
             if d != e.as_str() {
                 let w = ManifestWarning::InstrMismatch { engine, def_instr: Text::new(d), engine_instr: Text::new(e) };
-                warn(sink, Stage::Engine, member, 0, "instr", w);
+                warn(sink, Stage::Engine, member, 0, <EngineJson>::KEY_INSTR, w);
             }
             Some(e.as_str())
         }

@@ -63,9 +63,9 @@ impl<const GRAPHS: usize, const GRAPH_NAME: usize, const GRAPH_PATH: usize, cons
         self.read_document(tok, src, member)?;
         let end = tok.offset();
         if parse_version(&self.version).is_none() {
-            return Err(semantic(Stage::Kelf, member, end, "version", ManifestError::InvalidVersion(Text::new(&self.version))));
+            return Err(semantic(Stage::Kelf, member, end, Self::KEY_VERSION, ManifestError::InvalidVersion(Text::new(&self.version))));
         }
-        self.target_kind().map_err(|e| semantic(Stage::Kelf, member, end, "target", e))?;
+        self.target_kind().map_err(|e| semantic(Stage::Kelf, member, end, Self::KEY_TARGET, e))?;
         Ok(())
     }
 

@@ -10,7 +10,7 @@
 //!
 //! - one fixed-capacity struct per JSON object ([`NeffJson`], [`Kelf`], [`DefJson`], [`Var`],
 //!   [`DmaQueue`], [`EngineJson`], [`ActSet`], ...), whose capacities are const parameters with
-//!   defaults ([`DEFAULT_VARS`], ...); exceeding one is an [`ErrorKind::Capacity`] naming it;
+//!   defaults ([`DEFAULT_VARS`], ...); exceeding one is an [`ErrorKind::Capacity`](crate::ErrorKind::Capacity) naming it;
 //! - a consumed-key parser per object over the streaming [`Tokenizer`](crate::json::Tokenizer):
 //!   unknown keys are skipped but validated, a consumed key given twice, a missing required key
 //!   and a value of the wrong JSON type are errors with the key path (`var.x.size: expected an

@@ -59,10 +59,13 @@ pub struct IoTable<const IO: usize = 16, const NAME: usize = { super::DEFAULT_NO
     pub outputs: heapless::Vec<IoTensor<NAME, DTYPE, DIMS>, IO>,
 }
 
-/// Writes `prefix[index]` (and an optional `.suffix`) into a short path buffer.
-fn indexed(prefix: &str, index: usize, suffix: &str) -> heapless::String<48> {
+/// Writes `prefix[index].key.key...` into a short path buffer (context only).
+fn indexed(prefix: &str, index: usize, keys: &[&str]) -> heapless::String<48> {
     let mut s = heapless::String::new();
-    let _ = core::fmt::write(&mut s, format_args!("{prefix}[{index}]{suffix}"));
+    let _ = core::fmt::write(&mut s, format_args!("{prefix}[{index}]"));
+    for k in keys {
+        let _ = core::fmt::write(&mut s, format_args!(".{k}"));
+    }
     s
 }
 
@@ -105,20 +108,23 @@ impl<
         self.read_document(tok, src, member)?;
         let end = tok.offset();
         let fail = |path: &str, e: ManifestError| semantic(Stage::NeffJson, member, end, path, e);
-        let (index, by_op) = self.kelf_node_index().ok_or_else(|| fail("nodes", ManifestError::NoKelfNode))?;
+        let (index, by_op) = self.kelf_node_index().ok_or_else(|| fail(Self::KEY_NODES, ManifestError::NoKelfNode))?;
+        type N<const A: usize, const B: usize, const C: usize> = Node<A, B, C>;
         if self.kelf_member_of(index).is_none() {
-            return Err(fail(&indexed("nodes", index, ".attrs.kelf"), ManifestError::KelfAttributeMissing));
+            let path = indexed(Self::KEY_NODES, index, &[N::<NODE_NAME, NODE_OUTPUTS, DTYPE_NAME>::KEY_ATTRS, super::NodeAttrs::<NODE_NAME>::KEY_KELF]);
+            return Err(fail(&path, ManifestError::KelfAttributeMissing));
         }
         if by_op {
-            warn(sink, Stage::NeffJson, member, end, &indexed("nodes", index, ".op"), ManifestWarning::KelfNodeByOp);
+            let path = indexed(Self::KEY_NODES, index, &[N::<NODE_NAME, NODE_OUTPUTS, DTYPE_NAME>::KEY_OP]);
+            warn(sink, Stage::NeffJson, member, end, &path, ManifestWarning::KelfNodeByOp);
         }
         // Every input and output must resolve; unknown dtypes are reported once per tensor.
         for i in 0..self.arg_nodes.len() {
-            let t = self.input::<NODE_NAME>(i).map_err(|e| fail(&indexed("arg_nodes", i, ""), e))?;
+            let t = self.input::<NODE_NAME>(i).map_err(|e| fail(&indexed(Self::KEY_ARG_NODES, i, &[]), e))?;
             self.warn_dtype(&t.dtype, t.nrt_dtype, sink, member, end);
         }
         for i in 0..self.heads.len() {
-            let t = self.head::<NODE_NAME>(i).map_err(|e| fail(&indexed("heads", i, ""), e))?;
+            let t = self.head::<NODE_NAME>(i).map_err(|e| fail(&indexed(Self::KEY_HEADS, i, &[]), e))?;
             self.warn_dtype(&t.dtype, t.nrt_dtype, sink, member, end);
         }
         Ok(())
@@ -126,7 +132,9 @@ impl<
 
     fn warn_dtype(&self, dtype: &str, nrt: NrtDtype, sink: &mut impl WarningSink, member: &str, end: u64) {
         if nrt == NrtDtype::Unknown {
-            warn(sink, Stage::NeffJson, member, end, "attrs.dltype", ManifestWarning::UnknownDtype(Text::new(dtype)));
+            let mut path: heapless::String<32> = heapless::String::new();
+            let _ = core::fmt::write(&mut path, format_args!("{}.{}", Self::KEY_ATTRS, super::GraphAttrs::<EIDS, DTYPE_NAME, DIMS>::KEY_DLTYPE));
+            warn(sink, Stage::NeffJson, member, end, &path, ManifestWarning::UnknownDtype(Text::new(dtype)));
         }
     }
 

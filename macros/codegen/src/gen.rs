@@ -583,11 +583,17 @@ impl Checked<'_> {
             quote!()
         };
 
-        let accessor_block = if accessors.is_empty() {
-            quote!()
-        } else {
-            quote!(impl #impl_generics #id #ty_generics { #(#accessors)* })
-        };
+        let key_consts: Vec<TokenStream> = obj
+            .keys
+            .iter()
+            .map(|k| {
+                let c = format_ident!("KEY_{}", k.field.get_ref().to_uppercase());
+                let key = k.key.get_ref();
+                let d = format!(" The JSON key `{key}`.");
+                quote!(#[doc = #d] pub const #c: &'static str = #key;)
+            })
+            .collect();
+        let accessor_block = quote!(impl #impl_generics #id #ty_generics { #(#key_consts)* #(#accessors)* });
 
         quote! {
             #doc
