@@ -1,0 +1,918 @@
+//! Checks a loaded schema and turns it into Rust tokens.
+//!
+//! The generated code refers to the hand-written reader support in `crate::manifest::rt`
+//! (the `JsonValue` trait and the tokenizer glue), to `crate::json::Event` and to
+//! `crate::manifest::ManifestError`; it is meant to be expanded inside `neff::manifest`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use proc_macro2::{Literal, TokenStream};
+use quote::{format_ident, quote};
+
+use crate::model::{EnumToml, KeyToml, LayoutToml, ObjectToml, SchemaError, SchemaFile};
+use crate::ty::{Cap, Scalar, Ty};
+
+/// Where an object is declared.
+struct ObjRef<'a> {
+    file: &'a SchemaFile,
+    obj: &'a ObjectToml,
+    /// Resolved key types, in key order.
+    tys: Vec<Ty>,
+    /// The key field's type, for map entries.
+    key_ty: Option<Ty>,
+}
+
+/// The whole checked schema.
+pub struct Checked<'a> {
+    files: &'a [SchemaFile],
+    /// Capacities in declaration order: name -> (default, doc).
+    caps: Vec<(String, usize, String)>,
+    objects: BTreeMap<String, ObjRef<'a>>,
+    enums: BTreeMap<String, (&'a SchemaFile, &'a EnumToml)>,
+    layouts: BTreeMap<String, (&'a SchemaFile, &'a LayoutToml)>,
+    /// Const params of each object, in capacity declaration order.
+    params: BTreeMap<String, Vec<String>>,
+}
+
+const STAGES: &[&str] = &["NeffJson", "Kelf", "DefJson", "Engine"];
+const REPRS: &[&str] = &["u8", "u16", "u32", "i32", "u64"];
+
+fn is_ident(s: &str) -> bool {
+    syn::parse_str::<syn::Ident>(s).is_ok()
+}
+
+/// Checks every cross-reference of the schema; the first problem is returned with its
+/// `file:line:col`.
+pub fn check(files: &[SchemaFile]) -> Result<Checked<'_>, SchemaError> {
+    let mut caps: Vec<(String, usize, String)> = Vec::new();
+    let mut type_names: BTreeSet<String> = BTreeSet::new();
+    let mut enums = BTreeMap::new();
+    let mut layouts = BTreeMap::new();
+    let mut raw_objects: Vec<(&SchemaFile, &ObjectToml)> = Vec::new();
+
+    for f in files {
+        if let Some(stage) = &f.toml.stage {
+            if !STAGES.contains(&stage.get_ref().as_str()) {
+                return Err(f.error_at(stage.span(), format!("unknown stage `{}` (expected one of {})", stage.get_ref(), STAGES.join(", "))));
+            }
+        }
+        for c in &f.toml.capacities {
+            let name = c.name.get_ref();
+            if !is_ident(name) || name.chars().any(|ch| ch.is_ascii_lowercase()) {
+                return Err(f.error_at(c.name.span(), format!("capacity `{name}` must be an UPPER_CASE identifier")));
+            }
+            if caps.iter().any(|(n, _, _)| n == name) {
+                return Err(f.error_at(c.name.span(), format!("capacity `{name}` is declared twice")));
+            }
+            if c.default == 0 {
+                return Err(f.error_at(c.name.span(), format!("capacity `{name}` needs a default above 0")));
+            }
+            caps.push((name.clone(), c.default, c.doc.clone()));
+        }
+        for e in &f.toml.enums {
+            let name = e.name.get_ref();
+            if !is_ident(name) || !type_names.insert(name.clone()) {
+                return Err(f.error_at(e.name.span(), format!("type name `{name}` is invalid or declared twice")));
+            }
+            check_enum(f, e)?;
+            enums.insert(name.clone(), (f, e));
+        }
+        for l in &f.toml.layouts {
+            let name = l.name.get_ref();
+            if !is_ident(name) || !type_names.insert(name.clone()) {
+                return Err(f.error_at(l.name.span(), format!("type name `{name}` is invalid or declared twice")));
+            }
+            for field in &l.fields {
+                if !is_ident(field.name.get_ref()) {
+                    return Err(f.error_at(field.name.span(), format!("`{}` is not a field name", field.name.get_ref())));
+                }
+                let nested = f.toml.layouts.iter().chain(files.iter().flat_map(|g| g.toml.layouts.iter())).any(|o| o.name.get_ref() == field.ty.get_ref());
+                if !nested && !layout_type_ok(field.ty.get_ref()) {
+                    return Err(f.error_at(field.ty.span(), format!("layout field type `{}` must be a fixed-width integer, bool, an array of them (`[u32; 32]`) or another layout", field.ty.get_ref())));
+                }
+            }
+            layouts.insert(name.clone(), (f, l));
+        }
+        for o in &f.toml.objects {
+            let name = o.name.get_ref();
+            if !is_ident(name) || !type_names.insert(name.clone()) {
+                return Err(f.error_at(o.name.span(), format!("type name `{name}` is invalid or declared twice")));
+            }
+            if o.root && f.toml.stage.is_none() {
+                return Err(f.error_at(o.name.span(), "a root object needs the file's `stage`"));
+            }
+            raw_objects.push((f, o));
+        }
+    }
+
+    let cap_known = |c: &str| caps.iter().any(|(n, _, _)| n == c);
+    let mut objects: BTreeMap<String, ObjRef> = BTreeMap::new();
+    for (f, o) in &raw_objects {
+        if o.keys.len() > 64 {
+            return Err(f.error_at(o.name.span(), "an object may consume at most 64 keys"));
+        }
+        let mut tys = Vec::new();
+        let mut fields = BTreeSet::new();
+        let mut json_keys = BTreeSet::new();
+        let key_ty = match (&o.key_field, &o.key_type) {
+            (Some(kf), Some(kt)) => {
+                let ty = Ty::parse(kt.get_ref()).map_err(|e| f.error_at(kt.span(), e))?;
+                if !matches!(ty, Ty::Str(_)) {
+                    return Err(f.error_at(kt.span(), "key_type must be a string<CAP>"));
+                }
+                if !is_ident(kf.get_ref()) {
+                    return Err(f.error_at(kf.span(), "key_field must be a field name"));
+                }
+                fields.insert(kf.get_ref().clone());
+                Some(ty)
+            }
+            (None, None) => None,
+            (Some(s), None) | (None, Some(s)) => return Err(f.error_at(s.span(), "key_field and key_type go together")),
+        };
+        for k in &o.keys {
+            let ty = Ty::parse(k.ty.get_ref()).map_err(|e| f.error_at(k.ty.span(), e))?;
+            let mut used = Vec::new();
+            ty.caps(&mut used);
+            for c in &used {
+                if !cap_known(c) {
+                    return Err(f.error_at(k.ty.span(), format!("unknown capacity `{c}` (declare it in a [[capacity]] table)")));
+                }
+            }
+            let mut objs = Vec::new();
+            ty.objects(&mut objs);
+            for n in &objs {
+                if !raw_objects.iter().any(|(_, o)| o.name.get_ref() == n) {
+                    return Err(f.error_at(k.ty.span(), format!("unknown object `{n}`")));
+                }
+            }
+            if let Ty::Map(n, _) = &ty {
+                if raw_objects.iter().any(|(_, o)| o.name.get_ref() == n && o.key_field.is_none()) {
+                    return Err(f.error_at(k.ty.span(), format!("`{n}` is used in a map<..> but has no key_field")));
+                }
+            }
+            let field = k.field.get_ref();
+            if !is_ident(field) || field.starts_with("r#") {
+                return Err(f.error_at(k.field.span(), format!("`{field}` is not a field name")));
+            }
+            if !fields.insert(field.clone()) {
+                return Err(f.error_at(k.field.span(), format!("field `{field}` is used twice")));
+            }
+            for key in std::iter::once(&k.key).chain(&k.aliases) {
+                if !json_keys.insert(key.get_ref().clone()) {
+                    return Err(f.error_at(key.span(), format!("key `{}` is consumed twice", key.get_ref())));
+                }
+            }
+            if k.required && k.default.is_some() {
+                return Err(f.error_at(k.field.span(), "a key is either required or has a default"));
+            }
+            if let Some(d) = &k.default {
+                default_tokens(&ty, d.get_ref()).map_err(|e| f.error_at(d.span(), e))?;
+            }
+            if let Some(m) = &k.map {
+                if !matches!(ty, Ty::Str(_)) {
+                    return Err(f.error_at(m.span(), "`map` applies to string keys"));
+                }
+                if !raw_enum_exists(files, m.get_ref()) {
+                    return Err(f.error_at(m.span(), format!("unknown enum `{}`", m.get_ref())));
+                }
+                if let Some(v) = &k.strict {
+                    if !is_ident(v.get_ref()) {
+                        return Err(f.error_at(v.span(), "`strict` names the ManifestError variant (taking the value) to return"));
+                    }
+                }
+            } else if k.strict.is_some() || k.accessor.is_some() {
+                return Err(f.error_at(k.key.span(), "`strict` and `accessor` need a `map`"));
+            }
+            if let Some(ovf) = &k.overflow_error {
+                if k.runtime_max.is_none() || innermost_array_cap(&ty).is_none() || !is_ident(ovf.get_ref()) {
+                    return Err(f.error_at(ovf.span(), "overflow_error needs an array type and `runtime_max`"));
+                }
+            }
+            if k.format_error.is_some() && !matches!(ty, Ty::Tagged(..)) {
+                return Err(f.error_at(k.key.span(), "format_error applies to tagged<..> lists"));
+            }
+            tys.push(ty);
+        }
+        objects.insert(o.name.get_ref().clone(), ObjRef { file: f, obj: o, tys, key_ty });
+    }
+
+    // Const params: own capacities plus those of nested objects, transitively.
+    let mut params: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for name in objects.keys() {
+        let mut stack = Vec::new();
+        let set = collect_params(name, &objects, &mut stack)?;
+        let ordered: Vec<String> = caps.iter().filter(|(n, _, _)| set.contains(n)).map(|(n, _, _)| n.clone()).collect();
+        params.insert(name.clone(), ordered);
+    }
+
+    Ok(Checked { files, caps, objects, enums, layouts, params })
+}
+
+fn raw_enum_exists(files: &[SchemaFile], name: &str) -> bool {
+    files.iter().any(|f| f.toml.enums.iter().any(|e| e.name.get_ref() == name))
+}
+
+fn collect_params(name: &str, objects: &BTreeMap<String, ObjRef>, stack: &mut Vec<String>) -> Result<BTreeSet<String>, SchemaError> {
+    let o = &objects[name];
+    if stack.iter().any(|s| s == name) {
+        return Err(o.file.error_at(o.obj.name.span(), format!("object `{name}` contains itself ({} -> {name})", stack.join(" -> "))));
+    }
+    stack.push(name.to_string());
+    let mut set = BTreeSet::new();
+    let mut direct = Vec::new();
+    if let Some(kt) = &o.key_ty {
+        kt.caps(&mut direct);
+    }
+    for ty in &o.tys {
+        ty.caps(&mut direct);
+        let mut objs = Vec::new();
+        ty.objects(&mut objs);
+        for n in objs {
+            set.extend(collect_params(&n, objects, stack)?);
+        }
+    }
+    set.extend(direct);
+    stack.pop();
+    Ok(set)
+}
+
+fn check_enum(f: &SchemaFile, e: &EnumToml) -> Result<(), SchemaError> {
+    if !REPRS.contains(&e.repr.get_ref().as_str()) {
+        return Err(f.error_at(e.repr.span(), format!("repr `{}` must be one of {}", e.repr.get_ref(), REPRS.join(", "))));
+    }
+    let mut names = BTreeSet::new();
+    let mut values = BTreeSet::new();
+    let mut strings = BTreeSet::new();
+    let sized = e.variants.iter().filter(|v| v.size.is_some()).count();
+    for v in &e.variants {
+        if !is_ident(v.name.get_ref()) || !names.insert(v.name.get_ref().clone()) {
+            return Err(f.error_at(v.name.span(), format!("variant `{}` is invalid or declared twice", v.name.get_ref())));
+        }
+        if !values.insert(v.value) {
+            return Err(f.error_at(v.name.span(), format!("value {} is used twice in `{}`", v.value, e.name.get_ref())));
+        }
+        if e.repr.get_ref().starts_with('u') && v.value < 0 {
+            return Err(f.error_at(v.name.span(), "negative value in an unsigned enum"));
+        }
+        for s in &v.json {
+            if !strings.insert(s.get_ref().clone()) {
+                return Err(f.error_at(s.span(), format!("string \"{}\" selects two variants", s.get_ref())));
+            }
+        }
+        if sized != 0 && v.size.is_none() {
+            return Err(f.error_at(v.name.span(), "give every variant a `size`, or none"));
+        }
+    }
+    Ok(())
+}
+
+fn layout_type_ok(t: &str) -> bool {
+    let scalar = |s: &str| matches!(s.trim(), "u8" | "u16" | "u32" | "u64" | "i32" | "i64" | "bool");
+    if scalar(t) {
+        return true;
+    }
+    if let Some(inner) = t.strip_prefix('[').and_then(|t| t.strip_suffix(']')) {
+        if let Some((elem, n)) = inner.split_once(';') {
+            return scalar(elem) && n.trim().parse::<usize>().is_ok_and(|n| n <= 32);
+        }
+    }
+    false
+}
+
+fn innermost_array_cap(ty: &Ty) -> Option<&Cap> {
+    match ty {
+        Ty::Array(inner, cap) => innermost_array_cap(inner).or(Some(cap)),
+        Ty::Tagged(_, inner) => innermost_array_cap(inner),
+        _ => None,
+    }
+}
+
+fn default_tokens(ty: &Ty, v: &toml::Value) -> Result<TokenStream, String> {
+    match (ty, v) {
+        (Ty::Scalar(Scalar::Bool), toml::Value::Boolean(b)) => Ok(quote!(#b)),
+        (Ty::Scalar(Scalar::F64), toml::Value::Float(x)) => {
+            let lit = Literal::f64_suffixed(*x);
+            Ok(quote!(#lit))
+        }
+        (Ty::Scalar(s), toml::Value::Integer(i)) if *s != Scalar::Bool && *s != Scalar::F64 => {
+            let t: syn::Type = syn::parse_str(s.rust()).map_err(|e| e.to_string())?;
+            let lit = Literal::i64_unsuffixed(*i);
+            if *i < 0 && *s != Scalar::I64 {
+                return Err("negative default for an unsigned key".into());
+            }
+            Ok(quote!(#lit as #t))
+        }
+        (Ty::Str(_), toml::Value::String(s)) => Ok(quote!(crate::manifest::rt::str_default(#s))),
+        (Ty::Array(..) | Ty::Map(..) | Ty::Tagged(..), toml::Value::Array(a)) if a.is_empty() => {
+            Ok(quote!(::core::default::Default::default()))
+        }
+        _ => Err(format!("default `{v}` does not fit type {}", ty.json_name())),
+    }
+}
+
+fn doc_attr(doc: &str) -> TokenStream {
+    let lines: Vec<TokenStream> = doc
+        .trim()
+        .lines()
+        .map(|l| {
+            let l = format!(" {}", l.trim_end());
+            quote!(#[doc = #l])
+        })
+        .collect();
+    quote!(#(#lines)*)
+}
+
+fn cap_tokens(c: &Cap) -> TokenStream {
+    match c {
+        Cap::Param(p) => {
+            let id = format_ident!("{}", p);
+            quote!(#id)
+        }
+        Cap::Lit(n) => {
+            let lit = Literal::usize_unsuffixed(*n);
+            quote!(#lit)
+        }
+    }
+}
+
+impl Checked<'_> {
+    fn object_type(&self, name: &str) -> TokenStream {
+        let id = format_ident!("{}", name);
+        let ps: Vec<_> = self.params[name].iter().map(|p| format_ident!("{}", p)).collect();
+        if ps.is_empty() {
+            quote!(#id)
+        } else {
+            quote!(#id<#(#ps),*>)
+        }
+    }
+
+    fn rust_type(&self, ty: &Ty) -> TokenStream {
+        match ty {
+            Ty::Scalar(s) => {
+                let id = format_ident!("{}", s.rust());
+                quote!(#id)
+            }
+            Ty::Str(c) => {
+                let c = cap_tokens(c);
+                quote!(::heapless::String<#c>)
+            }
+            Ty::Array(t, c) => {
+                let t = self.rust_type(t);
+                let c = cap_tokens(c);
+                quote!(::heapless::Vec<#t, #c>)
+            }
+            Ty::Map(o, c) => {
+                let t = self.object_type(o);
+                let c = cap_tokens(c);
+                quote!(crate::manifest::rt::Map<#t, #c>)
+            }
+            Ty::Each(o) => {
+                let t = self.object_type(o);
+                quote!(crate::manifest::rt::Each<#t>)
+            }
+            Ty::Count => quote!(crate::manifest::rt::ArrayLen),
+            Ty::Tagged(_, t) => self.rust_type(t),
+            Ty::Object(o) => self.object_type(o),
+        }
+    }
+
+    /// Capacity names in nesting order, as the reader consumes them.
+    fn limit_names(&self, ty: &Ty, key: &str, out: &mut Vec<String>) {
+        let name = |c: &Cap| match c {
+            Cap::Param(p) => p.clone(),
+            Cap::Lit(n) => format!("{key} length {n}"),
+        };
+        match ty {
+            Ty::Str(c) => out.push(name(c)),
+            Ty::Array(t, c) => {
+                out.push(name(c));
+                self.limit_names(t, key, out);
+            }
+            Ty::Map(o, c) => {
+                out.push(name(c));
+                if let Some(Ty::Str(kc)) = &self.objects[o].key_ty {
+                    out.push(name(kc));
+                }
+            }
+            Ty::Tagged(_, t) => self.limit_names(t, key, out),
+            _ => {}
+        }
+    }
+
+    fn generics(&self, name: &str) -> (TokenStream, TokenStream) {
+        let ps = &self.params[name];
+        if ps.is_empty() {
+            return (quote!(), quote!());
+        }
+        let ids: Vec<_> = ps.iter().map(|p| format_ident!("{}", p)).collect();
+        (quote!(<#(const #ids: usize),*>), quote!(<#(#ids),*>))
+    }
+
+    fn gen_object(&self, name: &str) -> TokenStream {
+        let o = &self.objects[name];
+        let obj = o.obj;
+        let id = format_ident!("{}", name);
+        let doc = doc_attr(&obj.doc);
+        let ps = &self.params[name];
+        let decl_params: Vec<TokenStream> = ps
+            .iter()
+            .map(|p| {
+                let pid = format_ident!("{}", p);
+                let d = self.caps.iter().find(|(n, _, _)| n == p).map_or(1, |c| c.1);
+                let d = Literal::usize_unsuffixed(d);
+                quote!(const #pid: usize = #d)
+            })
+            .collect();
+        let decl_generics = if ps.is_empty() { quote!() } else { quote!(<#(#decl_params),*>) };
+        let (impl_generics, ty_generics) = self.generics(name);
+
+        let mut fields = Vec::new();
+        let mut defaults = Vec::new();
+        let mut clears = Vec::new();
+        let mut accessors = Vec::new();
+        if let (Some(kf), Some(kt)) = (&obj.key_field, &o.key_ty) {
+            let f = format_ident!("{}", kf.get_ref());
+            let t = self.rust_type(kt);
+            let d = doc_attr(obj.key_doc.as_deref().unwrap_or("The name this entry has in its parent object."));
+            fields.push(quote!(#d pub #f: #t,));
+            defaults.push(quote!(#f: ::core::default::Default::default(),));
+            clears.push(quote!(self.#f.clear();));
+        }
+        let mut arms = Vec::new();
+        let mut slot_arms = Vec::new();
+        let mut keys = Vec::new();
+        let mut missing = Vec::new();
+        let mut required_mask: u64 = 0;
+        for (slot, (k, ty)) in obj.keys.iter().zip(&o.tys).enumerate() {
+            let f = format_ident!("{}", k.field.get_ref());
+            let t = self.rust_type(ty);
+            let optional = !k.required && k.default.is_none();
+            let fdoc = doc_attr(&field_doc(k, ty));
+            if optional {
+                fields.push(quote!(#fdoc pub #f: ::core::option::Option<#t>,));
+                defaults.push(quote!(#f: ::core::option::Option::None,));
+                clears.push(quote!(self.#f = ::core::option::Option::None;));
+            } else {
+                fields.push(quote!(#fdoc pub #f: #t,));
+                match &k.default {
+                    Some(d) => {
+                        let dt = default_tokens(ty, d.get_ref()).unwrap_or_default();
+                        defaults.push(quote!(#f: #dt,));
+                        clears.push(quote!(self.#f = #dt;));
+                    }
+                    None => {
+                        defaults.push(quote!(#f: ::core::default::Default::default(),));
+                        clears.push(quote!(crate::manifest::rt::JsonValue::clear(&mut self.#f);));
+                    }
+                }
+            }
+            if k.required {
+                required_mask |= 1 << slot;
+            }
+            let key = k.key.get_ref();
+            keys.push(key.clone());
+            missing.push(k.missing.clone().unwrap_or_default());
+            let slot_lit = Literal::u8_unsuffixed(slot as u8);
+            let all: Vec<&String> = std::iter::once(&k.key).chain(&k.aliases).map(|s| s.get_ref()).collect();
+            slot_arms.push(quote!(#(#all)|* => ::core::option::Option::Some(#slot_lit),));
+
+            let mut names = Vec::new();
+            self.limit_names(ty, key, &mut names);
+            let type_error = k.type_error.clone().unwrap_or_default();
+            let format_error = k.format_error.clone().unwrap_or_default();
+            let (overflow_limit, overflow, runtime_max) = match (&k.overflow_error, k.runtime_max) {
+                (Some(v), Some(max)) => {
+                    let v = format_ident!("{}", v.get_ref());
+                    let lim = match innermost_array_cap(ty) {
+                        Some(Cap::Param(p)) => p.clone(),
+                        Some(Cap::Lit(n)) => format!("{key} length {n}"),
+                        None => String::new(),
+                    };
+                    (lim, quote!(::core::option::Option::Some(crate::manifest::ManifestError::#v)), max)
+                }
+                _ => (String::new(), quote!(::core::option::Option::None), 0),
+            };
+            let lim = quote! {
+                const LIM: crate::manifest::rt::Lim = crate::manifest::rt::Lim {
+                    names: &[#(#names),*],
+                    rules: &crate::manifest::rt::Rules {
+                        type_error: #type_error,
+                        format_error: #format_error,
+                        overflow_limit: #overflow_limit,
+                        runtime_max: #runtime_max,
+                        overflow: #overflow,
+                    },
+                };
+            };
+            let read = match ty {
+                Ty::Tagged(tag, _) => quote!(crate::manifest::rt::read_tagged(cx, &mut self.#f, #tag, LIM)?;),
+                _ => quote!(crate::manifest::rt::read(cx, &mut self.#f, LIM)?;),
+            };
+            let mut check = quote!();
+            if let Some(m) = &k.map {
+                let e = format_ident!("{}", m.get_ref());
+                let acc = k.accessor.as_ref().map_or_else(|| format!("{}_kind", k.field.get_ref()), |a| a.get_ref().clone());
+                let acc = format_ident!("{}", acc);
+                let adoc = format!(" `{key}` as a [`{}`]; `None` when absent or not in the map.", m.get_ref());
+                if optional {
+                    accessors.push(quote! {
+                        #[doc = #adoc]
+                        pub fn #acc(&self) -> ::core::option::Option<#e> {
+                            self.#f.as_ref().and_then(|s| #e::from_json(s.as_str()))
+                        }
+                    });
+                } else {
+                    accessors.push(quote! {
+                        #[doc = #adoc]
+                        pub fn #acc(&self) -> ::core::option::Option<#e> {
+                            #e::from_json(self.#f.as_str())
+                        }
+                    });
+                }
+                if let Some(variant) = &k.strict {
+                    let v = format_ident!("{}", variant.get_ref());
+                    check = if optional {
+                        quote!(if let ::core::option::Option::Some(s) = &self.#f { crate::manifest::rt::check_known(cx, s.as_str(), #e::from_json(s.as_str()).is_some(), crate::manifest::ManifestError::#v)?; })
+                    } else {
+                        quote!(crate::manifest::rt::check_known(cx, self.#f.as_str(), #e::from_json(self.#f.as_str()).is_some(), crate::manifest::ManifestError::#v)?;)
+                    };
+                }
+            }
+            arms.push(quote!(#slot_lit => { #lim #read #check }));
+        }
+        let n = keys.len();
+        let required_mask = Literal::u64_unsuffixed(required_mask);
+
+        let map_entry = match (&obj.key_field, &o.key_ty) {
+            (Some(kf), Some(_)) => {
+                let f = format_ident!("{}", kf.get_ref());
+                quote! {
+                    impl #impl_generics crate::manifest::rt::MapEntry for #id #ty_generics {
+                        fn set_key(&mut self, key: &str, limit: &'static str) -> ::core::result::Result<(), crate::manifest::rt::Issue> {
+                            crate::manifest::rt::copy_str(&mut self.#f, key, limit)
+                        }
+                    }
+                }
+            }
+            _ => quote!(),
+        };
+
+        let root = if obj.root {
+            let stage = format_ident!("{}", o.file.toml.stage.as_ref().map(|s| s.get_ref().as_str()).unwrap_or("DefJson"));
+            let tier = o.file.toml.tier.clone().unwrap_or_default();
+            let sdoc = format!(" The stage of errors in `{tier}`.");
+            quote! {
+                impl #impl_generics #id #ty_generics {
+                    #[doc = #sdoc]
+                    pub const STAGE: crate::Stage = crate::Stage::#stage;
+                    /// Reads one whole document into `self` (cleared first): the consumed keys only,
+                    /// every other value skipped but validated. Semantic checks are not made here.
+                    pub fn read_document<R: ::embedded_io::BufRead, const S: usize, const D: u16>(
+                        &mut self,
+                        tok: &mut crate::json::Tokenizer<S, D>,
+                        src: &mut R,
+                        member: &str,
+                    ) -> ::core::result::Result<(), crate::Error> {
+                        crate::manifest::rt::JsonValue::clear(self);
+                        let mut cx = crate::manifest::rt::Cx::new(tok, src, Self::STAGE, member);
+                        crate::manifest::rt::read_document(&mut cx, self)
+                    }
+                }
+            }
+        } else {
+            quote!()
+        };
+
+        let key_consts: Vec<TokenStream> = obj
+            .keys
+            .iter()
+            .map(|k| {
+                let c = format_ident!("KEY_{}", k.field.get_ref().to_uppercase());
+                let key = k.key.get_ref();
+                let d = format!(" The JSON key `{key}`.");
+                quote!(#[doc = #d] pub const #c: &'static str = #key;)
+            })
+            .collect();
+        let accessor_block = quote!(impl #impl_generics #id #ty_generics { #(#key_consts)* #(#accessors)* });
+
+        quote! {
+            #doc
+            #[derive(Debug, Clone, PartialEq)]
+            #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+            pub struct #id #decl_generics {
+                #(#fields)*
+            }
+
+            impl #impl_generics ::core::default::Default for #id #ty_generics {
+                fn default() -> Self {
+                    Self { #(#defaults)* }
+                }
+            }
+
+            #accessor_block
+
+            impl #impl_generics crate::manifest::rt::JsonValue for #id #ty_generics {
+                const EXPECTED: crate::manifest::JsonType = crate::manifest::JsonType::Object;
+
+                fn start(&mut self, ev: &crate::json::Event<'_>, _lim: crate::manifest::rt::Lim) -> ::core::result::Result<crate::manifest::rt::Flow, crate::manifest::rt::Issue> {
+                    crate::manifest::rt::start_object(ev)
+                }
+
+                fn clear(&mut self) {
+                    #(#clears)*
+                }
+
+                #[allow(clippy::too_many_lines)]
+                fn body<R: ::embedded_io::BufRead, const S: usize, const D: u16>(
+                    &mut self,
+                    cx: &mut crate::manifest::rt::Cx<'_, R, S, D>,
+                    _lim: crate::manifest::rt::Lim,
+                ) -> ::core::result::Result<(), crate::Error> {
+                    fn slot_of(key: &str) -> ::core::option::Option<u8> {
+                        match key {
+                            #(#slot_arms)*
+                            _ => ::core::option::Option::None,
+                        }
+                    }
+                    const KEYS: [&str; #n] = [#(#keys),*];
+                    static MISSING: [crate::manifest::RequiredKey; #n] = [#(crate::manifest::RequiredKey { key: #keys, message: #missing }),*];
+                    const REQUIRED: u64 = #required_mask;
+                    let mut seen: u64 = 0;
+                    loop {
+                        let mark = cx.ctx.path.mark();
+                        let slot = match crate::manifest::rt::next_key(cx, slot_of)? {
+                            crate::manifest::rt::KeyStep::End => break,
+                            crate::manifest::rt::KeyStep::Unknown => {
+                                crate::manifest::rt::skip(cx)?;
+                                cx.ctx.path.reset(mark);
+                                continue;
+                            }
+                            crate::manifest::rt::KeyStep::Known(slot) => slot,
+                        };
+                        crate::manifest::rt::mark_seen(cx, &mut seen, slot, &KEYS)?;
+                        match slot {
+                            #(#arms)*
+                            _ => {}
+                        }
+                        cx.ctx.path.reset(mark);
+                    }
+                    crate::manifest::rt::check_required(cx, seen, REQUIRED, &MISSING)
+                }
+            }
+
+            #map_entry
+            #root
+        }
+    }
+
+    fn gen_enum(&self, e: &EnumToml) -> TokenStream {
+        let id = format_ident!("{}", e.name.get_ref());
+        let repr = format_ident!("{}", e.repr.get_ref());
+        let doc = doc_attr(&format!("{}\n\nThe runtime's `{}`.", e.doc, e.c_name));
+        let c_name = &e.c_name;
+        let mut variants = Vec::new();
+        let mut all = Vec::new();
+        let mut from_json = Vec::new();
+        let mut as_str = Vec::new();
+        let mut c_names = Vec::new();
+        let mut from_value = Vec::new();
+        let mut sizes = Vec::new();
+        for v in &e.variants {
+            let vid = format_ident!("{}", v.name.get_ref());
+            let value = Literal::i64_unsuffixed(v.value);
+            let vdoc = {
+                let mut d = v.doc.clone();
+                if let Some(c) = &v.c_name {
+                    d = format!("{d}{}`{c}` = {}", if d.is_empty() { "" } else { " " }, v.value);
+                }
+                if !v.json.is_empty() {
+                    let js: Vec<String> = v.json.iter().map(|s| format!("\"{}\"", s.get_ref())).collect();
+                    d = format!("{d} (JSON {})", js.join(", "));
+                }
+                doc_attr(&d)
+            };
+            variants.push(quote!(#vdoc #vid = #value,));
+            all.push(quote!(Self::#vid));
+            let js: Vec<&String> = v.json.iter().map(|s| s.get_ref()).collect();
+            if !js.is_empty() {
+                from_json.push(quote!(#(#js)|* => ::core::option::Option::Some(Self::#vid),));
+            }
+            let s = v.json.first().map_or_else(|| v.c_name.clone().unwrap_or_else(|| v.name.get_ref().clone()), |s| s.get_ref().clone());
+            as_str.push(quote!(Self::#vid => #s,));
+            let c = v.c_name.clone().unwrap_or_default();
+            c_names.push(quote!(Self::#vid => #c,));
+            let vlit = Literal::i64_unsuffixed(v.value);
+            from_value.push(quote!(#vlit => ::core::option::Option::Some(Self::#vid),));
+            if let Some(sz) = v.size {
+                let sz = Literal::u64_unsuffixed(sz);
+                sizes.push(quote!(Self::#vid => #sz,));
+            }
+        }
+        let size_fn = if sizes.is_empty() {
+            quote!()
+        } else {
+            quote! {
+                /// Bytes per element.
+                pub const fn element_size(self) -> u64 {
+                    match self { #(#sizes)* }
+                }
+            }
+        };
+        quote! {
+            #doc
+            #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+            #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+            #[repr(#repr)]
+            pub enum #id {
+                #(#variants)*
+            }
+
+            impl #id {
+                /// Every variant, in schema order.
+                pub const ALL: &'static [Self] = &[#(#all),*];
+                /// The runtime's C enum name.
+                pub const C_NAME: &'static str = #c_name;
+
+                /// The variant a JSON string selects, `None` for strings the map does not know.
+                pub fn from_json(s: &str) -> ::core::option::Option<Self> {
+                    match s {
+                        #(#from_json)*
+                        _ => ::core::option::Option::None,
+                    }
+                }
+
+                /// The canonical JSON string (the runtime's enumerator when no string selects it).
+                pub const fn as_str(self) -> &'static str {
+                    match self { #(#as_str)* }
+                }
+
+                /// The runtime's enumerator name (empty when unpublished).
+                pub const fn c_name(self) -> &'static str {
+                    match self { #(#c_names)* }
+                }
+
+                /// The numeric value.
+                pub const fn value(self) -> #repr {
+                    self as #repr
+                }
+
+                /// The variant with numeric value `v`.
+                pub const fn from_value(v: #repr) -> ::core::option::Option<Self> {
+                    match v {
+                        #(#from_value)*
+                        _ => ::core::option::Option::None,
+                    }
+                }
+
+                #size_fn
+            }
+
+            impl ::core::fmt::Display for #id {
+                fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                    f.write_str(self.as_str())
+                }
+            }
+        }
+    }
+
+    fn gen_layout(&self, l: &LayoutToml) -> TokenStream {
+        let id = format_ident!("{}", l.name.get_ref());
+        let doc = doc_attr(&format!("{}\n\nThe runtime's `{}`, {} bytes on x86-64 (asserted at compile time, on every target).", l.doc, l.c_name, l.size));
+        let c_name = &l.c_name;
+        let size = Literal::usize_unsuffixed(l.size as usize);
+        let mut fields = Vec::new();
+        let mut asserts = Vec::new();
+        let mut infos = Vec::new();
+        for f in &l.fields {
+            let fid = format_ident!("{}", f.name.get_ref());
+            let ty: syn::Type = syn::parse_str(f.ty.get_ref()).unwrap_or_else(|_| syn::parse_quote!(u8));
+            let off = Literal::usize_unsuffixed(f.offset as usize);
+            let fdoc = doc_attr(&format!("{} (offset {}).", f.doc.trim_end_matches('.'), f.offset));
+            fields.push(quote!(#fdoc pub #fid: #ty,));
+            asserts.push(quote!(const _: () = ::core::assert!(::core::mem::offset_of!(#id, #fid) == #off);));
+            let fname = f.name.get_ref();
+            let fty = f.ty.get_ref();
+            infos.push(quote!(crate::manifest::LayoutField { name: #fname, ty: #fty, offset: #off },));
+        }
+        quote! {
+            #doc
+            #[repr(C)]
+            #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+            #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+            pub struct #id {
+                #(#fields)*
+            }
+
+            impl #id {
+                /// The runtime's C struct name.
+                pub const C_NAME: &'static str = #c_name;
+                /// `sizeof` in bytes.
+                pub const SIZE: usize = #size;
+                /// Field names, types and offsets.
+                pub const FIELDS: &'static [crate::manifest::LayoutField] = &[#(#infos)*];
+            }
+
+            const _: () = ::core::assert!(::core::mem::size_of::<#id>() == #size);
+            #(#asserts)*
+        }
+    }
+
+    fn key_rows(&self, tier: &str, obj: &str, prefix: &str, out: &mut Vec<TokenStream>, depth: usize) {
+        if depth > 16 {
+            return;
+        }
+        let o = &self.objects[obj];
+        for (k, ty) in o.obj.keys.iter().zip(&o.tys) {
+            let key = k.key.get_ref();
+            let path = if prefix.is_empty() { key.clone() } else { format!("{prefix}.{key}") };
+            let aliases: Vec<&String> = k.aliases.iter().map(|a| a.get_ref()).collect();
+            let json_type = ty.json_name();
+            let required = k.required;
+            let default = k.default.as_ref().map(|d| d.get_ref().to_string()).unwrap_or_default();
+            let field = format!("{obj}.{}", k.field.get_ref());
+            let map = k.map.as_ref().map(|m| m.get_ref().clone()).unwrap_or_default();
+            let missing = k.missing.clone().unwrap_or_default();
+            let doc = k.doc.trim().replace('\n', " ");
+            let notes = k.notes.trim().replace('\n', " ");
+            out.push(quote! {
+                crate::manifest::ConsumedKey {
+                    tier: #tier, path: #path, aliases: &[#(#aliases),*], json_type: #json_type,
+                    required: #required, default: #default, field: #field, map: #map,
+                    missing: #missing, doc: #doc, notes: #notes,
+                },
+            });
+            match ty {
+                Ty::Object(n) => self.key_rows(tier, n, &path, out, depth + 1),
+                Ty::Map(n, _) => self.key_rows(tier, n, &format!("{path}.<name>"), out, depth + 1),
+                Ty::Each(n) => self.key_rows(tier, n, &format!("{path}[]"), out, depth + 1),
+                Ty::Array(t, _) => {
+                    if let Ty::Object(n) = t.as_ref() {
+                        self.key_rows(tier, n, &format!("{path}[]"), out, depth + 1);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Every generated item.
+    pub fn generate(&self) -> TokenStream {
+        let mut out = TokenStream::new();
+        for (name, default, doc) in &self.caps {
+            let id = format_ident!("DEFAULT_{}", name);
+            let d = doc_attr(&format!("Default of the `{name}` capacity: {doc}"));
+            let lit = Literal::usize_unsuffixed(*default);
+            out.extend(quote!(#d pub const #id: usize = #lit;));
+        }
+        for (_, e) in self.enums.values() {
+            out.extend(self.gen_enum(e));
+        }
+        for (_, l) in self.layouts.values() {
+            out.extend(self.gen_layout(l));
+        }
+        for name in self.objects.keys() {
+            out.extend(self.gen_object(name));
+        }
+        let mut rows = Vec::new();
+        for f in self.files {
+            let tier = f.toml.tier.clone().unwrap_or_default();
+            for o in f.toml.objects.iter().filter(|o| o.root) {
+                self.key_rows(&tier, o.name.get_ref(), "", &mut rows, 0);
+            }
+        }
+        let layouts: Vec<_> = self
+            .layouts
+            .keys()
+            .map(|n| {
+                let id = format_ident!("{}", n);
+                quote!(crate::manifest::LayoutInfo { name: #n, c_name: #id::C_NAME, size: #id::SIZE, fields: #id::FIELDS },)
+            })
+            .collect();
+        out.extend(quote! {
+            /// Every key the loader consumes, generated from `schema/` (the root objects of each
+            /// tier, walked depth-first in schema order).
+            pub static CONSUMED_KEYS: &[crate::manifest::ConsumedKey] = &[#(#rows)*];
+            /// Every published `#[repr(C)]` layout, generated from `schema/`.
+            pub static LAYOUTS: &[crate::manifest::LayoutInfo] = &[#(#layouts)*];
+        });
+        out
+    }
+}
+
+fn field_doc(k: &KeyToml, ty: &Ty) -> String {
+    let mut d = k.doc.trim().to_string();
+    let all: Vec<String> = std::iter::once(&k.key).chain(&k.aliases).map(|s| format!("`{}`", s.get_ref())).collect();
+    d.push_str(&format!("\n\nJSON {} ({}", all.join(" or "), ty.json_name()));
+    if k.required {
+        d.push_str(", required");
+    } else if let Some(v) = &k.default {
+        d.push_str(&format!(", default {}", v.get_ref()));
+    } else {
+        d.push_str(", optional: `None` when absent");
+    }
+    if let Some(m) = &k.map {
+        d.push_str(&format!(", selects a [`{}`]", m.get_ref()));
+    }
+    d.push_str(").");
+    d
+}

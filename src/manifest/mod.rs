@@ -1,0 +1,417 @@
+//! The manifest chain: `neff.json` -> `kelf-<i>.json` -> `sgNN/def.json` -> engine JSONs.
+//!
+//! # Wire format
+//!
+//! Every manifest is one JSON document (RFC 8259). The runtime reads a small set of keys from
+//! each and ignores the rest; that set — per object the key, its JSON type, whether it is
+//! required, its default, the field it lands in and the discriminator map that turns a string
+//! into a number — is declared once in the TOML files of `schema/`. The `schema!` proc-macro
+//! expands them here into:
+//!
+//! - one fixed-capacity struct per JSON object ([`NeffJson`], [`Kelf`], [`DefJson`], [`Var`],
+//!   [`DmaQueue`], [`EngineJson`], [`ActSet`], ...), whose capacities are const parameters with
+//!   defaults ([`DEFAULT_VARS`], ...); exceeding one is an [`ErrorKind::Capacity`](crate::ErrorKind::Capacity) naming it;
+//! - a consumed-key parser per object over the streaming [`Tokenizer`](crate::json::Tokenizer):
+//!   unknown keys are skipped but validated, a consumed key given twice, a missing required key
+//!   and a value of the wrong JSON type are errors with the key path (`var.x.size: expected an
+//!   unsigned integer, found string`);
+//! - the discriminator enums ([`NrtDtype`], [`KbinDtype`], [`Arch`], [`MrType`], [`DmaRingType`],
+//!   [`EngineType`], [`DescOp`], [`CarveoutType`], [`UsageClass`], ...) with `from_json`,
+//!   `as_str`, `value` and, for dtypes, `element_size`;
+//! - the runtime's published `#[repr(C)]` layouts ([`IoNodeInfo`], [`SbCarveout`],
+//!   [`KbinFp8ConvCfg`], [`Fp8ConversionInfo`], ...) with compile-time size and offset checks;
+//! - [`CONSUMED_KEYS`] and [`LAYOUTS`], the tables `neff schema` prints.
+//!
+//! The checks the runtime makes beyond the shape of the JSON (EID bounds, dense var ids, queue
+//! owners, carveout values, ...) are written by hand in the tier modules [`neff`], [`kelf`],
+//! [`def`] and [`engine`], which also hold the parse entry points. No JSON key appears outside
+//! the generated code.
+
+// `Error` is large on purpose: `Copy`, no heap, with member name and key path inline.
+#![allow(clippy::result_large_err)]
+
+use core::fmt;
+
+use crate::error::Text;
+
+pub mod def;
+pub mod engine;
+pub mod kelf;
+pub mod neff;
+pub mod rt;
+
+pub use def::TargetCheck;
+pub use kelf::KelfTarget;
+pub use neff::{IoTable, IoTensor};
+
+neff_macros::schema!("schema");
+
+/// JSON value types, as named in type errors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum JsonType {
+    /// `{...}`
+    Object,
+    /// `[...]`
+    Array,
+    /// `"..."`
+    String,
+    /// A non-negative integer.
+    UnsignedInteger,
+    /// An integer that may be negative.
+    Integer,
+    /// Any number (with a fraction or an exponent when found).
+    Number,
+    /// `true` / `false`.
+    Bool,
+    /// `null`.
+    Null,
+    /// The end of the document.
+    Nothing,
+}
+
+impl JsonType {
+    /// The name with its article, as expected: `an unsigned integer`.
+    pub const fn with_article(self) -> &'static str {
+        match self {
+            JsonType::Object => "an object",
+            JsonType::Array => "an array",
+            JsonType::String => "a string",
+            JsonType::UnsignedInteger => "an unsigned integer",
+            JsonType::Integer => "an integer",
+            JsonType::Number => "a number",
+            JsonType::Bool => "a bool",
+            JsonType::Null => "null",
+            JsonType::Nothing => "nothing",
+        }
+    }
+
+    /// The bare name, as found: `string`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            JsonType::Object => "object",
+            JsonType::Array => "array",
+            JsonType::String => "string",
+            JsonType::UnsignedInteger => "unsigned integer",
+            JsonType::Integer => "negative integer",
+            JsonType::Number => "fractional number",
+            JsonType::Bool => "bool",
+            JsonType::Null => "null",
+            JsonType::Nothing => "end of input",
+        }
+    }
+}
+
+/// One row of [`CONSUMED_KEYS`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConsumedKey {
+    /// `neff.json`, `kelf`, `def.json` or `engine`.
+    pub tier: &'static str,
+    /// Key path from the document root (`var.<name>.size`, `nodes[].attrs.kelf`).
+    pub path: &'static str,
+    /// Other accepted spellings of the last key.
+    pub aliases: &'static [&'static str],
+    /// JSON type (`unsigned integer`, `array of string`, ...).
+    pub json_type: &'static str,
+    /// Absent is an error.
+    pub required: bool,
+    /// The value used when absent, as TOML (empty: none, the field is an `Option`).
+    pub default: &'static str,
+    /// Destination: `Type.field`.
+    pub field: &'static str,
+    /// The discriminator enum a string selects (empty: none).
+    pub map: &'static str,
+    /// The runtime's message when a required key is absent.
+    pub missing: &'static str,
+    /// What the key means.
+    pub doc: &'static str,
+    /// Sources and resolved conflicts.
+    pub notes: &'static str,
+}
+
+/// One field of a [`LayoutInfo`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LayoutField {
+    /// Field name.
+    pub name: &'static str,
+    /// Rust type as written in the schema.
+    pub ty: &'static str,
+    /// Offset in bytes.
+    pub offset: usize,
+}
+
+/// One row of [`LAYOUTS`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LayoutInfo {
+    /// Rust type name.
+    pub name: &'static str,
+    /// The runtime's C struct name.
+    pub c_name: &'static str,
+    /// Size in bytes.
+    pub size: usize,
+    /// Fields.
+    pub fields: &'static [LayoutField],
+}
+
+/// Short context strings kept in errors and warnings (the tail of longer ones). Small on
+/// purpose: every `Error`, and the tokenizer's stored fault, holds a `ManifestError`.
+pub type Name = Text<16>;
+
+/// A required key and the runtime's message when it is absent (empty: none).
+#[derive(Debug, PartialEq, Eq)]
+pub struct RequiredKey {
+    /// The key.
+    pub key: &'static str,
+    /// The runtime's message, or empty.
+    pub message: &'static str,
+}
+
+#[cfg(feature = "defmt")]
+impl defmt::Format for RequiredKey {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(f, "{=str}", self.key)
+    }
+}
+
+/// Which kind of queue `queue_instances` is refused on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum QueueKind {
+    /// `in`
+    Input,
+    /// `out`
+    Output,
+    /// `embedding_update`
+    EmbeddingUpdate,
+}
+
+impl QueueKind {
+    /// As the runtime writes it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            QueueKind::Input => "input",
+            QueueKind::Output => "output",
+            QueueKind::EmbeddingUpdate => "embedding update",
+        }
+    }
+}
+
+/// A manifest that is valid JSON but not what the runtime accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum ManifestError {
+    /// A required key is absent (with the runtime's wording when it has one).
+    MissingKey(&'static RequiredKey),
+    /// A value has the wrong JSON type.
+    WrongType {
+        /// What the schema asks for.
+        expected: JsonType,
+        /// What the document has.
+        found: JsonType,
+        /// The runtime's message, or empty.
+        message: &'static str,
+    },
+    /// A consumed key appears twice in one object.
+    DuplicateKey {
+        /// The key.
+        key: &'static str,
+    },
+    /// A TVM typed list is malformed (`Invalid dltype data format`).
+    BadFormat {
+        /// The runtime's message.
+        message: &'static str,
+    },
+    /// A DMA descriptor `op` the runtime does not know.
+    UnknownDmaOperation(Name),
+    /// A carveout `type` other than `evtaccel`.
+    InvalidCarveoutType(Name),
+    /// An integer above the type's range.
+    OutOfRange {
+        /// The largest allowed value.
+        max: u64,
+    },
+    /// `neff.json`: a shape with more than 32 dimensions.
+    TooManyDimensions(u64),
+    /// `neff.json`: an entry id past `attrs.dltype` / `attrs.shape`.
+    EidOutOfBounds(u64),
+    /// `neff.json`: a head naming a node that does not exist.
+    OutputNodeOutOfBounds(u64),
+    /// `neff.json`: an `arg_nodes` entry naming a node that does not exist.
+    InputNodeOutOfBounds(u64),
+    /// `neff.json`: `node_row_ptr` has no entry for a node.
+    RowPtrOutOfBounds(u64),
+    /// `neff.json`: a tensor's byte size does not fit in 64 bits.
+    SizeOverflow,
+    /// `neff.json`: the KELF node has no `attrs.kelf`.
+    KelfAttributeMissing,
+    /// `neff.json`: no node is a KELF node.
+    NoKelfNode,
+    /// `kelf`: `version` has no `.` (or no numbers around it).
+    InvalidVersion(Name),
+    /// `kelf`: an unknown `target`.
+    InvalidTarget(Name),
+    /// `kelf`: the device has another architecture.
+    ArchMismatch {
+        /// The NEFF's arch value.
+        neff: u32,
+        /// The device's arch value.
+        device: u32,
+    },
+    /// `def.json`: an `alignment` that is not a power of two.
+    AlignmentNotPowerOfTwo(u64),
+    /// `def.json`: var ids are not `0..number of vars`.
+    UnexpectedVarIds {
+        /// The largest var id.
+        max: u32,
+        /// The number of vars.
+        size: u64,
+    },
+    /// `def.json`: two vars share an id.
+    DuplicateVarId(u32),
+    /// `def.json`: no var of type `output`.
+    NoOutputs,
+    /// `def.json`: a queue `owner` that is not an engine (the queue is in the key path).
+    InvalidOwner(Name),
+    /// `def.json`: `queue_instances` on an input, output or embedding-update queue.
+    QueueInstancesNotSupported {
+        /// The queue's kind.
+        kind: QueueKind,
+        /// The queue set.
+        queue: Name,
+    },
+    /// `def.json`: a queue set with more than 32 semaphores.
+    TooManySemaphores(u64),
+    /// `def.json`: cayman needs `runtime_statebuffer_reservation`.
+    MissingCarveout,
+    /// `def.json`: the event-accelerator carveout does not start at partition 0.
+    CarveoutStartPartition(u64),
+    /// `def.json`: the event-accelerator carveout does not span 128 partitions.
+    CarveoutPartitionCount(u64),
+    /// `def.json`: the event-accelerator carveout is not at offset 0x37ff8.
+    CarveoutOffset(u64),
+    /// `def.json`: the event-accelerator carveout is not 8 bytes.
+    CarveoutSize(u64),
+}
+
+/// The event-accelerator carveout offset the runtime requires on cayman.
+pub const EVTACCEL_OFFSET: u64 = 0x37FF8;
+/// The event-accelerator carveout partition count the runtime requires on cayman.
+pub const EVTACCEL_PARTITIONS: u64 = 128;
+/// The runtime's semaphores-per-queue-set limit.
+pub const MAX_QUEUE_SEMAPHORES: u64 = 32;
+/// The runtime's dimensions-per-shape limit.
+pub const MAX_DIMS: u64 = 32;
+
+impl ManifestError {
+    /// The runtime status (`NRT_INVALID` for all of them).
+    pub fn status(&self) -> crate::Status {
+        crate::Status::Invalid
+    }
+}
+
+impl fmt::Display for ManifestError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ManifestError::MissingKey(k) => {
+                if k.message.is_empty() {
+                    write!(f, "missing required key \"{}\"", k.key)
+                } else {
+                    f.write_str(k.message)
+                }
+            }
+            ManifestError::WrongType { expected, found, message } => {
+                if !message.is_empty() {
+                    write!(f, "{message}: ")?;
+                }
+                write!(f, "expected {}, found {}", expected.with_article(), found.name())
+            }
+            ManifestError::DuplicateKey { key } => write!(f, "duplicate key \"{key}\""),
+            ManifestError::BadFormat { message } => f.write_str(message),
+            ManifestError::UnknownDmaOperation(op) => write!(f, "Unknown dma operation: {op}"),
+            ManifestError::InvalidCarveoutType(t) => write!(f, "Invalid runtime_statebuffer_reservation type {t}"),
+            ManifestError::OutOfRange { max } => write!(f, "number out of range (at most {max})"),
+            ManifestError::TooManyDimensions(n) => write!(f, "Too many dimensions ({n})"),
+            ManifestError::EidOutOfBounds(e) => write!(f, "EID {e} out of bounds for dtypes/shapes"),
+            ManifestError::OutputNodeOutOfBounds(n) => write!(f, "Output node ID {n} out of bounds"),
+            ManifestError::InputNodeOutOfBounds(n) => write!(f, "Input node ID {n} out of bounds"),
+            ManifestError::RowPtrOutOfBounds(n) => write!(f, "node_row_ptr has no entry for node {n}"),
+            ManifestError::SizeOverflow => f.write_str("tensor size overflows 64 bits"),
+            ManifestError::KelfAttributeMissing => f.write_str("KELF node found but missing 'kelf' attribute"),
+            ManifestError::NoKelfNode => f.write_str("No KELF node found in NEFF JSON"),
+            ManifestError::InvalidVersion(v) => write!(f, "invalid string (.) in {v}"),
+            ManifestError::InvalidTarget(t) => write!(f, "Invalid target '{t}'"),
+            ManifestError::ArchMismatch { neff, device } => write!(
+                f,
+                "Loading a NEFF compiled for a different arch is not allowed, NEFF arch: v{neff}, instance arch: v{device}"
+            ),
+            ManifestError::AlignmentNotPowerOfTwo(a) => write!(f, "alignment provided not power of 2. alignment={a}"),
+            ManifestError::UnexpectedVarIds { max, size } => write!(f, "Unexpected var_ids set! max={max}, size={size}"),
+            ManifestError::DuplicateVarId(id) => write!(f, "var_id {id} is used by two vars"),
+            ManifestError::NoOutputs => f.write_str("Invalid Neff: no Outputs"),
+            ManifestError::InvalidOwner(owner) => write!(f, "Invalid owner '{owner}' for DMA queue"),
+            ManifestError::QueueInstancesNotSupported { kind, queue } => {
+                write!(f, "Invalid Neff: Queue set instances are not supported for {} queues ({queue})", kind.as_str())
+            }
+            ManifestError::TooManySemaphores(n) => {
+                write!(f, "Runtime supports maximum of {MAX_QUEUE_SEMAPHORES} semaphores per queue set (got {n})")
+            }
+            ManifestError::MissingCarveout => f.write_str(
+                "Missing or corrupted runtime_statebuffer_reservation field in def.json and NEURON_RT_ALLOW_LEGACY_NEFF=1 is not set. Potentially a legacy neff without proper compiler support",
+            ),
+            ManifestError::CarveoutStartPartition(p) => write!(f, "Event Accel carveout SB partition must start at 0. Got {p}"),
+            ManifestError::CarveoutPartitionCount(n) => {
+                write!(f, "Event Accel carveout SB partition count must be {EVTACCEL_PARTITIONS}. Got {n}")
+            }
+            ManifestError::CarveoutOffset(o) => {
+                write!(f, "Event Accel carveout SB partition offset must start at 0x{EVTACCEL_OFFSET:x}. Got 0x{o:x}")
+            }
+            ManifestError::CarveoutSize(s) => write!(f, "Event Accel carveout SB size must be 8. Got {s}"),
+        }
+    }
+}
+
+/// Something in a manifest worth telling that does not fail a load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum ManifestWarning {
+    /// `neff.json`: a dtype string the runtime does not know; sized 1 byte per element.
+    UnknownDtype(Text<16>),
+    /// `neff.json`: the KELF node was found by `op == "__kelf"` (no `attrs.func_name`).
+    KelfNodeByOp,
+    /// `def.json`: an engine key is absent; the runtime uses an empty instruction set.
+    EngineMissing(EngineType),
+    /// `def.json` `<eng>_instr` differs from the engine JSON's `instr` (which wins).
+    InstrMismatch {
+        /// The engine.
+        engine: EngineType,
+        /// `def.json`'s `<eng>_instr`.
+        def_instr: Name,
+        /// The engine JSON's `instr`.
+        engine_instr: Name,
+    },
+}
+
+impl fmt::Display for ManifestWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ManifestWarning::UnknownDtype(d) => write!(f, "Unknown dtype: {d}, defaulting to UNKNOWN"),
+            ManifestWarning::KelfNodeByOp => f.write_str("KELF node found by op \"__kelf\" (no attrs.func_name)"),
+            ManifestWarning::EngineMissing(e) => write!(f, "Engine {e} not found in NEFF, using empty placeholder"),
+            ManifestWarning::InstrMismatch { engine, def_instr, engine_instr } => write!(
+                f,
+                "{engine}_instr \"{def_instr}\" differs from the engine JSON's instr \"{engine_instr}\"; using the engine JSON's"
+            ),
+        }
+    }
+}
+
+/// Sends a manifest warning to `sink`.
+pub(crate) fn warn(sink: &mut impl crate::WarningSink, stage: crate::Stage, member: &str, offset: u64, path: &str, w: ManifestWarning) {
+    let warning = crate::Warning::in_member(stage, member, offset, crate::WarningKind::Manifest(w)).with_key_path(path);
+    sink.warn(&warning);
+}
+
+/// A semantic error after a document was read (offset: the end of the document).
+pub(crate) fn semantic(stage: crate::Stage, member: &str, offset: u64, path: &str, e: ManifestError) -> crate::Error {
+    crate::Error::in_member(stage, member, offset, crate::ErrorKind::Manifest(e)).with_key_path(path)
+}

@@ -1,0 +1,790 @@
+//! Reader support for the generated consumed-key parsers.
+//!
+//! The parsers generated from `schema/` are thin: per object a `match` from key to slot and
+//! one call per slot into this module. Here live the pieces they share: the [`Cx`] that
+//! carries the tokenizer, the byte source and the error context (stage, member, bounded key
+//! path); the [`JsonValue`] trait implemented by every storable type (integers, bools, `f64`,
+//! `heapless::String`, `heapless::Vec`, [`Map`], [`Each`], [`ArrayLen`], `Option` and the
+//! generated objects); and the key loop helpers (duplicate and required-key checks).
+//!
+//! A value is read in two steps so that nothing borrowed from the tokenizer outlives a call:
+//! [`JsonValue::start`] sees the value's first event (a scalar is complete there; a string is
+//! copied out), and [`JsonValue::body`] reads the rest of a container with the tokenizer.
+
+use embedded_io::BufRead;
+
+use super::{JsonType, ManifestError};
+use crate::error::{CapacityError, Error, ErrorKind, Stage, Text, KEY_PATH_TEXT};
+use crate::json::{Event, Fault, JsonError, Tokenizer};
+
+/// The key path of the value being read (`var.x.size`, `nodes[2].attrs.kelf`), bounded.
+///
+/// A segment that does not fit is dropped (the path then ends with `…`); the path is context for
+/// messages only, so this never changes what is parsed.
+#[derive(Clone)]
+pub struct KeyPath {
+    buf: [u8; KEY_PATH_TEXT],
+    len: usize,
+    depth: u16,
+    /// Depth at which a segment was first dropped; `u16::MAX` when none was.
+    cut_at: u16,
+}
+
+/// A position in a [`KeyPath`] to return to.
+#[derive(Debug, Clone, Copy)]
+pub struct PathMark {
+    len: usize,
+    depth: u16,
+}
+
+impl KeyPath {
+    /// The empty path.
+    pub const fn new() -> Self {
+        Self { buf: [0; KEY_PATH_TEXT], len: 0, depth: 0, cut_at: u16::MAX }
+    }
+
+    /// The current position.
+    pub fn mark(&self) -> PathMark {
+        PathMark { len: self.len, depth: self.depth }
+    }
+
+    /// Returns to `mark`.
+    pub fn reset(&mut self, mark: PathMark) {
+        self.len = mark.len;
+        self.depth = mark.depth;
+        if mark.depth < self.cut_at {
+            self.cut_at = u16::MAX;
+        }
+    }
+
+    fn append(&mut self, parts: &[&[u8]]) {
+        self.depth = self.depth.saturating_add(1);
+        let total: usize = parts.iter().map(|p| p.len()).sum();
+        if self.cut_at != u16::MAX || self.len + total > self.buf.len() {
+            self.cut_at = self.cut_at.min(self.depth);
+            return;
+        }
+        for p in parts {
+            if let Some(dst) = self.buf.get_mut(self.len..self.len + p.len()) {
+                dst.copy_from_slice(p);
+                self.len += p.len();
+            }
+        }
+    }
+
+    /// Appends `.key` (just `key` at the root).
+    pub fn push_key(&mut self, key: &str) {
+        if self.len == 0 && self.cut_at == u16::MAX {
+            self.append(&[key.as_bytes()]);
+        } else {
+            self.append(&[b".", key.as_bytes()]);
+        }
+    }
+
+    /// Appends `[index]`.
+    pub fn push_index(&mut self, index: usize) {
+        let mut digits = [0u8; 20];
+        let mut n = index;
+        let mut at = digits.len();
+        loop {
+            at -= 1;
+            if let Some(d) = digits.get_mut(at) {
+                *d = b'0' + (n % 10) as u8;
+            }
+            n /= 10;
+            if n == 0 || at == 0 {
+                break;
+            }
+        }
+        let digits = digits.get(at..).unwrap_or(&[]);
+        self.append(&[b"[", digits, b"]"]);
+    }
+
+    /// The path text (a dropped tail is not shown).
+    pub fn as_str(&self) -> &str {
+        let bytes = self.buf.get(..self.len).unwrap_or(&[]);
+        core::str::from_utf8(bytes).unwrap_or("")
+    }
+
+    /// True when a segment was dropped.
+    pub fn is_cut(&self) -> bool {
+        self.cut_at != u16::MAX
+    }
+}
+
+impl Default for KeyPath {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Error context of a read: everything but the tokenizer and the source, so that it can be
+/// updated while an event borrowed from the tokenizer is alive.
+pub struct ErrCtx<'a> {
+    /// The stage of errors.
+    pub stage: Stage,
+    /// The member being read.
+    pub member: &'a str,
+    /// The key path of the current value.
+    pub path: KeyPath,
+}
+
+impl ErrCtx<'_> {
+    /// A manifest error at `offset`, with the current key path.
+    pub fn error(&self, offset: u64, kind: ErrorKind) -> Error {
+        let e = Error::in_member(self.stage, self.member, offset, kind);
+        if self.path.is_cut() {
+            let mut text: heapless::String<KEY_PATH_TEXT> = heapless::String::new();
+            let keep = KEY_PATH_TEXT.saturating_sub(3);
+            let s = self.path.as_str();
+            let mut end = s.len().min(keep);
+            while !s.is_char_boundary(end) {
+                end -= 1;
+            }
+            let _ = text.push_str(s.get(..end).unwrap_or(""));
+            let _ = text.push('…');
+            e.with_key_path(&text)
+        } else {
+            e.with_key_path(self.path.as_str())
+        }
+    }
+
+    fn fault(&self, f: Fault) -> Error {
+        self.error(f.offset, f.kind)
+    }
+}
+
+/// A read in progress: the tokenizer, the source and the error context.
+pub struct Cx<'a, R, const S: usize, const D: u16> {
+    /// The tokenizer.
+    pub tok: &'a mut Tokenizer<S, D>,
+    /// The byte source.
+    pub src: &'a mut R,
+    /// Stage, member and key path.
+    pub ctx: ErrCtx<'a>,
+}
+
+impl<'a, R: BufRead, const S: usize, const D: u16> Cx<'a, R, S, D> {
+    /// A read of `member` at the start of its document.
+    pub fn new(tok: &'a mut Tokenizer<S, D>, src: &'a mut R, stage: Stage, member: &'a str) -> Self {
+        tok.reset();
+        Self { tok, src, ctx: ErrCtx { stage, member, path: KeyPath::new() } }
+    }
+
+    /// An error of `kind` at the tokenizer's current offset.
+    pub fn error(&self, kind: ErrorKind) -> Error {
+        self.ctx.error(self.tok.offset(), kind)
+    }
+
+    /// A manifest error at the tokenizer's current offset.
+    pub fn manifest_error(&self, e: ManifestError) -> Error {
+        self.error(ErrorKind::Manifest(e))
+    }
+
+    fn issue(&self, issue: Issue, lim: Lim) -> Error {
+        let kind = match issue {
+            Issue::WrongType { expected, found } => {
+                ErrorKind::Manifest(ManifestError::WrongType { expected, found, message: lim.rules.type_error })
+            }
+            Issue::Capacity(c) => ErrorKind::Capacity(c),
+            Issue::Json(e) => ErrorKind::Json(e),
+            Issue::Manifest(e) => ErrorKind::Manifest(e),
+        };
+        self.error(kind)
+    }
+}
+
+/// Something wrong with a value, found before the error context is at hand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Issue {
+    /// The value has another JSON type.
+    WrongType {
+        /// What the schema asks for.
+        expected: JsonType,
+        /// What the document has.
+        found: JsonType,
+    },
+    /// A capacity was exceeded.
+    Capacity(CapacityError),
+    /// A number does not fit.
+    Json(JsonError),
+    /// A manifest rule was broken.
+    Manifest(ManifestError),
+}
+
+/// How a value continues after its first event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    /// The value is complete.
+    Done,
+    /// A container was opened: call [`JsonValue::body`].
+    Body,
+}
+
+/// Per-key rules from the schema.
+#[derive(Debug)]
+pub struct Rules {
+    /// The runtime's message for a value of the wrong JSON type (empty: the generic one).
+    pub type_error: &'static str,
+    /// The runtime's message for a malformed typed list.
+    pub format_error: &'static str,
+    /// The capacity whose overflow is checked against `runtime_max` first.
+    pub overflow_limit: &'static str,
+    /// The runtime's own element limit of that array.
+    pub runtime_max: u64,
+    /// The error for more than `runtime_max` elements.
+    pub overflow: Option<fn(u64) -> ManifestError>,
+}
+
+/// Rules of a key without any.
+pub static NO_RULES: Rules = Rules { type_error: "", format_error: "", overflow_limit: "", runtime_max: 0, overflow: None };
+
+/// The capacity names of a key's nested types, outermost first, and its rules.
+#[derive(Debug, Clone, Copy)]
+pub struct Lim {
+    /// Capacity names in nesting order.
+    pub names: &'static [&'static str],
+    /// The key's rules.
+    pub rules: &'static Rules,
+}
+
+impl Lim {
+    /// No capacities, no rules.
+    pub const NONE: Lim = Lim { names: &[], rules: &NO_RULES };
+
+    /// The capacity name of this level.
+    pub fn first(self) -> &'static str {
+        self.names.first().copied().unwrap_or("capacity")
+    }
+
+    /// The limits of the next level down.
+    pub fn rest(self) -> Lim {
+        Lim { names: self.names.get(1..).unwrap_or(&[]), rules: self.rules }
+    }
+}
+
+/// The JSON type of an event's value.
+pub fn found_type(ev: &Event<'_>) -> JsonType {
+    match ev {
+        Event::BeginObject | Event::EndObject | Event::Key(_) => JsonType::Object,
+        Event::BeginArray | Event::EndArray => JsonType::Array,
+        Event::Str(_) => JsonType::String,
+        Event::Num(n) if !n.is_integer() => JsonType::Number,
+        Event::Num(n) if n.text().starts_with('-') => JsonType::Integer,
+        Event::Num(_) => JsonType::UnsignedInteger,
+        Event::Bool(_) => JsonType::Bool,
+        Event::Null => JsonType::Null,
+        Event::End => JsonType::Nothing,
+    }
+}
+
+fn wrong(expected: JsonType, ev: &Event<'_>) -> Issue {
+    Issue::WrongType { expected, found: found_type(ev) }
+}
+
+/// A value the generated parsers can store.
+pub trait JsonValue: Default {
+    /// The JSON type it reads.
+    const EXPECTED: JsonType;
+
+    /// Takes the value's first event.
+    fn start(&mut self, ev: &Event<'_>, lim: Lim) -> Result<Flow, Issue>;
+
+    /// Reads the rest of a container opened by [`JsonValue::start`].
+    fn body<R: BufRead, const S: usize, const D: u16>(&mut self, _cx: &mut Cx<'_, R, S, D>, _lim: Lim) -> Result<(), Error> {
+        Ok(())
+    }
+
+    /// Back to the state of a document without this key (defaults are set by the owner).
+    fn clear(&mut self);
+}
+
+fn as_u64(ev: &Event<'_>, expected: JsonType) -> Result<u64, Issue> {
+    match ev {
+        Event::Num(n) if n.is_integer() && !n.text().starts_with('-') => n.as_u64().map_err(Issue::Json),
+        Event::Num(n) if n.text() == "-0" => Ok(0),
+        other => Err(wrong(expected, other)),
+    }
+}
+
+macro_rules! unsigned {
+    ($($t:ty),*) => {$(
+        impl JsonValue for $t {
+            const EXPECTED: JsonType = JsonType::UnsignedInteger;
+            fn start(&mut self, ev: &Event<'_>, _lim: Lim) -> Result<Flow, Issue> {
+                let v = as_u64(ev, Self::EXPECTED)?;
+                *self = <$t>::try_from(v).map_err(|_| Issue::Manifest(ManifestError::OutOfRange { max: <$t>::MAX as u64 }))?;
+                Ok(Flow::Done)
+            }
+            fn clear(&mut self) {
+                *self = 0;
+            }
+        }
+    )*};
+}
+unsigned!(u8, u16, u32, u64);
+
+impl JsonValue for i64 {
+    const EXPECTED: JsonType = JsonType::Integer;
+    fn start(&mut self, ev: &Event<'_>, _lim: Lim) -> Result<Flow, Issue> {
+        match ev {
+            Event::Num(n) if n.is_integer() => *self = n.as_i64().map_err(Issue::Json)?,
+            other => return Err(wrong(Self::EXPECTED, other)),
+        }
+        Ok(Flow::Done)
+    }
+    fn clear(&mut self) {
+        *self = 0;
+    }
+}
+
+impl JsonValue for f64 {
+    const EXPECTED: JsonType = JsonType::Number;
+    fn start(&mut self, ev: &Event<'_>, _lim: Lim) -> Result<Flow, Issue> {
+        match ev {
+            Event::Num(n) => *self = n.as_f64().map_err(Issue::Json)?,
+            other => return Err(wrong(Self::EXPECTED, other)),
+        }
+        Ok(Flow::Done)
+    }
+    fn clear(&mut self) {
+        *self = 0.0;
+    }
+}
+
+impl JsonValue for bool {
+    const EXPECTED: JsonType = JsonType::Bool;
+    fn start(&mut self, ev: &Event<'_>, _lim: Lim) -> Result<Flow, Issue> {
+        match ev {
+            Event::Bool(b) => *self = *b,
+            other => return Err(wrong(Self::EXPECTED, other)),
+        }
+        Ok(Flow::Done)
+    }
+    fn clear(&mut self) {
+        *self = false;
+    }
+}
+
+/// Copies `s` into `dst`; a string longer than `N` bytes is a capacity error named `limit`.
+pub fn copy_str<const N: usize>(dst: &mut heapless::String<N>, s: &str, limit: &'static str) -> Result<(), Issue> {
+    dst.clear();
+    dst.push_str(s).map_err(|_| Issue::Capacity(CapacityError { limit, capacity: N as u64 }))
+}
+
+/// A string default from the schema (cut to the capacity if it does not fit, which the
+/// default capacities never do).
+pub fn str_default<const N: usize>(s: &str) -> heapless::String<N> {
+    let mut out = heapless::String::new();
+    for c in s.chars() {
+        if out.push(c).is_err() {
+            break;
+        }
+    }
+    out
+}
+
+impl<const N: usize> JsonValue for heapless::String<N> {
+    const EXPECTED: JsonType = JsonType::String;
+    fn start(&mut self, ev: &Event<'_>, lim: Lim) -> Result<Flow, Issue> {
+        match ev {
+            Event::Str(s) => copy_str(self, s, lim.first())?,
+            other => return Err(wrong(Self::EXPECTED, other)),
+        }
+        Ok(Flow::Done)
+    }
+    fn clear(&mut self) {
+        heapless::String::clear(self);
+    }
+}
+
+impl<T: JsonValue> JsonValue for Option<T> {
+    const EXPECTED: JsonType = T::EXPECTED;
+    fn start(&mut self, ev: &Event<'_>, lim: Lim) -> Result<Flow, Issue> {
+        let v = self.get_or_insert_with(T::default);
+        v.clear();
+        v.start(ev, lim)
+    }
+    fn body<R: BufRead, const S: usize, const D: u16>(&mut self, cx: &mut Cx<'_, R, S, D>, lim: Lim) -> Result<(), Error> {
+        match self {
+            Some(v) => v.body(cx, lim),
+            None => Ok(()),
+        }
+    }
+    fn clear(&mut self) {
+        *self = None;
+    }
+}
+
+/// Reads the next value into `value`.
+pub fn read<T: JsonValue, R: BufRead, const S: usize, const D: u16>(cx: &mut Cx<'_, R, S, D>, value: &mut T, lim: Lim) -> Result<(), Error> {
+    let flow = match cx.tok.next(cx.src) {
+        Ok(ev) => value.start(&ev, lim),
+        Err(f) => return Err(cx.ctx.fault(f)),
+    };
+    match flow {
+        Ok(Flow::Done) => Ok(()),
+        Ok(Flow::Body) => value.body(cx, lim),
+        Err(issue) => Err(cx.issue(issue, lim)),
+    }
+}
+
+/// Reads a TVM typed list `["tag", value]` into `value`; any other shape is the key's
+/// `format_error`.
+pub fn read_tagged<T: JsonValue, R: BufRead, const S: usize, const D: u16>(
+    cx: &mut Cx<'_, R, S, D>,
+    value: &mut T,
+    tag: &str,
+    lim: Lim,
+) -> Result<(), Error> {
+    let message = if lim.rules.format_error.is_empty() { "malformed typed list" } else { lim.rules.format_error };
+    let bad = |cx: &Cx<'_, R, S, D>| cx.manifest_error(ManifestError::BadFormat { message });
+    match cx.tok.next(cx.src) {
+        Ok(Event::BeginArray) => {}
+        Ok(_) => return Err(bad(cx)),
+        Err(f) => return Err(cx.ctx.fault(f)),
+    }
+    match cx.tok.next(cx.src) {
+        Ok(Event::Str(s)) if s == tag => {}
+        Ok(_) => return Err(bad(cx)),
+        Err(f) => return Err(cx.ctx.fault(f)),
+    }
+    let mark = cx.ctx.path.mark();
+    cx.ctx.path.push_index(1);
+    read(cx, value, lim)?;
+    cx.ctx.path.reset(mark);
+    match cx.tok.next(cx.src) {
+        Ok(Event::EndArray) => Ok(()),
+        Ok(_) => Err(bad(cx)),
+        Err(f) => Err(cx.ctx.fault(f)),
+    }
+}
+
+/// Reads a whole document into `value` and checks that nothing follows it.
+pub fn read_document<T: JsonValue, R: BufRead, const S: usize, const D: u16>(cx: &mut Cx<'_, R, S, D>, value: &mut T) -> Result<(), Error> {
+    read(cx, value, Lim::NONE)?;
+    match cx.tok.next(cx.src) {
+        Ok(Event::End) => Ok(()),
+        Ok(_) => Err(cx.error(ErrorKind::Json(JsonError::TrailingData))),
+        Err(f) => Err(cx.ctx.fault(f)),
+    }
+}
+
+impl<T: JsonValue, const N: usize> JsonValue for heapless::Vec<T, N> {
+    const EXPECTED: JsonType = JsonType::Array;
+    fn start(&mut self, ev: &Event<'_>, _lim: Lim) -> Result<Flow, Issue> {
+        match ev {
+            Event::BeginArray => {
+                heapless::Vec::clear(self);
+                Ok(Flow::Body)
+            }
+            other => Err(wrong(Self::EXPECTED, other)),
+        }
+    }
+
+    fn body<R: BufRead, const S: usize, const D: u16>(&mut self, cx: &mut Cx<'_, R, S, D>, lim: Lim) -> Result<(), Error> {
+        let limit = lim.first();
+        let inner = lim.rest();
+        let checks_runtime_max = lim.rules.overflow.is_some() && lim.rules.overflow_limit == limit;
+        let mut count: u64 = 0;
+        let mut spare: Option<T> = None;
+        loop {
+            let mark = cx.ctx.path.mark();
+            cx.ctx.path.push_index(count as usize);
+            let flow = match cx.tok.next(cx.src) {
+                Ok(Event::EndArray) => {
+                    cx.ctx.path.reset(mark);
+                    break;
+                }
+                Ok(ev) => {
+                    if self.is_full() {
+                        if !checks_runtime_max {
+                            let capacity = CapacityError { limit, capacity: N as u64 };
+                            return Err(cx.ctx.error(cx.tok.offset(), ErrorKind::Capacity(capacity)));
+                        }
+                        // Keep reading into a spare slot: the runtime's own message needs the count.
+                        let slot = spare.get_or_insert_with(T::default);
+                        slot.clear();
+                        slot.start(&ev, inner)
+                    } else {
+                        // Full was checked just above, so the push cannot fail.
+                        let _ = self.push(T::default());
+                        match self.last_mut() {
+                            Some(slot) => slot.start(&ev, inner),
+                            None => Ok(Flow::Done),
+                        }
+                    }
+                }
+                Err(f) => return Err(cx.ctx.fault(f)),
+            };
+            match flow {
+                Ok(Flow::Done) => {}
+                Ok(Flow::Body) => {
+                    let slot = if let Some(s) = spare.as_mut() { Some(s) } else { self.last_mut() };
+                    if let Some(slot) = slot {
+                        slot.body(cx, inner)?;
+                    }
+                }
+                Err(issue) => return Err(cx.issue(issue, inner)),
+            }
+            count += 1;
+            cx.ctx.path.reset(mark);
+        }
+        if count > N as u64 {
+            if let (true, Some(overflow)) = (count > lim.rules.runtime_max, lim.rules.overflow) {
+                return Err(cx.manifest_error(overflow(count)));
+            }
+            return Err(cx.error(ErrorKind::Capacity(CapacityError { limit, capacity: N as u64 })));
+        }
+        Ok(())
+    }
+
+    fn clear(&mut self) {
+        heapless::Vec::clear(self);
+    }
+}
+
+/// An object that can be an entry of a [`Map`]: it stores its JSON key.
+pub trait MapEntry: JsonValue {
+    /// Stores the entry's name.
+    fn set_key(&mut self, key: &str, limit: &'static str) -> Result<(), Issue>;
+}
+
+/// A JSON object keyed by name (`def.json` `var`, `dma_queue`), stored in document order.
+/// Each entry holds its own name. Duplicate names are not looked for (that would be
+/// quadratic); the runtime's map would keep one of them.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Map<T, const N: usize>(pub heapless::Vec<T, N>);
+
+#[cfg(feature = "defmt")]
+impl<T: defmt::Format, const N: usize> defmt::Format for Map<T, N> {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(f, "{=[?]}", self.0.as_slice())
+    }
+}
+
+impl<T, const N: usize> core::ops::Deref for Map<T, N> {
+    type Target = heapless::Vec<T, N>;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl<T, const N: usize> core::ops::DerefMut for Map<T, N> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.0
+    }
+}
+
+impl<T: MapEntry, const N: usize> JsonValue for Map<T, N> {
+    const EXPECTED: JsonType = JsonType::Object;
+    fn start(&mut self, ev: &Event<'_>, _lim: Lim) -> Result<Flow, Issue> {
+        self.0.clear();
+        start_object(ev)
+    }
+
+    fn body<R: BufRead, const S: usize, const D: u16>(&mut self, cx: &mut Cx<'_, R, S, D>, lim: Lim) -> Result<(), Error> {
+        let limit = lim.first();
+        let key_limit = lim.rest().first();
+        let value_lim = lim.rest().rest();
+        loop {
+            let mark = cx.ctx.path.mark();
+            let step = match cx.tok.next_key(cx.src) {
+                Ok(None) => break,
+                Ok(Some(key)) => {
+                    cx.ctx.path.push_key(key);
+                    if self.0.is_full() {
+                        Err(Issue::Capacity(CapacityError { limit, capacity: N as u64 }))
+                    } else {
+                        let _ = self.0.push(T::default());
+                        match self.0.last_mut() {
+                            Some(entry) => entry.set_key(key, key_limit),
+                            None => Ok(()),
+                        }
+                    }
+                }
+                Err(f) => return Err(cx.ctx.fault(f)),
+            };
+            if let Err(issue) = step {
+                return Err(cx.issue(issue, lim));
+            }
+            if let Some(entry) = self.0.last_mut() {
+                read(cx, entry, value_lim)?;
+            }
+            cx.ctx.path.reset(mark);
+        }
+        Ok(())
+    }
+
+    fn clear(&mut self) {
+        self.0.clear();
+    }
+}
+
+/// An array of objects of any length, read one element at a time into one slot: the last
+/// element is kept, every element is validated, and they are counted.
+#[derive(Debug, Clone, PartialEq, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Each<T> {
+    /// Elements read.
+    pub count: u64,
+    /// The last element (default when there was none).
+    pub last: T,
+}
+
+impl<T: JsonValue> JsonValue for Each<T> {
+    const EXPECTED: JsonType = JsonType::Array;
+    fn start(&mut self, ev: &Event<'_>, _lim: Lim) -> Result<Flow, Issue> {
+        self.clear();
+        match ev {
+            Event::BeginArray => Ok(Flow::Body),
+            other => Err(wrong(Self::EXPECTED, other)),
+        }
+    }
+
+    fn body<R: BufRead, const S: usize, const D: u16>(&mut self, cx: &mut Cx<'_, R, S, D>, lim: Lim) -> Result<(), Error> {
+        loop {
+            let mark = cx.ctx.path.mark();
+            cx.ctx.path.push_index(self.count as usize);
+            match cx.tok.next_element(cx.src) {
+                Ok(false) => {
+                    cx.ctx.path.reset(mark);
+                    return Ok(());
+                }
+                Ok(true) => {}
+                Err(f) => return Err(cx.ctx.fault(f)),
+            }
+            self.last.clear();
+            read(cx, &mut self.last, lim)?;
+            self.count += 1;
+            cx.ctx.path.reset(mark);
+        }
+    }
+
+    fn clear(&mut self) {
+        self.count = 0;
+        self.last.clear();
+    }
+}
+
+/// An array whose elements are validated and counted, not stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct ArrayLen(pub u64);
+
+impl JsonValue for ArrayLen {
+    const EXPECTED: JsonType = JsonType::Array;
+    fn start(&mut self, ev: &Event<'_>, _lim: Lim) -> Result<Flow, Issue> {
+        self.0 = 0;
+        match ev {
+            Event::BeginArray => Ok(Flow::Body),
+            other => Err(wrong(Self::EXPECTED, other)),
+        }
+    }
+
+    fn body<R: BufRead, const S: usize, const D: u16>(&mut self, cx: &mut Cx<'_, R, S, D>, _lim: Lim) -> Result<(), Error> {
+        loop {
+            match cx.tok.skip_value(cx.src) {
+                Ok(true) => self.0 += 1,
+                Ok(false) => break,
+                Err(f) => return Err(cx.ctx.fault(f)),
+            }
+        }
+        match cx.tok.next(cx.src) {
+            Ok(_) => Ok(()),
+            Err(f) => Err(cx.ctx.fault(f)),
+        }
+    }
+
+    fn clear(&mut self) {
+        self.0 = 0;
+    }
+}
+
+/// The first event of an object value.
+pub fn start_object(ev: &Event<'_>) -> Result<Flow, Issue> {
+    match ev {
+        Event::BeginObject => Ok(Flow::Body),
+        other => Err(wrong(JsonType::Object, other)),
+    }
+}
+
+/// One step of an object's key loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyStep {
+    /// The object ended.
+    End,
+    /// A key no schema entry consumes.
+    Unknown,
+    /// A consumed key, by slot.
+    Known(u8),
+}
+
+/// Reads the next key of an object (pushing it on the key path) and looks up its slot.
+pub fn next_key<R: BufRead, const S: usize, const D: u16>(
+    cx: &mut Cx<'_, R, S, D>,
+    slot_of: fn(&str) -> Option<u8>,
+) -> Result<KeyStep, Error> {
+    match cx.tok.next_key(cx.src) {
+        Ok(None) => Ok(KeyStep::End),
+        Ok(Some(key)) => {
+            cx.ctx.path.push_key(key);
+            Ok(slot_of(key).map_or(KeyStep::Unknown, KeyStep::Known))
+        }
+        Err(f) => Err(cx.ctx.fault(f)),
+    }
+}
+
+/// Skips (and validates) the value of an unconsumed key.
+pub fn skip<R: BufRead, const S: usize, const D: u16>(cx: &mut Cx<'_, R, S, D>) -> Result<(), Error> {
+    match cx.tok.skip_value(cx.src) {
+        Ok(_) => Ok(()),
+        Err(f) => Err(cx.ctx.fault(f)),
+    }
+}
+
+/// Records that `slot` was seen; a second time is a duplicate-key error.
+pub fn mark_seen<R: BufRead, const S: usize, const D: u16>(cx: &Cx<'_, R, S, D>, seen: &mut u64, slot: u8, keys: &[&'static str]) -> Result<(), Error> {
+    let bit = 1u64 << (slot & 63);
+    if *seen & bit != 0 {
+        let key = keys.get(usize::from(slot)).copied().unwrap_or("");
+        return Err(cx.manifest_error(ManifestError::DuplicateKey { key }));
+    }
+    *seen |= bit;
+    Ok(())
+}
+
+/// At the end of an object: the first required key not seen is an error (with the runtime's
+/// message where the schema gives one).
+pub fn check_required<R: BufRead, const S: usize, const D: u16>(
+    cx: &mut Cx<'_, R, S, D>,
+    seen: u64,
+    required: u64,
+    keys: &'static [super::RequiredKey],
+) -> Result<(), Error> {
+    let absent = required & !seen;
+    if absent == 0 {
+        return Ok(());
+    }
+    match keys.get(absent.trailing_zeros() as usize) {
+        Some(k) => {
+            cx.ctx.path.push_key(k.key);
+            Err(cx.manifest_error(ManifestError::MissingKey(k)))
+        }
+        None => Ok(()),
+    }
+}
+
+/// A string a `strict` discriminator map does not know is the schema's error variant.
+pub fn check_known<R: BufRead, const S: usize, const D: u16>(
+    cx: &Cx<'_, R, S, D>,
+    value: &str,
+    known: bool,
+    error: fn(super::Name) -> ManifestError,
+) -> Result<(), Error> {
+    if known {
+        Ok(())
+    } else {
+        Err(cx.manifest_error(error(Text::new(value))))
+    }
+}

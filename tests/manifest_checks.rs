@@ -1,0 +1,219 @@
+//! Each check of the manifest layer on a failing document, with the runtime's message.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, clippy::result_large_err)]
+use neff::json::Tokenizer;
+use neff::manifest::{Arch, DefJson, EngineJson, Kelf, ManifestError, ManifestWarning, NeffJson, TargetCheck};
+use neff::{Error, ErrorKind, Warning, WarningKind};
+
+fn run<T>(doc: &str, f: impl FnOnce(&mut Tokenizer, &mut &[u8], &mut Vec<Warning>) -> Result<T, Error>) -> (Result<T, Error>, Vec<Warning>) {
+    let mut tok = Tokenizer::new();
+    let mut src = doc.as_bytes();
+    let mut warnings = Vec::new();
+    let r = f(&mut tok, &mut src, &mut warnings);
+    (r, warnings)
+}
+
+fn neff(doc: &str) -> (Result<NeffJson, Error>, Vec<Warning>) {
+    run(doc, |t, s, w| <NeffJson>::parse(t, s, "neff.json", &mut |x: &Warning| w.push(*x)))
+}
+fn kelf(doc: &str) -> Result<Kelf, Error> {
+    run(doc, |t, s, _| <Kelf>::parse(t, s, "kelf-0.json", &mut neff::error::IgnoreWarnings)).0
+}
+fn def(doc: &str) -> (Result<DefJson, Error>, Vec<Warning>) {
+    run(doc, |t, s, w| <DefJson>::parse(t, s, "sg00/def.json", &mut |x: &Warning| w.push(*x)))
+}
+fn engine(doc: &str) -> Result<EngineJson, Error> {
+    run(doc, |t, s, _| <EngineJson>::parse(t, s, "sg00/PE.json", &mut neff::error::IgnoreWarnings)).0
+}
+
+/// `key.path: message` of an error.
+fn msg(e: &Error) -> String {
+    format!("{}: {}", e.key_path, e.kind)
+}
+
+const NEFF: &str = r#"{"nodes":[{"op":"null","name":"x"},{"op":"tvm_op","name":"k","attrs":{"func_name":"__kelf","kelf":"kelf-0.json"},"output_names":["o"]}],"arg_nodes":[0],"heads":[[1,0,0]],"node_row_ptr":[0,1,2],"attrs":{"dltype":["list_str",["float32","DTYPE"]],"shape":["list_shape",[[2],[3]]]}}"#;
+
+#[test]
+fn neff_json_checks() {
+    let (ok, w) = neff(NEFF);
+    ok.unwrap();
+    assert_eq!(w.len(), 1);
+    assert_eq!(w[0].to_string(), "neff.json: attrs.dltype: Unknown dtype: DTYPE, defaulting to UNKNOWN");
+
+    let e = neff(&NEFF.replace(r#""arg_nodes":[0],"#, "")).0.unwrap_err();
+    assert_eq!(msg(&e), "arg_nodes: Missing required fields in NEFF JSON");
+    assert_eq!(e.status(), neff::Status::Invalid);
+    let e = neff(&NEFF.replace(r#""dltype":["list_str",["float32","DTYPE"]],"#, "")).0.unwrap_err();
+    assert_eq!(msg(&e), "attrs.dltype: Missing dltype or shape in attrs");
+    let e = neff(&NEFF.replace(r#"["list_str","#, r#"["list_int","#)).0.unwrap_err();
+    assert_eq!(msg(&e), "attrs.dltype: Invalid dltype data format");
+    let e = neff(&NEFF.replace(r#"["list_shape",[[2],[3]]]"#, r#"{"a":1}"#)).0.unwrap_err();
+    assert_eq!(msg(&e), "attrs.shape: Invalid shape data format");
+    let e = neff(&NEFF.replace(r#""heads":[[1,0,0]]"#, r#""heads":[[9,0,0]]"#)).0.unwrap_err();
+    assert_eq!(msg(&e), "heads[0]: Output node ID 9 out of bounds");
+    let e = neff(&NEFF.replace(r#""heads":[[1,0,0]]"#, r#""heads":[[1,4,0]]"#)).0.unwrap_err();
+    assert_eq!(msg(&e), "heads[0]: EID 5 out of bounds for dtypes/shapes");
+    let dims33 = format!("[{}]", ["1"; 33].join(","));
+    let e = neff(&NEFF.replace("[[2],[3]]", &format!("[{dims33},[3]]"))).0.unwrap_err();
+    assert_eq!(msg(&e), "attrs.shape[1][0]: Too many dimensions (33)");
+    let dims9 = format!("[{}]", ["1"; 9].join(","));
+    let e = neff(&NEFF.replace("[[2],[3]]", &format!("[{dims9},[3]]"))).0.unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Capacity(neff::error::CapacityError { limit: "DIMS", capacity: 8 }));
+    let e = neff(&NEFF.replace(r#","kelf":"kelf-0.json""#, "")).0.unwrap_err();
+    assert_eq!(msg(&e), "nodes[1].attrs.kelf: KELF node found but missing 'kelf' attribute");
+    let e = neff(&NEFF.replace(r#""kelf":"kelf-0.json""#, r#""kelf":0"#)).0.unwrap_err();
+    assert_eq!(msg(&e), "nodes[1].attrs.kelf: KELF attribute is not a string: expected a string, found unsigned integer");
+    let e = neff(&NEFF.replace("__kelf", "other")).0.unwrap_err();
+    assert_eq!(msg(&e), "nodes: No KELF node found in NEFF JSON");
+    let e = neff(&NEFF.replace("[[2],[3]]", "[[4294967295,4294967295,4294967295],[3]]")).0.unwrap_err();
+    assert_eq!(msg(&e), "arg_nodes[0]: tensor size overflows 64 bits");
+
+    // The op fallback finds the KELF node, with a warning.
+    let by_op = NEFF.replace(r#""op":"tvm_op","name":"k","attrs":{"func_name":"__kelf","#, r#""op":"__kelf","name":"k","attrs":{"#);
+    let (ok, w) = neff(&by_op);
+    assert_eq!(ok.unwrap().kelf_members().collect::<Vec<_>>(), ["kelf-0.json"]);
+    assert!(w.iter().any(|w| w.kind == WarningKind::Manifest(ManifestWarning::KelfNodeByOp)));
+}
+
+#[test]
+fn generated_parser_errors_carry_the_key_path() {
+    let e = neff(&NEFF.replace(r#""name":"x""#, r#""name":"x","name":"y""#)).0.unwrap_err();
+    assert_eq!(msg(&e), "nodes[0].name: duplicate key \"name\"");
+    let e = neff(&NEFF.replace(r#""arg_nodes":[0]"#, r#""arg_nodes":[-1]"#)).0.unwrap_err();
+    assert_eq!(msg(&e), "arg_nodes[0]: expected an unsigned integer, found negative integer");
+    let e = neff(&NEFF.replace(r#""arg_nodes":[0]"#, r#""arg_nodes":[0.5]"#)).0.unwrap_err();
+    assert_eq!(msg(&e), "arg_nodes[0]: expected an unsigned integer, found fractional number");
+    let e = neff(&format!("{NEFF} x")).0.unwrap_err();
+    assert!(matches!(e.kind, ErrorKind::Json(_)), "{e}");
+}
+
+#[test]
+fn kelf_checks() {
+    let good = r#"{"graphs":[{"definition":"sg00/def.json","name":"sg00"}],"version":"0.5","target":"*"}"#;
+    let k = kelf(good).unwrap();
+    assert_eq!(k.target_kind(), Ok(neff::manifest::KelfTarget::Any));
+    assert_eq!(k.arch_value(), None);
+    let e = kelf(&good.replace("0.5", "05")).unwrap_err();
+    assert_eq!(msg(&e), "version: invalid string (.) in 05");
+    let e = kelf(&good.replace(r#""*""#, r#""tonga""#)).unwrap_err();
+    assert_eq!(msg(&e), "target: Invalid target 'tonga'");
+    let absent = kelf(&good.replace(r#","target":"*""#, "")).unwrap();
+    assert_eq!(absent.arch_value(), Some(Arch::Sunda));
+    let v3 = kelf(&good.replace(r#""*""#, r#""v3""#)).unwrap();
+    assert_eq!(v3.arch_value(), Some(Arch::Cayman));
+    assert_eq!(
+        v3.check_device(Arch::Mariana, false).unwrap_err().to_string(),
+        "Loading a NEFF compiled for a different arch is not allowed, NEFF arch: v3, instance arch: v4"
+    );
+    assert!(v3.check_device(Arch::Mariana, true).is_ok());
+    let e = kelf(r#"{"version":"0.5","graphs":[{"name":"sg00"}]}"#).unwrap_err();
+    assert_eq!(msg(&e), "graphs[0].definition: missing required key \"definition\"");
+}
+
+const DEF: &str = r#"{"var":{"o":{"type":"output","var_id":1,"size":4},"i":{"type":"input","var_id":0,"size":4,"alignment":64}},
+"dma_queue":{"q":{"type":"in","owner":"pool","semaphore":10}},
+"pe":"PE.json","act":"Activation.json","pool":"Pool.json","dve":"DVE.json","sp":"SP.json",
+"runtime_statebuffer_reservation":[{"base_partition":0,"offset":229368,"partitions":128,"size":8,"type":"evtaccel"}],
+"num_streams":2,"cc_streams":{"num_streams":0}}"#;
+
+#[test]
+fn def_json_var_checks() {
+    let (d, w) = def(DEF);
+    let d = d.unwrap();
+    assert!(w.is_empty());
+    assert_eq!(d.vars[0].name.as_str(), "i", "sorted by var_id");
+    assert_eq!(d.num_streams(), Some(2), "the runtime's key wins over cc_streams");
+    assert_eq!(d.dma_queues.as_ref().unwrap()[0].semaphores(), [10]);
+
+    let e = def(&DEF.replace(r#""type":"input","#, "")).0.unwrap_err();
+    assert_eq!(msg(&e), "var.i.type: Failed to parse, key: type");
+    let e = def(&DEF.replace(r#""var_id":0,"#, "")).0.unwrap_err();
+    assert_eq!(msg(&e), "var.i.var_id: missing <var_id>");
+    let e = def(&DEF.replace(r#""alignment":64"#, r#""alignment":48"#)).0.unwrap_err();
+    assert_eq!(msg(&e), "var.i.alignment: alignment provided not power of 2. alignment=48");
+    let e = def(&DEF.replace(r#""var_id":1"#, r#""var_id":5"#)).0.unwrap_err();
+    assert_eq!(msg(&e), "var: Unexpected var_ids set! max=5, size=2");
+    let e = def(&DEF.replace(r#""var_id":1"#, r#""var_id":0"#)).0.unwrap_err();
+    assert_eq!(msg(&e), "var: Unexpected var_ids set! max=0, size=2");
+    let e = def(&DEF.replace(r#""type":"output""#, r#""type":"tmp-buf""#)).0.unwrap_err();
+    assert_eq!(msg(&e), "var: Invalid Neff: no Outputs");
+    let e = def(&DEF.replace(r#""size":4,"alignment""#, r#""size":"4","alignment""#)).0.unwrap_err();
+    assert_eq!(msg(&e), "var.i.size: expected an unsigned integer, found string");
+    assert_eq!(e.to_string(), format!("sg00/def.json: var.i.size: expected an unsigned integer, found string (byte {})", e.offset));
+    let e = def(r#"{"name":"definition"}"#).0.unwrap_err();
+    assert_eq!(msg(&e), "var: Invalid Neff: no Outputs");
+}
+
+#[test]
+fn def_json_queue_and_carveout_checks() {
+    let e = def(&DEF.replace(r#""type":"in","#, "")).0.unwrap_err();
+    assert_eq!(msg(&e), "dma_queue.q.type: missing <type>");
+    let e = def(&DEF.replace(r#""owner":"pool""#, r#""owner":"cpu""#)).0.unwrap_err();
+    assert_eq!(msg(&e), "dma_queue.q.owner: Invalid owner 'cpu' for DMA queue");
+    let e = def(&DEF.replace(r#""semaphore":10"#, r#""queue_instances":["a"]"#)).0.unwrap_err();
+    assert_eq!(msg(&e), "dma_queue.q.queue_instances: Invalid Neff: Queue set instances are not supported for input queues (q)");
+    let sems = (0..33).map(|i| i.to_string()).collect::<Vec<_>>().join(",");
+    let e = def(&DEF.replace(r#""semaphore":10"#, &format!(r#""semaphore_set":[{sems}]"#))).0.unwrap_err();
+    assert_eq!(msg(&e), "dma_queue.q.semaphore_set: Runtime supports maximum of 32 semaphores per queue set (got 33)");
+    let e = def(&DEF.replace(r#""type":"evtaccel""#, r#""type":"other""#)).0.unwrap_err();
+    assert_eq!(msg(&e), "runtime_statebuffer_reservation[0].type: Invalid runtime_statebuffer_reservation type other");
+    // Both carveout spellings are read.
+    let renamed = DEF.replace("base_partition", "start_partition").replace(r#""partitions""#, r#""num_partitions""#);
+    let d = def(&renamed).0.unwrap();
+    assert_eq!(d.carveouts.as_ref().unwrap()[0].num_partitions, 128);
+    let both = DEF.replace(r#""base_partition":0,"#, r#""base_partition":0,"start_partition":0,"#);
+    assert_eq!(msg(&def(&both).0.unwrap_err()), "runtime_statebuffer_reservation[0].start_partition: duplicate key \"base_partition\"");
+
+    let cayman = TargetCheck::Device(Arch::Cayman);
+    let check = |doc: &str| def(doc).0.unwrap().check_carveouts(cayman, false).map_err(|e| e.to_string());
+    assert_eq!(check(DEF), Ok(()));
+    assert_eq!(check(&DEF.replace(r#""base_partition":0"#, r#""base_partition":1"#)), Err("Event Accel carveout SB partition must start at 0. Got 1".into()));
+    assert_eq!(check(&DEF.replace(r#""partitions":128"#, r#""partitions":64"#)), Err("Event Accel carveout SB partition count must be 128. Got 64".into()));
+    assert_eq!(check(&DEF.replace("229368", "16")), Err("Event Accel carveout SB partition offset must start at 0x37ff8. Got 0x10".into()));
+    assert_eq!(check(&DEF.replace(r#""size":8"#, r#""size":16"#)), Err("Event Accel carveout SB size must be 8. Got 16".into()));
+    let without = DEF.replace(r#""runtime_statebuffer_reservation":[{"base_partition":0,"offset":229368,"partitions":128,"size":8,"type":"evtaccel"}],"#, "");
+    let d = def(&without).0.unwrap();
+    assert_eq!(d.check_carveouts(cayman, false), Err(ManifestError::MissingCarveout));
+    assert_eq!(d.check_carveouts(cayman, true), Ok(()));
+    assert_eq!(d.check_carveouts(TargetCheck::Device(Arch::Sunda), false), Ok(()));
+    let empty = DEF.replace(r#"[{"base_partition":0,"offset":229368,"partitions":128,"size":8,"type":"evtaccel"}]"#, "[]");
+    assert_eq!(def(&empty).0.unwrap().check_carveouts(cayman, false), Ok(()));
+}
+
+#[test]
+fn def_json_engine_warnings() {
+    let (d, w) = def(&DEF.replace(r#""sp":"SP.json","#, "").replace(r#""pe":"PE.json","#, ""));
+    d.unwrap();
+    let text: Vec<String> = w.iter().map(|w| w.to_string()).collect();
+    assert_eq!(
+        text,
+        [
+            "sg00/def.json: pe: Engine pe not found in NEFF, using empty placeholder",
+            "sg00/def.json: sp: Engine sp not found in NEFF, using empty placeholder"
+        ]
+    );
+    let mut warnings = Vec::new();
+    let engine_instr = heapless::String::<8>::try_from("PE.bin").unwrap();
+    let instr = neff::manifest::engine::resolve_instr(
+        Some("pe.bin"),
+        Some(&engine_instr),
+        neff::manifest::EngineType::Pe,
+        "sg00/PE.json",
+        &mut |w: &Warning| warnings.push(*w),
+    );
+    assert_eq!(instr, Some("PE.bin"));
+    assert_eq!(warnings[0].to_string(), "sg00/PE.json: instr: pe_instr \"pe.bin\" differs from the engine JSON's instr \"PE.bin\"; using the engine JSON's");
+}
+
+#[test]
+fn engine_dma_checks() {
+    let good = r#"{"instr":"SP.bin","dma":[{"id":0,"queue":"q","desc":[{"from":"a","to":"b","from_off":0,"to_off":0},{"op":"fma","to":"b","scale":0.5}]},{"id":1,"desc":[]}]}"#;
+    let e = engine(good).unwrap();
+    assert_eq!(e.dma_block_count(), 2);
+    let first = engine(&good.replace(r#",{"id":1,"desc":[]}"#, "")).unwrap();
+    let last = &first.dma.as_ref().unwrap().last;
+    assert_eq!((last.desc.as_ref().unwrap().count, last.desc.as_ref().unwrap().last.scale), (2, 0.5));
+    let err = engine(&good.replace(r#""op":"fma""#, r#""op":"xor""#)).unwrap_err();
+    assert_eq!(msg(&err), "dma[0].desc[1].op: Unknown dma operation: xor");
+    let err = engine(&good.replace(r#"{"id":1,"#, "{")).unwrap_err();
+    assert_eq!(msg(&err), "dma[1].id: invalid dma block");
+}

@@ -1,0 +1,95 @@
+//! `schema/README.md` is generated from `CONSUMED_KEYS` and `LAYOUTS` (rerun with
+//! `NEFF_UPDATE_SCHEMA_DOC=1` after a schema edit), and no consumed JSON key is written by hand
+//! in `src/` (outside test modules): the schema is the one place keys live.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
+use neff::manifest::{CONSUMED_KEYS, LAYOUTS};
+
+fn render() -> String {
+    let mut out = String::from(
+        "# Consumed keys (generated)\n\nGenerated from `schema/*.toml` by `tests/manifest_schema_doc.rs` \
+         (`NEFF_UPDATE_SCHEMA_DOC=1 cargo test --test manifest_schema_doc`). Do not edit.\n",
+    );
+    let mut tier = "";
+    for k in CONSUMED_KEYS {
+        if k.tier != tier {
+            tier = k.tier;
+            out.push_str(&format!("\n## {tier}\n\n| key path | JSON type | required | default | destination | map | runtime message when absent | notes |\n|---|---|---|---|---|---|---|---|\n"));
+        }
+        let path = if k.aliases.is_empty() { format!("`{}`", k.path) } else { format!("`{}` (also `{}`)", k.path, k.aliases.join("`, `")) };
+        let cell = |s: &str| s.replace('|', "\\|");
+        out.push_str(&format!(
+            "| {path} | {} | {} | {} | `{}` | {} | {} | {} |\n",
+            cell(k.json_type),
+            if k.required { "yes" } else { "" },
+            cell(k.default),
+            k.field,
+            k.map,
+            cell(k.missing),
+            cell(format!("{} {}", k.doc, k.notes).trim())
+        ));
+    }
+    out.push_str("\n## Layouts\n");
+    for l in LAYOUTS {
+        out.push_str(&format!("\n### `{}` ({} bytes, `{}`)\n\n| field | type | offset |\n|---|---|---|\n", l.c_name, l.size, l.name));
+        for f in l.fields {
+            out.push_str(&format!("| `{}` | `{}` | {} |\n", f.name, f.ty, f.offset));
+        }
+    }
+    out
+}
+
+#[test]
+fn schema_readme_is_up_to_date() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/README.md");
+    let want = render();
+    if std::env::var("NEFF_UPDATE_SCHEMA_DOC").is_ok() {
+        std::fs::write(&path, &want).unwrap();
+    }
+    let have = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(have == want, "schema/README.md is stale: rerun with NEFF_UPDATE_SCHEMA_DOC=1");
+}
+
+#[test]
+fn the_table_covers_every_tier_and_the_resolved_conflicts() {
+    let has = |tier: &str, path: &str| CONSUMED_KEYS.iter().any(|k| k.tier == tier && k.path == path);
+    assert!(has("neff.json", "nodes[].output_names"));
+    assert!(has("neff.json", "attrs.dltype"));
+    assert!(has("kelf", "graphs[].definition"));
+    assert!(has("def.json", "var.<name>.backing_variable_off"));
+    assert!(has("def.json", "num_streams") && has("def.json", "cc_streams.num_streams"));
+    assert!(has("engine", "dve_tables[].control_slow_table"));
+    let carve = CONSUMED_KEYS.iter().find(|k| k.path == "runtime_statebuffer_reservation[].base_partition").unwrap();
+    assert_eq!(carve.aliases, ["start_partition"]);
+    assert!(LAYOUTS.iter().any(|l| l.c_name == "io_node_info_t" && l.size == 144));
+}
+
+#[test]
+fn no_consumed_key_is_written_by_hand_in_src() {
+    let mut keys: Vec<&str> = CONSUMED_KEYS.iter().flat_map(|k| std::iter::once(k.path.rsplit(['.', ']']).next().unwrap()).chain(k.aliases.iter().copied())).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut stack = vec![src];
+    let mut offenders = Vec::new();
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let p = entry.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|e| e == "rs") && !p.ends_with("error.rs") {
+                let text = std::fs::read_to_string(&p).unwrap();
+                // Test modules hold JSON documents; they are not the parser.
+                let code = text.split("#[cfg(test)]").next().unwrap();
+                for line in code.lines().filter(|l| !l.trim_start().starts_with("//")) {
+                    for k in &keys {
+                        if line.contains(&format!("\"{k}\"")) {
+                            offenders.push(format!("{}: {}", p.display(), line.trim()));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(offenders.is_empty(), "JSON keys written by hand:\n{}", offenders.join("\n"));
+}
