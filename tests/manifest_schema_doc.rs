@@ -69,8 +69,10 @@ fn no_consumed_key_is_written_by_hand_in_src() {
     let mut keys: Vec<&str> = CONSUMED_KEYS.iter().flat_map(|k| std::iter::once(k.path.rsplit(['.', ']']).next().unwrap()).chain(k.aliases.iter().copied())).collect();
     keys.sort_unstable();
     keys.dedup();
+    // The layers that read JSON manifests. The tar, npy and header modules parse other formats
+    // whose field names (`size`, `name`, `shape`) happen to be JSON keys too; they are not checked.
     let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut stack = vec![src];
+    let mut stack: Vec<_> = ["json", "manifest", "loader"].iter().map(|d| src.join(d)).collect();
     let mut offenders = Vec::new();
     while let Some(dir) = stack.pop() {
         for entry in std::fs::read_dir(dir).unwrap() {
