@@ -30,9 +30,6 @@
 //! `Archive` is large (the inflate window and state live inside it; see [`Archive`] for its
 //! size); on a small target keep it in a `static` cell or a long-lived frame, not in a deep call.
 
-// `Error` is `Copy` and carries its context inline (no heap) by design (error.rs), so it is
-// larger than clippy's `result_large_err` threshold everywhere it is returned.
-#![allow(clippy::result_large_err)]
 
 use core::fmt;
 

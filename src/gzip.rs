@@ -37,9 +37,6 @@
 //! **Bomb guard.** The total inflated size is capped (`max_inflated`); exceeding it is a
 //! `CapacityError` naming `max_inflated`, raised before any byte past the cap is handed out.
 
-// `Error` is `Copy` and carries its context inline (no heap) by design (error.rs), so it is
-// larger than clippy's `result_large_err` threshold everywhere it is returned.
-#![allow(clippy::result_large_err)]
 
 use core::fmt;
 

@@ -44,9 +44,6 @@
 //! buffer of `PAX` bytes; a longer name or PAX header is a `CapacityError` naming `NAME` or
 //! `PAX`. Bodies are never buffered: [`Member`] is a bounded reader over the stream.
 
-// `Error` is `Copy` and carries its context inline (no heap) by design (error.rs), so it is
-// larger than clippy's `result_large_err` threshold everywhere it is returned.
-#![allow(clippy::result_large_err)]
 
 use core::fmt;
 

@@ -141,6 +141,7 @@ pub(crate) fn hal_error(member: &str, offset: u64, e: crate::hal::HalError) -> E
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 mod tests {
     use super::*;
     use crate::manifest::{Arch, UsageClass};

@@ -27,8 +27,6 @@
 //! [`def`] and [`engine`], which also hold the parse entry points. No JSON key appears outside
 //! the generated code.
 
-// `Error` is large on purpose: `Copy`, no heap, with member name and key path inline.
-#![allow(clippy::result_large_err)]
 
 use core::fmt;
 
