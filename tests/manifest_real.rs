@@ -5,7 +5,7 @@ mod common;
 
 use neff::json::Tokenizer;
 use neff::manifest::{
-    ActSet, Arch, CarveoutType, DefJson, DmaRingType, EngineJson, EngineType, Kelf, KelfTarget, MrType, NeffJson, NrtDtype, TargetCheck,
+    Arch, CarveoutType, DefJson, DmaRingType, EngineJson, EngineType, Kelf, KelfTarget, MrType, NeffJson, NrtDtype, TargetCheck,
 };
 use neff::Warning;
 
@@ -195,7 +195,7 @@ fn engine_jsons_of_small() {
     assert!(warnings.is_empty());
 
     let bytes = read("matmul_small.extracted/sg00/exp_and_others.json").unwrap();
-    let set = <ActSet>::parse(&mut tok(), &mut bytes.as_slice(), "sg00/exp_and_others.json", &mut neff::error::IgnoreWarnings).unwrap();
+    let set = <EngineJson>::parse(&mut tok(), &mut bytes.as_slice(), "sg00/exp_and_others.json", &mut neff::error::IgnoreWarnings).unwrap();
     assert_eq!(set.bkt_bin.as_deref(), Some("exp_and_others_bkt.bin"));
     assert_eq!(set.ctl_bin.as_deref(), Some("exp_and_others_ctrl.bin"));
     assert!(set.profile_meta_data.unwrap().0 > 0);
@@ -209,8 +209,7 @@ fn default_capacity_sizes() {
     println!("Kelf {}", size_of::<Kelf>());
     println!("DefJson {}", size_of::<DefJson>());
     println!("EngineJson {}", size_of::<EngineJson>());
-    println!("ActSet {}", size_of::<ActSet>());
-    println!("Tokenizer {}", size_of::<Tokenizer>());
+        println!("Tokenizer {}", size_of::<Tokenizer>());
     // The firmware budget: manifests must leave room next to a 32 KiB inflate window in 64 KiB.
     assert!(size_of::<DefJson>() < 24 * 1024);
 }

@@ -8,10 +8,14 @@
 //! `dve_tables` (`opcode_table`, `datapath_table`, `control_table` or `control_fast_table` +
 //! `control_slow_table`). DMA blocks can be many: each is validated (descriptor `op` known,
 //! required keys present) and counted, and only the last one is kept.
+//!
+//! Engine JSONs and set JSONs share one parser ([`EngineJson`]): the tar order does not say
+//! which a member is (a set JSON can come before the `Activation.json` that names it), so the
+//! loader reads every JSON of a subgraph directory once with the keys of both.
 
 use embedded_io::BufRead;
 
-use super::{warn, ActSet, DefJson, EngineJson, EngineType, ManifestWarning};
+use super::{warn, DefJson, EngineJson, EngineType, ManifestWarning};
 use crate::error::Text;
 use crate::json::Tokenizer;
 use crate::{Error, Stage, WarningSink};
@@ -52,20 +56,6 @@ impl<
     /// Number of DMA blocks (0 when `dma` is absent).
     pub fn dma_block_count(&self) -> u64 {
         self.dma.as_ref().map_or(0, |d| d.count)
-    }
-}
-
-impl<const FILE_NAME: usize> ActSet<FILE_NAME> {
-    /// Parses an activation set JSON.
-    pub fn parse<R: BufRead, const S: usize, const D: u16>(
-        tok: &mut Tokenizer<S, D>,
-        src: &mut R,
-        member: &str,
-        _sink: &mut impl WarningSink,
-    ) -> Result<Self, Error> {
-        let mut doc = Self::default();
-        doc.read_document(tok, src, member)?;
-        Ok(doc)
     }
 }
 

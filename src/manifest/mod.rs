@@ -9,7 +9,7 @@
 //! expands them here into:
 //!
 //! - one fixed-capacity struct per JSON object ([`NeffJson`], [`Kelf`], [`DefJson`], [`Var`],
-//!   [`DmaQueue`], [`EngineJson`], [`ActSet`], ...), whose capacities are const parameters with
+//!   [`DmaQueue`], [`EngineJson`], ...), whose capacities are const parameters with
 //!   defaults ([`DEFAULT_VARS`], ...); exceeding one is an [`ErrorKind::Capacity`](crate::ErrorKind::Capacity) naming it;
 //! - a consumed-key parser per object over the streaming [`Tokenizer`](crate::json::Tokenizer):
 //!   unknown keys are skipped but validated, a consumed key given twice, a missing required key
