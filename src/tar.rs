@@ -56,8 +56,9 @@ use crate::{Error, ErrorKind, Stage, Warning, WarningKind, WarningSink};
 pub const BLOCK_SIZE: usize = 512;
 /// Default capacity of the member name buffer (`prefix` 155 + `/` + `name` 100).
 pub const DEFAULT_NAME_CAPACITY: usize = 256;
-/// Default capacity of the PAX extended-header buffer.
-pub const DEFAULT_PAX_CAPACITY: usize = 1024;
+/// Default capacity of the PAX extended-header buffer: room for a `path` record of a
+/// 255-byte name plus the `mtime`/`atime`/`ctime` records writers add (CPython, GNU tar).
+pub const DEFAULT_PAX_CAPACITY: usize = 512;
 /// Members whose path ends with this are dropped, as the runtime does.
 pub const DROPPED_SUFFIX: &str = "wavegraph-bin.json";
 

@@ -4,6 +4,8 @@
 //! skips. Under `CI=true` a missing fixture is a failure, never a skip.
 #![allow(dead_code)]
 
+pub mod neff;
+
 use std::path::PathBuf;
 
 /// The repository root (the core crate's manifest directory).

@@ -1,0 +1,102 @@
+//! Errors and warnings of the chain checks: what the manifests name against what the tar holds.
+
+use core::fmt;
+
+use crate::error::Text;
+use crate::Status;
+
+/// Short text for member names in chain errors.
+pub type MemberText = Text<64>;
+
+/// A chain check failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum ChainError {
+    /// Neither `neff.json` nor a `kelf-0.json` / `kelf-a.json` to fall back on.
+    NeffJsonMissing,
+    /// A member that a manifest names is not in the archive.
+    MemberMissing {
+        /// The missing member.
+        member: MemberText,
+    },
+    /// An engine's instruction stream is larger than the runtime's `u32` cap.
+    InstrTooLarge {
+        /// Its size in bytes.
+        size: u64,
+    },
+    /// A `file` variable's payload does not have the variable's size.
+    VarSizeMismatch {
+        /// The size `def.json` declares.
+        declared: u64,
+        /// The bytes the payload holds (a `.npy`'s array data).
+        actual: u64,
+    },
+    /// Two subgraphs of the chain use the same directory.
+    DuplicateSubgraph,
+}
+
+impl ChainError {
+    /// The runtime status.
+    pub fn status(&self) -> Status {
+        Status::Invalid
+    }
+}
+
+impl fmt::Display for ChainError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ChainError::NeffJsonMissing => f.write_str("Invalid NN: neff.json is missing (and no kelf-0.json or kelf-a.json to fall back on)"),
+            ChainError::MemberMissing { member } => write!(f, "member {member} is missing from the archive"),
+            ChainError::InstrTooLarge { size } => {
+                write!(f, "Instruction size {size} exceeds maximum supported size {}", u32::MAX)
+            }
+            ChainError::VarSizeMismatch { declared, actual } => {
+                write!(f, "variable size {declared} does not match its payload's {actual} bytes")
+            }
+            ChainError::DuplicateSubgraph => f.write_str("two graphs name the same subgraph directory"),
+        }
+    }
+}
+
+/// Something the chain checks noticed that does not fail a load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum ChainWarning {
+    /// The KELF's graph count differs from the header's `lnc_size`.
+    GraphCount {
+        /// Graphs in the KELF.
+        graphs: u32,
+        /// `max(1, lnc_size)`.
+        lnc_size: u32,
+    },
+    /// An instruction stream is not a whole number of 64-byte slots.
+    InstrNotMultipleOf64 {
+        /// Its size in bytes.
+        size: u64,
+    },
+    /// No `neff.json`: the KELF descriptor was found by its conventional name.
+    KelfFallback,
+    /// A member appears twice in the tar; the later one wins.
+    DuplicateMember,
+    /// A payload nothing references; its staging region was released.
+    Unreferenced,
+    /// A KELF that `neff.json` does not name was ignored.
+    KelfNotNamed,
+}
+
+impl fmt::Display for ChainWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ChainWarning::GraphCount { graphs, lnc_size } => {
+                write!(f, "the KELF has {graphs} graphs but the header's lnc_size is {lnc_size}")
+            }
+            ChainWarning::InstrNotMultipleOf64 { size } => {
+                write!(f, "instruction stream of {size} bytes is not a multiple of 64")
+            }
+            ChainWarning::KelfFallback => f.write_str("no neff.json: using the KELF descriptor by its conventional name"),
+            ChainWarning::DuplicateMember => f.write_str("member appears twice in the archive; the later one wins"),
+            ChainWarning::Unreferenced => f.write_str("payload is not referenced by any manifest; released"),
+            ChainWarning::KelfNotNamed => f.write_str("KELF descriptor not named by neff.json; ignored"),
+        }
+    }
+}

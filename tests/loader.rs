@@ -1,0 +1,342 @@
+//! The single-pass loader on the real NEFFs and on NEFFs rebuilt from them.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, missing_docs)]
+
+mod common;
+
+use common::neff::{members, npy_data, pack};
+use neff::archive::{Archive, OpenOptions};
+use neff::error::{ErrorKind, Stage, Warning, WarningKind};
+use neff::loader::{ChainError, ChainWarning, LoadOptions, LoadReport, Loader, NoObserver, PayloadState};
+use neff::manifest::{Arch, ManifestError, UsageClass};
+use neff::sim::{digest64, SimDevice};
+
+type Report = LoadReport<4, 64, 8>;
+
+struct Outcome {
+    result: Result<(), neff::Error>,
+    report: Box<Report>,
+    warnings: Vec<Warning>,
+    /// (member, usage, len, device digest) of every live region, sorted.
+    image: Vec<(String, UsageClass, u64, u64)>,
+    live_regions: usize,
+}
+
+fn load_with(bytes: &[u8], arch: Arch, options: LoadOptions, device_mem: usize) -> Outcome {
+    let mut memory = vec![0u8; device_mem];
+    let mut dev: SimDevice = SimDevice::new(&mut memory, arch);
+    let mut warnings = Vec::new();
+    let mut sink = |w: &Warning| warnings.push(*w);
+    let mut report = Box::<Report>::default();
+    let result = match Archive::<&[u8]>::open(bytes, Some(bytes.len() as u64), &OpenOptions::default(), &mut sink) {
+        Ok(mut archive) => {
+            let mut loader: Box<Loader> = Box::new(Loader::new(options));
+            loader.load(&mut archive, &mut dev, &mut report, &mut NoObserver, &mut sink)
+        }
+        Err(e) => Err(e),
+    };
+    let mut image: Vec<_> = report
+        .payloads
+        .iter()
+        .filter_map(|p| p.region.map(|r| (p.member.to_string(), p.usage, p.len, dev.digest(r).expect("digest"))))
+        .collect();
+    image.sort_by_key(|(m, u, l, d)| (m.clone(), u.value(), *l, *d));
+    let live_regions = dev.live_regions().count();
+    Outcome { result, report, warnings, image, live_regions }
+}
+
+fn load(bytes: &[u8]) -> Outcome {
+    load_with(bytes, Arch::Cayman, LoadOptions::default(), 32 << 20)
+}
+
+#[test]
+fn real_neffs_land_byte_exact_on_the_device() {
+    for (name, bytes) in common::real_neffs() {
+        let out = load(&bytes);
+        out.result.as_ref().unwrap_or_else(|e| panic!("{name}: {e}"));
+        let extracted = members(&bytes);
+        let mut placed = 0;
+        for p in out.report.payloads.iter().filter(|p| p.state == PayloadState::Placed) {
+            let (_, body) = extracted.iter().find(|(n, _)| n.as_str() == p.member.as_str()).expect("member extracted");
+            let data = if p.member.ends_with(".npy") { npy_data(body) } else { body.as_slice() };
+            assert_eq!(p.len, data.len() as u64, "{name}: {}", p.member);
+            assert_eq!(p.digest, digest64(data), "{name}: report digest of {}", p.member);
+            let (_, _, _, device) = out.image.iter().find(|(m, ..)| m.as_str() == p.member.as_str()).expect("region");
+            assert_eq!(*device, digest64(data), "{name}: device digest of {}", p.member);
+            placed += 1;
+        }
+        // Per subgraph: 5 instruction streams, 4 DVE tables, 2 activation tables, 1 weight.
+        assert_eq!(placed, 24, "{name}");
+        assert_eq!(out.report.released, 0, "{name}");
+        assert_eq!(out.report.subgraphs.len(), 2);
+        for sg in &out.report.subgraphs {
+            let weight = sg.bytes_by_usage[neff::hal::usage_index(UsageClass::Weight)];
+            assert_eq!(weight, 32768, "{name}: {} weight bytes", sg.name);
+            assert_eq!(sg.allocations, 12);
+        }
+        assert_eq!(out.report.target.as_str(), "cayman");
+        assert_eq!(out.report.io.inputs.len(), 2);
+        assert_eq!(out.live_regions, 24);
+        // The real NEFFs warn about nothing but their unverifiable hash (not requested here).
+        assert!(out.warnings.is_empty(), "{name}: {:?}", out.warnings);
+    }
+}
+
+#[test]
+fn instruction_streams_get_their_engine_class() {
+    let Some(bytes) = common::fixture_bytes("public/nkipy/matmul_small.neff") else { return };
+    let out = load(&bytes);
+    out.result.unwrap();
+    let usage = |m: &str| out.report.payloads.iter().find(|p| p.member.as_str() == m).unwrap().usage;
+    assert_eq!(usage("sg00/PE.bin"), UsageClass::InstrPe);
+    assert_eq!(usage("sg01/Activation.bin"), UsageClass::InstrAct);
+    assert_eq!(usage("sg00/Pool.bin"), UsageClass::InstrPool);
+    assert_eq!(usage("sg00/DVE.bin"), UsageClass::InstrDve);
+    assert_eq!(usage("sg00/SP.bin"), UsageClass::InstrSp);
+    assert_eq!(usage("sg00/exp_and_others_bkt.bin"), UsageClass::ActTable);
+    assert_eq!(usage("sg00/value_sg0000_identity_82_CRSM.npy"), UsageClass::Weight);
+    let core = |m: &str| out.report.payloads.iter().find(|p| p.member.as_str() == m).unwrap().core;
+    assert_eq!(core("sg00/PE.bin"), Some(0));
+    assert_eq!(core("sg01/PE.bin"), Some(1));
+}
+
+#[test]
+fn member_order_does_not_change_the_device_image() {
+    for (name, bytes) in common::real_neffs() {
+        let original = load(&bytes);
+        original.result.as_ref().unwrap();
+        let mut list = members(&bytes);
+        list.reverse();
+        let reversed = load(&pack(&bytes, &list));
+        reversed.result.as_ref().unwrap_or_else(|e| panic!("{name} reversed: {e}"));
+        let is_manifest = |n: &str| n.ends_with(".json");
+        list.sort_by_key(|(n, _)| (!is_manifest(n), n.clone()));
+        let manifests_first = load(&pack(&bytes, &list));
+        manifests_first.result.as_ref().unwrap_or_else(|e| panic!("{name} manifests first: {e}"));
+        assert_eq!(original.image, reversed.image, "{name}: reversed order");
+        assert_eq!(original.image, manifests_first.image, "{name}: manifests-first order");
+        for (a, b) in original.report.subgraphs.iter().zip(&manifests_first.report.subgraphs) {
+            assert_eq!(a.bytes_by_usage, b.bytes_by_usage);
+        }
+        // In manifests-first order every payload's role is known on arrival: nothing is staged.
+        let adopted = reversed.report.payloads.iter().filter(|p| p.state == PayloadState::Placed).count();
+        assert_eq!(adopted, 24);
+    }
+}
+
+#[test]
+fn digest_only_device_loads_the_large_neff() {
+    let Some(bytes) = common::fixture_bytes("public/nkipy/matmul_large.neff") else { return };
+    let mut dev: SimDevice = SimDevice::digest_only(64 << 30, Arch::Cayman);
+    let mut report = Box::<Report>::default();
+    let mut archive = Archive::<&[u8]>::open(&bytes, Some(bytes.len() as u64), &OpenOptions::default(), &mut |_: &Warning| {}).unwrap();
+    let mut loader: Box<Loader> = Box::default();
+    loader.load(&mut archive, &mut dev, &mut report, &mut NoObserver, &mut |_: &Warning| {}).unwrap();
+    let extracted = members(&bytes);
+    for p in report.payloads.iter() {
+        let (_, body) = extracted.iter().find(|(n, _)| n.as_str() == p.member.as_str()).unwrap();
+        let data = if p.member.ends_with(".npy") { npy_data(body) } else { body.as_slice() };
+        assert_eq!(dev.digest(p.region.unwrap()), Some(digest64(data)), "{}", p.member);
+    }
+    assert_eq!(report.bytes_placed(), 2 * (1_361_216 + 439_872 + 28_736 + 70_464 + 6_592 + 4096 * 2 + 16384 + 1024 + 30112 + 2848 + 32768));
+}
+
+/// The real small NEFF with `edit` applied to its member list.
+fn variant(edit: impl FnOnce(&mut Vec<(String, Vec<u8>)>)) -> Option<Vec<u8>> {
+    let bytes = common::fixture_bytes("public/nkipy/matmul_small.neff")?;
+    let mut list = members(&bytes);
+    edit(&mut list);
+    Some(pack(&bytes, &list))
+}
+
+fn replace(list: &mut [(String, Vec<u8>)], member: &str, from: &str, to: &str) {
+    let (_, body) = list.iter_mut().find(|(n, _)| n == member).unwrap();
+    let text = String::from_utf8(body.clone()).unwrap();
+    assert!(text.contains(from), "{member} has no {from}");
+    *body = text.replacen(from, to, 1).into_bytes();
+}
+
+fn chain_error(out: &Outcome) -> (ChainError, neff::Error) {
+    let e = out.result.unwrap_err();
+    match e.kind {
+        ErrorKind::Chain(c) => (c, e),
+        other => panic!("expected a chain error, got {other:?}: {e}"),
+    }
+}
+
+#[test]
+fn a_missing_instruction_stream_is_named() {
+    let Some(bytes) = variant(|l| l.retain(|(n, _)| n != "sg01/Pool.bin")) else { return };
+    let out = load(&bytes);
+    let (c, e) = chain_error(&out);
+    assert!(matches!(c, ChainError::MemberMissing { member } if member.as_str() == "sg01/Pool.bin"));
+    assert_eq!(e.member.as_str(), "sg01/Pool.json");
+    assert_eq!(e.key_path.as_str(), "instr");
+    assert_eq!(e.to_string(), "sg01/Pool.json: instr: member sg01/Pool.bin is missing from the archive (byte 0)");
+    assert_eq!(out.live_regions, 0, "a failed load releases what it allocated");
+}
+
+#[test]
+fn a_missing_engine_json_def_or_kelf_is_named() {
+    let cases: [(&str, &str, &str); 4] = [
+        ("sg00/DVE.json", "sg00/def.json", "sg00/DVE.json"),
+        ("sg01/def.json", "kelf-0.json", "sg01/def.json"),
+        ("sg00/exp_and_others.json", "sg00/Activation.json", "sg00/exp_and_others.json"),
+        ("sg00/value_sg0000_identity_82_CRSM.npy", "sg00/def.json", "sg00/value_sg0000_identity_82_CRSM.npy"),
+    ];
+    for (drop, by, missing) in cases {
+        let Some(bytes) = variant(|l| l.retain(|(n, _)| n != drop)) else { return };
+        let out = load(&bytes);
+        let (c, e) = chain_error(&out);
+        assert!(matches!(c, ChainError::MemberMissing { member } if member.as_str() == missing), "{drop}: {c:?}");
+        assert_eq!(e.member.as_str(), by, "{drop}");
+        assert_eq!(out.live_regions, 0);
+    }
+    let Some(bytes) = variant(|l| l.retain(|(n, _)| n != "kelf-0.json")) else { return };
+    let (c, e) = chain_error(&load(&bytes));
+    assert!(matches!(c, ChainError::MemberMissing { member } if member.as_str() == "kelf-0.json"));
+    assert_eq!(e.member.as_str(), "neff.json");
+}
+
+#[test]
+fn without_neff_json_the_kelf_is_found_by_name() {
+    let Some(bytes) = variant(|l| l.retain(|(n, _)| n != "neff.json")) else { return };
+    let out = load(&bytes);
+    out.result.as_ref().unwrap();
+    assert!(out.warnings.iter().any(|w| w.kind == WarningKind::Chain(ChainWarning::KelfFallback)));
+    assert!(out.report.io.inputs.is_empty());
+    let Some(bytes) = variant(|l| l.retain(|(n, _)| n != "neff.json" && n != "kelf-0.json")) else { return };
+    assert_eq!(chain_error(&load(&bytes)).0, ChainError::NeffJsonMissing);
+    // The legacy name works too.
+    let Some(bytes) = variant(|l| {
+        l.retain(|(n, _)| n != "neff.json");
+        l.iter_mut().find(|(n, _)| n == "kelf-0.json").unwrap().0 = "kelf-a.json".into();
+    }) else {
+        return;
+    };
+    load(&bytes).result.unwrap();
+}
+
+#[test]
+fn the_target_gate_follows_allow_legacy() {
+    let Some(bytes) = common::fixture_bytes("public/nkipy/matmul_small.neff") else { return };
+    // A cayman NEFF on a sunda device: refused, with or without allow_legacy (older device).
+    for allow_legacy in [false, true] {
+        let out = load_with(&bytes, Arch::Sunda, LoadOptions { allow_legacy }, 32 << 20);
+        let e = out.result.unwrap_err();
+        assert_eq!(e.stage, Stage::Kelf);
+        assert_eq!(e.kind, ErrorKind::Manifest(ManifestError::ArchMismatch { neff: 3, device: 2 }));
+        assert!(e.to_string().contains("Loading a NEFF compiled for a different arch is not allowed, NEFF arch: v3, instance arch: v2"), "{e}");
+    }
+    // On a newer (mariana) device: refused unless allow_legacy.
+    let out = load_with(&bytes, Arch::Mariana, LoadOptions { allow_legacy: false }, 32 << 20);
+    assert_eq!(out.result.unwrap_err().kind, ErrorKind::Manifest(ManifestError::ArchMismatch { neff: 3, device: 4 }));
+    load_with(&bytes, Arch::Mariana, LoadOptions { allow_legacy: true }, 32 << 20).result.unwrap();
+}
+
+#[test]
+fn cayman_carveout_rules_apply_on_a_cayman_device() {
+    let Some(bytes) = variant(|l| replace(l, "sg00/def.json", "\"offset\": 229368", "\"offset\": 229360")) else { return };
+    let e = load(&bytes).result.unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Manifest(ManifestError::CarveoutOffset(229360)));
+    assert_eq!(e.member.as_str(), "sg00/def.json");
+    assert!(e.to_string().contains("Event Accel carveout SB partition offset must start at 0x37ff8. Got 0x37ff0"), "{e}");
+    // The same file loads on a mariana device with allow_legacy: the rule is cayman's.
+    load_with(&bytes, Arch::Mariana, LoadOptions { allow_legacy: true }, 32 << 20).result.unwrap();
+}
+
+#[test]
+fn a_weight_whose_shape_disagrees_with_its_var_is_refused() {
+    let Some(bytes) = variant(|l| replace(l, "sg00/def.json", "\"size\": 32768,\n            \"type\": \"file\"", "\"size\": 32770,\n            \"type\": \"file\"")) else {
+        return;
+    };
+    let (c, e) = chain_error(&load(&bytes));
+    assert_eq!(c, ChainError::VarSizeMismatch { declared: 32770, actual: 32768 });
+    assert_eq!(e.member.as_str(), "sg00/value_sg0000_identity_82_CRSM.npy");
+}
+
+#[test]
+fn odd_instruction_sizes_and_graph_counts_warn() {
+    let Some(bytes) = variant(|l| {
+        l.iter_mut().find(|(n, _)| n == "sg00/SP.bin").unwrap().1.extend_from_slice(&[0; 8]);
+    }) else {
+        return;
+    };
+    let out = load(&bytes);
+    out.result.as_ref().unwrap();
+    let w = out.warnings.iter().find(|w| matches!(w.kind, WarningKind::Chain(ChainWarning::InstrNotMultipleOf64 { size: 200 }))).unwrap();
+    assert_eq!(w.member.as_str(), "sg00/SP.bin");
+    assert_eq!(out.report.warnings, 1);
+
+    let Some(mut bytes) = common::fixture_bytes("public/nkipy/matmul_small.neff") else { return };
+    bytes[552] = 1; // lnc_size 1 with two graphs
+    let out = load(&bytes);
+    out.result.as_ref().unwrap();
+    assert!(out.warnings.iter().any(|w| w.kind == WarningKind::Chain(ChainWarning::GraphCount { graphs: 2, lnc_size: 1 })));
+}
+
+#[test]
+fn unreferenced_payloads_are_released_and_duplicates_replace() {
+    let Some(bytes) = variant(|l| {
+        l.insert(3, ("sg00/stray.bin".into(), vec![7; 100]));
+        let pe = l.iter().find(|(n, _)| n == "sg00/PE.bin").unwrap().clone();
+        l.insert(0, (pe.0, vec![1; 64]));
+    }) else {
+        return;
+    };
+    let out = load(&bytes);
+    out.result.as_ref().unwrap();
+    assert_eq!(out.report.released, 1);
+    let stray = out.report.payloads.iter().find(|p| p.member.as_str() == "sg00/stray.bin").unwrap();
+    assert_eq!(stray.state, PayloadState::Released);
+    assert!(out.warnings.iter().any(|w| w.kind == WarningKind::Chain(ChainWarning::DuplicateMember) && w.member.as_str() == "sg00/PE.bin"));
+    let pe = out.report.payloads.iter().filter(|p| p.member.as_str() == "sg00/PE.bin").collect::<Vec<_>>();
+    assert_eq!(pe.len(), 1);
+    assert_eq!(pe[0].len, 768, "the later copy wins");
+    assert_eq!(out.live_regions, 24);
+}
+
+#[test]
+fn a_device_too_small_fails_with_a_hal_error_and_frees_everything() {
+    let Some(bytes) = common::fixture_bytes("public/nkipy/matmul_large.neff") else { return };
+    let out = load_with(&bytes, Arch::Cayman, LoadOptions::default(), 2 << 20);
+    let e = out.result.unwrap_err();
+    assert_eq!(e.stage, Stage::Hal);
+    assert!(matches!(e.kind, ErrorKind::Hal(neff::hal::HalError::OutOfMemory { .. })), "{e}");
+    assert_eq!(out.live_regions, 0);
+}
+
+#[test]
+fn check_without_a_device_runs_every_step() {
+    let Some(bytes) = common::fixture_bytes("public/nkipy/matmul_small.neff") else { return };
+    let mut report = Box::<Report>::default();
+    let mut archive = Archive::<&[u8]>::open(&bytes[..], Some(bytes.len() as u64), &OpenOptions::default(), &mut |_: &Warning| {}).unwrap();
+    let mut loader: Loader = Loader::default();
+    loader.check(&mut archive, None, &mut report, &mut NoObserver, &mut |_: &Warning| {}).unwrap();
+    assert_eq!(report.payloads.len(), 24);
+    assert!(report.payloads.iter().all(|p| p.region.is_none() && p.state == PayloadState::Checked));
+    assert_eq!(report.subgraphs[0].bytes_by_usage[neff::hal::usage_index(UsageClass::InstrPe)], 768);
+    // With an architecture the gate applies.
+    let mut archive = Archive::<&[u8]>::open(&bytes[..], Some(bytes.len() as u64), &OpenOptions::default(), &mut |_: &Warning| {}).unwrap();
+    let e = loader.check(&mut archive, Some(Arch::Sunda), &mut report, &mut NoObserver, &mut |_: &Warning| {}).unwrap_err();
+    assert_eq!(e.stage, Stage::Kelf);
+}
+
+#[test]
+fn the_report_serialises_to_json_without_a_heap() {
+    let Some(bytes) = common::fixture_bytes("public/nkipy/matmul_small.neff") else { return };
+    let out = load(&bytes);
+    out.result.unwrap();
+    let mut buf = vec![0u8; 16 * 1024];
+    let n = out.report.to_json(&mut buf).unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&buf[..n]).unwrap();
+    assert_eq!(v["device_arch"], "cayman");
+    assert_eq!(v["subgraphs"][0]["bytes_by_usage"]["INSTR_PE"], 768);
+    assert_eq!(v["payloads"].as_array().unwrap().len(), 24);
+    assert_eq!(v["inputs"][0]["name"], "x");
+    assert_eq!(v["inputs"][0]["size"], 65536);
+    let weight = v["payloads"].as_array().unwrap().iter().find(|p| p["usage"] == "WEIGHT").unwrap();
+    assert_eq!(weight["len"], 32768);
+    assert_eq!(weight["digest"].as_str().unwrap().len(), 16);
+    // A buffer too small is an error, not a panic.
+    assert!(out.report.to_json(&mut buf[..100]).is_err());
+}
