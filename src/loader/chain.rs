@@ -5,8 +5,8 @@ use core::fmt;
 use crate::error::Text;
 use crate::Status;
 
-/// Short text for member names in chain errors.
-pub type MemberText = Text<64>;
+/// Short text for member names in chain errors (context: a longer name keeps its tail).
+pub type MemberText = Text<40>;
 
 /// A chain check failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
