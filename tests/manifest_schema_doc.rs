@@ -83,7 +83,8 @@ fn no_consumed_key_is_written_by_hand_in_src() {
                 let text = std::fs::read_to_string(&p).unwrap();
                 // Test modules hold JSON documents; they are not the parser.
                 let code = text.split("#[cfg(test)]").next().unwrap();
-                for line in code.lines().filter(|l| !l.trim_start().starts_with("//")) {
+                // `serialize_field` names the load report's own output keys, not manifest keys.
+                for line in code.lines().filter(|l| !l.trim_start().starts_with("//") && !l.contains("serialize_field(")) {
                     for k in &keys {
                         if line.contains(&format!("\"{k}\"")) {
                             offenders.push(format!("{}: {}", p.display(), line.trim()));

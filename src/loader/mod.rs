@@ -34,7 +34,7 @@ use crate::error::{CapacityError, ErrorKind, Stage, Warning, WarningKind};
 use crate::hal::{AllocRequest, Hal, HalError, RegionId};
 use crate::json::Tokenizer;
 use crate::manifest::def::TargetCheck;
-use crate::manifest::{Arch, EngineType, UsageClass};
+use crate::manifest::{Arch, DefJson, EngineJson, EngineType, Graph, Kelf, NeffJson, Node, NodeAttrs, UcodeLib, UsageClass, Var};
 use crate::{Error, WarningSink};
 use payload::{hal_error, stream_to_device};
 use route::{route, Route};
@@ -217,6 +217,18 @@ fn join(dir: &str, name: &str) -> Result<String<MEMBER_PATH>, ErrorKind> {
     } else {
         Err(capacity("MEMBER_PATH", MEMBER_PATH))
     }
+}
+
+/// `a.b.c` from generated key names (context for errors).
+fn key_path(keys: &[&str]) -> String<64> {
+    let mut out = String::new();
+    for (i, k) in keys.iter().enumerate() {
+        if i > 0 {
+            let _ = out.push('.');
+        }
+        let _ = out.push_str(k);
+    }
+    out
 }
 
 fn split(member: &str) -> (&str, &str) {
@@ -686,7 +698,7 @@ impl<P: Profile, const SG: usize, const JSONS: usize, const CLAIMS: usize, const
         for name in self.kelf_names.iter() {
             if !self.kelfs.iter().any(|(k, _)| k == name) {
                 let e = ChainError::MemberMissing { member: chain::MemberText::new(name) };
-                return Err(Error::in_member(Stage::NeffJson, "neff.json", 0, ErrorKind::Chain(e)).with_key_path("nodes.attrs.kelf"));
+                return Err(Error::in_member(Stage::NeffJson, "neff.json", 0, ErrorKind::Chain(e)).with_key_path(&key_path(&[<NeffJson>::KEY_NODES, <Node>::KEY_ATTRS, <NodeAttrs>::KEY_KELF])));
             }
         }
         for (name, _) in self.kelfs.iter().filter(|(n, _)| !self.kelf_names.iter().any(|k| k == n)) {
@@ -696,16 +708,16 @@ impl<P: Profile, const SG: usize, const JSONS: usize, const CLAIMS: usize, const
         for (name, kelf) in self.kelfs.iter().filter(|(n, _)| self.kelf_names.iter().any(|k| k == n)) {
             if let Some(arch) = self.device_arch {
                 kelf.check_device(arch, self.options.allow_legacy)
-                    .map_err(|e| Error::in_member(Stage::Kelf, name, 0, ErrorKind::Manifest(e)).with_key_path("target"))?;
+                    .map_err(|e| Error::in_member(Stage::Kelf, name, 0, ErrorKind::Manifest(e)).with_key_path(<Kelf>::KEY_TARGET))?;
             }
             let graphs = kelf.graph_count() as u32;
             if graphs != self.lnc_size {
                 let w = ChainWarning::GraphCount { graphs, lnc_size: self.lnc_size };
-                sink.warn(&Warning::in_member(Stage::Kelf, name, 0, WarningKind::Chain(w)).with_key_path("graphs"));
+                sink.warn(&Warning::in_member(Stage::Kelf, name, 0, WarningKind::Chain(w)).with_key_path(<Kelf>::KEY_GRAPHS));
             }
             for (_, definition) in (0..kelf.graph_count()).filter_map(|i| kelf.graph(i)) {
                 let (dir, _) = split(definition);
-                let fail = |k| Error::in_member(Stage::Kelf, name, 0, k).with_key_path("graphs.definition");
+                let fail = |k| Error::in_member(Stage::Kelf, name, 0, k).with_key_path(&key_path(&[<Kelf>::KEY_GRAPHS, <Graph>::KEY_DEFINITION]));
                 if dirs.iter().any(|d| d == dir) {
                     return Err(fail(ErrorKind::Chain(ChainError::DuplicateSubgraph)));
                 }
@@ -746,7 +758,7 @@ impl<P: Profile, const SG: usize, const JSONS: usize, const CLAIMS: usize, const
                 if let Some(instr) = self.instr_of(plan, engine, Some(json)) {
                     let path = join(&plan.dir, instr).map_err(|k| Error::in_member(Stage::Chain, &json_path, 0, k))?;
                     if !has_payload(&path) {
-                        return Err(missing(&json_path, "instr", &path));
+                        return Err(missing(&json_path, <EngineJson>::KEY_INSTR, &path));
                     }
                 }
                 for claim in self.claims.iter().filter(|c| usize::from(c.by) == index) {
@@ -755,12 +767,12 @@ impl<P: Profile, const SG: usize, const JSONS: usize, const CLAIMS: usize, const
                             let mut p = join(&plan.dir, &claim.name).map_err(|k| Error::in_member(Stage::Chain, &json_path, 0, k))?;
                             p.push_str(".json").map_err(|_| Error::in_member(Stage::Chain, &json_path, 0, capacity("MEMBER_PATH", MEMBER_PATH)))?;
                             let Some((set_index, _)) = self.json(&p) else {
-                                return Err(missing(&json_path, "activation_function_sets", &p));
+                                return Err(missing(&json_path, <EngineJson>::KEY_ACTIVATION_FUNCTION_SETS, &p));
                             };
                             for table in self.claims.iter().filter(|c| usize::from(c.by) == set_index && c.kind == ClaimKind::ActTable) {
                                 let t = join(&plan.dir, &table.name).map_err(|k| Error::in_member(Stage::Chain, &p, 0, k))?;
                                 if !has_payload(&t) {
-                                    return Err(missing(&p, "bkt_bin", &t));
+                                    return Err(missing(&p, <EngineJson>::KEY_BKT_BIN, &t));
                                 }
                             }
                             continue;
@@ -769,20 +781,20 @@ impl<P: Profile, const SG: usize, const JSONS: usize, const CLAIMS: usize, const
                         ClaimKind::ActTable => continue,
                     };
                     if !has_payload(&path) {
-                        return Err(missing(&json_path, "dve_tables", &path));
+                        return Err(missing(&json_path, <EngineJson>::KEY_DVE_TABLES, &path));
                     }
                 }
             }
             for v in plan.file_vars.iter() {
                 let path = join(&plan.dir, &v.file).map_err(|k| Error::in_member(Stage::Chain, &def, 0, k))?;
                 if !has_payload(&path) {
-                    return Err(missing(&def, "var.file_name", &path));
+                    return Err(missing(&def, &key_path(&[<DefJson>::KEY_VARS, <Var>::KEY_FILE_NAME]), &path));
                 }
             }
             for lib in plan.ucode_libs.iter() {
                 let path = join(&plan.dir, lib).map_err(|k| Error::in_member(Stage::Chain, &def, 0, k))?;
                 if !has_payload(&path) {
-                    return Err(missing(&def, "ucode_lib.library", &path));
+                    return Err(missing(&def, &key_path(&[<DefJson>::KEY_UCODE_LIBS, <UcodeLib>::KEY_LIBRARY]), &path));
                 }
             }
         }
