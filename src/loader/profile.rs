@@ -36,14 +36,15 @@ impl Profile for Compact {
     type Kelf = Kelf;
 }
 
-/// The host profile: the manifest types' own default capacities, and room for big models'
-/// variable tables. Large: keep a loader of this profile on the heap or a big stack.
+/// The host profile: room for big models (2048 variables, 64 queues per subgraph, 256 graph
+/// nodes). A `Loader<Host>` is about 1.3 MB: keep it on the heap, and run it on a thread with a
+/// large stack (a manifest is parsed in place, but `Default` values may pass through the stack).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Host;
 
 impl Profile for Host {
     //                VARS  NAME FILE LIST DIMS QUEUES QNAME SEMS INST CARVE UCODE SHORT DESC
-    type Def = DefJson<4096, 96, 96, 64, 8, 64, 64, 32, 16, 8, 8, 32, 8>;
+    type Def = DefJson<2048, 80, 96, 16, 8, 64, 48, 32, 16, 8, 8, 24, 8>;
     type Engine = EngineJson<96, 96, 64, 32, 16, 4, 8>;
     type Neff = NeffJson<256, 257, 96, 16, 256, 256, 512, 32, 32>;
     type Kelf = Kelf<16, 32, 96, 32>;
