@@ -7,7 +7,10 @@
 //! * **plain**: `miniz_oxide::inflate::core::decompress` of the same gzip member into a
 //!   32 KiB wrapping buffer, no CRC, no tar;
 //! * **plain + crc32**: the same plus this crate's CRC-32 over the output, to split the
-//!   walker's overhead into checksum and tar walking.
+//!   walker's overhead into checksum and tar walking;
+//! * **load**: the whole single-pass load (`Loader` with the compact profile: manifests
+//!   parsed, every payload streamed, digested and placed on a `SimDevice` in memory mode,
+//!   chain checked), and the same onto a digest-only `SimDevice`.
 //!
 //! It prints MB/s of inflated bytes and the ratio walker / plain. Under `cargo test`
 //! (no `--bench` argument) it runs one pass of each on `matmul_small.neff` as a smoke check.
@@ -24,6 +27,9 @@ use miniz_oxide::inflate::TINFLStatus;
 use neff::archive::{Archive, OpenOptions};
 use neff::crc32::Crc32;
 use neff::error::IgnoreWarnings;
+use neff::loader::{LoadOptions, LoadReport, Loader, NoObserver};
+use neff::manifest::Arch;
+use neff::sim::SimDevice;
 
 const WINDOW: usize = 32 * 1024;
 
@@ -46,6 +52,22 @@ fn walker(neff: &[u8]) -> u64 {
     let finish = archive.finish(&mut sink).unwrap();
     assert!(body_bytes <= finish.inflated_bytes);
     finish.inflated_bytes
+}
+
+/// The full load onto a simulated device; returns the inflated byte count.
+fn load(neff: &[u8], device_memory: Option<&mut [u8]>) -> u64 {
+    let mut sink = IgnoreWarnings;
+    let mut archive: Box<Archive<&[u8]>> =
+        Box::new(Archive::open(neff, Some(neff.len() as u64), &OpenOptions::default(), &mut sink).unwrap());
+    let mut dev: SimDevice = match device_memory {
+        Some(memory) => SimDevice::new(memory, Arch::Cayman),
+        None => SimDevice::digest_only(64 << 30, Arch::Cayman),
+    };
+    let mut loader: Box<Loader> = Box::new(Loader::new(LoadOptions::default()));
+    let mut report: Box<LoadReport> = Box::default();
+    loader.load(&mut archive, &mut dev, &mut report, &mut NoObserver, &mut sink).unwrap();
+    assert_eq!(report.released, 0);
+    report.inflated_bytes
 }
 
 /// The gzip member's deflate data (header parsed just enough for the NKIPY files: FLG 0).
@@ -113,12 +135,18 @@ fn main() {
     let mut ring = vec![0u8; WINDOW];
 
     // Interleaved rounds, so the three cases see the same machine load (it is shared).
+    let mut device_memory = vec![0u8; 32 << 20];
     let (mut w, mut p, mut c) = (Best::NONE, Best::NONE, Best::NONE);
+    let (mut l, mut d) = (Best::NONE, Best::NONE);
     for _ in 0..runs {
         w.time(|| walker(&neff));
         p.time(|| plain(deflate, &mut inflater, &mut ring, false));
         c.time(|| plain(deflate, &mut inflater, &mut ring, true));
+        l.time(|| load(&neff, Some(&mut device_memory)));
+        d.time(|| load(&neff, None));
     }
+    assert_eq!(l.bytes, p.bytes);
+    assert_eq!(d.bytes, p.bytes);
     let (t_walker, n_walker, t_plain, n_plain, t_crc, n_crc) = (w.time, w.bytes, p.time, p.bytes, c.time, c.bytes);
     assert_eq!(n_walker, n_plain);
     assert_eq!(n_crc, n_plain);
@@ -132,4 +160,8 @@ fn main() {
     println!("  walker (open, bodies, finish)   {:>8.1} MB/s  {:>8.2} ms", mb_per_s(n_walker, t_walker), t_walker.as_secs_f64() * 1e3);
     println!("  ratio walker / plain            {:>8.3} (throughput {:.3})", t_walker.as_secs_f64() / t_plain.as_secs_f64(), t_plain.as_secs_f64() / t_walker.as_secs_f64());
     println!("  ratio (plain + crc32) / plain   {:>8.3}", t_crc.as_secs_f64() / t_plain.as_secs_f64());
+    println!("  full load (memory SimDevice)    {:>8.1} MB/s  {:>8.2} ms", mb_per_s(l.bytes, l.time), l.time.as_secs_f64() * 1e3);
+    println!("  full load (digest-only device)  {:>8.1} MB/s  {:>8.2} ms", mb_per_s(d.bytes, d.time), d.time.as_secs_f64() * 1e3);
+    println!("  ratio load / plain              {:>8.3}", l.time.as_secs_f64() / t_plain.as_secs_f64());
+    println!("  ratio digest-only load / plain  {:>8.3}", d.time.as_secs_f64() / t_plain.as_secs_f64());
 }

@@ -22,16 +22,20 @@
 //!
 //! # Digest
 //!
-//! [`digest64`] is 64-bit FNV-1a. It is tiny (one multiply per byte), needs no table and no
-//! heap, runs incrementally over chunks ([`Digest64`]), and is trivial to recompute in a test
-//! from bytes extracted independently (by `tar` + `flate2`, say). It is a check that the
-//! right bytes landed in the right place, not a defence against a forger.
+//! [`digest64`] is a 64-bit streaming digest built from XXH64's primes and steps: one lane
+//! over little-endian 64-bit words (XXH64's `round` and merge), the last 0..7 bytes one by one,
+//! the length folded in, XXH64's avalanche. It is not XXH64-compatible (one lane instead of
+//! four, so its state stays 32 bytes per region), but it mixes as well for this job and runs
+//! at several GB/s: about 8 times FNV-1a, which dominated a load's time. It needs no table
+//! and no heap, runs incrementally over chunks ([`Digest64`]) with the same result for any
+//! chunking, and is a few lines to recompute in a test from bytes extracted independently. It
+//! is a check that the right bytes landed in the right place, not a defence against a forger.
 //!
 //! # Size
 //!
-//! `size_of::<SimDevice>()` (the default `REGIONS` = [`DEFAULT_REGIONS`] = 128) is 9 624
-//! bytes, on a 64-bit host and on thumbv7em alike: 72 bytes per region record (9 216; the
-//! usage class is the runtime's 32-bit enum) plus
+//! `size_of::<SimDevice>()` (the default `REGIONS` = [`DEFAULT_REGIONS`] = 128) is 12 696
+//! bytes, on a 64-bit host and on thumbv7em alike: 96 bytes per region record (12 288; the
+//! usage class is the runtime's 32-bit enum, the running digest 32 bytes) plus
 //! 408 bytes of counters and per-class accounting (two arrays of 22 `u64`).
 
 use core::fmt;
@@ -42,39 +46,86 @@ use crate::manifest::{Arch, UsageClass};
 /// The region-table capacity of a plain `SimDevice`.
 pub const DEFAULT_REGIONS: usize = 128;
 
-const FNV_OFFSET_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
-const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
+const P1: u64 = 0x9E37_79B1_85EB_CA87;
+const P2: u64 = 0xC2B2_AE3D_27D4_EB4F;
+const P3: u64 = 0x1656_67B1_9E37_79F9;
+const P4: u64 = 0x85EB_CA77_C2B2_AE63;
+const P5: u64 = 0x27D4_EB2F_1656_67C5;
 
-/// 64-bit FNV-1a of `bytes`; equal to feeding them to a [`Digest64`] in any chunking.
+/// The 64-bit digest of `bytes` (see the module docs); equal to feeding them to a
+/// [`Digest64`] in any chunking.
 pub fn digest64(bytes: &[u8]) -> u64 {
     let mut digest = Digest64::new();
     digest.update(bytes);
     digest.finish()
 }
 
-/// Incremental 64-bit FNV-1a.
+/// Incremental [`digest64`]: 32 bytes of state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Digest64 {
     state: u64,
+    len: u64,
+    /// Bytes of an incomplete word, waiting for the next chunk.
+    pending: [u8; 8],
+    pending_len: u8,
 }
 
 impl Digest64 {
     /// The digest of no bytes so far.
     pub const fn new() -> Self {
-        Self { state: FNV_OFFSET_BASIS }
+        Self { state: P5, len: 0, pending: [0; 8], pending_len: 0 }
+    }
+
+    const fn word(state: u64, word: u64) -> u64 {
+        let round = word.wrapping_mul(P2).rotate_left(31).wrapping_mul(P1);
+        (state ^ round).rotate_left(27).wrapping_mul(P1).wrapping_add(P4)
     }
 
     /// Feeds more bytes.
-    pub fn update(&mut self, bytes: &[u8]) {
-        for &byte in bytes {
-            self.state = (self.state ^ u64::from(byte)).wrapping_mul(FNV_PRIME);
+    pub fn update(&mut self, mut bytes: &[u8]) {
+        self.len = self.len.wrapping_add(bytes.len() as u64);
+        // Complete a word left over from the previous chunk.
+        while self.pending_len > 0 {
+            let Some((&b, rest)) = bytes.split_first() else { return };
+            if let Some(slot) = self.pending.get_mut(usize::from(self.pending_len)) {
+                *slot = b;
+            }
+            self.pending_len += 1;
+            bytes = rest;
+            if self.pending_len == 8 {
+                self.state = Self::word(self.state, u64::from_le_bytes(self.pending));
+                self.pending_len = 0;
+            }
         }
+        let mut words = bytes.chunks_exact(8);
+        for w in &mut words {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(w);
+            self.state = Self::word(self.state, u64::from_le_bytes(word));
+        }
+        let tail = words.remainder();
+        for (slot, &b) in self.pending.iter_mut().zip(tail) {
+            *slot = b;
+        }
+        self.pending_len = tail.len() as u8;
     }
 
     /// The digest of every byte fed so far (the digest can still be fed afterwards).
     pub const fn finish(&self) -> u64 {
-        self.state
+        let mut h = self.state;
+        let mut i = 0;
+        while i < self.pending_len as usize && i < 8 {
+            h ^= (self.pending[i] as u64).wrapping_mul(P5);
+            h = h.rotate_left(11).wrapping_mul(P1);
+            i += 1;
+        }
+        h = h.wrapping_add(self.len);
+        h ^= h >> 33;
+        h = h.wrapping_mul(P2);
+        h ^= h >> 29;
+        h = h.wrapping_mul(P3);
+        h ^ (h >> 32)
     }
 }
 
@@ -590,16 +641,31 @@ mod tests {
     }
 
     #[test]
-    fn fnv1a_known_values() {
-        // Reference values of 64-bit FNV-1a (draft-eastlake-fnv test vectors).
-        assert_eq!(digest64(b""), 0xcbf2_9ce4_8422_2325);
-        assert_eq!(digest64(b"a"), 0xaf63_dc4c_8601_ec8c);
-        assert_eq!(digest64(b"foobar"), 0x8594_4171_f739_67e8);
-        let mut d = Digest64::new();
-        d.update(b"foo");
-        d.update(b"");
-        d.update(b"bar");
-        assert_eq!(d.finish(), digest64(b"foobar"));
+    fn digest_known_values() {
+        // From an independent Python implementation of the same steps. The empty input equals
+        // XXH64("") (no word, no tail): the primes, seed and avalanche are XXH64's.
+        assert_eq!(digest64(b""), 0xef46_db37_51d8_e999);
+        assert_eq!(digest64(b"a"), 0x0a60_c1e0_fbaf_9eab);
+        assert_eq!(digest64(b"foobar"), 0x5a5c_46b3_6059_cb7c);
+        let bytes: [u8; 256] = core::array::from_fn(|i| i as u8);
+        assert_eq!(digest64(&bytes), 0xd3b5_0ea9_f060_2474);
+    }
+
+    #[test]
+    fn digest_is_the_same_in_any_chunking() {
+        let bytes: [u8; 300] = core::array::from_fn(|i| (i * 31 % 251) as u8);
+        let whole = digest64(&bytes);
+        for chunk in [1, 3, 7, 8, 9, 64, 299] {
+            let mut d = Digest64::new();
+            for c in bytes.chunks(chunk) {
+                d.update(c);
+                d.update(b"");
+            }
+            assert_eq!(d.finish(), whole, "chunks of {chunk}");
+        }
+        // Length matters: trailing zero bytes change the digest.
+        assert_ne!(digest64(&[0; 8]), digest64(&[0; 9]));
+        assert_ne!(digest64(&[0; 0]), digest64(&[0; 1]));
     }
 
     #[test]
@@ -637,7 +703,7 @@ mod tests {
     #[test]
     fn size_is_as_documented() {
         let size = core::mem::size_of::<SimDevice<'_>>();
-        assert_eq!(size, 9624);
-        assert_eq!(core::mem::size_of::<RegionRecord>(), 72);
+        assert_eq!(size, 12696);
+        assert_eq!(core::mem::size_of::<RegionRecord>(), 96);
     }
 }

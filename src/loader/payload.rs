@@ -20,7 +20,7 @@ pub struct Placed {
     pub region: Option<RegionId>,
     /// Bytes written to the device (for `.npy`, the array data only).
     pub len: u64,
-    /// 64-bit FNV-1a of the bytes written.
+    /// [`digest64`](crate::sim::digest64) of the bytes written.
     pub digest: u64,
     /// For a `.npy` member, the array data size its header declares (equal to `len`).
     pub npy_data_len: Option<u64>,

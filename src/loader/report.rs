@@ -59,7 +59,7 @@ pub struct PayloadReport {
     pub len: u64,
     /// Size of the member in the tar.
     pub member_len: u64,
-    /// 64-bit FNV-1a of the bytes that landed.
+    /// [`digest64`](crate::sim::digest64) of the bytes that landed.
     pub digest: u64,
     /// The device region.
     pub region: Option<RegionId>,
