@@ -112,13 +112,11 @@ impl Digest64 {
     }
 
     /// The digest of every byte fed so far (the digest can still be fed afterwards).
-    pub const fn finish(&self) -> u64 {
+    pub fn finish(&self) -> u64 {
         let mut h = self.state;
-        let mut i = 0;
-        while i < self.pending_len as usize && i < 8 {
-            h ^= (self.pending[i] as u64).wrapping_mul(P5);
+        for &b in self.pending.iter().take(usize::from(self.pending_len)) {
+            h ^= u64::from(b).wrapping_mul(P5);
             h = h.rotate_left(11).wrapping_mul(P1);
-            i += 1;
         }
         h = h.wrapping_add(self.len);
         h ^= h >> 33;
