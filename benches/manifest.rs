@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use embedded_io::{BufRead, ErrorType, Read};
+use neff::manifest::Document;
 use neff::json::Tokenizer;
 use neff::manifest::DefJson;
 use serde::Deserialize;

@@ -1,5 +1,6 @@
 //! Each check of the manifest layer on a failing document, with the runtime's message.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, clippy::result_large_err)]
+use neff::manifest::Document;
 use neff::json::Tokenizer;
 use neff::manifest::{Arch, DefJson, EngineJson, Kelf, ManifestError, ManifestWarning, NeffJson, TargetCheck};
 use neff::{Error, ErrorKind, Warning, WarningKind};

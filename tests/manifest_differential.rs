@@ -3,6 +3,7 @@
 //! 100,000-level nesting inside an unconsumed key, which must be a depth error on a small stack.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 use embedded_io::{BufRead, ErrorType, Read};
+use neff::manifest::Document;
 use neff::json::{JsonError, Tokenizer};
 use neff::manifest::DefJson;
 use neff::ErrorKind;

@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 mod common;
 
+use neff::manifest::Document;
 use neff::json::Tokenizer;
 use neff::manifest::{
     Arch, CarveoutType, DefJson, DmaRingType, EngineJson, EngineType, Kelf, KelfTarget, MrType, NeffJson, NrtDtype, TargetCheck,

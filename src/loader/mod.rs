@@ -34,7 +34,7 @@ use crate::error::{CapacityError, ErrorKind, Stage, Warning, WarningKind};
 use crate::hal::{AllocRequest, Hal, HalError, RegionId};
 use crate::json::Tokenizer;
 use crate::manifest::def::TargetCheck;
-use crate::manifest::{Arch, DefJson, EngineJson, EngineType, Graph, Kelf, NeffJson, Node, NodeAttrs, UcodeLib, UsageClass, Var};
+use crate::manifest::{Arch, DefJson, Document, EngineJson, EngineType, Graph, Kelf, NeffJson, Node, NodeAttrs, UcodeLib, UsageClass, Var};
 use crate::{Error, WarningSink};
 use payload::{hal_error, stream_to_device};
 use route::{route, Route};

@@ -5,11 +5,7 @@
 //! a host tool wants them large enough for big models. A [`Profile`] names the four manifest
 //! types a loader uses, and the traits below are the little the loader needs from each.
 
-use embedded_io::BufRead;
-
-use crate::json::Tokenizer;
-use crate::manifest::{def::TargetCheck, DefJson, EngineJson, EngineType, IoTable, Kelf, ManifestError, MrType, NeffJson};
-use crate::{Error, WarningSink};
+use crate::manifest::{def::TargetCheck, DefJson, Document, EngineJson, EngineType, IoTable, Kelf, ManifestError, MrType, NeffJson};
 
 /// The manifest types a loader parses into.
 pub trait Profile {
@@ -64,15 +60,7 @@ pub struct FileVar<'a> {
 }
 
 /// What the loader reads from a parsed `def.json`.
-pub trait DefDoc: Default {
-    /// Parses and checks the document into `self`.
-    fn parse_into<R: BufRead, const S: usize, const D: u16>(
-        &mut self,
-        tok: &mut Tokenizer<S, D>,
-        src: &mut R,
-        member: &str,
-        sink: &mut impl WarningSink,
-    ) -> Result<(), Error>;
+pub trait DefDoc: Document {
     /// The engine JSON an engine key names.
     fn engine_json(&self, engine: EngineType) -> Option<&str>;
     /// The `<eng>_instr` stream name.
@@ -102,16 +90,6 @@ impl<
     > DefDoc
     for DefJson<VARS, VAR_NAME, FILE_NAME, VAR_LIST, VAR_DIMS, QUEUES, QUEUE_NAME, SEMAPHORES, QUEUE_INSTANCES, CARVEOUTS, UCODE_LIBS, SHORT_TEXT, DESC_DIMS>
 {
-    fn parse_into<R: BufRead, const S: usize, const D: u16>(
-        &mut self,
-        tok: &mut Tokenizer<S, D>,
-        src: &mut R,
-        member: &str,
-        sink: &mut impl WarningSink,
-    ) -> Result<(), Error> {
-        DefJson::parse_into(self, tok, src, member, sink)
-    }
-
     fn engine_json(&self, engine: EngineType) -> Option<&str> {
         DefJson::engine_json(self, engine)
     }
@@ -140,15 +118,7 @@ impl<
 }
 
 /// What the loader reads from a parsed engine or activation-set JSON.
-pub trait EngineDoc: Default {
-    /// Parses the document into `self`.
-    fn parse_into<R: BufRead, const S: usize, const D: u16>(
-        &mut self,
-        tok: &mut Tokenizer<S, D>,
-        src: &mut R,
-        member: &str,
-        sink: &mut impl WarningSink,
-    ) -> Result<(), Error>;
+pub trait EngineDoc: Document {
     /// The engine JSON's `instr`.
     fn instr(&self) -> Option<&str>;
     /// `activation_function_sets`: set `S` is member `S.json`.
@@ -169,16 +139,6 @@ impl<
         const DESC_DIMS: usize,
     > EngineDoc for EngineJson<VAR_NAME, FILE_NAME, QUEUE_NAME, SHORT_TEXT, ACT_SETS, DVE_TABLES, DESC_DIMS>
 {
-    fn parse_into<R: BufRead, const S: usize, const D: u16>(
-        &mut self,
-        tok: &mut Tokenizer<S, D>,
-        src: &mut R,
-        member: &str,
-        sink: &mut impl WarningSink,
-    ) -> Result<(), Error> {
-        EngineJson::parse_into(self, tok, src, member, sink)
-    }
-
     fn instr(&self) -> Option<&str> {
         self.instr.as_deref()
     }
@@ -208,15 +168,7 @@ impl<
 }
 
 /// What the loader reads from a parsed `neff.json`.
-pub trait NeffDoc: Default {
-    /// Parses and checks the document into `self`.
-    fn parse_into<R: BufRead, const S: usize, const D: u16>(
-        &mut self,
-        tok: &mut Tokenizer<S, D>,
-        src: &mut R,
-        member: &str,
-        sink: &mut impl WarningSink,
-    ) -> Result<(), Error>;
+pub trait NeffDoc: Document {
     /// The KELF members, in node order.
     fn for_each_kelf(&self, f: impl FnMut(&str));
     /// The I/O table.
@@ -235,16 +187,6 @@ impl<
         const DIMS: usize,
     > NeffDoc for NeffJson<NODES, NODE_ROWS, NODE_NAME, NODE_OUTPUTS, ARG_NODES, HEADS, EIDS, DTYPE_NAME, DIMS>
 {
-    fn parse_into<R: BufRead, const S: usize, const D: u16>(
-        &mut self,
-        tok: &mut Tokenizer<S, D>,
-        src: &mut R,
-        member: &str,
-        sink: &mut impl WarningSink,
-    ) -> Result<(), Error> {
-        NeffJson::parse_into(self, tok, src, member, sink)
-    }
-
     fn for_each_kelf(&self, mut f: impl FnMut(&str)) {
         for k in self.kelf_members() {
             f(k);
@@ -283,15 +225,7 @@ fn narrow_str<const N: usize>(s: &str, limit: &'static str) -> Result<heapless::
 }
 
 /// What the loader reads from a parsed `kelf-<i>.json`.
-pub trait KelfDoc: Default {
-    /// Parses and checks the document into `self`.
-    fn parse_into<R: BufRead, const S: usize, const D: u16>(
-        &mut self,
-        tok: &mut Tokenizer<S, D>,
-        src: &mut R,
-        member: &str,
-        sink: &mut impl WarningSink,
-    ) -> Result<(), Error>;
+pub trait KelfDoc: Document {
     /// The `target` as written (`""` when absent).
     fn target(&self) -> &str;
     /// The device gate.
@@ -305,16 +239,6 @@ pub trait KelfDoc: Default {
 impl<const GRAPHS: usize, const GRAPH_NAME: usize, const GRAPH_PATH: usize, const KELF_TEXT: usize> KelfDoc
     for Kelf<GRAPHS, GRAPH_NAME, GRAPH_PATH, KELF_TEXT>
 {
-    fn parse_into<R: BufRead, const S: usize, const D: u16>(
-        &mut self,
-        tok: &mut Tokenizer<S, D>,
-        src: &mut R,
-        member: &str,
-        sink: &mut impl WarningSink,
-    ) -> Result<(), Error> {
-        Kelf::parse_into(self, tok, src, member, sink)
-    }
-
     fn target(&self) -> &str {
         self.target.as_deref().unwrap_or("")
     }

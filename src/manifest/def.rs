@@ -20,6 +20,8 @@
 
 use embedded_io::BufRead;
 
+use super::Document;
+
 use super::{
     semantic, warn, Arch, Carveout, CarveoutType, DefJson, DmaQueue, DmaRingType, EngineType, Fp8ConversionInfo, KbinFp8ConvCfg,
     ManifestError, ManifestWarning, MrType, QueueKind, SbCarveout, Var, EVTACCEL_OFFSET, EVTACCEL_PARTITIONS,
@@ -105,89 +107,7 @@ impl<
     >
     DefJson<VARS, VAR_NAME, FILE_NAME, VAR_LIST, VAR_DIMS, QUEUES, QUEUE_NAME, SEMAPHORES, QUEUE_INSTANCES, CARVEOUTS, UCODE_LIBS, SHORT_TEXT, DESC_DIMS>
 {
-    /// Parses and checks `def.json` (see the module docs for the checks); warns about absent
-    /// engines. `vars` comes back sorted by `var_id`.
-    pub fn parse<R: BufRead, const S: usize, const D: u16>(
-        tok: &mut Tokenizer<S, D>,
-        src: &mut R,
-        member: &str,
-        sink: &mut impl WarningSink,
-    ) -> Result<Self, Error> {
-        let mut doc = Self::default();
-        doc.parse_into(tok, src, member, sink)?;
-        Ok(doc)
-    }
 
-    /// [`DefJson::parse`] into an existing value (no large temporary on the stack).
-    pub fn parse_into<R: BufRead, const S: usize, const D: u16>(
-        &mut self,
-        tok: &mut Tokenizer<S, D>,
-        src: &mut R,
-        member: &str,
-        sink: &mut impl WarningSink,
-    ) -> Result<(), Error> {
-        self.read_document(tok, src, member)?;
-        let end = tok.offset();
-        let fail = |path: &[&str], e: ManifestError| {
-            let mut p: heapless::String<96> = heapless::String::new();
-            for (i, part) in path.iter().enumerate() {
-                if i > 0 {
-                    let _ = p.push('.');
-                }
-                let _ = p.push_str(part);
-            }
-            semantic(Stage::DefJson, member, end, &p, e)
-        };
-        for v in self.vars.iter() {
-            if let Some(a) = v.alignment {
-                if a != 0 && !a.is_power_of_two() {
-                    return Err(fail(&[Self::KEY_VARS, &v.name, <Var>::KEY_ALIGNMENT], ManifestError::AlignmentNotPowerOfTwo(a)));
-                }
-            }
-        }
-        self.vars.sort_unstable_by_key(|v| v.var_id);
-        let count = self.vars.len() as u64;
-        if let Some(last) = self.vars.last() {
-            if u64::from(last.var_id) + 1 != count {
-                return Err(fail(&[Self::KEY_VARS], ManifestError::UnexpectedVarIds { max: last.var_id, size: count }));
-            }
-        }
-        // Sorted with max + 1 == len: ids are 0..len exactly when no two are equal.
-        for pair in self.vars.windows(2) {
-            if let [a, b] = pair {
-                if a.var_id == b.var_id {
-                    return Err(fail(&[Self::KEY_VARS, &b.name, <Var>::KEY_VAR_ID], ManifestError::DuplicateVarId(b.var_id)));
-                }
-            }
-        }
-        if !self.vars.iter().any(|v| v.mr_type() == Some(MrType::Output)) {
-            return Err(fail(&[Self::KEY_VARS], ManifestError::NoOutputs));
-        }
-        for q in self.dma_queues.iter().flat_map(|m| m.iter()) {
-            if let Some(owner) = &q.owner {
-                if EngineType::from_json(owner).is_none() {
-                    let e = ManifestError::InvalidOwner(Text::new(owner));
-                    return Err(fail(&[Self::KEY_DMA_QUEUES, &q.name, <DmaQueue>::KEY_OWNER], e));
-                }
-            }
-            let kind = match q.base_ring_type() {
-                Some(DmaRingType::In) => Some(QueueKind::Input),
-                Some(DmaRingType::Out) => Some(QueueKind::Output),
-                Some(DmaRingType::EmbeddingUpdate) => Some(QueueKind::EmbeddingUpdate),
-                _ => None,
-            };
-            if let (Some(kind), Some(_)) = (kind, &q.queue_instances) {
-                let e = ManifestError::QueueInstancesNotSupported { kind, queue: Text::new(&q.name) };
-                return Err(fail(&[Self::KEY_DMA_QUEUES, &q.name, <DmaQueue>::KEY_QUEUE_INSTANCES], e));
-            }
-        }
-        for engine in ENGINES {
-            if self.engine_json(engine).is_none() {
-                warn(sink, Stage::DefJson, member, end, engine.as_str(), ManifestWarning::EngineMissing(engine));
-            }
-        }
-        Ok(())
-    }
 
     /// The var with `var_id` `id` (vars are sorted and dense after parse).
     pub fn var_by_id(&self, id: u32) -> Option<&Var<VAR_NAME, FILE_NAME, VAR_LIST, VAR_DIMS, SHORT_TEXT>> {
@@ -280,6 +200,92 @@ impl<
             }
             if c.size != EVTACCEL_SIZE {
                 return Err(ManifestError::CarveoutSize(c.size));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<
+        const VARS: usize,
+        const VAR_NAME: usize,
+        const FILE_NAME: usize,
+        const VAR_LIST: usize,
+        const VAR_DIMS: usize,
+        const QUEUES: usize,
+        const QUEUE_NAME: usize,
+        const SEMAPHORES: usize,
+        const QUEUE_INSTANCES: usize,
+        const CARVEOUTS: usize,
+        const UCODE_LIBS: usize,
+        const SHORT_TEXT: usize,
+        const DESC_DIMS: usize,
+    > Document for DefJson<VARS, VAR_NAME, FILE_NAME, VAR_LIST, VAR_DIMS, QUEUES, QUEUE_NAME, SEMAPHORES, QUEUE_INSTANCES, CARVEOUTS, UCODE_LIBS, SHORT_TEXT, DESC_DIMS> {
+    fn parse_into<R: BufRead, const S: usize, const D: u16>(
+        &mut self,
+        tok: &mut Tokenizer<S, D>,
+        src: &mut R,
+        member: &str,
+        sink: &mut impl WarningSink,
+    ) -> Result<(), Error> {
+        self.read_document(tok, src, member)?;
+        let end = tok.offset();
+        let fail = |path: &[&str], e: ManifestError| {
+            let mut p: heapless::String<96> = heapless::String::new();
+            for (i, part) in path.iter().enumerate() {
+                if i > 0 {
+                    let _ = p.push('.');
+                }
+                let _ = p.push_str(part);
+            }
+            semantic(Stage::DefJson, member, end, &p, e)
+        };
+        for v in self.vars.iter() {
+            if let Some(a) = v.alignment {
+                if a != 0 && !a.is_power_of_two() {
+                    return Err(fail(&[Self::KEY_VARS, &v.name, <Var>::KEY_ALIGNMENT], ManifestError::AlignmentNotPowerOfTwo(a)));
+                }
+            }
+        }
+        self.vars.sort_unstable_by_key(|v| v.var_id);
+        let count = self.vars.len() as u64;
+        if let Some(last) = self.vars.last() {
+            if u64::from(last.var_id) + 1 != count {
+                return Err(fail(&[Self::KEY_VARS], ManifestError::UnexpectedVarIds { max: last.var_id, size: count }));
+            }
+        }
+        // Sorted with max + 1 == len: ids are 0..len exactly when no two are equal.
+        for pair in self.vars.windows(2) {
+            if let [a, b] = pair {
+                if a.var_id == b.var_id {
+                    return Err(fail(&[Self::KEY_VARS, &b.name, <Var>::KEY_VAR_ID], ManifestError::DuplicateVarId(b.var_id)));
+                }
+            }
+        }
+        if !self.vars.iter().any(|v| v.mr_type() == Some(MrType::Output)) {
+            return Err(fail(&[Self::KEY_VARS], ManifestError::NoOutputs));
+        }
+        for q in self.dma_queues.iter().flat_map(|m| m.iter()) {
+            if let Some(owner) = &q.owner {
+                if EngineType::from_json(owner).is_none() {
+                    let e = ManifestError::InvalidOwner(Text::new(owner));
+                    return Err(fail(&[Self::KEY_DMA_QUEUES, &q.name, <DmaQueue>::KEY_OWNER], e));
+                }
+            }
+            let kind = match q.base_ring_type() {
+                Some(DmaRingType::In) => Some(QueueKind::Input),
+                Some(DmaRingType::Out) => Some(QueueKind::Output),
+                Some(DmaRingType::EmbeddingUpdate) => Some(QueueKind::EmbeddingUpdate),
+                _ => None,
+            };
+            if let (Some(kind), Some(_)) = (kind, &q.queue_instances) {
+                let e = ManifestError::QueueInstancesNotSupported { kind, queue: Text::new(&q.name) };
+                return Err(fail(&[Self::KEY_DMA_QUEUES, &q.name, <DmaQueue>::KEY_QUEUE_INSTANCES], e));
+            }
+        }
+        for engine in ENGINES {
+            if self.engine_json(engine).is_none() {
+                warn(sink, Stage::DefJson, member, end, engine.as_str(), ManifestWarning::EngineMissing(engine));
             }
         }
         Ok(())

@@ -15,6 +15,8 @@
 
 use embedded_io::BufRead;
 
+use super::Document;
+
 use super::{warn, DefJson, EngineJson, EngineType, ManifestWarning};
 use crate::error::Text;
 use crate::json::Tokenizer;
@@ -30,20 +32,24 @@ impl<
         const DESC_DIMS: usize,
     > EngineJson<VAR_NAME, FILE_NAME, QUEUE_NAME, SHORT_TEXT, ACT_SETS, DVE_TABLES, DESC_DIMS>
 {
-    /// Parses an engine JSON.
-    pub fn parse<R: BufRead, const S: usize, const D: u16>(
-        tok: &mut Tokenizer<S, D>,
-        src: &mut R,
-        member: &str,
-        sink: &mut impl WarningSink,
-    ) -> Result<Self, Error> {
-        let mut doc = Self::default();
-        doc.parse_into(tok, src, member, sink)?;
-        Ok(doc)
-    }
 
-    /// [`EngineJson::parse`] into an existing value.
-    pub fn parse_into<R: BufRead, const S: usize, const D: u16>(
+
+    /// Number of DMA blocks (0 when `dma` is absent).
+    pub fn dma_block_count(&self) -> u64 {
+        self.dma.as_ref().map_or(0, |d| d.count)
+    }
+}
+
+impl<
+        const VAR_NAME: usize,
+        const FILE_NAME: usize,
+        const QUEUE_NAME: usize,
+        const SHORT_TEXT: usize,
+        const ACT_SETS: usize,
+        const DVE_TABLES: usize,
+        const DESC_DIMS: usize,
+    > Document for EngineJson<VAR_NAME, FILE_NAME, QUEUE_NAME, SHORT_TEXT, ACT_SETS, DVE_TABLES, DESC_DIMS> {
+    fn parse_into<R: BufRead, const S: usize, const D: u16>(
         &mut self,
         tok: &mut Tokenizer<S, D>,
         src: &mut R,
@@ -51,11 +57,6 @@ impl<
         _sink: &mut impl WarningSink,
     ) -> Result<(), Error> {
         self.read_document(tok, src, member)
-    }
-
-    /// Number of DMA blocks (0 when `dma` is absent).
-    pub fn dma_block_count(&self) -> u64 {
-        self.dma.as_ref().map_or(0, |d| d.count)
     }
 }
 

@@ -10,6 +10,8 @@
 
 use embedded_io::BufRead;
 
+use super::Document;
+
 use super::{semantic, Arch, Kelf, ManifestError};
 use crate::error::Text;
 use crate::json::Tokenizer;
@@ -39,35 +41,7 @@ pub fn parse_version(v: &str) -> Option<(u16, u16, &str)> {
 }
 
 impl<const GRAPHS: usize, const GRAPH_NAME: usize, const GRAPH_PATH: usize, const KELF_TEXT: usize> Kelf<GRAPHS, GRAPH_NAME, GRAPH_PATH, KELF_TEXT> {
-    /// Parses and checks a KELF descriptor: the version must split at a `.` and the target
-    /// must be known. The device gate is [`Kelf::check_device`].
-    pub fn parse<R: BufRead, const S: usize, const D: u16>(
-        tok: &mut Tokenizer<S, D>,
-        src: &mut R,
-        member: &str,
-        sink: &mut impl WarningSink,
-    ) -> Result<Self, Error> {
-        let mut doc = Self::default();
-        doc.parse_into(tok, src, member, sink)?;
-        Ok(doc)
-    }
 
-    /// [`Kelf::parse`] into an existing value.
-    pub fn parse_into<R: BufRead, const S: usize, const D: u16>(
-        &mut self,
-        tok: &mut Tokenizer<S, D>,
-        src: &mut R,
-        member: &str,
-        _sink: &mut impl WarningSink,
-    ) -> Result<(), Error> {
-        self.read_document(tok, src, member)?;
-        let end = tok.offset();
-        if parse_version(&self.version).is_none() {
-            return Err(semantic(Stage::Kelf, member, end, Self::KEY_VERSION, ManifestError::InvalidVersion(Text::new(&self.version))));
-        }
-        self.target_kind().map_err(|e| semantic(Stage::Kelf, member, end, Self::KEY_TARGET, e))?;
-        Ok(())
-    }
 
     /// `(major, minor, suffix)` of `version` (`(0, 5, "")` for `"0.5"`).
     pub fn version_parts(&self) -> Option<(u16, u16, &str)> {
@@ -100,6 +74,24 @@ impl<const GRAPHS: usize, const GRAPH_NAME: usize, const GRAPH_PATH: usize, cons
             KelfTarget::Arch(a) if allow_legacy && a.value() < device.value() => Ok(()),
             KelfTarget::Arch(a) => Err(ManifestError::ArchMismatch { neff: a.value(), device: device.value() }),
         }
+    }
+}
+
+impl<const GRAPHS: usize, const GRAPH_NAME: usize, const GRAPH_PATH: usize, const KELF_TEXT: usize> Document for Kelf<GRAPHS, GRAPH_NAME, GRAPH_PATH, KELF_TEXT> {
+    fn parse_into<R: BufRead, const S: usize, const D: u16>(
+        &mut self,
+        tok: &mut Tokenizer<S, D>,
+        src: &mut R,
+        member: &str,
+        _sink: &mut impl WarningSink,
+    ) -> Result<(), Error> {
+        self.read_document(tok, src, member)?;
+        let end = tok.offset();
+        if parse_version(&self.version).is_none() {
+            return Err(semantic(Stage::Kelf, member, end, Self::KEY_VERSION, ManifestError::InvalidVersion(Text::new(&self.version))));
+        }
+        self.target_kind().map_err(|e| semantic(Stage::Kelf, member, end, Self::KEY_TARGET, e))?;
+        Ok(())
     }
 }
 

@@ -33,12 +33,14 @@ use core::fmt;
 use crate::error::Text;
 
 pub mod def;
+pub mod document;
 pub mod engine;
 pub mod kelf;
 pub mod neff;
 pub mod rt;
 
 pub use def::TargetCheck;
+pub use document::Document;
 pub use kelf::KelfTarget;
 pub use neff::{IoTable, IoTensor};
 

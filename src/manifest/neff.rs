@@ -14,6 +14,8 @@
 
 use embedded_io::BufRead;
 
+use super::Document;
+
 use super::{semantic, warn, IoNodeInfo, ManifestError, ManifestWarning, NeffJson, Node, NrtDtype, MAX_DIMS};
 use crate::error::{CapacityError, Text};
 use crate::json::Tokenizer;
@@ -81,54 +83,7 @@ impl<
         const DIMS: usize,
     > NeffJson<NODES, NODE_ROWS, NODE_NAME, NODE_OUTPUTS, ARG_NODES, HEADS, EIDS, DTYPE_NAME, DIMS>
 {
-    /// Parses and checks `neff.json` read from `src` (the body of `member`).
-    ///
-    /// Checks, with the runtime's messages: the required keys and typed-list formats, EID and
-    /// node bounds of every input and output, at most 32 dimensions, tensor sizes that fit in
-    /// 64 bits, and a KELF node with a `kelf` attribute. Warns about unknown dtypes.
-    pub fn parse<R: BufRead, const S: usize, const D: u16>(
-        tok: &mut Tokenizer<S, D>,
-        src: &mut R,
-        member: &str,
-        sink: &mut impl WarningSink,
-    ) -> Result<Self, Error> {
-        let mut doc = Self::default();
-        doc.parse_into(tok, src, member, sink)?;
-        Ok(doc)
-    }
 
-    /// [`NeffJson::parse`] into an existing value (no large temporary on the stack).
-    pub fn parse_into<R: BufRead, const S: usize, const D: u16>(
-        &mut self,
-        tok: &mut Tokenizer<S, D>,
-        src: &mut R,
-        member: &str,
-        sink: &mut impl WarningSink,
-    ) -> Result<(), Error> {
-        self.read_document(tok, src, member)?;
-        let end = tok.offset();
-        let fail = |path: &str, e: ManifestError| semantic(Stage::NeffJson, member, end, path, e);
-        let (index, by_op) = self.kelf_node_index().ok_or_else(|| fail(Self::KEY_NODES, ManifestError::NoKelfNode))?;
-        type N<const A: usize, const B: usize, const C: usize> = Node<A, B, C>;
-        if self.kelf_member_of(index).is_none() {
-            let path = indexed(Self::KEY_NODES, index, &[N::<NODE_NAME, NODE_OUTPUTS, DTYPE_NAME>::KEY_ATTRS, super::NodeAttrs::<NODE_NAME>::KEY_KELF]);
-            return Err(fail(&path, ManifestError::KelfAttributeMissing));
-        }
-        if by_op {
-            let path = indexed(Self::KEY_NODES, index, &[N::<NODE_NAME, NODE_OUTPUTS, DTYPE_NAME>::KEY_OP]);
-            warn(sink, Stage::NeffJson, member, end, &path, ManifestWarning::KelfNodeByOp);
-        }
-        // Every input and output must resolve; unknown dtypes are reported once per tensor.
-        for i in 0..self.arg_nodes.len() {
-            let t = self.input::<NODE_NAME>(i).map_err(|e| fail(&indexed(Self::KEY_ARG_NODES, i, &[]), e))?;
-            self.warn_dtype(&t.dtype, t.nrt_dtype, sink, member, end);
-        }
-        for i in 0..self.heads.len() {
-            let t = self.head::<NODE_NAME>(i).map_err(|e| fail(&indexed(Self::KEY_HEADS, i, &[]), e))?;
-            self.warn_dtype(&t.dtype, t.nrt_dtype, sink, member, end);
-        }
-        Ok(())
-    }
 
     fn warn_dtype(&self, dtype: &str, nrt: NrtDtype, sink: &mut impl WarningSink, member: &str, end: u64) {
         if nrt == NrtDtype::Unknown {
@@ -234,6 +189,50 @@ impl<
             }
         }
         Ok(table)
+    }
+}
+
+impl<
+        const NODES: usize,
+        const NODE_ROWS: usize,
+        const NODE_NAME: usize,
+        const NODE_OUTPUTS: usize,
+        const ARG_NODES: usize,
+        const HEADS: usize,
+        const EIDS: usize,
+        const DTYPE_NAME: usize,
+        const DIMS: usize,
+    > Document for NeffJson<NODES, NODE_ROWS, NODE_NAME, NODE_OUTPUTS, ARG_NODES, HEADS, EIDS, DTYPE_NAME, DIMS> {
+    fn parse_into<R: BufRead, const S: usize, const D: u16>(
+        &mut self,
+        tok: &mut Tokenizer<S, D>,
+        src: &mut R,
+        member: &str,
+        sink: &mut impl WarningSink,
+    ) -> Result<(), Error> {
+        self.read_document(tok, src, member)?;
+        let end = tok.offset();
+        let fail = |path: &str, e: ManifestError| semantic(Stage::NeffJson, member, end, path, e);
+        let (index, by_op) = self.kelf_node_index().ok_or_else(|| fail(Self::KEY_NODES, ManifestError::NoKelfNode))?;
+        type N<const A: usize, const B: usize, const C: usize> = Node<A, B, C>;
+        if self.kelf_member_of(index).is_none() {
+            let path = indexed(Self::KEY_NODES, index, &[N::<NODE_NAME, NODE_OUTPUTS, DTYPE_NAME>::KEY_ATTRS, super::NodeAttrs::<NODE_NAME>::KEY_KELF]);
+            return Err(fail(&path, ManifestError::KelfAttributeMissing));
+        }
+        if by_op {
+            let path = indexed(Self::KEY_NODES, index, &[N::<NODE_NAME, NODE_OUTPUTS, DTYPE_NAME>::KEY_OP]);
+            warn(sink, Stage::NeffJson, member, end, &path, ManifestWarning::KelfNodeByOp);
+        }
+        // Every input and output must resolve; unknown dtypes are reported once per tensor.
+        for i in 0..self.arg_nodes.len() {
+            let t = self.input::<NODE_NAME>(i).map_err(|e| fail(&indexed(Self::KEY_ARG_NODES, i, &[]), e))?;
+            self.warn_dtype(&t.dtype, t.nrt_dtype, sink, member, end);
+        }
+        for i in 0..self.heads.len() {
+            let t = self.head::<NODE_NAME>(i).map_err(|e| fail(&indexed(Self::KEY_HEADS, i, &[]), e))?;
+            self.warn_dtype(&t.dtype, t.nrt_dtype, sink, member, end);
+        }
+        Ok(())
     }
 }
 
