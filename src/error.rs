@@ -365,6 +365,18 @@ impl fmt::Display for Error {
 
 impl core::error::Error for Error {}
 
+/// Makes stream errors usable as `embedded_io` errors, so the decoder and tar bodies can be
+/// `embedded_io::Read` with the loader's own error type.
+impl embedded_io::Error for Error {
+    fn kind(&self) -> embedded_io::ErrorKind {
+        match self.kind {
+            ErrorKind::Io(kind) => kind,
+            ErrorKind::Capacity(_) => embedded_io::ErrorKind::OutOfMemory,
+            _ => embedded_io::ErrorKind::InvalidData,
+        }
+    }
+}
+
 /// Shorthand for results in the core.
 pub type Result<T, E = Error> = core::result::Result<T, E>;
 

@@ -168,18 +168,6 @@ impl fmt::Display for GzipWarning {
     }
 }
 
-/// Makes stream errors usable as `embedded_io` errors, so the decoder and tar bodies can be
-/// `embedded_io::Read` with the loader's own error type.
-impl embedded_io::Error for Error {
-    fn kind(&self) -> embedded_io::ErrorKind {
-        match self.kind {
-            ErrorKind::Io(kind) => kind,
-            ErrorKind::Capacity(_) => embedded_io::ErrorKind::OutOfMemory,
-            _ => embedded_io::ErrorKind::InvalidData,
-        }
-    }
-}
-
 /// How the payload is encoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
