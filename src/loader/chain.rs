@@ -100,3 +100,32 @@ impl fmt::Display for ChainWarning {
         }
     }
 }
+
+/// The runtime's checks on an instruction stream's size: a whole number of 64-byte slots
+/// (else a warning: the runtime counts `size >> 6` instructions) and at most `u32::MAX` bytes
+/// (`Instruction size %zu for %s exceeds maximum supported size %u`).
+pub fn check_instr_size(size: u64) -> Result<Option<ChainWarning>, ChainError> {
+    if size > u64::from(u32::MAX) {
+        return Err(ChainError::InstrTooLarge { size });
+    }
+    Ok((size % 64 != 0).then_some(ChainWarning::InstrNotMultipleOf64 { size }))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn instruction_sizes_follow_the_runtime() {
+        assert_eq!(check_instr_size(768), Ok(None));
+        assert_eq!(check_instr_size(0), Ok(None));
+        assert_eq!(check_instr_size(200), Ok(Some(ChainWarning::InstrNotMultipleOf64 { size: 200 })));
+        assert_eq!(check_instr_size(u64::from(u32::MAX) - 63), Ok(None));
+        let too_big = u64::from(u32::MAX) + 1;
+        assert_eq!(check_instr_size(too_big), Err(ChainError::InstrTooLarge { size: too_big }));
+        let mut text = heapless::String::<96>::new();
+        core::fmt::write(&mut text, format_args!("{}", ChainError::InstrTooLarge { size: too_big })).unwrap();
+        assert_eq!(text.as_str(), "Instruction size 4294967296 exceeds maximum supported size 4294967295");
+    }
+}

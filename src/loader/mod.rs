@@ -628,11 +628,8 @@ impl<P: Profile, const SG: usize, const JSONS: usize, const CLAIMS: usize, const
             match self.role_of(&member) {
                 Some(role) => {
                     if role.instr {
-                        if p.len > u64::from(u32::MAX) {
-                            return Err(fail(Stage::Chain, ErrorKind::Chain(ChainError::InstrTooLarge { size: p.len })));
-                        }
-                        if p.len % 64 != 0 {
-                            let w = ChainWarning::InstrNotMultipleOf64 { size: p.len };
+                        let warning = chain::check_instr_size(p.len).map_err(|e| fail(Stage::Chain, ErrorKind::Chain(e)))?;
+                        if let Some(w) = warning {
                             sink.warn(&Warning::in_member(Stage::Chain, &member, 0, WarningKind::Chain(w)));
                         }
                     }
