@@ -317,6 +317,8 @@ pub struct Pass {
     pub collected: Collected,
     /// The simulated device at the end (`None` for a check).
     pub device: Option<DeviceSummary>,
+    /// The archive's closing figures (members, stream, padding).
+    pub finish: neff::archive::Finish,
     /// Time from opening the archive to the end of the load.
     pub elapsed: Duration,
     /// Warnings, as printed.
@@ -375,10 +377,12 @@ fn run_here(source: InputSource, size: u64, target: Target, allow_legacy: bool) 
         }
     };
     let elapsed = started.elapsed();
+    // The loader finished the archive; asking again returns the same figures.
+    let finish = archive.finish(&mut sink)?;
     if let Some(e) = collected.error.take() {
         return Err(CliError::rejected(e));
     }
-    Ok(Pass { header, report, collected, device, elapsed, warnings })
+    Ok(Pass { header, report, collected, device, finish, elapsed, warnings })
 }
 
 fn summary(dev: &HostDevice<'_>, mode: &'static str, arch: Arch) -> DeviceSummary {

@@ -6,39 +6,12 @@
 //! `spec/cli-contract.md`, key by key and in order; the human form shows the same facts plus
 //! the archive figures and the payload table.
 
-use std::io::Read;
-
 use serde::Serialize;
 
 use crate::cli::InfoArgs;
 use crate::error::{print_stdout, CliError};
-use crate::header_view::{HeaderJson, HeaderView};
+use crate::header_view::HeaderJson;
 use crate::loading::{self, chain_kelfs, dir_of, join, Collected, Pass, Target, TensorInfo};
-use crate::walk::{body_error, Visitor};
-
-/// Collects the header and the member list while the archive streams past (for tools that
-/// want every member, debug data included; `info` itself uses the loader's pass).
-#[derive(Default)]
-pub struct Inventory {
-    /// The header, once read.
-    pub header: Option<HeaderView>,
-    /// `(name, size)` of each member, in archive order.
-    pub members: Vec<(String, u64)>,
-}
-
-impl Visitor for Inventory {
-    fn header(&mut self, header: &HeaderView) -> Result<(), CliError> {
-        self.header = Some(header.clone());
-        Ok(())
-    }
-
-    fn member(&mut self, name: &str, size: u64, body: &mut dyn Read) -> Result<(), CliError> {
-        // Reading every body checks the deflate stream and the tar framing under it.
-        std::io::copy(body, &mut std::io::sink()).map_err(|e| body_error(name, &e))?;
-        self.members.push((name.to_owned(), size));
-        Ok(())
-    }
-}
 
 /// The `info --json` document.
 #[derive(Debug, Serialize)]
@@ -349,12 +322,15 @@ pub fn human(label: &str, size: u64, pass: &Pass, doc: &InfoJson) -> String {
         let _ = writeln!(out, "  {key:<20} {value}");
     }
     let packing = if header.pkg_version == 1 { "raw tar" } else { "gzip'd tar" };
-    let padding = header.data_size.saturating_sub(report.compressed_bytes);
+    let f = &pass.finish;
+    let payload_bytes: u64 = report.payloads.iter().map(|p| p.member_len).sum();
     let _ = writeln!(
         out,
-        "\narchive: {packing}, {} bytes of stream + {padding} of padding, tar {} bytes; {} manifests parsed, {} payloads",
-        report.compressed_bytes,
-        report.inflated_bytes,
+        "\narchive: {packing}, {} bytes of stream + {} of padding, tar {} bytes, {} members ({} manifests read, {} payloads of {payload_bytes} bytes, the rest skipped)",
+        f.compressed_bytes,
+        f.padding_bytes,
+        f.inflated_bytes,
+        f.members,
         pass.collected.manifests,
         report.payloads.len()
     );

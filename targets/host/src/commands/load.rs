@@ -36,14 +36,15 @@ pub fn check(args: &CheckArgs) -> Result<(), CliError> {
     let bytes: u64 = r.payloads.iter().map(|p| p.len).sum();
     let gate = arch.map_or_else(String::new, |a| format!(", runs on {}", a.as_str()));
     print_stdout(&format!(
-        "ok: {}: target {:?}{gate}, {} subgraphs, {} manifests, {} payloads ({bytes} bytes), tar {} bytes, {} warnings\n",
+        "ok: {}: target {:?}{gate}, {} subgraphs, {} members: {} manifests, {} payloads ({bytes} bytes), tar {} bytes, {}\n",
         args.file.display(),
         r.target.as_str(),
         r.subgraphs.len(),
+        pass.finish.members,
         pass.collected.manifests,
         r.payloads.len(),
         r.inflated_bytes,
-        r.warnings
+        plural(r.warnings, "warning")
     ))
 }
 
@@ -113,6 +114,15 @@ pub fn report_json(pass: &Pass) -> Result<serde_json::Value, CliError> {
     Ok(value)
 }
 
+/// `1 warning`, `2 warnings`.
+pub fn plural(n: u32, noun: &str) -> String {
+    if n == 1 {
+        format!("{n} {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 /// `64 MiB`, `1.5 KiB`, `17 bytes`.
 pub fn human_bytes(n: u64) -> String {
     const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
@@ -165,8 +175,10 @@ pub fn human(label: &str, pass: &Pass) -> String {
     };
     let _ = writeln!(
         out,
-        "tar {} bytes from {} bytes of stream; integrity {integrity}; {} warnings",
-        r.inflated_bytes, r.compressed_bytes, r.warnings
+        "tar {} bytes from {} bytes of stream; integrity {integrity}; {}",
+        r.inflated_bytes,
+        r.compressed_bytes,
+        plural(r.warnings, "warning")
     );
     for sg in r.subgraphs.iter() {
         let _ = writeln!(out, "\n{} (core {}): {} allocations, {} bytes", sg.name, sg.core, sg.allocations, sg.bytes_placed);
