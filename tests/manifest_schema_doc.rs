@@ -1,4 +1,5 @@
-//! `schema/README.md` is generated from `CONSUMED_KEYS` and `LAYOUTS` (rerun with
+//! `schema/README.md` is generated from `CONSUMED_KEYS` and `LAYOUTS` by
+//! `neff::manifest::doc::write_markdown` (rerun with
 //! `NEFF_UPDATE_SCHEMA_DOC=1` after a schema edit), and no consumed JSON key is written by hand
 //! in `src/` (outside test modules): the schema is the one place keys live.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
@@ -6,36 +7,8 @@
 use neff::manifest::{CONSUMED_KEYS, LAYOUTS};
 
 fn render() -> String {
-    let mut out = String::from(
-        "# Consumed keys (generated)\n\nGenerated from `schema/*.toml` by `tests/manifest_schema_doc.rs` \
-         (`NEFF_UPDATE_SCHEMA_DOC=1 cargo test --test manifest_schema_doc`). Do not edit.\n",
-    );
-    let mut tier = "";
-    for k in CONSUMED_KEYS {
-        if k.tier != tier {
-            tier = k.tier;
-            out.push_str(&format!("\n## {tier}\n\n| key path | JSON type | required | default | destination | map | runtime message when absent | notes |\n|---|---|---|---|---|---|---|---|\n"));
-        }
-        let path = if k.aliases.is_empty() { format!("`{}`", k.path) } else { format!("`{}` (also `{}`)", k.path, k.aliases.join("`, `")) };
-        let cell = |s: &str| s.replace('|', "\\|");
-        out.push_str(&format!(
-            "| {path} | {} | {} | {} | `{}` | {} | {} | {} |\n",
-            cell(k.json_type),
-            if k.required { "yes" } else { "" },
-            cell(k.default),
-            k.field,
-            k.map,
-            cell(k.missing),
-            cell(format!("{} {}", k.doc, k.notes).trim())
-        ));
-    }
-    out.push_str("\n## Layouts\n");
-    for l in LAYOUTS {
-        out.push_str(&format!("\n### `{}` ({} bytes, `{}`)\n\n| field | type | offset |\n|---|---|---|\n", l.c_name, l.size, l.name));
-        for f in l.fields {
-            out.push_str(&format!("| `{}` | `{}` | {} |\n", f.name, f.ty, f.offset));
-        }
-    }
+    let mut out = String::new();
+    neff::manifest::doc::write_markdown(&mut out).unwrap();
     out
 }
 

@@ -33,6 +33,7 @@ use core::fmt;
 use crate::error::Text;
 
 pub mod def;
+pub mod doc;
 pub mod document;
 pub mod engine;
 pub mod kelf;

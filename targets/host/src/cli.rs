@@ -66,13 +66,17 @@ pub struct CheckArgs {
 pub struct LoadArgs {
     /// The NEFF file (default: the built-in sample).
     pub file: Option<PathBuf>,
-    /// The simulated device's arch (sunda|v2, cayman|v3, mariana|v4; default: the NEFF's target).
+    /// The simulated device's arch (sunda|v2, cayman|v3, mariana|v4; default: cayman, a Trn2).
+    /// The NEFF's KELF target must match it.
     #[arg(long, value_enum)]
     pub arch: Option<Arch>,
-    /// Size of the simulated device memory: bytes, or with a suffix K, M, G (powers of 1024).
+    /// Size of the simulated device memory, in host memory: bytes, or with a suffix K, M, G
+    /// (powers of 1024). Default 64M: room for the payloads of the real test NEFFs and their
+    /// staging; host pages are touched only where payloads land.
     #[arg(long, value_name = "BYTES", value_parser = parse_byte_size, conflicts_with = "digest_only")]
     pub device_mem: Option<u64>,
-    /// Keep allocation records and payload digests without storing the bytes.
+    /// Keep allocation records and payload digests without storing the bytes (a 64 GiB
+    /// address space, no host memory per byte).
     #[arg(long)]
     pub digest_only: bool,
     /// Print the load report as one JSON object on stdout.

@@ -90,6 +90,7 @@ impl From<neff::Error> for CliError {
     /// where one helps; a failing read of the input is a path error (exit 2).
     fn from(e: neff::Error) -> Self {
         use neff::header::HeaderError as H;
+        use neff::manifest::ManifestError as M;
         use neff::ErrorKind as K;
         if let K::Io(_) = e.kind {
             return CliError::Path { path: "input".into(), message: e.to_string() };
@@ -101,6 +102,14 @@ impl From<neff::Error> for CliError {
                 Some("the NEFF was made by a newer compiler than this loader supports")
             }
             K::Capacity(_) => Some("a fixed capacity of the loader was exceeded; nothing was truncated"),
+            K::Manifest(M::ArchMismatch { .. }) => {
+                Some("the KELF target must match the device arch (--arch; `load` defaults to cayman); --allow-legacy accepts a NEFF for an older arch")
+            }
+            K::Manifest(M::MissingCarveout) => Some("--allow-legacy accepts a legacy NEFF without the carveout (NEURON_RT_ALLOW_LEGACY_NEFF=1)"),
+            K::Hal(neff::hal::HalError::OutOfMemory { .. }) => {
+                Some("the simulated device is too small: give a larger --device-mem, or use --digest-only")
+            }
+            K::Hal(neff::hal::HalError::RegionTableFull { .. }) => Some("the simulated device's region table is full (a fixed capacity)"),
             _ => None,
         };
         CliError::Rejected { message: e.to_string(), hints: hint.map(String::from).into_iter().collect() }

@@ -149,8 +149,12 @@ fn info_without_file_shows_the_built_in_sample() {
     assert!(text.starts_with("built-in sample NEFF ("), "{text}");
     assert!(text.contains("  name                 sample.neff\n"), "{text}");
     assert!(text.contains("  lnc_size             2\n"), "{text}");
-    assert!(text.contains("sg01/def.json"), "{text}");
-    assert!(text.lines().last().unwrap().ends_with("neff.json"), "neff.json is the last member");
+    assert!(text.contains("\nsubgraph sg01 (sg01/def.json, version 0.6)\n"), "{text}");
+    assert!(text.contains("\nkelf kelf-0.json: version 0.5, target \"cayman\" (arch 3), 2 graphs\n"), "{text}");
+    // The payload table closes the report, one line per payload with its role.
+    let payloads: Vec<&str> = text.lines().skip_while(|l| !l.starts_with("payloads (")).skip(1).collect();
+    assert_eq!(payloads.len(), 24, "{text}");
+    assert!(payloads.iter().any(|l| l.contains(" WEIGHT ") && l.ends_with("sg01/value_sg0100_identity_7_CRSM.npy")), "{text}");
 }
 
 #[test]
@@ -195,14 +199,6 @@ fn info_json_header_of_the_real_neffs_follows_the_contract() {
         let keys: Vec<&String> = h.as_object().unwrap().keys().collect();
         assert_eq!(keys, ["pkg_version", "header_size", "data_size", "neff_version", "build_version", "num_tpb", "uuid", "name", "requested_tpb_count", "feature_bits", "lnc_size"]);
     }
-}
-
-#[test]
-fn schema_says_plainly_that_the_table_is_missing() {
-    let out = neff(&["schema"]);
-    let line = assert_one_line_error(&out, 1);
-    assert_eq!(line, "error: schema table not available in this build");
-    assert!(out.stdout.is_empty(), "nothing made up on stdout");
 }
 
 #[test]

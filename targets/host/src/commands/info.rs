@@ -1,80 +1,460 @@
 //! `neff info FILE [--json]`: what a NEFF holds.
 //!
-//! The header part is complete (human lines and the contract's `header` object). The
-//! manifest part (`kelf`, `inputs`, `outputs`, `subgraphs`) comes from the core loader's
-//! report: [`chain_section`] is where it plugs in.
+//! One streaming pass of the core loader without a device (everything a load checks, so a
+//! NEFF that `info` shows is one `check` accepts), with an observer that copies what is
+//! printed out of each manifest as it is parsed. `--json` is the object of
+//! `spec/cli-contract.md`, key by key and in order; the human form shows the same facts plus
+//! the archive figures and the payload table.
 
-use std::io::{self, Read};
+use serde::Serialize;
 
 use crate::cli::InfoArgs;
 use crate::error::{print_stdout, CliError};
-use crate::header_view::HeaderView;
-use crate::walk::{self, body_error, Visitor, WalkSummary};
+use crate::header_view::HeaderJson;
+use crate::loading::{self, chain_kelfs, dir_of, join, Collected, Pass, Target, TensorInfo};
 
-/// Collects the header and the member list while the archive streams past.
-#[derive(Default)]
-pub struct Inventory {
-    /// The header, once read.
-    pub header: Option<HeaderView>,
-    /// `(name, size)` of each member, in archive order.
-    pub members: Vec<(String, u64)>,
+/// The `info --json` document.
+#[derive(Debug, Serialize)]
+pub struct InfoJson {
+    /// The header object.
+    pub header: HeaderJson,
+    /// One entry per KELF node.
+    pub kelf: Vec<KelfJson>,
+    /// Inputs, in `arg_nodes` order.
+    pub inputs: Vec<TensorJson>,
+    /// Outputs, one per distinct name, in `heads` order.
+    pub outputs: Vec<TensorJson>,
+    /// One per graph of every KELF.
+    pub subgraphs: Vec<SubgraphJson>,
 }
 
-impl Visitor for Inventory {
-    fn header(&mut self, header: &HeaderView) -> Result<(), CliError> {
-        self.header = Some(header.clone());
-        Ok(())
-    }
-
-    fn member(&mut self, name: &str, size: u64, body: &mut dyn Read) -> Result<(), CliError> {
-        // Reading every body checks the deflate stream and the tar framing under it.
-        io::copy(body, &mut io::sink()).map_err(|e| body_error(name, &e))?;
-        self.members.push((name.to_owned(), size));
-        Ok(())
-    }
+/// A KELF node.
+#[derive(Debug, Serialize)]
+pub struct KelfJson {
+    /// The KELF member.
+    pub member: String,
+    /// `version` as written.
+    pub version: Option<String>,
+    /// `target` as written.
+    pub target: Option<String>,
+    /// `al_hal_tpb_arch_type` of the target, `null` for `*`.
+    pub arch: Option<u32>,
 }
 
-/// The manifest part of `info --json` (keys `kelf`, `inputs`, `outputs`, `subgraphs`), from the
-/// core loader's report. Returns `None` while the loader is not wired into this build, and the
-/// document then holds the `header` object only.
-pub fn chain_section() -> Option<serde_json::Map<String, serde_json::Value>> {
-    None
+/// An I/O tensor.
+#[derive(Debug, Serialize)]
+pub struct TensorJson {
+    /// Name.
+    pub name: String,
+    /// `attrs.dltype` string.
+    pub dtype: String,
+    /// `nrt_dtype_t` value.
+    pub nrt_dtype: u32,
+    /// Shape.
+    pub shape: Vec<u64>,
+    /// Bytes.
+    pub size: u64,
+}
+
+/// A subgraph.
+#[derive(Debug, Serialize)]
+pub struct SubgraphJson {
+    /// The graph name from the KELF.
+    pub name: String,
+    /// The `def.json` member.
+    pub definition: String,
+    /// `def.json` `version`.
+    pub version: Option<String>,
+    /// Variables by `var_id`.
+    pub vars: Vec<VarJson>,
+    /// Queue sets by name.
+    pub dma_queues: Vec<QueueJson>,
+    /// Engines in `pe act pool dve sp` order.
+    pub engines: Vec<EngineJson>,
+    /// State-buffer carveouts.
+    pub carveouts: Vec<CarveoutJson>,
+    /// FP8 policy.
+    pub fp8: Option<Fp8Json>,
+}
+
+/// A variable.
+#[derive(Debug, Serialize)]
+pub struct VarJson {
+    /// Name.
+    pub name: String,
+    /// `type` as written.
+    #[serde(rename = "type")]
+    pub var_type: String,
+    /// `kbin_mr_type` value.
+    pub mr_type: Option<u32>,
+    /// `var_id`.
+    pub var_id: u32,
+    /// `size`.
+    pub size: Option<u64>,
+    /// `alignment`.
+    pub alignment: Option<u64>,
+    /// `file_name`.
+    pub file_name: Option<String>,
+    /// `backing_variable_off`.
+    pub backing_variable_off: Option<u64>,
+}
+
+/// A DMA queue set.
+#[derive(Debug, Serialize)]
+pub struct QueueJson {
+    /// Name.
+    pub name: String,
+    /// `type` as written.
+    #[serde(rename = "type")]
+    pub queue_type: String,
+    /// `kbin_dma_ring_type` value.
+    pub ring_type: Option<u32>,
+    /// `owner`.
+    pub owner: Option<String>,
+    /// `num_queues`.
+    pub num_queues: u32,
+    /// Semaphores.
+    pub semaphores: Vec<u32>,
+}
+
+/// An engine.
+#[derive(Debug, Serialize)]
+pub struct EngineJson {
+    /// `pe`, `act`, `pool`, `dve` or `sp`.
+    pub engine: &'static str,
+    /// The engine JSON member.
+    pub json: String,
+    /// The instruction stream member.
+    pub instr: Option<String>,
+    /// Its length in bytes.
+    pub instr_size: Option<u64>,
+    /// `instr_size / 64`.
+    pub ninstr: Option<u64>,
+}
+
+/// A carveout.
+#[derive(Debug, Serialize)]
+pub struct CarveoutJson {
+    /// `type`.
+    #[serde(rename = "type")]
+    pub carveout_type: String,
+    /// `offset`.
+    pub offset: u64,
+    /// `size`.
+    pub size: u64,
+    /// First partition.
+    pub start_partition: u64,
+    /// Partition count.
+    pub num_partitions: u64,
+}
+
+/// `fp8_conversion_config`.
+#[derive(Debug, Serialize)]
+pub struct Fp8Json {
+    /// `fp8_range_extension`.
+    pub fp8_range_extension: bool,
+    /// `emax_fp8_e4m3`.
+    pub emax_fp8_e4m3: u32,
+    /// `emax_fp8_e5m2`.
+    pub emax_fp8_e5m2: u32,
+    /// `ocp_sat`.
+    pub ocp_sat: bool,
+    /// `fp8_sis`.
+    pub fp8_sis: bool,
+    /// `fp8_sns`.
+    pub fp8_sns: bool,
+}
+
+fn tensor_json(t: &TensorInfo) -> TensorJson {
+    TensorJson { name: t.name.clone(), dtype: t.dtype.clone(), nrt_dtype: t.nrt_dtype, shape: t.shape.clone(), size: t.size }
+}
+
+/// Builds the `info --json` document from a pass.
+pub fn info_json(pass: &Pass) -> InfoJson {
+    let c: &Collected = &pass.collected;
+    let kelf_members = chain_kelfs(c);
+    let kelf = kelf_members
+        .iter()
+        .map(|m| {
+            let k = c.kelfs.get(m);
+            KelfJson {
+                member: m.clone(),
+                version: k.map(|k| k.version.clone()),
+                target: k.and_then(|k| k.target.clone()),
+                arch: k.and_then(|k| k.arch),
+            }
+        })
+        .collect();
+    let (inputs, outputs) = match &c.neff {
+        Some((_, i, o)) => (i.iter().map(tensor_json).collect(), o.iter().map(tensor_json).collect()),
+        None => (Vec::new(), Vec::new()),
+    };
+    let member_len = |path: &str| pass.report.payloads.iter().find(|p| p.member.as_str() == path).map(|p| p.member_len);
+    let mut subgraphs = Vec::new();
+    for (name, definition) in kelf_members.iter().filter_map(|m| c.kelfs.get(m)).flat_map(|k| k.graphs.iter()) {
+        let dir = dir_of(definition);
+        let def = c.defs.get(definition);
+        let engines = def
+            .map(|d| {
+                d.engines
+                    .iter()
+                    .map(|(engine, json, def_instr)| {
+                        let json = join(dir, json);
+                        // The engine JSON's `instr` wins over def.json's `<eng>_instr`.
+                        let instr = c.engine_instr.get(&json).cloned().flatten().or_else(|| def_instr.clone()).map(|i| join(dir, &i));
+                        let instr_size = instr.as_deref().and_then(member_len);
+                        EngineJson { engine: engine.as_str(), json, instr, instr_size, ninstr: instr_size.map(|s| s / 64) }
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        subgraphs.push(SubgraphJson {
+            name: name.clone(),
+            definition: definition.clone(),
+            version: def.and_then(|d| d.version.clone()),
+            vars: def
+                .map(|d| {
+                    d.vars
+                        .iter()
+                        .map(|v| VarJson {
+                            name: v.name.clone(),
+                            var_type: v.var_type.clone(),
+                            mr_type: v.mr_type,
+                            var_id: v.var_id,
+                            size: v.size,
+                            alignment: v.alignment,
+                            file_name: v.file_name.clone(),
+                            backing_variable_off: v.backing_variable_off,
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
+            dma_queues: def
+                .map(|d| {
+                    d.dma_queues
+                        .iter()
+                        .map(|q| QueueJson {
+                            name: q.name.clone(),
+                            queue_type: q.queue_type.clone(),
+                            ring_type: q.ring_type,
+                            owner: q.owner.clone(),
+                            num_queues: q.num_queues,
+                            semaphores: q.semaphores.clone(),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
+            engines,
+            carveouts: def
+                .map(|d| {
+                    d.carveouts
+                        .iter()
+                        .map(|c| CarveoutJson {
+                            carveout_type: c.carveout_type.clone(),
+                            offset: c.offset,
+                            size: c.size,
+                            start_partition: c.start_partition,
+                            num_partitions: c.num_partitions,
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
+            fp8: def.and_then(|d| d.fp8).map(|f| Fp8Json {
+                fp8_range_extension: f.fp8_range_extension,
+                emax_fp8_e4m3: f.emax_fp8_e4m3,
+                emax_fp8_e5m2: f.emax_fp8_e5m2,
+                ocp_sat: f.ocp_sat,
+                fp8_sis: f.fp8_sis,
+                fp8_sns: f.fp8_sns,
+            }),
+        });
+    }
+    InfoJson { header: pass.header.to_json(), kelf, inputs, outputs, subgraphs }
 }
 
 /// Runs `neff info`.
 pub fn run(args: &InfoArgs) -> Result<(), CliError> {
     let (source, label) = super::open_input_or_sample(args.file.as_deref(), "info")?;
     let size = source.size();
-    let mut inventory = Inventory::default();
-    let summary = walk::walk(source, size, &mut inventory)?;
-    let header = inventory.header.as_ref().ok_or_else(|| CliError::rejected("header: not read"))?;
+    let pass = loading::run(source, size, Target::Check(None), false)?;
+    let doc = info_json(&pass);
     if args.json {
-        let mut doc = serde_json::Map::new();
-        doc.insert("header".into(), serde_json::to_value(header.to_json()).map_err(|e| CliError::rejected(e.to_string()))?);
-        if let Some(chain) = chain_section() {
-            doc.extend(chain);
-        }
-        let text = serde_json::to_string_pretty(&serde_json::Value::Object(doc)).map_err(|e| CliError::rejected(e.to_string()))?;
+        let text = serde_json::to_string_pretty(&doc).map_err(|e| CliError::rejected(e.to_string()))?;
         print_stdout(&format!("{text}\n"))
     } else {
-        print_stdout(&human(&label, size, header, &inventory, &summary))
+        print_stdout(&human(&label, size, &pass, &doc))
     }
 }
 
+/// `24-39` for a run of consecutive numbers, `1, 5` otherwise.
+pub fn ranges(values: &[u32]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < values.len() {
+        let mut j = i;
+        while j + 1 < values.len() && values[j + 1] == values[j].wrapping_add(1) {
+            j += 1;
+        }
+        parts.push(if j > i + 1 { format!("{}-{}", values[i], values[j]) } else { values[i].to_string() });
+        if j == i + 1 {
+            parts.push(values[j].to_string());
+        }
+        i = j + 1;
+    }
+    parts.join(", ")
+}
+
+fn opt<T: ToString>(v: &Option<T>) -> String {
+    v.as_ref().map_or_else(|| "-".to_owned(), T::to_string)
+}
+
+fn shape(s: &[u64]) -> String {
+    format!("[{}]", s.iter().map(u64::to_string).collect::<Vec<_>>().join(", "))
+}
+
 /// The human-readable report.
-pub fn human(label: &str, size: u64, header: &HeaderView, inventory: &Inventory, summary: &WalkSummary) -> String {
+pub fn human(label: &str, size: u64, pass: &Pass, doc: &InfoJson) -> String {
+    use std::fmt::Write as _;
+    let header = &pass.header;
+    let report = &pass.report;
     let mut out = format!("{label} ({size} bytes)\n\nheader\n");
     for (key, value) in header.human_lines() {
-        out.push_str(&format!("  {key:<20} {value}\n"));
+        let _ = writeln!(out, "  {key:<20} {value}");
     }
     let packing = if header.pkg_version == 1 { "raw tar" } else { "gzip'd tar" };
-    out.push_str(&format!(
-        "\narchive: {packing}, {} bytes of stream + {} of padding, tar {} bytes, {} members ({} bytes)\n",
-        summary.stream_bytes, summary.padding_bytes, summary.tar_bytes, summary.members, summary.member_bytes
-    ));
-    let width = inventory.members.iter().map(|(_, s)| s.to_string().len()).max().unwrap_or(1);
-    for (name, size) in &inventory.members {
-        out.push_str(&format!("  {size:>width$}  {name}\n"));
+    let f = &pass.finish;
+    let payload_bytes: u64 = report.payloads.iter().map(|p| p.member_len).sum();
+    let _ = writeln!(
+        out,
+        "\narchive: {packing}, {} bytes of stream + {} of padding, tar {} bytes, {} members ({} manifests read, {} payloads of {payload_bytes} bytes, the rest skipped)",
+        f.compressed_bytes,
+        f.padding_bytes,
+        f.inflated_bytes,
+        f.members,
+        pass.collected.manifests,
+        report.payloads.len()
+    );
+
+    for k in &doc.kelf {
+        let arch = k.arch.map_or_else(|| "any arch".to_owned(), |a| format!("arch {a}"));
+        let graphs = pass.collected.kelfs.get(&k.member).map_or(0, |i| i.graphs.len());
+        let _ = writeln!(
+            out,
+            "\nkelf {}: version {}, target {:?} ({arch}), {graphs} graph{}",
+            k.member,
+            opt(&k.version),
+            k.target.as_deref().unwrap_or(""),
+            if graphs == 1 { "" } else { "s" }
+        );
+    }
+
+    for (title, list) in [("inputs", &doc.inputs), ("outputs", &doc.outputs)] {
+        let _ = writeln!(out, "\n{title}");
+        if list.is_empty() {
+            let _ = writeln!(out, "  (none: no neff.json)");
+        }
+        let width = list.iter().map(|t| t.name.len()).max().unwrap_or(0);
+        for t in list {
+            let _ = writeln!(out, "  {:<width$}  {:<9} ({:>2})  {:<16} {} bytes", t.name, t.dtype, t.nrt_dtype, shape(&t.shape), t.size);
+        }
+    }
+
+    for sg in &doc.subgraphs {
+        let _ = writeln!(out, "\nsubgraph {} ({}, version {})", sg.name, sg.definition, opt(&sg.version));
+        let _ = writeln!(out, "  vars ({})", sg.vars.len());
+        let width = sg.vars.iter().map(|v| v.name.len()).max().unwrap_or(4).max(4);
+        let _ = writeln!(out, "    {:>4}  {:<width$}  {:<12}  {:>2}  {:>12}  {:>6}  file / backing offset", "id", "name", "type", "mr", "size", "align");
+        for v in &sg.vars {
+            let extra = match (&v.file_name, v.backing_variable_off) {
+                (Some(f), _) => f.clone(),
+                (None, Some(off)) => format!("@{off}"),
+                (None, None) => String::new(),
+            };
+            let line = format!(
+                "    {:>4}  {:<width$}  {:<12}  {:>2}  {:>12}  {:>6}  {}",
+                v.var_id,
+                v.name,
+                v.var_type,
+                opt(&v.mr_type),
+                opt(&v.size),
+                opt(&v.alignment),
+                extra
+            );
+            let _ = writeln!(out, "{}", line.trim_end());
+        }
+        let _ = writeln!(out, "  dma queues ({})", sg.dma_queues.len());
+        for q in &sg.dma_queues {
+            let _ = writeln!(
+                out,
+                "    {:<16} type {} (ring {}), owner {}, {} queue{}, semaphores [{}]",
+                q.name,
+                q.queue_type,
+                opt(&q.ring_type),
+                opt(&q.owner),
+                q.num_queues,
+                if q.num_queues == 1 { "" } else { "s" },
+                ranges(&q.semaphores)
+            );
+        }
+        let _ = writeln!(out, "  engines ({})", sg.engines.len());
+        for e in &sg.engines {
+            let _ = writeln!(
+                out,
+                "    {:<5} {:<22} {:<22} {:>8} bytes, {} instructions",
+                e.engine,
+                e.json,
+                opt(&e.instr),
+                opt(&e.instr_size),
+                opt(&e.ninstr)
+            );
+        }
+        let _ = writeln!(out, "  carveouts ({})", sg.carveouts.len());
+        for c in &sg.carveouts {
+            let _ = writeln!(
+                out,
+                "    {} offset {} (0x{:x}), {} bytes, partitions {}..{}",
+                c.carveout_type,
+                c.offset,
+                c.offset,
+                c.size,
+                c.start_partition,
+                c.start_partition.saturating_add(c.num_partitions)
+            );
+        }
+        match &sg.fp8 {
+            Some(f) => {
+                let _ = writeln!(
+                    out,
+                    "  fp8: range extension {}, emax e4m3 {}, emax e5m2 {}, ocp_sat {}, fp8_sis {}, fp8_sns {}",
+                    f.fp8_range_extension, f.emax_fp8_e4m3, f.emax_fp8_e5m2, f.ocp_sat, f.fp8_sis, f.fp8_sns
+                );
+            }
+            None => {
+                let _ = writeln!(out, "  fp8: -");
+            }
+        }
+    }
+
+    let total: u64 = report.payloads.iter().map(|p| p.len).sum();
+    let _ = writeln!(out, "\npayloads ({}, {total} bytes)", report.payloads.len());
+    let width = report.payloads.iter().map(|p| p.len.to_string().len()).max().unwrap_or(1);
+    for p in report.payloads.iter() {
+        let core = p.core.map_or_else(|| "-".to_owned(), |c| c.to_string());
+        let _ = writeln!(out, "  {:>4}  {:<10}  {:>width$}  {:016x}  {}", core, p.usage.as_str(), p.len, p.digest, p.member);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ranges;
+
+    #[test]
+    fn semaphore_runs_are_shortened() {
+        assert_eq!(ranges(&[24, 25, 26, 27]), "24-27");
+        assert_eq!(ranges(&[1, 2]), "1, 2");
+        assert_eq!(ranges(&[10]), "10");
+        assert_eq!(ranges(&[]), "");
+        assert_eq!(ranges(&[1, 3, 4, 5, 9, 10]), "1, 3-5, 9, 10");
+    }
 }

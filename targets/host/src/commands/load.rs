@@ -1,31 +1,220 @@
-//! `neff check` and `neff load`: everything the loader validates, with or without the
+//! `neff check` and `neff load`: everything the loader validates, without or with the
 //! simulated device.
 //!
-//! Both read the header and walk the whole archive here (so a damaged file is refused with
-//! the archive error), then hand over to the core loader: the lead wires
-//! `neff::loader::{check, load}` into [`check`] and [`load`] where [`super::loader_not_wired`]
-//! is returned now. The parsed flags are ready: `--arch` as [`crate::cli::Arch`] (with its
-//! `code()`), `--allow-legacy`, `--device-mem` in bytes, `--digest-only`, `--json`.
+//! Both are one streaming pass of the core loader ([`crate::loading`]). `check` places
+//! nothing: header gates, archive, every manifest tier, every payload read, digested and
+//! size-checked, the chain checks, and the arch gate and rules when `--arch` is given. `load`
+//! adds the device: a [`neff::sim::SimDevice`] of `--device-mem` bytes of host memory
+//! ([`DEFAULT_DEVICE_MEM`] by default), or with `--digest-only` one that keeps allocation
+//! records and digests of a [`DIGEST_ONLY_CAPACITY`] address space. The device's arch is
+//! `--arch`, `cayman` by default (like a Trn2 host), so the KELF target gate applies.
+
+use std::fmt::Write as _;
+
+use neff::hal::USAGE_CLASSES;
+use neff::manifest::Arch;
 
 use crate::cli::{CheckArgs, LoadArgs};
-use crate::commands::info::Inventory;
-use crate::error::CliError;
-use crate::walk;
+use crate::error::{print_stdout, CliError};
+use crate::loading::{self, arch_of, Pass, Target};
+
+/// Device memory of `neff load` without `--device-mem`: room for the real NEFFs' payloads
+/// and their staging. Host pages are touched only where payloads land.
+pub const DEFAULT_DEVICE_MEM: u64 = 64 << 20;
+/// Address space of the `--digest-only` device.
+pub const DIGEST_ONLY_CAPACITY: u64 = 64 << 30;
+/// The device arch of `neff load` without `--arch`.
+pub const DEFAULT_ARCH: Arch = Arch::Cayman;
 
 /// Runs `neff check`.
 pub fn check(args: &CheckArgs) -> Result<(), CliError> {
     let source = super::open_input(&args.file, "check")?;
     let size = source.size();
-    walk::walk(source, size, &mut Inventory::default())?;
-    let _ = (args.arch, args.allow_legacy);
-    Err(super::loader_not_wired("check"))
+    let arch = args.arch.map(arch_of);
+    let pass = loading::run(source, size, Target::Check(arch), args.allow_legacy)?;
+    let r = &pass.report;
+    let bytes: u64 = r.payloads.iter().map(|p| p.len).sum();
+    let gate = arch.map_or_else(String::new, |a| format!(", runs on {}", a.as_str()));
+    print_stdout(&format!(
+        "ok: {}: target {:?}{gate}, {} subgraphs, {} members: {} manifests, {} payloads ({bytes} bytes), tar {} bytes, {}\n",
+        args.file.display(),
+        r.target.as_str(),
+        r.subgraphs.len(),
+        pass.finish.members,
+        pass.collected.manifests,
+        r.payloads.len(),
+        r.inflated_bytes,
+        plural(r.warnings, "warning")
+    ))
+}
+
+/// The device a `load` asks for.
+pub fn target_of(args: &LoadArgs) -> Target {
+    let arch = args.arch.map_or(DEFAULT_ARCH, arch_of);
+    if args.digest_only {
+        Target::DigestOnly { arch, capacity: DIGEST_ONLY_CAPACITY }
+    } else {
+        Target::Memory { arch, bytes: args.device_mem.unwrap_or(DEFAULT_DEVICE_MEM) }
+    }
 }
 
 /// Runs `neff load`.
 pub fn load(args: &LoadArgs) -> Result<(), CliError> {
-    let (source, _label) = super::open_input_or_sample(args.file.as_deref(), "load")?;
+    let (source, label) = super::open_input_or_sample(args.file.as_deref(), "load")?;
     let size = source.size();
-    walk::walk(source, size, &mut Inventory::default())?;
-    let _ = (args.arch, args.device_mem, args.digest_only, args.json);
-    Err(super::loader_not_wired("load"))
+    let pass = loading::run(source, size, target_of(args), false)?;
+    if args.json {
+        let doc = report_json(&pass)?;
+        let text = serde_json::to_string_pretty(&doc).map_err(|e| CliError::rejected(e.to_string()))?;
+        print_stdout(&format!("{text}\n"))
+    } else {
+        print_stdout(&human(&label, &pass))
+    }
+}
+
+/// Milliseconds with microsecond resolution.
+fn millis(pass: &Pass) -> f64 {
+    (pass.elapsed.as_secs_f64() * 1e6).round() / 1e3
+}
+
+/// The core's report JSON (serialised by the core, with `serde-json-core`, into a buffer
+/// sized from the report), plus `time_ms` and the `device` object.
+pub fn report_json(pass: &Pass) -> Result<serde_json::Value, CliError> {
+    let r = &pass.report;
+    let mut len = 1024 + r.payloads.len() * 384 + r.subgraphs.len() * 1024 + (r.io.inputs.len() + r.io.outputs.len()) * 512;
+    let written = loop {
+        let mut buf = vec![0u8; len];
+        match r.to_json(&mut buf) {
+            Ok(n) => {
+                buf.truncate(n);
+                break buf;
+            }
+            Err(_) if len < 256 << 20 => len *= 2,
+            Err(e) => return Err(CliError::rejected(format!("load report: {e}"))),
+        }
+    };
+    let mut value: serde_json::Value =
+        serde_json::from_slice(&written).map_err(|e| CliError::rejected(format!("load report: {e}")))?;
+    if let Some(map) = value.as_object_mut() {
+        map.insert("time_ms".into(), serde_json::json!(millis(pass)));
+        if let Some(d) = &pass.device {
+            map.insert(
+                "device".into(),
+                serde_json::json!({
+                    "mode": d.mode,
+                    "arch": d.arch.as_str(),
+                    "capacity": d.capacity,
+                    "live_bytes": d.live_bytes,
+                    "peak_bytes": d.peak_bytes,
+                    "live_regions": d.live_regions,
+                }),
+            );
+        }
+    }
+    Ok(value)
+}
+
+/// `1 warning`, `2 warnings`.
+pub fn plural(n: u32, noun: &str) -> String {
+    if n == 1 {
+        format!("{n} {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+/// `64 MiB`, `1.5 KiB`, `17 bytes`.
+pub fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
+    if n < 1024 {
+        return format!("{n} bytes");
+    }
+    let mut value = n as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if value.fract() == 0.0 {
+        format!("{value:.0} {}", UNITS[unit])
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+/// The human-readable load report.
+pub fn human(label: &str, pass: &Pass) -> String {
+    let r = &pass.report;
+    let mut out = String::new();
+    if let Some(d) = &pass.device {
+        let _ = writeln!(
+            out,
+            "loaded {label} into a simulated {} device ({}, {}) in {:.3} ms",
+            d.arch.as_str(),
+            d.mode,
+            human_bytes(d.capacity),
+            millis(pass)
+        );
+        let _ = writeln!(
+            out,
+            "target {:?}; {} subgraphs; {} payloads, {} released; {} bytes placed in {} regions (peak {} bytes with staging)",
+            r.target.as_str(),
+            r.subgraphs.len(),
+            r.payloads.len(),
+            r.released,
+            r.bytes_placed(),
+            d.live_regions,
+            d.peak_bytes
+        );
+    }
+    let integrity = match r.integrity {
+        None | Some(neff::header::Integrity::NotRequested) => "not requested",
+        Some(neff::header::Integrity::Match(_)) => "match",
+        Some(neff::header::Integrity::Mismatch(_)) => "MISMATCH",
+        Some(neff::header::Integrity::NotApplicable) => "not applicable",
+    };
+    let _ = writeln!(
+        out,
+        "tar {} bytes from {} bytes of stream; integrity {integrity}; {}",
+        r.inflated_bytes,
+        r.compressed_bytes,
+        plural(r.warnings, "warning")
+    );
+    for sg in r.subgraphs.iter() {
+        let _ = writeln!(out, "\n{} (core {}): {} allocations, {} bytes", sg.name, sg.core, sg.allocations, sg.bytes_placed);
+        for (class, bytes) in USAGE_CLASSES.iter().zip(sg.bytes_by_usage.iter()) {
+            if *bytes != 0 {
+                let _ = writeln!(out, "  {:<12} {bytes:>10}", class.as_str());
+            }
+        }
+    }
+    let _ = writeln!(out, "\npayloads");
+    let _ = writeln!(out, "  {:>4}  {:<10}  {:>10}  {:>12}  {:<16}  {:<8}  member", "core", "usage", "bytes", "address", "digest", "state");
+    for p in r.payloads.iter() {
+        let core = p.core.map_or_else(|| "-".to_owned(), |c| c.to_string());
+        let address = p.address.map_or_else(|| "-".to_owned(), |a| format!("0x{a:x}"));
+        let _ = writeln!(
+            out,
+            "  {core:>4}  {:<10}  {:>10}  {address:>12}  {:016x}  {:<8}  {}",
+            p.usage.as_str(),
+            p.len,
+            p.digest,
+            p.state.as_str(),
+            p.member
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::human_bytes;
+
+    #[test]
+    fn byte_counts_read_in_binary_units() {
+        assert_eq!(human_bytes(17), "17 bytes");
+        assert_eq!(human_bytes(64 << 20), "64 MiB");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+        assert_eq!(human_bytes(64 << 30), "64 GiB");
+    }
 }

@@ -41,11 +41,3 @@ pub fn open_input_or_sample(path: Option<&Path>, what: &str) -> Result<(InputSou
         None => Ok((InputSource::Sample(crate::SAMPLE_NEFF), "built-in sample NEFF".into())),
     }
 }
-
-/// The error of a verb that needs the core loader's report, which this build does not have.
-pub fn loader_not_wired(verb: &str) -> CliError {
-    CliError::rejected_with_hint(
-        format!("{verb}: the manifest loader is not available in this build (header and archive were read)"),
-        "`neff info` and `neff unpack` work without it",
-    )
-}
