@@ -39,14 +39,12 @@ use crate::{Error, WarningSink};
 use payload::{hal_error, stream_to_device};
 use route::{route, Route};
 
-/// Capacity of a member path kept by the loader.
-pub const MEMBER_PATH: usize = 64;
-/// Capacity of the path of a subgraph JSON member (`sg00/exp_and_others.json`).
-pub const JSON_PATH: usize = 48;
+/// Default capacity of a member path kept by the loader (`PATH`).
+pub const DEFAULT_PATH: usize = 48;
 /// Capacity of a subgraph directory name (`sg00`).
 pub const SUBGRAPH_DIR: usize = 16;
-/// Capacity of a member name relative to its subgraph directory.
-pub const LOCAL_NAME: usize = 40;
+/// Default capacity of a member name relative to its subgraph directory (`NAME`).
+pub const DEFAULT_NAME: usize = 40;
 /// Instruction streams and staging regions are aligned to one 64-byte instruction slot.
 pub const INSTR_ALIGN: u64 = 64;
 
@@ -76,20 +74,20 @@ struct Role {
 
 /// A `file` variable of a subgraph.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct FileVarRec {
-    file: String<LOCAL_NAME>,
+struct FileVarRec<const NAME: usize> {
+    file: String<NAME>,
     size: Option<u64>,
     align: u64,
 }
 
 /// What the binder keeps of one subgraph directory's `def.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-struct Plan<const FILE_VARS: usize> {
+struct Plan<const FILE_VARS: usize, const NAME: usize> {
     dir: String<SUBGRAPH_DIR>,
-    engine_json: [Option<String<LOCAL_NAME>>; 5],
-    engine_instr: [Option<String<LOCAL_NAME>>; 5],
-    file_vars: Vec<FileVarRec, FILE_VARS>,
-    ucode_libs: Vec<String<LOCAL_NAME>, 2>,
+    engine_json: [Option<String<NAME>>; 5],
+    engine_instr: [Option<String<NAME>>; 5],
+    file_vars: Vec<FileVarRec<NAME>, FILE_VARS>,
+    ucode_libs: Vec<String<NAME>, 2>,
 }
 
 /// What a subgraph JSON member names.
@@ -105,18 +103,18 @@ enum ClaimKind {
 
 /// A name that a subgraph JSON gives.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Claim {
+struct Claim<const NAME: usize> {
     /// Index of the claiming JSON in the JSON table.
     by: u8,
     kind: ClaimKind,
-    name: String<LOCAL_NAME>,
+    name: String<NAME>,
 }
 
 /// A subgraph JSON member that was read.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct JsonRec {
-    member: String<JSON_PATH>,
-    instr: Option<String<LOCAL_NAME>>,
+struct JsonRec<const NAME: usize, const PATH: usize> {
+    member: String<PATH>,
+    instr: Option<String<NAME>>,
 }
 
 /// The parse target of the manifest being read: one at a time, so they share memory.
@@ -150,7 +148,9 @@ impl<P: Profile> Observer<P> for NoObserver {}
 /// The loader's working state. See the module docs for what one load does.
 ///
 /// `SG`: subgraph directories; `JSONS`: subgraph JSON members; `CLAIMS`: table and set names
-/// those JSONs give; `KELFS`: KELF descriptors; `FILE_VARS`: `file` variables per subgraph.
+/// those JSONs give; `KELFS`: KELF descriptors; `FILE_VARS`: `file` variables per subgraph;
+/// `NAME`: a member name inside a subgraph directory; `PATH`: a member path (also the name
+/// capacity of the [`LoadReport`] it fills).
 pub struct Loader<
     P: Profile = Compact,
     const SG: usize = 4,
@@ -158,19 +158,28 @@ pub struct Loader<
     const CLAIMS: usize = 16,
     const KELFS: usize = 2,
     const FILE_VARS: usize = 4,
+    const NAME: usize = DEFAULT_NAME,
+    const PATH: usize = DEFAULT_PATH,
 > {
     options: LoadOptions,
     tok: Tokenizer,
     scratch: Scratch<P>,
     neff_seen: bool,
-    kelf_names: Vec<String<MEMBER_PATH>, KELFS>,
-    kelfs: Vec<(String<MEMBER_PATH>, P::Kelf), KELFS>,
-    plans: Vec<Plan<FILE_VARS>, SG>,
-    jsons: Vec<JsonRec, JSONS>,
-    claims: Vec<Claim, CLAIMS>,
+    kelf_names: Vec<String<PATH>, KELFS>,
+    kelfs: Vec<(String<PATH>, P::Kelf), KELFS>,
+    plans: Vec<Plan<FILE_VARS, NAME>, SG>,
+    jsons: Vec<JsonRec<NAME, PATH>, JSONS>,
+    claims: Vec<Claim<NAME>, CLAIMS>,
     device_arch: Option<Arch>,
     lnc_size: u32,
 }
+
+/// A loader for host tools: the [`Host`] profile, 16 subgraphs, 256 subgraph JSONs, 512 table
+/// names, 1024 weight files per subgraph, 128-byte names and 192-byte paths. About 2.6 MB: box it.
+pub type HostLoader = Loader<Host, 16, 256, 512, 16, 1024, 128, 192>;
+
+/// The report a [`HostLoader`] fills: 16 subgraphs, 4096 payloads, 64 I/O tensors.
+pub type HostReport = LoadReport<16, 4096, 64, 192>;
 
 /// Bytes of host memory one load takes with the default capacities: the loader state plus
 /// the archive reader (inflate window, decompressor, tar buffers). The load report is the
@@ -205,7 +214,7 @@ enum Device<'h, H: Hal> {
 }
 
 /// Joins `dir/name` into a member path.
-fn join(dir: &str, name: &str) -> Result<String<MEMBER_PATH>, ErrorKind> {
+fn join<const N: usize>(dir: &str, name: &str) -> Result<String<N>, ErrorKind> {
     let mut out = String::new();
     let ok = if dir.is_empty() {
         out.push_str(name).is_ok()
@@ -215,7 +224,7 @@ fn join(dir: &str, name: &str) -> Result<String<MEMBER_PATH>, ErrorKind> {
     if ok {
         Ok(out)
     } else {
-        Err(capacity("MEMBER_PATH", MEMBER_PATH))
+        Err(capacity("PATH", N))
     }
 }
 
@@ -301,16 +310,32 @@ impl<R: BufRead<Error = Error>> BufRead for Capture<'_, R> {
     }
 }
 
-impl<P: Profile, const SG: usize, const JSONS: usize, const CLAIMS: usize, const KELFS: usize, const FILE_VARS: usize> Default
-    for Loader<P, SG, JSONS, CLAIMS, KELFS, FILE_VARS>
+impl<
+        P: Profile,
+        const SG: usize,
+        const JSONS: usize,
+        const CLAIMS: usize,
+        const KELFS: usize,
+        const FILE_VARS: usize,
+        const NAME: usize,
+        const PATH: usize,
+    > Default for Loader<P, SG, JSONS, CLAIMS, KELFS, FILE_VARS, NAME, PATH>
 {
     fn default() -> Self {
         Self::new(LoadOptions::default())
     }
 }
 
-impl<P: Profile, const SG: usize, const JSONS: usize, const CLAIMS: usize, const KELFS: usize, const FILE_VARS: usize>
-    Loader<P, SG, JSONS, CLAIMS, KELFS, FILE_VARS>
+impl<
+        P: Profile,
+        const SG: usize,
+        const JSONS: usize,
+        const CLAIMS: usize,
+        const KELFS: usize,
+        const FILE_VARS: usize,
+        const NAME: usize,
+        const PATH: usize,
+    > Loader<P, SG, JSONS, CLAIMS, KELFS, FILE_VARS, NAME, PATH>
 {
     /// A loader ready for one load.
     pub fn new(options: LoadOptions) -> Self {
@@ -336,7 +361,7 @@ impl<P: Profile, const SG: usize, const JSONS: usize, const CLAIMS: usize, const
         &mut self,
         archive: &mut Archive<R>,
         hal: &mut H,
-        report: &mut LoadReport<RSG, RP, RIO>,
+        report: &mut LoadReport<RSG, RP, RIO, PATH>,
         observer: &mut impl Observer<P>,
         sink: &mut impl WarningSink,
     ) -> Result<(), Error> {
@@ -363,7 +388,7 @@ impl<P: Profile, const SG: usize, const JSONS: usize, const CLAIMS: usize, const
         &mut self,
         archive: &mut Archive<R>,
         arch: Option<Arch>,
-        report: &mut LoadReport<RSG, RP, RIO>,
+        report: &mut LoadReport<RSG, RP, RIO, PATH>,
         observer: &mut impl Observer<P>,
         sink: &mut impl WarningSink,
     ) -> Result<(), Error> {
@@ -376,7 +401,7 @@ impl<P: Profile, const SG: usize, const JSONS: usize, const CLAIMS: usize, const
         &mut self,
         archive: &mut Archive<R>,
         device: &mut Device<'_, H>,
-        report: &mut LoadReport<RSG, RP, RIO>,
+        report: &mut LoadReport<RSG, RP, RIO, PATH>,
         observer: &mut impl Observer<P>,
         sink: &mut impl WarningSink,
     ) -> Result<(), Error> {
@@ -399,12 +424,12 @@ impl<P: Profile, const SG: usize, const JSONS: usize, const CLAIMS: usize, const
         &mut self,
         archive: &mut Archive<R>,
         device: &mut Device<'_, H>,
-        report: &mut LoadReport<RSG, RP, RIO>,
+        report: &mut LoadReport<RSG, RP, RIO, PATH>,
         observer: &mut impl Observer<P>,
         sink: &mut impl WarningSink,
     ) -> Result<(), Error> {
         while let Some(mut member) = archive.next_member(sink)? {
-            let name: String<MEMBER_PATH> = copy(member.name(), "MEMBER_PATH")
+            let name: String<PATH> = copy(member.name(), "PATH")
                 .map_err(|k| Error::in_member(Stage::Tar, member.name(), 0, k))?;
             let size = member.size();
             let fail = |k: ErrorKind| Error::in_member(Stage::Tar, &name, 0, k);
@@ -414,7 +439,7 @@ impl<P: Profile, const SG: usize, const JSONS: usize, const CLAIMS: usize, const
                     self.scratch = Scratch::Neff(P::Neff::default());
                     let Scratch::Neff(doc) = &mut self.scratch else { continue };
                     parse_member(&mut self.tok, &mut member, &name, sink, |tok, src, sink| doc.parse_into(tok, src, &name, sink))?;
-                    let names = kelf_names::<KELFS>(doc).map_err(|k| Error::in_member(Stage::NeffJson, &name, 0, k))?;
+                    let names = kelf_names::<KELFS, PATH>(doc).map_err(|k| Error::in_member(Stage::NeffJson, &name, 0, k))?;
                     report.io = doc.io_table().map_err(|k| Error::in_member(Stage::NeffJson, &name, 0, k))?;
                     observer.neff_json(&name, doc);
                     self.kelf_names = names;
@@ -441,7 +466,7 @@ impl<P: Profile, const SG: usize, const JSONS: usize, const CLAIMS: usize, const
                         doc.check_carveouts(TargetCheck::Device(arch), self.options.allow_legacy)
                             .map_err(|e| Error::in_member(Stage::DefJson, &name, 0, ErrorKind::Manifest(e)))?;
                     }
-                    let plan = plan_from::<P, FILE_VARS>(sg_dir, doc).map_err(|k| Error::in_member(Stage::DefJson, &name, 0, k))?;
+                    let plan = plan_from::<P, FILE_VARS, NAME>(sg_dir, doc).map_err(|k| Error::in_member(Stage::DefJson, &name, 0, k))?;
                     observer.def_json(&name, doc);
                     match self.plans.iter_mut().find(|p| p.dir == sg_dir) {
                         Some(existing) => {
@@ -455,7 +480,7 @@ impl<P: Profile, const SG: usize, const JSONS: usize, const CLAIMS: usize, const
                     self.scratch = Scratch::Engine(P::Engine::default());
                     let Scratch::Engine(doc) = &mut self.scratch else { continue };
                     parse_member(&mut self.tok, &mut member, &name, sink, |tok, src, sink| doc.parse_into(tok, src, &name, sink))?;
-                    record_json::<P, JSONS, CLAIMS>(&mut self.jsons, &mut self.claims, &name, doc)
+                    record_json::<P, JSONS, CLAIMS, NAME, PATH>(&mut self.jsons, &mut self.claims, &name, doc)
                         .map_err(|k| Error::in_member(Stage::Engine, &name, 0, k))?;
                     observer.subgraph_json(&name, doc);
                 }
@@ -493,19 +518,19 @@ impl<P: Profile, const SG: usize, const JSONS: usize, const CLAIMS: usize, const
             .map(|(_, k)| k)
     }
 
-    fn json(&self, member: &str) -> Option<(usize, &JsonRec)> {
+    fn json(&self, member: &str) -> Option<(usize, &JsonRec<NAME, PATH>)> {
         self.jsons.iter().enumerate().find(|(_, j)| j.member == member)
     }
 
     /// The JSON that an engine of `plan` uses, when both its name and the member are known.
-    fn engine_json_of(&self, plan: &Plan<FILE_VARS>, engine: EngineType) -> Option<(usize, &JsonRec)> {
+    fn engine_json_of(&self, plan: &Plan<FILE_VARS, NAME>, engine: EngineType) -> Option<(usize, &JsonRec<NAME, PATH>)> {
         let name = plan.engine_json.get(engine_slot(engine))?.as_ref()?;
-        let path = join(&plan.dir, name).ok()?;
+        let path: String<PATH> = join::<PATH>(&plan.dir, name).ok()?;
         self.json(&path)
     }
 
     /// The instruction stream an engine runs: the engine JSON's `instr`, else `<eng>_instr`.
-    fn instr_of<'a>(&'a self, plan: &'a Plan<FILE_VARS>, engine: EngineType, json: Option<&'a JsonRec>) -> Option<&'a str> {
+    fn instr_of<'a>(&'a self, plan: &'a Plan<FILE_VARS, NAME>, engine: EngineType, json: Option<&'a JsonRec<NAME, PATH>>) -> Option<&'a str> {
         json.and_then(|j| j.instr.as_deref())
             .or_else(|| plan.engine_instr.get(engine_slot(engine)).and_then(|i| i.as_deref()))
     }
@@ -536,11 +561,8 @@ impl<P: Profile, const SG: usize, const JSONS: usize, const CLAIMS: usize, const
                         return role(UsageClass::Generic, INSTR_ALIGN, None, false);
                     }
                     ClaimKind::ActSet if engine == EngineType::Act => {
-                        let set = join(dir, &claim.name).ok()?;
-                        let set_json: String<MEMBER_PATH> = join("", &set).ok().and_then(|s| {
-                            let mut s = s;
-                            s.push_str(".json").ok().map(|()| s)
-                        })?;
+                        let mut set_json: String<PATH> = join::<PATH>(dir, &claim.name).ok()?;
+                        set_json.push_str(".json").ok()?;
                         if let Some((set_index, _)) = self.json(&set_json) {
                             let is_table = self.claims.iter().any(|c| {
                                 usize::from(c.by) == set_index && c.kind == ClaimKind::ActTable && c.name == file
@@ -572,7 +594,7 @@ impl<P: Profile, const SG: usize, const JSONS: usize, const CLAIMS: usize, const
         member: &str,
         member_len: u64,
         role: Option<Role>,
-    ) -> Result<PayloadReport, Error> {
+    ) -> Result<PayloadReport<PATH>, Error> {
         let req = match role {
             Some(r) => AllocRequest { size: 0, align: r.align, usage: r.usage, core: r.core },
             None => AllocRequest { size: 0, align: INSTR_ALIGN, usage: UsageClass::Generic, core: 0 },
@@ -596,7 +618,7 @@ impl<P: Profile, const SG: usize, const JSONS: usize, const CLAIMS: usize, const
             (None, Some(_)) => PayloadState::Staged,
         };
         let mut entry = PayloadReport {
-            member: copy(member, "MEMBER_PATH").map_err(|k| Error::in_member(Stage::Payload, member, 0, k))?,
+            member: copy(member, "PATH").map_err(|k| Error::in_member(Stage::Payload, member, 0, k))?,
             core: role.map(|r| r.core),
             usage: role.map_or(UsageClass::Generic, |r| r.usage),
             len: placed.len,
@@ -617,7 +639,7 @@ impl<P: Profile, const SG: usize, const JSONS: usize, const CLAIMS: usize, const
     fn bind<H: Hal, const RSG: usize, const RP: usize, const RIO: usize>(
         &mut self,
         device: &mut Device<'_, H>,
-        report: &mut LoadReport<RSG, RP, RIO>,
+        report: &mut LoadReport<RSG, RP, RIO, PATH>,
         sink: &mut impl WarningSink,
     ) -> Result<(), Error> {
         self.choose_kelfs(sink)?;
@@ -689,7 +711,7 @@ impl<P: Profile, const SG: usize, const JSONS: usize, const CLAIMS: usize, const
             };
             sink.warn(&Warning::in_member(Stage::Chain, name, 0, WarningKind::Chain(ChainWarning::KelfFallback)));
             self.kelf_names.clear();
-            let _ = self.kelf_names.push(copy(name, "MEMBER_PATH").map_err(|k| Error::at_file(Stage::Chain, 0, k))?);
+            let _ = self.kelf_names.push(copy(name, "PATH").map_err(|k| Error::at_file(Stage::Chain, 0, k))?);
             self.neff_seen = true;
         }
         for name in self.kelf_names.iter() {
@@ -701,7 +723,7 @@ impl<P: Profile, const SG: usize, const JSONS: usize, const CLAIMS: usize, const
         for (name, _) in self.kelfs.iter().filter(|(n, _)| !self.kelf_names.iter().any(|k| k == n)) {
             sink.warn(&Warning::in_member(Stage::Kelf, name, 0, WarningKind::Chain(ChainWarning::KelfNotNamed)));
         }
-        let mut dirs: Vec<String<MEMBER_PATH>, SG> = Vec::new();
+        let mut dirs: Vec<String<PATH>, SG> = Vec::new();
         for (name, kelf) in self.kelfs.iter().filter(|(n, _)| self.kelf_names.iter().any(|k| k == n)) {
             if let Some(arch) = self.device_arch {
                 kelf.check_device(arch, self.options.allow_legacy)
@@ -718,7 +740,7 @@ impl<P: Profile, const SG: usize, const JSONS: usize, const CLAIMS: usize, const
                 if dirs.iter().any(|d| d == dir) {
                     return Err(fail(ErrorKind::Chain(ChainError::DuplicateSubgraph)));
                 }
-                dirs.push(copy(dir, "MEMBER_PATH").map_err(fail)?).map_err(|_| fail(capacity("SG", SG)))?;
+                dirs.push(copy(dir, "PATH").map_err(fail)?).map_err(|_| fail(capacity("SG", SG)))?;
                 let has_def = self.plans.iter().any(|p| p.dir == dir) && split(definition).1 == "def.json";
                 if !has_def {
                     return Err(fail(ErrorKind::Chain(ChainError::MemberMissing { member: chain::MemberText::new(definition) })));
@@ -731,7 +753,7 @@ impl<P: Profile, const SG: usize, const JSONS: usize, const CLAIMS: usize, const
     /// Every member a manifest names must be in the archive.
     fn check_references<const RSG: usize, const RP: usize, const RIO: usize>(
         &self,
-        report: &LoadReport<RSG, RP, RIO>,
+        report: &LoadReport<RSG, RP, RIO, PATH>,
         _sink: &mut impl WarningSink,
     ) -> Result<(), Error> {
         let has_payload = |path: &str| report.payloads.iter().any(|p| p.member == path);
@@ -739,21 +761,21 @@ impl<P: Profile, const SG: usize, const JSONS: usize, const CLAIMS: usize, const
             Error::in_member(Stage::Chain, by, 0, ErrorKind::Chain(ChainError::MemberMissing { member: chain::MemberText::new(path) }))
                 .with_key_path(key)
         };
-        let kelf_dirs: Vec<String<MEMBER_PATH>, SG> = self
+        let kelf_dirs: Vec<String<PATH>, SG> = self
             .chain_kelfs()
             .flat_map(|k| (0..k.graph_count()).filter_map(move |i| k.graph(i)))
-            .filter_map(|(_, d)| copy(split(d).0, "MEMBER_PATH").ok())
+            .filter_map(|(_, d)| copy(split(d).0, "PATH").ok())
             .collect();
         for plan in self.plans.iter().filter(|p| kelf_dirs.iter().any(|d| *d == p.dir)) {
-            let def = join(&plan.dir, "def.json").map_err(|k| Error::at_file(Stage::Chain, 0, k))?;
+            let def = join::<PATH>(&plan.dir, "def.json").map_err(|k| Error::at_file(Stage::Chain, 0, k))?;
             for engine in ENGINES {
                 let Some(json_name) = plan.engine_json.get(engine_slot(engine)).and_then(|n| n.as_ref()) else { continue };
-                let json_path = join(&plan.dir, json_name).map_err(|k| Error::in_member(Stage::Chain, &def, 0, k))?;
+                let json_path = join::<PATH>(&plan.dir, json_name).map_err(|k| Error::in_member(Stage::Chain, &def, 0, k))?;
                 let Some((index, json)) = self.json(&json_path) else {
                     return Err(missing(&def, engine.as_str(), &json_path));
                 };
                 if let Some(instr) = self.instr_of(plan, engine, Some(json)) {
-                    let path = join(&plan.dir, instr).map_err(|k| Error::in_member(Stage::Chain, &json_path, 0, k))?;
+                    let path = join::<PATH>(&plan.dir, instr).map_err(|k| Error::in_member(Stage::Chain, &json_path, 0, k))?;
                     if !has_payload(&path) {
                         return Err(missing(&json_path, <EngineJson>::KEY_INSTR, &path));
                     }
@@ -761,20 +783,20 @@ impl<P: Profile, const SG: usize, const JSONS: usize, const CLAIMS: usize, const
                 for claim in self.claims.iter().filter(|c| usize::from(c.by) == index) {
                     let path = match claim.kind {
                         ClaimKind::ActSet => {
-                            let mut p = join(&plan.dir, &claim.name).map_err(|k| Error::in_member(Stage::Chain, &json_path, 0, k))?;
-                            p.push_str(".json").map_err(|_| Error::in_member(Stage::Chain, &json_path, 0, capacity("MEMBER_PATH", MEMBER_PATH)))?;
+                            let mut p = join::<PATH>(&plan.dir, &claim.name).map_err(|k| Error::in_member(Stage::Chain, &json_path, 0, k))?;
+                            p.push_str(".json").map_err(|_| Error::in_member(Stage::Chain, &json_path, 0, capacity("PATH", PATH)))?;
                             let Some((set_index, _)) = self.json(&p) else {
                                 return Err(missing(&json_path, <EngineJson>::KEY_ACTIVATION_FUNCTION_SETS, &p));
                             };
                             for table in self.claims.iter().filter(|c| usize::from(c.by) == set_index && c.kind == ClaimKind::ActTable) {
-                                let t = join(&plan.dir, &table.name).map_err(|k| Error::in_member(Stage::Chain, &p, 0, k))?;
+                                let t = join::<PATH>(&plan.dir, &table.name).map_err(|k| Error::in_member(Stage::Chain, &p, 0, k))?;
                                 if !has_payload(&t) {
                                     return Err(missing(&p, <EngineJson>::KEY_BKT_BIN, &t));
                                 }
                             }
                             continue;
                         }
-                        ClaimKind::DveTable => join(&plan.dir, &claim.name).map_err(|k| Error::in_member(Stage::Chain, &json_path, 0, k))?,
+                        ClaimKind::DveTable => join::<PATH>(&plan.dir, &claim.name).map_err(|k| Error::in_member(Stage::Chain, &json_path, 0, k))?,
                         ClaimKind::ActTable => continue,
                     };
                     if !has_payload(&path) {
@@ -783,13 +805,13 @@ impl<P: Profile, const SG: usize, const JSONS: usize, const CLAIMS: usize, const
                 }
             }
             for v in plan.file_vars.iter() {
-                let path = join(&plan.dir, &v.file).map_err(|k| Error::in_member(Stage::Chain, &def, 0, k))?;
+                let path = join::<PATH>(&plan.dir, &v.file).map_err(|k| Error::in_member(Stage::Chain, &def, 0, k))?;
                 if !has_payload(&path) {
                     return Err(missing(&def, &key_path(&[<DefJson>::KEY_VARS, <Var>::KEY_FILE_NAME]), &path));
                 }
             }
             for lib in plan.ucode_libs.iter() {
-                let path = join(&plan.dir, lib).map_err(|k| Error::in_member(Stage::Chain, &def, 0, k))?;
+                let path = join::<PATH>(&plan.dir, lib).map_err(|k| Error::in_member(Stage::Chain, &def, 0, k))?;
                 if !has_payload(&path) {
                     return Err(missing(&def, &key_path(&[<DefJson>::KEY_UCODE_LIBS, <UcodeLib>::KEY_LIBRARY]), &path));
                 }
@@ -819,10 +841,10 @@ fn parse_member<R: BufRead<Error = Error>, S: WarningSink>(
 }
 
 /// The KELF members `neff.json` names.
-fn kelf_names<const KELFS: usize>(doc: &impl NeffDoc) -> Result<Vec<String<MEMBER_PATH>, KELFS>, ErrorKind> {
+fn kelf_names<const KELFS: usize, const PATH: usize>(doc: &impl NeffDoc) -> Result<Vec<String<PATH>, KELFS>, ErrorKind> {
     let mut names = Vec::new();
     let mut err = None;
-    doc.for_each_kelf(|k| match copy(k, "MEMBER_PATH") {
+    doc.for_each_kelf(|k| match copy(k, "PATH") {
         Ok(k) => {
             if names.push(k).is_err() {
                 err = err.or(Some(capacity("KELFS", KELFS)));
@@ -837,20 +859,20 @@ fn kelf_names<const KELFS: usize>(doc: &impl NeffDoc) -> Result<Vec<String<MEMBE
 }
 
 /// What the binder keeps of a `def.json`.
-fn plan_from<P: Profile, const FILE_VARS: usize>(sg_dir: &str, doc: &P::Def) -> Result<Plan<FILE_VARS>, ErrorKind> {
+fn plan_from<P: Profile, const FILE_VARS: usize, const NAME: usize>(sg_dir: &str, doc: &P::Def) -> Result<Plan<FILE_VARS, NAME>, ErrorKind> {
     let mut plan = Plan { dir: copy(sg_dir, "SUBGRAPH_DIR")?, ..Plan::default() };
     for engine in ENGINES {
         let slot = engine_slot(engine);
         if let (Some(dst), Some(name)) = (plan.engine_json.get_mut(slot), doc.engine_json(engine)) {
-            *dst = Some(copy(name, "LOCAL_NAME")?);
+            *dst = Some(copy(name, "NAME")?);
         }
         if let (Some(dst), Some(name)) = (plan.engine_instr.get_mut(slot), doc.engine_instr(engine)) {
-            *dst = Some(copy(name, "LOCAL_NAME")?);
+            *dst = Some(copy(name, "NAME")?);
         }
     }
     let mut err = None;
     doc.for_each_file_var(|v| {
-        let rec = copy(v.file, "LOCAL_NAME").map(|file| FileVarRec { file, size: v.size, align: v.align });
+        let rec = copy(v.file, "NAME").map(|file| FileVarRec { file, size: v.size, align: v.align });
         match rec {
             Ok(rec) => {
                 if plan.file_vars.push(rec).is_err() {
@@ -860,7 +882,7 @@ fn plan_from<P: Profile, const FILE_VARS: usize>(sg_dir: &str, doc: &P::Def) -> 
             Err(k) => err = err.or(Some(k)),
         }
     });
-    doc.for_each_ucode_lib(|lib| match copy(lib, "LOCAL_NAME") {
+    doc.for_each_ucode_lib(|lib| match copy(lib, "NAME") {
         Ok(lib) => {
             if plan.ucode_libs.push(lib).is_err() {
                 err = err.or(Some(capacity("UCODE_LIBS", 2)));
@@ -876,11 +898,11 @@ fn plan_from<P: Profile, const FILE_VARS: usize>(sg_dir: &str, doc: &P::Def) -> 
 
 
 /// Records what a subgraph JSON names.
-fn record_json<P: Profile, const JSONS: usize, const CLAIMS: usize>(
-jsons: &mut Vec<JsonRec, JSONS>,
-claims: &mut Vec<Claim, CLAIMS>,
-member: &str,
-doc: &P::Engine,
+fn record_json<P: Profile, const JSONS: usize, const CLAIMS: usize, const NAME: usize, const PATH: usize>(
+    jsons: &mut Vec<JsonRec<NAME, PATH>, JSONS>,
+    claims: &mut Vec<Claim<NAME>, CLAIMS>,
+    member: &str,
+    doc: &P::Engine,
 ) -> Result<(), ErrorKind> {
     let index = match jsons.iter().position(|j| j.member == member) {
         Some(i) => {
@@ -889,19 +911,19 @@ doc: &P::Engine,
             i
         }
         None => {
-            let rec = JsonRec { member: copy(member, "JSON_PATH")?, instr: None };
+            let rec = JsonRec { member: copy(member, "PATH")?, instr: None };
             jsons.push(rec).map_err(|_| capacity("JSONS", JSONS))?;
             jsons.len() - 1
         }
     };
     let by = u8::try_from(index).map_err(|_| capacity("JSONS", 256))?;
-    let instr = doc.instr().map(|i| copy(i, "LOCAL_NAME")).transpose()?;
+    let instr = doc.instr().map(|i| copy(i, "NAME")).transpose()?;
     if let Some(rec) = jsons.get_mut(index) {
         rec.instr = instr;
     }
     let mut err = None;
     let mut claim = |kind: ClaimKind, name: &str| {
-        let c = copy(name, "LOCAL_NAME").map(|name| Claim { by, kind, name });
+        let c = copy(name, "NAME").map(|name| Claim { by, kind, name });
         match c {
             Ok(c) => {
                 if claims.push(c).is_err() {
@@ -961,7 +983,7 @@ pub fn load_into<R: BufRead, H: Hal, const RSG: usize, const RP: usize, const RI
     archive: &mut Archive<R>,
     hal: &mut H,
     options: LoadOptions,
-    report: &mut LoadReport<RSG, RP, RIO>,
+    report: &mut LoadReport<RSG, RP, RIO, DEFAULT_PATH>,
     sink: &mut impl WarningSink,
 ) -> Result<(), Error> {
     let mut loader: Loader = Loader::new(options);

@@ -172,7 +172,7 @@ pub trait NeffDoc: Document {
     /// The KELF members, in node order.
     fn for_each_kelf(&self, f: impl FnMut(&str));
     /// The I/O table.
-    fn io_table<const IO: usize>(&self) -> Result<IoTable<IO>, crate::ErrorKind>;
+    fn io_table<const IO: usize, const NAME: usize>(&self) -> Result<IoTable<IO, NAME>, crate::ErrorKind>;
 }
 
 impl<
@@ -193,11 +193,11 @@ impl<
         }
     }
 
-    fn io_table<const IO: usize>(&self) -> Result<IoTable<IO>, crate::ErrorKind> {
+    fn io_table<const IO: usize, const NAME: usize>(&self) -> Result<IoTable<IO, NAME>, crate::ErrorKind> {
         // The report keeps default-capacity tensors: a name, dtype or shape that does not fit
         // is a capacity error, never a truncation.
         let wide = NeffJson::io_table::<IO>(self)?;
-        let mut table = IoTable::<IO>::default();
+        let mut table = IoTable::<IO, NAME>::default();
         for (src, dst) in [(&wide.inputs, &mut table.inputs), (&wide.outputs, &mut table.outputs)] {
             for t in src.iter() {
                 let narrow = crate::manifest::IoTensor {

@@ -15,8 +15,6 @@ use crate::hal::{usage_index, RegionId, USAGE_CLASSES, USAGE_CLASS_COUNT};
 use crate::header::Integrity;
 use crate::manifest::{Arch, IoTable, UsageClass};
 
-/// Capacity of a payload member name in the report.
-pub const PAYLOAD_NAME: usize = 64;
 /// Capacity of a subgraph directory or name.
 pub const SUBGRAPH_NAME: usize = 16;
 
@@ -48,9 +46,9 @@ impl PayloadState {
 
 /// One payload member.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PayloadReport {
+pub struct PayloadReport<const NAME: usize = 48> {
     /// The member's path in the tar.
-    pub member: heapless::String<PAYLOAD_NAME>,
+    pub member: heapless::String<NAME>,
     /// The subgraph (core) it belongs to, once bound.
     pub core: Option<u8>,
     /// Its usage class (`Generic` while staged).
@@ -95,9 +93,10 @@ impl SubgraphReport {
     }
 }
 
-/// The whole report. `SG`: subgraphs; `PAYLOADS`: payload members; `IO`: I/O tensors.
+/// The whole report. `SG`: subgraphs; `PAYLOADS`: payload members; `IO`: I/O tensors;
+/// `NAME`: a member path or tensor name (the loader's `PATH`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct LoadReport<const SG: usize = 4, const PAYLOADS: usize = 48, const IO: usize = 8> {
+pub struct LoadReport<const SG: usize = 4, const PAYLOADS: usize = 48, const IO: usize = 8, const NAME: usize = 48> {
     /// The device's architecture (`None` for a check without a device).
     pub device_arch: Option<Arch>,
     /// The KELF target as written.
@@ -105,9 +104,9 @@ pub struct LoadReport<const SG: usize = 4, const PAYLOADS: usize = 48, const IO:
     /// Subgraphs, in KELF graph order.
     pub subgraphs: heapless::Vec<SubgraphReport, SG>,
     /// Payload members, in tar order.
-    pub payloads: heapless::Vec<PayloadReport, PAYLOADS>,
+    pub payloads: heapless::Vec<PayloadReport<NAME>, PAYLOADS>,
     /// The I/O tensors of `neff.json` (empty when it is absent).
-    pub io: IoTable<IO>,
+    pub io: IoTable<IO, NAME>,
     /// Staged payloads that nothing referenced, released.
     pub released: u32,
     /// Warnings sent to the sink.
@@ -116,11 +115,17 @@ pub struct LoadReport<const SG: usize = 4, const PAYLOADS: usize = 48, const IO:
     pub inflated_bytes: u64,
     /// Bytes of compressed payload read.
     pub compressed_bytes: u64,
+    /// Tar members walked (all kinds, skipped ones included).
+    pub members: u32,
+    /// Zero padding after the gzip stream, inside `data_size`.
+    pub padding_bytes: u64,
+    /// Bytes after `data_size` (a warning).
+    pub trailing_bytes: u64,
     /// The integrity check's outcome.
     pub integrity: Option<Integrity>,
 }
 
-impl<const SG: usize, const PAYLOADS: usize, const IO: usize> LoadReport<SG, PAYLOADS, IO> {
+impl<const SG: usize, const PAYLOADS: usize, const IO: usize, const NAME: usize> LoadReport<SG, PAYLOADS, IO, NAME> {
     /// An empty report.
     pub fn new() -> Self {
         Self::default()
@@ -140,6 +145,9 @@ impl<const SG: usize, const PAYLOADS: usize, const IO: usize> LoadReport<SG, PAY
     pub(crate) fn finish(&mut self, finish: &Finish) {
         self.inflated_bytes = finish.inflated_bytes;
         self.compressed_bytes = finish.compressed_bytes;
+        self.members = finish.members;
+        self.padding_bytes = finish.padding_bytes;
+        self.trailing_bytes = finish.trailing_bytes;
         self.integrity = Some(finish.integrity);
     }
 
@@ -176,7 +184,7 @@ impl Serialize for UsageBytes<'_> {
     }
 }
 
-impl Serialize for PayloadReport {
+impl<const NAME: usize> Serialize for PayloadReport<NAME> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut st = s.serialize_struct("PayloadReport", 8)?;
         st.serialize_field("member", self.member.as_str())?;
@@ -204,9 +212,9 @@ impl Serialize for SubgraphReport {
 }
 
 /// One I/O tensor, as the report prints it.
-struct Tensor<'a>(&'a crate::manifest::IoTensor);
+struct Tensor<'a, const NAME: usize>(&'a crate::manifest::IoTensor<NAME>);
 
-impl Serialize for Tensor<'_> {
+impl<const NAME: usize> Serialize for Tensor<'_, NAME> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let t = self.0;
         let mut st = s.serialize_struct("IoTensor", 5)?;
@@ -219,15 +227,15 @@ impl Serialize for Tensor<'_> {
     }
 }
 
-struct Tensors<'a>(&'a [crate::manifest::IoTensor]);
+struct Tensors<'a, const NAME: usize>(&'a [crate::manifest::IoTensor<NAME>]);
 
-impl Serialize for Tensors<'_> {
+impl<const NAME: usize> Serialize for Tensors<'_, NAME> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_seq(self.0.iter().map(Tensor))
     }
 }
 
-impl<const SG: usize, const PAYLOADS: usize, const IO: usize> Serialize for LoadReport<SG, PAYLOADS, IO> {
+impl<const SG: usize, const PAYLOADS: usize, const IO: usize, const NAME: usize> Serialize for LoadReport<SG, PAYLOADS, IO, NAME> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let integrity = match self.integrity {
             None | Some(Integrity::NotRequested) => "not-requested",
@@ -235,7 +243,7 @@ impl<const SG: usize, const PAYLOADS: usize, const IO: usize> Serialize for Load
             Some(Integrity::Mismatch(_)) => "mismatch",
             Some(Integrity::NotApplicable) => "not-applicable",
         };
-        let mut st = s.serialize_struct("LoadReport", 12)?;
+        let mut st = s.serialize_struct("LoadReport", 15)?;
         st.serialize_field("device_arch", &self.device_arch.map(Arch::as_str))?;
         st.serialize_field("target", self.target.as_str())?;
         st.serialize_field("bytes_placed", &self.bytes_placed())?;
@@ -247,6 +255,9 @@ impl<const SG: usize, const PAYLOADS: usize, const IO: usize> Serialize for Load
         st.serialize_field("warnings", &self.warnings)?;
         st.serialize_field("inflated_bytes", &self.inflated_bytes)?;
         st.serialize_field("compressed_bytes", &self.compressed_bytes)?;
+        st.serialize_field("members", &self.members)?;
+        st.serialize_field("padding_bytes", &self.padding_bytes)?;
+        st.serialize_field("trailing_bytes", &self.trailing_bytes)?;
         st.serialize_field("integrity", integrity)?;
         st.end()
     }

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use neff::archive::{Archive, OpenOptions};
-use neff::loader::{LoadOptions, LoadReport, Loader, Observer};
+use neff::loader::{LoadOptions, Loader, Observer};
 use neff::manifest::def::ENGINES;
 use neff::manifest::{Arch, EngineType};
 use neff::sim::SimDevice;
@@ -24,11 +24,7 @@ use crate::source::InputSource;
 pub const LOADER_STACK: usize = 64 << 20;
 /// Regions the simulated device can track (every payload, and staging regions, take one).
 pub const DEVICE_REGIONS: usize = 4096;
-/// The load report on the host: 16 subgraphs, 4096 payloads, 64 I/O tensors.
-pub type HostReport = LoadReport<16, 4096, 64>;
-/// The loader on the host: 16 subgraphs, 256 subgraph JSONs, 512 table names, 16 KELFs,
-/// 1024 weight files per subgraph.
-pub type HostLoader = Loader<neff::loader::Host, 16, 256, 512, 16, 1024>;
+pub use neff::loader::{HostLoader, HostReport};
 /// The simulated device on the host.
 pub type HostDevice<'m> = SimDevice<'m, DEVICE_REGIONS>;
 
