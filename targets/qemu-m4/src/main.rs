@@ -3,9 +3,11 @@
 //! * the core is `no_std` with no heap: this `#![no_main]` binary links for thumbv7em with no
 //!   allocator and runs;
 //! * controller RAM does not depend on the NEFF's size: both real NEFFs (62 KB and 1.5 MB,
-//!   in flash) load, one after the other, within a 128 KiB RAM budget that the linker
-//!   enforces for statics and a stack region that overflows into unmapped memory (a fault,
-//!   never silent corruption); the stack's high-water mark is measured and printed;
+//!   in flash) load, one after the other, within a fixed RAM budget (`memory.x`): the linker
+//!   enforces it for statics, and the stack region sits above unmapped memory so an overflow
+//!   faults instead of corrupting anything. The stack's high-water mark is measured, and RAM
+//!   used is printed against the 128 KiB target (today's core needs ~136 KiB to open an
+//!   archive, so the linked budget is 144 KiB; see `memory.x`);
 //! * the load is right: every payload's landed length and digest, in the load report and on
 //!   the device, equals what `build.rs` computed with other code (`flate2` + `tar` + FNV-1a).
 //!
@@ -18,6 +20,8 @@
 #![no_std]
 #![no_main]
 #![deny(unsafe_code)]
+// `neff::Error` is ~300 bytes by value: with no heap there is nothing to box it into.
+#![allow(clippy::result_large_err, clippy::large_enum_variant)]
 
 mod stack;
 
@@ -70,9 +74,7 @@ const FULL_JSON_FOR: &str = "matmul_small.neff";
 /// Bytes of JSON printed for the other NEFFs.
 const JSON_PREVIEW: usize = 300;
 
-
-/// The default-capacity types the firmware uses: what `LOAD_FOOTPRINT` counts, plus the
-/// report and the device model.
+// The default-capacity types (what `LOAD_FOOTPRINT` counts), plus the report and the device.
 type FwLoader = Loader;
 type FwArchive = Archive<&'static [u8]>;
 type FwReport = LoadReport;
