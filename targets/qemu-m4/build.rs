@@ -1,0 +1,109 @@
+//! Build script of the firmware image.
+//!
+//! 1. Puts `memory.x` where the linker finds it.
+//! 2. Finds the real NEFFs in the `shared/` directory beside the repository and computes,
+//!    with std crates (`flate2` + `tar`) and a re-implemented FNV-1a, what the firmware must
+//!    find when it loads them with the no_std core: every payload's member name, landed
+//!    length and digest, the tar member count and the inflated tar length. These expected
+//!    values share no code with the core, so a bug in the core's inflater, tar walker, `.npy`
+//!    reader or digest shows up as a mismatch under QEMU.
+//! 3. Writes them, with an `include_bytes!` of each NEFF, to `$OUT_DIR/fixtures.rs`.
+use std::fmt::Write as _;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::{env, fs};
+
+/// The NEFFs the image loads, under `shared/fixtures/`.
+const NEFFS: [&str; 2] = ["public/nkipy/matmul_small.neff", "public/nkipy/matmul_large.neff"];
+/// Bytes of the NEFF header before the gzip'd tar.
+const HEADER_SIZE: usize = 1024;
+
+/// 64-bit FNV-1a, the algorithm of `neff::sim::digest64`, written again here on purpose.
+fn fnv1a64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3))
+}
+
+/// The array data of a `.npy` file: v1 has a u16 header length at offset 8 (data at 10 + len),
+/// v2 and v3 a u32 (data at 12 + len).
+fn npy_data<'a>(member: &str, file: &'a [u8]) -> &'a [u8] {
+    assert!(file.starts_with(b"\x93NUMPY") && file.len() >= 12, "{member}: not a .npy file");
+    let start = match file[6] {
+        1 => 10 + usize::from(u16::from_le_bytes([file[8], file[9]])),
+        2 | 3 => 12 + u32::from_le_bytes([file[8], file[9], file[10], file[11]]) as usize,
+        v => panic!("{member}: unknown .npy version {v}"),
+    };
+    &file[start..]
+}
+
+/// A payload as neff-format.md defines it: a `.bin` or `.npy` member outside `debug_info/`.
+fn is_payload(name: &str) -> bool {
+    !name.starts_with("debug_info/") && (name.ends_with(".bin") || name.ends_with(".npy"))
+}
+
+/// Expected values of one NEFF, as Rust source.
+fn expected(path: &Path) -> String {
+    let bytes = fs::read(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    let mut tar_stream = Vec::new();
+    flate2::read::GzDecoder::new(&bytes[HEADER_SIZE..])
+        .read_to_end(&mut tar_stream)
+        .unwrap_or_else(|e| panic!("{}: gunzip: {e}", path.display()));
+    let mut members = 0u32;
+    let mut payloads = String::new();
+    let mut archive = tar::Archive::new(tar_stream.as_slice());
+    for entry in archive.entries().expect("tar entries") {
+        let mut entry = entry.expect("tar entry");
+        if !entry.header().entry_type().is_file() {
+            continue;
+        }
+        members += 1;
+        let name = entry.path().expect("member path").to_string_lossy().into_owned();
+        if !is_payload(&name) {
+            continue;
+        }
+        let mut body = Vec::new();
+        entry.read_to_end(&mut body).expect("member body");
+        let data = if name.ends_with(".npy") { npy_data(&name, &body) } else { &body };
+        writeln!(payloads, "            Payload {{ member: {name:?}, len: {}, digest: {:#018x} }},", data.len(), fnv1a64(data)).unwrap();
+    }
+    let name = path.file_name().expect("file name").to_string_lossy();
+    format!(
+        "    Fixture {{\n        name: {name:?},\n        bytes: include_bytes!({path:?}),\n        members: {members},\n        \
+         inflated_bytes: {inflated},\n        payloads: &[\n{payloads}        ],\n    }},\n",
+        path = path.display().to_string(),
+        inflated = tar_stream.len(),
+    )
+}
+
+fn main() {
+    let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    fs::copy("memory.x", out.join("memory.x")).expect("copy memory.x to OUT_DIR");
+    println!("cargo:rustc-link-search={}", out.display());
+    println!("cargo:rerun-if-changed=memory.x");
+    println!("cargo:rerun-if-changed=build.rs");
+
+    // targets/qemu-m4 -> the repository -> the directory holding it, where shared/ lives.
+    let manifest_dir = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let fixtures = manifest_dir.join("../../../shared/fixtures");
+    let Ok(fixtures) = fixtures.canonicalize() else {
+        // A message, not a panic: no backtrace to scroll past.
+        eprintln!(
+            "error: neff-qemu-m4 needs the real NEFFs, and {} is absent.\n\
+             The image embeds shared/fixtures/public/nkipy/*.neff from the `shared/` directory beside \
+             the repository (they are never copied into the repository). scripts/test-all.sh skips this \
+             step when shared/ is absent, and fails under CI=true.",
+            fixtures.display()
+        );
+        std::process::exit(1);
+    };
+    let mut table = String::from(
+        "// Generated by build.rs from the real NEFFs with flate2 + tar + FNV-1a. Do not edit.\n\
+         const FIXTURES: &[Fixture] = &[\n",
+    );
+    for neff in NEFFS {
+        let path = fixtures.join(neff);
+        println!("cargo:rerun-if-changed={}", path.display());
+        table.push_str(&expected(&path));
+    }
+    table.push_str("];\n");
+    fs::write(out.join("fixtures.rs"), table).expect("write fixtures.rs");
+}
