@@ -252,8 +252,14 @@ impl<R: BufRead, const NAME: usize, const PAX: usize> Archive<R, NAME, PAX> {
             hasher: PayloadHasher::for_header(&header, opts.verify_integrity),
             hashed_ahead: 0,
         };
-        let decoder = Decoder::sniff(payload, HEADER_SIZE as u64, opts.max_inflated)?;
-        Ok(Self { header, file_size, tar: TarReader::new(decoder), finished: None })
+        let mut archive = Self {
+            header,
+            file_size,
+            tar: TarReader::new(Decoder::unsniffed(payload, HEADER_SIZE as u64, opts.max_inflated)),
+            finished: None,
+        };
+        archive.tar.stream_mut().sniff_in_place()?;
+        Ok(archive)
     }
 
     /// The decoded header.

@@ -240,7 +240,14 @@ impl<S: BufRead> Decoder<S> {
     /// parsed now, so header errors surface here), anything else is passed through raw.
     /// `base_offset` is the file offset of `src`'s first byte (1024 in a NEFF).
     pub fn sniff(src: S, base_offset: u64, max_inflated: u64) -> Result<Self, Error> {
-        let mut decoder = Self {
+        let mut decoder = Self::unsniffed(src, base_offset, max_inflated);
+        decoder.sniff_in_place()?;
+        Ok(decoder)
+    }
+
+    /// A decoder that has not looked at its input yet.
+    pub fn unsniffed(src: S, base_offset: u64, max_inflated: u64) -> Self {
+        Self {
             src,
             state: State::Raw { pushback: false },
             base_offset,
@@ -256,7 +263,13 @@ impl<S: BufRead> Decoder<S> {
             members: 0,
             end_of_members: 0,
             trailing: Trailing::default(),
-        };
+        }
+    }
+
+    /// Sniffs gzip vs raw tar, in place: [`Archive::open`](crate::archive::Archive::open)
+    /// builds the decoder inside the archive first, so its 43 KiB never pass through the stack.
+    pub fn sniff_in_place(&mut self) -> Result<(), Error> {
+        let decoder = self;
         match decoder.peek_byte()? {
             Some(0x1f) => {
                 decoder.advance(1);
@@ -276,7 +289,7 @@ impl<S: BufRead> Decoder<S> {
             }
             _ => decoder.state = State::Raw { pushback: false },
         }
-        Ok(decoder)
+        Ok(())
     }
 
     /// How the payload is encoded.

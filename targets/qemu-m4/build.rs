@@ -2,7 +2,7 @@
 //!
 //! 1. Puts `memory.x` where the linker finds it.
 //! 2. Finds the real NEFFs in the `shared/` directory beside the repository and computes,
-//!    with std crates (`flate2` + `tar`) and a re-implemented FNV-1a, what the firmware must
+//!    with std crates (`flate2` + `tar`) and a re-implemented digest, what the firmware must
 //!    find when it loads them with the no_std core: every payload's member name, landed
 //!    length and digest, the tar member count and the inflated tar length. These expected
 //!    values share no code with the core, so a bug in the core's inflater, tar walker, `.npy`
@@ -18,9 +18,30 @@ const NEFFS: [&str; 2] = ["public/nkipy/matmul_small.neff", "public/nkipy/matmul
 /// Bytes of the NEFF header before the gzip'd tar.
 const HEADER_SIZE: usize = 1024;
 
-/// 64-bit FNV-1a, the algorithm of `neff::sim::digest64`, written again here on purpose.
-fn fnv1a64(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3))
+/// The algorithm of `neff::sim::digest64` (XXH64's primes and steps, one lane over 64-bit
+/// little-endian words, the tail byte by byte, the length, XXH64's avalanche), written again
+/// here on purpose, whole-buffer instead of streaming.
+fn digest64(bytes: &[u8]) -> u64 {
+    const P1: u64 = 0x9E37_79B1_85EB_CA87;
+    const P2: u64 = 0xC2B2_AE3D_27D4_EB4F;
+    const P3: u64 = 0x1656_67B1_9E37_79F9;
+    const P4: u64 = 0x85EB_CA77_C2B2_AE63;
+    const P5: u64 = 0x27D4_EB2F_1656_67C5;
+    let words = bytes.chunks_exact(8);
+    let tail = words.remainder();
+    let mut h = words.fold(P5, |h, w| {
+        let k = u64::from_le_bytes(w.try_into().unwrap()).wrapping_mul(P2).rotate_left(31).wrapping_mul(P1);
+        (h ^ k).rotate_left(27).wrapping_mul(P1).wrapping_add(P4)
+    });
+    for &b in tail {
+        h = (h ^ u64::from(b).wrapping_mul(P5)).rotate_left(11).wrapping_mul(P1);
+    }
+    h = h.wrapping_add(bytes.len() as u64);
+    h ^= h >> 33;
+    h = h.wrapping_mul(P2);
+    h ^= h >> 29;
+    h = h.wrapping_mul(P3);
+    h ^ (h >> 32)
 }
 
 /// The array data of a `.npy` file: v1 has a u16 header length at offset 8 (data at 10 + len),
@@ -63,7 +84,7 @@ fn expected(path: &Path) -> String {
         let mut body = Vec::new();
         entry.read_to_end(&mut body).expect("member body");
         let data = if name.ends_with(".npy") { npy_data(&name, &body) } else { &body };
-        writeln!(payloads, "            Payload {{ member: {name:?}, len: {}, digest: {:#018x} }},", data.len(), fnv1a64(data)).unwrap();
+        writeln!(payloads, "            Payload {{ member: {name:?}, len: {}, digest: {:#018x} }},", data.len(), digest64(data)).unwrap();
     }
     let name = path.file_name().expect("file name").to_string_lossy();
     format!(

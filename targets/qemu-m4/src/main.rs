@@ -6,10 +6,9 @@
 //!   in flash) load, one after the other, within a fixed RAM budget (`memory.x`): the linker
 //!   enforces it for statics, and the stack region sits above unmapped memory so an overflow
 //!   faults instead of corrupting anything. The stack's high-water mark is measured, and RAM
-//!   used is printed against the 128 KiB target (today's core needs ~136 KiB to open an
-//!   archive, so the linked budget is 144 KiB; see `memory.x`);
+//!   used is printed against the 128 KiB budget the image is linked with (`memory.x`);
 //! * the load is right: every payload's landed length and digest, in the load report and on
-//!   the device, equals what `build.rs` computed with other code (`flate2` + `tar` + FNV-1a).
+//!   the device, equals what `build.rs` computed with other code (`flate2` + `tar` + its own copy of the digest).
 //!
 //! The device is a digest-only [`SimDevice`]: a 64 GiB virtual address space that stores no
 //! byte, only a running digest per region, as a management controller would see a device far
