@@ -37,7 +37,7 @@ use neff::sim::SimDevice;
 use panic_semihosting as _;
 
 /// A payload as `build.rs` found it: member name, bytes that must land (a `.npy` member's
-/// array data only), and their FNV-1a 64 digest.
+/// array data only), and their `digest64`.
 struct Payload {
     member: &'static str,
     len: u64,
