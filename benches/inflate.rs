@@ -151,17 +151,43 @@ fn main() {
     assert_eq!(n_walker, n_plain);
     assert_eq!(n_crc, n_plain);
     if !benching {
-        println!("inflate bench: smoke pass on {fixture} ok ({n_walker} inflated bytes); run `cargo bench --bench inflate`");
+        println!(
+            "inflate bench: smoke pass on {fixture} ok ({n_walker} inflated bytes); run `cargo bench --bench inflate`"
+        );
         return;
     }
     println!("inflate bench: {fixture}.neff, {} compressed -> {n_plain} inflated bytes, best of {runs}", deflate.len());
-    println!("  plain miniz_oxide (32 KiB ring) {:>8.1} MB/s  {:>8.2} ms", mb_per_s(n_plain, t_plain), t_plain.as_secs_f64() * 1e3);
-    println!("  plain + crc32                   {:>8.1} MB/s  {:>8.2} ms", mb_per_s(n_crc, t_crc), t_crc.as_secs_f64() * 1e3);
-    println!("  walker (open, bodies, finish)   {:>8.1} MB/s  {:>8.2} ms", mb_per_s(n_walker, t_walker), t_walker.as_secs_f64() * 1e3);
-    println!("  ratio walker / plain            {:>8.3} (throughput {:.3})", t_walker.as_secs_f64() / t_plain.as_secs_f64(), t_plain.as_secs_f64() / t_walker.as_secs_f64());
+    println!(
+        "  plain miniz_oxide (32 KiB ring) {:>8.1} MB/s  {:>8.2} ms",
+        mb_per_s(n_plain, t_plain),
+        t_plain.as_secs_f64() * 1e3
+    );
+    println!(
+        "  plain + crc32                   {:>8.1} MB/s  {:>8.2} ms",
+        mb_per_s(n_crc, t_crc),
+        t_crc.as_secs_f64() * 1e3
+    );
+    println!(
+        "  walker (open, bodies, finish)   {:>8.1} MB/s  {:>8.2} ms",
+        mb_per_s(n_walker, t_walker),
+        t_walker.as_secs_f64() * 1e3
+    );
+    println!(
+        "  ratio walker / plain            {:>8.3} (throughput {:.3})",
+        t_walker.as_secs_f64() / t_plain.as_secs_f64(),
+        t_plain.as_secs_f64() / t_walker.as_secs_f64()
+    );
     println!("  ratio (plain + crc32) / plain   {:>8.3}", t_crc.as_secs_f64() / t_plain.as_secs_f64());
-    println!("  full load (memory SimDevice)    {:>8.1} MB/s  {:>8.2} ms", mb_per_s(l.bytes, l.time), l.time.as_secs_f64() * 1e3);
-    println!("  full load (digest-only device)  {:>8.1} MB/s  {:>8.2} ms", mb_per_s(d.bytes, d.time), d.time.as_secs_f64() * 1e3);
+    println!(
+        "  full load (memory SimDevice)    {:>8.1} MB/s  {:>8.2} ms",
+        mb_per_s(l.bytes, l.time),
+        l.time.as_secs_f64() * 1e3
+    );
+    println!(
+        "  full load (digest-only device)  {:>8.1} MB/s  {:>8.2} ms",
+        mb_per_s(d.bytes, d.time),
+        d.time.as_secs_f64() * 1e3
+    );
     println!("  ratio load / plain              {:>8.3}", l.time.as_secs_f64() / t_plain.as_secs_f64());
     println!("  ratio digest-only load / plain  {:>8.3}", d.time.as_secs_f64() / t_plain.as_secs_f64());
 }

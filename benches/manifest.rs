@@ -9,9 +9,9 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use embedded_io::{BufRead, ErrorType, Read};
-use neff::manifest::Document;
 use neff::json::Tokenizer;
 use neff::manifest::DefJson;
+use neff::manifest::Document;
 use serde::Deserialize;
 
 const VARS: usize = 110_000;
@@ -101,7 +101,9 @@ impl BufRead for Chunked<'_> {
 }
 
 fn generate(n: usize) -> String {
-    let mut s = String::from(r#"{"name":"definition","version":"0.6","pe":"PE.json","act":"Activation.json","pool":"Pool.json","dve":"DVE.json","sp":"SP.json","dma_queue":{"qPoolDynamic":{"fabric_path":"main","num_queues":16,"owner":"pool","semaphore_set":[24,25,26,27,28,29,30,31,32,33,34,35,36,37,38,39],"type":"dynamic"}},"runtime_statebuffer_reservation":[{"base_partition":0,"offset":229368,"partitions":128,"size":8,"type":"evtaccel"}],"var":{"#);
+    let mut s = String::from(
+        r#"{"name":"definition","version":"0.6","pe":"PE.json","act":"Activation.json","pool":"Pool.json","dve":"DVE.json","sp":"SP.json","dma_queue":{"qPoolDynamic":{"fabric_path":"main","num_queues":16,"owner":"pool","semaphore_set":[24,25,26,27,28,29,30,31,32,33,34,35,36,37,38,39],"type":"dynamic"}},"runtime_statebuffer_reservation":[{"base_partition":0,"offset":229368,"partitions":128,"size":8,"type":"evtaccel"}],"var":{"#,
+    );
     for i in 0..n {
         if i > 0 {
             s.push(',');
@@ -113,10 +115,14 @@ fn generate(n: usize) -> String {
             524_288 + i
         ));
         if i % 3 == 0 {
-            s.push_str(&format!(r#","alignment":32768,"fabric_path":"main","file_name":"value_sg0000_identity_{i}_CRSM.npy""#));
+            s.push_str(&format!(
+                r#","alignment":32768,"fabric_path":"main","file_name":"value_sg0000_identity_{i}_CRSM.npy""#
+            ));
         }
         if i % 5 == 0 {
-            s.push_str(r##","dtype":"float16","shape":[128,256],"#transfer-type":"weight","internal_shape":[1,1,128,256]"##);
+            s.push_str(
+                r##","dtype":"float16","shape":[128,256],"#transfer-type":"weight","internal_shape":[1,1,128,256]"##,
+            );
         }
         s.push('}');
     }
@@ -146,7 +152,8 @@ fn main() {
             let runs = 7;
 
             let ours_slice = best(runs, || {
-                big.parse_into(&mut tok, &mut doc.as_bytes(), "sg00/def.json", &mut neff::error::IgnoreWarnings).unwrap();
+                big.parse_into(&mut tok, &mut doc.as_bytes(), "sg00/def.json", &mut neff::error::IgnoreWarnings)
+                    .unwrap();
             });
             assert_eq!(big.vars.len(), VARS - 1000);
             let ours_chunked = best(runs, || {
@@ -164,11 +171,31 @@ fn main() {
             });
             let rate = |t: Duration| mb / t.as_secs_f64();
             println!("def.json: {:.1} MB, {} vars (best of {runs})", mb, VARS - 1000);
-            println!("  neff (generated parser, whole slice)  {:8.1} MB/s  {:8.2} ms", rate(ours_slice), ours_slice.as_secs_f64() * 1e3);
-            println!("  neff (generated parser, 4096 chunks)  {:8.1} MB/s  {:8.2} ms", rate(ours_chunked), ours_chunked.as_secs_f64() * 1e3);
-            println!("  tokenizer alone (skip_value)          {:8.1} MB/s  {:8.2} ms", rate(skip_only), skip_only.as_secs_f64() * 1e3);
-            println!("  serde_json (derive, consumed keys)    {:8.1} MB/s  {:8.2} ms", rate(serde), serde.as_secs_f64() * 1e3);
-            println!("  ratio neff/serde_json: slice {:.2}x, chunked {:.2}x", rate(ours_slice) / rate(serde), rate(ours_chunked) / rate(serde));
+            println!(
+                "  neff (generated parser, whole slice)  {:8.1} MB/s  {:8.2} ms",
+                rate(ours_slice),
+                ours_slice.as_secs_f64() * 1e3
+            );
+            println!(
+                "  neff (generated parser, 4096 chunks)  {:8.1} MB/s  {:8.2} ms",
+                rate(ours_chunked),
+                ours_chunked.as_secs_f64() * 1e3
+            );
+            println!(
+                "  tokenizer alone (skip_value)          {:8.1} MB/s  {:8.2} ms",
+                rate(skip_only),
+                skip_only.as_secs_f64() * 1e3
+            );
+            println!(
+                "  serde_json (derive, consumed keys)    {:8.1} MB/s  {:8.2} ms",
+                rate(serde),
+                serde.as_secs_f64() * 1e3
+            );
+            println!(
+                "  ratio neff/serde_json: slice {:.2}x, chunked {:.2}x",
+                rate(ours_slice) / rate(serde),
+                rate(ours_chunked) / rate(serde)
+            );
         })
         .unwrap()
         .join()

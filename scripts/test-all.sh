@@ -8,6 +8,8 @@ step() { printf '\n==> %s\n' "$*"; }
 
 step "toolchain: thumbv7em-none-eabihf target"
 rustup target list --installed | grep -qx thumbv7em-none-eabihf || rustup target add thumbv7em-none-eabihf
+cargo fmt --version >/dev/null 2>&1 || rustup component add rustfmt
+cargo clippy --version >/dev/null 2>&1 || rustup component add clippy
 
 if [ -d targets/qemu-m4 ] && ! command -v qemu-system-arm >/dev/null 2>&1; then
   step "installing qemu-system-arm"
@@ -17,6 +19,10 @@ if [ -d targets/qemu-m4 ] && ! command -v qemu-system-arm >/dev/null 2>&1; then
     sudo apt-get update -qq && sudo apt-get install -y -qq qemu-system-arm >/dev/null
   fi
 fi
+
+step "formatting (rustfmt.toml)"
+cargo fmt --all --check
+(cd targets/qemu-m4 && cargo fmt --check)
 
 step "host tests (workspace)"
 cargo test --workspace --all-targets

@@ -30,7 +30,6 @@
 //! `Archive` is large (the inflate window and state live inside it; see [`Archive`] for its
 //! size); on a small target keep it in a `static` cell or a long-lived frame, not in a deep call.
 
-
 use core::fmt;
 
 use embedded_io::{BufRead, ErrorType, Read};
@@ -334,7 +333,11 @@ impl<R: BufRead, const NAME: usize, const PAX: usize> Archive<R, NAME, PAX> {
         let hasher = core::mem::replace(&mut payload.hasher, PayloadHasher::Off { requested: false });
         let integrity = hasher.finish(&self.header);
         if let Integrity::Mismatch(algorithm) = integrity {
-            header_warning(sink, crate::header::field::HASH.start as u64, HeaderWarning::IntegrityMismatch { algorithm });
+            header_warning(
+                sink,
+                crate::header::field::HASH.start as u64,
+                HeaderWarning::IntegrityMismatch { algorithm },
+            );
         }
         let payload_end = HEADER_SIZE as u64 + data_size;
         let trailing_bytes = match self.file_size {
@@ -443,13 +446,22 @@ mod tests {
         let mut file = header_bytes(tar.len() as u64).to_vec();
         file.extend_from_slice(&tar);
         // Fails inside the header.
-        let e = Archive::<Failing<'_>>::open(Failing { data: &file[..700] }, None, &OpenOptions::default(), &mut IgnoreWarnings)
-            .unwrap_err();
+        let e = Archive::<Failing<'_>>::open(
+            Failing { data: &file[..700] },
+            None,
+            &OpenOptions::default(),
+            &mut IgnoreWarnings,
+        )
+        .unwrap_err();
         assert_eq!((e.stage, e.kind, e.offset), (Stage::Io, ErrorKind::Io(embedded_io::ErrorKind::TimedOut), 700));
         // Fails inside the payload, while a member is being walked.
-        let mut archive: Archive<Failing<'_>> =
-            Archive::open(Failing { data: &file[..1024 + 512 + 100] }, None, &OpenOptions::default(), &mut IgnoreWarnings)
-                .unwrap();
+        let mut archive: Archive<Failing<'_>> = Archive::open(
+            Failing { data: &file[..1024 + 512 + 100] },
+            None,
+            &OpenOptions::default(),
+            &mut IgnoreWarnings,
+        )
+        .unwrap();
         assert_eq!(archive.compression(), Compression::None);
         let member = archive.next_member(&mut IgnoreWarnings).unwrap().unwrap();
         assert_eq!(member.name(), "a.json");
@@ -484,8 +496,12 @@ mod tests {
         let md5: [u8; 16] = md5::Md5::digest(&data[..4000]).into();
         h[172..188].copy_from_slice(&md5);
         let header = NeffHeader::parse(&h);
-        let mut payload =
-            Payload { src: &data[..], remaining: 4000, hasher: PayloadHasher::for_header(&header, true), hashed_ahead: 0 };
+        let mut payload = Payload {
+            src: &data[..],
+            remaining: 4000,
+            hasher: PayloadHasher::for_header(&header, true),
+            hashed_ahead: 0,
+        };
         // Peek twice, consume in odd steps, read some: the limit holds and nothing is hashed twice.
         let mut total = 0;
         let mut step = 1;

@@ -53,11 +53,7 @@ const fn build_tables() -> [[u32; 256]; 8] {
 #[inline(always)]
 fn lookup(table: usize, index: u32) -> u32 {
     // `index` is always masked to 0..=255 by the callers.
-    TABLES
-        .get(table)
-        .and_then(|t| t.get((index & 0xFF) as usize))
-        .copied()
-        .unwrap_or(0)
+    TABLES.get(table).and_then(|t| t.get((index & 0xFF) as usize)).copied().unwrap_or(0)
 }
 
 /// A running CRC-32.

@@ -301,14 +301,7 @@ pub struct Error {
 impl Error {
     /// An error at `offset` bytes into the file, outside any member.
     pub fn at_file(stage: Stage, offset: u64, kind: ErrorKind) -> Self {
-        Self {
-            stage,
-            member: Text::EMPTY,
-            key_path: Text::EMPTY,
-            offset,
-            offset_base: OffsetBase::File,
-            kind,
-        }
+        Self { stage, member: Text::EMPTY, key_path: Text::EMPTY, offset, offset_base: OffsetBase::File, kind }
     }
 
     /// An error at `offset` bytes into the inflated tar stream.
@@ -318,11 +311,7 @@ impl Error {
 
     /// An error at `offset` bytes into the body of `member`.
     pub fn in_member(stage: Stage, member: &str, offset: u64, kind: ErrorKind) -> Self {
-        Self {
-            member: Text::new(member),
-            offset_base: OffsetBase::Member,
-            ..Self::at_file(stage, offset, kind)
-        }
+        Self { member: Text::new(member), offset_base: OffsetBase::Member, ..Self::at_file(stage, offset, kind) }
     }
 
     /// The same error with a key path attached.
@@ -429,23 +418,12 @@ pub struct Warning {
 impl Warning {
     /// A warning outside any member, at a file offset.
     pub fn at_file(stage: Stage, offset: u64, kind: WarningKind) -> Self {
-        Self {
-            stage,
-            member: Text::EMPTY,
-            key_path: Text::EMPTY,
-            offset,
-            offset_base: OffsetBase::File,
-            kind,
-        }
+        Self { stage, member: Text::EMPTY, key_path: Text::EMPTY, offset, offset_base: OffsetBase::File, kind }
     }
 
     /// A warning about `member`, at an offset in its body.
     pub fn in_member(stage: Stage, member: &str, offset: u64, kind: WarningKind) -> Self {
-        Self {
-            member: Text::new(member),
-            offset_base: OffsetBase::Member,
-            ..Self::at_file(stage, offset, kind)
-        }
+        Self { member: Text::new(member), offset_base: OffsetBase::Member, ..Self::at_file(stage, offset, kind) }
     }
 
     /// The same warning with a key path attached.

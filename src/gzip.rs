@@ -37,7 +37,6 @@
 //! **Bomb guard.** The total inflated size is capped (`max_inflated`); exceeding it is a
 //! `CapacityError` naming `max_inflated`, raised before any byte past the cap is handed out.
 
-
 use core::fmt;
 
 use embedded_io::{BufRead, ErrorType, Read};
@@ -612,7 +611,11 @@ mod tests {
                 x ^= x << 13;
                 x ^= x >> 17;
                 x ^= x << 5;
-                if i % 3 == 0 { (x & 0xff) as u8 } else { b"neff tar "[i % 9] }
+                if i % 3 == 0 {
+                    (x & 0xff) as u8
+                } else {
+                    b"neff tar "[i % 9]
+                }
             })
             .collect()
     }

@@ -298,18 +298,15 @@ impl fmt::Display for HalError {
                 write!(f, "alignment provided not power of 2. alignment={align}")
             }
             HalError::UnknownRegion { region } => write!(f, "device region {region} is not live"),
-            HalError::OutOfBounds { region, offset, len, size } => write!(
-                f,
-                "write of {len} bytes at offset {offset} overruns device region {region} of {size} bytes"
-            ),
-            HalError::OutOfOrderWrite { region, expected, offset } => write!(
-                f,
-                "out-of-order write to device region {region}: at offset {offset}, expected {expected}"
-            ),
-            HalError::AdoptTooSmall { region, staged, requested } => write!(
-                f,
-                "cannot adopt staged region {region} of {staged} bytes into {requested} bytes"
-            ),
+            HalError::OutOfBounds { region, offset, len, size } => {
+                write!(f, "write of {len} bytes at offset {offset} overruns device region {region} of {size} bytes")
+            }
+            HalError::OutOfOrderWrite { region, expected, offset } => {
+                write!(f, "out-of-order write to device region {region}: at offset {offset}, expected {expected}")
+            }
+            HalError::AdoptTooSmall { region, staged, requested } => {
+                write!(f, "cannot adopt staged region {region} of {staged} bytes into {requested} bytes")
+            }
         }
     }
 }

@@ -229,10 +229,9 @@ impl fmt::Display for HeaderWarning {
             HeaderWarning::TrailingBytes { count } => {
                 write!(f, "{count} bytes after the payload (past data_size) are ignored")
             }
-            HeaderWarning::HeaderSizeAllowed { header_size } => write!(
-                f,
-                "header_size 0x{header_size:x} accepted; the payload is read at 0x400 as the runtime does"
-            ),
+            HeaderWarning::HeaderSizeAllowed { header_size } => {
+                write!(f, "header_size 0x{header_size:x} accepted; the payload is read at 0x400 as the runtime does")
+            }
             HeaderWarning::IntegrityMismatch { algorithm: HashAlgorithm::Md5 } => f.write_str("MD5 mismatch!"),
             HeaderWarning::IntegrityMismatch { algorithm: HashAlgorithm::Sha256 } => f.write_str("SHA256 mismatch!"),
         }
@@ -639,7 +638,10 @@ pub(crate) mod tests {
         assert_eq!(e, HeaderError::NewerFeatures { major: 2, minor: 0, features: 0x0800_0000 });
         assert_eq!(e.status(), Status::UnsupportedNeffVersion);
         let text = e.to_string();
-        assert!(text.starts_with("This NEFF (version: 2.0, features: 0x8000000) has been compiled by a newer"), "{text}");
+        assert!(
+            text.starts_with("This NEFF (version: 2.0, features: 0x8000000) has been compiled by a newer"),
+            "{text}"
+        );
         assert!(text.contains("Features supported by this Neuron Runtime: 0x7ffffff."), "{text}");
         // Bit 63 is outside the mask; major 1 is not checked at all.
         set_u64(&mut h, field::FEATURE_BITS, 1 << 63);
@@ -720,6 +722,9 @@ pub(crate) mod tests {
     #[test]
     fn warnings_use_the_runtime_wording() {
         assert_eq!(HeaderWarning::IntegrityMismatch { algorithm: HashAlgorithm::Md5 }.to_string(), "MD5 mismatch!");
-        assert_eq!(HeaderWarning::IntegrityMismatch { algorithm: HashAlgorithm::Sha256 }.to_string(), "SHA256 mismatch!");
+        assert_eq!(
+            HeaderWarning::IntegrityMismatch { algorithm: HashAlgorithm::Sha256 }.to_string(),
+            "SHA256 mismatch!"
+        );
     }
 }

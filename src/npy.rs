@@ -356,7 +356,9 @@ impl<const HEADER_CAP: usize, const MAX_DIMS: usize> NpyParser<HEADER_CAP, MAX_D
     pub fn finish(&self) -> Result<NpyHeader<MAX_DIMS>, NpyError> {
         match self.outcome {
             Some(outcome) => outcome,
-            None if self.preamble_len < MAGIC.len() && self.preamble.get(..self.preamble_len) != MAGIC.get(..self.preamble_len) => {
+            None if self.preamble_len < MAGIC.len()
+                && self.preamble.get(..self.preamble_len) != MAGIC.get(..self.preamble_len) =>
+            {
                 let mut found = [0u8; 6];
                 found.iter_mut().zip(&self.preamble).take(self.preamble_len).for_each(|(d, s)| *d = *s);
                 Err(NpyError::BadMagic { found })
@@ -620,10 +622,9 @@ impl<'a> Cursor<'a> {
         }
         loop {
             let dim = self.integer()?;
-            let slot = dims.get_mut(ndim).ok_or(NpyError::Capacity(CapacityError {
-                limit: "MAX_DIMS",
-                capacity: MAX_DIMS as u64,
-            }))?;
+            let slot = dims
+                .get_mut(ndim)
+                .ok_or(NpyError::Capacity(CapacityError { limit: "MAX_DIMS", capacity: MAX_DIMS as u64 }))?;
             *slot = dim;
             ndim += 1;
             self.skip_whitespace();

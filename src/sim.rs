@@ -438,10 +438,10 @@ impl<'m, const REGIONS: usize> SimDevice<'m, REGIONS> {
             adopted_from,
             ..RegionRecord::EMPTY
         };
-        let slot = self.records.get_mut(self.record_count).ok_or(HalError::RegionTableFull {
-            limit: "REGIONS",
-            capacity: REGIONS as u32,
-        })?;
+        let slot = self
+            .records
+            .get_mut(self.record_count)
+            .ok_or(HalError::RegionTableFull { limit: "REGIONS", capacity: REGIONS as u32 })?;
         *slot = record;
         self.record_count += 1;
         self.account_alloc(req.usage, req.size);
@@ -518,8 +518,7 @@ impl<const REGIONS: usize> Hal for SimDevice<'_, REGIONS> {
                 let start = record.address.checked_add(offset);
                 let dst = start.and_then(|s| span(s, len)).and_then(|s| memory.get_mut(s));
                 // The record lies inside memory and the write inside the record.
-                dst.ok_or(HalError::OutOfBounds { region, offset, len, size: record.size })?
-                    .copy_from_slice(bytes);
+                dst.ok_or(HalError::OutOfBounds { region, offset, len, size: record.size })?.copy_from_slice(bytes);
             }
         }
         if let Some(slot) = self.records.get_mut(index) {
@@ -558,10 +557,10 @@ impl<const REGIONS: usize> Hal for SimDevice<'_, REGIONS> {
                 adopted_from: Some(Adoption { from: staged, in_place: true }),
                 ..old
             };
-            let slot = self.records.get_mut(self.record_count).ok_or(HalError::RegionTableFull {
-                limit: "REGIONS",
-                capacity: REGIONS as u32,
-            })?;
+            let slot = self
+                .records
+                .get_mut(self.record_count)
+                .ok_or(HalError::RegionTableFull { limit: "REGIONS", capacity: REGIONS as u32 })?;
             *slot = record;
             self.record_count += 1;
             self.account_alloc(req.usage, req.size);

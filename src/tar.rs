@@ -44,7 +44,6 @@
 //! buffer of `PAX` bytes; a longer name or PAX header is a `CapacityError` naming `NAME` or
 //! `PAX`. Bodies are never buffered: [`Member`] is a bounded reader over the stream.
 
-
 use core::fmt;
 
 use embedded_io::{BufRead, ErrorType, Read};
@@ -183,9 +182,7 @@ impl fmt::Display for TarWarning {
             TarWarning::DataAfterEnd { nonzero_bytes } => {
                 write!(f, "{nonzero_bytes} non-zero bytes after the tar end-of-archive are ignored")
             }
-            TarWarning::GlobalPaxIgnored => {
-                f.write_str("PAX global header 'path'/'size' ignored (as libarchive does)")
-            }
+            TarWarning::GlobalPaxIgnored => f.write_str("PAX global header 'path'/'size' ignored (as libarchive does)"),
             TarWarning::UnknownType { typeflag } => {
                 write!(f, "unknown tar member type '{}' read as a regular file", char::from(typeflag))
             }
@@ -728,10 +725,7 @@ impl<S: BufRead<Error = Error>, const NAME: usize, const PAX: usize> TarReader<S
             }
             self.members += 1;
             let Self { stream, offset, body_remaining, name: name_buf, name_len, .. } = self;
-            let name = name_buf
-                .get(strip..*name_len)
-                .and_then(|b| core::str::from_utf8(b).ok())
-                .unwrap_or("");
+            let name = name_buf.get(strip..*name_len).and_then(|b| core::str::from_utf8(b).ok()).unwrap_or("");
             return Ok(Some(Member { name, size, header_offset, stream, remaining: body_remaining, offset }));
         }
     }
@@ -906,7 +900,10 @@ mod tests {
         assert_eq!(parse_number(b"\0\0\0\0", "size"), Ok(0));
         assert_eq!(parse_number(b"\x80\0\0\0\0\0\0\x02\x40\0\0\0", "size"), Ok(9 << 30));
         assert_eq!(parse_number(b"\xff\xff\xff\xff", "size"), Err(TarError::NumberOutOfRange { field: "size" }));
-        assert_eq!(parse_number(b"\x80\x01\0\0\0\0\0\0\0\0\0\0", "size"), Err(TarError::NumberOutOfRange { field: "size" }));
+        assert_eq!(
+            parse_number(b"\x80\x01\0\0\0\0\0\0\0\0\0\0", "size"),
+            Err(TarError::NumberOutOfRange { field: "size" })
+        );
         assert_eq!(parse_number(b"0009\0", "size"), Err(TarError::BadNumber { field: "size" }));
         assert_eq!(parse_number(b"12 34", "size"), Err(TarError::BadNumber { field: "size" }));
     }
@@ -951,7 +948,8 @@ mod tests {
     fn checksums_unsigned_signed_and_bad() {
         // A high byte in the name makes the signed and unsigned sums differ.
         let mut h = header_with(b"caf\xc3\xa9", 0, b'0', Magic::Posix, b"");
-        let unsigned: i64 = h.iter().enumerate().map(|(i, &b)| if (148..156).contains(&i) { 32 } else { i64::from(b) }).sum();
+        let unsigned: i64 =
+            h.iter().enumerate().map(|(i, &b)| if (148..156).contains(&i) { 32 } else { i64::from(b) }).sum();
         let signed: i64 =
             h.iter().enumerate().map(|(i, &b)| if (148..156).contains(&i) { 32 } else { i64::from(b as i8) }).sum();
         assert_ne!(unsigned, signed);

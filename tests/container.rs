@@ -214,8 +214,10 @@ fn integrity_matches_when_the_digest_is_right() {
     bytes[1024 + 600] ^= 0x55; // inside PE.bin's body: the tar still walks
     let got = walk(&bytes, &opts).unwrap();
     assert_eq!(got.finish.integrity, Integrity::Mismatch(HashAlgorithm::Sha256));
-    assert!(got.warnings.iter().any(|w| w.kind
-        == WarningKind::Header(HeaderWarning::IntegrityMismatch { algorithm: HashAlgorithm::Sha256 })));
+    assert!(got
+        .warnings
+        .iter()
+        .any(|w| w.kind == WarningKind::Header(HeaderWarning::IntegrityMismatch { algorithm: HashAlgorithm::Sha256 })));
 }
 
 #[test]
@@ -236,7 +238,8 @@ fn tar_dialects_from_gnu_tar_and_python() {
         let want = reference(&tar);
         let mut sorted: Vec<&str> = names(&want);
         sorted.sort();
-        let expected: Vec<&str> = expected.iter().copied().filter(|n| dialect != "ustar" || !n.starts_with("debug")).collect();
+        let expected: Vec<&str> =
+            expected.iter().copied().filter(|n| dialect != "ustar" || !n.starts_with("debug")).collect();
         assert_eq!(sorted, expected, "{dialect}: the reference itself");
         for (payload, compression) in [(gzip(&tar), Compression::Gzip), (tar.clone(), Compression::None)] {
             let got = walk(&neff(&payload, 2), &OpenOptions::default()).unwrap();
@@ -395,7 +398,10 @@ fn trailing_bytes_padding_and_garbage() {
     assert_eq!(got.finish.gzip_members, 2);
     let kinds: Vec<_> = got.warnings.iter().map(|w| w.kind).collect();
     assert!(kinds.contains(&WarningKind::Gzip(GzipWarning::MultipleMembers { count: 2 })), "{kinds:?}");
-    assert!(kinds.contains(&WarningKind::Tar(TarWarning::DataAfterEnd { nonzero_bytes: extra.len() as u64 })), "{kinds:?}");
+    assert!(
+        kinds.contains(&WarningKind::Tar(TarWarning::DataAfterEnd { nonzero_bytes: extra.len() as u64 })),
+        "{kinds:?}"
+    );
 
     // The source ends inside the zero padding: data_size is past the end.
     let mut payload = gz.clone();
@@ -404,7 +410,10 @@ fn trailing_bytes_padding_and_garbage() {
     let e = walk_source(&bytes[..bytes.len() - 40], None, &OpenOptions::default()).err().unwrap();
     assert_eq!(
         e.kind,
-        ErrorKind::Header(HeaderError::DataSizePastEnd { data_size: payload.len() as u64, available: payload.len() as u64 - 40 })
+        ErrorKind::Header(HeaderError::DataSizePastEnd {
+            data_size: payload.len() as u64,
+            available: payload.len() as u64 - 40
+        })
     );
 }
 

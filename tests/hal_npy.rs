@@ -129,8 +129,22 @@ fn other_spellings_numpy_accepts() {
 #[test]
 fn every_supported_descr() {
     let cases = [
-        ("|b1", 1), ("|i1", 1), ("<i2", 2), ("<i4", 4), ("<i8", 8), ("|u1", 1), ("<u2", 2), ("<u4", 4),
-        ("<u8", 8), ("<f2", 2), ("<f4", 4), ("<f8", 8), ("<c8", 8), ("<c16", 16), ("=f4", 4), (">u2", 2),
+        ("|b1", 1),
+        ("|i1", 1),
+        ("<i2", 2),
+        ("<i4", 4),
+        ("<i8", 8),
+        ("|u1", 1),
+        ("<u2", 2),
+        ("<u4", 4),
+        ("<u8", 8),
+        ("<f2", 2),
+        ("<f4", 4),
+        ("<f8", 8),
+        ("<c8", 8),
+        ("<c16", 16),
+        ("=f4", 4),
+        (">u2", 2),
     ];
     for (descr, size) in cases {
         let dict = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': (3,), }}");
@@ -174,18 +188,17 @@ fn malformed_headers_are_refused_with_a_reason() {
         ("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': ()}", |e| {
             matches!(e, NpyError::Malformed { expected: "a quoted string", .. })
         }),
-        ("{'descr': '<U8', 'fortran_order': False, 'shape': ()}", |e| {
-            matches!(e, NpyError::UnsupportedDescr { descr } if descr.as_str() == "<U8")
-        }),
+        (
+            "{'descr': '<U8', 'fortran_order': False, 'shape': ()}",
+            |e| matches!(e, NpyError::UnsupportedDescr { descr } if descr.as_str() == "<U8"),
+        ),
         ("{'descr': '<f2' 'fortran_order': False, 'shape': ()}", |e| {
             matches!(e, NpyError::Malformed { expected: "',' or '}'", .. })
         }),
         ("{'descr': '<f2', 'fortran_order': False, 'shape': ()} x", |e| {
             matches!(e, NpyError::Malformed { expected: "only padding after the dict", .. })
         }),
-        ("{'descr': '<f2, 'fortran_order': False, 'shape': ()}", |e| {
-            matches!(e, NpyError::UnsupportedDescr { .. })
-        }),
+        ("{'descr': '<f2, 'fortran_order': False, 'shape': ()}", |e| matches!(e, NpyError::UnsupportedDescr { .. })),
     ];
     for (dict, check) in cases {
         let err = feed_all::<256>(&npy(1, dict, &[])).unwrap_err();
@@ -314,7 +327,8 @@ fn real_neff_npy_members_parse_and_stage() {
                 dev.write(staged, offset, chunk).unwrap();
                 offset += chunk.len() as u64;
             }
-            let weight = AllocRequest { size: data.len() as u64, align: 64, usage: UsageClass::Weight, core: core as u8 };
+            let weight =
+                AllocRequest { size: data.len() as u64, align: 64, usage: UsageClass::Weight, core: core as u8 };
             let adopted = dev.adopt(staged, &weight).unwrap();
             assert_eq!(dev.digest(adopted), Some(digest64(&body[128..])), "{name}");
         }

@@ -103,7 +103,10 @@ fn writes_past_the_end_are_errors_and_write_nothing() {
     dev.write(id, 0, &[7; 10]).unwrap();
     let err = dev.write(id, 10, &[9; 7]).unwrap_err();
     assert_eq!(err, HalError::OutOfBounds { region: id, offset: 10, len: 7, size: 16 });
-    assert_eq!(dev.write(id, u64::MAX, b"ab"), Err(HalError::OutOfBounds { region: id, offset: u64::MAX, len: 2, size: 16 }));
+    assert_eq!(
+        dev.write(id, u64::MAX, b"ab"),
+        Err(HalError::OutOfBounds { region: id, offset: u64::MAX, len: 2, size: 16 })
+    );
     assert_eq!(dev.contents(id).unwrap(), &[7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 0, 0, 0, 0, 0, 0]);
     assert_eq!(dev.region(id).unwrap().written, 10);
     dev.write(id, 10, &[9; 6]).unwrap();
@@ -227,7 +230,10 @@ fn adopt_in_place_relabels_and_consumes_the_staged_id() {
         // The staged id is consumed.
         assert_eq!(dev.write(staged, 0, b"x"), Err(HalError::UnknownRegion { region: staged }));
         assert_eq!(dev.release(staged), Err(HalError::UnknownRegion { region: staged }));
-        assert_eq!(dev.adopt(staged, &req(768, 1, UsageClass::Weight, 0)), Err(HalError::UnknownRegion { region: staged }));
+        assert_eq!(
+            dev.adopt(staged, &req(768, 1, UsageClass::Weight, 0)),
+            Err(HalError::UnknownRegion { region: staged })
+        );
         dev.release(adopted).unwrap();
         assert_eq!(dev.live_bytes(), 0);
     }
@@ -327,7 +333,10 @@ fn accounting_by_usage_class() {
 fn the_log_keeps_released_records_until_their_slot_is_needed() {
     let mut dev: SimDevice<'_, 4> = SimDevice::digest_only(1 << 20, Arch::Cayman);
     let ids: Vec<RegionId> = (0..4).map(|_| dev.alloc(&AllocRequest::staging(8, 0)).unwrap()).collect();
-    assert_eq!(dev.alloc(&AllocRequest::staging(8, 0)), Err(HalError::RegionTableFull { limit: "REGIONS", capacity: 4 }));
+    assert_eq!(
+        dev.alloc(&AllocRequest::staging(8, 0)),
+        Err(HalError::RegionTableFull { limit: "REGIONS", capacity: 4 })
+    );
     dev.release(ids[2]).unwrap();
     dev.release(ids[0]).unwrap();
     let e = dev.alloc(&AllocRequest::staging(8, 0)).unwrap();

@@ -268,7 +268,8 @@ fn string(rng: &mut Rng, out: &mut Vec<u8>) {
                 out.push(b);
             }
             5 => {
-                let escape = *rng.pick::<&[u8]>(&[&b"\\\""[..], b"\\\\", b"\\/", b"\\b", b"\\f", b"\\n", b"\\r", b"\\t"]);
+                let escape =
+                    *rng.pick::<&[u8]>(&[&b"\\\""[..], b"\\\\", b"\\/", b"\\b", b"\\f", b"\\n", b"\\r", b"\\t"]);
                 out.extend_from_slice(escape);
             }
             6 => {
@@ -450,8 +451,10 @@ fn generated_documents_match_serde_json() {
     for index in 0..3000 {
         let doc = document(&mut rng);
         let shown = String::from_utf8_lossy(&doc).into_owned();
-        let theirs: Value = serde_json::from_slice(&doc).unwrap_or_else(|e| panic!("doc {index} invalid for serde_json ({e}): {shown}"));
-        let ours = rebuild(&stream_all_chunkings(&mut tok, &doc)).unwrap_or_else(|e| panic!("doc {index}: {e:?}: {shown}"));
+        let theirs: Value = serde_json::from_slice(&doc)
+            .unwrap_or_else(|e| panic!("doc {index} invalid for serde_json ({e}): {shown}"));
+        let ours =
+            rebuild(&stream_all_chunkings(&mut tok, &doc)).unwrap_or_else(|e| panic!("doc {index}: {e:?}: {shown}"));
         assert!(same(&ours, &theirs), "doc {index}: {shown}\nours:   {ours}\ntheirs: {theirs}");
         assert_eq!(skip_document(&mut tok, &doc, 7), Ok(()), "doc {index} skip: {shown}");
         valid += 1;
@@ -464,7 +467,11 @@ fn generated_documents_match_serde_json() {
             if is_capacity(&ours) {
                 continue;
             }
-            assert_eq!(ours.is_ok(), theirs.is_ok(), "doc {index} mutation {round}: {shown}\nours: {ours:?}\ntheirs: {theirs:?}");
+            assert_eq!(
+                ours.is_ok(),
+                theirs.is_ok(),
+                "doc {index} mutation {round}: {shown}\nours: {ours:?}\ntheirs: {theirs:?}"
+            );
             if let (Ok(ours), Ok(theirs)) = (&ours, &theirs) {
                 assert!(same(ours, theirs), "doc {index} mutation {round}: {shown}");
                 mutated_valid += 1;
@@ -513,7 +520,8 @@ fn real_manifests_rebuild_to_serde_json_values() {
     for path in &files {
         let doc = std::fs::read(path).expect("fixture");
         let theirs: Value = serde_json::from_slice(&doc).expect("fixtures are valid JSON");
-        let ours = rebuild(&stream_all_chunkings(&mut tok, &doc)).unwrap_or_else(|e| panic!("{}: {e:?}", path.display()));
+        let ours =
+            rebuild(&stream_all_chunkings(&mut tok, &doc)).unwrap_or_else(|e| panic!("{}: {e:?}", path.display()));
         assert!(same(&ours, &theirs), "{} differs", path.display());
         assert_eq!(skip_document(&mut tok, &doc, 1), Ok(()), "{}", path.display());
         bytes += doc.len();

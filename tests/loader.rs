@@ -128,7 +128,9 @@ fn digest_only_device_loads_the_large_neff() {
     let Some(bytes) = common::fixture_bytes("public/nkipy/matmul_large.neff") else { return };
     let mut dev: SimDevice = SimDevice::digest_only(64 << 30, Arch::Cayman);
     let mut report = Box::<Report>::default();
-    let mut archive = Archive::<&[u8]>::open(&bytes, Some(bytes.len() as u64), &OpenOptions::default(), &mut |_: &Warning| {}).unwrap();
+    let mut archive =
+        Archive::<&[u8]>::open(&bytes, Some(bytes.len() as u64), &OpenOptions::default(), &mut |_: &Warning| {})
+            .unwrap();
     let mut loader: Box<Loader> = Box::default();
     loader.load(&mut archive, &mut dev, &mut report, &mut NoObserver, &mut |_: &Warning| {}).unwrap();
     let extracted = members(&bytes);
@@ -137,7 +139,10 @@ fn digest_only_device_loads_the_large_neff() {
         let data = if p.member.ends_with(".npy") { npy_data(body) } else { body.as_slice() };
         assert_eq!(dev.digest(p.region.unwrap()), Some(digest64(data)), "{}", p.member);
     }
-    assert_eq!(report.bytes_placed(), 2 * (1_361_216 + 439_872 + 28_736 + 70_464 + 6_592 + 4096 * 2 + 16384 + 1024 + 30112 + 2848 + 32768));
+    assert_eq!(
+        report.bytes_placed(),
+        2 * (1_361_216 + 439_872 + 28_736 + 70_464 + 6_592 + 4096 * 2 + 16384 + 1024 + 30112 + 2848 + 32768)
+    );
 }
 
 /// The real small NEFF with `edit` applied to its member list.
@@ -225,7 +230,12 @@ fn the_target_gate_follows_allow_legacy() {
         let e = out.result.unwrap_err();
         assert_eq!(e.stage, Stage::Kelf);
         assert_eq!(e.kind, ErrorKind::Manifest(ManifestError::ArchMismatch { neff: 3, device: 2 }));
-        assert!(e.to_string().contains("Loading a NEFF compiled for a different arch is not allowed, NEFF arch: v3, instance arch: v2"), "{e}");
+        assert!(
+            e.to_string().contains(
+                "Loading a NEFF compiled for a different arch is not allowed, NEFF arch: v3, instance arch: v2"
+            ),
+            "{e}"
+        );
     }
     // On a newer (mariana) device: refused unless allow_legacy.
     let out = load_with(&bytes, Arch::Mariana, LoadOptions { allow_legacy: false }, 32 << 20);
@@ -235,18 +245,30 @@ fn the_target_gate_follows_allow_legacy() {
 
 #[test]
 fn cayman_carveout_rules_apply_on_a_cayman_device() {
-    let Some(bytes) = variant(|l| replace(l, "sg00/def.json", "\"offset\": 229368", "\"offset\": 229360")) else { return };
+    let Some(bytes) = variant(|l| replace(l, "sg00/def.json", "\"offset\": 229368", "\"offset\": 229360")) else {
+        return;
+    };
     let e = load(&bytes).result.unwrap_err();
     assert_eq!(e.kind, ErrorKind::Manifest(ManifestError::CarveoutOffset(229360)));
     assert_eq!(e.member.as_str(), "sg00/def.json");
-    assert!(e.to_string().contains("Event Accel carveout SB partition offset must start at 0x37ff8. Got 0x37ff0"), "{e}");
+    assert!(
+        e.to_string().contains("Event Accel carveout SB partition offset must start at 0x37ff8. Got 0x37ff0"),
+        "{e}"
+    );
     // The same file loads on a mariana device with allow_legacy: the rule is cayman's.
     load_with(&bytes, Arch::Mariana, LoadOptions { allow_legacy: true }, 32 << 20).result.unwrap();
 }
 
 #[test]
 fn a_weight_whose_shape_disagrees_with_its_var_is_refused() {
-    let Some(bytes) = variant(|l| replace(l, "sg00/def.json", "\"size\": 32768,\n            \"type\": \"file\"", "\"size\": 32770,\n            \"type\": \"file\"")) else {
+    let Some(bytes) = variant(|l| {
+        replace(
+            l,
+            "sg00/def.json",
+            "\"size\": 32768,\n            \"type\": \"file\"",
+            "\"size\": 32770,\n            \"type\": \"file\"",
+        )
+    }) else {
         return;
     };
     let (c, e) = chain_error(&load(&bytes));
@@ -263,7 +285,11 @@ fn odd_instruction_sizes_and_graph_counts_warn() {
     };
     let out = load(&bytes);
     out.result.as_ref().unwrap();
-    let w = out.warnings.iter().find(|w| matches!(w.kind, WarningKind::Chain(ChainWarning::InstrNotMultipleOf64 { size: 200 }))).unwrap();
+    let w = out
+        .warnings
+        .iter()
+        .find(|w| matches!(w.kind, WarningKind::Chain(ChainWarning::InstrNotMultipleOf64 { size: 200 })))
+        .unwrap();
     assert_eq!(w.member.as_str(), "sg00/SP.bin");
     assert_eq!(out.report.warnings, 1);
 
@@ -271,7 +297,10 @@ fn odd_instruction_sizes_and_graph_counts_warn() {
     bytes[552] = 1; // lnc_size 1 with two graphs
     let out = load(&bytes);
     out.result.as_ref().unwrap();
-    assert!(out.warnings.iter().any(|w| w.kind == WarningKind::Chain(ChainWarning::GraphCount { graphs: 2, lnc_size: 1 })));
+    assert!(out
+        .warnings
+        .iter()
+        .any(|w| w.kind == WarningKind::Chain(ChainWarning::GraphCount { graphs: 2, lnc_size: 1 })));
 }
 
 #[test]
@@ -288,7 +317,10 @@ fn unreferenced_payloads_are_released_and_duplicates_replace() {
     assert_eq!(out.report.released, 1);
     let stray = out.report.payloads.iter().find(|p| p.member.as_str() == "sg00/stray.bin").unwrap();
     assert_eq!(stray.state, PayloadState::Released);
-    assert!(out.warnings.iter().any(|w| w.kind == WarningKind::Chain(ChainWarning::DuplicateMember) && w.member.as_str() == "sg00/PE.bin"));
+    assert!(out
+        .warnings
+        .iter()
+        .any(|w| w.kind == WarningKind::Chain(ChainWarning::DuplicateMember) && w.member.as_str() == "sg00/PE.bin"));
     let pe = out.report.payloads.iter().filter(|p| p.member.as_str() == "sg00/PE.bin").collect::<Vec<_>>();
     assert_eq!(pe.len(), 1);
     assert_eq!(pe[0].len, 768, "the later copy wins");
@@ -309,15 +341,20 @@ fn a_device_too_small_fails_with_a_hal_error_and_frees_everything() {
 fn check_without_a_device_runs_every_step() {
     let Some(bytes) = common::fixture_bytes("public/nkipy/matmul_small.neff") else { return };
     let mut report = Box::<Report>::default();
-    let mut archive = Archive::<&[u8]>::open(&bytes[..], Some(bytes.len() as u64), &OpenOptions::default(), &mut |_: &Warning| {}).unwrap();
+    let mut archive =
+        Archive::<&[u8]>::open(&bytes[..], Some(bytes.len() as u64), &OpenOptions::default(), &mut |_: &Warning| {})
+            .unwrap();
     let mut loader: Loader = Loader::default();
     loader.check(&mut archive, None, &mut report, &mut NoObserver, &mut |_: &Warning| {}).unwrap();
     assert_eq!(report.payloads.len(), 24);
     assert!(report.payloads.iter().all(|p| p.region.is_none() && p.state == PayloadState::Checked));
     assert_eq!(report.subgraphs[0].bytes_by_usage[neff::hal::usage_index(UsageClass::InstrPe)], 768);
     // With an architecture the gate applies.
-    let mut archive = Archive::<&[u8]>::open(&bytes[..], Some(bytes.len() as u64), &OpenOptions::default(), &mut |_: &Warning| {}).unwrap();
-    let e = loader.check(&mut archive, Some(Arch::Sunda), &mut report, &mut NoObserver, &mut |_: &Warning| {}).unwrap_err();
+    let mut archive =
+        Archive::<&[u8]>::open(&bytes[..], Some(bytes.len() as u64), &OpenOptions::default(), &mut |_: &Warning| {})
+            .unwrap();
+    let e =
+        loader.check(&mut archive, Some(Arch::Sunda), &mut report, &mut NoObserver, &mut |_: &Warning| {}).unwrap_err();
     assert_eq!(e.stage, Stage::Kelf);
 }
 

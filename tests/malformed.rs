@@ -1,7 +1,14 @@
 //! A corpus of malformed NEFFs, generated from the real small NEFF: damaged manifests, damaged
 //! tar headers, damaged payloads. Every one must end in `Ok` or a typed error, never a panic,
 //! and a failed load must leave nothing allocated on the device.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, clippy::result_large_err, missing_docs)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    clippy::result_large_err,
+    missing_docs
+)]
 
 mod common;
 
@@ -36,10 +43,12 @@ fn load(bytes: &[u8]) -> Option<ErrorKind> {
     let mut dev: SimDevice = SimDevice::new(&mut memory, Arch::Cayman);
     let mut report = Box::<LoadReport<4, 64, 8>>::default();
     let mut sink = |_: &Warning| {};
-    let result = Archive::<&[u8]>::open(bytes, Some(bytes.len() as u64), &OpenOptions::default(), &mut sink).and_then(|mut archive| {
-        let mut loader: Box<Loader> = Box::new(Loader::new(LoadOptions::default()));
-        loader.load(&mut archive, &mut dev, &mut report, &mut NoObserver, &mut sink)
-    });
+    let result = Archive::<&[u8]>::open(bytes, Some(bytes.len() as u64), &OpenOptions::default(), &mut sink).and_then(
+        |mut archive| {
+            let mut loader: Box<Loader> = Box::new(Loader::new(LoadOptions::default()));
+            loader.load(&mut archive, &mut dev, &mut report, &mut NoObserver, &mut sink)
+        },
+    );
     match result {
         Ok(()) => None,
         Err(e) => {
@@ -79,7 +88,8 @@ fn damage(body: &mut Vec<u8>, rng: &mut Rng) {
 fn damaged_manifests_give_errors_not_panics() {
     let Some(bytes) = common::fixture_bytes("public/nkipy/matmul_small.neff") else { return };
     let original = members(&bytes);
-    let manifests: Vec<usize> = original.iter().enumerate().filter(|(_, (n, _))| n.ends_with(".json")).map(|(i, _)| i).collect();
+    let manifests: Vec<usize> =
+        original.iter().enumerate().filter(|(_, (n, _))| n.ends_with(".json")).map(|(i, _)| i).collect();
     let mut rng = Rng(0x5eed_0001);
     let (mut failed, mut total) = (0, 0);
     for _ in 0..400 {

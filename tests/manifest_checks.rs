@@ -1,11 +1,14 @@
 //! Each check of the manifest layer on a failing document, with the runtime's message.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, clippy::result_large_err)]
-use neff::manifest::Document;
 use neff::json::Tokenizer;
+use neff::manifest::Document;
 use neff::manifest::{Arch, DefJson, EngineJson, Kelf, ManifestError, ManifestWarning, NeffJson, TargetCheck};
 use neff::{Error, ErrorKind, Warning, WarningKind};
 
-fn run<T>(doc: &str, f: impl FnOnce(&mut Tokenizer, &mut &[u8], &mut Vec<Warning>) -> Result<T, Error>) -> (Result<T, Error>, Vec<Warning>) {
+fn run<T>(
+    doc: &str,
+    f: impl FnOnce(&mut Tokenizer, &mut &[u8], &mut Vec<Warning>) -> Result<T, Error>,
+) -> (Result<T, Error>, Vec<Warning>) {
     let mut tok = Tokenizer::new();
     let mut src = doc.as_bytes();
     let mut warnings = Vec::new();
@@ -62,14 +65,18 @@ fn neff_json_checks() {
     let e = neff(&NEFF.replace(r#","kelf":"kelf-0.json""#, "")).0.unwrap_err();
     assert_eq!(msg(&e), "nodes[1].attrs.kelf: KELF node found but missing 'kelf' attribute");
     let e = neff(&NEFF.replace(r#""kelf":"kelf-0.json""#, r#""kelf":0"#)).0.unwrap_err();
-    assert_eq!(msg(&e), "nodes[1].attrs.kelf: KELF attribute is not a string: expected a string, found unsigned integer");
+    assert_eq!(
+        msg(&e),
+        "nodes[1].attrs.kelf: KELF attribute is not a string: expected a string, found unsigned integer"
+    );
     let e = neff(&NEFF.replace("__kelf", "other")).0.unwrap_err();
     assert_eq!(msg(&e), "nodes: No KELF node found in NEFF JSON");
     let e = neff(&NEFF.replace("[[2],[3]]", "[[4294967295,4294967295,4294967295],[3]]")).0.unwrap_err();
     assert_eq!(msg(&e), "arg_nodes[0]: tensor size overflows 64 bits");
 
     // The op fallback finds the KELF node, with a warning.
-    let by_op = NEFF.replace(r#""op":"tvm_op","name":"k","attrs":{"func_name":"__kelf","#, r#""op":"__kelf","name":"k","attrs":{"#);
+    let by_op = NEFF
+        .replace(r#""op":"tvm_op","name":"k","attrs":{"func_name":"__kelf","#, r#""op":"__kelf","name":"k","attrs":{"#);
     let (ok, w) = neff(&by_op);
     assert_eq!(ok.unwrap().kelf_members().collect::<Vec<_>>(), ["kelf-0.json"]);
     assert!(w.iter().any(|w| w.kind == WarningKind::Manifest(ManifestWarning::KelfNodeByOp)));
@@ -139,7 +146,10 @@ fn def_json_var_checks() {
     assert_eq!(msg(&e), "var: Invalid Neff: no Outputs");
     let e = def(&DEF.replace(r#""size":4,"alignment""#, r#""size":"4","alignment""#)).0.unwrap_err();
     assert_eq!(msg(&e), "var.i.size: expected an unsigned integer, found string");
-    assert_eq!(e.to_string(), format!("sg00/def.json: var.i.size: expected an unsigned integer, found string (byte {})", e.offset));
+    assert_eq!(
+        e.to_string(),
+        format!("sg00/def.json: var.i.size: expected an unsigned integer, found string (byte {})", e.offset)
+    );
     let e = def(r#"{"name":"definition"}"#).0.unwrap_err();
     assert_eq!(msg(&e), "var: Invalid Neff: no Outputs");
 }
@@ -151,7 +161,10 @@ fn def_json_queue_and_carveout_checks() {
     let e = def(&DEF.replace(r#""owner":"pool""#, r#""owner":"cpu""#)).0.unwrap_err();
     assert_eq!(msg(&e), "dma_queue.q.owner: Invalid owner 'cpu' for DMA queue");
     let e = def(&DEF.replace(r#""semaphore":10"#, r#""queue_instances":["a"]"#)).0.unwrap_err();
-    assert_eq!(msg(&e), "dma_queue.q.queue_instances: Invalid Neff: Queue set instances are not supported for input queues (q)");
+    assert_eq!(
+        msg(&e),
+        "dma_queue.q.queue_instances: Invalid Neff: Queue set instances are not supported for input queues (q)"
+    );
     let sems = (0..33).map(|i| i.to_string()).collect::<Vec<_>>().join(",");
     let e = def(&DEF.replace(r#""semaphore":10"#, &format!(r#""semaphore_set":[{sems}]"#))).0.unwrap_err();
     assert_eq!(msg(&e), "dma_queue.q.semaphore_set: Runtime supports maximum of 32 semaphores per queue set (got 33)");
@@ -162,21 +175,37 @@ fn def_json_queue_and_carveout_checks() {
     let d = def(&renamed).0.unwrap();
     assert_eq!(d.carveouts.as_ref().unwrap()[0].num_partitions, 128);
     let both = DEF.replace(r#""base_partition":0,"#, r#""base_partition":0,"start_partition":0,"#);
-    assert_eq!(msg(&def(&both).0.unwrap_err()), "runtime_statebuffer_reservation[0].start_partition: duplicate key \"base_partition\"");
+    assert_eq!(
+        msg(&def(&both).0.unwrap_err()),
+        "runtime_statebuffer_reservation[0].start_partition: duplicate key \"base_partition\""
+    );
 
     let cayman = TargetCheck::Device(Arch::Cayman);
     let check = |doc: &str| def(doc).0.unwrap().check_carveouts(cayman, false).map_err(|e| e.to_string());
     assert_eq!(check(DEF), Ok(()));
-    assert_eq!(check(&DEF.replace(r#""base_partition":0"#, r#""base_partition":1"#)), Err("Event Accel carveout SB partition must start at 0. Got 1".into()));
-    assert_eq!(check(&DEF.replace(r#""partitions":128"#, r#""partitions":64"#)), Err("Event Accel carveout SB partition count must be 128. Got 64".into()));
-    assert_eq!(check(&DEF.replace("229368", "16")), Err("Event Accel carveout SB partition offset must start at 0x37ff8. Got 0x10".into()));
-    assert_eq!(check(&DEF.replace(r#""size":8"#, r#""size":16"#)), Err("Event Accel carveout SB size must be 8. Got 16".into()));
+    assert_eq!(
+        check(&DEF.replace(r#""base_partition":0"#, r#""base_partition":1"#)),
+        Err("Event Accel carveout SB partition must start at 0. Got 1".into())
+    );
+    assert_eq!(
+        check(&DEF.replace(r#""partitions":128"#, r#""partitions":64"#)),
+        Err("Event Accel carveout SB partition count must be 128. Got 64".into())
+    );
+    assert_eq!(
+        check(&DEF.replace("229368", "16")),
+        Err("Event Accel carveout SB partition offset must start at 0x37ff8. Got 0x10".into())
+    );
+    assert_eq!(
+        check(&DEF.replace(r#""size":8"#, r#""size":16"#)),
+        Err("Event Accel carveout SB size must be 8. Got 16".into())
+    );
     let without = DEF.replace(r#""runtime_statebuffer_reservation":[{"base_partition":0,"offset":229368,"partitions":128,"size":8,"type":"evtaccel"}],"#, "");
     let d = def(&without).0.unwrap();
     assert_eq!(d.check_carveouts(cayman, false), Err(ManifestError::MissingCarveout));
     assert_eq!(d.check_carveouts(cayman, true), Ok(()));
     assert_eq!(d.check_carveouts(TargetCheck::Device(Arch::Sunda), false), Ok(()));
-    let empty = DEF.replace(r#"[{"base_partition":0,"offset":229368,"partitions":128,"size":8,"type":"evtaccel"}]"#, "[]");
+    let empty =
+        DEF.replace(r#"[{"base_partition":0,"offset":229368,"partitions":128,"size":8,"type":"evtaccel"}]"#, "[]");
     assert_eq!(def(&empty).0.unwrap().check_carveouts(cayman, false), Ok(()));
 }
 

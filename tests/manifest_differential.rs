@@ -3,9 +3,9 @@
 //! 100,000-level nesting inside an unconsumed key, which must be a depth error on a small stack.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 use embedded_io::{BufRead, ErrorType, Read};
-use neff::manifest::Document;
 use neff::json::{JsonError, Tokenizer};
 use neff::manifest::DefJson;
+use neff::manifest::Document;
 use neff::ErrorKind;
 use serde_json::Value;
 
@@ -154,7 +154,8 @@ fn expected(doc: &str) -> Vec<VarRow> {
 fn parsed<const VARS: usize>(doc: &str, chunk: usize, out: &mut Big<VARS>) -> Vec<VarRow> {
     let mut tok = Tokenizer::<256, 128>::new();
     let mut src = Chunked { data: doc.as_bytes(), pos: 0, chunk };
-    out.parse_into(&mut tok, &mut src, "sg00/def.json", &mut neff::error::IgnoreWarnings).unwrap_or_else(|e| panic!("{e}"));
+    out.parse_into(&mut tok, &mut src, "sg00/def.json", &mut neff::error::IgnoreWarnings)
+        .unwrap_or_else(|e| panic!("{e}"));
     out.vars
         .iter()
         .map(|v| VarRow {
@@ -188,7 +189,11 @@ fn twenty_thousand_vars_match_serde_json_in_every_chunking() {
         let mut big: Box<Big<20_000>> = Box::default();
         for chunk in [1, 7, 4096] {
             let got = parsed(&doc, chunk, &mut big);
-            assert!(got == want, "chunk {chunk}: first difference at {:?}", got.iter().zip(&want).position(|(a, b)| a != b));
+            assert!(
+                got == want,
+                "chunk {chunk}: first difference at {:?}",
+                got.iter().zip(&want).position(|(a, b)| a != b)
+            );
             let q = &big.dma_queues.as_ref().unwrap()[0];
             assert_eq!(q.semaphores(), [24, 25, 26]);
             assert_eq!(big.carveouts.as_ref().unwrap()[0].offset, 229368);
@@ -217,7 +222,9 @@ fn capacity_overflow_names_the_limit() {
         let doc = generate_def(65, 3);
         let mut tok = Tokenizer::<256, 128>::new();
         let mut big: Box<Big<64>> = Box::default();
-        let e = big.parse_into(&mut tok, &mut doc.as_bytes(), "sg00/def.json", &mut neff::error::IgnoreWarnings).unwrap_err();
+        let e = big
+            .parse_into(&mut tok, &mut doc.as_bytes(), "sg00/def.json", &mut neff::error::IgnoreWarnings)
+            .unwrap_err();
         assert_eq!(e.kind, ErrorKind::Capacity(neff::error::CapacityError { limit: "VARS", capacity: 64 }));
         assert!(e.key_path.as_str().starts_with("var."), "{}", e.key_path);
     });
@@ -234,12 +241,19 @@ fn deep_nesting_in_an_unconsumed_key_is_a_depth_error_on_a_small_stack() {
             doc.push('}');
             let mut tok = Tokenizer::<256, 128>::new();
             let mut d = <DefJson>::default();
-            let e = d.parse_into(&mut tok, &mut doc.as_bytes(), "sg00/def.json", &mut neff::error::IgnoreWarnings).unwrap_err();
+            let e = d
+                .parse_into(&mut tok, &mut doc.as_bytes(), "sg00/def.json", &mut neff::error::IgnoreWarnings)
+                .unwrap_err();
             assert_eq!(e.kind, ErrorKind::Json(JsonError::DepthLimit { limit: 128 }));
             assert_eq!(e.key_path.as_str(), "junk");
             // The same nesting inside a consumed key's unconsumed part.
-            let inner = doc.replace(r#""var_id":0}"#, &format!(r#""var_id":0,"ops":{}{}}}"#, "[".repeat(100_000), "]".repeat(100_000)));
-            let e = d.parse_into(&mut tok, &mut inner.as_bytes(), "sg00/def.json", &mut neff::error::IgnoreWarnings).unwrap_err();
+            let inner = doc.replace(
+                r#""var_id":0}"#,
+                &format!(r#""var_id":0,"ops":{}{}}}"#, "[".repeat(100_000), "]".repeat(100_000)),
+            );
+            let e = d
+                .parse_into(&mut tok, &mut inner.as_bytes(), "sg00/def.json", &mut neff::error::IgnoreWarnings)
+                .unwrap_err();
             assert_eq!(e.kind, ErrorKind::Json(JsonError::DepthLimit { limit: 128 }));
             assert_eq!(e.key_path.as_str(), "var.o.ops");
         })

@@ -3,10 +3,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 mod common;
 
-use neff::manifest::Document;
 use neff::json::Tokenizer;
+use neff::manifest::Document;
 use neff::manifest::{
-    Arch, CarveoutType, DefJson, DmaRingType, EngineJson, EngineType, Kelf, KelfTarget, MrType, NeffJson, NrtDtype, TargetCheck,
+    Arch, CarveoutType, DefJson, DmaRingType, EngineJson, EngineType, Kelf, KelfTarget, MrType, NeffJson, NrtDtype,
+    TargetCheck,
 };
 use neff::Warning;
 
@@ -26,7 +27,9 @@ fn neff_json_io_tables_of_both_neffs() {
     ] {
         let Some(bytes) = read(&format!("{neff}.extracted/neff.json")) else { return };
         let mut warnings = Vec::new();
-        let doc = <NeffJson>::parse(&mut tok(), &mut bytes.as_slice(), "neff.json", &mut |w: &Warning| warnings.push(*w)).unwrap();
+        let doc =
+            <NeffJson>::parse(&mut tok(), &mut bytes.as_slice(), "neff.json", &mut |w: &Warning| warnings.push(*w))
+                .unwrap();
         assert!(warnings.is_empty(), "{warnings:?}");
         assert_eq!(doc.kelf_members().collect::<Vec<_>>(), ["kelf-0.json"]);
         assert_eq!(doc.kelf_node_index(), Some((2, false)));
@@ -59,7 +62,8 @@ fn neff_json_io_tables_of_both_neffs() {
 fn kelf_of_both_neffs() {
     for neff in ["matmul_small", "matmul_large"] {
         let Some(bytes) = read(&format!("{neff}.extracted/kelf-0.json")) else { return };
-        let k = <Kelf>::parse(&mut tok(), &mut bytes.as_slice(), "kelf-0.json", &mut neff::error::IgnoreWarnings).unwrap();
+        let k =
+            <Kelf>::parse(&mut tok(), &mut bytes.as_slice(), "kelf-0.json", &mut neff::error::IgnoreWarnings).unwrap();
         assert_eq!(k.version.as_str(), "0.5");
         assert_eq!(k.version_parts(), Some((0, 5, "")));
         assert_eq!(k.target.as_deref(), Some("cayman"));
@@ -75,7 +79,8 @@ fn kelf_of_both_neffs() {
 fn def(neff: &str, sg: &str) -> Option<DefJson> {
     let bytes = read(&format!("{neff}.extracted/{sg}/def.json"))?;
     let mut warnings = Vec::new();
-    let d = <DefJson>::parse(&mut tok(), &mut bytes.as_slice(), "sg00/def.json", &mut |w: &Warning| warnings.push(*w)).unwrap();
+    let d = <DefJson>::parse(&mut tok(), &mut bytes.as_slice(), "sg00/def.json", &mut |w: &Warning| warnings.push(*w))
+        .unwrap();
     assert!(warnings.is_empty(), "{warnings:?}");
     Some(d)
 }
@@ -108,7 +113,8 @@ fn def_json_small() {
         assert_eq!(d.var("DGETable0").unwrap().mr_type(), None);
 
         let queues = d.dma_queues.as_ref().unwrap();
-        let q: Vec<_> = queues.iter().map(|q| (q.name.as_str(), q.queue_type.as_str(), q.owner.as_deref(), q.num_queues)).collect();
+        let q: Vec<_> =
+            queues.iter().map(|q| (q.name.as_str(), q.queue_type.as_str(), q.owner.as_deref(), q.num_queues)).collect();
         assert_eq!(q, [("qPoolDynamic", "dynamic", Some("pool"), 16), ("qSPDynamicHW", "dynamic", Some("sp"), 16)]);
         assert_eq!(queues[0].semaphores(), (24..=39).collect::<Vec<u32>>());
         assert_eq!(queues[1].semaphores(), (8..=23).collect::<Vec<u32>>());
@@ -117,7 +123,8 @@ fn def_json_small() {
         let dd = queues[0].dynamic_dma.as_ref().unwrap();
         assert_eq!((dd.sb_scratch_partition_offset, dd.sb_scratch_partition_size), (Some(0), Some(16384)));
 
-        let engines: Vec<_> = neff::manifest::def::ENGINES.iter().map(|&e| (d.engine_json(e), d.engine_instr(e))).collect();
+        let engines: Vec<_> =
+            neff::manifest::def::ENGINES.iter().map(|&e| (d.engine_json(e), d.engine_instr(e))).collect();
         assert_eq!(
             engines,
             [
@@ -177,7 +184,10 @@ fn engine_jsons_of_small() {
     let act = parse("Activation.json");
     assert_eq!(act.act_info.as_deref(), Some("act_info.json"));
     assert_eq!(act.act_semaphore, Some(12));
-    assert_eq!(act.activation_function_sets.as_ref().unwrap().iter().map(|s| s.as_str()).collect::<Vec<_>>(), ["exp_and_others"]);
+    assert_eq!(
+        act.activation_function_sets.as_ref().unwrap().iter().map(|s| s.as_str()).collect::<Vec<_>>(),
+        ["exp_and_others"]
+    );
     let dve = parse("DVE.json");
     let t = &dve.dve_tables.as_ref().unwrap()[0];
     assert_eq!(t.opcode_table.as_deref(), Some("default_opcode_table.bin"));
@@ -191,12 +201,20 @@ fn engine_jsons_of_small() {
 
     let d = def("matmul_small", "sg00").unwrap();
     let mut warnings = Vec::new();
-    let instr = neff::manifest::engine::engine_instr(&d, &pe, EngineType::Pe, "sg00/PE.json", &mut |w: &Warning| warnings.push(*w));
+    let instr = neff::manifest::engine::engine_instr(&d, &pe, EngineType::Pe, "sg00/PE.json", &mut |w: &Warning| {
+        warnings.push(*w)
+    });
     assert_eq!(instr, Some("PE.bin"));
     assert!(warnings.is_empty());
 
     let bytes = read("matmul_small.extracted/sg00/exp_and_others.json").unwrap();
-    let set = <EngineJson>::parse(&mut tok(), &mut bytes.as_slice(), "sg00/exp_and_others.json", &mut neff::error::IgnoreWarnings).unwrap();
+    let set = <EngineJson>::parse(
+        &mut tok(),
+        &mut bytes.as_slice(),
+        "sg00/exp_and_others.json",
+        &mut neff::error::IgnoreWarnings,
+    )
+    .unwrap();
     assert_eq!(set.bkt_bin.as_deref(), Some("exp_and_others_bkt.bin"));
     assert_eq!(set.ctl_bin.as_deref(), Some("exp_and_others_ctrl.bin"));
     assert!(set.profile_meta_data.unwrap().0 > 0);
@@ -210,7 +228,7 @@ fn default_capacity_sizes() {
     println!("Kelf {}", size_of::<Kelf>());
     println!("DefJson {}", size_of::<DefJson>());
     println!("EngineJson {}", size_of::<EngineJson>());
-        println!("Tokenizer {}", size_of::<Tokenizer>());
+    println!("Tokenizer {}", size_of::<Tokenizer>());
     // The firmware budget: manifests must leave room next to a 32 KiB inflate window in 64 KiB.
     assert!(size_of::<DefJson>() < 24 * 1024);
 }

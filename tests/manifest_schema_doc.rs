@@ -39,7 +39,10 @@ fn the_table_covers_every_tier_and_the_resolved_conflicts() {
 
 #[test]
 fn no_consumed_key_is_written_by_hand_in_src() {
-    let mut keys: Vec<&str> = CONSUMED_KEYS.iter().flat_map(|k| std::iter::once(k.path.rsplit(['.', ']']).next().unwrap()).chain(k.aliases.iter().copied())).collect();
+    let mut keys: Vec<&str> = CONSUMED_KEYS
+        .iter()
+        .flat_map(|k| std::iter::once(k.path.rsplit(['.', ']']).next().unwrap()).chain(k.aliases.iter().copied()))
+        .collect();
     keys.sort_unstable();
     keys.dedup();
     // The layers that read JSON manifests. The tar, npy and header modules parse other formats
@@ -57,7 +60,9 @@ fn no_consumed_key_is_written_by_hand_in_src() {
                 // Test modules hold JSON documents; they are not the parser.
                 let code = text.split("#[cfg(test)]").next().unwrap();
                 // `serialize_field` names the load report's own output keys, not manifest keys.
-                for line in code.lines().filter(|l| !l.trim_start().starts_with("//") && !l.contains("serialize_field(")) {
+                for line in
+                    code.lines().filter(|l| !l.trim_start().starts_with("//") && !l.contains("serialize_field("))
+                {
                     for k in &keys {
                         if line.contains(&format!("\"{k}\"")) {
                             offenders.push(format!("{}: {}", p.display(), line.trim()));

@@ -62,12 +62,12 @@ impl<'a> Number<'a> {
         }
         match self.text.as_bytes().split_first() {
             // Accumulating downwards reaches i64::MIN, which has no positive counterpart.
-            Some((b'-', digits)) => accumulate(digits, |acc: i64, d| {
-                acc.checked_mul(10)?.checked_sub(i64::try_from(d).ok()?)
-            }),
-            _ => accumulate(self.text.as_bytes(), |acc: i64, d| {
-                acc.checked_mul(10)?.checked_add(i64::try_from(d).ok()?)
-            }),
+            Some((b'-', digits)) => {
+                accumulate(digits, |acc: i64, d| acc.checked_mul(10)?.checked_sub(i64::try_from(d).ok()?))
+            }
+            _ => {
+                accumulate(self.text.as_bytes(), |acc: i64, d| acc.checked_mul(10)?.checked_add(i64::try_from(d).ok()?))
+            }
         }
     }
 

@@ -352,7 +352,9 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
         let at = self.expect_kind(src, TokenKind::Str, Expected::String)?;
         match self.next(src)? {
             Event::Str(text) => Ok(text),
-            other => Err(Fault::json(at, JsonError::UnexpectedToken { found: other.kind(), expected: Expected::String })),
+            other => {
+                Err(Fault::json(at, JsonError::UnexpectedToken { found: other.kind(), expected: Expected::String }))
+            }
         }
     }
 
@@ -383,7 +385,9 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
             Event::Bool(value) => Ok(value),
             other => Err(other.kind()),
         };
-        read.map_err(|found| self.spend(Fault::json(at, JsonError::UnexpectedToken { found, expected: Expected::Bool })))
+        read.map_err(|found| {
+            self.spend(Fault::json(at, JsonError::UnexpectedToken { found, expected: Expected::Bool }))
+        })
     }
 
     fn read_number_as<R: BufRead, T>(
@@ -541,7 +545,9 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
                 State::Start | State::MemberValue | State::ArrayNext => {
                     return match byte {
                         Some(b) if starts_value(b) => Ok(Next::Value(b)),
-                        Some(b']') if self.state == State::ArrayNext => Err(self.fail_json(at, JsonError::TrailingComma)),
+                        Some(b']') if self.state == State::ArrayNext => {
+                            Err(self.fail_json(at, JsonError::TrailingComma))
+                        }
                         _ => Err(self.fail(unexpected(Expected::Value))),
                     };
                 }
@@ -941,7 +947,6 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
     }
 }
 
-
 fn is_whitespace(b: u8) -> bool {
     matches!(b, b' ' | b'\n' | b'\r' | b'\t')
 }
@@ -1280,10 +1285,7 @@ mod tests {
     #[test]
     fn every_escape_is_decoded() {
         let doc = br#"["\"\\\/\b\f\n\r\t", "\u0041\u00e9\u20AC", "\uD83D\uDE00", "a\u0000b"]"#;
-        assert_eq!(
-            events(doc),
-            vec![BA, s("\"\\/\u{8}\u{c}\n\r\t"), s("Aé€"), s("😀"), s("a\0b"), EA, End]
-        );
+        assert_eq!(events(doc), vec![BA, s("\"\\/\u{8}\u{c}\n\r\t"), s("Aé€"), s("😀"), s("a\0b"), EA, End]);
     }
 
     #[test]
@@ -1321,7 +1323,7 @@ mod tests {
             (b"\"\xF4\x90\x80\x80\"", 2), // above U+10FFFF
             (b"\"\xF5\x80\x80\x80\"", 1),
             (b"\"\xFF\"", 1),
-            (b"\"a\x80\"", 2), // stray continuation byte
+            (b"\"a\x80\"", 2),    // stray continuation byte
             (b"\"\xE2\x82\"", 3), // truncated sequence
             (b"\"\xE2\x82", 3),   // truncated at the end of a key-less string
         ];
@@ -1693,7 +1695,8 @@ mod tests {
 
     #[test]
     fn word_scans_agree_with_byte_scans() {
-        let naive_plain = |bytes: &[u8]| bytes.iter().take_while(|&&b| (0x20..0x80).contains(&b) && b != b'"' && b != b'\\').count();
+        let naive_plain =
+            |bytes: &[u8]| bytes.iter().take_while(|&&b| (0x20..0x80).contains(&b) && b != b'"' && b != b'\\').count();
         let naive_space = |bytes: &[u8]| bytes.iter().take_while(|&&b| is_whitespace(b)).count();
         for len in [0, 1, 7, 8, 9, 16, 23] {
             for at in 0..len {
@@ -1732,10 +1735,7 @@ mod tests {
         // the kept fault. The bound is documented on `Tokenizer`.
         // The kept fault holds an `ErrorKind` (48 bytes on 64-bit hosts).
         assert!(core::mem::size_of::<Tokenizer<256, 128>>() <= 424);
-        assert_eq!(
-            core::mem::size_of::<Tokenizer<1024, 128>>() - core::mem::size_of::<Tokenizer<256, 128>>(),
-            768
-        );
+        assert_eq!(core::mem::size_of::<Tokenizer<1024, 128>>() - core::mem::size_of::<Tokenizer<256, 128>>(), 768);
         assert_eq!(core::mem::size_of::<Tokenizer<256, 4>>(), core::mem::size_of::<Tokenizer<256, 256>>());
     }
 }

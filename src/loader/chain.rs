@@ -45,7 +45,9 @@ impl ChainError {
 impl fmt::Display for ChainError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ChainError::NeffJsonMissing => f.write_str("Invalid NN: neff.json is missing (and no kelf-0.json or kelf-a.json to fall back on)"),
+            ChainError::NeffJsonMissing => {
+                f.write_str("Invalid NN: neff.json is missing (and no kelf-0.json or kelf-a.json to fall back on)")
+            }
             ChainError::MemberMissing { member } => write!(f, "member {member} is missing from the archive"),
             ChainError::InstrTooLarge { size } => {
                 write!(f, "Instruction size {size} exceeds maximum supported size {}", u32::MAX)
@@ -93,7 +95,9 @@ impl fmt::Display for ChainWarning {
             ChainWarning::InstrNotMultipleOf64 { size } => {
                 write!(f, "instruction stream of {size} bytes is not a multiple of 64")
             }
-            ChainWarning::KelfFallback => f.write_str("no neff.json: using the KELF descriptor by its conventional name"),
+            ChainWarning::KelfFallback => {
+                f.write_str("no neff.json: using the KELF descriptor by its conventional name")
+            }
             ChainWarning::DuplicateMember => f.write_str("member appears twice in the archive; the later one wins"),
             ChainWarning::Unreferenced => f.write_str("payload is not referenced by any manifest; released"),
             ChainWarning::KelfNotNamed => f.write_str("KELF descriptor not named by neff.json; ignored"),

@@ -34,7 +34,9 @@ use crate::error::{CapacityError, ErrorKind, Stage, Warning, WarningKind};
 use crate::hal::{AllocRequest, Hal, HalError, RegionId};
 use crate::json::Tokenizer;
 use crate::manifest::def::TargetCheck;
-use crate::manifest::{Arch, DefJson, Document, EngineJson, EngineType, Graph, Kelf, NeffJson, Node, NodeAttrs, UcodeLib, UsageClass, Var};
+use crate::manifest::{
+    Arch, DefJson, Document, EngineJson, EngineType, Graph, Kelf, NeffJson, Node, NodeAttrs, UcodeLib, UsageClass, Var,
+};
 use crate::{Error, WarningSink};
 use payload::{hal_error, stream_to_device};
 use route::{route, Route};
@@ -429,8 +431,8 @@ impl<
         sink: &mut impl WarningSink,
     ) -> Result<(), Error> {
         while let Some(mut member) = archive.next_member(sink)? {
-            let name: String<PATH> = copy(member.name(), "PATH")
-                .map_err(|k| Error::in_member(Stage::Tar, member.name(), 0, k))?;
+            let name: String<PATH> =
+                copy(member.name(), "PATH").map_err(|k| Error::in_member(Stage::Tar, member.name(), 0, k))?;
             let size = member.size();
             let fail = |k: ErrorKind| Error::in_member(Stage::Tar, &name, 0, k);
             match route(&name) {
@@ -438,8 +440,11 @@ impl<
                 Route::NeffJson => {
                     self.scratch = Scratch::Neff(P::Neff::default());
                     let Scratch::Neff(doc) = &mut self.scratch else { continue };
-                    parse_member(&mut self.tok, &mut member, &name, sink, |tok, src, sink| doc.parse_into(tok, src, &name, sink))?;
-                    let names = kelf_names::<KELFS, PATH>(doc).map_err(|k| Error::in_member(Stage::NeffJson, &name, 0, k))?;
+                    parse_member(&mut self.tok, &mut member, &name, sink, |tok, src, sink| {
+                        doc.parse_into(tok, src, &name, sink)
+                    })?;
+                    let names =
+                        kelf_names::<KELFS, PATH>(doc).map_err(|k| Error::in_member(Stage::NeffJson, &name, 0, k))?;
                     report.io = doc.io_table().map_err(|k| Error::in_member(Stage::NeffJson, &name, 0, k))?;
                     observer.neff_json(&name, doc);
                     self.kelf_names = names;
@@ -448,11 +453,18 @@ impl<
                 Route::Kelf => {
                     self.scratch = Scratch::Kelf(P::Kelf::default());
                     let Scratch::Kelf(doc) = &mut self.scratch else { continue };
-                    parse_member(&mut self.tok, &mut member, &name, sink, |tok, src, sink| doc.parse_into(tok, src, &name, sink))?;
+                    parse_member(&mut self.tok, &mut member, &name, sink, |tok, src, sink| {
+                        doc.parse_into(tok, src, &name, sink)
+                    })?;
                     observer.kelf(&name, doc);
                     let doc = core::mem::take(doc);
                     if let Some(slot) = self.kelfs.iter_mut().find(|(n, _)| *n == name) {
-                        sink.warn(&Warning::in_member(Stage::Kelf, &name, 0, WarningKind::Chain(ChainWarning::DuplicateMember)));
+                        sink.warn(&Warning::in_member(
+                            Stage::Kelf,
+                            &name,
+                            0,
+                            WarningKind::Chain(ChainWarning::DuplicateMember),
+                        ));
                         slot.1 = doc;
                     } else {
                         self.kelfs.push((name.clone(), doc)).map_err(|_| fail(capacity("KELFS", KELFS)))?;
@@ -461,16 +473,24 @@ impl<
                 Route::Def { sg_dir } => {
                     self.scratch = Scratch::Def(P::Def::default());
                     let Scratch::Def(doc) = &mut self.scratch else { continue };
-                    parse_member(&mut self.tok, &mut member, &name, sink, |tok, src, sink| doc.parse_into(tok, src, &name, sink))?;
+                    parse_member(&mut self.tok, &mut member, &name, sink, |tok, src, sink| {
+                        doc.parse_into(tok, src, &name, sink)
+                    })?;
                     if let Some(arch) = self.device_arch {
                         doc.check_carveouts(TargetCheck::Device(arch), self.options.allow_legacy)
                             .map_err(|e| Error::in_member(Stage::DefJson, &name, 0, ErrorKind::Manifest(e)))?;
                     }
-                    let plan = plan_from::<P, FILE_VARS, NAME>(sg_dir, doc).map_err(|k| Error::in_member(Stage::DefJson, &name, 0, k))?;
+                    let plan = plan_from::<P, FILE_VARS, NAME>(sg_dir, doc)
+                        .map_err(|k| Error::in_member(Stage::DefJson, &name, 0, k))?;
                     observer.def_json(&name, doc);
                     match self.plans.iter_mut().find(|p| p.dir == sg_dir) {
                         Some(existing) => {
-                            sink.warn(&Warning::in_member(Stage::DefJson, &name, 0, WarningKind::Chain(ChainWarning::DuplicateMember)));
+                            sink.warn(&Warning::in_member(
+                                Stage::DefJson,
+                                &name,
+                                0,
+                                WarningKind::Chain(ChainWarning::DuplicateMember),
+                            ));
                             *existing = plan;
                         }
                         None => self.plans.push(plan).map_err(|_| fail(capacity("SG", SG)))?,
@@ -479,7 +499,9 @@ impl<
                 Route::SubgraphJson { .. } => {
                     self.scratch = Scratch::Engine(P::Engine::default());
                     let Scratch::Engine(doc) = &mut self.scratch else { continue };
-                    parse_member(&mut self.tok, &mut member, &name, sink, |tok, src, sink| doc.parse_into(tok, src, &name, sink))?;
+                    parse_member(&mut self.tok, &mut member, &name, sink, |tok, src, sink| {
+                        doc.parse_into(tok, src, &name, sink)
+                    })?;
                     record_json::<P, JSONS, CLAIMS, NAME, PATH>(&mut self.jsons, &mut self.claims, &name, doc)
                         .map_err(|k| Error::in_member(Stage::Engine, &name, 0, k))?;
                     observer.subgraph_json(&name, doc);
@@ -487,7 +509,12 @@ impl<
                 Route::Payload { .. } => {
                     if let Some(i) = report.payloads.iter().position(|p| p.member == name) {
                         // Last wins, as the runtime's member map does.
-                        sink.warn(&Warning::in_member(Stage::Payload, &name, 0, WarningKind::Chain(ChainWarning::DuplicateMember)));
+                        sink.warn(&Warning::in_member(
+                            Stage::Payload,
+                            &name,
+                            0,
+                            WarningKind::Chain(ChainWarning::DuplicateMember),
+                        ));
                         let old = report.payloads.swap_remove(i);
                         if let (Some(region), Device::Real(hal)) = (old.region, &mut *device) {
                             hal.release(region).map_err(|e| hal_error(&name, 0, e))?;
@@ -512,10 +539,7 @@ impl<
 
     /// The KELFs of the chain: those `neff.json` names, or all of them until it is known.
     fn chain_kelfs(&self) -> impl Iterator<Item = &P::Kelf> + '_ {
-        self.kelfs
-            .iter()
-            .filter(|(n, _)| !self.neff_seen || self.kelf_names.iter().any(|k| k == n))
-            .map(|(_, k)| k)
+        self.kelfs.iter().filter(|(n, _)| !self.neff_seen || self.kelf_names.iter().any(|k| k == n)).map(|(_, k)| k)
     }
 
     fn json(&self, member: &str) -> Option<(usize, &JsonRec<NAME, PATH>)> {
@@ -523,14 +547,23 @@ impl<
     }
 
     /// The JSON that an engine of `plan` uses, when both its name and the member are known.
-    fn engine_json_of(&self, plan: &Plan<FILE_VARS, NAME>, engine: EngineType) -> Option<(usize, &JsonRec<NAME, PATH>)> {
+    fn engine_json_of(
+        &self,
+        plan: &Plan<FILE_VARS, NAME>,
+        engine: EngineType,
+    ) -> Option<(usize, &JsonRec<NAME, PATH>)> {
         let name = plan.engine_json.get(engine_slot(engine))?.as_ref()?;
         let path: String<PATH> = join::<PATH>(&plan.dir, name).ok()?;
         self.json(&path)
     }
 
     /// The instruction stream an engine runs: the engine JSON's `instr`, else `<eng>_instr`.
-    fn instr_of<'a>(&'a self, plan: &'a Plan<FILE_VARS, NAME>, engine: EngineType, json: Option<&'a JsonRec<NAME, PATH>>) -> Option<&'a str> {
+    fn instr_of<'a>(
+        &'a self,
+        plan: &'a Plan<FILE_VARS, NAME>,
+        engine: EngineType,
+        json: Option<&'a JsonRec<NAME, PATH>>,
+    ) -> Option<&'a str> {
         json.and_then(|j| j.instr.as_deref())
             .or_else(|| plan.engine_instr.get(engine_slot(engine)).and_then(|i| i.as_deref()))
     }
@@ -650,7 +683,8 @@ impl<
             match self.role_of(&member) {
                 Some(role) => {
                     if role.instr {
-                        let warning = chain::check_instr_size(p.len).map_err(|e| fail(Stage::Chain, ErrorKind::Chain(e)))?;
+                        let warning =
+                            chain::check_instr_size(p.len).map_err(|e| fail(Stage::Chain, ErrorKind::Chain(e)))?;
                         if let Some(w) = warning {
                             sink.warn(&Warning::in_member(Stage::Chain, &member, 0, WarningKind::Chain(w)));
                         }
@@ -663,7 +697,8 @@ impl<
                     }
                     if p.state == PayloadState::Staged {
                         if let (Device::Real(hal), Some(staged)) = (&mut *device, p.region) {
-                            let req = AllocRequest { size: p.len, align: role.align, usage: role.usage, core: role.core };
+                            let req =
+                                AllocRequest { size: p.len, align: role.align, usage: role.usage, core: role.core };
                             let region = hal.adopt(staged, &req).map_err(|e| fail(Stage::Hal, ErrorKind::Hal(e)))?;
                             p.region = Some(region);
                             p.address = Some(hal.address(region).map_err(|e| fail(Stage::Hal, ErrorKind::Hal(e)))?);
@@ -680,20 +715,33 @@ impl<
                     p.state = PayloadState::Released;
                     p.address = None;
                     report.released += 1;
-                    sink.warn(&Warning::in_member(Stage::Chain, &member, 0, WarningKind::Chain(ChainWarning::Unreferenced)));
+                    sink.warn(&Warning::in_member(
+                        Stage::Chain,
+                        &member,
+                        0,
+                        WarningKind::Chain(ChainWarning::Unreferenced),
+                    ));
                 }
             }
         }
         self.check_references(report, sink)?;
         // Accounting per subgraph, in KELF graph order.
-        for (core, (name, _)) in self.chain_kelfs().flat_map(|k| (0..k.graph_count()).filter_map(move |i| k.graph(i))).enumerate() {
-            let mut sg = SubgraphReport { name: copy(name, "SUBGRAPH_NAME").map_err(|k| Error::at_file(Stage::Chain, 0, k))?, ..SubgraphReport::default() };
+        for (core, (name, _)) in
+            self.chain_kelfs().flat_map(|k| (0..k.graph_count()).filter_map(move |i| k.graph(i))).enumerate()
+        {
+            let mut sg = SubgraphReport {
+                name: copy(name, "SUBGRAPH_NAME").map_err(|k| Error::at_file(Stage::Chain, 0, k))?,
+                ..SubgraphReport::default()
+            };
             sg.core = u8::try_from(core).unwrap_or(u8::MAX);
             let this_core = sg.core;
             for p in report.payloads.iter().filter(|p| p.core == Some(this_core) && p.state != PayloadState::Released) {
                 sg.add(p.usage, p.len);
             }
-            report.subgraphs.push(sg).map_err(|_| Error::at_file(Stage::Chain, 0, capacity("report subgraphs", RSG)))?;
+            report
+                .subgraphs
+                .push(sg)
+                .map_err(|_| Error::at_file(Stage::Chain, 0, capacity("report subgraphs", RSG)))?;
         }
         if let Some(k) = self.chain_kelfs().next() {
             report.target = copy(k.target(), "SUBGRAPH_NAME").map_err(|kind| Error::at_file(Stage::Kelf, 0, kind))?;
@@ -717,7 +765,8 @@ impl<
         for name in self.kelf_names.iter() {
             if !self.kelfs.iter().any(|(k, _)| k == name) {
                 let e = ChainError::MemberMissing { member: chain::MemberText::new(name) };
-                return Err(Error::in_member(Stage::NeffJson, "neff.json", 0, ErrorKind::Chain(e)).with_key_path(&key_path(&[<NeffJson>::KEY_NODES, <Node>::KEY_ATTRS, <NodeAttrs>::KEY_KELF])));
+                return Err(Error::in_member(Stage::NeffJson, "neff.json", 0, ErrorKind::Chain(e))
+                    .with_key_path(&key_path(&[<NeffJson>::KEY_NODES, <Node>::KEY_ATTRS, <NodeAttrs>::KEY_KELF])));
             }
         }
         for (name, _) in self.kelfs.iter().filter(|(n, _)| !self.kelf_names.iter().any(|k| k == n)) {
@@ -726,24 +775,32 @@ impl<
         let mut dirs: Vec<String<PATH>, SG> = Vec::new();
         for (name, kelf) in self.kelfs.iter().filter(|(n, _)| self.kelf_names.iter().any(|k| k == n)) {
             if let Some(arch) = self.device_arch {
-                kelf.check_device(arch, self.options.allow_legacy)
-                    .map_err(|e| Error::in_member(Stage::Kelf, name, 0, ErrorKind::Manifest(e)).with_key_path(<Kelf>::KEY_TARGET))?;
+                kelf.check_device(arch, self.options.allow_legacy).map_err(|e| {
+                    Error::in_member(Stage::Kelf, name, 0, ErrorKind::Manifest(e)).with_key_path(<Kelf>::KEY_TARGET)
+                })?;
             }
             let graphs = kelf.graph_count() as u32;
             if graphs != self.lnc_size {
                 let w = ChainWarning::GraphCount { graphs, lnc_size: self.lnc_size };
-                sink.warn(&Warning::in_member(Stage::Kelf, name, 0, WarningKind::Chain(w)).with_key_path(<Kelf>::KEY_GRAPHS));
+                sink.warn(
+                    &Warning::in_member(Stage::Kelf, name, 0, WarningKind::Chain(w)).with_key_path(<Kelf>::KEY_GRAPHS),
+                );
             }
             for (_, definition) in (0..kelf.graph_count()).filter_map(|i| kelf.graph(i)) {
                 let (dir, _) = split(definition);
-                let fail = |k| Error::in_member(Stage::Kelf, name, 0, k).with_key_path(&key_path(&[<Kelf>::KEY_GRAPHS, <Graph>::KEY_DEFINITION]));
+                let fail = |k| {
+                    Error::in_member(Stage::Kelf, name, 0, k)
+                        .with_key_path(&key_path(&[<Kelf>::KEY_GRAPHS, <Graph>::KEY_DEFINITION]))
+                };
                 if dirs.iter().any(|d| d == dir) {
                     return Err(fail(ErrorKind::Chain(ChainError::DuplicateSubgraph)));
                 }
                 dirs.push(copy(dir, "PATH").map_err(fail)?).map_err(|_| fail(capacity("SG", SG)))?;
                 let has_def = self.plans.iter().any(|p| p.dir == dir) && split(definition).1 == "def.json";
                 if !has_def {
-                    return Err(fail(ErrorKind::Chain(ChainError::MemberMissing { member: chain::MemberText::new(definition) })));
+                    return Err(fail(ErrorKind::Chain(ChainError::MemberMissing {
+                        member: chain::MemberText::new(definition),
+                    })));
                 }
             }
         }
@@ -758,8 +815,13 @@ impl<
     ) -> Result<(), Error> {
         let has_payload = |path: &str| report.payloads.iter().any(|p| p.member == path);
         let missing = |by: &str, key: &str, path: &str| {
-            Error::in_member(Stage::Chain, by, 0, ErrorKind::Chain(ChainError::MemberMissing { member: chain::MemberText::new(path) }))
-                .with_key_path(key)
+            Error::in_member(
+                Stage::Chain,
+                by,
+                0,
+                ErrorKind::Chain(ChainError::MemberMissing { member: chain::MemberText::new(path) }),
+            )
+            .with_key_path(key)
         };
         let kelf_dirs: Vec<String<PATH>, SG> = self
             .chain_kelfs()
@@ -769,13 +831,17 @@ impl<
         for plan in self.plans.iter().filter(|p| kelf_dirs.iter().any(|d| *d == p.dir)) {
             let def = join::<PATH>(&plan.dir, "def.json").map_err(|k| Error::at_file(Stage::Chain, 0, k))?;
             for engine in ENGINES {
-                let Some(json_name) = plan.engine_json.get(engine_slot(engine)).and_then(|n| n.as_ref()) else { continue };
-                let json_path = join::<PATH>(&plan.dir, json_name).map_err(|k| Error::in_member(Stage::Chain, &def, 0, k))?;
+                let Some(json_name) = plan.engine_json.get(engine_slot(engine)).and_then(|n| n.as_ref()) else {
+                    continue;
+                };
+                let json_path =
+                    join::<PATH>(&plan.dir, json_name).map_err(|k| Error::in_member(Stage::Chain, &def, 0, k))?;
                 let Some((index, json)) = self.json(&json_path) else {
                     return Err(missing(&def, engine.as_str(), &json_path));
                 };
                 if let Some(instr) = self.instr_of(plan, engine, Some(json)) {
-                    let path = join::<PATH>(&plan.dir, instr).map_err(|k| Error::in_member(Stage::Chain, &json_path, 0, k))?;
+                    let path =
+                        join::<PATH>(&plan.dir, instr).map_err(|k| Error::in_member(Stage::Chain, &json_path, 0, k))?;
                     if !has_payload(&path) {
                         return Err(missing(&json_path, <EngineJson>::KEY_INSTR, &path));
                     }
@@ -783,20 +849,28 @@ impl<
                 for claim in self.claims.iter().filter(|c| usize::from(c.by) == index) {
                     let path = match claim.kind {
                         ClaimKind::ActSet => {
-                            let mut p = join::<PATH>(&plan.dir, &claim.name).map_err(|k| Error::in_member(Stage::Chain, &json_path, 0, k))?;
-                            p.push_str(".json").map_err(|_| Error::in_member(Stage::Chain, &json_path, 0, capacity("PATH", PATH)))?;
+                            let mut p = join::<PATH>(&plan.dir, &claim.name)
+                                .map_err(|k| Error::in_member(Stage::Chain, &json_path, 0, k))?;
+                            p.push_str(".json")
+                                .map_err(|_| Error::in_member(Stage::Chain, &json_path, 0, capacity("PATH", PATH)))?;
                             let Some((set_index, _)) = self.json(&p) else {
                                 return Err(missing(&json_path, <EngineJson>::KEY_ACTIVATION_FUNCTION_SETS, &p));
                             };
-                            for table in self.claims.iter().filter(|c| usize::from(c.by) == set_index && c.kind == ClaimKind::ActTable) {
-                                let t = join::<PATH>(&plan.dir, &table.name).map_err(|k| Error::in_member(Stage::Chain, &p, 0, k))?;
+                            for table in self
+                                .claims
+                                .iter()
+                                .filter(|c| usize::from(c.by) == set_index && c.kind == ClaimKind::ActTable)
+                            {
+                                let t = join::<PATH>(&plan.dir, &table.name)
+                                    .map_err(|k| Error::in_member(Stage::Chain, &p, 0, k))?;
                                 if !has_payload(&t) {
                                     return Err(missing(&p, <EngineJson>::KEY_BKT_BIN, &t));
                                 }
                             }
                             continue;
                         }
-                        ClaimKind::DveTable => join::<PATH>(&plan.dir, &claim.name).map_err(|k| Error::in_member(Stage::Chain, &json_path, 0, k))?,
+                        ClaimKind::DveTable => join::<PATH>(&plan.dir, &claim.name)
+                            .map_err(|k| Error::in_member(Stage::Chain, &json_path, 0, k))?,
                         ClaimKind::ActTable => continue,
                     };
                     if !has_payload(&path) {
@@ -841,7 +915,9 @@ fn parse_member<R: BufRead<Error = Error>, S: WarningSink>(
 }
 
 /// The KELF members `neff.json` names.
-fn kelf_names<const KELFS: usize, const PATH: usize>(doc: &impl NeffDoc) -> Result<Vec<String<PATH>, KELFS>, ErrorKind> {
+fn kelf_names<const KELFS: usize, const PATH: usize>(
+    doc: &impl NeffDoc,
+) -> Result<Vec<String<PATH>, KELFS>, ErrorKind> {
     let mut names = Vec::new();
     let mut err = None;
     doc.for_each_kelf(|k| match copy(k, "PATH") {
@@ -859,7 +935,10 @@ fn kelf_names<const KELFS: usize, const PATH: usize>(doc: &impl NeffDoc) -> Resu
 }
 
 /// What the binder keeps of a `def.json`.
-fn plan_from<P: Profile, const FILE_VARS: usize, const NAME: usize>(sg_dir: &str, doc: &P::Def) -> Result<Plan<FILE_VARS, NAME>, ErrorKind> {
+fn plan_from<P: Profile, const FILE_VARS: usize, const NAME: usize>(
+    sg_dir: &str,
+    doc: &P::Def,
+) -> Result<Plan<FILE_VARS, NAME>, ErrorKind> {
     let mut plan = Plan { dir: copy(sg_dir, "SUBGRAPH_DIR")?, ..Plan::default() };
     for engine in ENGINES {
         let slot = engine_slot(engine);
@@ -895,7 +974,6 @@ fn plan_from<P: Profile, const FILE_VARS: usize, const NAME: usize>(sg_dir: &str
         None => Ok(plan),
     }
 }
-
 
 /// Records what a subgraph JSON names.
 fn record_json<P: Profile, const JSONS: usize, const CLAIMS: usize, const NAME: usize, const PATH: usize>(
@@ -941,7 +1019,6 @@ fn record_json<P: Profile, const JSONS: usize, const CLAIMS: usize, const NAME: 
         None => Ok(()),
     }
 }
-
 
 /// A [`Hal`] that accepts everything and stores nothing, for checks without a device.
 #[derive(Debug, Default)]
@@ -989,4 +1066,3 @@ pub fn load_into<R: BufRead, H: Hal, const RSG: usize, const RP: usize, const RI
     let mut loader: Loader = Loader::new(options);
     loader.load(archive, hal, report, &mut NoObserver, sink)
 }
-

@@ -5,7 +5,9 @@
 //! a host tool wants them large enough for big models. A [`Profile`] names the four manifest
 //! types a loader uses, and the traits below are the little the loader needs from each.
 
-use crate::manifest::{def::TargetCheck, DefJson, Document, EngineJson, EngineType, IoTable, Kelf, ManifestError, MrType, NeffJson};
+use crate::manifest::{
+    def::TargetCheck, DefJson, Document, EngineJson, EngineType, IoTable, Kelf, ManifestError, MrType, NeffJson,
+};
 
 /// The manifest types a loader parses into.
 pub trait Profile {
@@ -88,7 +90,21 @@ impl<
         const SHORT_TEXT: usize,
         const DESC_DIMS: usize,
     > DefDoc
-    for DefJson<VARS, VAR_NAME, FILE_NAME, VAR_LIST, VAR_DIMS, QUEUES, QUEUE_NAME, SEMAPHORES, QUEUE_INSTANCES, CARVEOUTS, UCODE_LIBS, SHORT_TEXT, DESC_DIMS>
+    for DefJson<
+        VARS,
+        VAR_NAME,
+        FILE_NAME,
+        VAR_LIST,
+        VAR_DIMS,
+        QUEUES,
+        QUEUE_NAME,
+        SEMAPHORES,
+        QUEUE_INSTANCES,
+        CARVEOUTS,
+        UCODE_LIBS,
+        SHORT_TEXT,
+        DESC_DIMS,
+    >
 {
     fn engine_json(&self, engine: EngineType) -> Option<&str> {
         DefJson::engine_json(self, engine)
@@ -151,9 +167,10 @@ impl<
 
     fn for_each_dve_table(&self, mut f: impl FnMut(&str)) {
         for t in self.dve_tables.iter().flat_map(|t| t.iter()) {
-            for name in [&t.opcode_table, &t.datapath_table, &t.control_table, &t.control_fast_table, &t.control_slow_table]
-                .into_iter()
-                .flatten()
+            for name in
+                [&t.opcode_table, &t.datapath_table, &t.control_table, &t.control_fast_table, &t.control_slow_table]
+                    .into_iter()
+                    .flatten()
             {
                 f(name);
             }
@@ -204,7 +221,8 @@ impl<
                     name: narrow_str(&t.name, "IO tensor name")?,
                     dtype: narrow_str(&t.dtype, "IO tensor dtype")?,
                     nrt_dtype: t.nrt_dtype,
-                    shape: heapless::Vec::from_slice(&t.shape).map_err(|_| capacity("IO tensor dims", crate::manifest::DEFAULT_DIMS))?,
+                    shape: heapless::Vec::from_slice(&t.shape)
+                        .map_err(|_| capacity("IO tensor dims", crate::manifest::DEFAULT_DIMS))?,
                     size: t.size,
                 };
                 dst.push(narrow).map_err(|_| capacity("IO_TENSORS", IO))?;

@@ -235,7 +235,9 @@ impl<const NAME: usize> Serialize for Tensors<'_, NAME> {
     }
 }
 
-impl<const SG: usize, const PAYLOADS: usize, const IO: usize, const NAME: usize> Serialize for LoadReport<SG, PAYLOADS, IO, NAME> {
+impl<const SG: usize, const PAYLOADS: usize, const IO: usize, const NAME: usize> Serialize
+    for LoadReport<SG, PAYLOADS, IO, NAME>
+{
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let integrity = match self.integrity {
             None | Some(Integrity::NotRequested) => "not-requested",

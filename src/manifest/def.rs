@@ -23,8 +23,9 @@ use embedded_io::BufRead;
 use super::Document;
 
 use super::{
-    semantic, warn, Arch, Carveout, CarveoutType, DefJson, DmaQueue, DmaRingType, EngineType, Fp8ConversionInfo, KbinFp8ConvCfg,
-    ManifestError, ManifestWarning, MrType, QueueKind, SbCarveout, Var, EVTACCEL_OFFSET, EVTACCEL_PARTITIONS,
+    semantic, warn, Arch, Carveout, CarveoutType, DefJson, DmaQueue, DmaRingType, EngineType, Fp8ConversionInfo,
+    KbinFp8ConvCfg, ManifestError, ManifestWarning, MrType, QueueKind, SbCarveout, Var, EVTACCEL_OFFSET,
+    EVTACCEL_PARTITIONS,
 };
 use crate::error::Text;
 use crate::json::Tokenizer;
@@ -43,8 +44,13 @@ pub enum TargetCheck {
 /// The event-accelerator carveout size the runtime requires on cayman.
 const EVTACCEL_SIZE: u64 = 8;
 
-impl<const VAR_NAME: usize, const FILE_NAME: usize, const VAR_LIST: usize, const VAR_DIMS: usize, const SHORT_TEXT: usize>
-    Var<VAR_NAME, FILE_NAME, VAR_LIST, VAR_DIMS, SHORT_TEXT>
+impl<
+        const VAR_NAME: usize,
+        const FILE_NAME: usize,
+        const VAR_LIST: usize,
+        const VAR_DIMS: usize,
+        const SHORT_TEXT: usize,
+    > Var<VAR_NAME, FILE_NAME, VAR_LIST, VAR_DIMS, SHORT_TEXT>
 {
     /// The `kbin_mr_type` value, `None` for types whose value is not published.
     pub fn mr_type_value(&self) -> Option<u32> {
@@ -88,7 +94,8 @@ impl<const SHORT_TEXT: usize> Carveout<SHORT_TEXT> {
 }
 
 /// The engines in the runtime's order.
-pub const ENGINES: [EngineType; 5] = [EngineType::Pe, EngineType::Act, EngineType::Pool, EngineType::Dve, EngineType::Sp];
+pub const ENGINES: [EngineType; 5] =
+    [EngineType::Pe, EngineType::Act, EngineType::Pool, EngineType::Dve, EngineType::Sp];
 
 impl<
         const VARS: usize,
@@ -105,10 +112,22 @@ impl<
         const SHORT_TEXT: usize,
         const DESC_DIMS: usize,
     >
-    DefJson<VARS, VAR_NAME, FILE_NAME, VAR_LIST, VAR_DIMS, QUEUES, QUEUE_NAME, SEMAPHORES, QUEUE_INSTANCES, CARVEOUTS, UCODE_LIBS, SHORT_TEXT, DESC_DIMS>
+    DefJson<
+        VARS,
+        VAR_NAME,
+        FILE_NAME,
+        VAR_LIST,
+        VAR_DIMS,
+        QUEUES,
+        QUEUE_NAME,
+        SEMAPHORES,
+        QUEUE_INSTANCES,
+        CARVEOUTS,
+        UCODE_LIBS,
+        SHORT_TEXT,
+        DESC_DIMS,
+    >
 {
-
-
     /// The var with `var_id` `id` (vars are sorted and dense after parse).
     pub fn var_by_id(&self, id: u32) -> Option<&Var<VAR_NAME, FILE_NAME, VAR_LIST, VAR_DIMS, SHORT_TEXT>> {
         self.vars.get(usize::try_from(id).ok()?).filter(|v| v.var_id == id)
@@ -171,10 +190,9 @@ impl<
     /// Bytes of the shared scratchpad: the largest `backing_variable_off + size` of the
     /// `virtual` vars (0 without any); `None` on overflow.
     pub fn shared_scratchpad_size(&self) -> Option<u64> {
-        self.vars
-            .iter()
-            .filter(|v| v.mr_type() == Some(MrType::VirtualTmpBuf))
-            .try_fold(0u64, |acc, v| Some(acc.max(v.backing_variable_off.unwrap_or(0).checked_add(v.size.unwrap_or(0))?)))
+        self.vars.iter().filter(|v| v.mr_type() == Some(MrType::VirtualTmpBuf)).try_fold(0u64, |acc, v| {
+            Some(acc.max(v.backing_variable_off.unwrap_or(0).checked_add(v.size.unwrap_or(0))?))
+        })
     }
 
     /// The runtime's state-buffer carveout rules for `device`: on cayman the key must be
@@ -220,7 +238,23 @@ impl<
         const UCODE_LIBS: usize,
         const SHORT_TEXT: usize,
         const DESC_DIMS: usize,
-    > Document for DefJson<VARS, VAR_NAME, FILE_NAME, VAR_LIST, VAR_DIMS, QUEUES, QUEUE_NAME, SEMAPHORES, QUEUE_INSTANCES, CARVEOUTS, UCODE_LIBS, SHORT_TEXT, DESC_DIMS> {
+    > Document
+    for DefJson<
+        VARS,
+        VAR_NAME,
+        FILE_NAME,
+        VAR_LIST,
+        VAR_DIMS,
+        QUEUES,
+        QUEUE_NAME,
+        SEMAPHORES,
+        QUEUE_INSTANCES,
+        CARVEOUTS,
+        UCODE_LIBS,
+        SHORT_TEXT,
+        DESC_DIMS,
+    >
+{
     fn parse_into<R: BufRead, const S: usize, const D: u16>(
         &mut self,
         tok: &mut Tokenizer<S, D>,
@@ -243,7 +277,10 @@ impl<
         for v in self.vars.iter() {
             if let Some(a) = v.alignment {
                 if a != 0 && !a.is_power_of_two() {
-                    return Err(fail(&[Self::KEY_VARS, &v.name, <Var>::KEY_ALIGNMENT], ManifestError::AlignmentNotPowerOfTwo(a)));
+                    return Err(fail(
+                        &[Self::KEY_VARS, &v.name, <Var>::KEY_ALIGNMENT],
+                        ManifestError::AlignmentNotPowerOfTwo(a),
+                    ));
                 }
             }
         }
@@ -258,7 +295,10 @@ impl<
         for pair in self.vars.windows(2) {
             if let [a, b] = pair {
                 if a.var_id == b.var_id {
-                    return Err(fail(&[Self::KEY_VARS, &b.name, <Var>::KEY_VAR_ID], ManifestError::DuplicateVarId(b.var_id)));
+                    return Err(fail(
+                        &[Self::KEY_VARS, &b.name, <Var>::KEY_VAR_ID],
+                        ManifestError::DuplicateVarId(b.var_id),
+                    ));
                 }
             }
         }

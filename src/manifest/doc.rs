@@ -16,11 +16,13 @@ use core::fmt::{self, Write};
 use super::{ConsumedKey, CONSUMED_KEYS, LAYOUTS};
 
 /// The title and note above the tables.
-const PREAMBLE: &str = "# Consumed keys (generated)\n\nGenerated from `schema/*.toml` by `tests/manifest_schema_doc.rs` \
+const PREAMBLE: &str =
+    "# Consumed keys (generated)\n\nGenerated from `schema/*.toml` by `tests/manifest_schema_doc.rs` \
 (`NEFF_UPDATE_SCHEMA_DOC=1 cargo test --test manifest_schema_doc`). Do not edit.\n";
 
 /// The header of each tier's table.
-const TABLE_HEADER: &str = "| key path | JSON type | required | default | destination | map | runtime message when absent | notes |\n\
+const TABLE_HEADER: &str =
+    "| key path | JSON type | required | default | destination | map | runtime message when absent | notes |\n\
 |---|---|---|---|---|---|---|---|\n";
 
 /// Writes `text` with every `|` escaped, so it stays inside one table cell.
@@ -83,7 +85,11 @@ pub fn write_markdown(out: &mut impl Write) -> fmt::Result {
     }
     out.write_str("\n## Layouts\n")?;
     for l in LAYOUTS {
-        write!(out, "\n### `{}` ({} bytes, `{}`)\n\n| field | type | offset |\n|---|---|---|\n", l.c_name, l.size, l.name)?;
+        write!(
+            out,
+            "\n### `{}` ({} bytes, `{}`)\n\n| field | type | offset |\n|---|---|---|\n",
+            l.c_name, l.size, l.name
+        )?;
         for f in l.fields {
             writeln!(out, "| `{}` | `{}` | {} |", f.name, f.ty, f.offset)?;
         }

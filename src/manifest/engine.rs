@@ -32,8 +32,6 @@ impl<
         const DESC_DIMS: usize,
     > EngineJson<VAR_NAME, FILE_NAME, QUEUE_NAME, SHORT_TEXT, ACT_SETS, DVE_TABLES, DESC_DIMS>
 {
-
-
     /// Number of DMA blocks (0 when `dma` is absent).
     pub fn dma_block_count(&self) -> u64 {
         self.dma.as_ref().map_or(0, |d| d.count)
@@ -48,7 +46,8 @@ impl<
         const ACT_SETS: usize,
         const DVE_TABLES: usize,
         const DESC_DIMS: usize,
-    > Document for EngineJson<VAR_NAME, FILE_NAME, QUEUE_NAME, SHORT_TEXT, ACT_SETS, DVE_TABLES, DESC_DIMS> {
+    > Document for EngineJson<VAR_NAME, FILE_NAME, QUEUE_NAME, SHORT_TEXT, ACT_SETS, DVE_TABLES, DESC_DIMS>
+{
     fn parse_into<R: BufRead, const S: usize, const D: u16>(
         &mut self,
         tok: &mut Tokenizer<S, D>,
@@ -103,7 +102,21 @@ pub fn engine_instr<
     const ACT_SETS: usize,
     const DVE_TABLES: usize,
 >(
-    def: &'a DefJson<VARS, VAR_NAME, FILE_NAME, VAR_LIST, VAR_DIMS, QUEUES, QUEUE_NAME, SEMAPHORES, QUEUE_INSTANCES, CARVEOUTS, UCODE_LIBS, SHORT_TEXT, DESC_DIMS>,
+    def: &'a DefJson<
+        VARS,
+        VAR_NAME,
+        FILE_NAME,
+        VAR_LIST,
+        VAR_DIMS,
+        QUEUES,
+        QUEUE_NAME,
+        SEMAPHORES,
+        QUEUE_INSTANCES,
+        CARVEOUTS,
+        UCODE_LIBS,
+        SHORT_TEXT,
+        DESC_DIMS,
+    >,
     json: &'a EngineJson<VAR_NAME, FILE_NAME, QUEUE_NAME, SHORT_TEXT, ACT_SETS, DVE_TABLES, DESC_DIMS>,
     engine: EngineType,
     member: &str,

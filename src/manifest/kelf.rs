@@ -40,9 +40,9 @@ pub fn parse_version(v: &str) -> Option<(u16, u16, &str)> {
     Some((major, minor, suffix.strip_prefix('-').unwrap_or(suffix)))
 }
 
-impl<const GRAPHS: usize, const GRAPH_NAME: usize, const GRAPH_PATH: usize, const KELF_TEXT: usize> Kelf<GRAPHS, GRAPH_NAME, GRAPH_PATH, KELF_TEXT> {
-
-
+impl<const GRAPHS: usize, const GRAPH_NAME: usize, const GRAPH_PATH: usize, const KELF_TEXT: usize>
+    Kelf<GRAPHS, GRAPH_NAME, GRAPH_PATH, KELF_TEXT>
+{
     /// `(major, minor, suffix)` of `version` (`(0, 5, "")` for `"0.5"`).
     pub fn version_parts(&self) -> Option<(u16, u16, &str)> {
         parse_version(&self.version)
@@ -77,7 +77,9 @@ impl<const GRAPHS: usize, const GRAPH_NAME: usize, const GRAPH_PATH: usize, cons
     }
 }
 
-impl<const GRAPHS: usize, const GRAPH_NAME: usize, const GRAPH_PATH: usize, const KELF_TEXT: usize> Document for Kelf<GRAPHS, GRAPH_NAME, GRAPH_PATH, KELF_TEXT> {
+impl<const GRAPHS: usize, const GRAPH_NAME: usize, const GRAPH_PATH: usize, const KELF_TEXT: usize> Document
+    for Kelf<GRAPHS, GRAPH_NAME, GRAPH_PATH, KELF_TEXT>
+{
     fn parse_into<R: BufRead, const S: usize, const D: u16>(
         &mut self,
         tok: &mut Tokenizer<S, D>,
@@ -88,7 +90,13 @@ impl<const GRAPHS: usize, const GRAPH_NAME: usize, const GRAPH_PATH: usize, cons
         self.read_document(tok, src, member)?;
         let end = tok.offset();
         if parse_version(&self.version).is_none() {
-            return Err(semantic(Stage::Kelf, member, end, Self::KEY_VERSION, ManifestError::InvalidVersion(Text::new(&self.version))));
+            return Err(semantic(
+                Stage::Kelf,
+                member,
+                end,
+                Self::KEY_VERSION,
+                ManifestError::InvalidVersion(Text::new(&self.version)),
+            ));
         }
         self.target_kind().map_err(|e| semantic(Stage::Kelf, member, end, Self::KEY_TARGET, e))?;
         Ok(())

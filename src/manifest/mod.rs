@@ -27,7 +27,6 @@
 //! [`def`] and [`engine`], which also hold the parse entry points. No JSON key appears outside
 //! the generated code.
 
-
 use core::fmt;
 
 use crate::error::Text;
@@ -407,7 +406,14 @@ impl fmt::Display for ManifestWarning {
 }
 
 /// Sends a manifest warning to `sink`.
-pub(crate) fn warn(sink: &mut impl crate::WarningSink, stage: crate::Stage, member: &str, offset: u64, path: &str, w: ManifestWarning) {
+pub(crate) fn warn(
+    sink: &mut impl crate::WarningSink,
+    stage: crate::Stage,
+    member: &str,
+    offset: u64,
+    path: &str,
+    w: ManifestWarning,
+) {
     let warning = crate::Warning::in_member(stage, member, offset, crate::WarningKind::Manifest(w)).with_key_path(path);
     sink.warn(&warning);
 }

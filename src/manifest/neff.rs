@@ -27,7 +27,11 @@ const KELF_MARKER: &str = "__kelf";
 /// One input or output tensor of the graph.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct IoTensor<const NAME: usize = { super::DEFAULT_NODE_NAME }, const DTYPE: usize = { super::DEFAULT_DTYPE_NAME }, const DIMS: usize = { super::DEFAULT_DIMS }> {
+pub struct IoTensor<
+    const NAME: usize = { super::DEFAULT_NODE_NAME },
+    const DTYPE: usize = { super::DEFAULT_DTYPE_NAME },
+    const DIMS: usize = { super::DEFAULT_DIMS },
+> {
     /// Tensor name.
     pub name: heapless::String<NAME>,
     /// The dtype string of `attrs.dltype`.
@@ -43,7 +47,12 @@ pub struct IoTensor<const NAME: usize = { super::DEFAULT_NODE_NAME }, const DTYP
 impl<const NAME: usize, const DTYPE: usize, const DIMS: usize> IoTensor<NAME, DTYPE, DIMS> {
     /// The runtime's `io_node_info_t` for this tensor.
     pub fn info(&self) -> IoNodeInfo {
-        let mut info = IoNodeInfo { size: self.size, dtype: self.nrt_dtype.value(), ndim: self.shape.len() as u32, ..IoNodeInfo::default() };
+        let mut info = IoNodeInfo {
+            size: self.size,
+            dtype: self.nrt_dtype.value(),
+            ndim: self.shape.len() as u32,
+            ..IoNodeInfo::default()
+        };
         for (dst, &d) in info.shape.iter_mut().zip(self.shape.iter()) {
             *dst = d;
         }
@@ -54,7 +63,12 @@ impl<const NAME: usize, const DTYPE: usize, const DIMS: usize> IoTensor<NAME, DT
 /// The graph's inputs and outputs (at most `IO` each).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct IoTable<const IO: usize = 16, const NAME: usize = { super::DEFAULT_NODE_NAME }, const DTYPE: usize = { super::DEFAULT_DTYPE_NAME }, const DIMS: usize = { super::DEFAULT_DIMS }> {
+pub struct IoTable<
+    const IO: usize = 16,
+    const NAME: usize = { super::DEFAULT_NODE_NAME },
+    const DTYPE: usize = { super::DEFAULT_DTYPE_NAME },
+    const DIMS: usize = { super::DEFAULT_DIMS },
+> {
     /// Inputs in `arg_nodes` order.
     pub inputs: heapless::Vec<IoTensor<NAME, DTYPE, DIMS>, IO>,
     /// Outputs in `heads` order, one per distinct name.
@@ -83,12 +97,13 @@ impl<
         const DIMS: usize,
     > NeffJson<NODES, NODE_ROWS, NODE_NAME, NODE_OUTPUTS, ARG_NODES, HEADS, EIDS, DTYPE_NAME, DIMS>
 {
-
-
     fn warn_dtype(&self, dtype: &str, nrt: NrtDtype, sink: &mut impl WarningSink, member: &str, end: u64) {
         if nrt == NrtDtype::Unknown {
             let mut path: heapless::String<32> = heapless::String::new();
-            let _ = core::fmt::write(&mut path, format_args!("{}.{}", Self::KEY_ATTRS, super::GraphAttrs::<EIDS, DTYPE_NAME, DIMS>::KEY_DLTYPE));
+            let _ = core::fmt::write(
+                &mut path,
+                format_args!("{}.{}", Self::KEY_ATTRS, super::GraphAttrs::<EIDS, DTYPE_NAME, DIMS>::KEY_DLTYPE),
+            );
             warn(sink, Stage::NeffJson, member, end, &path, ManifestWarning::UnknownDtype(Text::new(dtype)));
         }
     }
@@ -127,7 +142,11 @@ impl<
     }
 
     /// The tensor of entry `eid`, named `name`.
-    fn tensor<const NAME: usize>(&self, name: &str, eid: u64) -> Result<IoTensor<NAME, DTYPE_NAME, DIMS>, ManifestError> {
+    fn tensor<const NAME: usize>(
+        &self,
+        name: &str,
+        eid: u64,
+    ) -> Result<IoTensor<NAME, DTYPE_NAME, DIMS>, ManifestError> {
         let idx = usize::try_from(eid).map_err(|_| ManifestError::EidOutOfBounds(eid))?;
         let dtype = self.attrs.dltype.get(idx).ok_or(ManifestError::EidOutOfBounds(eid))?;
         let shape = self.attrs.shape.get(idx).ok_or(ManifestError::EidOutOfBounds(eid))?;
@@ -139,7 +158,8 @@ impl<
             .iter()
             .try_fold(nrt_dtype.element_size(), |acc, &d| acc.checked_mul(u64::from(d)))
             .ok_or(ManifestError::SizeOverflow)?;
-        let mut t = IoTensor { name: heapless::String::new(), dtype: dtype.clone(), nrt_dtype, shape: shape.clone(), size };
+        let mut t =
+            IoTensor { name: heapless::String::new(), dtype: dtype.clone(), nrt_dtype, shape: shape.clone(), size };
         // Names come from NODE_NAME strings, so they fit whenever NAME >= NODE_NAME.
         if t.name.push_str(name).is_err() {
             return Err(ManifestError::OutOfRange { max: NAME as u64 });
@@ -148,13 +168,20 @@ impl<
     }
 
     fn row(&self, node: u64) -> Result<u64, ManifestError> {
-        usize::try_from(node).ok().and_then(|n| self.node_row_ptr.get(n)).copied().ok_or(ManifestError::RowPtrOutOfBounds(node))
+        usize::try_from(node)
+            .ok()
+            .and_then(|n| self.node_row_ptr.get(n))
+            .copied()
+            .ok_or(ManifestError::RowPtrOutOfBounds(node))
     }
 
     /// Input `i` (in `arg_nodes` order).
     pub fn input<const NAME: usize>(&self, i: usize) -> Result<IoTensor<NAME, DTYPE_NAME, DIMS>, ManifestError> {
         let node_id = *self.arg_nodes.get(i).ok_or(ManifestError::InputNodeOutOfBounds(i as u64))?;
-        let node = usize::try_from(node_id).ok().and_then(|n| self.nodes.get(n)).ok_or(ManifestError::InputNodeOutOfBounds(node_id))?;
+        let node = usize::try_from(node_id)
+            .ok()
+            .and_then(|n| self.nodes.get(n))
+            .ok_or(ManifestError::InputNodeOutOfBounds(node_id))?;
         let eid = self.row(node_id)?;
         self.tensor(node.name.as_deref().unwrap_or(""), eid)
     }
@@ -164,9 +191,13 @@ impl<
         let head = self.heads.get(i).ok_or(ManifestError::OutputNodeOutOfBounds(i as u64))?;
         let node_id = head.first().copied().unwrap_or(0);
         let out_idx = head.get(1).copied().unwrap_or(0);
-        let node = usize::try_from(node_id).ok().and_then(|n| self.nodes.get(n)).ok_or(ManifestError::OutputNodeOutOfBounds(node_id))?;
+        let node = usize::try_from(node_id)
+            .ok()
+            .and_then(|n| self.nodes.get(n))
+            .ok_or(ManifestError::OutputNodeOutOfBounds(node_id))?;
         let eid = self.row(node_id)?.checked_add(out_idx).ok_or(ManifestError::EidOutOfBounds(u64::MAX))?;
-        let from_outputs = node.output_names.as_ref().and_then(|names| usize::try_from(out_idx).ok().and_then(|o| names.get(o)));
+        let from_outputs =
+            node.output_names.as_ref().and_then(|names| usize::try_from(out_idx).ok().and_then(|o| names.get(o)));
         let name = from_outputs.or(node.name.as_ref()).map_or("", |s| s.as_str());
         self.tensor(name, eid)
     }
@@ -202,7 +233,8 @@ impl<
         const EIDS: usize,
         const DTYPE_NAME: usize,
         const DIMS: usize,
-    > Document for NeffJson<NODES, NODE_ROWS, NODE_NAME, NODE_OUTPUTS, ARG_NODES, HEADS, EIDS, DTYPE_NAME, DIMS> {
+    > Document for NeffJson<NODES, NODE_ROWS, NODE_NAME, NODE_OUTPUTS, ARG_NODES, HEADS, EIDS, DTYPE_NAME, DIMS>
+{
     fn parse_into<R: BufRead, const S: usize, const D: u16>(
         &mut self,
         tok: &mut Tokenizer<S, D>,
@@ -216,7 +248,11 @@ impl<
         let (index, by_op) = self.kelf_node_index().ok_or_else(|| fail(Self::KEY_NODES, ManifestError::NoKelfNode))?;
         type N<const A: usize, const B: usize, const C: usize> = Node<A, B, C>;
         if self.kelf_member_of(index).is_none() {
-            let path = indexed(Self::KEY_NODES, index, &[N::<NODE_NAME, NODE_OUTPUTS, DTYPE_NAME>::KEY_ATTRS, super::NodeAttrs::<NODE_NAME>::KEY_KELF]);
+            let path = indexed(
+                Self::KEY_NODES,
+                index,
+                &[N::<NODE_NAME, NODE_OUTPUTS, DTYPE_NAME>::KEY_ATTRS, super::NodeAttrs::<NODE_NAME>::KEY_KELF],
+            );
             return Err(fail(&path, ManifestError::KelfAttributeMissing));
         }
         if by_op {

@@ -237,7 +237,8 @@ pub struct Rules {
 }
 
 /// Rules of a key without any.
-pub static NO_RULES: Rules = Rules { type_error: "", format_error: "", overflow_limit: "", runtime_max: 0, overflow: None };
+pub static NO_RULES: Rules =
+    Rules { type_error: "", format_error: "", overflow_limit: "", runtime_max: 0, overflow: None };
 
 /// The capacity names of a key's nested types, outermost first, and its rules.
 #[derive(Debug, Clone, Copy)]
@@ -291,7 +292,11 @@ pub trait JsonValue: Default {
     fn start(&mut self, ev: &Event<'_>, lim: Lim) -> Result<Flow, Issue>;
 
     /// Reads the rest of a container opened by [`JsonValue::start`].
-    fn body<R: BufRead, const S: usize, const D: u16>(&mut self, _cx: &mut Cx<'_, R, S, D>, _lim: Lim) -> Result<(), Error> {
+    fn body<R: BufRead, const S: usize, const D: u16>(
+        &mut self,
+        _cx: &mut Cx<'_, R, S, D>,
+        _lim: Lim,
+    ) -> Result<(), Error> {
         Ok(())
     }
 
@@ -405,7 +410,11 @@ impl<T: JsonValue> JsonValue for Option<T> {
         v.clear();
         v.start(ev, lim)
     }
-    fn body<R: BufRead, const S: usize, const D: u16>(&mut self, cx: &mut Cx<'_, R, S, D>, lim: Lim) -> Result<(), Error> {
+    fn body<R: BufRead, const S: usize, const D: u16>(
+        &mut self,
+        cx: &mut Cx<'_, R, S, D>,
+        lim: Lim,
+    ) -> Result<(), Error> {
         match self {
             Some(v) => v.body(cx, lim),
             None => Ok(()),
@@ -417,7 +426,11 @@ impl<T: JsonValue> JsonValue for Option<T> {
 }
 
 /// Reads the next value into `value`.
-pub fn read<T: JsonValue, R: BufRead, const S: usize, const D: u16>(cx: &mut Cx<'_, R, S, D>, value: &mut T, lim: Lim) -> Result<(), Error> {
+pub fn read<T: JsonValue, R: BufRead, const S: usize, const D: u16>(
+    cx: &mut Cx<'_, R, S, D>,
+    value: &mut T,
+    lim: Lim,
+) -> Result<(), Error> {
     let flow = match cx.tok.next(cx.src) {
         Ok(ev) => value.start(&ev, lim),
         Err(f) => return Err(cx.ctx.fault(f)),
@@ -461,7 +474,10 @@ pub fn read_tagged<T: JsonValue, R: BufRead, const S: usize, const D: u16>(
 }
 
 /// Reads a whole document into `value` and checks that nothing follows it.
-pub fn read_document<T: JsonValue, R: BufRead, const S: usize, const D: u16>(cx: &mut Cx<'_, R, S, D>, value: &mut T) -> Result<(), Error> {
+pub fn read_document<T: JsonValue, R: BufRead, const S: usize, const D: u16>(
+    cx: &mut Cx<'_, R, S, D>,
+    value: &mut T,
+) -> Result<(), Error> {
     read(cx, value, Lim::NONE)?;
     match cx.tok.next(cx.src) {
         Ok(Event::End) => Ok(()),
@@ -482,7 +498,11 @@ impl<T: JsonValue, const N: usize> JsonValue for heapless::Vec<T, N> {
         }
     }
 
-    fn body<R: BufRead, const S: usize, const D: u16>(&mut self, cx: &mut Cx<'_, R, S, D>, lim: Lim) -> Result<(), Error> {
+    fn body<R: BufRead, const S: usize, const D: u16>(
+        &mut self,
+        cx: &mut Cx<'_, R, S, D>,
+        lim: Lim,
+    ) -> Result<(), Error> {
         let limit = lim.first();
         let inner = lim.rest();
         let checks_runtime_max = lim.rules.overflow.is_some() && lim.rules.overflow_limit == limit;
@@ -583,7 +603,11 @@ impl<T: MapEntry, const N: usize> JsonValue for Map<T, N> {
         start_object(ev)
     }
 
-    fn body<R: BufRead, const S: usize, const D: u16>(&mut self, cx: &mut Cx<'_, R, S, D>, lim: Lim) -> Result<(), Error> {
+    fn body<R: BufRead, const S: usize, const D: u16>(
+        &mut self,
+        cx: &mut Cx<'_, R, S, D>,
+        lim: Lim,
+    ) -> Result<(), Error> {
         let limit = lim.first();
         let key_limit = lim.rest().first();
         let value_lim = lim.rest().rest();
@@ -642,7 +666,11 @@ impl<T: JsonValue> JsonValue for Each<T> {
         }
     }
 
-    fn body<R: BufRead, const S: usize, const D: u16>(&mut self, cx: &mut Cx<'_, R, S, D>, lim: Lim) -> Result<(), Error> {
+    fn body<R: BufRead, const S: usize, const D: u16>(
+        &mut self,
+        cx: &mut Cx<'_, R, S, D>,
+        lim: Lim,
+    ) -> Result<(), Error> {
         loop {
             let mark = cx.ctx.path.mark();
             cx.ctx.path.push_index(self.count as usize);
@@ -682,7 +710,11 @@ impl JsonValue for ArrayLen {
         }
     }
 
-    fn body<R: BufRead, const S: usize, const D: u16>(&mut self, cx: &mut Cx<'_, R, S, D>, _lim: Lim) -> Result<(), Error> {
+    fn body<R: BufRead, const S: usize, const D: u16>(
+        &mut self,
+        cx: &mut Cx<'_, R, S, D>,
+        _lim: Lim,
+    ) -> Result<(), Error> {
         loop {
             match cx.tok.skip_value(cx.src) {
                 Ok(true) => self.0 += 1,
@@ -744,7 +776,12 @@ pub fn skip<R: BufRead, const S: usize, const D: u16>(cx: &mut Cx<'_, R, S, D>) 
 }
 
 /// Records that `slot` was seen; a second time is a duplicate-key error.
-pub fn mark_seen<R: BufRead, const S: usize, const D: u16>(cx: &Cx<'_, R, S, D>, seen: &mut u64, slot: u8, keys: &[&'static str]) -> Result<(), Error> {
+pub fn mark_seen<R: BufRead, const S: usize, const D: u16>(
+    cx: &Cx<'_, R, S, D>,
+    seen: &mut u64,
+    slot: u8,
+    keys: &[&'static str],
+) -> Result<(), Error> {
     let bit = 1u64 << (slot & 63);
     if *seen & bit != 0 {
         let key = keys.get(usize::from(slot)).copied().unwrap_or("");

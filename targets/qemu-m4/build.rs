@@ -84,7 +84,13 @@ fn expected(path: &Path) -> String {
         let mut body = Vec::new();
         entry.read_to_end(&mut body).expect("member body");
         let data = if name.ends_with(".npy") { npy_data(&name, &body) } else { &body };
-        writeln!(payloads, "            Payload {{ member: {name:?}, len: {}, digest: {:#018x} }},", data.len(), digest64(data)).unwrap();
+        writeln!(
+            payloads,
+            "            Payload {{ member: {name:?}, len: {}, digest: {:#018x} }},",
+            data.len(),
+            digest64(data)
+        )
+        .unwrap();
     }
     let name = path.file_name().expect("file name").to_string_lossy();
     format!(

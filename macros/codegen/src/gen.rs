@@ -53,7 +53,10 @@ pub fn check(files: &[SchemaFile]) -> Result<Checked<'_>, SchemaError> {
     for f in files {
         if let Some(stage) = &f.toml.stage {
             if !STAGES.contains(&stage.get_ref().as_str()) {
-                return Err(f.error_at(stage.span(), format!("unknown stage `{}` (expected one of {})", stage.get_ref(), STAGES.join(", "))));
+                return Err(f.error_at(
+                    stage.span(),
+                    format!("unknown stage `{}` (expected one of {})", stage.get_ref(), STAGES.join(", ")),
+                ));
             }
         }
         for c in &f.toml.capacities {
@@ -84,9 +87,16 @@ pub fn check(files: &[SchemaFile]) -> Result<Checked<'_>, SchemaError> {
             }
             for field in &l.fields {
                 if !is_ident(field.name.get_ref()) {
-                    return Err(f.error_at(field.name.span(), format!("`{}` is not a field name", field.name.get_ref())));
+                    return Err(
+                        f.error_at(field.name.span(), format!("`{}` is not a field name", field.name.get_ref()))
+                    );
                 }
-                let nested = f.toml.layouts.iter().chain(files.iter().flat_map(|g| g.toml.layouts.iter())).any(|o| o.name.get_ref() == field.ty.get_ref());
+                let nested = f
+                    .toml
+                    .layouts
+                    .iter()
+                    .chain(files.iter().flat_map(|g| g.toml.layouts.iter()))
+                    .any(|o| o.name.get_ref() == field.ty.get_ref());
                 if !nested && !layout_type_ok(field.ty.get_ref()) {
                     return Err(f.error_at(field.ty.span(), format!("layout field type `{}` must be a fixed-width integer, bool, an array of them (`[u32; 32]`) or another layout", field.ty.get_ref())));
                 }
@@ -135,7 +145,10 @@ pub fn check(files: &[SchemaFile]) -> Result<Checked<'_>, SchemaError> {
             ty.caps(&mut used);
             for c in &used {
                 if !cap_known(c) {
-                    return Err(f.error_at(k.ty.span(), format!("unknown capacity `{c}` (declare it in a [[capacity]] table)")));
+                    return Err(f.error_at(
+                        k.ty.span(),
+                        format!("unknown capacity `{c}` (declare it in a [[capacity]] table)"),
+                    ));
                 }
             }
             let mut objs = Vec::new();
@@ -177,7 +190,10 @@ pub fn check(files: &[SchemaFile]) -> Result<Checked<'_>, SchemaError> {
                 }
                 if let Some(v) = &k.strict {
                     if !is_ident(v.get_ref()) {
-                        return Err(f.error_at(v.span(), "`strict` names the ManifestError variant (taking the value) to return"));
+                        return Err(f.error_at(
+                            v.span(),
+                            "`strict` names the ManifestError variant (taking the value) to return",
+                        ));
                     }
                 }
             } else if k.strict.is_some() || k.accessor.is_some() {
@@ -212,10 +228,17 @@ fn raw_enum_exists(files: &[SchemaFile], name: &str) -> bool {
     files.iter().any(|f| f.toml.enums.iter().any(|e| e.name.get_ref() == name))
 }
 
-fn collect_params(name: &str, objects: &BTreeMap<String, ObjRef>, stack: &mut Vec<String>) -> Result<BTreeSet<String>, SchemaError> {
+fn collect_params(
+    name: &str,
+    objects: &BTreeMap<String, ObjRef>,
+    stack: &mut Vec<String>,
+) -> Result<BTreeSet<String>, SchemaError> {
     let o = &objects[name];
     if stack.iter().any(|s| s == name) {
-        return Err(o.file.error_at(o.obj.name.span(), format!("object `{name}` contains itself ({} -> {name})", stack.join(" -> "))));
+        return Err(o.file.error_at(
+            o.obj.name.span(),
+            format!("object `{name}` contains itself ({} -> {name})", stack.join(" -> ")),
+        ));
     }
     stack.push(name.to_string());
     let mut set = BTreeSet::new();
@@ -238,7 +261,9 @@ fn collect_params(name: &str, objects: &BTreeMap<String, ObjRef>, stack: &mut Ve
 
 fn check_enum(f: &SchemaFile, e: &EnumToml) -> Result<(), SchemaError> {
     if !REPRS.contains(&e.repr.get_ref().as_str()) {
-        return Err(f.error_at(e.repr.span(), format!("repr `{}` must be one of {}", e.repr.get_ref(), REPRS.join(", "))));
+        return Err(
+            f.error_at(e.repr.span(), format!("repr `{}` must be one of {}", e.repr.get_ref(), REPRS.join(", ")))
+        );
     }
     let mut names = BTreeSet::new();
     let mut values = BTreeSet::new();
@@ -246,7 +271,9 @@ fn check_enum(f: &SchemaFile, e: &EnumToml) -> Result<(), SchemaError> {
     let sized = e.variants.iter().filter(|v| v.size.is_some()).count();
     for v in &e.variants {
         if !is_ident(v.name.get_ref()) || !names.insert(v.name.get_ref().clone()) {
-            return Err(f.error_at(v.name.span(), format!("variant `{}` is invalid or declared twice", v.name.get_ref())));
+            return Err(
+                f.error_at(v.name.span(), format!("variant `{}` is invalid or declared twice", v.name.get_ref()))
+            );
         }
         if !values.insert(v.value) {
             return Err(f.error_at(v.name.span(), format!("value {} is used twice in `{}`", v.value, e.name.get_ref())));
@@ -511,7 +538,8 @@ impl Checked<'_> {
             let mut check = quote!();
             if let Some(m) = &k.map {
                 let e = format_ident!("{}", m.get_ref());
-                let acc = k.accessor.as_ref().map_or_else(|| format!("{}_kind", k.field.get_ref()), |a| a.get_ref().clone());
+                let acc =
+                    k.accessor.as_ref().map_or_else(|| format!("{}_kind", k.field.get_ref()), |a| a.get_ref().clone());
                 let acc = format_ident!("{}", acc);
                 let adoc = format!(" `{key}` as a [`{}`]; `None` when absent or not in the map.", m.get_ref());
                 if optional {
@@ -558,7 +586,8 @@ impl Checked<'_> {
         };
 
         let root = if obj.root {
-            let stage = format_ident!("{}", o.file.toml.stage.as_ref().map(|s| s.get_ref().as_str()).unwrap_or("DefJson"));
+            let stage =
+                format_ident!("{}", o.file.toml.stage.as_ref().map(|s| s.get_ref().as_str()).unwrap_or("DefJson"));
             let tier = o.file.toml.tier.clone().unwrap_or_default();
             let sdoc = format!(" The stage of errors in `{tier}`.");
             quote! {
@@ -697,7 +726,10 @@ impl Checked<'_> {
             if !js.is_empty() {
                 from_json.push(quote!(#(#js)|* => ::core::option::Option::Some(Self::#vid),));
             }
-            let s = v.json.first().map_or_else(|| v.c_name.clone().unwrap_or_else(|| v.name.get_ref().clone()), |s| s.get_ref().clone());
+            let s = v
+                .json
+                .first()
+                .map_or_else(|| v.c_name.clone().unwrap_or_else(|| v.name.get_ref().clone()), |s| s.get_ref().clone());
             as_str.push(quote!(Self::#vid => #s,));
             let c = v.c_name.clone().unwrap_or_default();
             c_names.push(quote!(Self::#vid => #c,));
@@ -777,7 +809,10 @@ impl Checked<'_> {
 
     fn gen_layout(&self, l: &LayoutToml) -> TokenStream {
         let id = format_ident!("{}", l.name.get_ref());
-        let doc = doc_attr(&format!("{}\n\nThe runtime's `{}`, {} bytes on x86-64 (asserted at compile time, on every target).", l.doc, l.c_name, l.size));
+        let doc = doc_attr(&format!(
+            "{}\n\nThe runtime's `{}`, {} bytes on x86-64 (asserted at compile time, on every target).",
+            l.doc, l.c_name, l.size
+        ));
         let c_name = &l.c_name;
         let size = Literal::usize_unsuffixed(l.size as usize);
         let mut fields = Vec::new();
@@ -789,7 +824,9 @@ impl Checked<'_> {
             let off = Literal::usize_unsuffixed(f.offset as usize);
             let fdoc = doc_attr(&format!("{} (offset {}).", f.doc.trim_end_matches('.'), f.offset));
             fields.push(quote!(#fdoc pub #fid: #ty,));
-            asserts.push(quote!(const _: () = ::core::assert!(::core::mem::offset_of!(#id, #fid) == #off);));
+            asserts.push(quote!(
+                const _: () = ::core::assert!(::core::mem::offset_of!(#id, #fid) == #off);
+            ));
             let fname = f.name.get_ref();
             let fty = f.ty.get_ref();
             infos.push(quote!(crate::manifest::LayoutField { name: #fname, ty: #fty, offset: #off },));

@@ -28,7 +28,9 @@ pub fn expand_dir(dir: &Path, display_prefix: &str) -> Result<TokenStream, Schem
     let mut out = generate(&files)?;
     for f in &files {
         let p = f.path.to_string_lossy().into_owned();
-        out.extend(quote!(const _: &[u8] = include_bytes!(#p);));
+        out.extend(quote!(
+            const _: &[u8] = include_bytes!(#p);
+        ));
     }
     Ok(out)
 }

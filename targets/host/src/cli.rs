@@ -204,7 +204,14 @@ mod tests {
 
     #[test]
     fn arch_accepts_codenames_and_versions() {
-        for (text, arch) in [("sunda", Arch::Sunda), ("v2", Arch::Sunda), ("cayman", Arch::Cayman), ("v3", Arch::Cayman), ("mariana", Arch::Mariana), ("v4", Arch::Mariana)] {
+        for (text, arch) in [
+            ("sunda", Arch::Sunda),
+            ("v2", Arch::Sunda),
+            ("cayman", Arch::Cayman),
+            ("v3", Arch::Cayman),
+            ("mariana", Arch::Mariana),
+            ("v4", Arch::Mariana),
+        ] {
             assert_eq!(Arch::from_str(text, false), Ok(arch), "{text}");
         }
         assert!(Arch::from_str("v5", false).is_err());

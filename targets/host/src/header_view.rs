@@ -173,12 +173,7 @@ impl HeaderView {
 
     /// The `header.json` document, with the member order.
     pub fn to_file(&self, members: Vec<String>) -> HeaderFile {
-        HeaderFile {
-            header: self.to_json(),
-            hash: hex(&self.hash),
-            tpb_per_node: self.tpb_per_node.to_vec(),
-            members,
-        }
+        HeaderFile { header: self.to_json(), hash: hex(&self.hash), tpb_per_node: self.tpb_per_node.to_vec(), members }
     }
 
     /// `tpb_per_node` without its trailing zeros.
@@ -294,7 +289,19 @@ mod tests {
             lnc_size: 2,
         };
         let text = serde_json::to_string(&view.to_json()).unwrap();
-        let order = ["pkg_version", "header_size", "data_size", "neff_version", "build_version", "num_tpb", "uuid", "name", "requested_tpb_count", "feature_bits", "lnc_size"];
+        let order = [
+            "pkg_version",
+            "header_size",
+            "data_size",
+            "neff_version",
+            "build_version",
+            "num_tpb",
+            "uuid",
+            "name",
+            "requested_tpb_count",
+            "feature_bits",
+            "lnc_size",
+        ];
         let positions: Vec<usize> = order.iter().map(|k| text.find(&format!("\"{k}\"")).unwrap()).collect();
         assert!(positions.windows(2).all(|w| w[0] < w[1]), "{text}");
         assert!(text.contains("\"neff_version\":\"2.0\""));

@@ -201,7 +201,9 @@ pub struct Collected {
     pub error: Option<String>,
 }
 
-fn tensors<const A: usize, const B: usize, const C: usize>(list: &[neff::manifest::IoTensor<A, B, C>]) -> Vec<TensorInfo> {
+fn tensors<const A: usize, const B: usize, const C: usize>(
+    list: &[neff::manifest::IoTensor<A, B, C>],
+) -> Vec<TensorInfo> {
     list.iter()
         .map(|t| TensorInfo {
             name: t.name.to_string(),
@@ -271,7 +273,9 @@ impl Observer<neff::loader::Host> for Collected {
         dma_queues.sort_by(|a, b| a.name.cmp(&b.name));
         let engines = ENGINES
             .iter()
-            .filter_map(|&e| doc.engine_json(e).map(|json| (e, json.to_owned(), doc.engine_instr(e).map(str::to_owned))))
+            .filter_map(|&e| {
+                doc.engine_json(e).map(|json| (e, json.to_owned(), doc.engine_instr(e).map(str::to_owned)))
+            })
             .collect();
         let carveouts = doc
             .carveouts
@@ -293,7 +297,8 @@ impl Observer<neff::loader::Host> for Collected {
             fp8_sis: c.fp8_sis,
             fp8_sns: c.fp8_sns,
         });
-        let info = DefInfo { version: doc.version.as_ref().map(|v| v.to_string()), vars, dma_queues, engines, carveouts, fp8 };
+        let info =
+            DefInfo { version: doc.version.as_ref().map(|v| v.to_string()), vars, dma_queues, engines, carveouts, fp8 };
         self.defs.insert(member.to_owned(), info);
     }
 
@@ -344,14 +349,17 @@ fn run_here(source: InputSource, size: u64, target: Target, allow_legacy: bool) 
     // The device memory is set up before the clock starts: the time is the load's.
     let mut memory = match target {
         Target::Memory { bytes, .. } => {
-            let len = usize::try_from(bytes).map_err(|_| CliError::usage(format!("--device-mem {bytes} does not fit in this host's address space")))?;
+            let len = usize::try_from(bytes).map_err(|_| {
+                CliError::usage(format!("--device-mem {bytes} does not fit in this host's address space"))
+            })?;
             // Zeroed pages from the allocator: untouched pages cost no host memory.
             vec![0u8; len]
         }
         _ => Vec::new(),
     };
     let started = Instant::now();
-    let mut archive: Box<Archive<InputSource>> = Box::new(Archive::open(source, Some(size), &OpenOptions::default(), &mut sink)?);
+    let mut archive: Box<Archive<InputSource>> =
+        Box::new(Archive::open(source, Some(size), &OpenOptions::default(), &mut sink)?);
     let header = HeaderView::from(archive.header());
     let mut loader: Box<HostLoader> = Box::new(Loader::new(LoadOptions { allow_legacy }));
     let mut report: Box<HostReport> = Box::default();

@@ -365,9 +365,8 @@ fn info_json(h: &HeaderFields) -> String {
 }
 
 fn kelf_json(target: &str, subgraphs: usize) -> String {
-    let graphs: Vec<String> = (0..subgraphs)
-        .map(|i| format!("{{\"definition\":\"sg{i:02}/def.json\",\"name\":\"sg{i:02}\"}}"))
-        .collect();
+    let graphs: Vec<String> =
+        (0..subgraphs).map(|i| format!("{{\"definition\":\"sg{i:02}/def.json\",\"name\":\"sg{i:02}\"}}")).collect();
     format!("{{\"graphs\":[{}],\"version\":\"0.5\",\"target\":\"{target}\"}}\n", graphs.join(","))
 }
 

@@ -82,7 +82,11 @@ impl<M: embedded_io::Read<Error = neff::Error>> Read for Body<'_, M> {
 }
 
 /// Walks `src` (a file of `file_size` bytes): header gates, then every member to `visitor`.
-pub fn walk<R: embedded_io::BufRead>(src: R, file_size: u64, visitor: &mut dyn Visitor) -> Result<WalkSummary, CliError> {
+pub fn walk<R: embedded_io::BufRead>(
+    src: R,
+    file_size: u64,
+    visitor: &mut dyn Visitor,
+) -> Result<WalkSummary, CliError> {
     let mut warnings = Vec::new();
     let mut sink = |w: &neff::Warning| {
         let text = w.to_string();

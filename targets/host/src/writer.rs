@@ -221,9 +221,7 @@ impl<W: Write + Seek> NeffWriter<W> {
             2 => {
                 let tap = Tap { out, count: 0, hasher: Hasher::Md5(Md5::new()) };
                 // MTIME 0 and OS 3 (Unix) as in the real NEFFs; the default level.
-                let gz = flate2::GzBuilder::new()
-                    .operating_system(3)
-                    .write(tap, flate2::Compression::default());
+                let gz = flate2::GzBuilder::new().operating_system(3).write(tap, flate2::Compression::default());
                 Payload::Gzip(gz)
             }
             1 => Payload::Raw(Tap { out, count: 0, hasher: Hasher::Sha256(Sha256::new()) }),

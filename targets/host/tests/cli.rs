@@ -154,7 +154,10 @@ fn info_without_file_shows_the_built_in_sample() {
     // The payload table closes the report, one line per payload with its role.
     let payloads: Vec<&str> = text.lines().skip_while(|l| !l.starts_with("payloads (")).skip(1).collect();
     assert_eq!(payloads.len(), 24, "{text}");
-    assert!(payloads.iter().any(|l| l.contains(" WEIGHT ") && l.ends_with("sg01/value_sg0100_identity_7_CRSM.npy")), "{text}");
+    assert!(
+        payloads.iter().any(|l| l.contains(" WEIGHT ") && l.ends_with("sg01/value_sg0100_identity_7_CRSM.npy")),
+        "{text}"
+    );
 }
 
 #[test]
@@ -197,7 +200,22 @@ fn info_json_header_of_the_real_neffs_follows_the_contract() {
         assert!(uuid.len() == 32 && uuid.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)), "{uuid}");
         // Keys in contract order.
         let keys: Vec<&String> = h.as_object().unwrap().keys().collect();
-        assert_eq!(keys, ["pkg_version", "header_size", "data_size", "neff_version", "build_version", "num_tpb", "uuid", "name", "requested_tpb_count", "feature_bits", "lnc_size"]);
+        assert_eq!(
+            keys,
+            [
+                "pkg_version",
+                "header_size",
+                "data_size",
+                "neff_version",
+                "build_version",
+                "num_tpb",
+                "uuid",
+                "name",
+                "requested_tpb_count",
+                "feature_bits",
+                "lnc_size"
+            ]
+        );
     }
 }
 

@@ -78,7 +78,8 @@ fn the_sample_manifests_agree_with_each_other() {
         let dict = std::str::from_utf8(&npy[10..10 + header_len]).unwrap();
         assert!(dict.contains("'descr': '<f2'"), "{dict}");
         let shape = dict.split("'shape': (").nth(1).unwrap().split(')').next().unwrap();
-        let elems: u64 = shape.split(',').filter(|s| !s.trim().is_empty()).map(|s| s.trim().parse::<u64>().unwrap()).product();
+        let elems: u64 =
+            shape.split(',').filter(|s| !s.trim().is_empty()).map(|s| s.trim().parse::<u64>().unwrap()).product();
         assert_eq!(elems * 2, file_var["size"].as_u64().unwrap());
         assert_eq!(npy.len(), 10 + header_len + elems as usize * 2);
         assert!(vars.values().any(|v| v["type"] == "virtual" && v["backing_variable_off"].is_u64()));
@@ -114,7 +115,8 @@ fn the_builder_knobs_change_what_they_say() {
     assert!(!one.members().unwrap().iter().any(|(n, _)| n.starts_with("sg01/")));
     let dropped = SampleBuilder::new().drop_member("sg01/def.json").members().unwrap();
     assert!(!dropped.iter().any(|(n, _)| n == "sg01/def.json"));
-    let bad = SampleBuilder::new().replace_text("sg00/def.json", "\"size\":16384", "\"size\":\"big\"").members().unwrap();
+    let bad =
+        SampleBuilder::new().replace_text("sg00/def.json", "\"size\":16384", "\"size\":\"big\"").members().unwrap();
     assert!(String::from_utf8_lossy(body(&bad, "sg00/def.json")).contains("\"size\":\"big\""));
     assert!(SampleBuilder::new().replace_text("sg00/def.json", "no such text", "x").members().is_err());
     assert!(SampleBuilder::new().drop_member("nope.json").members().is_err());
@@ -152,7 +154,8 @@ fn the_sample_walks_through_the_core_archive_and_its_hash_verifies() {
         let mut warnings = Vec::new();
         let mut sink = |w: &neff::Warning| warnings.push(w.to_string());
         let opts = OpenOptions { verify_integrity: true, ..OpenOptions::default() };
-        let mut archive: Box<Archive<&[u8]>> = Box::new(Archive::open(src, Some(bytes.len() as u64), &opts, &mut sink).unwrap());
+        let mut archive: Box<Archive<&[u8]>> =
+            Box::new(Archive::open(src, Some(bytes.len() as u64), &opts, &mut sink).unwrap());
         let mut walked = Vec::new();
         while let Some(mut member) = archive.next_member(&mut sink).unwrap() {
             let name = member.name().to_owned();

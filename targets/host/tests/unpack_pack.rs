@@ -46,7 +46,8 @@ fn unpack_matches_an_independent_extraction_of_the_real_neffs() {
         names.push("header.json".into());
         names.sort();
         assert_eq!(files_under(dir.path()), names, "{name}: nothing more, nothing less");
-        let header: serde_json::Value = serde_json::from_slice(&fs::read(dir.path().join("header.json")).unwrap()).unwrap();
+        let header: serde_json::Value =
+            serde_json::from_slice(&fs::read(dir.path().join("header.json")).unwrap()).unwrap();
         let order: Vec<&str> = header["members"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
         let tar_order: Vec<&str> = expected.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(order, tar_order, "{name}: header.json keeps the tar order");

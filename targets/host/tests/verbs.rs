@@ -93,7 +93,8 @@ fn ring_type(q: &Value) -> Value {
 
 fn tensor(neff: &Value, name: &str, eid: usize) -> Value {
     let dtype = neff["attrs"]["dltype"][1][eid].as_str().unwrap();
-    let shape: Vec<u64> = neff["attrs"]["shape"][1][eid].as_array().unwrap().iter().map(|d| d.as_u64().unwrap()).collect();
+    let shape: Vec<u64> =
+        neff["attrs"]["shape"][1][eid].as_array().unwrap().iter().map(|d| d.as_u64().unwrap()).collect();
     let (nrt, elem) = nrt_dtype(dtype);
     json!({ "name": name, "dtype": dtype, "nrt_dtype": nrt, "shape": shape, "size": shape.iter().product::<u64>() * elem })
 }
@@ -104,8 +105,11 @@ fn expected_info(name: &str, members: &[(String, Vec<u8>)]) -> Value {
     let neff = extracted(name, "neff.json");
     let nodes = neff["nodes"].as_array().unwrap();
     let row = |n: usize| neff["node_row_ptr"][n].as_u64().unwrap() as usize;
-    let kelf_members: Vec<&str> =
-        nodes.iter().filter(|n| n["attrs"]["func_name"] == "__kelf").map(|n| n["attrs"]["kelf"].as_str().unwrap()).collect();
+    let kelf_members: Vec<&str> = nodes
+        .iter()
+        .filter(|n| n["attrs"]["func_name"] == "__kelf")
+        .map(|n| n["attrs"]["kelf"].as_str().unwrap())
+        .collect();
     let inputs: Vec<Value> = neff["arg_nodes"]
         .as_array()
         .unwrap()
@@ -148,7 +152,8 @@ fn expected_info(name: &str, members: &[(String, Vec<u8>)]) -> Value {
                     })
                 })
                 .collect();
-            let mut queues: Vec<(&String, &Value)> = def["dma_queue"].as_object().map(|m| m.iter().collect()).unwrap_or_default();
+            let mut queues: Vec<(&String, &Value)> =
+                def["dma_queue"].as_object().map(|m| m.iter().collect()).unwrap_or_default();
             queues.sort_by(|a, b| a.0.cmp(b.0));
             let queues: Vec<Value> = queues
                 .iter()
@@ -170,7 +175,8 @@ fn expected_info(name: &str, members: &[(String, Vec<u8>)]) -> Value {
             for key in ["pe", "act", "pool", "dve", "sp"] {
                 let Some(json_name) = def[key].as_str() else { continue };
                 let json_path = format!("{dir}/{json_name}");
-                let engine: Value = serde_json::from_slice(member(&json_path).expect("engine JSON in the tar")).unwrap();
+                let engine: Value =
+                    serde_json::from_slice(member(&json_path).expect("engine JSON in the tar")).unwrap();
                 let instr_name = engine["instr"].as_str().or(def[format!("{key}_instr")].as_str()).unwrap();
                 let instr = format!("{dir}/{instr_name}");
                 let size = member(&instr).expect("instruction stream in the tar").len() as u64;
@@ -229,11 +235,17 @@ fn info_json_of_the_real_neffs_equals_what_their_members_say() {
                 assert_eq!(h[key], w[key], "{name}: {}.{key}", w["name"]);
             }
             assert_eq!(keys(h), ["name", "definition", "version", "vars", "dma_queues", "engines", "carveouts", "fp8"]);
-            assert_eq!(keys(&h["vars"][0]), ["name", "type", "mr_type", "var_id", "size", "alignment", "file_name", "backing_variable_off"]);
+            assert_eq!(
+                keys(&h["vars"][0]),
+                ["name", "type", "mr_type", "var_id", "size", "alignment", "file_name", "backing_variable_off"]
+            );
             assert_eq!(keys(&h["dma_queues"][0]), ["name", "type", "ring_type", "owner", "num_queues", "semaphores"]);
             assert_eq!(keys(&h["engines"][0]), ["engine", "json", "instr", "instr_size", "ninstr"]);
             assert_eq!(keys(&h["carveouts"][0]), ["type", "offset", "size", "start_partition", "num_partitions"]);
-            assert_eq!(keys(&h["fp8"]), ["fp8_range_extension", "emax_fp8_e4m3", "emax_fp8_e5m2", "ocp_sat", "fp8_sis", "fp8_sns"]);
+            assert_eq!(
+                keys(&h["fp8"]),
+                ["fp8_range_extension", "emax_fp8_e4m3", "emax_fp8_e5m2", "ocp_sat", "fp8_sis", "fp8_sns"]
+            );
         }
     }
 }
@@ -244,32 +256,59 @@ fn info_json_shows_the_values_of_the_format_spec_examples() {
     let Some(small) = real("matmul_small") else { return };
     let doc = ok_json(&neff_p(&[&"info", &small, &"--json"]));
     assert_eq!(doc["kelf"], json!([{ "member": "kelf-0.json", "version": "0.5", "target": "cayman", "arch": 3 }]));
-    assert_eq!(doc["inputs"][0], json!({ "name": "x", "dtype": "float16", "nrt_dtype": 7, "shape": [128, 256], "size": 65536 }));
+    assert_eq!(
+        doc["inputs"][0],
+        json!({ "name": "x", "dtype": "float16", "nrt_dtype": 7, "shape": [128, 256], "size": 65536 })
+    );
     assert_eq!(doc["inputs"][1]["shape"], json!([256, 128]));
     // Two heads named output0: one output, the later head's values, the first's position.
-    assert_eq!(doc["outputs"], json!([{ "name": "output0", "dtype": "float16", "nrt_dtype": 7, "shape": [128, 128], "size": 32768 }]));
+    assert_eq!(
+        doc["outputs"],
+        json!([{ "name": "output0", "dtype": "float16", "nrt_dtype": 7, "shape": [128, 128], "size": 32768 }])
+    );
     let sg = &doc["subgraphs"][0];
-    assert_eq!((sg["name"].as_str(), sg["definition"].as_str(), sg["version"].as_str()), (Some("sg00"), Some("sg00/def.json"), Some("0.6")));
+    assert_eq!(
+        (sg["name"].as_str(), sg["definition"].as_str(), sg["version"].as_str()),
+        (Some("sg00"), Some("sg00/def.json"), Some("0.6"))
+    );
     let var = |n: &str| sg["vars"].as_array().unwrap().iter().find(|v| v["name"] == n).unwrap().clone();
-    assert_eq!(var("SB"), json!({ "name": "SB", "type": "state-buffer", "mr_type": 1, "var_id": 0, "size": null, "alignment": null, "file_name": null, "backing_variable_off": null }));
+    assert_eq!(
+        var("SB"),
+        json!({ "name": "SB", "type": "state-buffer", "mr_type": 1, "var_id": 0, "size": null, "alignment": null, "file_name": null, "backing_variable_off": null })
+    );
     assert_eq!(var("identity_82_sg0000")["file_name"], "value_sg0000_identity_82_CRSM.npy");
     assert_eq!(var("identity_82_sg0000")["alignment"], 32768);
     assert_eq!(var("DGETable0")["mr_type"], Value::Null);
     let ids: Vec<u64> = sg["vars"].as_array().unwrap().iter().map(|v| v["var_id"].as_u64().unwrap()).collect();
     assert_eq!(ids, [0, 1, 2, 3, 4, 5]);
-    assert_eq!(sg["dma_queues"][0], json!({ "name": "qPoolDynamic", "type": "dynamic", "ring_type": null, "owner": "pool", "num_queues": 16, "semaphores": (24..40).collect::<Vec<u32>>() }));
+    assert_eq!(
+        sg["dma_queues"][0],
+        json!({ "name": "qPoolDynamic", "type": "dynamic", "ring_type": null, "owner": "pool", "num_queues": 16, "semaphores": (24..40).collect::<Vec<u32>>() })
+    );
     assert_eq!(sg["dma_queues"][1]["name"], "qSPDynamicHW");
-    assert_eq!(sg["engines"][0], json!({ "engine": "pe", "json": "sg00/PE.json", "instr": "sg00/PE.bin", "instr_size": 768, "ninstr": 12 }));
+    assert_eq!(
+        sg["engines"][0],
+        json!({ "engine": "pe", "json": "sg00/PE.json", "instr": "sg00/PE.bin", "instr_size": 768, "ninstr": 12 })
+    );
     let engines: Vec<&str> = sg["engines"].as_array().unwrap().iter().map(|e| e["engine"].as_str().unwrap()).collect();
     assert_eq!(engines, ["pe", "act", "pool", "dve", "sp"]);
     assert_eq!(sg["engines"][1]["json"], "sg00/Activation.json");
-    assert_eq!(sg["carveouts"], json!([{ "type": "evtaccel", "offset": 229368, "size": 8, "start_partition": 0, "num_partitions": 128 }]));
-    assert_eq!(sg["fp8"], json!({ "fp8_range_extension": true, "emax_fp8_e4m3": 8, "emax_fp8_e5m2": 15, "ocp_sat": true, "fp8_sis": false, "fp8_sns": false }));
+    assert_eq!(
+        sg["carveouts"],
+        json!([{ "type": "evtaccel", "offset": 229368, "size": 8, "start_partition": 0, "num_partitions": 128 }])
+    );
+    assert_eq!(
+        sg["fp8"],
+        json!({ "fp8_range_extension": true, "emax_fp8_e4m3": 8, "emax_fp8_e5m2": 15, "ocp_sat": true, "fp8_sis": false, "fp8_sns": false })
+    );
 
     let Some(large) = real("matmul_large") else { return };
     let doc = ok_json(&neff_p(&[&"info", &large, &"--json"]));
     // The 4 GiB input prints as a u64.
-    assert_eq!(doc["inputs"][1], json!({ "name": "y", "dtype": "float16", "nrt_dtype": 7, "shape": [32768, 65536], "size": 4294967296u64 }));
+    assert_eq!(
+        doc["inputs"][1],
+        json!({ "name": "y", "dtype": "float16", "nrt_dtype": 7, "shape": [32768, 65536], "size": 4294967296u64 })
+    );
     let sg = &doc["subgraphs"][0];
     let virtuals: Vec<&Value> = sg["vars"].as_array().unwrap().iter().filter(|v| v["type"] == "virtual").collect();
     assert_eq!(virtuals.len(), 16);
@@ -328,7 +367,11 @@ fn check_accepts_the_real_neffs_and_the_sample() {
         let line = stdout(&out);
         assert_eq!(line.lines().count(), 1, "{line}");
         let members = members_of(&std::fs::read(&path).unwrap());
-        let want = format!("ok: {}: target \"cayman\", runs on cayman, 2 subgraphs, {} members: 18 manifests, 24 payloads (", path.display(), members.len());
+        let want = format!(
+            "ok: {}: target \"cayman\", runs on cayman, 2 subgraphs, {} members: 18 manifests, 24 payloads (",
+            path.display(),
+            members.len()
+        );
         assert!(line.starts_with(&want), "{line}");
         assert!(line.trim_end().ends_with(", 0 warnings"), "{line}");
         assert!(out.stderr.is_empty(), "{}", stderr(&out));
@@ -378,16 +421,27 @@ fn check_names_the_missing_member_and_who_names_it() {
     let (line, _) = rejected(SampleBuilder::new().drop_member("sg01/Pool.bin"), &["check"]);
     assert_eq!(line, "error: sg01/Pool.json: instr: member sg01/Pool.bin is missing from the archive (byte 0)");
     let (line, _) = rejected(SampleBuilder::new().drop_member("sg01/def.json"), &["check"]);
-    assert_eq!(line, "error: kelf-0.json: graphs.definition: member sg01/def.json is missing from the archive (byte 0)");
+    assert_eq!(
+        line,
+        "error: kelf-0.json: graphs.definition: member sg01/def.json is missing from the archive (byte 0)"
+    );
     let (line, _) = rejected(SampleBuilder::new().drop_member("sg00/value_sg0000_identity_7_CRSM.npy"), &["check"]);
-    assert!(line.contains("sg00/def.json: var.file_name: member sg00/value_sg0000_identity_7_CRSM.npy is missing"), "{line}");
+    assert!(
+        line.contains("sg00/def.json: var.file_name: member sg00/value_sg0000_identity_7_CRSM.npy is missing"),
+        "{line}"
+    );
 }
 
 #[test]
 fn check_gives_key_path_and_byte_of_a_bad_value() {
     let bad = SampleBuilder::new().replace_text("sg00/def.json", "\"size\":16384", "\"size\":\"big\"");
     let (line, _) = rejected(bad, &["check"]);
-    assert!(line.starts_with("error: sg00/def.json: var.spill0_sg0000.size: expected an unsigned integer, found string (byte "), "{line}");
+    assert!(
+        line.starts_with(
+            "error: sg00/def.json: var.spill0_sg0000.size: expected an unsigned integer, found string (byte "
+        ),
+        "{line}"
+    );
     let offset: u64 = line.rsplit_once("(byte ").unwrap().1.trim_end_matches(')').parse().unwrap();
     let def = SampleBuilder::new().members().unwrap().into_iter().find(|(n, _)| n == "sg00/def.json").unwrap().1;
     let at = String::from_utf8(def).unwrap().find("\"size\":16384").unwrap() as u64 + "\"size\":".len() as u64;
@@ -397,12 +451,19 @@ fn check_gives_key_path_and_byte_of_a_bad_value() {
 #[test]
 fn check_applies_the_cayman_carveout_rule_with_the_arch() {
     let no_carveout = || {
-        SampleBuilder::new().replace_text("sg00/def.json", "\"runtime_statebuffer_reservation\"", "\"runtime_statebuffer_reservation_x\"")
+        SampleBuilder::new().replace_text(
+            "sg00/def.json",
+            "\"runtime_statebuffer_reservation\"",
+            "\"runtime_statebuffer_reservation_x\"",
+        )
     };
     let f = write_temp(&no_carveout().build().unwrap());
     assert_eq!(code(&neff_p(&[&"check", &f.path()])), 0, "no arch, no arch rule");
     let (line, all) = rejected(no_carveout(), &["check", "--arch", "cayman"]);
-    assert!(line.starts_with("error: sg00/def.json: Missing or corrupted runtime_statebuffer_reservation field"), "{line}");
+    assert!(
+        line.starts_with("error: sg00/def.json: Missing or corrupted runtime_statebuffer_reservation field"),
+        "{line}"
+    );
     assert!(all.contains("hint: --allow-legacy"), "{all}");
     assert_eq!(code(&neff_p(&[&"check", &f.path(), &"--arch", &"cayman", &"--allow-legacy"])), 0);
 }
@@ -435,7 +496,12 @@ fn placed(doc: &Value) -> Vec<(String, String, u64, String)> {
         .iter()
         .map(|p| {
             assert_eq!(p["state"], "placed", "{p}");
-            (p["member"].as_str().unwrap().to_owned(), p["usage"].as_str().unwrap().to_owned(), p["len"].as_u64().unwrap(), p["digest"].as_str().unwrap().to_owned())
+            (
+                p["member"].as_str().unwrap().to_owned(),
+                p["usage"].as_str().unwrap().to_owned(),
+                p["len"].as_u64().unwrap(),
+                p["digest"].as_str().unwrap().to_owned(),
+            )
         })
         .collect()
 }
@@ -469,7 +535,11 @@ fn load_json_digests_are_those_of_the_members() {
         assert!(doc["time_ms"].as_f64().unwrap() >= 0.0);
         let total: u64 = placed(&doc).iter().map(|p| p.2).sum();
         assert_eq!(doc["bytes_placed"], total);
-        assert_eq!(doc["device"]["live_bytes"].as_u64().unwrap(), total, "{name}: no padding between classes is counted");
+        assert_eq!(
+            doc["device"]["live_bytes"].as_u64().unwrap(),
+            total,
+            "{name}: no padding between classes is counted"
+        );
         // Per subgraph: five instruction streams, four DVE tables, two activation tables, one weight.
         for sg in doc["subgraphs"].as_array().unwrap() {
             assert_eq!(sg["allocations"], 12);
@@ -505,10 +575,16 @@ fn load_of_the_sample_is_clean_and_human_readable() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(out.stderr.is_empty(), "{}", stderr(&out));
     let text = stdout(&out);
-    assert!(text.starts_with("loaded built-in sample NEFF into a simulated cayman device (memory, 64 MiB) in "), "{text}");
+    assert!(
+        text.starts_with("loaded built-in sample NEFF into a simulated cayman device (memory, 64 MiB) in "),
+        "{text}"
+    );
     assert!(text.contains("\nsg01 (core 1): 12 allocations, 40768 bytes\n"), "{text}");
     for (member, usage, len, digest) in placed(&doc) {
-        let line = text.lines().find(|l| l.ends_with(&format!("  {member}"))).unwrap_or_else(|| panic!("no line for {member}"));
+        let line = text
+            .lines()
+            .find(|l| l.ends_with(&format!("  {member}")))
+            .unwrap_or_else(|| panic!("no line for {member}"));
         assert!(line.contains(&usage) && line.contains(&digest) && line.contains(&format!(" {len} ")), "{line}");
     }
 }
@@ -557,10 +633,16 @@ fn schema_json_is_one_record_per_consumed_key() {
     let records = doc.as_array().unwrap();
     assert_eq!(records.len(), neff::manifest::CONSUMED_KEYS.len());
     for (r, k) in records.iter().zip(neff::manifest::CONSUMED_KEYS) {
-        assert_eq!((r["tier"].as_str(), r["path"].as_str(), r["field"].as_str()), (Some(k.tier), Some(k.path), Some(k.field)));
+        assert_eq!(
+            (r["tier"].as_str(), r["path"].as_str(), r["field"].as_str()),
+            (Some(k.tier), Some(k.path), Some(k.field))
+        );
         assert_eq!(r["required"], k.required);
     }
-    assert_eq!(keys(&records[0]), ["tier", "path", "aliases", "json_type", "required", "default", "field", "map", "missing", "doc", "notes"]);
+    assert_eq!(
+        keys(&records[0]),
+        ["tier", "path", "aliases", "json_type", "required", "default", "field", "map", "missing", "doc", "notes"]
+    );
     let carve = records.iter().find(|r| r["path"] == "runtime_statebuffer_reservation[].base_partition").unwrap();
     assert_eq!(carve["aliases"], json!(["start_partition"]));
     let num_queues = records.iter().find(|r| r["path"] == "dma_queue.<name>.num_queues").unwrap();

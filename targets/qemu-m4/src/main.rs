@@ -116,10 +116,14 @@ impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Failure::Load(e) => write!(f, "load error: {e}"),
-            Failure::PayloadCount { expected, found } => write!(f, "{found} payloads in the report, expected {expected}"),
+            Failure::PayloadCount { expected, found } => {
+                write!(f, "{found} payloads in the report, expected {expected}")
+            }
             Failure::MissingPayload { member } => write!(f, "{member}: not in the report"),
             Failure::NotPlaced { member, state } => write!(f, "{member}: {state}, expected placed"),
-            Failure::Length { member, expected, found } => write!(f, "{member}: {found} bytes landed, expected {expected}"),
+            Failure::Length { member, expected, found } => {
+                write!(f, "{member}: {found} bytes landed, expected {expected}")
+            }
             Failure::ReportDigest { member, expected, found } => {
                 write!(f, "{member}: report digest {found:016x}, expected {expected:016x}")
             }
@@ -129,7 +133,9 @@ impl fmt::Display for Failure {
             Failure::DeviceDigest { member, found: None, .. } => write!(f, "{member}: no device region"),
             Failure::Members { expected, found } => write!(f, "{found} tar members, expected {expected}"),
             Failure::Inflated { expected, found } => write!(f, "{found} bytes inflated, expected {expected}"),
-            Failure::BytesPlaced { expected, found } => write!(f, "subgraphs account {found} bytes, payloads {expected}"),
+            Failure::BytesPlaced { expected, found } => {
+                write!(f, "subgraphs account {found} bytes, payloads {expected}")
+            }
             Failure::JsonTooLong => write!(f, "the JSON report is longer than {JSON_CAPACITY} bytes"),
         }
     }

@@ -41,7 +41,8 @@ pub fn usage() -> StackUsage {
     // SAFETY: `_stack_end.._stack_start` is the RAM stack region laid out by memory.x (4-byte
     // aligned, checked by cortex-m-rt's link.x); every word in it is readable. The words below
     // the current stack pointer belong to no live object; volatile reads of u32 cannot tear.
-    let untouched = (0..words).take_while(|&i| unsafe { core::ptr::read_volatile(bottom.add(i)) } == STACK_PAINT_VALUE).count();
+    let untouched =
+        (0..words).take_while(|&i| unsafe { core::ptr::read_volatile(bottom.add(i)) } == STACK_PAINT_VALUE).count();
     StackUsage { region, peak: region - untouched * 4 }
 }
 

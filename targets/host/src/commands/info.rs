@@ -166,7 +166,13 @@ pub struct Fp8Json {
 }
 
 fn tensor_json(t: &TensorInfo) -> TensorJson {
-    TensorJson { name: t.name.clone(), dtype: t.dtype.clone(), nrt_dtype: t.nrt_dtype, shape: t.shape.clone(), size: t.size }
+    TensorJson {
+        name: t.name.clone(),
+        dtype: t.dtype.clone(),
+        nrt_dtype: t.nrt_dtype,
+        shape: t.shape.clone(),
+        size: t.size,
+    }
 }
 
 /// Builds the `info --json` document from a pass.
@@ -201,9 +207,21 @@ pub fn info_json(pass: &Pass) -> InfoJson {
                     .map(|(engine, json, def_instr)| {
                         let json = join(dir, json);
                         // The engine JSON's `instr` wins over def.json's `<eng>_instr`.
-                        let instr = c.engine_instr.get(&json).cloned().flatten().or_else(|| def_instr.clone()).map(|i| join(dir, &i));
+                        let instr = c
+                            .engine_instr
+                            .get(&json)
+                            .cloned()
+                            .flatten()
+                            .or_else(|| def_instr.clone())
+                            .map(|i| join(dir, &i));
                         let instr_size = instr.as_deref().and_then(member_len);
-                        EngineJson { engine: engine.as_str(), json, instr, instr_size, ninstr: instr_size.map(|s| s / 64) }
+                        EngineJson {
+                            engine: engine.as_str(),
+                            json,
+                            instr,
+                            instr_size,
+                            ninstr: instr_size.map(|s| s / 64),
+                        }
                     })
                     .collect()
             })
@@ -355,7 +373,15 @@ pub fn human(label: &str, size: u64, pass: &Pass, doc: &InfoJson) -> String {
         }
         let width = list.iter().map(|t| t.name.len()).max().unwrap_or(0);
         for t in list {
-            let _ = writeln!(out, "  {:<width$}  {:<9} ({:>2})  {:<16} {} bytes", t.name, t.dtype, t.nrt_dtype, shape(&t.shape), t.size);
+            let _ = writeln!(
+                out,
+                "  {:<width$}  {:<9} ({:>2})  {:<16} {} bytes",
+                t.name,
+                t.dtype,
+                t.nrt_dtype,
+                shape(&t.shape),
+                t.size
+            );
         }
     }
 
@@ -363,7 +389,11 @@ pub fn human(label: &str, size: u64, pass: &Pass, doc: &InfoJson) -> String {
         let _ = writeln!(out, "\nsubgraph {} ({}, version {})", sg.name, sg.definition, opt(&sg.version));
         let _ = writeln!(out, "  vars ({})", sg.vars.len());
         let width = sg.vars.iter().map(|v| v.name.len()).max().unwrap_or(4).max(4);
-        let _ = writeln!(out, "    {:>4}  {:<width$}  {:<12}  {:>2}  {:>12}  {:>6}  file / backing offset", "id", "name", "type", "mr", "size", "align");
+        let _ = writeln!(
+            out,
+            "    {:>4}  {:<width$}  {:<12}  {:>2}  {:>12}  {:>6}  file / backing offset",
+            "id", "name", "type", "mr", "size", "align"
+        );
         for v in &sg.vars {
             let extra = match (&v.file_name, v.backing_variable_off) {
                 (Some(f), _) => f.clone(),
@@ -440,7 +470,15 @@ pub fn human(label: &str, size: u64, pass: &Pass, doc: &InfoJson) -> String {
     let width = report.payloads.iter().map(|p| p.len.to_string().len()).max().unwrap_or(1);
     for p in report.payloads.iter() {
         let core = p.core.map_or_else(|| "-".to_owned(), |c| c.to_string());
-        let _ = writeln!(out, "  {:>4}  {:<10}  {:>width$}  {:016x}  {}", core, p.usage.as_str(), p.len, p.digest, p.member);
+        let _ = writeln!(
+            out,
+            "  {:>4}  {:<10}  {:>width$}  {:016x}  {}",
+            core,
+            p.usage.as_str(),
+            p.len,
+            p.digest,
+            p.member
+        );
     }
     out
 }

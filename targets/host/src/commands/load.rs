@@ -81,7 +81,8 @@ fn millis(pass: &Pass) -> f64 {
 /// sized from the report), plus `time_ms` and the `device` object.
 pub fn report_json(pass: &Pass) -> Result<serde_json::Value, CliError> {
     let r = &pass.report;
-    let mut len = 1024 + r.payloads.len() * 384 + r.subgraphs.len() * 1024 + (r.io.inputs.len() + r.io.outputs.len()) * 512;
+    let mut len =
+        1024 + r.payloads.len() * 384 + r.subgraphs.len() * 1024 + (r.io.inputs.len() + r.io.outputs.len()) * 512;
     let written = loop {
         let mut buf = vec![0u8; len];
         match r.to_json(&mut buf) {
@@ -181,7 +182,11 @@ pub fn human(label: &str, pass: &Pass) -> String {
         plural(r.warnings, "warning")
     );
     for sg in r.subgraphs.iter() {
-        let _ = writeln!(out, "\n{} (core {}): {} allocations, {} bytes", sg.name, sg.core, sg.allocations, sg.bytes_placed);
+        let _ = writeln!(
+            out,
+            "\n{} (core {}): {} allocations, {} bytes",
+            sg.name, sg.core, sg.allocations, sg.bytes_placed
+        );
         for (class, bytes) in USAGE_CLASSES.iter().zip(sg.bytes_by_usage.iter()) {
             if *bytes != 0 {
                 let _ = writeln!(out, "  {:<12} {bytes:>10}", class.as_str());
@@ -189,7 +194,11 @@ pub fn human(label: &str, pass: &Pass) -> String {
         }
     }
     let _ = writeln!(out, "\npayloads");
-    let _ = writeln!(out, "  {:>4}  {:<10}  {:>10}  {:>12}  {:<16}  {:<8}  member", "core", "usage", "bytes", "address", "digest", "state");
+    let _ = writeln!(
+        out,
+        "  {:>4}  {:<10}  {:>10}  {:>12}  {:<16}  {:<8}  member",
+        "core", "usage", "bytes", "address", "digest", "state"
+    );
     for p in r.payloads.iter() {
         let core = p.core.map_or_else(|| "-".to_owned(), |c| c.to_string());
         let address = p.address.map_or_else(|| "-".to_owned(), |a| format!("0x{a:x}"));

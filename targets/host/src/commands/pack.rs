@@ -101,9 +101,9 @@ pub fn order_members(mut files: Vec<PackMember>, listed: &[String]) -> Result<Ve
 
 fn read_json(path: &Path) -> Result<Option<serde_json::Value>, CliError> {
     match fs::read(path) {
-        Ok(bytes) => serde_json::from_slice(&bytes)
-            .map(Some)
-            .map_err(|e| CliError::rejected(format!("{}: {e}", path.display()))),
+        Ok(bytes) => {
+            serde_json::from_slice(&bytes).map(Some).map_err(|e| CliError::rejected(format!("{}: {e}", path.display())))
+        }
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(CliError::path(path, &e)),
     }
@@ -200,7 +200,10 @@ pub fn run(args: &PackArgs) -> Result<(), CliError> {
     let files = list_files(&args.dir)?;
     let header_file: Option<HeaderFile> = match read_json(&args.dir.join(HEADER_JSON))? {
         Some(value) => Some(serde_json::from_value(value).map_err(|e| {
-            CliError::rejected_with_hint(format!("{HEADER_JSON}: {e}"), "header.json is the document `neff unpack` writes")
+            CliError::rejected_with_hint(
+                format!("{HEADER_JSON}: {e}"),
+                "header.json is the document `neff unpack` writes",
+            )
         })?),
         None => None,
     };
@@ -214,7 +217,10 @@ pub fn run(args: &PackArgs) -> Result<(), CliError> {
         fields.pkg_version = v;
     }
     if fields.pkg_version != 1 && fields.pkg_version != 2 {
-        return Err(CliError::rejected(format!("{HEADER_JSON}: pkg_version must be 1 or 2, found {}", fields.pkg_version)));
+        return Err(CliError::rejected(format!(
+            "{HEADER_JSON}: pkg_version must be 1 or 2, found {}",
+            fields.pkg_version
+        )));
     }
     if members.is_empty() {
         return Err(CliError::rejected(format!("{}: no files to pack", args.dir.display())));

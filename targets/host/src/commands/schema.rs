@@ -63,7 +63,8 @@ pub fn key_records() -> Vec<KeyRecord> {
 /// The Markdown tables (the text of `schema/README.md`).
 pub fn markdown() -> Result<String, CliError> {
     let mut out = String::new();
-    neff::manifest::doc::write_markdown(&mut out).map_err(|_| CliError::rejected("schema: cannot render the tables"))?;
+    neff::manifest::doc::write_markdown(&mut out)
+        .map_err(|_| CliError::rejected("schema: cannot render the tables"))?;
     Ok(out)
 }
 

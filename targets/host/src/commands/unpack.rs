@@ -93,7 +93,10 @@ impl Unpacker {
                     return Err(if self.made_by_us(&dir) {
                         CliError::rejected(message)
                     } else {
-                        CliError::Path { path: dir.display().to_string(), message: format!("is a file, member {name} needs a directory") }
+                        CliError::Path {
+                            path: dir.display().to_string(),
+                            message: format!("is a file, member {name} needs a directory"),
+                        }
                     });
                 }
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {
@@ -107,10 +110,7 @@ impl Unpacker {
     }
 
     fn made_by_us(&self, path: &Path) -> bool {
-        path.strip_prefix(&self.root)
-            .ok()
-            .and_then(|rel| rel.to_str())
-            .is_some_and(|rel| self.written.contains(rel))
+        path.strip_prefix(&self.root).ok().and_then(|rel| rel.to_str()).is_some_and(|rel| self.written.contains(rel))
     }
 
     fn create(&mut self, name: &str, path: &Path) -> Result<File, CliError> {
@@ -119,7 +119,10 @@ impl Unpacker {
             // We made this regular file ourselves; still never follow a symlink put there since.
             let meta = fs::symlink_metadata(path).map_err(|e| CliError::path(path, &e))?;
             if !meta.is_file() {
-                return Err(CliError::Path { path: path.display().to_string(), message: "changed under unpack".into() });
+                return Err(CliError::Path {
+                    path: path.display().to_string(),
+                    message: "changed under unpack".into(),
+                });
             }
             return OpenOptions::new().write(true).truncate(true).open(path).map_err(|e| CliError::path(path, &e));
         }
@@ -151,7 +154,8 @@ impl Visitor for Unpacker {
                 "{name}: a member named {HEADER_JSON} would collide with the header document unpack writes"
             )));
         }
-        let (file_name, dirs) = parts.split_last().ok_or_else(|| CliError::rejected(format!("{name}: empty member path")))?;
+        let (file_name, dirs) =
+            parts.split_last().ok_or_else(|| CliError::rejected(format!("{name}: empty member path")))?;
         let dir = self.parent_dir(name, dirs)?;
         let path = dir.join(file_name);
         let mut file = self.create(name, &path)?;
@@ -165,7 +169,9 @@ impl Visitor for Unpacker {
             copied += n as u64;
         }
         if copied != size {
-            return Err(CliError::rejected(format!("{name}: unexpected end of input: {copied} of {size} bytes (byte {copied})")));
+            return Err(CliError::rejected(format!(
+                "{name}: unexpected end of input: {copied} of {size} bytes (byte {copied})"
+            )));
         }
         if self.written.insert(name.to_owned()) {
             self.members.push(name.to_owned());
@@ -183,7 +189,10 @@ pub fn run(args: &UnpackArgs) -> Result<(), CliError> {
     let header_path = args.output.join(HEADER_JSON);
     let mut header_file = OpenOptions::new().write(true).create_new(true).open(&header_path).map_err(|e| {
         if e.kind() == io::ErrorKind::AlreadyExists {
-            CliError::Path { path: header_path.display().to_string(), message: "already exists; unpack never overwrites (use an empty directory)".into() }
+            CliError::Path {
+                path: header_path.display().to_string(),
+                message: "already exists; unpack never overwrites (use an empty directory)".into(),
+            }
         } else {
             CliError::path(&header_path, &e)
         }

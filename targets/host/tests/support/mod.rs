@@ -16,7 +16,8 @@ pub fn neff(args: &[&str]) -> Output {
 
 /// Runs `neff` with path arguments.
 pub fn neff_p(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_neff")).args(args.iter().map(|a| a.as_ref())).output().expect("spawn neff");
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_neff")).args(args.iter().map(|a| a.as_ref())).output().expect("spawn neff");
     let code = out.status.code().expect("neff died by a signal");
     assert_ne!(code, 101, "neff panicked: {}", String::from_utf8_lossy(&out.stderr));
     out
