@@ -377,3 +377,16 @@ fn the_report_serialises_to_json_without_a_heap() {
     // A buffer too small is an error, not a panic.
     assert!(out.report.to_json(&mut buf[..100]).is_err());
 }
+
+#[test]
+fn skipped_members_need_no_name_capacity() {
+    // A debug member whose path is longer than the compact loader's PATH capacity (48).
+    let long = format!("debug_info/{}.dbg", "x".repeat(80));
+    let Some(bytes) = variant(|l| l.insert(0, (long.clone(), vec![0; 10]))) else { return };
+    load(&bytes).result.unwrap();
+    // A payload with such a name is refused with the capacity named, not cut.
+    let long_payload = format!("sg00/{}.bin", "y".repeat(60));
+    let Some(bytes) = variant(|l| l.insert(0, (long_payload.clone(), vec![0; 10]))) else { return };
+    let e = load(&bytes).result.unwrap_err();
+    assert!(matches!(e.kind, ErrorKind::Capacity(c) if c.limit == "PATH" && c.capacity == 48), "{e}");
+}

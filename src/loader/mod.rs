@@ -431,6 +431,11 @@ impl<
         sink: &mut impl WarningSink,
     ) -> Result<(), Error> {
         while let Some(mut member) = archive.next_member(sink)? {
+            // Debug and metadata members are skipped before anything is kept of them, so a
+            // long debug file name never meets the PATH capacity.
+            if matches!(route(member.name()), Route::Skip(_)) {
+                continue;
+            }
             let name: String<PATH> =
                 copy(member.name(), "PATH").map_err(|k| Error::in_member(Stage::Tar, member.name(), 0, k))?;
             let size = member.size();
