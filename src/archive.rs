@@ -241,7 +241,8 @@ impl<R: BufRead, const NAME: usize, const PAX: usize> Archive<R, NAME, PAX> {
             let kind = HeaderWarning::HeaderSizeAllowed { header_size: header.header_size };
             header_warning(sink, crate::header::field::HEADER_SIZE.start as u64, kind);
         }
-        let payload_end = HEADER_SIZE as u64 + header.data_size;
+        // Saturating: on a stream (no file size) nothing has bounded `data_size` yet.
+        let payload_end = (HEADER_SIZE as u64).saturating_add(header.data_size);
         if let Some(count) = file_size.map(|s| s.saturating_sub(payload_end)).filter(|&c| c > 0) {
             header_warning(sink, payload_end, HeaderWarning::TrailingBytes { count });
         }

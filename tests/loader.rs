@@ -19,6 +19,10 @@ struct Outcome {
     /// (member, usage, len, device digest) of every live region, sorted.
     image: Vec<(String, UsageClass, u64, u64)>,
     live_regions: usize,
+    /// Payloads whose device region sits on another core than the report says.
+    core_mismatches: Vec<String>,
+    /// Live regions that were adopted from a staging region.
+    adopted: usize,
 }
 
 fn load_with(bytes: &[u8], arch: Arch, options: LoadOptions, device_mem: usize) -> Outcome {
@@ -41,7 +45,16 @@ fn load_with(bytes: &[u8], arch: Arch, options: LoadOptions, device_mem: usize) 
         .collect();
     image.sort_by_key(|(m, u, l, d)| (m.clone(), u.value(), *l, *d));
     let live_regions = dev.live_regions().count();
-    Outcome { result, report, warnings, image, live_regions }
+    let core_mismatches = report
+        .payloads
+        .iter()
+        .filter_map(|p| {
+            let on_device = dev.region(p.region?)?.core;
+            (p.core != Some(on_device)).then(|| p.member.to_string())
+        })
+        .collect();
+    let adopted = dev.live_regions().filter(|r| r.adopted_from.is_some()).count();
+    Outcome { result, report, warnings, image, live_regions, core_mismatches, adopted }
 }
 
 fn load(bytes: &[u8]) -> Outcome {
@@ -117,9 +130,14 @@ fn member_order_does_not_change_the_device_image() {
         for (a, b) in original.report.subgraphs.iter().zip(&manifests_first.report.subgraphs) {
             assert_eq!(a.bytes_by_usage, b.bytes_by_usage);
         }
-        // In manifests-first order every payload's role is known on arrival: nothing is staged.
-        let adopted = reversed.report.payloads.iter().filter(|p| p.state == PayloadState::Placed).count();
-        assert_eq!(adopted, 24);
+        // In manifests-first order every payload's role is known on arrival: nothing is staged,
+        // so nothing is adopted; in tar order the instruction streams (before their engine
+        // JSONs) are staged and adopted.
+        assert_eq!(manifests_first.adopted, 0, "{name}");
+        assert!(original.adopted > 0, "{name}");
+        for out in [&original, &reversed, &manifests_first] {
+            assert!(out.core_mismatches.is_empty(), "{name}: {:?}", out.core_mismatches);
+        }
     }
 }
 
@@ -389,4 +407,70 @@ fn skipped_members_need_no_name_capacity() {
     let Some(bytes) = variant(|l| l.insert(0, (long_payload.clone(), vec![0; 10]))) else { return };
     let e = load(&bytes).result.unwrap_err();
     assert!(matches!(e.kind, ErrorKind::Capacity(c) if c.limit == "PATH" && c.capacity == 48), "{e}");
+}
+
+#[test]
+fn a_stray_kelf_before_neff_json_does_not_misplace_cores() {
+    // An unnamed kelf-a.json listing the graphs in the other order arrives first: until
+    // neff.json (last) says which KELF counts, core numbers are unknown and payloads wait.
+    let stray = br#"{"graphs":[{"definition":"sg01/def.json","name":"sg01"},{"definition":"sg00/def.json","name":"sg00"}],"version":"0.5","target":"cayman"}"#;
+    let Some(bytes) = variant(|l| l.insert(0, ("kelf-a.json".into(), stray.to_vec()))) else { return };
+    let out = load(&bytes);
+    out.result.as_ref().unwrap();
+    assert!(out.core_mismatches.is_empty(), "{:?}", out.core_mismatches);
+    let core = |m: &str| out.report.payloads.iter().find(|p| p.member.as_str() == m).unwrap().core;
+    assert_eq!(core("sg00/value_sg0000_identity_82_CRSM.npy"), Some(0));
+    assert_eq!(core("sg01/PE.bin"), Some(1));
+    assert!(out.warnings.iter().any(|w| w.kind == WarningKind::Chain(ChainWarning::KelfNotNamed)));
+}
+
+#[test]
+fn a_file_name_with_a_directory_is_placed() {
+    let Some(bytes) = variant(|l| {
+        for (n, body) in l.iter_mut() {
+            if n == "sg00/value_sg0000_identity_82_CRSM.npy" {
+                *n = "sg00/w/value_sg0000_identity_82_CRSM.npy".into();
+            }
+            if n == "sg00/def.json" {
+                let t = String::from_utf8(body.clone()).unwrap();
+                *body = t.replacen("\"value_sg0000", "\"w/value_sg0000", 1).into_bytes();
+            }
+        }
+    }) else {
+        return;
+    };
+    let out = load(&bytes);
+    out.result.as_ref().unwrap();
+    let p =
+        out.report.payloads.iter().find(|p| p.member.as_str() == "sg00/w/value_sg0000_identity_82_CRSM.npy").unwrap();
+    assert_eq!((p.state, p.usage), (PayloadState::Placed, UsageClass::Weight));
+    assert_eq!(out.report.released, 0);
+}
+
+#[test]
+fn a_full_report_refuses_before_allocating() {
+    let Some(bytes) = common::fixture_bytes("public/nkipy/matmul_small.neff") else { return };
+    let mut memory = vec![0u8; 8 << 20];
+    let mut dev: SimDevice = SimDevice::new(&mut memory, Arch::Cayman);
+    let mut report = Box::<LoadReport<4, 3, 8>>::default();
+    let mut archive = Archive::<&[u8]>::open(&bytes[..], None, &OpenOptions::default(), &mut |_: &Warning| {}).unwrap();
+    let mut loader: Box<Loader> = Box::default();
+    let e = loader.load(&mut archive, &mut dev, &mut report, &mut NoObserver, &mut |_: &Warning| {}).unwrap_err();
+    assert!(matches!(e.kind, ErrorKind::Capacity(c) if c.limit == "PAYLOADS" && c.capacity == 3), "{e}");
+    assert_eq!(dev.live_regions().count(), 0);
+}
+
+#[test]
+fn a_stream_with_a_huge_data_size_is_an_error_not_an_overflow() {
+    let Some(mut bytes) = common::fixture_bytes("public/nkipy/matmul_small.neff") else { return };
+    bytes[16..24].copy_from_slice(&u64::MAX.to_le_bytes());
+    // No file size: nothing bounds data_size until the stream ends.
+    let result = Archive::<&[u8]>::open(&bytes[..], None, &OpenOptions::default(), &mut |_: &Warning| {}).and_then(
+        |mut archive| {
+            let mut report = Box::<Report>::default();
+            let mut loader: Box<Loader> = Box::default();
+            loader.check(&mut archive, None, &mut report, &mut NoObserver, &mut |_: &Warning| {})
+        },
+    );
+    assert!(result.is_err());
 }

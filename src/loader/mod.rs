@@ -452,6 +452,10 @@ impl<
                         kelf_names::<KELFS, PATH>(doc).map_err(|k| Error::in_member(Stage::NeffJson, &name, 0, k))?;
                     report.io = doc.io_table().map_err(|k| Error::in_member(Stage::NeffJson, &name, 0, k))?;
                     observer.neff_json(&name, doc);
+                    if self.neff_seen {
+                        let w = WarningKind::Chain(ChainWarning::DuplicateMember);
+                        sink.warn(&Warning::in_member(Stage::NeffJson, &name, 0, w));
+                    }
                     self.kelf_names = names;
                     self.neff_seen = true;
                 }
@@ -525,6 +529,10 @@ impl<
                             hal.release(region).map_err(|e| hal_error(&name, 0, e))?;
                         }
                     }
+                    // Refuse before allocating: a region the report cannot list would leak.
+                    if report.payloads.is_full() {
+                        return Err(fail(capacity("PAYLOADS", RP)));
+                    }
                     let role = self.role_of(&name);
                     let entry = self.place(device, &mut member, &name, size, role)?;
                     report.payloads.push(entry).map_err(|_| fail(capacity("PAYLOADS", RP)))?;
@@ -542,9 +550,18 @@ impl<
             .and_then(|i| u8::try_from(i).ok())
     }
 
-    /// The KELFs of the chain: those `neff.json` names, or all of them until it is known.
+    /// The KELFs of the chain, in `neff.json` node order (which numbers the cores). Before
+    /// `neff.json` is read, only a lone KELF is taken as the chain: with two or more, which
+    /// ones count (and so the core numbers) is not known yet, and payloads wait in staging.
     fn chain_kelfs(&self) -> impl Iterator<Item = &P::Kelf> + '_ {
-        self.kelfs.iter().filter(|(n, _)| !self.neff_seen || self.kelf_names.iter().any(|k| k == n)).map(|(_, k)| k)
+        let lone =
+            (!self.neff_seen && self.kelfs.len() == 1).then(|| self.kelfs.iter().map(|(_, k)| k)).into_iter().flatten();
+        let named = self
+            .kelf_names
+            .iter()
+            .filter(move |_| self.neff_seen)
+            .filter_map(move |name| self.kelfs.iter().find(|(n, _)| n == name).map(|(_, k)| k));
+        lone.chain(named)
     }
 
     fn json(&self, member: &str) -> Option<(usize, &JsonRec<NAME, PATH>)> {
@@ -575,8 +592,13 @@ impl<
 
     /// The role the manifests read so far give `member`, if they give it one.
     fn role_of(&self, member: &str) -> Option<Role> {
-        let (dir, file) = split(member);
-        let plan = self.plans.iter().find(|p| p.dir == dir)?;
+        // Names in a def.json are relative to its directory and may have directories of their
+        // own (`w/x.npy`), so the plan is found by prefix, not by the member's last `/`.
+        let (plan, file) = self.plans.iter().find_map(|p| {
+            let rest = member.strip_prefix(p.dir.as_str())?.strip_prefix('/')?;
+            Some((p, rest))
+        })?;
+        let dir = plan.dir.as_str();
         let core = self.core_of(dir)?;
         let role = |usage, align, expect_len, instr| Some(Role { usage, align, core, expect_len, instr });
         for v in plan.file_vars.iter() {
@@ -647,7 +669,13 @@ impl<
             }
         };
         let address = match (device, placed.region) {
-            (Device::Real(hal), Some(region)) => Some(hal.address(region).map_err(|e| hal_error(member, 0, e))?),
+            (Device::Real(hal), Some(region)) => match hal.address(region) {
+                Ok(a) => Some(a),
+                Err(e) => {
+                    let _ = hal.release(region);
+                    return Err(hal_error(member, 0, e));
+                }
+            },
             _ => None,
         };
         let state = match (role, placed.region) {
@@ -700,7 +728,14 @@ impl<
                             return Err(fail(Stage::Chain, ErrorKind::Chain(e)));
                         }
                     }
-                    if p.state == PayloadState::Staged {
+                    // Staged payloads take their role now; a payload placed on arrival is
+                    // placed again if the full chain gives it another class, core or alignment
+                    // (a later duplicate def.json, say).
+                    let misplaced = p.state == PayloadState::Staged
+                        || p.usage != role.usage
+                        || p.core != Some(role.core)
+                        || p.address.is_some_and(|a| a % role.align != 0);
+                    if misplaced {
                         if let (Device::Real(hal), Some(staged)) = (&mut *device, p.region) {
                             let req =
                                 AllocRequest { size: p.len, align: role.align, usage: role.usage, core: role.core };
@@ -818,7 +853,9 @@ impl<
         report: &LoadReport<RSG, RP, RIO, PATH>,
         _sink: &mut impl WarningSink,
     ) -> Result<(), Error> {
-        let has_payload = |path: &str| report.payloads.iter().any(|p| p.member == path);
+        // Present and given a role by the binder (not released as unreferenced).
+        let has_payload =
+            |path: &str| report.payloads.iter().any(|p| p.member == path && p.state != PayloadState::Released);
         let missing = |by: &str, key: &str, path: &str| {
             Error::in_member(
                 Stage::Chain,
@@ -853,6 +890,9 @@ impl<
                 }
                 for claim in self.claims.iter().filter(|c| usize::from(c.by) == index) {
                     let path = match claim.kind {
+                        // Sets belong to the act engine and tables to the DVE, as role_of reads them.
+                        ClaimKind::ActSet if engine != EngineType::Act => continue,
+                        ClaimKind::DveTable if engine != EngineType::Dve => continue,
                         ClaimKind::ActSet => {
                             let mut p = join::<PATH>(&plan.dir, &claim.name)
                                 .map_err(|k| Error::in_member(Stage::Chain, &json_path, 0, k))?;
