@@ -1,5 +1,12 @@
 //! The single-pass loader on the real NEFFs and on NEFFs rebuilt from them.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, clippy::result_large_err, missing_docs)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    clippy::result_large_err,
+    missing_docs
+)]
 
 mod common;
 
