@@ -524,7 +524,8 @@ impl<
                             0,
                             WarningKind::Chain(ChainWarning::DuplicateMember),
                         ));
-                        let old = report.payloads.swap_remove(i);
+                        // `remove`, not `swap_remove`: the report keeps tar order.
+                        let old = report.payloads.remove(i);
                         if let (Some(region), Device::Real(hal)) = (old.region, &mut *device) {
                             hal.release(region).map_err(|e| hal_error(&name, 0, e))?;
                         }

@@ -15,8 +15,9 @@ use crate::hal::{usage_index, RegionId, USAGE_CLASSES, USAGE_CLASS_COUNT};
 use crate::header::Integrity;
 use crate::manifest::{Arch, IoTable, UsageClass};
 
-/// Capacity of a subgraph directory or name.
-pub const SUBGRAPH_NAME: usize = 16;
+/// Capacity of a subgraph name or of the KELF target in the report (the host profile's
+/// graph names are up to 32 bytes).
+pub const SUBGRAPH_NAME: usize = 32;
 
 /// What became of a payload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,7 +108,8 @@ pub struct LoadReport<const SG: usize = 4, const PAYLOADS: usize = 48, const IO:
     pub payloads: heapless::Vec<PayloadReport<NAME>, PAYLOADS>,
     /// The I/O tensors of `neff.json` (empty when it is absent).
     pub io: IoTable<IO, NAME>,
-    /// Staged payloads that nothing referenced, released.
+    /// Payloads that nothing referenced: their staging regions were released (in a check
+    /// without a device, they were read and dropped).
     pub released: u32,
     /// Warnings sent to the sink.
     pub warnings: u32,
