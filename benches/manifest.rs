@@ -8,7 +8,6 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use embedded_io::{BufRead, ErrorType, Read};
 use neff::json::Tokenizer;
 use neff::manifest::DefJson;
 use neff::manifest::Document;
@@ -75,30 +74,9 @@ struct SDef {
     runtime_statebuffer_reservation: Option<Vec<SCarveout>>,
 }
 
-struct Chunked<'a> {
-    data: &'a [u8],
-    pos: usize,
-    chunk: usize,
-}
-impl ErrorType for Chunked<'_> {
-    type Error = core::convert::Infallible;
-}
-impl Read for Chunked<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> Result<usize, Self::Error> {
-        let n = self.fill_buf()?.len().min(buf.len());
-        buf[..n].copy_from_slice(&self.data[self.pos..self.pos + n]);
-        self.consume(n);
-        Ok(n)
-    }
-}
-impl BufRead for Chunked<'_> {
-    fn fill_buf(&mut self) -> Result<&[u8], Self::Error> {
-        Ok(&self.data[self.pos..(self.pos + self.chunk).min(self.data.len())])
-    }
-    fn consume(&mut self, amount: usize) {
-        self.pos += amount;
-    }
-}
+#[path = "../tests/common/mod.rs"]
+mod common;
+use common::chunked::Chunked;
 
 fn generate(n: usize) -> String {
     let mut s = String::from(
@@ -157,7 +135,7 @@ fn main() {
             });
             assert_eq!(big.vars.len(), VARS - 1000);
             let ours_chunked = best(runs, || {
-                let mut src = Chunked { data: doc.as_bytes(), pos: 0, chunk: 4096 };
+                let mut src = Chunked::new(doc.as_bytes(), 4096);
                 big.parse_into(&mut tok, &mut src, "sg00/def.json", &mut neff::error::IgnoreWarnings).unwrap();
             });
             let skip_only = best(runs, || {

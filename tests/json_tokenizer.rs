@@ -19,7 +19,6 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use embedded_io::{BufRead, ErrorType, Read};
 use neff::json::{Event, Fault, JsonError, Number, Tokenizer};
 use neff::ErrorKind;
 use serde_json::{Map, Value};
@@ -28,45 +27,7 @@ use serde_json::{Map, Value};
 const SCRATCH: usize = 1 << 16;
 const DEPTH: u16 = 128;
 
-/// A `BufRead` over a slice handing out at most `chunk` bytes at a time, on fixed boundaries
-/// (multiples of `chunk`), as a ring buffer would.
-struct ChunkedReader<'a> {
-    data: &'a [u8],
-    pos: usize,
-    chunk: usize,
-}
-
-impl<'a> ChunkedReader<'a> {
-    fn new(data: &'a [u8], chunk: usize) -> Self {
-        Self { data, pos: 0, chunk }
-    }
-}
-
-impl ErrorType for ChunkedReader<'_> {
-    type Error = core::convert::Infallible;
-}
-
-impl Read for ChunkedReader<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> Result<usize, Self::Error> {
-        let chunk = self.fill_buf()?;
-        let n = chunk.len().min(buf.len());
-        buf[..n].copy_from_slice(&chunk[..n]);
-        self.consume(n);
-        Ok(n)
-    }
-}
-
-impl BufRead for ChunkedReader<'_> {
-    fn fill_buf(&mut self) -> Result<&[u8], Self::Error> {
-        let end = ((self.pos / self.chunk + 1) * self.chunk).min(self.data.len());
-        Ok(&self.data[self.pos..end])
-    }
-
-    fn consume(&mut self, amount: usize) {
-        self.pos += amount;
-        assert!(self.pos <= self.data.len());
-    }
-}
+use common::chunked::Chunked as ChunkedReader;
 
 /// An event with owned text; a number carries the `serde_json::Number` it stands for.
 #[derive(Debug, Clone, PartialEq)]

@@ -2,42 +2,14 @@
 //! def.json with escaped names among them), fed in chunks of 1, 7 and 4096 bytes; and a
 //! 100,000-level nesting inside an unconsumed key, which must be a depth error on a small stack.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
-use embedded_io::{BufRead, ErrorType, Read};
 use neff::json::{JsonError, Tokenizer};
 use neff::manifest::DefJson;
 use neff::manifest::Document;
 use neff::ErrorKind;
 use serde_json::Value;
 
-/// A `BufRead` handing out at most `chunk` bytes at a time.
-struct Chunked<'a> {
-    data: &'a [u8],
-    pos: usize,
-    chunk: usize,
-}
-
-impl ErrorType for Chunked<'_> {
-    type Error = core::convert::Infallible;
-}
-
-impl Read for Chunked<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> Result<usize, Self::Error> {
-        let n = self.fill_buf()?.len().min(buf.len());
-        buf[..n].copy_from_slice(&self.data[self.pos..self.pos + n]);
-        self.consume(n);
-        Ok(n)
-    }
-}
-
-impl BufRead for Chunked<'_> {
-    fn fill_buf(&mut self) -> Result<&[u8], Self::Error> {
-        let end = (self.pos + self.chunk).min(self.data.len());
-        Ok(&self.data[self.pos..end])
-    }
-    fn consume(&mut self, amount: usize) {
-        self.pos += amount;
-    }
-}
+mod common;
+use common::chunked::Chunked;
 
 /// A def.json with room for `VARS` variables and longer names than the default.
 type Big<const VARS: usize> = DefJson<VARS, 64, 64, 8, 4, 8, 32, 32, 4, 2, 2, 16, 8>;
@@ -153,7 +125,7 @@ fn expected(doc: &str) -> Vec<VarRow> {
 
 fn parsed<const VARS: usize>(doc: &str, chunk: usize, out: &mut Big<VARS>) -> Vec<VarRow> {
     let mut tok = Tokenizer::<256, 128>::new();
-    let mut src = Chunked { data: doc.as_bytes(), pos: 0, chunk };
+    let mut src = Chunked::new(doc.as_bytes(), chunk);
     out.parse_into(&mut tok, &mut src, "sg00/def.json", &mut neff::error::IgnoreWarnings)
         .unwrap_or_else(|e| panic!("{e}"));
     out.vars

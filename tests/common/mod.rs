@@ -4,6 +4,7 @@
 //! skips. Under `CI=true` a missing fixture is a failure, never a skip.
 #![allow(dead_code)]
 
+pub mod chunked;
 pub mod neff;
 
 use std::path::PathBuf;
