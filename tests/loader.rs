@@ -481,3 +481,13 @@ fn a_stream_with_a_huge_data_size_is_an_error_not_an_overflow() {
     );
     assert!(result.is_err());
 }
+
+#[test]
+fn an_empty_instruction_stream_is_placed_without_a_region() {
+    let Some(bytes) = variant(|l| l.iter_mut().find(|(n, _)| n == "sg00/SP.bin").unwrap().1.clear()) else { return };
+    let out = load(&bytes);
+    out.result.as_ref().unwrap();
+    let sp = out.report.payloads.iter().find(|p| p.member.as_str() == "sg00/SP.bin").unwrap();
+    assert_eq!((sp.state, sp.usage, sp.len, sp.region), (PayloadState::Placed, UsageClass::InstrSp, 0, None));
+    assert_eq!(out.live_regions, 23);
+}

@@ -669,6 +669,7 @@ impl<
                 placed
             }
         };
+        let checking = matches!(device, Device::None);
         let address = match (device, placed.region) {
             (Device::Real(hal), Some(region)) => match hal.address(region) {
                 Ok(a) => Some(a),
@@ -679,12 +680,13 @@ impl<
             },
             _ => None,
         };
-        let state = match (role, placed.region) {
-            (_, None) => PayloadState::Checked,
-            (Some(_), Some(_)) => PayloadState::Placed,
-            (None, Some(_)) => PayloadState::Staged,
+        // An empty payload has no region (devices refuse empty ones) but is placed all the same.
+        let state = match (checking, role) {
+            (true, _) => PayloadState::Checked,
+            (false, Some(_)) => PayloadState::Placed,
+            (false, None) => PayloadState::Staged,
         };
-        let mut entry = PayloadReport {
+        Ok(PayloadReport {
             member: copy(member, "PATH").map_err(|k| Error::in_member(Stage::Payload, member, 0, k))?,
             core: role.map(|r| r.core),
             usage: role.map_or(UsageClass::Generic, |r| r.usage),
@@ -694,12 +696,7 @@ impl<
             region: placed.region,
             address,
             state,
-        };
-        if role.is_none() && entry.region.is_none() {
-            // A check: nothing is stored, the binder gives the role later.
-            entry.state = PayloadState::Checked;
-        }
-        Ok(entry)
+        })
     }
 
     /// The chain checks, then placement of what was staged.
@@ -745,6 +742,10 @@ impl<
                             p.address = Some(hal.address(region).map_err(|e| fail(Stage::Hal, ErrorKind::Hal(e)))?);
                             p.state = PayloadState::Placed;
                         }
+                    }
+                    if p.state == PayloadState::Staged {
+                        // An empty payload: nothing to adopt, its role is all it needed.
+                        p.state = PayloadState::Placed;
                     }
                     p.usage = role.usage;
                     p.core = Some(role.core);
