@@ -621,36 +621,14 @@ mod tests {
     }
 
     /// A `BufRead` that hands out at most `chunk` bytes at a time.
-    struct Chunked<'a> {
-        data: &'a [u8],
-        chunk: usize,
-    }
-    impl ErrorType for Chunked<'_> {
-        type Error = core::convert::Infallible;
-    }
-    impl Read for Chunked<'_> {
-        fn read(&mut self, buf: &mut [u8]) -> Result<usize, Self::Error> {
-            let n = buf.len().min(self.chunk).min(self.data.len());
-            buf[..n].copy_from_slice(&self.data[..n]);
-            self.data = &self.data[n..];
-            Ok(n)
-        }
-    }
-    impl BufRead for Chunked<'_> {
-        fn fill_buf(&mut self) -> Result<&[u8], Self::Error> {
-            Ok(&self.data[..self.data.len().min(self.chunk)])
-        }
-        fn consume(&mut self, amt: usize) {
-            self.data = &self.data[amt..];
-        }
-    }
+    type Chunked<'a> = crate::testutil::Chunked<'a, core::convert::Infallible>;
 
     #[test]
     fn inflates_and_verifies_in_any_chunking() {
         let plain = data(200_000);
         let gz = gzip(&plain);
         for chunk in [1, 7, 512, 4096, usize::MAX] {
-            let mut d = Decoder::sniff(Chunked { data: &gz, chunk }, 1024, DEFAULT_MAX_INFLATED).unwrap();
+            let mut d = Decoder::sniff(Chunked::new(&gz, chunk), 1024, DEFAULT_MAX_INFLATED).unwrap();
             assert_eq!(d.compression(), Compression::Gzip);
             assert_eq!(read_all(&mut d).unwrap(), plain, "chunk {chunk}");
             assert_eq!(d.total_out(), plain.len() as u64);
@@ -799,7 +777,7 @@ mod tests {
         let (a, b) = (data(40_000), data(1000));
         let mut gz = gzip(&a);
         gz.extend_from_slice(&gzip(&b));
-        let mut d = Decoder::sniff(Chunked { data: &gz, chunk: 333 }, 0, DEFAULT_MAX_INFLATED).unwrap();
+        let mut d = Decoder::sniff(Chunked::new(&gz, 333), 0, DEFAULT_MAX_INFLATED).unwrap();
         let out = read_all(&mut d).unwrap();
         assert_eq!(out.len(), a.len() + b.len());
         assert_eq!(&out[..a.len()], &a[..]);
@@ -809,7 +787,7 @@ mod tests {
     #[test]
     fn raw_mode_passes_through_even_with_a_leading_1f() {
         let plain = b"\x1f\x00rest of a tar".to_vec();
-        let mut d = Decoder::sniff(Chunked { data: &plain, chunk: 1 }, 0, DEFAULT_MAX_INFLATED).unwrap();
+        let mut d = Decoder::sniff(Chunked::new(&plain, 1), 0, DEFAULT_MAX_INFLATED).unwrap();
         assert_eq!(d.compression(), Compression::None);
         assert_eq!(read_all(&mut d).unwrap(), plain);
         assert_eq!(d.total_out(), plain.len() as u64);

@@ -61,5 +61,8 @@ pub mod manifest;
 pub mod npy;
 pub mod sim;
 pub mod tar;
+#[cfg(test)]
+#[allow(clippy::indexing_slicing)]
+mod testutil;
 
 pub use error::{Error, ErrorKind, Result, Stage, Status, Warning, WarningKind, WarningSink};

@@ -147,33 +147,8 @@ mod tests {
     use crate::manifest::{Arch, UsageClass};
     use crate::sim::{digest64, SimDevice};
 
-    /// A reader over a slice that hands out at most `chunk` bytes at a time.
-    struct Chunked<'a> {
-        data: &'a [u8],
-        chunk: usize,
-    }
-
-    impl embedded_io::ErrorType for Chunked<'_> {
-        type Error = Error;
-    }
-
-    impl embedded_io::Read for Chunked<'_> {
-        fn read(&mut self, buf: &mut [u8]) -> Result<usize, Error> {
-            let n = buf.len().min(self.chunk).min(self.data.len());
-            buf[..n].copy_from_slice(&self.data[..n]);
-            self.data = &self.data[n..];
-            Ok(n)
-        }
-    }
-
-    impl BufRead for Chunked<'_> {
-        fn fill_buf(&mut self) -> Result<&[u8], Error> {
-            Ok(&self.data[..self.chunk.min(self.data.len())])
-        }
-        fn consume(&mut self, amt: usize) {
-            self.data = &self.data[amt..];
-        }
-    }
+    /// The payload streamer reads member bodies, whose error is the crate's.
+    type Chunked<'a> = crate::testutil::Chunked<'a, Error>;
 
     fn npy(shape: &str, data: &[u8]) -> Vec<u8> {
         let mut dict = format!("{{'descr': '<f2', 'fortran_order': False, 'shape': {shape}, }}");
@@ -201,7 +176,7 @@ mod tests {
         for chunk in [1, 7, 4096] {
             let mut mem = [0u8; 4096];
             let mut dev: SimDevice = SimDevice::new(&mut mem, Arch::Cayman);
-            let mut src = Chunked { data: &data, chunk };
+            let mut src = Chunked::new(&data, chunk);
             let placed = stream_to_device(&mut dev, &mut src, "sg00/PE.bin", 1000, request()).unwrap();
             assert_eq!(placed.len, 1000);
             assert_eq!(placed.digest, digest64(&data));
@@ -218,7 +193,7 @@ mod tests {
         for chunk in [1, 3, 4096] {
             let mut mem = [0u8; 1024];
             let mut dev: SimDevice = SimDevice::new(&mut mem, Arch::Cayman);
-            let mut src = Chunked { data: &file, chunk };
+            let mut src = Chunked::new(&file, chunk);
             let placed = stream_to_device(&mut dev, &mut src, "sg00/w.npy", file.len() as u64, request()).unwrap();
             assert_eq!(placed.len, 16);
             assert_eq!(placed.npy_data_len, Some(16));
@@ -232,7 +207,7 @@ mod tests {
         let file = npy("(2, 5)", &[0u8; 16]); // declares 20 bytes, carries 16
         let mut mem = [0u8; 1024];
         let mut dev: SimDevice = SimDevice::new(&mut mem, Arch::Cayman);
-        let mut src = Chunked { data: &file, chunk: 4096 };
+        let mut src = Chunked::new(&file, 4096);
         let e = stream_to_device(&mut dev, &mut src, "sg00/w.npy", file.len() as u64, request()).unwrap_err();
         assert_eq!(e.stage, Stage::Payload);
         assert!(matches!(e.kind, ErrorKind::Npy(NpyError::Truncated { .. })), "{e:?}");
@@ -245,7 +220,7 @@ mod tests {
         file[1] = b'X';
         let mut mem = [0u8; 1024];
         let mut dev: SimDevice = SimDevice::new(&mut mem, Arch::Cayman);
-        let mut src = Chunked { data: &file, chunk: 4096 };
+        let mut src = Chunked::new(&file, 4096);
         let e = stream_to_device(&mut dev, &mut src, "sg00/w.npy", file.len() as u64, request()).unwrap_err();
         assert_eq!(e.member.as_str(), "sg00/w.npy");
         assert!(matches!(e.kind, ErrorKind::Npy(NpyError::BadMagic { .. })), "{e:?}");
@@ -256,7 +231,7 @@ mod tests {
         let data = [1u8; 100];
         let mut mem = [0u8; 1024];
         let mut dev: SimDevice = SimDevice::new(&mut mem, Arch::Cayman);
-        let mut src = Chunked { data: &data[..60], chunk: 16 };
+        let mut src = Chunked::new(&data[..60], 16);
         let e = stream_to_device(&mut dev, &mut src, "sg00/PE.bin", 100, request()).unwrap_err();
         assert_eq!(e.kind, ErrorKind::Truncated);
         assert_eq!(e.offset, 60);
@@ -268,7 +243,7 @@ mod tests {
         let data = [1u8; 100];
         let mut mem = [0u8; 64];
         let mut dev: SimDevice = SimDevice::new(&mut mem, Arch::Cayman);
-        let mut src = Chunked { data: &data, chunk: 4096 };
+        let mut src = Chunked::new(&data, 4096);
         let e = stream_to_device(&mut dev, &mut src, "sg00/PE.bin", 100, request()).unwrap_err();
         assert_eq!(e.stage, Stage::Hal);
         assert!(matches!(e.kind, ErrorKind::Hal(crate::hal::HalError::OutOfMemory { .. })), "{e:?}");
