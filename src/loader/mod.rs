@@ -1100,16 +1100,3 @@ impl Hal for CheckOnly {
         Ok(0)
     }
 }
-
-/// Opens `src` as a NEFF and loads it onto `hal` with the compact profile, in one call.
-#[allow(clippy::too_many_arguments)]
-pub fn load_into<R: BufRead, H: Hal, const RSG: usize, const RP: usize, const RIO: usize>(
-    archive: &mut Archive<R>,
-    hal: &mut H,
-    options: LoadOptions,
-    report: &mut LoadReport<RSG, RP, RIO, DEFAULT_PATH>,
-    sink: &mut impl WarningSink,
-) -> Result<(), Error> {
-    let mut loader: Loader = Loader::new(options);
-    loader.load(archive, hal, report, &mut NoObserver, sink)
-}
