@@ -227,6 +227,13 @@ pub enum ErrorKind {
     Truncated,
     /// A fixed capacity was exceeded.
     Capacity(CapacityError),
+    /// The arena the caller lent the load is full.
+    ArenaFull {
+        /// Bytes lent.
+        capacity: u64,
+        /// Bytes the load needed at least.
+        needed: u64,
+    },
     /// A header gate failed.
     Header(crate::header::HeaderError),
     /// The gzip wrapper or the deflate stream is bad.
@@ -251,7 +258,7 @@ impl ErrorKind {
         match self {
             ErrorKind::Io(_) => Status::Failure,
             ErrorKind::Truncated => Status::Invalid,
-            ErrorKind::Capacity(_) => Status::Resource,
+            ErrorKind::Capacity(_) | ErrorKind::ArenaFull { .. } => Status::Resource,
             ErrorKind::Header(e) => e.status(),
             ErrorKind::Gzip(_) | ErrorKind::Tar(_) | ErrorKind::Json(_) => Status::Invalid,
             ErrorKind::Manifest(e) => e.status(),
@@ -268,6 +275,9 @@ impl fmt::Display for ErrorKind {
             ErrorKind::Io(kind) => write!(f, "read failed: {kind:?}"),
             ErrorKind::Truncated => f.write_str("unexpected end of input"),
             ErrorKind::Capacity(e) => e.fmt(f),
+            ErrorKind::ArenaFull { capacity, needed } => {
+                write!(f, "the load arena of {capacity} bytes is full: at least {needed} bytes are needed")
+            }
             ErrorKind::Header(e) => e.fmt(f),
             ErrorKind::Gzip(e) => e.fmt(f),
             ErrorKind::Tar(e) => e.fmt(f),
@@ -360,7 +370,7 @@ impl embedded_io::Error for Error {
     fn kind(&self) -> embedded_io::ErrorKind {
         match self.kind {
             ErrorKind::Io(kind) => kind,
-            ErrorKind::Capacity(_) => embedded_io::ErrorKind::OutOfMemory,
+            ErrorKind::Capacity(_) | ErrorKind::ArenaFull { .. } => embedded_io::ErrorKind::OutOfMemory,
             _ => embedded_io::ErrorKind::InvalidData,
         }
     }

@@ -167,6 +167,70 @@ pub trait Hal {
 
     /// The device address of `region` (for the load report and descriptors).
     fn address(&self, region: RegionId) -> Result<u64, HalError>;
+
+    /// The architecture the load's target gate compares with: [`Hal::arch`], or `None` for a
+    /// device that stands for no hardware ([`NullDevice`] without an arch).
+    fn device_arch(&self) -> Option<Arch> {
+        Some(self.arch())
+    }
+
+    /// True for a device that keeps nothing ([`NullDevice`]): the loader reports payloads as
+    /// checked rather than placed.
+    fn keeps_nothing(&self) -> bool {
+        false
+    }
+}
+
+/// A device that accepts every request and stores nothing: a check runs every step of a load
+/// (payloads read, `.npy` headers parsed, digests computed) with this in place of hardware.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct NullDevice {
+    arch: Option<Arch>,
+    next: u32,
+}
+
+impl NullDevice {
+    /// A null device standing for `arch` (`None`: no device, so no target gate applies).
+    pub const fn new(arch: Option<Arch>) -> Self {
+        Self { arch, next: 0 }
+    }
+}
+
+impl Hal for NullDevice {
+    fn arch(&self) -> Arch {
+        // Only reached through `device_arch`, which this device overrides; any value serves.
+        self.arch.unwrap_or(Arch::Cayman)
+    }
+
+    fn alloc(&mut self, req: &AllocRequest) -> Result<RegionId, HalError> {
+        req.validate()?;
+        self.next = self.next.wrapping_add(1);
+        Ok(RegionId(self.next))
+    }
+
+    fn write(&mut self, _region: RegionId, _offset: u64, _bytes: &[u8]) -> Result<(), HalError> {
+        Ok(())
+    }
+
+    fn adopt(&mut self, staged: RegionId, _req: &AllocRequest) -> Result<RegionId, HalError> {
+        Ok(staged)
+    }
+
+    fn release(&mut self, _region: RegionId) -> Result<(), HalError> {
+        Ok(())
+    }
+
+    fn address(&self, _region: RegionId) -> Result<u64, HalError> {
+        Ok(0)
+    }
+
+    fn device_arch(&self) -> Option<Arch> {
+        self.arch
+    }
+
+    fn keeps_nothing(&self) -> bool {
+        true
+    }
 }
 
 impl<H: Hal + ?Sized> Hal for &mut H {
@@ -192,6 +256,14 @@ impl<H: Hal + ?Sized> Hal for &mut H {
 
     fn address(&self, region: RegionId) -> Result<u64, HalError> {
         (**self).address(region)
+    }
+
+    fn device_arch(&self) -> Option<Arch> {
+        (**self).device_arch()
+    }
+
+    fn keeps_nothing(&self) -> bool {
+        (**self).keeps_nothing()
     }
 }
 

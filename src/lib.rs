@@ -50,6 +50,7 @@
 #![allow(clippy::result_large_err)]
 
 pub mod archive;
+pub mod arena;
 pub mod crc32;
 pub mod error;
 pub mod gzip;

@@ -33,6 +33,14 @@ pub enum ChainError {
     },
     /// Two subgraphs of the chain use the same directory.
     DuplicateSubgraph,
+    /// A member the chain names as one kind of manifest was read, before that manifest, as
+    /// another (its name suggested so); the single pass cannot read it again.
+    ReadAsOther {
+        /// How it was read.
+        read_as: super::ManifestKind,
+        /// What the chain names it as.
+        named_as: super::ManifestKind,
+    },
 }
 
 impl ChainError {
@@ -56,6 +64,12 @@ impl fmt::Display for ChainError {
                 write!(f, "variable size {declared} does not match its payload's {actual} bytes")
             }
             ChainError::DuplicateSubgraph => f.write_str("two graphs name the same subgraph directory"),
+            ChainError::ReadAsOther { read_as, named_as } => write!(
+                f,
+                "the chain names this member as a {}, but it came before the manifest naming it and was read as a {}",
+                named_as.as_str(),
+                read_as.as_str()
+            ),
         }
     }
 }

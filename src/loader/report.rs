@@ -1,9 +1,11 @@
-//! The load report: what landed where, with no heap.
+//! What a load reports: a fixed-size summary, and a stream of placements.
 //!
-//! A [`LoadReport`] is caller-owned output memory: the loader fills it as members pass (its
-//! payload table is also the binder's index of what has been seen) and the caller keeps it
-//! after the load. It serialises to JSON with `serde-json-core` into a caller buffer
-//! ([`LoadReport::to_json`]), which is how firmware ships it to a host.
+//! The summary ([`LoadReport`]) has no table: what grows with a model (one line per payload,
+//! per subgraph, per I/O tensor) goes to the caller's [`Observer`](super::Observer) as the
+//! loader learns it ([`PayloadReport`], [`SubgraphReport`]). A caller that wants JSON uses
+//! [`JsonLines`], an observer that writes one JSON object per line to any
+//! `embedded_io::Write` (each line serialised with `serde-json-core` into a small buffer),
+//! then [`LoadReport::to_json`] for the summary: that is how firmware ships a report.
 
 use core::fmt;
 
@@ -13,11 +15,10 @@ use serde::{Serialize, Serializer};
 use crate::archive::Finish;
 use crate::hal::{usage_index, RegionId, USAGE_CLASSES, USAGE_CLASS_COUNT};
 use crate::header::Integrity;
-use crate::manifest::{Arch, IoTable, UsageClass};
+use crate::manifest::{Arch, IoKind, IoTensor, UsageClass};
 
-/// Capacity of a subgraph name or of the KELF target in the report (the host profile's
-/// graph names are up to 32 bytes).
-pub const SUBGRAPH_NAME: usize = 32;
+/// Capacity of the KELF target in the report.
+pub const TARGET_TEXT: usize = 32;
 
 /// What became of a payload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,7 +30,7 @@ pub enum PayloadState {
     Placed,
     /// Nothing referenced it: its staging region was released.
     Released,
-    /// Checked but not stored (a load without a device).
+    /// Checked but not stored (a load onto a [`NullDevice`](crate::hal::NullDevice)).
     Checked,
 }
 
@@ -43,16 +44,34 @@ impl PayloadState {
             PayloadState::Checked => "checked",
         }
     }
+
+    pub(crate) const fn code(self) -> u8 {
+        match self {
+            PayloadState::Staged => 0,
+            PayloadState::Placed => 1,
+            PayloadState::Released => 2,
+            PayloadState::Checked => 3,
+        }
+    }
+
+    pub(crate) const fn from_code(c: u8) -> Self {
+        match c {
+            1 => PayloadState::Placed,
+            2 => PayloadState::Released,
+            3 => PayloadState::Checked,
+            _ => PayloadState::Staged,
+        }
+    }
 }
 
-/// One payload member.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PayloadReport<const NAME: usize = 48> {
+/// One payload member, once the chain is bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PayloadReport<'a> {
     /// The member's path in the tar.
-    pub member: heapless::String<NAME>,
-    /// The subgraph (core) it belongs to, once bound.
+    pub member: &'a str,
+    /// The subgraph (core) it belongs to.
     pub core: Option<u8>,
-    /// Its usage class (`Generic` while staged).
+    /// Its usage class.
     pub usage: UsageClass,
     /// Bytes that landed (a `.npy` member's array data only).
     pub len: u64,
@@ -69,11 +88,11 @@ pub struct PayloadReport<const NAME: usize = 48> {
 }
 
 /// Device accounting of one subgraph.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct SubgraphReport {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SubgraphReport<'a> {
     /// The graph name from the KELF (`sg00`).
-    pub name: heapless::String<SUBGRAPH_NAME>,
-    /// The core index (the graph's position in the KELF).
+    pub name: &'a str,
+    /// The core index (the graph's position in the chain's KELFs).
     pub core: u8,
     /// Regions placed for it.
     pub allocations: u32,
@@ -83,10 +102,10 @@ pub struct SubgraphReport {
     pub bytes_by_usage: [u64; USAGE_CLASS_COUNT],
 }
 
-impl SubgraphReport {
+impl SubgraphReport<'_> {
     /// Accounts one placed region.
     pub fn add(&mut self, usage: UsageClass, len: u64) {
-        self.allocations += 1;
+        self.allocations = self.allocations.saturating_add(1);
         self.bytes_placed = self.bytes_placed.saturating_add(len);
         if let Some(slot) = self.bytes_by_usage.get_mut(usage_index(usage)) {
             *slot = slot.saturating_add(len);
@@ -94,20 +113,27 @@ impl SubgraphReport {
     }
 }
 
-/// The whole report. `SG`: subgraphs; `PAYLOADS`: payload members; `IO`: I/O tensors;
-/// `NAME`: a member path or tensor name (the loader's `PATH`).
+/// The summary of a load: fixed size, whatever the model.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct LoadReport<const SG: usize = 4, const PAYLOADS: usize = 48, const IO: usize = 8, const NAME: usize = 48> {
+pub struct LoadReport {
     /// The device's architecture (`None` for a check without a device).
     pub device_arch: Option<Arch>,
     /// The KELF target as written.
-    pub target: heapless::String<SUBGRAPH_NAME>,
-    /// Subgraphs, in KELF graph order.
-    pub subgraphs: heapless::Vec<SubgraphReport, SG>,
-    /// Payload members, in tar order.
-    pub payloads: heapless::Vec<PayloadReport<NAME>, PAYLOADS>,
-    /// The I/O tensors of `neff.json` (empty when it is absent).
-    pub io: IoTable<IO, NAME>,
+    pub target: heapless::String<TARGET_TEXT>,
+    /// Subgraphs of the chain.
+    pub subgraphs: u32,
+    /// Payload members read (every copy counted once, a replaced copy not).
+    pub payloads: u32,
+    /// Payloads placed (or checked, without a device).
+    pub placed: u32,
+    /// Bytes placed on the device (or checked).
+    pub bytes_placed: u64,
+    /// Inputs and outputs of `neff.json`.
+    pub inputs: u32,
+    /// Outputs of `neff.json` (one per distinct name).
+    pub outputs: u32,
+    /// Manifests read.
+    pub manifests: u32,
     /// Payloads that nothing referenced: their staging regions were released (in a check
     /// without a device, they were read and dropped).
     pub released: u32,
@@ -125,9 +151,11 @@ pub struct LoadReport<const SG: usize = 4, const PAYLOADS: usize = 48, const IO:
     pub trailing_bytes: u64,
     /// The integrity check's outcome.
     pub integrity: Option<Integrity>,
+    /// The most bytes of the lent arena in use at once.
+    pub arena_peak: u64,
 }
 
-impl<const SG: usize, const PAYLOADS: usize, const IO: usize, const NAME: usize> LoadReport<SG, PAYLOADS, IO, NAME> {
+impl LoadReport {
     /// An empty report.
     pub fn new() -> Self {
         Self::default()
@@ -136,11 +164,6 @@ impl<const SG: usize, const PAYLOADS: usize, const IO: usize, const NAME: usize>
     /// Clears everything, for reuse.
     pub fn clear(&mut self) {
         *self = Self::default();
-    }
-
-    /// Total bytes placed on the device.
-    pub fn bytes_placed(&self) -> u64 {
-        self.subgraphs.iter().map(|s| s.bytes_placed).sum()
     }
 
     /// Records the archive's closing figures.
@@ -153,14 +176,14 @@ impl<const SG: usize, const PAYLOADS: usize, const IO: usize, const NAME: usize>
         self.integrity = Some(finish.integrity);
     }
 
-    /// Serialises the report as JSON into `buf`, returning the bytes written.
+    /// Serialises the summary as JSON into `buf`, returning the bytes written.
     pub fn to_json(&self, buf: &mut [u8]) -> Result<usize, serde_json_core::ser::Error> {
         serde_json_core::to_slice(self, buf)
     }
 }
 
 /// A `u64` digest as 16 lowercase hex digits (JSON numbers lose precision past 2^53).
-struct Hex64(u64);
+pub struct Hex64(pub u64);
 
 impl Serialize for Hex64 {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -186,10 +209,10 @@ impl Serialize for UsageBytes<'_> {
     }
 }
 
-impl<const NAME: usize> Serialize for PayloadReport<NAME> {
+impl Serialize for PayloadReport<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut st = s.serialize_struct("PayloadReport", 8)?;
-        st.serialize_field("member", self.member.as_str())?;
+        st.serialize_field("member", self.member)?;
         st.serialize_field("core", &self.core)?;
         st.serialize_field("usage", self.usage.as_str())?;
         st.serialize_field("len", &self.len)?;
@@ -201,10 +224,10 @@ impl<const NAME: usize> Serialize for PayloadReport<NAME> {
     }
 }
 
-impl Serialize for SubgraphReport {
+impl Serialize for SubgraphReport<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut st = s.serialize_struct("SubgraphReport", 5)?;
-        st.serialize_field("name", self.name.as_str())?;
+        st.serialize_field("name", self.name)?;
         st.serialize_field("core", &self.core)?;
         st.serialize_field("allocations", &self.allocations)?;
         st.serialize_field("bytes_placed", &self.bytes_placed)?;
@@ -214,32 +237,23 @@ impl Serialize for SubgraphReport {
 }
 
 /// One I/O tensor, as the report prints it.
-struct Tensor<'a, const NAME: usize>(&'a crate::manifest::IoTensor<NAME>);
+pub struct TensorJson<'a>(pub &'a IoTensor<'a>);
 
-impl<const NAME: usize> Serialize for Tensor<'_, NAME> {
+impl Serialize for TensorJson<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let t = self.0;
-        let mut st = s.serialize_struct("IoTensor", 5)?;
-        st.serialize_field("name", t.name.as_str())?;
-        st.serialize_field("dtype", t.dtype.as_str())?;
+        let mut st = s.serialize_struct("IoTensor", 6)?;
+        st.serialize_field("kind", if t.kind == IoKind::Input { "input" } else { "output" })?;
+        st.serialize_field("name", t.name)?;
+        st.serialize_field("dtype", t.dtype)?;
         st.serialize_field("nrt_dtype", &t.nrt_dtype.value())?;
-        st.serialize_field("shape", t.shape.as_slice())?;
+        st.serialize_field("shape", t.shape)?;
         st.serialize_field("size", &t.size)?;
         st.end()
     }
 }
 
-struct Tensors<'a, const NAME: usize>(&'a [crate::manifest::IoTensor<NAME>]);
-
-impl<const NAME: usize> Serialize for Tensors<'_, NAME> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.0.iter().map(Tensor))
-    }
-}
-
-impl<const SG: usize, const PAYLOADS: usize, const IO: usize, const NAME: usize> Serialize
-    for LoadReport<SG, PAYLOADS, IO, NAME>
-{
+impl Serialize for LoadReport {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let integrity = match self.integrity {
             None | Some(Integrity::NotRequested) => "not-requested",
@@ -247,14 +261,15 @@ impl<const SG: usize, const PAYLOADS: usize, const IO: usize, const NAME: usize>
             Some(Integrity::Mismatch(_)) => "mismatch",
             Some(Integrity::NotApplicable) => "not-applicable",
         };
-        let mut st = s.serialize_struct("LoadReport", 15)?;
+        let mut st = s.serialize_struct("LoadReport", 18)?;
         st.serialize_field("device_arch", &self.device_arch.map(Arch::as_str))?;
         st.serialize_field("target", self.target.as_str())?;
-        st.serialize_field("bytes_placed", &self.bytes_placed())?;
-        st.serialize_field("subgraphs", self.subgraphs.as_slice())?;
-        st.serialize_field("payloads", self.payloads.as_slice())?;
-        st.serialize_field("inputs", &Tensors(&self.io.inputs))?;
-        st.serialize_field("outputs", &Tensors(&self.io.outputs))?;
+        st.serialize_field("bytes_placed", &self.bytes_placed)?;
+        st.serialize_field("subgraphs", &self.subgraphs)?;
+        st.serialize_field("payloads", &self.payloads)?;
+        st.serialize_field("placed", &self.placed)?;
+        st.serialize_field("inputs", &self.inputs)?;
+        st.serialize_field("outputs", &self.outputs)?;
         st.serialize_field("released", &self.released)?;
         st.serialize_field("warnings", &self.warnings)?;
         st.serialize_field("inflated_bytes", &self.inflated_bytes)?;
@@ -263,6 +278,65 @@ impl<const SG: usize, const PAYLOADS: usize, const IO: usize, const NAME: usize>
         st.serialize_field("padding_bytes", &self.padding_bytes)?;
         st.serialize_field("trailing_bytes", &self.trailing_bytes)?;
         st.serialize_field("integrity", integrity)?;
+        st.serialize_field("arena_peak", &self.arena_peak)?;
         st.end()
+    }
+}
+
+/// An [`Observer`](super::Observer) that writes each placement, subgraph and I/O tensor as
+/// one line of JSON (`{"payload": {...}}`, `{"subgraph": {...}}`, `{"tensor": {...}}`) to
+/// `W`. A line longer than `LINE` bytes, or a write that fails, is counted in
+/// [`JsonLines::failed`] and skipped: the load itself never fails for its report.
+pub struct JsonLines<W, const LINE: usize = 512> {
+    /// Where the lines go.
+    pub out: W,
+    /// Lines written.
+    pub written: u32,
+    /// Lines that did not fit in `LINE` bytes or could not be written.
+    pub failed: u32,
+}
+
+impl<W: embedded_io::Write, const LINE: usize> JsonLines<W, LINE> {
+    /// Lines to `out`.
+    pub fn new(out: W) -> Self {
+        Self { out, written: 0, failed: 0 }
+    }
+
+    fn line<T: Serialize>(&mut self, key: &str, value: &T) {
+        struct Tagged<'a, T>(&'a str, &'a T);
+        impl<T: Serialize> Serialize for Tagged<'_, T> {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let mut map = s.serialize_map(Some(1))?;
+                map.serialize_entry(self.0, self.1)?;
+                map.end()
+            }
+        }
+        let mut buf = [0u8; LINE];
+        let ok = match serde_json_core::to_slice(&Tagged(key, value), &mut buf) {
+            Ok(n) => {
+                let line = buf.get(..n).unwrap_or(&[]);
+                self.out.write_all(line).is_ok() && self.out.write_all(b"\n").is_ok()
+            }
+            Err(_) => false,
+        };
+        if ok {
+            self.written = self.written.saturating_add(1);
+        } else {
+            self.failed = self.failed.saturating_add(1);
+        }
+    }
+}
+
+impl<W: embedded_io::Write, const LINE: usize> super::Observer for JsonLines<W, LINE> {
+    fn io_tensor(&mut self, tensor: &IoTensor<'_>) {
+        self.line("tensor", &TensorJson(tensor));
+    }
+
+    fn payload(&mut self, payload: &PayloadReport<'_>) {
+        self.line("payload", payload);
+    }
+
+    fn subgraph(&mut self, subgraph: &SubgraphReport<'_>) {
+        self.line("subgraph", subgraph);
     }
 }

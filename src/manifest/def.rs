@@ -9,58 +9,50 @@
 //! both accepted); the collective stream count is `num_streams` (the runtime's key) or
 //! `cc_streams.num_streams` (real files); `fp8_conversion_config` is the FP8 cast policy.
 //!
-//! Checks made after reading, as the runtime makes them: every var has a `type` and a `var_id`
-//! (generated), an `alignment` is a power of two, the var ids are dense
-//! (`Unexpected var_ids set! max=%u, size=%lu`, always checked, §15.17) and unique, at least one
-//! `output` var exists; every queue has a `type` (generated), a known `owner`, no
-//! `queue_instances` on in/out/embedding-update queues, at most 32 semaphores (generated);
-//! carveout types are `evtaccel` (generated). After the checks `vars` is sorted by `var_id`.
-//! The cayman-only carveout values are [`DefJson::check_carveouts`], which the loader calls with
-//! the device architecture.
+//! `var` and `dma_queue` are streamed: each entry is checked as it is read and handed to the
+//! caller's visitor ([`Entry::Var`], [`Entry::DmaQueue`]), so a `def.json` with 100,000 vars
+//! takes no more memory than one with six. The checks, as the runtime makes them: every var has
+//! a `type` and a `var_id` (generated), an `alignment` is a power of two, at least one `output`
+//! var exists, and when `check_var_ids` is present the ids are dense
+//! (`Unexpected var_ids set! max=%u, size=%lu`, key-gated as libnrt 2.31, §15.17; duplicate ids
+//! are not looked for, as the runtime does not); every queue has a `type` (generated), a known
+//! `owner`, no `queue_instances` on in/out/embedding-update queues, at most 32 semaphores
+//! (generated); carveout types are `evtaccel` (generated). The cayman carveout values depend on
+//! the KELF target, which may be read later: [`DefFacts`] keeps the first violation and
+//! [`DefFacts::check_carveouts`] applies it once the target is known.
 
 use embedded_io::BufRead;
 
-use super::Document;
-
 use super::{
-    semantic, warn, Arch, Carveout, CarveoutType, DefJson, DmaQueue, DmaRingType, EngineType, Fp8ConversionInfo,
-    KbinFp8ConvCfg, ManifestError, ManifestWarning, MrType, QueueKind, SbCarveout, Var, EVTACCEL_OFFSET,
-    EVTACCEL_PARTITIONS,
+    semantic, warn, Arch, Carveout, CarveoutType, DefJson, Document, DmaQueue, DmaRingType, EngineType, Entry,
+    EntryAt, Fp8ConversionInfo, KbinFp8ConvCfg, ManifestError, ManifestWarning, MrType, QueueKind, SbCarveout, Var,
+    Visitor, EVTACCEL_OFFSET, EVTACCEL_PARTITIONS,
 };
-use crate::error::Text;
+use crate::error::{ErrorKind, Text};
 use crate::json::Tokenizer;
 use crate::{Error, Stage, WarningSink};
 
-/// Whether [`DefJson::check_carveouts`] applies the cayman rules.
+/// Whether [`DefFacts::check_carveouts`] applies the cayman rules.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum TargetCheck {
-    /// Apply the rules of this device architecture.
+    /// Apply the rules of this architecture (the KELF target's, §15.19).
     Device(Arch),
-    /// No device known: no architecture-specific rules.
+    /// No architecture known (`*` without a device): no architecture-specific rules.
     None,
 }
 
 /// The event-accelerator carveout size the runtime requires on cayman.
 const EVTACCEL_SIZE: u64 = 8;
 
-impl<
-        const VAR_NAME: usize,
-        const FILE_NAME: usize,
-        const VAR_LIST: usize,
-        const VAR_DIMS: usize,
-        const SHORT_TEXT: usize,
-    > Var<VAR_NAME, FILE_NAME, VAR_LIST, VAR_DIMS, SHORT_TEXT>
-{
+impl Var {
     /// The `kbin_mr_type` value, `None` for types whose value is not published.
     pub fn mr_type_value(&self) -> Option<u32> {
         self.mr_type().map(MrType::value)
     }
 }
 
-impl<const QUEUE_NAME: usize, const SEMAPHORES: usize, const QUEUE_INSTANCES: usize, const SHORT_TEXT: usize>
-    DmaQueue<QUEUE_NAME, SEMAPHORES, QUEUE_INSTANCES, SHORT_TEXT>
-{
+impl DmaQueue {
     /// The ring type: the `type` map, with `data` + `indirect_memcpy` as `IndirectMemcpy`;
     /// `None` for types without a published value (`dynamic`).
     pub fn ring_type(&self) -> Option<DmaRingType> {
@@ -80,7 +72,7 @@ impl<const QUEUE_NAME: usize, const SEMAPHORES: usize, const QUEUE_INSTANCES: us
     }
 }
 
-impl<const SHORT_TEXT: usize> Carveout<SHORT_TEXT> {
+impl Carveout {
     /// The runtime's `sb_carveout`.
     pub fn layout(&self) -> SbCarveout {
         SbCarveout {
@@ -91,53 +83,31 @@ impl<const SHORT_TEXT: usize> Carveout<SHORT_TEXT> {
             num_partitions: self.num_partitions,
         }
     }
+
+    /// The cayman rule this event-accelerator carveout breaks, if any.
+    pub fn cayman_violation(&self) -> Option<ManifestError> {
+        if self.kind() != Some(CarveoutType::Evtaccel) {
+            return None;
+        }
+        if self.start_partition != 0 {
+            Some(ManifestError::CarveoutStartPartition(self.start_partition))
+        } else if self.num_partitions != EVTACCEL_PARTITIONS {
+            Some(ManifestError::CarveoutPartitionCount(self.num_partitions))
+        } else if self.offset != EVTACCEL_OFFSET {
+            Some(ManifestError::CarveoutOffset(self.offset))
+        } else if self.size != EVTACCEL_SIZE {
+            Some(ManifestError::CarveoutSize(self.size))
+        } else {
+            None
+        }
+    }
 }
 
 /// The engines in the runtime's order.
 pub const ENGINES: [EngineType; 5] =
     [EngineType::Pe, EngineType::Act, EngineType::Pool, EngineType::Dve, EngineType::Sp];
 
-impl<
-        const VARS: usize,
-        const VAR_NAME: usize,
-        const FILE_NAME: usize,
-        const VAR_LIST: usize,
-        const VAR_DIMS: usize,
-        const QUEUES: usize,
-        const QUEUE_NAME: usize,
-        const SEMAPHORES: usize,
-        const QUEUE_INSTANCES: usize,
-        const CARVEOUTS: usize,
-        const UCODE_LIBS: usize,
-        const SHORT_TEXT: usize,
-        const DESC_DIMS: usize,
-    >
-    DefJson<
-        VARS,
-        VAR_NAME,
-        FILE_NAME,
-        VAR_LIST,
-        VAR_DIMS,
-        QUEUES,
-        QUEUE_NAME,
-        SEMAPHORES,
-        QUEUE_INSTANCES,
-        CARVEOUTS,
-        UCODE_LIBS,
-        SHORT_TEXT,
-        DESC_DIMS,
-    >
-{
-    /// The var with `var_id` `id` (vars are sorted and dense after parse).
-    pub fn var_by_id(&self, id: u32) -> Option<&Var<VAR_NAME, FILE_NAME, VAR_LIST, VAR_DIMS, SHORT_TEXT>> {
-        self.vars.get(usize::try_from(id).ok()?).filter(|v| v.var_id == id)
-    }
-
-    /// The var named `name`.
-    pub fn var(&self, name: &str) -> Option<&Var<VAR_NAME, FILE_NAME, VAR_LIST, VAR_DIMS, SHORT_TEXT>> {
-        self.vars.iter().find(|v| v.name == name)
-    }
-
+impl DefJson {
     /// The engine JSON member named by `pe`, `act`, ... (relative to the subgraph directory).
     pub fn engine_json(&self, engine: EngineType) -> Option<&str> {
         let s = match engine {
@@ -187,147 +157,174 @@ impl<
         }
     }
 
+    /// `check_var_ids` is present with a value other than `false` (§15.17).
+    pub fn checks_var_ids(&self) -> bool {
+        self.check_var_ids.is_some_and(|p| !p.is_false)
+    }
+}
+
+/// What the checks of one `def.json` learned from its streamed entries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct DefFacts {
+    /// Vars read.
+    pub vars: u64,
+    /// `output` vars read.
+    pub outputs: u64,
+    /// The largest `var_id`.
+    pub max_var_id: Option<u32>,
+    /// `file` vars with a `file_name`.
+    pub file_vars: u64,
+    /// DMA queue sets read.
+    pub queues: u64,
     /// Bytes of the shared scratchpad: the largest `backing_variable_off + size` of the
     /// `virtual` vars (0 without any); `None` on overflow.
-    pub fn shared_scratchpad_size(&self) -> Option<u64> {
-        self.vars.iter().filter(|v| v.mr_type() == Some(MrType::VirtualTmpBuf)).try_fold(0u64, |acc, v| {
-            Some(acc.max(v.backing_variable_off.unwrap_or(0).checked_add(v.size.unwrap_or(0))?))
-        })
-    }
+    pub shared_scratchpad: Option<u64>,
+    /// `runtime_statebuffer_reservation` is present.
+    pub carveouts_present: bool,
+    /// The first carveout that breaks a cayman rule: its index and the rule.
+    pub cayman_violation: Option<(u64, ManifestError)>,
+    /// Carveouts read.
+    pub carveouts: u64,
+}
 
-    /// The runtime's state-buffer carveout rules for `device`: on cayman the key must be
+impl DefFacts {
+    /// The runtime's state-buffer carveout rules for `target`: on cayman the key must be
     /// present (unless `allow_legacy`, `NEURON_RT_ALLOW_LEGACY_NEFF=1`) and every event-accel
     /// carveout must be 8 bytes at offset 0x37ff8 over partitions 0..128. Other architectures
-    /// have no rule. An empty list is accepted.
-    pub fn check_carveouts(&self, device: TargetCheck, allow_legacy: bool) -> Result<(), ManifestError> {
-        if device != TargetCheck::Device(Arch::Cayman) {
+    /// have no rule. An empty list is accepted. The error comes with its key path.
+    pub fn check_carveouts(
+        &self,
+        target: TargetCheck,
+        allow_legacy: bool,
+    ) -> Result<(), (heapless::String<64>, ManifestError)> {
+        if target != TargetCheck::Device(Arch::Cayman) {
             return Ok(());
         }
-        let Some(list) = &self.carveouts else {
-            return if allow_legacy { Ok(()) } else { Err(ManifestError::MissingCarveout) };
-        };
-        for c in list.iter().filter(|c| c.kind() == Some(CarveoutType::Evtaccel)) {
-            if c.start_partition != 0 {
-                return Err(ManifestError::CarveoutStartPartition(c.start_partition));
+        let mut path = heapless::String::new();
+        let _ = path.push_str(DefJson::KEY_CARVEOUTS);
+        if !self.carveouts_present {
+            return if allow_legacy { Ok(()) } else { Err((path, ManifestError::MissingCarveout)) };
+        }
+        match self.cayman_violation {
+            Some((i, e)) => {
+                let _ = core::fmt::write(&mut path, format_args!("[{i}]"));
+                Err((path, e))
             }
-            if c.num_partitions != EVTACCEL_PARTITIONS {
-                return Err(ManifestError::CarveoutPartitionCount(c.num_partitions));
+            None => Ok(()),
+        }
+    }
+}
+
+/// Checks each streamed entry, then hands it on.
+struct Checks<'v> {
+    facts: DefFacts,
+    inner: &'v mut dyn Visitor,
+}
+
+/// An error about key `key` of the entry at `at`.
+fn entry_error(at: &EntryAt<'_>, key: &str, e: ManifestError) -> Error {
+    let mut path: heapless::String<{ crate::error::KEY_PATH_TEXT }> = heapless::String::new();
+    let _ = core::fmt::write(&mut path, format_args!("{}.{key}", at.key_path()));
+    at.error(ErrorKind::Manifest(e)).with_key_path(&path)
+}
+
+impl Checks<'_> {
+    fn check(&mut self, entry: &Entry<'_>, at: &EntryAt<'_>) -> Result<(), Error> {
+        let f = &mut self.facts;
+        match *entry {
+            Entry::Var(v) => {
+                if let Some(a) = v.alignment {
+                    if a != 0 && !a.is_power_of_two() {
+                        return Err(entry_error(at, Var::KEY_ALIGNMENT, ManifestError::AlignmentNotPowerOfTwo(a)));
+                    }
+                }
+                f.vars = f.vars.saturating_add(1);
+                f.max_var_id = Some(f.max_var_id.map_or(v.var_id, |m| m.max(v.var_id)));
+                match v.mr_type() {
+                    Some(MrType::Output) => f.outputs = f.outputs.saturating_add(1),
+                    Some(MrType::Buffer) if v.file_name.is_some() => f.file_vars = f.file_vars.saturating_add(1),
+                    Some(MrType::VirtualTmpBuf) => {
+                        let end = v.backing_variable_off.unwrap_or(0).checked_add(v.size.unwrap_or(0));
+                        f.shared_scratchpad = match (f.shared_scratchpad, end) {
+                            (Some(m), Some(e)) => Some(m.max(e)),
+                            _ => None,
+                        };
+                    }
+                    _ => {}
+                }
             }
-            if c.offset != EVTACCEL_OFFSET {
-                return Err(ManifestError::CarveoutOffset(c.offset));
+            Entry::DmaQueue(q) => {
+                if let Some(owner) = &q.owner {
+                    if EngineType::from_json(owner).is_none() {
+                        let e = ManifestError::InvalidOwner(Text::new(owner));
+                        return Err(entry_error(at, DmaQueue::KEY_OWNER, e));
+                    }
+                }
+                let kind = match q.base_ring_type() {
+                    Some(DmaRingType::In) => Some(QueueKind::Input),
+                    Some(DmaRingType::Out) => Some(QueueKind::Output),
+                    Some(DmaRingType::EmbeddingUpdate) => Some(QueueKind::EmbeddingUpdate),
+                    _ => None,
+                };
+                if let (Some(kind), Some(_)) = (kind, &q.queue_instances) {
+                    let e = ManifestError::QueueInstancesNotSupported { kind, queue: Text::new(&q.name) };
+                    return Err(entry_error(at, DmaQueue::KEY_QUEUE_INSTANCES, e));
+                }
+                f.queues = f.queues.saturating_add(1);
             }
-            if c.size != EVTACCEL_SIZE {
-                return Err(ManifestError::CarveoutSize(c.size));
+            Entry::Carveout(c) => {
+                if f.cayman_violation.is_none() {
+                    f.cayman_violation = c.cayman_violation().map(|e| (f.carveouts, e));
+                }
+                f.carveouts = f.carveouts.saturating_add(1);
             }
+            _ => {}
         }
         Ok(())
     }
 }
 
-impl<
-        const VARS: usize,
-        const VAR_NAME: usize,
-        const FILE_NAME: usize,
-        const VAR_LIST: usize,
-        const VAR_DIMS: usize,
-        const QUEUES: usize,
-        const QUEUE_NAME: usize,
-        const SEMAPHORES: usize,
-        const QUEUE_INSTANCES: usize,
-        const CARVEOUTS: usize,
-        const UCODE_LIBS: usize,
-        const SHORT_TEXT: usize,
-        const DESC_DIMS: usize,
-    > Document
-    for DefJson<
-        VARS,
-        VAR_NAME,
-        FILE_NAME,
-        VAR_LIST,
-        VAR_DIMS,
-        QUEUES,
-        QUEUE_NAME,
-        SEMAPHORES,
-        QUEUE_INSTANCES,
-        CARVEOUTS,
-        UCODE_LIBS,
-        SHORT_TEXT,
-        DESC_DIMS,
-    >
-{
+impl Visitor for Checks<'_> {
+    fn entry(&mut self, entry: Entry<'_>, at: &EntryAt<'_>) -> Result<(), Error> {
+        self.check(&entry, at)?;
+        self.inner.entry(entry, at)
+    }
+}
+
+impl Document for DefJson {
+    type Facts = DefFacts;
+
     fn parse_into<R: BufRead, const S: usize, const D: u16>(
         &mut self,
         tok: &mut Tokenizer<S, D>,
         src: &mut R,
         member: &str,
         sink: &mut impl WarningSink,
-    ) -> Result<(), Error> {
-        self.read_document(tok, src, member)?;
+        visitor: &mut dyn Visitor,
+    ) -> Result<DefFacts, Error> {
+        let mut checks =
+            Checks { facts: DefFacts { shared_scratchpad: Some(0), ..DefFacts::default() }, inner: visitor };
+        self.read_document(tok, src, member, &mut checks)?;
+        let mut facts = checks.facts;
+        facts.carveouts_present = self.carveouts.is_some();
         let end = tok.offset();
-        let fail = |path: &[&str], e: ManifestError| {
-            let mut p: heapless::String<96> = heapless::String::new();
-            for (i, part) in path.iter().enumerate() {
-                if i > 0 {
-                    let _ = p.push('.');
-                }
-                let _ = p.push_str(part);
-            }
-            semantic(Stage::DefJson, member, end, &p, e)
-        };
-        for v in self.vars.iter() {
-            if let Some(a) = v.alignment {
-                if a != 0 && !a.is_power_of_two() {
-                    return Err(fail(
-                        &[Self::KEY_VARS, &v.name, <Var>::KEY_ALIGNMENT],
-                        ManifestError::AlignmentNotPowerOfTwo(a),
-                    ));
+        let fail = |path: &str, e: ManifestError| semantic(Stage::DefJson, member, end, path, e);
+        if self.checks_var_ids() {
+            if let Some(max) = facts.max_var_id {
+                if u64::from(max) + 1 != facts.vars {
+                    return Err(fail(Self::KEY_VARS, ManifestError::UnexpectedVarIds { max, size: facts.vars }));
                 }
             }
         }
-        self.vars.sort_unstable_by_key(|v| v.var_id);
-        let count = self.vars.len() as u64;
-        if let Some(last) = self.vars.last() {
-            if u64::from(last.var_id) + 1 != count {
-                return Err(fail(&[Self::KEY_VARS], ManifestError::UnexpectedVarIds { max: last.var_id, size: count }));
-            }
-        }
-        // Sorted with max + 1 == len: ids are 0..len exactly when no two are equal.
-        for pair in self.vars.windows(2) {
-            if let [a, b] = pair {
-                if a.var_id == b.var_id {
-                    return Err(fail(
-                        &[Self::KEY_VARS, &b.name, <Var>::KEY_VAR_ID],
-                        ManifestError::DuplicateVarId(b.var_id),
-                    ));
-                }
-            }
-        }
-        if !self.vars.iter().any(|v| v.mr_type() == Some(MrType::Output)) {
-            return Err(fail(&[Self::KEY_VARS], ManifestError::NoOutputs));
-        }
-        for q in self.dma_queues.iter().flat_map(|m| m.iter()) {
-            if let Some(owner) = &q.owner {
-                if EngineType::from_json(owner).is_none() {
-                    let e = ManifestError::InvalidOwner(Text::new(owner));
-                    return Err(fail(&[Self::KEY_DMA_QUEUES, &q.name, <DmaQueue>::KEY_OWNER], e));
-                }
-            }
-            let kind = match q.base_ring_type() {
-                Some(DmaRingType::In) => Some(QueueKind::Input),
-                Some(DmaRingType::Out) => Some(QueueKind::Output),
-                Some(DmaRingType::EmbeddingUpdate) => Some(QueueKind::EmbeddingUpdate),
-                _ => None,
-            };
-            if let (Some(kind), Some(_)) = (kind, &q.queue_instances) {
-                let e = ManifestError::QueueInstancesNotSupported { kind, queue: Text::new(&q.name) };
-                return Err(fail(&[Self::KEY_DMA_QUEUES, &q.name, <DmaQueue>::KEY_QUEUE_INSTANCES], e));
-            }
+        if facts.outputs == 0 {
+            return Err(fail(Self::KEY_VARS, ManifestError::NoOutputs));
         }
         for engine in ENGINES {
             if self.engine_json(engine).is_none() {
                 warn(sink, Stage::DefJson, member, end, engine.as_str(), ManifestWarning::EngineMissing(engine));
             }
         }
-        Ok(())
+        Ok(facts)
     }
 }

@@ -10,9 +10,7 @@
 
 use embedded_io::BufRead;
 
-use super::Document;
-
-use super::{semantic, Arch, Kelf, ManifestError};
+use super::{semantic, Arch, Document, Kelf, ManifestError, Visitor};
 use crate::error::Text;
 use crate::json::Tokenizer;
 use crate::{Error, Stage, WarningSink};
@@ -40,9 +38,7 @@ pub fn parse_version(v: &str) -> Option<(u16, u16, &str)> {
     Some((major, minor, suffix.strip_prefix('-').unwrap_or(suffix)))
 }
 
-impl<const GRAPHS: usize, const GRAPH_NAME: usize, const GRAPH_PATH: usize, const KELF_TEXT: usize>
-    Kelf<GRAPHS, GRAPH_NAME, GRAPH_PATH, KELF_TEXT>
-{
+impl Kelf {
     /// `(major, minor, suffix)` of `version` (`(0, 5, "")` for `"0.5"`).
     pub fn version_parts(&self) -> Option<(u16, u16, &str)> {
         parse_version(&self.version)
@@ -77,17 +73,19 @@ impl<const GRAPHS: usize, const GRAPH_NAME: usize, const GRAPH_PATH: usize, cons
     }
 }
 
-impl<const GRAPHS: usize, const GRAPH_NAME: usize, const GRAPH_PATH: usize, const KELF_TEXT: usize> Document
-    for Kelf<GRAPHS, GRAPH_NAME, GRAPH_PATH, KELF_TEXT>
-{
+impl Document for Kelf {
+    /// The number of graphs.
+    type Facts = u64;
+
     fn parse_into<R: BufRead, const S: usize, const D: u16>(
         &mut self,
         tok: &mut Tokenizer<S, D>,
         src: &mut R,
         member: &str,
         _sink: &mut impl WarningSink,
-    ) -> Result<(), Error> {
-        self.read_document(tok, src, member)?;
+        visitor: &mut dyn Visitor,
+    ) -> Result<u64, Error> {
+        self.read_document(tok, src, member, visitor)?;
         let end = tok.offset();
         if parse_version(&self.version).is_none() {
             return Err(semantic(
@@ -99,7 +97,7 @@ impl<const GRAPHS: usize, const GRAPH_NAME: usize, const GRAPH_PATH: usize, cons
             ));
         }
         self.target_kind().map_err(|e| semantic(Stage::Kelf, member, end, Self::KEY_TARGET, e))?;
-        Ok(())
+        Ok(self.graphs.count)
     }
 }
 

@@ -42,9 +42,68 @@ pub mod rt;
 pub use def::TargetCheck;
 pub use document::Document;
 pub use kelf::KelfTarget;
-pub use neff::{IoTable, IoTensor};
+pub use neff::{IoJoin, IoKind, IoTensor, KelfMark, NeffFacts};
+pub use def::DefFacts;
 
 neff_macros::schema!("schema");
+
+/// Where a streamed element was read: its member, key path (`var.x`, `nodes[3]`) and the byte
+/// offset just past it, for errors a visitor raises about it.
+pub struct EntryAt<'a> {
+    pub(crate) ctx: &'a rt::ErrCtx<'a>,
+    pub(crate) offset: u64,
+}
+
+impl EntryAt<'_> {
+    /// The member being read.
+    pub fn member(&self) -> &str {
+        self.ctx.member
+    }
+
+    /// The element's key path.
+    pub fn key_path(&self) -> &str {
+        self.ctx.path.as_str()
+    }
+
+    /// The byte offset just past the element.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// An error about this element (its stage, member, key path and offset).
+    pub fn error(&self, kind: crate::ErrorKind) -> crate::Error {
+        self.ctx.error(self.offset, kind)
+    }
+
+    /// A warning about this element.
+    pub fn warning(&self, kind: crate::WarningKind) -> crate::Warning {
+        crate::Warning::in_member(self.ctx.stage, self.ctx.member, self.offset, kind).with_key_path(self.key_path())
+    }
+}
+
+/// Receives each element of a streamed key as it is read (a `def.json` var, a DMA queue set, a
+/// `neff.json` node, ...). What grows with a model reaches the caller this way and is never
+/// tabulated; an error returned here ends the read.
+pub trait Visitor {
+    /// One element; `at` says where it was read.
+    fn entry(&mut self, entry: Entry<'_>, at: &EntryAt<'_>) -> Result<(), crate::Error>;
+}
+
+/// A visitor that looks at nothing.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoVisitor;
+
+impl Visitor for NoVisitor {
+    fn entry(&mut self, _entry: Entry<'_>, _at: &EntryAt<'_>) -> Result<(), crate::Error> {
+        Ok(())
+    }
+}
+
+impl<F: FnMut(Entry<'_>, &EntryAt<'_>) -> Result<(), crate::Error>> Visitor for F {
+    fn entry(&mut self, entry: Entry<'_>, at: &EntryAt<'_>) -> Result<(), crate::Error> {
+        self(entry, at)
+    }
+}
 
 /// JSON value types, as named in type errors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

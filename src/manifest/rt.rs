@@ -13,7 +13,7 @@
 
 use embedded_io::BufRead;
 
-use super::{JsonType, ManifestError};
+use super::{Entry, EntryAt, JsonType, ManifestError, Visitor};
 use crate::error::{CapacityError, Error, ErrorKind, Stage, Text, KEY_PATH_TEXT};
 use crate::json::{Event, Fault, JsonError, Tokenizer};
 
@@ -154,7 +154,8 @@ impl ErrCtx<'_> {
     }
 }
 
-/// A read in progress: the tokenizer, the source and the error context.
+/// A read in progress: the tokenizer, the source, the error context and the visitor that
+/// streamed elements go to.
 pub struct Cx<'a, R, const S: usize, const D: u16> {
     /// The tokenizer.
     pub tok: &'a mut Tokenizer<S, D>,
@@ -162,13 +163,28 @@ pub struct Cx<'a, R, const S: usize, const D: u16> {
     pub src: &'a mut R,
     /// Stage, member and key path.
     pub ctx: ErrCtx<'a>,
+    /// Where each element of an `each<..>` / `each_map<..>` key goes.
+    pub visitor: &'a mut dyn Visitor,
 }
 
 impl<'a, R: BufRead, const S: usize, const D: u16> Cx<'a, R, S, D> {
     /// A read of `member` at the start of its document.
-    pub fn new(tok: &'a mut Tokenizer<S, D>, src: &'a mut R, stage: Stage, member: &'a str) -> Self {
+    pub fn new(
+        tok: &'a mut Tokenizer<S, D>,
+        src: &'a mut R,
+        stage: Stage,
+        member: &'a str,
+        visitor: &'a mut dyn Visitor,
+    ) -> Self {
         tok.reset();
-        Self { tok, src, ctx: ErrCtx { stage, member, path: KeyPath::new() } }
+        Self { tok, src, ctx: ErrCtx { stage, member, path: KeyPath::new() }, visitor }
+    }
+
+    /// Hands `value`, the element just read, to the visitor when `lim` is a streamed key's.
+    fn emit(&mut self, value: &dyn core::any::Any, lim: Lim) -> Result<(), Error> {
+        let Some(entry) = lim.rules.entry.and_then(|f| f(value)) else { return Ok(()) };
+        let at = EntryAt { ctx: &self.ctx, offset: self.tok.offset() };
+        self.visitor.entry(entry, &at)
     }
 
     /// An error of `kind` at the tokenizer's current offset.
@@ -234,11 +250,16 @@ pub struct Rules {
     pub runtime_max: u64,
     /// The error for more than `runtime_max` elements.
     pub overflow: Option<fn(u64) -> ManifestError>,
+    /// For a streamed key: its element as an [`Entry`] (`None` for another type).
+    pub entry: Option<EntryFn>,
 }
+
+/// Turns a streamed key's element into its [`Entry`] variant (generated per key).
+pub type EntryFn = fn(&dyn core::any::Any) -> Option<Entry<'_>>;
 
 /// Rules of a key without any.
 pub static NO_RULES: Rules =
-    Rules { type_error: "", format_error: "", overflow_limit: "", runtime_max: 0, overflow: None };
+    Rules { type_error: "", format_error: "", overflow_limit: "", runtime_max: 0, overflow: None, entry: None };
 
 /// The capacity names of a key's nested types, outermost first, and its rules.
 #[derive(Debug, Clone, Copy)]
@@ -645,8 +666,9 @@ impl<T: MapEntry, const N: usize> JsonValue for Map<T, N> {
     }
 }
 
-/// An array of objects of any length, read one element at a time into one slot: the last
-/// element is kept, every element is validated, and they are counted.
+/// An array of any length, read one element at a time into one slot: every element is
+/// validated, handed to the visitor as the key's [`Entry`] and counted; the last one stays in
+/// the slot. Memory does not grow with the array.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Each<T> {
@@ -656,7 +678,7 @@ pub struct Each<T> {
     pub last: T,
 }
 
-impl<T: JsonValue> JsonValue for Each<T> {
+impl<T: JsonValue + core::any::Any> JsonValue for Each<T> {
     const EXPECTED: JsonType = JsonType::Array;
     fn start(&mut self, ev: &Event<'_>, _lim: Lim) -> Result<Flow, Issue> {
         self.clear();
@@ -673,7 +695,7 @@ impl<T: JsonValue> JsonValue for Each<T> {
     ) -> Result<(), Error> {
         loop {
             let mark = cx.ctx.path.mark();
-            cx.ctx.path.push_index(self.count as usize);
+            cx.ctx.path.push_index(usize::try_from(self.count).unwrap_or(usize::MAX));
             match cx.tok.next_element(cx.src) {
                 Ok(false) => {
                     cx.ctx.path.reset(mark);
@@ -684,9 +706,64 @@ impl<T: JsonValue> JsonValue for Each<T> {
             }
             self.last.clear();
             read(cx, &mut self.last, lim)?;
-            self.count += 1;
+            cx.emit(&self.last, lim)?;
+            self.count = self.count.saturating_add(1);
             cx.ctx.path.reset(mark);
         }
+    }
+
+    fn clear(&mut self) {
+        self.count = 0;
+        self.last.clear();
+    }
+}
+
+/// A JSON object keyed by name of any size (`def.json` `var`, `dma_queue`), read one entry at a
+/// time into one slot: every entry is validated, handed to the visitor as the key's [`Entry`]
+/// and counted. Memory does not grow with the object.
+#[derive(Debug, Clone, PartialEq, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct EachMap<T> {
+    /// Entries read.
+    pub count: u64,
+    /// The last entry (default when there was none).
+    pub last: T,
+}
+
+impl<T: MapEntry + core::any::Any> JsonValue for EachMap<T> {
+    const EXPECTED: JsonType = JsonType::Object;
+    fn start(&mut self, ev: &Event<'_>, _lim: Lim) -> Result<Flow, Issue> {
+        self.clear();
+        start_object(ev)
+    }
+
+    fn body<R: BufRead, const S: usize, const D: u16>(
+        &mut self,
+        cx: &mut Cx<'_, R, S, D>,
+        lim: Lim,
+    ) -> Result<(), Error> {
+        let key_limit = lim.first();
+        let value_lim = lim.rest();
+        loop {
+            let mark = cx.ctx.path.mark();
+            let step = match cx.tok.next_key(cx.src) {
+                Ok(None) => break,
+                Ok(Some(key)) => {
+                    cx.ctx.path.push_key(key);
+                    self.last.clear();
+                    self.last.set_key(key, key_limit)
+                }
+                Err(f) => return Err(cx.ctx.fault(f)),
+            };
+            if let Err(issue) = step {
+                return Err(cx.issue(issue, lim));
+            }
+            read(cx, &mut self.last, value_lim)?;
+            cx.emit(&self.last, lim)?;
+            self.count = self.count.saturating_add(1);
+            cx.ctx.path.reset(mark);
+        }
+        Ok(())
     }
 
     fn clear(&mut self) {
@@ -730,6 +807,48 @@ impl JsonValue for ArrayLen {
 
     fn clear(&mut self) {
         self.0 = 0;
+    }
+}
+
+/// Any JSON value, of which only its presence matters (and whether it is `false`): the rest
+/// is skipped, but validated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Present {
+    /// The value is the literal `false`.
+    pub is_false: bool,
+}
+
+impl JsonValue for Present {
+    const EXPECTED: JsonType = JsonType::Nothing;
+    fn start(&mut self, ev: &Event<'_>, _lim: Lim) -> Result<Flow, Issue> {
+        self.is_false = matches!(ev, Event::Bool(false));
+        match ev {
+            Event::BeginArray | Event::BeginObject => Ok(Flow::Body),
+            _ => Ok(Flow::Done),
+        }
+    }
+
+    fn body<R: BufRead, const S: usize, const D: u16>(
+        &mut self,
+        cx: &mut Cx<'_, R, S, D>,
+        _lim: Lim,
+    ) -> Result<(), Error> {
+        loop {
+            match cx.tok.skip_value(cx.src) {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(f) => return Err(cx.ctx.fault(f)),
+            }
+        }
+        match cx.tok.next(cx.src) {
+            Ok(_) => Ok(()),
+            Err(f) => Err(cx.ctx.fault(f)),
+        }
+    }
+
+    fn clear(&mut self) {
+        self.is_false = false;
     }
 }
 

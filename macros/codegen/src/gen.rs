@@ -30,8 +30,8 @@ pub struct Checked<'a> {
     objects: BTreeMap<String, ObjRef<'a>>,
     enums: BTreeMap<String, (&'a SchemaFile, &'a EnumToml)>,
     layouts: BTreeMap<String, (&'a SchemaFile, &'a LayoutToml)>,
-    /// Const params of each object, in capacity declaration order.
-    params: BTreeMap<String, Vec<String>>,
+    /// The `Entry` variants of streamed keys: (variant, owning object, key index).
+    entries: Vec<(String, String, usize)>,
 }
 
 const STAGES: &[&str] = &["NeffJson", "Kelf", "DefJson", "Engine"];
@@ -117,6 +117,7 @@ pub fn check(files: &[SchemaFile]) -> Result<Checked<'_>, SchemaError> {
 
     let cap_known = |c: &str| caps.iter().any(|(n, _, _)| n == c);
     let mut objects: BTreeMap<String, ObjRef> = BTreeMap::new();
+    let mut entry_names: BTreeSet<String> = BTreeSet::new();
     for (f, o) in &raw_objects {
         if o.keys.len() > 64 {
             return Err(f.error_at(o.name.span(), "an object may consume at most 64 keys"));
@@ -158,10 +159,28 @@ pub fn check(files: &[SchemaFile]) -> Result<Checked<'_>, SchemaError> {
                     return Err(f.error_at(k.ty.span(), format!("unknown object `{n}`")));
                 }
             }
-            if let Ty::Map(n, _) = &ty {
+            if let Ty::Map(n, _) | Ty::EachMap(n) = &ty {
                 if raw_objects.iter().any(|(_, o)| o.name.get_ref() == n && o.key_field.is_none()) {
                     return Err(f.error_at(k.ty.span(), format!("`{n}` is used in a map<..> but has no key_field")));
                 }
+            }
+            let streamed = matches!(ty, Ty::Each(_) | Ty::EachMap(_))
+                || matches!(&ty, Ty::Tagged(_, t) if matches!(t.as_ref(), Ty::Each(_)));
+            match (&k.entry, streamed) {
+                (Some(e), true) => {
+                    if !is_ident(e.get_ref()) || !entry_names.insert(e.get_ref().clone()) {
+                        return Err(
+                            f.error_at(e.span(), format!("entry `{}` is invalid or used twice", e.get_ref()))
+                        );
+                    }
+                }
+                (None, true) => {
+                    return Err(f.error_at(k.ty.span(), "an each<..> or each_map<..> key needs an `entry` name"));
+                }
+                (Some(e), false) => {
+                    return Err(f.error_at(e.span(), "`entry` applies to each<..> and each_map<..> keys"));
+                }
+                (None, false) => {}
             }
             let field = k.field.get_ref();
             if !is_ident(field) || field.starts_with("r#") {
@@ -212,27 +231,31 @@ pub fn check(files: &[SchemaFile]) -> Result<Checked<'_>, SchemaError> {
         objects.insert(o.name.get_ref().clone(), ObjRef { file: f, obj: o, tys, key_ty });
     }
 
-    // Const params: own capacities plus those of nested objects, transitively.
-    let mut params: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for name in objects.keys() {
-        let mut stack = Vec::new();
-        let set = collect_params(name, &objects, &mut stack)?;
-        let ordered: Vec<String> = caps.iter().filter(|(n, _, _)| set.contains(n)).map(|(n, _, _)| n.clone()).collect();
-        params.insert(name.clone(), ordered);
+        check_not_recursive(name, &objects, &mut Vec::new())?;
+    }
+    let mut entries = Vec::new();
+    for (name, o) in &objects {
+        for (i, k) in o.obj.keys.iter().enumerate() {
+            if let Some(e) = &k.entry {
+                entries.push((e.get_ref().clone(), name.clone(), i));
+            }
+        }
     }
 
-    Ok(Checked { files, caps, objects, enums, layouts, params })
+    Ok(Checked { files, caps, objects, enums, layouts, entries })
 }
 
 fn raw_enum_exists(files: &[SchemaFile], name: &str) -> bool {
     files.iter().any(|f| f.toml.enums.iter().any(|e| e.name.get_ref() == name))
 }
 
-fn collect_params(
+/// An object may not contain itself: its struct would have no size.
+fn check_not_recursive(
     name: &str,
     objects: &BTreeMap<String, ObjRef>,
     stack: &mut Vec<String>,
-) -> Result<BTreeSet<String>, SchemaError> {
+) -> Result<(), SchemaError> {
     let o = &objects[name];
     if stack.iter().any(|s| s == name) {
         return Err(o.file.error_at(
@@ -241,22 +264,15 @@ fn collect_params(
         ));
     }
     stack.push(name.to_string());
-    let mut set = BTreeSet::new();
-    let mut direct = Vec::new();
-    if let Some(kt) = &o.key_ty {
-        kt.caps(&mut direct);
-    }
     for ty in &o.tys {
-        ty.caps(&mut direct);
         let mut objs = Vec::new();
         ty.objects(&mut objs);
         for n in objs {
-            set.extend(collect_params(&n, objects, stack)?);
+            check_not_recursive(&n, objects, stack)?;
         }
     }
-    set.extend(direct);
     stack.pop();
-    Ok(set)
+    Ok(())
 }
 
 fn check_enum(f: &SchemaFile, e: &EnumToml) -> Result<(), SchemaError> {
@@ -309,7 +325,7 @@ fn layout_type_ok(t: &str) -> bool {
 fn innermost_array_cap(ty: &Ty) -> Option<&Cap> {
     match ty {
         Ty::Array(inner, cap) => innermost_array_cap(inner).or(Some(cap)),
-        Ty::Tagged(_, inner) => innermost_array_cap(inner),
+        Ty::Tagged(_, inner) | Ty::Each(inner) => innermost_array_cap(inner),
         _ => None,
     }
 }
@@ -353,7 +369,7 @@ fn cap_tokens(c: &Cap) -> TokenStream {
     match c {
         Cap::Param(p) => {
             let id = format_ident!("{}", p);
-            quote!(#id)
+            quote!({ crate::manifest::cap::#id })
         }
         Cap::Lit(n) => {
             let lit = Literal::usize_unsuffixed(*n);
@@ -365,12 +381,7 @@ fn cap_tokens(c: &Cap) -> TokenStream {
 impl Checked<'_> {
     fn object_type(&self, name: &str) -> TokenStream {
         let id = format_ident!("{}", name);
-        let ps: Vec<_> = self.params[name].iter().map(|p| format_ident!("{}", p)).collect();
-        if ps.is_empty() {
-            quote!(#id)
-        } else {
-            quote!(#id<#(#ps),*>)
-        }
+        quote!(#id)
     }
 
     fn rust_type(&self, ty: &Ty) -> TokenStream {
@@ -393,11 +404,16 @@ impl Checked<'_> {
                 let c = cap_tokens(c);
                 quote!(crate::manifest::rt::Map<#t, #c>)
             }
-            Ty::Each(o) => {
-                let t = self.object_type(o);
+            Ty::Each(t) => {
+                let t = self.rust_type(t);
                 quote!(crate::manifest::rt::Each<#t>)
             }
+            Ty::EachMap(o) => {
+                let t = self.object_type(o);
+                quote!(crate::manifest::rt::EachMap<#t>)
+            }
             Ty::Count => quote!(crate::manifest::rt::ArrayLen),
+            Ty::Present => quote!(crate::manifest::rt::Present),
             Ty::Tagged(_, t) => self.rust_type(t),
             Ty::Object(o) => self.object_type(o),
         }
@@ -421,18 +437,24 @@ impl Checked<'_> {
                     out.push(name(kc));
                 }
             }
-            Ty::Tagged(_, t) => self.limit_names(t, key, out),
+            Ty::EachMap(o) => {
+                if let Some(Ty::Str(kc)) = &self.objects[o].key_ty {
+                    out.push(name(kc));
+                }
+            }
+            Ty::Tagged(_, t) | Ty::Each(t) => self.limit_names(t, key, out),
             _ => {}
         }
     }
 
-    fn generics(&self, name: &str) -> (TokenStream, TokenStream) {
-        let ps = &self.params[name];
-        if ps.is_empty() {
-            return (quote!(), quote!());
+    /// The element type a streamed key hands to the visitor.
+    fn entry_type(&self, ty: &Ty) -> Option<TokenStream> {
+        match ty {
+            Ty::Each(t) => Some(self.rust_type(t)),
+            Ty::EachMap(o) => Some(self.object_type(o)),
+            Ty::Tagged(_, t) => self.entry_type(t),
+            _ => None,
         }
-        let ids: Vec<_> = ps.iter().map(|p| format_ident!("{}", p)).collect();
-        (quote!(<#(const #ids: usize),*>), quote!(<#(#ids),*>))
     }
 
     fn gen_object(&self, name: &str) -> TokenStream {
@@ -440,18 +462,6 @@ impl Checked<'_> {
         let obj = o.obj;
         let id = format_ident!("{}", name);
         let doc = doc_attr(&obj.doc);
-        let ps = &self.params[name];
-        let decl_params: Vec<TokenStream> = ps
-            .iter()
-            .map(|p| {
-                let pid = format_ident!("{}", p);
-                let d = self.caps.iter().find(|(n, _, _)| n == p).map_or(1, |c| c.1);
-                let d = Literal::usize_unsuffixed(d);
-                quote!(const #pid: usize = #d)
-            })
-            .collect();
-        let decl_generics = if ps.is_empty() { quote!() } else { quote!(<#(#decl_params),*>) };
-        let (impl_generics, ty_generics) = self.generics(name);
 
         let mut fields = Vec::new();
         let mut defaults = Vec::new();
@@ -519,7 +529,22 @@ impl Checked<'_> {
                 }
                 _ => (String::new(), quote!(::core::option::Option::None), 0),
             };
+            let (entry_fn, entry) = match (&k.entry, self.entry_type(ty)) {
+                (Some(variant), Some(t)) => {
+                    let v = format_ident!("{}", variant.get_ref());
+                    (
+                        quote! {
+                            fn entry_of(value: &dyn ::core::any::Any) -> ::core::option::Option<crate::manifest::Entry<'_>> {
+                                value.downcast_ref::<#t>().map(crate::manifest::Entry::#v)
+                            }
+                        },
+                        quote!(::core::option::Option::Some(entry_of)),
+                    )
+                }
+                _ => (quote!(), quote!(::core::option::Option::None)),
+            };
             let lim = quote! {
+                #entry_fn
                 const LIM: crate::manifest::rt::Lim = crate::manifest::rt::Lim {
                     names: &[#(#names),*],
                     rules: &crate::manifest::rt::Rules {
@@ -528,6 +553,7 @@ impl Checked<'_> {
                         overflow_limit: #overflow_limit,
                         runtime_max: #runtime_max,
                         overflow: #overflow,
+                        entry: #entry,
                     },
                 };
             };
@@ -575,7 +601,7 @@ impl Checked<'_> {
             (Some(kf), Some(_)) => {
                 let f = format_ident!("{}", kf.get_ref());
                 quote! {
-                    impl #impl_generics crate::manifest::rt::MapEntry for #id #ty_generics {
+                    impl crate::manifest::rt::MapEntry for #id {
                         fn set_key(&mut self, key: &str, limit: &'static str) -> ::core::result::Result<(), crate::manifest::rt::Issue> {
                             crate::manifest::rt::copy_str(&mut self.#f, key, limit)
                         }
@@ -591,19 +617,21 @@ impl Checked<'_> {
             let tier = o.file.toml.tier.clone().unwrap_or_default();
             let sdoc = format!(" The stage of errors in `{tier}`.");
             quote! {
-                impl #impl_generics #id #ty_generics {
+                impl #id {
                     #[doc = #sdoc]
                     pub const STAGE: crate::Stage = crate::Stage::#stage;
                     /// Reads one whole document into `self` (cleared first): the consumed keys only,
-                    /// every other value skipped but validated. Semantic checks are not made here.
+                    /// every other value skipped but validated, every element of a streamed key
+                    /// handed to `visitor` as it is read. Semantic checks are not made here.
                     pub fn read_document<R: ::embedded_io::BufRead, const S: usize, const D: u16>(
                         &mut self,
                         tok: &mut crate::json::Tokenizer<S, D>,
                         src: &mut R,
                         member: &str,
+                        visitor: &mut dyn crate::manifest::Visitor,
                     ) -> ::core::result::Result<(), crate::Error> {
                         crate::manifest::rt::JsonValue::clear(self);
-                        let mut cx = crate::manifest::rt::Cx::new(tok, src, Self::STAGE, member);
+                        let mut cx = crate::manifest::rt::Cx::new(tok, src, Self::STAGE, member, visitor);
                         crate::manifest::rt::read_document(&mut cx, self)
                     }
                 }
@@ -622,17 +650,17 @@ impl Checked<'_> {
                 quote!(#[doc = #d] pub const #c: &'static str = #key;)
             })
             .collect();
-        let accessor_block = quote!(impl #impl_generics #id #ty_generics { #(#key_consts)* #(#accessors)* });
+        let accessor_block = quote!(impl #id { #(#key_consts)* #(#accessors)* });
 
         quote! {
             #doc
             #[derive(Debug, Clone, PartialEq)]
             #[cfg_attr(feature = "defmt", derive(defmt::Format))]
-            pub struct #id #decl_generics {
+            pub struct #id {
                 #(#fields)*
             }
 
-            impl #impl_generics ::core::default::Default for #id #ty_generics {
+            impl ::core::default::Default for #id {
                 fn default() -> Self {
                     Self { #(#defaults)* }
                 }
@@ -640,7 +668,7 @@ impl Checked<'_> {
 
             #accessor_block
 
-            impl #impl_generics crate::manifest::rt::JsonValue for #id #ty_generics {
+            impl crate::manifest::rt::JsonValue for #id {
                 const EXPECTED: crate::manifest::JsonType = crate::manifest::JsonType::Object;
 
                 fn start(&mut self, ev: &crate::json::Event<'_>, _lim: crate::manifest::rt::Lim) -> ::core::result::Result<crate::manifest::rt::Flow, crate::manifest::rt::Issue> {
@@ -881,7 +909,12 @@ impl Checked<'_> {
             match ty {
                 Ty::Object(n) => self.key_rows(tier, n, &path, out, depth + 1),
                 Ty::Map(n, _) => self.key_rows(tier, n, &format!("{path}.<name>"), out, depth + 1),
-                Ty::Each(n) => self.key_rows(tier, n, &format!("{path}[]"), out, depth + 1),
+                Ty::EachMap(n) => self.key_rows(tier, n, &format!("{path}.<name>"), out, depth + 1),
+                Ty::Each(t) => {
+                    if let Ty::Object(n) = t.as_ref() {
+                        self.key_rows(tier, n, &format!("{path}[]"), out, depth + 1);
+                    }
+                }
                 Ty::Array(t, _) => {
                     if let Ty::Object(n) = t.as_ref() {
                         self.key_rows(tier, n, &format!("{path}[]"), out, depth + 1);
@@ -892,15 +925,62 @@ impl Checked<'_> {
         }
     }
 
+    /// The `Entry` enum: one variant per streamed key, borrowing the element just read.
+    fn gen_entry(&self) -> TokenStream {
+        let mut variants = Vec::new();
+        let mut names = Vec::new();
+        for (variant, obj, i) in &self.entries {
+            let o = &self.objects[obj];
+            let (k, ty) = (&o.obj.keys[*i], &o.tys[*i]);
+            let v = format_ident!("{}", variant);
+            let t = self.entry_type(ty).unwrap_or_default();
+            let d = doc_attr(&format!("An element of `{obj}` key `{}`: {}", k.key.get_ref(), k.doc.trim()));
+            variants.push(quote!(#d #v(&'a #t),));
+            let key = k.key.get_ref();
+            names.push(quote!(Entry::#v(_) => #key,));
+        }
+        quote! {
+            /// One element of a streamed key (`each<..>`, `each_map<..>` in `schema/`), handed to a
+            /// [`Visitor`](crate::manifest::Visitor) as soon as it is read. The borrow ends with
+            /// the call: the next element is read into the same slot.
+            #[derive(Debug, Clone, Copy)]
+            pub enum Entry<'a> {
+                #(#variants)*
+            }
+
+            impl Entry<'_> {
+                /// The JSON key this element belongs to.
+                pub const fn key(&self) -> &'static str {
+                    match self {
+                        #(#names)*
+                    }
+                }
+            }
+        }
+    }
+
     /// Every generated item.
     pub fn generate(&self) -> TokenStream {
         let mut out = TokenStream::new();
-        for (name, default, doc) in &self.caps {
-            let id = format_ident!("DEFAULT_{}", name);
-            let d = doc_attr(&format!("Default of the `{name}` capacity: {doc}"));
-            let lit = Literal::usize_unsuffixed(*default);
-            out.extend(quote!(#d pub const #id: usize = #lit;));
-        }
+        let caps: Vec<TokenStream> = self
+            .caps
+            .iter()
+            .map(|(name, value, doc)| {
+                let id = format_ident!("{}", name);
+                let d = doc_attr(doc);
+                let lit = Literal::usize_unsuffixed(*value);
+                quote!(#d pub const #id: usize = #lit;)
+            })
+            .collect();
+        out.extend(quote! {
+            /// The capacities of the one slot each value is read into, from `schema/`: what grows
+            /// with a model is streamed, so these bound single values (a name's bytes, a shape's
+            /// dimensions), never counts of entries.
+            pub mod cap {
+                #(#caps)*
+            }
+        });
+        out.extend(self.gen_entry());
         for (_, e) in self.enums.values() {
             out.extend(self.gen_enum(e));
         }

@@ -158,6 +158,10 @@ pub struct KeyToml {
     /// For arrays: the runtime's own limit (see `overflow_error`).
     #[serde(default)]
     pub runtime_max: Option<u64>,
+    /// For `each<..>` and `each_map<..>`: the variant of `Entry` each element is handed to the
+    /// visitor as.
+    #[serde(default)]
+    pub entry: Option<Spanned<String>>,
     /// Doc comment of the field.
     pub doc: String,
     /// Extra notes for the key table (sources, conflicts).

@@ -2,16 +2,18 @@
 //!
 //! ```text
 //! ty   := scalar | "string<" cap ">" | "array<" ty "," cap ">" | "map<" Object "," cap ">"
-//!       | "each<" Object ">" | "count" | "tagged<" tag "," ty ">" | Object
+//!       | "each<" ty ">" | "each_map<" Object ">" | "count" | "present" | "tagged<" tag "," ty ">"
+//!       | Object
 //! scalar := u8 | u16 | u32 | u64 | i64 | bool | f64
 //! cap  := CAPACITY_NAME | integer
 //! ```
 //!
 //! `map<O, CAP>` is a JSON object keyed by name whose values are `O` objects (the name goes to
-//! `O`'s `key_field`). `each<O>` is an array of `O` of any length, parsed one element at a time
-//! into a single slot that keeps the last element and a count. `count` is an array of anything
-//! whose elements are validated and counted. `tagged<list_str, T>` is TVM's typed list
-//! `["list_str", T]`.
+//! `O`'s `key_field`), stored whole. `each<T>` is an array of any length and `each_map<O>` an
+//! object keyed by name of any size: both are parsed one element at a time into a single slot,
+//! and every element is handed to the reader's visitor as the key's `entry` variant, so memory
+//! does not grow with the document. `count` is an array of anything whose elements are
+//! validated and counted. `tagged<list_str, T>` is TVM's typed list `["list_str", T]`.
 
 /// A capacity: a const parameter or a literal.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,10 +69,14 @@ pub enum Ty {
     Array(Box<Ty>, Cap),
     /// An object keyed by name.
     Map(String, Cap),
-    /// An array parsed one element at a time.
-    Each(String),
+    /// An array of any length, streamed one element at a time.
+    Each(Box<Ty>),
+    /// An object keyed by name of any size, streamed one entry at a time.
+    EachMap(String),
     /// An array whose elements are only counted.
     Count,
+    /// Any value: only its presence (and whether it is `false`) is kept.
+    Present,
     /// A TVM typed list.
     Tagged(String, Box<Ty>),
     /// A nested object.
@@ -99,8 +105,10 @@ impl Ty {
             Ty::Str(_) => "string".into(),
             Ty::Array(t, _) => format!("array of {}", t.json_name()),
             Ty::Map(o, _) => format!("object of name -> {o}"),
-            Ty::Each(o) => format!("array of {o}"),
+            Ty::Each(t) => format!("array of {}", t.json_name()),
+            Ty::EachMap(o) => format!("object of name -> {o}"),
             Ty::Count => "array (counted)".into(),
+            Ty::Present => "any (presence)".into(),
             Ty::Tagged(tag, t) => format!("[\"{tag}\", {}]", t.json_name()),
             Ty::Object(o) => format!("object {o}"),
         }
@@ -116,7 +124,7 @@ impl Ty {
                 }
                 t.caps(out);
             }
-            Ty::Tagged(_, t) => t.caps(out),
+            Ty::Tagged(_, t) | Ty::Each(t) => t.caps(out),
             _ => {}
         }
     }
@@ -124,8 +132,8 @@ impl Ty {
     /// The objects this type refers to.
     pub fn objects(&self, out: &mut Vec<String>) {
         match self {
-            Ty::Map(o, _) | Ty::Each(o) | Ty::Object(o) => out.push(o.clone()),
-            Ty::Array(t, _) | Ty::Tagged(_, t) => t.objects(out),
+            Ty::Map(o, _) | Ty::EachMap(o) | Ty::Object(o) => out.push(o.clone()),
+            Ty::Array(t, _) | Ty::Tagged(_, t) | Ty::Each(t) => t.objects(out),
             _ => {}
         }
     }
@@ -239,11 +247,18 @@ impl Parser<'_> {
             }
             "each" => {
                 self.expect("<")?;
+                let t = self.ty()?;
+                self.expect(">")?;
+                Ok(Ty::Each(Box::new(t)))
+            }
+            "each_map" => {
+                self.expect("<")?;
                 let o = self.object_name()?;
                 self.expect(">")?;
-                Ok(Ty::Each(o))
+                Ok(Ty::EachMap(o))
             }
             "count" => Ok(Ty::Count),
+            "present" => Ok(Ty::Present),
             "tagged" => {
                 self.expect("<")?;
                 let tag = self.word()?;
@@ -253,7 +268,7 @@ impl Parser<'_> {
                 Ok(Ty::Tagged(tag, Box::new(t)))
             }
             _ if w.starts_with(|c: char| c.is_ascii_uppercase()) => Ok(Ty::Object(w)),
-            _ => Err(format!("unknown type `{w}` (expected u8, u16, u32, u64, i64, bool, f64, string<..>, array<..>, map<..>, each<..>, count, tagged<..> or an Object name)")),
+            _ => Err(format!("unknown type `{w}` (expected u8, u16, u32, u64, i64, bool, f64, string<..>, array<..>, map<..>, each<..>, each_map<..>, count, present, tagged<..> or an Object name)")),
         }
     }
 
@@ -285,6 +300,11 @@ mod tests {
         );
         assert_eq!(Ty::parse("array<u64, 3>").unwrap(), Ty::Array(Box::new(Ty::Scalar(Scalar::U64)), Cap::Lit(3)));
         assert_eq!(Ty::parse("map<Var, VARS>").unwrap(), Ty::Map("Var".into(), Cap::Param("VARS".into())));
+        assert_eq!(Ty::parse("each_map<Var>").unwrap(), Ty::EachMap("Var".into()));
+        assert_eq!(
+            Ty::parse("each<array<u32, 32>>").unwrap(),
+            Ty::Each(Box::new(Ty::Array(Box::new(Ty::Scalar(Scalar::U32)), Cap::Lit(32))))
+        );
     }
 
     #[test]

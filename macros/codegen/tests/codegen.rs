@@ -71,14 +71,30 @@ type = "u32"
 field = "n"
 default = 3
 doc = "A count."
+[[object.key]]
+key = "items"
+type = "each<Item>"
+entry = "Item"
+field = "items"
+doc = "Items, streamed."
+
+[[object]]
+name = "Item"
+doc = "One item."
+[[object.key]]
+key = "id"
+type = "u64"
+field = "id"
+required = true
+doc = "Its id."
 "#;
 
 #[test]
 fn golden_tokens_of_a_small_schema() {
     let out = gen(&[("small.toml", SMALL)]).unwrap();
     let expect = [
-        // capacity default
-        "pub const DEFAULT_NAME : usize = 8 ;",
+        // capacities are plain consts of one module
+        "pub mod cap { # [doc = \" Bytes of a name.\"] pub const NAME : usize = 8 ; }",
         // enum with exact values, lookup over every json string, value()
         "# [repr (u32)] pub enum Color {",
         "Red = 1 ,",
@@ -90,21 +106,27 @@ fn golden_tokens_of_a_small_schema() {
         "pub struct Pair { # [doc = \" First (offset 0).\"] pub a : u32 , # [doc = \" Second (offset 8).\"] pub b : u64 , }",
         "const _ : () = :: core :: assert ! (:: core :: mem :: size_of :: < Pair > () == 16) ;",
         "const _ : () = :: core :: assert ! (:: core :: mem :: offset_of ! (Pair , b) == 8) ;",
-        // object with its const parameter default, required + default fields
-        "pub struct Doc < const NAME : usize = 8 >",
-        "pub name : :: heapless :: String < NAME > ,",
+        // object without const parameters, required + default fields
+        "pub struct Doc {",
+        "pub name : :: heapless :: String < { crate :: manifest :: cap :: NAME } > ,",
         "pub n : u32 ,",
         "n : 3 as u32 ,",
         // key lookup with the alias, required mask and the runtime message
         "\"name\" | \"title\" => :: core :: option :: Option :: Some (0) ,",
         "const REQUIRED : u64 = 1 ;",
-        "static MISSING : [crate :: manifest :: RequiredKey ; 2usize] = [crate :: manifest :: RequiredKey { key : \"name\" , message : \"Missing name\" } , crate :: manifest :: RequiredKey { key : \"n\" , message : \"\" }] ;",
+        "static MISSING : [crate :: manifest :: RequiredKey ; 3usize] = [crate :: manifest :: RequiredKey { key : \"name\" , message : \"Missing name\" } , crate :: manifest :: RequiredKey { key : \"n\" , message : \"\" } , crate :: manifest :: RequiredKey { key : \"items\" , message : \"\" }] ;",
         "names : & [\"NAME\"]",
         // the map accessor
         "pub fn name_kind (& self) -> :: core :: option :: Option < Color > { Color :: from_json (self . name . as_str ()) }",
         // the key table
         "tier : \"t.json\" , path : \"name\" , aliases : & [\"title\"] , json_type : \"string\" , required : true",
         "pub const STAGE : crate :: Stage = crate :: Stage :: Kelf ;",
+        // a streamed key: one slot, and each element handed on as its Entry variant
+        "pub items : :: core :: option :: Option < crate :: manifest :: rt :: Each < Item > > ,",
+        "value . downcast_ref :: < Item > () . map (crate :: manifest :: Entry :: Item)",
+        "pub enum Entry < 'a > {",
+        "Item (& 'a Item) ,",
+        "Entry :: Item (_) => \"items\" ,",
     ];
     for e in expect {
         assert!(out.contains(e), "missing `{e}` in:\n{out}");
@@ -153,6 +175,14 @@ fn semantic_schema_errors_name_file_line_col() {
     let bad_offset = SMALL.replace("offset = 8", "offset = 4");
     // Offsets are checked by the compiler through the generated assertions, not here.
     assert!(gen(&[("small.toml", &bad_offset)]).unwrap().contains("offset_of ! (Pair , b) == 4"));
+
+    let no_entry = SMALL.replace("entry = \"Item\"\n", "");
+    let e = gen(&[("small.toml", &no_entry)]).unwrap_err();
+    assert!(e.contains("an each<..> or each_map<..> key needs an `entry` name"), "{e}");
+
+    let stray_entry = SMALL.replace("default = 3\n", "default = 3\nentry = \"N\"\n");
+    let e = gen(&[("small.toml", &stray_entry)]).unwrap_err();
+    assert!(e.contains("`entry` applies to each<..> and each_map<..> keys"), "{e}");
 
     let bad_default = SMALL.replace("default = 3", "default = \"three\"");
     let e = gen(&[("small.toml", &bad_default)]).unwrap_err();

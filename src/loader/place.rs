@@ -1,16 +1,184 @@
-//! Streaming a payload member onto the device as it passes.
+//! Placing payloads: streaming a member onto the device as it passes, and the role that
+//! decides where it goes.
 //!
 //! A payload is written chunk by chunk from the inflate window straight into a device region:
 //! the host never holds a member whole. A `.npy` member's header is parsed in-stream and only
 //! the array data lands on the device. The loader computes its own digest of the bytes it sent,
-//! so the load report does not depend on what the device keeps.
+//! so the load report does not depend on what the device keeps. When the manifests read so far
+//! give the payload a role (a weight, an instruction stream, a table), it goes straight into
+//! its final region; otherwise it is staged, and the binder adopts it once the chain is known.
 
 use embedded_io::BufRead;
 
-use crate::error::{Error, ErrorKind, Stage};
+use super::index::{dir_of, is_joined, is_joined_json, usage_code, ManifestKind, NameKind, PayloadRec};
+use super::{Counting, Loader, PayloadState, INSTR_ALIGN};
+use crate::arena::{Span, NIL};
+use crate::error::{Error, ErrorKind, Stage, Warning, WarningKind, WarningSink};
 use crate::hal::{AllocRequest, Hal, RegionId};
+use crate::manifest::def::ENGINES;
+use crate::manifest::{EngineType, UsageClass};
 use crate::npy::{NpyError, NpyFeed, NpyHeader, NpyParser};
 use crate::sim::Digest64;
+
+/// A payload's role, once the manifests have given it one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Role {
+    pub usage: UsageClass,
+    pub align: u64,
+    pub core: u8,
+    /// A `file` variable's declared size, checked against what lands.
+    pub expect_len: Option<u64>,
+    /// An instruction stream (size checks apply).
+    pub instr: bool,
+}
+
+fn usage_of(engine: EngineType) -> UsageClass {
+    match engine {
+        EngineType::Pe => UsageClass::InstrPe,
+        EngineType::Act => UsageClass::InstrAct,
+        EngineType::Pool => UsageClass::InstrPool,
+        EngineType::Dve => UsageClass::InstrDve,
+        EngineType::Sp => UsageClass::InstrSp,
+    }
+}
+
+impl Loader<'_> {
+    /// The role the chain read so far gives `member`, if it gives it one: a def reached from
+    /// the chain's KELFs (before `neff.json` is read, a lone KELF stands for the chain) names
+    /// it. While walking this is a first answer (the binder moves a payload if the full chain
+    /// disagrees); when binding, it is the answer.
+    pub(super) fn role_of(&self, member: &str) -> Option<Role> {
+        let arena = &self.arena;
+        let index = &self.index;
+        let graphs = || index.chain_graphs(arena, self.kelf_mark, self.fallback_kelf);
+        // Names in a def.json are relative to its directory and may have directories of their
+        // own (`w/x.npy`), so the def is found by prefix, not by the member's last `/`.
+        let (def_pos, def, core) = index
+            .manifests
+            .iter(arena)
+            .filter(|(_, m)| m.kind == ManifestKind::Def && !m.superseded && m.failed.is_none())
+            .filter(|(_, m)| {
+                let dir = dir_of(arena.str(m.member));
+                dir.is_empty() || member.strip_prefix(dir).is_some_and(|r| r.starts_with('/'))
+            })
+            .find_map(|(pos, m)| {
+                let core = graphs().find(|(_, g)| arena.str(g.definition) == arena.str(m.member)).map(|(c, _)| c);
+                core.map(|c| (pos, m, c))
+            })?;
+        let dir = dir_of(arena.str(def.member));
+        let role = |usage, align, expect_len, instr| Some(Role { usage, align, core, expect_len, instr });
+        if let Some((_, v)) = index.file_vars.iter(arena).find(|(_, v)| v.def == def_pos && is_joined(member, dir, arena.str(v.file))) {
+            return role(UsageClass::Weight, v.align.max(1), v.size, false);
+        }
+        let names_by = |by: u32, kind: NameKind| {
+            index.names.iter(arena).filter(move |(_, n)| n.by == by && n.kind == kind).map(|(_, n)| n.name)
+        };
+        if names_by(def_pos, NameKind::UcodeLib).any(|n| is_joined(member, dir, arena.str(n))) {
+            return role(UsageClass::UcodeLib, INSTR_ALIGN, None, false);
+        }
+        for engine in ENGINES {
+            let Some((json_pos, json)) = index.engine_of(arena, &def, engine) else { continue };
+            if json.failed.is_some() {
+                continue;
+            }
+            if super::index::Index::instr_of(arena, &def, Some(&json), engine).is_some_and(|i| is_joined(member, dir, i)) {
+                return role(usage_of(engine), INSTR_ALIGN, None, true);
+            }
+            if engine == EngineType::Dve && names_by(json_pos, NameKind::DveTable).any(|n| is_joined(member, dir, arena.str(n))) {
+                // §11.8 publishes no DVE-table class.
+                return role(UsageClass::Generic, INSTR_ALIGN, None, false);
+            }
+            if engine == EngineType::Act {
+                for set in names_by(json_pos, NameKind::ActSet) {
+                    let set_json = index
+                        .manifests
+                        .iter(arena)
+                        .filter(|(_, m)| m.kind == ManifestKind::Engine && !m.superseded && m.failed.is_none())
+                        .find(|(_, m)| is_joined_json(arena.str(m.member), dir, arena.str(set)));
+                    if let Some((set_pos, _)) = set_json {
+                        if names_by(set_pos, NameKind::ActTable).any(|n| is_joined(member, dir, arena.str(n))) {
+                            return role(UsageClass::ActTable, INSTR_ALIGN, None, false);
+                        }
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// Streams one payload member: into its final region when its role is known, else staged.
+    pub(super) fn read_payload<B: BufRead<Error = Error>, H: Hal, S: WarningSink>(
+        &mut self,
+        name: &str,
+        member_len: u64,
+        body: &mut B,
+        hal: &mut H,
+        sink: &mut Counting<'_, S>,
+    ) -> Result<(), Error> {
+        let fail = |k: ErrorKind| Error::in_member(Stage::Payload, name, 0, k);
+        // Last wins, as the runtime's member map does: the earlier copy's region is released.
+        let earlier = self
+            .index
+            .payloads
+            .iter(&self.arena)
+            .filter(|(_, p)| !p.superseded && self.arena.str(p.member) == name)
+            .last();
+        if let Some((pos, mut old)) = earlier {
+            sink.warn(&Warning::in_member(Stage::Payload, name, 0, WarningKind::Chain(super::ChainWarning::DuplicateMember)));
+            if old.region != NIL {
+                hal.release(RegionId(old.region)).map_err(|e| hal_error(name, 0, e))?;
+            }
+            old.region = NIL;
+            old.address = None;
+            old.superseded = true;
+            old.state = PayloadState::Released.code();
+            self.index.payloads.set(&mut self.arena, pos, &old);
+        }
+        let role = self.role_of(name);
+        let req = match role {
+            Some(r) => AllocRequest { size: 0, align: r.align, usage: r.usage, core: r.core },
+            None => AllocRequest { size: 0, align: INSTR_ALIGN, usage: UsageClass::Generic, core: 0 },
+        };
+        let placed = stream_to_device(hal, body, name, member_len, req)?;
+        let address = match placed.region {
+            Some(region) if !hal.keeps_nothing() => match hal.address(region) {
+                Ok(a) => Some(a),
+                Err(e) => {
+                    let _ = hal.release(region);
+                    return Err(hal_error(name, 0, e));
+                }
+            },
+            _ => None,
+        };
+        let state = match (hal.keeps_nothing(), role) {
+            (true, _) => PayloadState::Checked,
+            (false, Some(_)) => PayloadState::Placed,
+            (false, None) => PayloadState::Staged,
+        };
+        let region = if hal.keeps_nothing() { None } else { placed.region };
+        let rec = PayloadRec {
+            member: Span::EMPTY,
+            state: state.code(),
+            usage: usage_code(role.map_or(UsageClass::Generic, |r| r.usage)),
+            core: role.map_or(u8::MAX, |r| r.core),
+            region: region.map_or(NIL, |r| r.0),
+            len: placed.len,
+            member_len,
+            digest: placed.digest,
+            address,
+            superseded: false,
+        };
+        // Refuse before keeping a region the index cannot list: it would leak.
+        let stored = self.arena.push_str(name).and_then(|member| self.index.payloads.push(&mut self.arena, &PayloadRec { member, ..rec }));
+        if let Err(k) = stored {
+            if let Some(r) = region {
+                let _ = hal.release(r);
+            }
+            return Err(fail(k));
+        }
+        Ok(())
+    }
+}
 
 /// A payload that reached the device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

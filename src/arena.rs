@@ -1,0 +1,535 @@
+//! The memory a load lends: one caller-provided byte buffer, filled front to back.
+//!
+//! What a load must remember grows with the model (the chain's member names, each weight's
+//! name and size, the I/O join of `neff.json`), so it cannot live in fixed tables without
+//! either refusing big models or wasting a controller's RAM. As smoltcp's
+//! `SocketSet::new(&mut storage[..])`, the caller lends the memory instead: a firmware image
+//! passes a static buffer of a few KiB, a host tool a large one, and one code path serves both.
+//!
+//! The arena is a bump allocator over `&mut [u8]`: records are appended and never moved, so a
+//! record is named by its byte offset ([`Span`] for a string, a `u32` position for a record).
+//! Records are encoded explicitly as little-endian bytes (no `unsafe`, no alignment concerns).
+//! What binding keeps grows from the bottom; scratch of one document (the `neff.json` I/O
+//! join) grows down from the top and is dropped with [`Arena::release_top`], whatever the
+//! bottom gained meanwhile.
+//! When the buffer is full the load stops with [`ErrorKind::ArenaFull`], which says how many
+//! bytes were needed: never a truncation.
+
+use crate::error::ErrorKind;
+
+/// A string or byte run stored in an [`Arena`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Span {
+    /// Offset of the first byte.
+    pub at: u32,
+    /// Length in bytes.
+    pub len: u32,
+}
+
+impl Span {
+    /// The empty span.
+    pub const EMPTY: Span = Span { at: 0, len: 0 };
+
+    /// Bytes of the encoded form ([`Span::encode`]).
+    pub const ENCODED: usize = 8;
+
+    /// Little-endian `at` then `len`.
+    pub fn encode(self) -> [u8; 8] {
+        let mut out = [0u8; 8];
+        let (a, b) = out.split_at_mut(4);
+        a.copy_from_slice(&self.at.to_le_bytes());
+        b.copy_from_slice(&self.len.to_le_bytes());
+        out
+    }
+
+    /// The inverse of [`Span::encode`].
+    pub fn decode(bytes: [u8; 8]) -> Self {
+        let [a0, a1, a2, a3, l0, l1, l2, l3] = bytes;
+        Span { at: u32::from_le_bytes([a0, a1, a2, a3]), len: u32::from_le_bytes([l0, l1, l2, l3]) }
+    }
+}
+
+/// A caller-lent buffer, filled front to back.
+#[derive(Debug)]
+pub struct Arena<'a> {
+    buf: &'a mut [u8],
+    /// End of the bottom part.
+    used: usize,
+    /// Start of the top (scratch) part.
+    top: usize,
+    peak: usize,
+}
+
+impl<'a> Arena<'a> {
+    /// An empty arena over `buf` (at most 4 GiB of it is used: offsets are `u32`).
+    pub fn new(buf: &'a mut [u8]) -> Self {
+        let top = buf.len().min(u32::MAX as usize);
+        Self { buf, used: 0, top, peak: 0 }
+    }
+
+    /// Bytes lent.
+    pub fn capacity(&self) -> usize {
+        self.buf.len().min(u32::MAX as usize)
+    }
+
+    /// Bytes in use (bottom and top).
+    pub fn used(&self) -> usize {
+        self.used.saturating_add(self.capacity().saturating_sub(self.top))
+    }
+
+    /// The most bytes in use at once since the arena was made (or [`Arena::clear`]ed).
+    pub fn peak(&self) -> usize {
+        self.peak
+    }
+
+    /// Forgets everything (the peak too).
+    pub fn clear(&mut self) {
+        self.used = 0;
+        self.top = self.capacity();
+        self.peak = 0;
+    }
+
+    /// The current end, to [`Arena::release_to`] later.
+    pub fn mark(&self) -> usize {
+        self.used
+    }
+
+    /// Drops every record appended after `mark`.
+    pub fn release_to(&mut self, mark: usize) {
+        self.used = self.used.min(mark);
+    }
+
+    fn full(&self, len: usize) -> ErrorKind {
+        ErrorKind::ArenaFull { capacity: self.capacity() as u64, needed: (self.used() as u64).saturating_add(len as u64) }
+    }
+
+    /// Appends `len` zero bytes at the bottom and returns their offset.
+    pub fn alloc(&mut self, len: usize) -> Result<u32, ErrorKind> {
+        let end = self.used.checked_add(len).filter(|&e| e <= self.top).ok_or_else(|| self.full(len))?;
+        let at = self.used as u32;
+        if let Some(dst) = self.buf.get_mut(self.used..end) {
+            dst.fill(0);
+        }
+        self.used = end;
+        self.peak = self.peak.max(self.used());
+        Ok(at)
+    }
+
+    /// Takes `len` zero bytes from the top (scratch) and returns their offset.
+    pub fn alloc_top(&mut self, len: usize) -> Result<u32, ErrorKind> {
+        let start = self.top.checked_sub(len).filter(|&s| s >= self.used).ok_or_else(|| self.full(len))?;
+        if let Some(dst) = self.buf.get_mut(start..self.top) {
+            dst.fill(0);
+        }
+        self.top = start;
+        self.peak = self.peak.max(self.used());
+        Ok(start as u32)
+    }
+
+    /// The current start of the top part, to [`Arena::release_top`] later.
+    pub fn mark_top(&self) -> usize {
+        self.top
+    }
+
+    /// Drops every scratch allocation made after `mark`.
+    pub fn release_top(&mut self, mark: usize) {
+        self.top = self.top.max(mark.min(self.capacity()));
+    }
+
+    /// Appends `s` at the top (scratch).
+    pub fn push_str_top(&mut self, s: &str) -> Result<Span, ErrorKind> {
+        let at = self.alloc_top(s.len())?;
+        self.write(at, s.as_bytes());
+        Ok(Span { at, len: s.len() as u32 })
+    }
+
+    fn in_use(&self, start: usize, end: usize) -> bool {
+        (end <= self.used) || (start >= self.top && end <= self.capacity())
+    }
+
+    /// Appends `bytes`.
+    pub fn push_bytes(&mut self, bytes: &[u8]) -> Result<Span, ErrorKind> {
+        let at = self.alloc(bytes.len())?;
+        self.write(at, bytes);
+        Ok(Span { at, len: bytes.len() as u32 })
+    }
+
+    /// Appends `s`.
+    pub fn push_str(&mut self, s: &str) -> Result<Span, ErrorKind> {
+        self.push_bytes(s.as_bytes())
+    }
+
+    /// The bytes of `span` (empty if it is not inside a used part of the arena).
+    pub fn bytes(&self, span: Span) -> &[u8] {
+        let start = span.at as usize;
+        start
+            .checked_add(span.len as usize)
+            .filter(|&end| self.in_use(start, end))
+            .and_then(|end| self.buf.get(start..end))
+            .unwrap_or(&[])
+    }
+
+    /// The string of `span` (empty if it is not a string pushed with [`Arena::push_str`]).
+    pub fn str(&self, span: Span) -> &str {
+        core::str::from_utf8(self.bytes(span)).unwrap_or("")
+    }
+
+    /// Reads `N` bytes at `at` (zeros outside the used part).
+    pub fn read<const N: usize>(&self, at: u32) -> [u8; N] {
+        let mut out = [0u8; N];
+        let start = at as usize;
+        if let Some(src) = start.checked_add(N).filter(|&e| self.in_use(start, e)).and_then(|e| self.buf.get(start..e)) {
+            out.copy_from_slice(src);
+        }
+        out
+    }
+
+    /// Overwrites bytes at `at` inside the used part (ignored outside it).
+    pub fn write(&mut self, at: u32, bytes: &[u8]) {
+        let start = at as usize;
+        let end = start.checked_add(bytes.len()).filter(|&e| self.in_use(start, e));
+        if let Some(dst) = end.and_then(|e| self.buf.get_mut(start..e)) {
+            dst.copy_from_slice(bytes);
+        }
+    }
+
+    /// The `u32` at `at`.
+    pub fn u32_at(&self, at: u32) -> u32 {
+        u32::from_le_bytes(self.read(at))
+    }
+
+    /// The `u64` at `at`.
+    pub fn u64_at(&self, at: u32) -> u64 {
+        u64::from_le_bytes(self.read(at))
+    }
+
+    /// The [`Span`] at `at`.
+    pub fn span_at(&self, at: u32) -> Span {
+        Span::decode(self.read(at))
+    }
+}
+
+/// A record with a fixed encoded size, stored in an [`Arena`].
+pub trait Record: Sized {
+    /// Bytes of the encoded form.
+    const SIZE: usize;
+    /// Encodes into `out` (exactly [`Record::SIZE`] bytes).
+    fn encode(&self, out: &mut [u8]);
+    /// Decodes from `bytes` (exactly [`Record::SIZE`] bytes).
+    fn decode(bytes: &[u8]) -> Self;
+}
+
+/// Little-endian field writer for [`Record::encode`].
+pub struct Writer<'b> {
+    out: &'b mut [u8],
+    at: usize,
+}
+
+impl<'b> Writer<'b> {
+    /// Writes from the start of `out`.
+    pub fn new(out: &'b mut [u8]) -> Self {
+        Self { out, at: 0 }
+    }
+
+    /// Appends raw bytes (dropped past the end: sizes are fixed by [`Record::SIZE`]).
+    pub fn bytes(&mut self, b: &[u8]) -> &mut Self {
+        let end = self.at.saturating_add(b.len());
+        if let Some(dst) = self.out.get_mut(self.at..end) {
+            dst.copy_from_slice(b);
+        }
+        self.at = end;
+        self
+    }
+
+    /// Appends a `u8`.
+    pub fn u8(&mut self, v: u8) -> &mut Self {
+        self.bytes(&[v])
+    }
+
+    /// Appends a `u32`.
+    pub fn u32(&mut self, v: u32) -> &mut Self {
+        self.bytes(&v.to_le_bytes())
+    }
+
+    /// Appends a `u64`.
+    pub fn u64(&mut self, v: u64) -> &mut Self {
+        self.bytes(&v.to_le_bytes())
+    }
+
+    /// Appends a [`Span`].
+    pub fn span(&mut self, s: Span) -> &mut Self {
+        self.bytes(&s.encode())
+    }
+}
+
+/// Little-endian field reader for [`Record::decode`].
+pub struct Reader<'b> {
+    bytes: &'b [u8],
+    at: usize,
+}
+
+impl<'b> Reader<'b> {
+    /// Reads from the start of `bytes`.
+    pub fn new(bytes: &'b [u8]) -> Self {
+        Self { bytes, at: 0 }
+    }
+
+    fn take<const N: usize>(&mut self) -> [u8; N] {
+        let mut out = [0u8; N];
+        let end = self.at.saturating_add(N);
+        if let Some(src) = self.bytes.get(self.at..end) {
+            out.copy_from_slice(src);
+        }
+        self.at = end;
+        out
+    }
+
+    /// The next `u8`.
+    pub fn u8(&mut self) -> u8 {
+        let [b] = self.take::<1>();
+        b
+    }
+
+    /// The next `u32`.
+    pub fn u32(&mut self) -> u32 {
+        u32::from_le_bytes(self.take())
+    }
+
+    /// The next `u64`.
+    pub fn u64(&mut self) -> u64 {
+        u64::from_le_bytes(self.take())
+    }
+
+    /// The next [`Span`].
+    pub fn span(&mut self) -> Span {
+        Span::decode(self.take())
+    }
+}
+
+/// "No record": the end of a list, an absent link.
+pub const NIL: u32 = u32::MAX;
+
+/// A singly linked list of records of one type in an [`Arena`], in insertion order. The list
+/// itself is two `u32`s; each record is prefixed by the position of the next one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct List<T> {
+    head: u32,
+    tail: u32,
+    len: u32,
+    _t: core::marker::PhantomData<fn() -> T>,
+}
+
+impl<T> Default for List<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> List<T> {
+    /// The empty list.
+    pub const fn new() -> Self {
+        Self { head: NIL, tail: NIL, len: 0, _t: core::marker::PhantomData }
+    }
+
+    /// Records in the list.
+    pub fn len(&self) -> u32 {
+        self.len
+    }
+
+    /// True when there is none.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The position of the first record ([`NIL`] when empty).
+    pub fn first(&self) -> u32 {
+        self.head
+    }
+
+    /// The position of the record after the one at `pos` ([`NIL`] at the end).
+    pub fn next_after(arena: &Arena<'_>, pos: u32) -> u32 {
+        arena.u32_at(pos)
+    }
+}
+
+impl<T: Record> List<T> {
+    /// Appends `value` at the bottom of the arena; returns its position (for [`List::get`]
+    /// and [`List::set`]).
+    pub fn push(&mut self, arena: &mut Arena<'_>, value: &T) -> Result<u32, ErrorKind> {
+        let at = arena.alloc(4usize.saturating_add(T::SIZE))?;
+        self.link(arena, at, value);
+        Ok(at)
+    }
+
+    /// Appends `value` in the arena's top (scratch) part.
+    pub fn push_top(&mut self, arena: &mut Arena<'_>, value: &T) -> Result<u32, ErrorKind> {
+        let at = arena.alloc_top(4usize.saturating_add(T::SIZE))?;
+        self.link(arena, at, value);
+        Ok(at)
+    }
+
+    fn link(&mut self, arena: &mut Arena<'_>, at: u32, value: &T) {
+        arena.write(at, &NIL.to_le_bytes());
+        let body = at.saturating_add(4);
+        let mut tmp = [0u8; 128];
+        match tmp.get_mut(..T::SIZE) {
+            Some(buf) => {
+                value.encode(buf);
+                arena.write(body, buf);
+            }
+            None => {
+                // Records are small by design; a larger one is a programming error caught by the
+                // record tests, and writes nothing rather than panicking.
+            }
+        }
+        if self.tail == NIL {
+            self.head = at;
+        } else {
+            arena.write(self.tail, &at.to_le_bytes());
+        }
+        self.tail = at;
+        self.len = self.len.saturating_add(1);
+    }
+
+    /// The record at `pos`.
+    pub fn get(&self, arena: &Arena<'_>, pos: u32) -> T {
+        T::decode(arena.bytes(Span { at: pos.saturating_add(4), len: T::SIZE as u32 }))
+    }
+
+    /// Overwrites the record at `pos`.
+    pub fn set(&self, arena: &mut Arena<'_>, pos: u32, value: &T) {
+        let mut tmp = [0u8; 128];
+        if let Some(buf) = tmp.get_mut(..T::SIZE) {
+            value.encode(buf);
+            arena.write(pos.saturating_add(4), buf);
+        }
+    }
+
+    /// Calls `f` with every record in insertion order; a record `f` changed (returning true)
+    /// is written back.
+    pub fn update_each(&self, arena: &mut Arena<'_>, mut f: impl FnMut(u32, &mut T) -> bool) {
+        let mut at = self.head;
+        for _ in 0..self.len {
+            if at == NIL {
+                break;
+            }
+            let next = Self::next_after(arena, at);
+            let mut rec = self.get(arena, at);
+            if f(at, &mut rec) {
+                self.set(arena, at, &rec);
+            }
+            at = next;
+        }
+    }
+
+    /// `(position, record)` in insertion order.
+    pub fn iter<'l, 'b>(&'l self, arena: &'l Arena<'b>) -> impl Iterator<Item = (u32, T)> + 'l {
+        let mut at = self.head;
+        // Bounded by the count, so a damaged link can never loop.
+        (0..self.len).map_while(move |_| {
+            if at == NIL {
+                return None;
+            }
+            let here = at;
+            at = Self::next_after(arena, here);
+            Some((here, self.get(arena, here)))
+        })
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    extern crate std;
+
+    use super::*;
+
+    #[derive(Debug, PartialEq)]
+    struct Pair {
+        name: Span,
+        size: u64,
+    }
+
+    impl Record for Pair {
+        const SIZE: usize = 16;
+        fn encode(&self, out: &mut [u8]) {
+            Writer::new(out).span(self.name).u64(self.size);
+        }
+        fn decode(bytes: &[u8]) -> Self {
+            let mut r = Reader::new(bytes);
+            Pair { name: r.span(), size: r.u64() }
+        }
+    }
+
+    #[test]
+    fn strings_and_records_round_trip_in_order() {
+        let mut buf = [0u8; 256];
+        let mut arena = Arena::new(&mut buf);
+        let mut list: List<Pair> = List::new();
+        for (i, name) in ["a.npy", "bb.npy", "ccc.npy"].into_iter().enumerate() {
+            let name = arena.push_str(name).unwrap();
+            list.push(&mut arena, &Pair { name, size: i as u64 * 10 }).unwrap();
+        }
+        {
+            let got: heapless::Vec<(&str, u64), 4> =
+                list.iter(&arena).map(|(_, p)| (arena.str(p.name), p.size)).collect();
+            assert_eq!(got.as_slice(), &[("a.npy", 0), ("bb.npy", 10), ("ccc.npy", 20)]);
+        }
+        let (pos, mut second) = list.iter(&arena).nth(1).unwrap();
+        second.size = 99;
+        list.set(&mut arena, pos, &second);
+        assert_eq!(list.get(&arena, pos).size, 99);
+        assert_eq!(list.len(), 3);
+    }
+
+    #[test]
+    fn a_full_arena_says_how_much_was_needed() {
+        let mut buf = [0u8; 16];
+        let mut arena = Arena::new(&mut buf);
+        arena.push_str("0123456789").unwrap();
+        let e = arena.push_str("abcdefgh").unwrap_err();
+        assert_eq!(e, ErrorKind::ArenaFull { capacity: 16, needed: 18 });
+        assert_eq!(arena.used(), 10, "a refused push changes nothing");
+    }
+
+    #[test]
+    fn release_to_drops_scratch_but_keeps_the_peak() {
+        let mut buf = [0u8; 64];
+        let mut arena = Arena::new(&mut buf);
+        arena.push_str("keep").unwrap();
+        let mark = arena.mark();
+        arena.push_str("scratch scratch").unwrap();
+        arena.release_to(mark);
+        assert_eq!(arena.used(), 4);
+        assert_eq!(arena.peak(), 19);
+        let s = arena.push_str("x").unwrap();
+        assert_eq!(s.at, 4);
+    }
+
+    #[test]
+    fn top_scratch_is_released_whatever_the_bottom_gained() {
+        let mut buf = [0u8; 64];
+        let mut arena = Arena::new(&mut buf);
+        let mark = arena.mark_top();
+        let scratch = arena.push_str_top("scratch").unwrap();
+        assert_eq!(scratch.at, 57);
+        let kept = arena.push_str("kept").unwrap();
+        assert_eq!(arena.str(scratch), "scratch");
+        arena.release_top(mark);
+        assert_eq!(arena.used(), 4);
+        assert_eq!(arena.str(kept), "kept");
+        assert_eq!(arena.str(scratch), "", "released scratch reads as empty");
+        // The two parts meet: the bottom cannot grow into the top.
+        arena.push_str_top(&"t".repeat(51)).unwrap();
+        assert_eq!(arena.push_str("0123456789").unwrap_err(), ErrorKind::ArenaFull { capacity: 64, needed: 65 });
+    }
+
+    #[test]
+    fn spans_outside_the_arena_read_as_empty() {
+        let mut buf = [0u8; 8];
+        let arena = Arena::new(&mut buf);
+        assert_eq!(arena.bytes(Span { at: 4, len: 100 }), b"");
+        assert_eq!(arena.str(Span { at: u32::MAX, len: u32::MAX }), "");
+    }
+}

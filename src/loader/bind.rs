@@ -1,0 +1,417 @@
+//! Binding, once the archive is finished: the chain walked from `neff.json`, every member it
+//! names checked, every payload given its final role.
+//!
+//! The checks, in the runtime's order: the KELFs `neff.json` names are present (§15.18), the
+//! target gate against the device (with the runtime's `NEFF_ARCH_INCOMPAT` cause), the graph
+//! count against `lnc_size`, each graph's definition present and readable, the target's
+//! architecture rules (§15.19: the cayman state-buffer carveouts apply because the KELF
+//! targets cayman, not because the device is), each engine JSON and activation set present and
+//! readable. Then each payload: its role from the chain (placing what was staged), instruction
+//! and weight sizes; what nothing references is released. Last, every payload the chain names
+//! must be present, and the placements go to the observer.
+
+use super::chain::{self, ChainError, ChainWarning, MemberText};
+use super::index::{dir_of, is_joined, is_joined_json, usage_of_code, ManifestKind, ManifestRec, NameKind, NO_SLOT};
+use super::report::{LoadReport, PayloadReport, PayloadState, SubgraphReport};
+use super::walk::stage_of;
+use super::{Counting, Loader, Observer};
+use crate::arena::{List, NIL};
+use crate::error::{CapacityError, Error, ErrorKind, Stage, Warning, WarningKind, WarningSink};
+use crate::hal::{AllocRequest, Hal, RegionId, USAGE_CLASS_COUNT};
+use crate::manifest::def::{TargetCheck, ENGINES};
+use crate::manifest::{DefJson, EngineJson, EngineType, Graph, Kelf, ManifestError, NeffJson, Node, NodeAttrs};
+
+/// `a.b.c` from generated key names (context for errors).
+fn key_path(keys: &[&str]) -> heapless::String<64> {
+    let mut out = heapless::String::new();
+    for (i, k) in keys.iter().enumerate() {
+        if i > 0 {
+            let _ = out.push('.');
+        }
+        let _ = out.push_str(k);
+    }
+    out
+}
+
+fn missing(by: &str, stage: Stage, key: &str, path: &str) -> Error {
+    Error::in_member(stage, by, 0, ErrorKind::Chain(ChainError::MemberMissing { member: MemberText::new(path) }))
+        .with_key_path(key)
+}
+
+impl Loader<'_> {
+    /// The error a manifest the chain reaches gave when it was read (or that it was read as
+    /// another kind than the chain names it as).
+    fn reached(&self, rec: &ManifestRec, named_as: ManifestKind) -> Result<(), Error> {
+        let member = self.arena.str(rec.member);
+        if rec.kind != named_as {
+            let e = ChainError::ReadAsOther { read_as: rec.kind, named_as };
+            return Err(Error::in_member(stage_of(named_as), member, 0, ErrorKind::Chain(e)));
+        }
+        match rec.failed {
+            None => Ok(()),
+            Some(slot) if slot != NO_SLOT => match self.deferred.get(usize::from(slot)) {
+                Some(e) => Err(*e),
+                None => Err(self.lost(rec)),
+            },
+            Some(_) => Err(self.lost(rec)),
+        }
+    }
+
+    fn lost(&self, rec: &ManifestRec) -> Error {
+        let capacity = CapacityError { limit: "DEFERRED_ERRORS", capacity: super::DEFERRED_ERRORS as u64 };
+        Error::in_member(stage_of(rec.kind), self.arena.str(rec.member), 0, ErrorKind::Capacity(capacity))
+    }
+
+    /// The manifest at `path` that the chain names as `kind`, checked; `Ok(None)` when absent.
+    fn named(&self, path: &str, kind: ManifestKind) -> Result<Option<(u32, ManifestRec)>, Error> {
+        match self.index.manifest(&self.arena, path) {
+            Some((pos, rec)) => self.reached(&rec, kind).map(|()| Some((pos, rec))),
+            None => Ok(None),
+        }
+    }
+
+    /// Picks the KELFs of the chain: those `neff.json` names, or without it the one found by
+    /// its conventional name.
+    fn choose_kelfs(&mut self, sink: &mut impl WarningSink) -> Result<(), Error> {
+        if self.index.neff.is_none() {
+            let fallback = ["kelf-0.json", "kelf-a.json"].into_iter().find_map(|n| {
+                self.index.manifest(&self.arena, n).filter(|(_, m)| m.kind == ManifestKind::Kelf).map(|(p, _)| (n, p))
+            });
+            let Some((name, pos)) = fallback else {
+                return Err(Error::at_file(Stage::Chain, 0, ErrorKind::Chain(ChainError::NeffJsonMissing)));
+            };
+            sink.warn(&Warning::in_member(Stage::Chain, name, 0, WarningKind::Chain(ChainWarning::KelfFallback)));
+            self.fallback_kelf = Some(pos);
+            return Ok(());
+        }
+        let neff_member = self.index.neff.map(|p| self.index.manifests.get(&self.arena, p).member);
+        let neff_member = neff_member.map_or("neff.json", |m| self.arena.str(m));
+        for (_, name) in self.index.kelf_names.iter(&self.arena).filter(|(_, k)| Some(k.mark) == self.kelf_mark) {
+            let name = self.arena.str(name.name);
+            if self.named(name, ManifestKind::Kelf)?.is_none() {
+                let key = key_path(&[NeffJson::KEY_NODES, Node::KEY_ATTRS, NodeAttrs::KEY_KELF]);
+                return Err(missing(neff_member, Stage::NeffJson, &key, name));
+            }
+        }
+        for (pos, rec) in self.index.manifests.iter(&self.arena) {
+            let unnamed = rec.kind == ManifestKind::Kelf
+                && !rec.superseded
+                && rec.failed.is_none()
+                && !self.index.chain_kelfs(&self.arena, self.kelf_mark, None).any(|(p, _)| p == pos);
+            if unnamed {
+                let member = self.arena.str(rec.member);
+                sink.warn(&Warning::in_member(Stage::Kelf, member, 0, WarningKind::Chain(ChainWarning::KelfNotNamed)));
+            }
+        }
+        Ok(())
+    }
+
+    /// The chain checks, then placement of what was staged, then the report.
+    pub(super) fn bind<H: Hal, S: WarningSink>(
+        &mut self,
+        hal: &mut H,
+        report: &mut LoadReport,
+        observer: &mut impl Observer,
+        sink: &mut Counting<'_, S>,
+    ) -> Result<(), Error> {
+        self.choose_kelfs(sink)?;
+        self.check_manifests(sink)?;
+        self.place_all(hal, sink)?;
+        self.check_payload_references()?;
+        self.report(report, observer)
+    }
+
+    /// Every KELF, definition, engine JSON and activation set the chain names: present,
+    /// readable, and what the KELF target asks.
+    fn check_manifests(&self, sink: &mut impl WarningSink) -> Result<(), Error> {
+        let arena = &self.arena;
+        let def_key = key_path(&[Kelf::KEY_GRAPHS, Graph::KEY_DEFINITION]);
+        for (kpos, kelf) in self.index.chain_kelfs(arena, self.kelf_mark, self.fallback_kelf) {
+            self.reached(&kelf, ManifestKind::Kelf)?;
+            let kname = arena.str(kelf.member);
+            let target = kelf.target_arch();
+            if let (Some(device), Some(neff)) = (self.device_arch, target) {
+                let legacy_ok = self.options.allow_legacy && neff.value() < device.value();
+                if neff != device && !legacy_ok {
+                    let e = ManifestError::ArchMismatch { neff: neff.value(), device: device.value() };
+                    return Err(Error::in_member(Stage::Kelf, kname, 0, ErrorKind::Manifest(e)).with_key_path(Kelf::KEY_TARGET));
+                }
+            }
+            if kelf.graphs != self.lnc_size {
+                let w = ChainWarning::GraphCount { graphs: kelf.graphs, lnc_size: self.lnc_size };
+                sink.warn(&Warning::in_member(Stage::Kelf, kname, 0, WarningKind::Chain(w)).with_key_path(Kelf::KEY_GRAPHS));
+            }
+            // §15.19: the rules of the target; `*` takes the device's, and with no device none.
+            let rules = match target.or(self.device_arch) {
+                Some(arch) => TargetCheck::Device(arch),
+                None => TargetCheck::None,
+            };
+            for (_, graph) in self.index.graphs.iter(arena).filter(|(_, g)| g.kelf == kpos) {
+                let definition = arena.str(graph.definition);
+                let fail = |k| Error::in_member(Stage::Kelf, kname, 0, k).with_key_path(&def_key);
+                let dir = dir_of(definition);
+                let earlier = self
+                    .index
+                    .chain_graphs(arena, self.kelf_mark, self.fallback_kelf)
+                    .map(|(_, g)| g)
+                    .take_while(|g| *g != graph)
+                    .any(|g| dir_of(arena.str(g.definition)) == dir);
+                if earlier {
+                    return Err(fail(ErrorKind::Chain(ChainError::DuplicateSubgraph)));
+                }
+                let Some((_, def)) = self.named(definition, ManifestKind::Def)? else {
+                    return Err(missing(kname, Stage::Kelf, &def_key, definition));
+                };
+                self.check_def(&def, rules)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// One reached definition: its carveouts under the target's rules, its engine JSONs and
+    /// activation sets.
+    fn check_def(&self, def: &ManifestRec, rules: TargetCheck) -> Result<(), Error> {
+        let arena = &self.arena;
+        let member = arena.str(def.member);
+        def.carveouts.to_def().check_carveouts(rules, self.options.allow_legacy).map_err(|(path, e)| {
+            Error::in_member(Stage::DefJson, member, 0, ErrorKind::Manifest(e)).with_key_path(&path)
+        })?;
+        let dir = dir_of(member);
+        for engine in ENGINES {
+            let name = def.engines.get(super::index::engine_slot(engine)).map_or("", |s| arena.str(*s));
+            if name.is_empty() {
+                continue;
+            }
+            let path = Self::joined(dir, name);
+            let Some((json_pos, _)) = self.named(path.as_str(), ManifestKind::Engine)? else {
+                return Err(missing(member, Stage::DefJson, engine.as_str(), path.as_str()));
+            };
+            if engine != EngineType::Act {
+                continue;
+            }
+            for (_, set) in self.index.names.iter(arena).filter(|(_, n)| n.by == json_pos && n.kind == NameKind::ActSet) {
+                let set_name = arena.str(set.name);
+                let found = self
+                    .index
+                    .manifests
+                    .iter(arena)
+                    .filter(|(_, m)| !m.superseded)
+                    .find(|(_, m)| is_joined_json(arena.str(m.member), dir, set_name));
+                match found {
+                    Some((_, rec)) => self.reached(&rec, ManifestKind::Engine)?,
+                    None => {
+                        let mut p = Self::joined(dir, set_name);
+                        let _ = p.push_str(".json");
+                        return Err(missing(path.as_str(), Stage::Engine, EngineJson::KEY_ACTIVATION_FUNCTION_SETS, &p));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `dir/name` for messages and lookups (a longer path is cut: it then matches nothing).
+    fn joined(dir: &str, name: &str) -> heapless::String<{ super::MEMBER_PATH }> {
+        let mut out = heapless::String::new();
+        if !dir.is_empty() {
+            let _ = out.push_str(dir);
+            let _ = out.push('/');
+        }
+        let _ = out.push_str(name);
+        out
+    }
+
+    /// Every payload: its role from the chain (placing what was staged), its size checks; what
+    /// nothing references is released.
+    fn place_all<H: Hal>(&mut self, hal: &mut H, sink: &mut impl WarningSink) -> Result<(), Error> {
+        let mut pos = self.index.payloads.first();
+        for _ in 0..self.index.payloads.len() {
+            if pos == NIL {
+                break;
+            }
+            let next = List::<super::index::PayloadRec>::next_after(&self.arena, pos);
+            let mut p = self.index.payloads.get(&self.arena, pos);
+            if !p.superseded {
+                self.place_one(hal, &mut p, sink)?;
+                self.index.payloads.set(&mut self.arena, pos, &p);
+            }
+            pos = next;
+        }
+        Ok(())
+    }
+
+    fn place_one<H: Hal>(
+        &self,
+        hal: &mut H,
+        p: &mut super::index::PayloadRec,
+        sink: &mut impl WarningSink,
+    ) -> Result<(), Error> {
+        let member = self.arena.str(p.member);
+        let fail = |stage, k| Error::in_member(stage, member, 0, k);
+        let state = PayloadState::from_code(p.state);
+        let Some(role) = self.role_of(member) else {
+            if p.region != NIL {
+                hal.release(RegionId(p.region)).map_err(|e| fail(Stage::Hal, ErrorKind::Hal(e)))?;
+            }
+            p.region = NIL;
+            p.address = None;
+            p.state = PayloadState::Released.code();
+            sink.warn(&Warning::in_member(Stage::Chain, member, 0, WarningKind::Chain(ChainWarning::Unreferenced)));
+            return Ok(());
+        };
+        if role.instr {
+            let warning = chain::check_instr_size(p.len).map_err(|e| fail(Stage::Chain, ErrorKind::Chain(e)))?;
+            if let Some(w) = warning {
+                sink.warn(&Warning::in_member(Stage::Chain, member, 0, WarningKind::Chain(w)));
+            }
+        }
+        if let Some(declared) = role.expect_len {
+            if declared != p.len {
+                let e = ChainError::VarSizeMismatch { declared, actual: p.len };
+                return Err(fail(Stage::Chain, ErrorKind::Chain(e)));
+            }
+        }
+        // Staged payloads take their role now; a payload placed on arrival is placed again if
+        // the full chain gives it another class, core or alignment.
+        let usage = super::index::usage_code(role.usage);
+        let misplaced = state == PayloadState::Staged
+            || p.usage != usage
+            || p.core != role.core
+            || p.address.is_some_and(|a| a % role.align != 0);
+        if misplaced && p.region != NIL {
+            let req = AllocRequest { size: p.len, align: role.align, usage: role.usage, core: role.core };
+            let region = hal.adopt(RegionId(p.region), &req).map_err(|e| fail(Stage::Hal, ErrorKind::Hal(e)))?;
+            p.region = region.0;
+            p.address = Some(hal.address(region).map_err(|e| fail(Stage::Hal, ErrorKind::Hal(e)))?);
+        }
+        if state == PayloadState::Staged {
+            // An empty payload has no region: its role is all it needed.
+            p.state = PayloadState::Placed.code();
+        }
+        p.usage = usage;
+        p.core = role.core;
+        Ok(())
+    }
+
+    /// Whether the payload at member path `path` is present and kept.
+    fn has_payload(&self, path: &str) -> bool {
+        self.index.payloads.iter(&self.arena).any(|(_, p)| {
+            !p.superseded && p.state != PayloadState::Released.code() && self.arena.str(p.member) == path
+        })
+    }
+
+    /// Every payload a reached manifest names must be in the archive.
+    fn check_payload_references(&self) -> Result<(), Error> {
+        let arena = &self.arena;
+        let index = &self.index;
+        let file_key = key_path(&[DefJson::KEY_VARS, crate::manifest::Var::KEY_FILE_NAME]);
+        let lib_key = key_path(&[DefJson::KEY_UCODE_LIBS, crate::manifest::UcodeLib::KEY_LIBRARY]);
+        for (_, graph) in index.chain_graphs(arena, self.kelf_mark, self.fallback_kelf) {
+            let Some((def_pos, def)) = index.def(arena, arena.str(graph.definition)) else { continue };
+            let def_member = arena.str(def.member);
+            let dir = dir_of(def_member);
+            for engine in ENGINES {
+                let Some((json_pos, json)) = index.engine_of(arena, &def, engine) else { continue };
+                let json_member = arena.str(json.member);
+                if let Some(instr) = super::index::Index::instr_of(arena, &def, Some(&json), engine) {
+                    let path = Self::joined(dir, instr);
+                    if !self.has_payload(&path) {
+                        return Err(missing(json_member, Stage::Chain, EngineJson::KEY_INSTR, &path));
+                    }
+                }
+                let named = |by: u32, kind: NameKind| {
+                    index.names.iter(arena).filter(move |(_, n)| n.by == by && n.kind == kind).map(|(_, n)| arena.str(n.name))
+                };
+                if engine == EngineType::Dve {
+                    for table in named(json_pos, NameKind::DveTable) {
+                        let path = Self::joined(dir, table);
+                        if !self.has_payload(&path) {
+                            return Err(missing(json_member, Stage::Chain, EngineJson::KEY_DVE_TABLES, &path));
+                        }
+                    }
+                }
+                if engine == EngineType::Act {
+                    for set in named(json_pos, NameKind::ActSet) {
+                        let set_rec = index
+                            .manifests
+                            .iter(arena)
+                            .filter(|(_, m)| !m.superseded && m.kind == ManifestKind::Engine)
+                            .find(|(_, m)| is_joined_json(arena.str(m.member), dir, set));
+                        let Some((set_pos, set_rec)) = set_rec else { continue };
+                        for table in named(set_pos, NameKind::ActTable) {
+                            let path = Self::joined(dir, table);
+                            if !self.has_payload(&path) {
+                                return Err(missing(arena.str(set_rec.member), Stage::Chain, EngineJson::KEY_BKT_BIN, &path));
+                            }
+                        }
+                    }
+                }
+            }
+            for (_, v) in index.file_vars.iter(arena).filter(|(_, v)| v.def == def_pos) {
+                let path = Self::joined(dir, arena.str(v.file));
+                if !self.has_payload(&path) || !is_joined(&path, dir, arena.str(v.file)) {
+                    return Err(missing(def_member, Stage::Chain, &file_key, &path));
+                }
+            }
+            for (_, lib) in index.names.iter(arena).filter(|(_, n)| n.by == def_pos && n.kind == NameKind::UcodeLib) {
+                let path = Self::joined(dir, arena.str(lib.name));
+                if !self.has_payload(&path) {
+                    return Err(missing(def_member, Stage::Chain, &lib_key, &path));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The placements, in tar order, and each subgraph's accounting, in core order.
+    fn report(&self, report: &mut LoadReport, observer: &mut impl Observer) -> Result<(), Error> {
+        let arena = &self.arena;
+        for (_, p) in self.index.payloads.iter(arena).filter(|(_, p)| !p.superseded) {
+            let state = PayloadState::from_code(p.state);
+            let entry = PayloadReport {
+                member: arena.str(p.member),
+                core: (p.core != u8::MAX).then_some(p.core),
+                usage: usage_of_code(p.usage),
+                len: p.len,
+                member_len: p.member_len,
+                digest: p.digest,
+                region: (p.region != NIL).then_some(RegionId(p.region)),
+                address: p.address,
+                state,
+            };
+            match state {
+                PayloadState::Released => report.released = report.released.saturating_add(1),
+                _ => {
+                    report.placed = report.placed.saturating_add(1);
+                    report.bytes_placed = report.bytes_placed.saturating_add(p.len);
+                }
+            }
+            observer.payload(&entry);
+        }
+        for (core, graph) in self.index.chain_graphs(arena, self.kelf_mark, self.fallback_kelf) {
+            let mut sg = SubgraphReport {
+                name: arena.str(graph.name),
+                core,
+                allocations: 0,
+                bytes_placed: 0,
+                bytes_by_usage: [0; USAGE_CLASS_COUNT],
+            };
+            for (_, p) in self.index.payloads.iter(arena) {
+                if !p.superseded && p.core == core && p.state != PayloadState::Released.code() {
+                    sg.add(usage_of_code(p.usage), p.len);
+                }
+            }
+            report.subgraphs = report.subgraphs.saturating_add(1);
+            observer.subgraph(&sg);
+        }
+        if let Some((_, k)) = self.index.chain_kelfs(arena, self.kelf_mark, self.fallback_kelf).next() {
+            report.target.clear();
+            let target = match k.target_arch() {
+                Some(a) => a.as_str(),
+                None => "*",
+            };
+            let _ = report.target.push_str(target);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,581 @@
+//! The chain's index: what the manifests read so far name, kept in the caller's arena.
+//!
+//! Binding must remember a few things per manifest and per payload: which member is which
+//! manifest, what each KELF, `def.json` and engine JSON names (graphs, engine JSONs,
+//! instruction streams, tables, weights with their sizes and alignments, ucode libraries), and
+//! what became of each payload. Everything else a manifest holds streams past. Each of these is
+//! a fixed-size [`Record`] in one [`List`] of the [`Arena`]; names are [`Span`]s of it, relative
+//! to their subgraph directory as the manifests write them.
+//!
+//! The index answers two questions: which members the chain reaches from `neff.json` (spec
+//! §15.18: the chain, not file names, decides what is read), and what role a payload has.
+
+use crate::arena::{Arena, List, Reader, Record, Span, Writer, NIL};
+use crate::error::{Error, ErrorKind};
+use crate::manifest::neff::KelfMark;
+use crate::manifest::{Arch, EngineType, UsageClass};
+
+/// What a manifest member is, by the key that names it (or, read before that, by its name).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum ManifestKind {
+    /// Tier 1, `neff.json`.
+    Neff,
+    /// Tier 2, a KELF descriptor (`attrs.kelf` names it).
+    Kelf,
+    /// Tier 3, a subgraph definition (`graphs[].definition` names it).
+    Def,
+    /// An engine JSON or an activation set JSON (a `def.json` engine key or an activation
+    /// engine's `activation_function_sets` names it).
+    Engine,
+}
+
+impl ManifestKind {
+    fn code(self) -> u8 {
+        match self {
+            ManifestKind::Neff => 1,
+            ManifestKind::Kelf => 2,
+            ManifestKind::Def => 3,
+            ManifestKind::Engine => 4,
+        }
+    }
+
+    fn from_code(c: u8) -> Option<Self> {
+        match c {
+            1 => Some(ManifestKind::Neff),
+            2 => Some(ManifestKind::Kelf),
+            3 => Some(ManifestKind::Def),
+            4 => Some(ManifestKind::Engine),
+            _ => None,
+        }
+    }
+
+    /// As printed.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ManifestKind::Neff => "neff.json",
+            ManifestKind::Kelf => "KELF descriptor",
+            ManifestKind::Def => "subgraph definition",
+            ManifestKind::Engine => "engine JSON",
+        }
+    }
+}
+
+/// A manifest member that was read, with its outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ManifestRec {
+    pub member: Span,
+    pub kind: ManifestKind,
+    /// The read failed; its error waits in the loader's deferred list (index), or was not
+    /// kept ([`NO_SLOT`]).
+    pub failed: Option<u8>,
+    /// A later copy of the member replaced this one.
+    pub superseded: bool,
+    /// KELF: the target (`TARGET_ANY` for `*`, else the arch value); def: the carveout facts.
+    pub target: u8,
+    /// KELF: graph count.
+    pub graphs: u32,
+    /// Engine: its `instr` (empty span with `has_instr` false when absent).
+    pub instr: Span,
+    pub has_instr: bool,
+    /// Def: engine JSON names, then `<eng>_instr` names, in `ENGINES` order (empty: absent).
+    pub engines: [Span; 5],
+    pub engine_instrs: [Span; 5],
+    /// Def: the cayman carveout facts ([`CarveoutFacts`]).
+    pub carveouts: CarveoutFacts,
+}
+
+/// A deferred error that could not be kept (more failed speculative reads than slots).
+pub(crate) const NO_SLOT: u8 = u8::MAX;
+/// KELF `target` `*`.
+pub(crate) const TARGET_ANY: u8 = u8::MAX;
+
+/// What the cayman carveout rules need of a `def.json` (spec §7.7), which may be read before
+/// the KELF that says whether they apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct CarveoutFacts {
+    pub present: bool,
+    /// 0: no violation; 1..=4: start partition, partition count, offset, size.
+    pub violation: u8,
+    pub index: u64,
+    pub value: u64,
+}
+
+impl CarveoutFacts {
+    pub fn from_def(facts: &crate::manifest::def::DefFacts) -> Self {
+        use crate::manifest::ManifestError as M;
+        let (violation, index, value) = match facts.cayman_violation {
+            Some((i, M::CarveoutStartPartition(v))) => (1, i, v),
+            Some((i, M::CarveoutPartitionCount(v))) => (2, i, v),
+            Some((i, M::CarveoutOffset(v))) => (3, i, v),
+            Some((i, M::CarveoutSize(v))) => (4, i, v),
+            _ => (0, 0, 0),
+        };
+        Self { present: facts.carveouts_present, violation, index, value }
+    }
+
+    /// Back to the def facts' form, for [`DefFacts::check_carveouts`](crate::manifest::def::DefFacts::check_carveouts).
+    pub fn to_def(self) -> crate::manifest::def::DefFacts {
+        use crate::manifest::ManifestError as M;
+        let violation = match self.violation {
+            1 => Some((self.index, M::CarveoutStartPartition(self.value))),
+            2 => Some((self.index, M::CarveoutPartitionCount(self.value))),
+            3 => Some((self.index, M::CarveoutOffset(self.value))),
+            4 => Some((self.index, M::CarveoutSize(self.value))),
+            _ => None,
+        };
+        crate::manifest::def::DefFacts {
+            carveouts_present: self.present,
+            cayman_violation: violation,
+            ..Default::default()
+        }
+    }
+}
+
+impl Record for ManifestRec {
+    const SIZE: usize = 8 + 1 + 1 + 1 + 1 + 4 + 8 + 1 + 80 + 1 + 8 + 8 + 1;
+    fn encode(&self, out: &mut [u8]) {
+        let mut w = Writer::new(out);
+        w.span(self.member)
+            .u8(self.kind.code())
+            .u8(self.failed.unwrap_or(NIL as u8).min(NO_SLOT.saturating_sub(0)))
+            .u8(u8::from(self.failed.is_some()) | (u8::from(self.superseded) << 1) | (u8::from(self.has_instr) << 2))
+            .u8(self.target)
+            .u32(self.graphs)
+            .span(self.instr)
+            .u8(u8::from(self.carveouts.present));
+        for s in self.engines.iter().chain(self.engine_instrs.iter()) {
+            w.span(*s);
+        }
+        w.u8(self.carveouts.violation).u64(self.carveouts.index).u64(self.carveouts.value).u8(0);
+    }
+    fn decode(bytes: &[u8]) -> Self {
+        let mut r = Reader::new(bytes);
+        let member = r.span();
+        let kind = ManifestKind::from_code(r.u8()).unwrap_or(ManifestKind::Engine);
+        let slot = r.u8();
+        let flags = r.u8();
+        let target = r.u8();
+        let graphs = r.u32();
+        let instr = r.span();
+        let present = r.u8() != 0;
+        let mut engines = [Span::EMPTY; 5];
+        let mut engine_instrs = [Span::EMPTY; 5];
+        for s in engines.iter_mut().chain(engine_instrs.iter_mut()) {
+            *s = r.span();
+        }
+        let violation = r.u8();
+        let index = r.u64();
+        let value = r.u64();
+        ManifestRec {
+            member,
+            kind,
+            failed: (flags & 1 != 0).then_some(slot),
+            superseded: flags & 2 != 0,
+            target,
+            graphs,
+            instr,
+            has_instr: flags & 4 != 0,
+            engines,
+            engine_instrs,
+            carveouts: CarveoutFacts { present, violation, index, value },
+        }
+    }
+}
+
+impl ManifestRec {
+    pub fn new(member: Span, kind: ManifestKind) -> Self {
+        Self {
+            member,
+            kind,
+            failed: None,
+            superseded: false,
+            target: 0,
+            graphs: 0,
+            instr: Span::EMPTY,
+            has_instr: false,
+            engines: [Span::EMPTY; 5],
+            engine_instrs: [Span::EMPTY; 5],
+            carveouts: CarveoutFacts::default(),
+        }
+    }
+
+    /// The KELF target, `None` for `*`.
+    pub fn target_arch(&self) -> Option<Arch> {
+        if self.target == TARGET_ANY {
+            None
+        } else {
+            Arch::from_value(u32::from(self.target))
+        }
+    }
+}
+
+/// A KELF graph.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct GraphRec {
+    /// The KELF's manifest record.
+    pub kelf: u32,
+    pub name: Span,
+    pub definition: Span,
+}
+
+impl Record for GraphRec {
+    const SIZE: usize = 20;
+    fn encode(&self, out: &mut [u8]) {
+        Writer::new(out).u32(self.kelf).span(self.name).span(self.definition);
+    }
+    fn decode(bytes: &[u8]) -> Self {
+        let mut r = Reader::new(bytes);
+        GraphRec { kelf: r.u32(), name: r.span(), definition: r.span() }
+    }
+}
+
+/// A KELF member `neff.json` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct KelfNameRec {
+    pub name: Span,
+    pub mark: KelfMark,
+}
+
+impl Record for KelfNameRec {
+    const SIZE: usize = 9;
+    fn encode(&self, out: &mut [u8]) {
+        Writer::new(out).span(self.name).u8(u8::from(self.mark == KelfMark::Op));
+    }
+    fn decode(bytes: &[u8]) -> Self {
+        let mut r = Reader::new(bytes);
+        let name = r.span();
+        let mark = if r.u8() == 0 { KelfMark::FuncName } else { KelfMark::Op };
+        KelfNameRec { name, mark }
+    }
+}
+
+/// A `file` variable of a `def.json`: a weight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FileVarRec {
+    /// The def's manifest record.
+    pub def: u32,
+    pub file: Span,
+    pub size: Option<u64>,
+    pub align: u64,
+}
+
+impl Record for FileVarRec {
+    const SIZE: usize = 29;
+    fn encode(&self, out: &mut [u8]) {
+        Writer::new(out)
+            .u32(self.def)
+            .span(self.file)
+            .u8(u8::from(self.size.is_some()))
+            .u64(self.size.unwrap_or(0))
+            .u64(self.align);
+    }
+    fn decode(bytes: &[u8]) -> Self {
+        let mut r = Reader::new(bytes);
+        let def = r.u32();
+        let file = r.span();
+        let has = r.u8() != 0;
+        let size = r.u64();
+        FileVarRec { def, file, size: has.then_some(size), align: r.u64() }
+    }
+}
+
+/// A name a manifest gives to another member: a ucode library of a `def.json`, an activation
+/// set, a table of an engine JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct NameRec {
+    /// The naming manifest's record.
+    pub by: u32,
+    pub kind: NameKind,
+    pub name: Span,
+}
+
+/// What a [`NameRec`] names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NameKind {
+    /// `def.json` `ucode_lib[].library`.
+    UcodeLib,
+    /// An activation set: `S` names member `S.json`.
+    ActSet,
+    /// An activation table (`bkt_bin`, `ctl_bin` of a set JSON).
+    ActTable,
+    /// A DVE table.
+    DveTable,
+}
+
+impl Record for NameRec {
+    const SIZE: usize = 13;
+    fn encode(&self, out: &mut [u8]) {
+        let k = match self.kind {
+            NameKind::UcodeLib => 0,
+            NameKind::ActSet => 1,
+            NameKind::ActTable => 2,
+            NameKind::DveTable => 3,
+        };
+        Writer::new(out).u32(self.by).u8(k).span(self.name);
+    }
+    fn decode(bytes: &[u8]) -> Self {
+        let mut r = Reader::new(bytes);
+        let by = r.u32();
+        let kind = match r.u8() {
+            0 => NameKind::UcodeLib,
+            1 => NameKind::ActSet,
+            2 => NameKind::ActTable,
+            _ => NameKind::DveTable,
+        };
+        NameRec { by, kind, name: r.span() }
+    }
+}
+
+/// What became of a payload member.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PayloadRec {
+    pub member: Span,
+    pub state: u8,
+    pub usage: u8,
+    /// `u8::MAX`: no core yet.
+    pub core: u8,
+    /// [`NIL`]: no region.
+    pub region: u32,
+    pub len: u64,
+    pub member_len: u64,
+    pub digest: u64,
+    pub address: Option<u64>,
+    pub superseded: bool,
+}
+
+impl Record for PayloadRec {
+    const SIZE: usize = 8 + 3 + 4 + 8 * 4 + 2;
+    fn encode(&self, out: &mut [u8]) {
+        Writer::new(out)
+            .span(self.member)
+            .u8(self.state)
+            .u8(self.usage)
+            .u8(self.core)
+            .u32(self.region)
+            .u64(self.len)
+            .u64(self.member_len)
+            .u64(self.digest)
+            .u64(self.address.unwrap_or(0))
+            .u8(u8::from(self.address.is_some()))
+            .u8(u8::from(self.superseded));
+    }
+    fn decode(bytes: &[u8]) -> Self {
+        let mut r = Reader::new(bytes);
+        let member = r.span();
+        let state = r.u8();
+        let usage = r.u8();
+        let core = r.u8();
+        let region = r.u32();
+        let len = r.u64();
+        let member_len = r.u64();
+        let digest = r.u64();
+        let address = r.u64();
+        let has_address = r.u8() != 0;
+        let superseded = r.u8() != 0;
+        PayloadRec {
+            member,
+            state,
+            usage,
+            core,
+            region,
+            len,
+            member_len,
+            digest,
+            address: has_address.then_some(address),
+            superseded,
+        }
+    }
+}
+
+/// The usage classes by their `u8` code in a [`PayloadRec`] (their index in
+/// [`USAGE_CLASSES`](crate::hal::USAGE_CLASSES)).
+pub(crate) fn usage_code(u: UsageClass) -> u8 {
+    crate::hal::usage_index(u) as u8
+}
+
+/// The inverse of [`usage_code`].
+pub(crate) fn usage_of_code(c: u8) -> UsageClass {
+    crate::hal::USAGE_CLASSES.get(usize::from(c)).copied().unwrap_or(UsageClass::Generic)
+}
+
+/// The lists of the index (their heads; the records live in the arena).
+#[derive(Debug, Default)]
+pub(crate) struct Index {
+    pub manifests: List<ManifestRec>,
+    pub graphs: List<GraphRec>,
+    pub kelf_names: List<KelfNameRec>,
+    pub file_vars: List<FileVarRec>,
+    pub names: List<NameRec>,
+    pub payloads: List<PayloadRec>,
+    /// The `neff.json` read (its manifest record), if any.
+    pub neff: Option<u32>,
+}
+
+/// `dir/name` compared with `path`, without building it.
+pub(crate) fn is_joined(path: &str, dir: &str, name: &str) -> bool {
+    if dir.is_empty() {
+        return path == name;
+    }
+    path.strip_prefix(dir).and_then(|rest| rest.strip_prefix('/')).is_some_and(|rest| rest == name)
+}
+
+/// `dir/name.json` compared with `path` (an activation set's member).
+pub(crate) fn is_joined_json(path: &str, dir: &str, name: &str) -> bool {
+    path.strip_suffix(".json").is_some_and(|stem| is_joined(stem, dir, name))
+}
+
+/// The directory of a member path (`sg00/def.json` -> `sg00`, `neff.json` -> ``).
+pub(crate) fn dir_of(path: &str) -> &str {
+    path.rfind('/').and_then(|i| path.get(..i)).unwrap_or("")
+}
+
+impl Index {
+    /// The current (not superseded) manifest record of `member`.
+    pub fn manifest(&self, arena: &Arena<'_>, member: &str) -> Option<(u32, ManifestRec)> {
+        self.manifests.iter(arena).filter(|(_, m)| !m.superseded && arena.str(m.member) == member).last()
+    }
+
+    /// Marks an earlier copy of `member` as replaced.
+    pub fn supersede_manifest(&self, arena: &mut Arena<'_>, member: &str) -> bool {
+        let found = self.manifest(arena, member);
+        if let Some((pos, mut rec)) = found {
+            rec.superseded = true;
+            self.manifests.set(arena, pos, &rec);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// The KELF records of the chain, in `neff.json` node order (which numbers the cores):
+    /// the members `neff.json` names with the selected mark. Without `neff.json` (read so far),
+    /// a lone KELF is taken as the chain, or `fallback` when given.
+    pub fn chain_kelfs<'s>(
+        &'s self,
+        arena: &'s Arena<'_>,
+        mark: Option<KelfMark>,
+        fallback: Option<u32>,
+    ) -> impl Iterator<Item = (u32, ManifestRec)> + 's {
+        let kelfs = || self.manifests.iter(arena).filter(|(_, m)| m.kind == ManifestKind::Kelf && !m.superseded);
+        let lone = if self.neff.is_none() {
+            match fallback {
+                Some(pos) => Some(pos),
+                None => {
+                    let mut it = kelfs();
+                    match (it.next(), it.next()) {
+                        (Some((pos, _)), None) => Some(pos),
+                        _ => None,
+                    }
+                }
+            }
+        } else {
+            None
+        };
+        let lone = lone.map(|pos| (pos, self.manifests.get(arena, pos)));
+        let named = self
+            .kelf_names
+            .iter(arena)
+            .filter(move |(_, k)| self.neff.is_some() && Some(k.mark) == mark)
+            .filter_map(move |(_, k)| self.manifest(arena, arena.str(k.name)).filter(|(_, m)| m.kind == ManifestKind::Kelf));
+        lone.into_iter().chain(named)
+    }
+
+    /// The chain's graphs in core order: `(core, graph)`.
+    pub fn chain_graphs<'s>(
+        &'s self,
+        arena: &'s Arena<'_>,
+        mark: Option<KelfMark>,
+        fallback: Option<u32>,
+    ) -> impl Iterator<Item = (u8, GraphRec)> + 's {
+        self.chain_kelfs(arena, mark, fallback)
+            .flat_map(move |(pos, _)| self.graphs.iter(arena).filter(move |(_, g)| g.kelf == pos).map(|(_, g)| g))
+            .enumerate()
+            .map(|(i, g)| (u8::try_from(i).unwrap_or(u8::MAX), g))
+    }
+
+    /// The `def.json` record at member path `path`.
+    pub fn def(&self, arena: &Arena<'_>, path: &str) -> Option<(u32, ManifestRec)> {
+        self.manifest(arena, path).filter(|(_, m)| m.kind == ManifestKind::Def)
+    }
+
+    /// The engine JSON an engine of the def at `def` names, as `(member record, record)`.
+    pub fn engine_of(
+        &self,
+        arena: &Arena<'_>,
+        def: &ManifestRec,
+        engine: EngineType,
+    ) -> Option<(u32, ManifestRec)> {
+        let name = arena.str(*def.engines.get(engine_slot(engine))?);
+        if name.is_empty() {
+            return None;
+        }
+        let dir = dir_of(arena.str(def.member));
+        self.manifests
+            .iter(arena)
+            .filter(|(_, m)| !m.superseded && m.kind == ManifestKind::Engine)
+            .filter(|(_, m)| is_joined(arena.str(m.member), dir, name))
+            .last()
+    }
+
+    /// The instruction stream an engine runs: the engine JSON's `instr`, else `<eng>_instr`.
+    pub fn instr_of<'a>(
+        arena: &'a Arena<'_>,
+        def: &ManifestRec,
+        json: Option<&ManifestRec>,
+        engine: EngineType,
+    ) -> Option<&'a str> {
+        match json {
+            Some(j) if j.has_instr => Some(arena.str(j.instr)),
+            _ => def.engine_instrs.get(engine_slot(engine)).map(|s| arena.str(*s)).filter(|s| !s.is_empty()),
+        }
+    }
+
+    /// Whether any manifest read so far names `member` as a manifest, and as what.
+    pub fn named_as(&self, arena: &Arena<'_>, member: &str) -> Option<ManifestKind> {
+        if self.kelf_names.iter(arena).any(|(_, k)| arena.str(k.name) == member) {
+            return Some(ManifestKind::Kelf);
+        }
+        if self.graphs.iter(arena).any(|(_, g)| arena.str(g.definition) == member) {
+            return Some(ManifestKind::Def);
+        }
+        for (_, m) in self.manifests.iter(arena).filter(|(_, m)| !m.superseded) {
+            match m.kind {
+                ManifestKind::Def => {
+                    let dir = dir_of(arena.str(m.member));
+                    if m.engines.iter().any(|s| s.len != 0 && is_joined(member, dir, arena.str(*s))) {
+                        return Some(ManifestKind::Engine);
+                    }
+                }
+                ManifestKind::Engine => {
+                    let dir = dir_of(arena.str(m.member));
+                    let pos = self.manifest(arena, arena.str(m.member)).map(|(p, _)| p);
+                    let names_set = self.names.iter(arena).any(|(_, n)| {
+                        Some(n.by) == pos && n.kind == NameKind::ActSet && is_joined_json(member, dir, arena.str(n.name))
+                    });
+                    if names_set {
+                        return Some(ManifestKind::Engine);
+                    }
+                }
+                _ => {}
+            }
+        }
+        None
+    }
+}
+
+/// The slot of an engine in a def record's name arrays.
+pub(crate) fn engine_slot(engine: EngineType) -> usize {
+    match engine {
+        EngineType::Pe => 0,
+        EngineType::Act => 1,
+        EngineType::Pool => 2,
+        EngineType::Dve => 3,
+        EngineType::Sp => 4,
+    }
+}
+
+/// Pushes a string, turning a full arena into an error about `member`.
+pub(crate) fn push_str(arena: &mut Arena<'_>, s: &str, stage: crate::Stage, member: &str) -> Result<Span, Error> {
+    arena.push_str(s).map_err(|k: ErrorKind| Error::in_member(stage, member, 0, k))
+}

@@ -1,0 +1,398 @@
+//! The pass over the members: each one is a manifest, a payload, or skipped.
+//!
+//! What a member is comes from the manifest that names it: `neff.json` is found by its name
+//! (the runtime looks it up so), a KELF by `attrs.kelf`, a definition by `graphs[].definition`,
+//! an engine or activation-set JSON by a `def.json` engine key or `activation_function_sets`.
+//! The tar order is not the chain order (real NEFFs put `neff.json` last), so a JSON member
+//! that nothing read so far names is parsed speculatively, as its name suggests (a root JSON
+//! as a KELF, `*/def.json` as a definition, any other JSON of a directory as an engine JSON);
+//! an error it gives is kept until the chain reaches it. Debug members are never read, and
+//! known producer metadata is skipped unless a manifest named it.
+
+use embedded_io::BufRead;
+
+use super::index::{dir_of, push_str, FileVarRec, KelfNameRec, ManifestRec, NameKind, NameRec, NO_SLOT, TARGET_ANY};
+use super::{Counting, Loader, Manifest, ManifestKind, Observer, Scratch, MEMBER_PATH};
+use crate::archive::Archive;
+use crate::arena::Arena;
+use crate::error::{Error, ErrorKind, Stage, Warning, WarningKind, WarningSink};
+use crate::hal::Hal;
+use crate::json::Tokenizer;
+use crate::manifest::kelf::KelfTarget;
+use crate::manifest::neff::{kelf_mark, kelf_member, IoJoin};
+use crate::manifest::{Document, Entry, EntryAt, MrType, Visitor};
+
+use super::chain::ChainWarning;
+use super::index::{CarveoutFacts, Index};
+use super::report::LoadReport;
+
+/// Producer metadata at the root or in a subgraph directory that no runtime path reads.
+const METADATA_NAMES: [&str; 8] = [
+    "info.json",
+    "hlo_stats.json",
+    "metrics.json",
+    "hlo_metrics.json",
+    "global_metric_store.json",
+    "kernel_debug_info.json",
+    "loop.json",
+    "tensor_map.json",
+];
+
+/// What the walk does with a member.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Route {
+    Manifest(ManifestKind),
+    Payload,
+    Skip,
+}
+
+/// Debug data (`debug_info/…`, `*.dbg`, `*.asm`): never read (§15.18).
+pub(super) fn is_debug(name: &str) -> bool {
+    let dir = dir_of(name);
+    let file = name.get(dir.len()..).unwrap_or(name).trim_start_matches('/');
+    dir == "debug_info"
+        || dir.starts_with("debug_info/")
+        || file.ends_with(".dbg")
+        || file.contains(".dbg_")
+        || file.ends_with(".asm")
+        || file.ends_with("_dbg")
+}
+
+/// The kind a JSON member's name suggests, for a speculative read.
+fn guess(name: &str) -> ManifestKind {
+    let dir = dir_of(name);
+    if dir.is_empty() {
+        ManifestKind::Kelf
+    } else if name.get(dir.len()..) == Some("/def.json") {
+        ManifestKind::Def
+    } else {
+        ManifestKind::Engine
+    }
+}
+
+/// Reads a member body through the JSON tokenizer while keeping the archive's own error:
+/// the tokenizer only sees an I/O kind, the caller gets the real gzip/tar error back.
+struct Capture<'r, R: BufRead<Error = Error>> {
+    inner: &'r mut R,
+    error: Option<Error>,
+}
+
+impl<R: BufRead<Error = Error>> embedded_io::ErrorType for Capture<'_, R> {
+    type Error = Error;
+}
+
+impl<R: BufRead<Error = Error>> embedded_io::Read for Capture<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize, Error> {
+        self.inner.read(buf).inspect_err(|e| self.error = Some(*e))
+    }
+}
+
+impl<R: BufRead<Error = Error>> BufRead for Capture<'_, R> {
+    fn fill_buf(&mut self) -> Result<&[u8], Error> {
+        match self.inner.fill_buf() {
+            Ok(b) => Ok(b),
+            Err(e) => {
+                self.error = Some(e);
+                Err(e)
+            }
+        }
+    }
+
+    fn consume(&mut self, amt: usize) {
+        self.inner.consume(amt);
+    }
+}
+
+/// Records what binding needs of each streamed entry, then hands it to the observer.
+struct Recorder<'r, 'a, O: Observer> {
+    arena: &'r mut Arena<'a>,
+    index: &'r mut Index,
+    observer: &'r mut O,
+    member: &'r str,
+    /// The manifest record of the member being read.
+    by: u32,
+    join: Option<IoJoin>,
+}
+
+impl<O: Observer> Recorder<'_, '_, O> {
+    fn name(&mut self, kind: NameKind, name: &str) -> Result<(), ErrorKind> {
+        let name = self.arena.push_str(name)?;
+        self.index.names.push(self.arena, &NameRec { by: self.by, kind, name })?;
+        Ok(())
+    }
+
+    fn record(&mut self, entry: &Entry<'_>) -> Result<(), ErrorKind> {
+        match *entry {
+            Entry::Node(node) => {
+                if let (Some(mark), Some(kelf)) = (kelf_mark(node), kelf_member(node)) {
+                    let name = self.arena.push_str(kelf)?;
+                    self.index.kelf_names.push(self.arena, &KelfNameRec { name, mark })?;
+                }
+            }
+            Entry::Graph(g) => {
+                let name = self.arena.push_str(&g.name)?;
+                let definition = self.arena.push_str(&g.definition)?;
+                let rec = super::index::GraphRec { kelf: self.by, name, definition };
+                self.index.graphs.push(self.arena, &rec)?;
+            }
+            Entry::Var(v) => {
+                if let (Some(MrType::Buffer), Some(file)) = (v.mr_type(), &v.file_name) {
+                    let file = self.arena.push_str(file)?;
+                    let align = v.alignment.unwrap_or(1).max(1);
+                    let rec = FileVarRec { def: self.by, file, size: v.size, align };
+                    self.index.file_vars.push(self.arena, &rec)?;
+                }
+            }
+            Entry::UcodeLib(lib) => self.name(NameKind::UcodeLib, &lib.library)?,
+            Entry::ActSet(set) => self.name(NameKind::ActSet, set)?,
+            Entry::DveTables(t) => {
+                for table in
+                    [&t.opcode_table, &t.datapath_table, &t.control_table, &t.control_fast_table, &t.control_slow_table]
+                        .into_iter()
+                        .flatten()
+                {
+                    self.name(NameKind::DveTable, table)?;
+                }
+            }
+            _ => {}
+        }
+        if let Some(join) = self.join.as_mut() {
+            join.see(self.arena, entry)?;
+        }
+        Ok(())
+    }
+}
+
+impl<O: Observer> Visitor for Recorder<'_, '_, O> {
+    fn entry(&mut self, entry: Entry<'_>, at: &EntryAt<'_>) -> Result<(), Error> {
+        self.record(&entry).map_err(|k| at.error(k))?;
+        self.observer.entry(self.member, &entry);
+        Ok(())
+    }
+}
+
+/// True for an error that ends the load at once: the archive itself failed, or the arena is
+/// full. Anything else in a speculatively read manifest waits for the chain.
+fn is_fatal(e: &Error) -> bool {
+    matches!(e.stage, Stage::Io | Stage::Gzip | Stage::Tar) || matches!(e.kind, ErrorKind::ArenaFull { .. })
+}
+
+impl Loader<'_> {
+    /// The pass over the members.
+    pub(super) fn walk<R: BufRead, H: Hal, S: WarningSink>(
+        &mut self,
+        archive: &mut Archive<R>,
+        hal: &mut H,
+        report: &mut LoadReport,
+        observer: &mut impl Observer,
+        sink: &mut Counting<'_, S>,
+    ) -> Result<(), Error> {
+        while let Some(mut member) = archive.next_member(sink)? {
+            if is_debug(member.name()) {
+                continue;
+            }
+            // The tar layer holds no longer names, so the copy cannot fail.
+            let mut name: heapless::String<MEMBER_PATH> = heapless::String::new();
+            let _ = name.push_str(member.name());
+            let size = member.size();
+            match self.route(&name) {
+                Route::Skip => {}
+                Route::Manifest(kind) => {
+                    report.manifests = report.manifests.saturating_add(1);
+                    self.read_manifest(kind, &name, &mut member, observer, sink)?;
+                }
+                Route::Payload => {
+                    report.payloads = report.payloads.saturating_add(1);
+                    self.read_payload(&name, size, &mut member, hal, sink)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn route(&self, name: &str) -> Route {
+        if name == "neff.json" || name == "kelp.json" {
+            return Route::Manifest(ManifestKind::Neff);
+        }
+        if let Some(kind) = self.index.named_as(&self.arena, name) {
+            return Route::Manifest(kind);
+        }
+        if !name.ends_with(".json") {
+            return Route::Payload;
+        }
+        let file = name.get(dir_of(name).len()..).unwrap_or(name).trim_start_matches('/');
+        if METADATA_NAMES.contains(&file) {
+            return Route::Skip;
+        }
+        Route::Manifest(guess(name))
+    }
+
+    /// Reads one manifest member as `kind`. Its outcome is recorded; an error is returned only
+    /// when it ends the load (the archive failed, the arena is full, `neff.json` is bad).
+    fn read_manifest<B: BufRead<Error = Error>, S: WarningSink>(
+        &mut self,
+        kind: ManifestKind,
+        name: &str,
+        body: &mut B,
+        observer: &mut impl Observer,
+        sink: &mut Counting<'_, S>,
+    ) -> Result<(), Error> {
+        let stage = stage_of(kind);
+        if self.index.supersede_manifest(&mut self.arena, name) {
+            // The later copy wins, as in the runtime's member map.
+            sink.warn(&Warning::in_member(stage, name, 0, WarningKind::Chain(ChainWarning::DuplicateMember)));
+        }
+        let member = push_str(&mut self.arena, name, stage, name)?;
+        let pos = self.index.manifests.push(&mut self.arena, &ManifestRec::new(member, kind)).map_err(|k| Error::in_member(stage, name, 0, k))?;
+        if kind == ManifestKind::Neff {
+            // A second neff.json replaces what the first one named.
+            self.index.kelf_names = Default::default();
+        }
+        let outcome = self.parse(kind, pos, name, body, observer, sink);
+        let mut rec = self.index.manifests.get(&self.arena, pos);
+        match outcome {
+            Ok(()) => {}
+            Err(e) if is_fatal(&e) || kind == ManifestKind::Neff => return Err(e),
+            Err(e) => {
+                let slot = if self.deferred.push(e).is_ok() { (self.deferred.len() - 1) as u8 } else { NO_SLOT };
+                rec.failed = Some(slot);
+            }
+        }
+        self.fill_record(&mut rec, name)?;
+        self.index.manifests.set(&mut self.arena, pos, &rec);
+        if kind == ManifestKind::Neff && rec.failed.is_none() {
+            self.index.neff = Some(pos);
+        }
+        Ok(())
+    }
+
+    /// One generic read-a-document step: parse the body into the scratch slot of `kind`, with
+    /// the recorder as visitor.
+    fn parse<B: BufRead<Error = Error>, S: WarningSink>(
+        &mut self,
+        kind: ManifestKind,
+        pos: u32,
+        name: &str,
+        body: &mut B,
+        observer: &mut impl Observer,
+        sink: &mut Counting<'_, S>,
+    ) -> Result<(), Error> {
+        self.scratch = match kind {
+            ManifestKind::Neff => Scratch::Neff(Default::default()),
+            ManifestKind::Kelf => Scratch::Kelf(Default::default()),
+            ManifestKind::Def => Scratch::Def(Default::default()),
+            ManifestKind::Engine => Scratch::Engine(Default::default()),
+        };
+        let join = (kind == ManifestKind::Neff).then(|| IoJoin::new(&self.arena));
+        let mut recorder =
+            Recorder { arena: &mut self.arena, index: &mut self.index, observer, member: name, by: pos, join };
+        let mut src = Capture { inner: body, error: None };
+        let tok = &mut self.tok;
+        let result = match &mut self.scratch {
+            Scratch::Neff(doc) => read(doc, tok, &mut src, name, sink, &mut recorder).map(|facts| {
+                self.kelf_mark = facts.kelf_mark();
+            }),
+            Scratch::Kelf(doc) => read(doc, tok, &mut src, name, sink, &mut recorder).map(|_| ()),
+            Scratch::Def(doc) => read(doc, tok, &mut src, name, sink, &mut recorder).map(|facts| {
+                recorder.observer.manifest(name, Manifest::Def(doc, &facts));
+                let carveouts = CarveoutFacts::from_def(&facts);
+                let mut rec = recorder.index.manifests.get(recorder.arena, pos);
+                rec.carveouts = carveouts;
+                recorder.index.manifests.set(recorder.arena, pos, &rec);
+            }),
+            Scratch::Engine(doc) => read(doc, tok, &mut src, name, sink, &mut recorder).map(|()| ()),
+            Scratch::Empty => Ok(()),
+        };
+        // The archive's own error, not the tokenizer's view of it.
+        let result = match (result, src.error) {
+            (Err(e), Some(inner)) if matches!(e.kind, ErrorKind::Io(_)) => Err(inner.with_member(name)),
+            (r, _) => r,
+        };
+        result?;
+        let end = self.tok.offset();
+        match &self.scratch {
+            Scratch::Neff(doc) => {
+                let join = recorder.join.take();
+                if let Some(join) = join {
+                    let observer = &mut *recorder.observer;
+                    let (mut inputs, mut outputs) = (0u32, 0u32);
+                    join.finish(recorder.arena, name, end, sink, &mut |t| {
+                        match t.kind {
+                            crate::manifest::IoKind::Input => inputs = inputs.saturating_add(1),
+                            crate::manifest::IoKind::Output => outputs = outputs.saturating_add(1),
+                        }
+                        observer.io_tensor(t);
+                    })?;
+                    self.io_counts = (inputs, outputs);
+                }
+                recorder.observer.manifest(name, Manifest::Neff(doc));
+            }
+            Scratch::Kelf(doc) => recorder.observer.manifest(name, Manifest::Kelf(doc)),
+            Scratch::Engine(doc) => {
+                for table in [&doc.bkt_bin, &doc.ctl_bin].into_iter().flatten() {
+                    recorder.name(NameKind::ActTable, table).map_err(|k| Error::in_member(Stage::Engine, name, end, k))?;
+                }
+                recorder.observer.manifest(name, Manifest::Engine(doc));
+            }
+            Scratch::Def(_) | Scratch::Empty => {}
+        }
+        Ok(())
+    }
+
+    /// Copies what binding needs of the scratch document into its record.
+    fn fill_record(&mut self, rec: &mut ManifestRec, name: &str) -> Result<(), Error> {
+        let stage = stage_of(rec.kind);
+        let fail = |k: ErrorKind| Error::in_member(stage, name, 0, k);
+        match &self.scratch {
+            Scratch::Kelf(doc) => {
+                rec.graphs = u32::try_from(doc.graphs.count).unwrap_or(u32::MAX);
+                rec.target = match doc.target_kind() {
+                    Ok(KelfTarget::Any) => TARGET_ANY,
+                    Ok(KelfTarget::Arch(a)) => u8::try_from(a.value()).unwrap_or(0),
+                    Err(_) => 0,
+                };
+            }
+            Scratch::Def(doc) => {
+                for engine in crate::manifest::def::ENGINES {
+                    let slot = super::index::engine_slot(engine);
+                    if let (Some(dst), Some(json)) = (rec.engines.get_mut(slot), doc.engine_json(engine)) {
+                        *dst = self.arena.push_str(json).map_err(fail)?;
+                    }
+                    if let (Some(dst), Some(instr)) = (rec.engine_instrs.get_mut(slot), doc.engine_instr(engine)) {
+                        *dst = self.arena.push_str(instr).map_err(fail)?;
+                    }
+                }
+            }
+            Scratch::Engine(doc) => {
+                if let Some(instr) = &doc.instr {
+                    rec.instr = self.arena.push_str(instr).map_err(fail)?;
+                    rec.has_instr = true;
+                }
+            }
+            Scratch::Neff(_) | Scratch::Empty => {}
+        }
+        Ok(())
+    }
+}
+
+/// The stage of errors in a manifest of `kind`.
+pub(super) fn stage_of(kind: ManifestKind) -> Stage {
+    match kind {
+        ManifestKind::Neff => Stage::NeffJson,
+        ManifestKind::Kelf => Stage::Kelf,
+        ManifestKind::Def => Stage::DefJson,
+        ManifestKind::Engine => Stage::Engine,
+    }
+}
+
+fn read<D: Document, R: BufRead, S: WarningSink>(
+    doc: &mut D,
+    tok: &mut Tokenizer,
+    src: &mut R,
+    member: &str,
+    sink: &mut S,
+    visitor: &mut dyn Visitor,
+) -> Result<D::Facts, Error> {
+    tok.reset();
+    doc.parse_into(tok, src, member, sink, visitor)
+}
