@@ -101,7 +101,10 @@ impl<'a> Arena<'a> {
     }
 
     fn full(&self, len: usize) -> ErrorKind {
-        ErrorKind::ArenaFull { capacity: self.capacity() as u64, needed: (self.used() as u64).saturating_add(len as u64) }
+        ErrorKind::ArenaFull {
+            capacity: self.capacity() as u64,
+            needed: (self.used() as u64).saturating_add(len as u64),
+        }
     }
 
     /// Appends `len` zero bytes at the bottom and returns their offset.
@@ -179,7 +182,8 @@ impl<'a> Arena<'a> {
     pub fn read<const N: usize>(&self, at: u32) -> [u8; N] {
         let mut out = [0u8; N];
         let start = at as usize;
-        if let Some(src) = start.checked_add(N).filter(|&e| self.in_use(start, e)).and_then(|e| self.buf.get(start..e)) {
+        if let Some(src) = start.checked_add(N).filter(|&e| self.in_use(start, e)).and_then(|e| self.buf.get(start..e))
+        {
             out.copy_from_slice(src);
         }
         out

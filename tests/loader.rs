@@ -11,13 +11,12 @@
 mod common;
 
 use common::neff::{members, npy_data, pack};
+use common::recorder::{run, Report, TEST_ARENA};
 use neff::archive::{Archive, OpenOptions};
 use neff::error::{ErrorKind, Stage, Warning, WarningKind};
-use neff::loader::{ChainError, ChainWarning, LoadOptions, LoadReport, Loader, NoObserver, PayloadState};
+use neff::loader::{ChainError, ChainWarning, LoadOptions, PayloadState};
 use neff::manifest::{Arch, ManifestError, UsageClass};
 use neff::sim::{digest64, SimDevice};
-
-type Report = LoadReport<4, 64, 8>;
 
 struct Outcome {
     result: Result<(), neff::Error>,
@@ -37,14 +36,12 @@ fn load_with(bytes: &[u8], arch: Arch, options: LoadOptions, device_mem: usize) 
     let mut dev: SimDevice = SimDevice::new(&mut memory, arch);
     let mut warnings = Vec::new();
     let mut sink = |w: &Warning| warnings.push(*w);
-    let mut report = Box::<Report>::default();
-    let result = match Archive::<&[u8]>::open(bytes, Some(bytes.len() as u64), &OpenOptions::default(), &mut sink) {
-        Ok(mut archive) => {
-            let mut loader: Box<Loader> = Box::new(Loader::new(options));
-            loader.load(&mut archive, &mut dev, &mut report, &mut NoObserver, &mut sink)
-        }
-        Err(e) => Err(e),
-    };
+    let (result, report) =
+        match Archive::<&[u8]>::open(bytes, Some(bytes.len() as u64), &OpenOptions::default(), &mut sink) {
+            Ok(mut archive) => run(&mut archive, Some(&mut dev), None, options, TEST_ARENA, &mut sink),
+            Err(e) => (Err(e), Report::default()),
+        };
+    let report = Box::new(report);
     let mut image: Vec<_> = report
         .payloads
         .iter()
@@ -152,12 +149,12 @@ fn member_order_does_not_change_the_device_image() {
 fn digest_only_device_loads_the_large_neff() {
     let Some(bytes) = common::fixture_bytes("public/nkipy/matmul_large.neff") else { return };
     let mut dev: SimDevice = SimDevice::digest_only(64 << 30, Arch::Cayman);
-    let mut report = Box::<Report>::default();
     let mut archive =
         Archive::<&[u8]>::open(&bytes, Some(bytes.len() as u64), &OpenOptions::default(), &mut |_: &Warning| {})
             .unwrap();
-    let mut loader: Box<Loader> = Box::default();
-    loader.load(&mut archive, &mut dev, &mut report, &mut NoObserver, &mut |_: &Warning| {}).unwrap();
+    let (result, report) =
+        run(&mut archive, Some(&mut dev), None, LoadOptions::default(), TEST_ARENA, &mut |_: &Warning| {});
+    result.unwrap();
     let extracted = members(&bytes);
     for p in report.payloads.iter() {
         let (_, body) = extracted.iter().find(|(n, _)| n.as_str() == p.member.as_str()).unwrap();
@@ -280,8 +277,45 @@ fn cayman_carveout_rules_apply_on_a_cayman_device() {
         e.to_string().contains("Event Accel carveout SB partition offset must start at 0x37ff8. Got 0x37ff0"),
         "{e}"
     );
-    // The same file loads on a mariana device with allow_legacy: the rule is cayman's.
-    load_with(&bytes, Arch::Mariana, LoadOptions { allow_legacy: true }, 32 << 20).result.unwrap();
+    assert_eq!(e.key_path.as_str(), "runtime_statebuffer_reservation[0]");
+    // §15.19: the rules follow the KELF target (cayman), not the device: the same file is
+    // refused on a mariana device with allow_legacy too.
+    let e = load_with(&bytes, Arch::Mariana, LoadOptions { allow_legacy: true }, 32 << 20).result.unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Manifest(ManifestError::CarveoutOffset(229360)));
+}
+
+#[test]
+fn arch_rules_follow_the_kelf_target_not_the_device() {
+    // A sunda NEFF with the same bad carveout, on a cayman device with allow_legacy: no cayman
+    // rule applies (the target is sunda), and the legacy override lets it load.
+    let Some(bytes) = variant(|l| {
+        replace(l, "sg00/def.json", "\"offset\": 229368", "\"offset\": 229360");
+        replace(l, "kelf-0.json", "\"cayman\"", "\"sunda\"");
+    }) else {
+        return;
+    };
+    load_with(&bytes, Arch::Cayman, LoadOptions { allow_legacy: true }, 32 << 20).result.unwrap();
+    // A cayman NEFF checked without a device gets the cayman rules (the target says cayman).
+    let Some(cayman) = variant(|l| replace(l, "sg00/def.json", "\"offset\": 229368", "\"offset\": 229360")) else {
+        return;
+    };
+    let mut archive =
+        Archive::<&[u8]>::open(&cayman[..], None, &OpenOptions::default(), &mut |_: &Warning| {}).unwrap();
+    let none: Option<&mut SimDevice> = None;
+    let (r, _) = run(&mut archive, none, Some(None), LoadOptions::default(), TEST_ARENA, &mut |_: &Warning| {});
+    assert_eq!(r.unwrap_err().kind, ErrorKind::Manifest(ManifestError::CarveoutOffset(229360)));
+    // `*` takes the device's arch: on cayman the rules apply, with no device none does.
+    let Some(any) = variant(|l| {
+        replace(l, "sg00/def.json", "\"offset\": 229368", "\"offset\": 229360");
+        replace(l, "kelf-0.json", "\"cayman\"", "\"*\"");
+    }) else {
+        return;
+    };
+    let e = load_with(&any, Arch::Cayman, LoadOptions::default(), 32 << 20).result.unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Manifest(ManifestError::CarveoutOffset(229360)));
+    let mut archive = Archive::<&[u8]>::open(&any[..], None, &OpenOptions::default(), &mut |_: &Warning| {}).unwrap();
+    let none: Option<&mut SimDevice> = None;
+    run(&mut archive, none, Some(None), LoadOptions::default(), TEST_ARENA, &mut |_: &Warning| {}).0.unwrap();
 }
 
 #[test]
@@ -365,12 +399,13 @@ fn a_device_too_small_fails_with_a_hal_error_and_frees_everything() {
 #[test]
 fn check_without_a_device_runs_every_step() {
     let Some(bytes) = common::fixture_bytes("public/nkipy/matmul_small.neff") else { return };
-    let mut report = Box::<Report>::default();
     let mut archive =
         Archive::<&[u8]>::open(&bytes[..], Some(bytes.len() as u64), &OpenOptions::default(), &mut |_: &Warning| {})
             .unwrap();
-    let mut loader: Loader = Loader::default();
-    loader.check(&mut archive, None, &mut report, &mut NoObserver, &mut |_: &Warning| {}).unwrap();
+    let none: Option<&mut SimDevice> = None;
+    let (result, report) =
+        run(&mut archive, none, Some(None), LoadOptions::default(), TEST_ARENA, &mut |_: &Warning| {});
+    result.unwrap();
     assert_eq!(report.payloads.len(), 24);
     assert!(report.payloads.iter().all(|p| p.region.is_none() && p.state == PayloadState::Checked));
     assert_eq!(report.subgraphs[0].bytes_by_usage[neff::hal::usage_index(UsageClass::InstrPe)], 768);
@@ -378,42 +413,105 @@ fn check_without_a_device_runs_every_step() {
     let mut archive =
         Archive::<&[u8]>::open(&bytes[..], Some(bytes.len() as u64), &OpenOptions::default(), &mut |_: &Warning| {})
             .unwrap();
-    let e =
-        loader.check(&mut archive, Some(Arch::Sunda), &mut report, &mut NoObserver, &mut |_: &Warning| {}).unwrap_err();
+    let none: Option<&mut SimDevice> = None;
+    let (result, _) =
+        run(&mut archive, none, Some(Some(Arch::Sunda)), LoadOptions::default(), TEST_ARENA, &mut |_: &Warning| {});
+    let e = result.unwrap_err();
     assert_eq!(e.stage, Stage::Kelf);
+    assert_eq!(e.kind, ErrorKind::Manifest(ManifestError::ArchMismatch { neff: 3, device: 2 }));
 }
 
 #[test]
 fn the_report_serialises_to_json_without_a_heap() {
     let Some(bytes) = common::fixture_bytes("public/nkipy/matmul_small.neff") else { return };
-    let out = load(&bytes);
-    out.result.unwrap();
-    let mut buf = vec![0u8; 16 * 1024];
-    let n = out.report.to_json(&mut buf).unwrap();
+    let mut memory = vec![0u8; 32 << 20];
+    let mut dev: SimDevice = SimDevice::new(&mut memory, Arch::Cayman);
+    let mut archive =
+        Archive::<&[u8]>::open(&bytes[..], Some(bytes.len() as u64), &OpenOptions::default(), &mut |_: &Warning| {})
+            .unwrap();
+    let mut arena = vec![0u8; TEST_ARENA];
+    let mut loader = neff::loader::Loader::new(&mut arena, LoadOptions::default());
+    let mut summary = neff::loader::LoadReport::new();
+    let mut lines_buf = vec![0u8; 64 * 1024];
+    let mut lines = neff::loader::JsonLines::<&mut [u8], 512>::new(&mut lines_buf[..]);
+    loader.load(&mut archive, &mut dev, &mut summary, &mut lines, &mut |_: &Warning| {}).unwrap();
+    let (written, failed) = (lines.written, lines.failed);
+    let left = lines.out.len();
+    let used = lines_buf.len() - left;
+    assert_eq!(failed, 0);
+    // 3 tensors, 24 payloads, 2 subgraphs: one JSON object a line.
+    assert_eq!(written, 3 + 24 + 2);
+    let text = std::str::from_utf8(&lines_buf[..used]).unwrap();
+    let values: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(values[0]["tensor"]["name"], "x");
+    assert_eq!(values[0]["tensor"]["size"], 65536);
+    let weight = values.iter().find(|v| v["payload"]["usage"] == "WEIGHT").unwrap();
+    assert_eq!(weight["payload"]["len"], 32768);
+    assert_eq!(weight["payload"]["digest"].as_str().unwrap().len(), 16);
+    assert_eq!(values.last().unwrap()["subgraph"]["bytes_by_usage"]["INSTR_PE"], 768);
+    // The summary, serialised into a small buffer.
+    let mut buf = [0u8; 1024];
+    let n = summary.to_json(&mut buf).unwrap();
     let v: serde_json::Value = serde_json::from_slice(&buf[..n]).unwrap();
     assert_eq!(v["device_arch"], "cayman");
-    assert_eq!(v["subgraphs"][0]["bytes_by_usage"]["INSTR_PE"], 768);
-    assert_eq!(v["payloads"].as_array().unwrap().len(), 24);
-    assert_eq!(v["inputs"][0]["name"], "x");
-    assert_eq!(v["inputs"][0]["size"], 65536);
-    let weight = v["payloads"].as_array().unwrap().iter().find(|p| p["usage"] == "WEIGHT").unwrap();
-    assert_eq!(weight["len"], 32768);
-    assert_eq!(weight["digest"].as_str().unwrap().len(), 16);
-    // A buffer too small is an error, not a panic.
-    assert!(out.report.to_json(&mut buf[..100]).is_err());
+    assert_eq!(v["placed"], 24);
+    assert!(v["arena_peak"].as_u64().unwrap() > 0);
+    // A buffer too small is an error, not a panic; a line too long is counted, not cut.
+    assert!(summary.to_json(&mut buf[..100]).is_err());
+    let mut tiny = neff::loader::JsonLines::<&mut [u8], 16>::new(&mut lines_buf[..]);
+    neff::loader::Observer::subgraph(
+        &mut tiny,
+        &neff::loader::SubgraphReport {
+            name: "sg00",
+            core: 0,
+            allocations: 1,
+            bytes_placed: 8,
+            bytes_by_usage: [0; neff::hal::USAGE_CLASS_COUNT],
+        },
+    );
+    assert_eq!((tiny.written, tiny.failed), (0, 1));
 }
 
 #[test]
-fn skipped_members_need_no_name_capacity() {
-    // A debug member whose path is longer than the compact loader's PATH capacity (48).
+fn long_member_names_need_no_capacity_of_the_loader() {
+    // A debug member and a payload whose paths are longer than any fixed table would hold:
+    // the names live in the arena. The stray payload is released (nothing names it).
     let long = format!("debug_info/{}.dbg", "x".repeat(80));
-    let Some(bytes) = variant(|l| l.insert(0, (long.clone(), vec![0; 10]))) else { return };
-    load(&bytes).result.unwrap();
-    // A payload with such a name is refused with the capacity named, not cut.
-    let long_payload = format!("sg00/{}.bin", "y".repeat(60));
-    let Some(bytes) = variant(|l| l.insert(0, (long_payload.clone(), vec![0; 10]))) else { return };
-    let e = load(&bytes).result.unwrap_err();
-    assert!(matches!(e.kind, ErrorKind::Capacity(c) if c.limit == "PATH" && c.capacity == 48), "{e}");
+    let long_payload = format!("sg00/{}.bin", "y".repeat(180));
+    let Some(bytes) = variant(|l| {
+        l.insert(0, (long.clone(), vec![0; 10]));
+        l.insert(0, (long_payload.clone(), vec![0; 10]));
+    }) else {
+        return;
+    };
+    let out = load(&bytes);
+    out.result.as_ref().unwrap();
+    let p = out.report.payloads.iter().find(|p| p.member == long_payload).unwrap();
+    assert_eq!(p.state, PayloadState::Released);
+}
+
+#[test]
+fn a_full_arena_is_a_capacity_error_that_says_how_much() {
+    let Some(bytes) = common::fixture_bytes("public/nkipy/matmul_small.neff") else { return };
+    let mut memory = vec![0u8; 8 << 20];
+    let mut dev: SimDevice = SimDevice::new(&mut memory, Arch::Cayman);
+    let mut archive = Archive::<&[u8]>::open(&bytes[..], None, &OpenOptions::default(), &mut |_: &Warning| {}).unwrap();
+    let (result, _) = run(&mut archive, Some(&mut dev), None, LoadOptions::default(), 600, &mut |_: &Warning| {});
+    let e = result.unwrap_err();
+    assert!(matches!(e.kind, ErrorKind::ArenaFull { capacity: 600, needed } if needed > 600), "{e}");
+    assert!(e.to_string().contains("the load arena of 600 bytes is full"), "{e}");
+    assert_eq!(dev.live_regions().count(), 0, "a failed load releases what it placed");
+}
+
+#[test]
+fn the_real_neffs_need_a_few_kib_of_arena() {
+    for (name, bytes) in common::real_neffs() {
+        let out = load(&bytes);
+        out.result.as_ref().unwrap();
+        let peak = out.report.arena_peak;
+        println!("{name}: arena peak {peak} bytes");
+        assert!(peak > 0 && peak < 8 * 1024, "{name}: {peak}");
+    }
 }
 
 #[test]
@@ -455,28 +553,14 @@ fn a_file_name_with_a_directory_is_placed() {
 }
 
 #[test]
-fn a_full_report_refuses_before_allocating() {
-    let Some(bytes) = common::fixture_bytes("public/nkipy/matmul_small.neff") else { return };
-    let mut memory = vec![0u8; 8 << 20];
-    let mut dev: SimDevice = SimDevice::new(&mut memory, Arch::Cayman);
-    let mut report = Box::<LoadReport<4, 3, 8>>::default();
-    let mut archive = Archive::<&[u8]>::open(&bytes[..], None, &OpenOptions::default(), &mut |_: &Warning| {}).unwrap();
-    let mut loader: Box<Loader> = Box::default();
-    let e = loader.load(&mut archive, &mut dev, &mut report, &mut NoObserver, &mut |_: &Warning| {}).unwrap_err();
-    assert!(matches!(e.kind, ErrorKind::Capacity(c) if c.limit == "PAYLOADS" && c.capacity == 3), "{e}");
-    assert_eq!(dev.live_regions().count(), 0);
-}
-
-#[test]
 fn a_stream_with_a_huge_data_size_is_an_error_not_an_overflow() {
     let Some(mut bytes) = common::fixture_bytes("public/nkipy/matmul_small.neff") else { return };
     bytes[16..24].copy_from_slice(&u64::MAX.to_le_bytes());
     // No file size: nothing bounds data_size until the stream ends.
     let result = Archive::<&[u8]>::open(&bytes[..], None, &OpenOptions::default(), &mut |_: &Warning| {}).and_then(
         |mut archive| {
-            let mut report = Box::<Report>::default();
-            let mut loader: Box<Loader> = Box::default();
-            loader.check(&mut archive, None, &mut report, &mut NoObserver, &mut |_: &Warning| {})
+            let none: Option<&mut SimDevice> = None;
+            run(&mut archive, none, Some(None), LoadOptions::default(), TEST_ARENA, &mut |_: &Warning| {}).0
         },
     );
     assert!(result.is_err());

@@ -1,32 +1,28 @@
 //! Each check of the manifest layer on a failing document, with the runtime's message.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, clippy::result_large_err)]
-use neff::json::Tokenizer;
-use neff::manifest::Document;
-use neff::manifest::{Arch, DefJson, EngineJson, Kelf, ManifestError, ManifestWarning, NeffJson, TargetCheck};
+mod common;
+
+use common::docs::{neff_io, parse, Parsed, Tensor};
+use neff::manifest::{Arch, DefJson, EngineJson, Kelf, ManifestError, ManifestWarning, TargetCheck};
 use neff::{Error, ErrorKind, Warning, WarningKind};
 
-fn run<T>(
-    doc: &str,
-    f: impl FnOnce(&mut Tokenizer, &mut &[u8], &mut Vec<Warning>) -> Result<T, Error>,
-) -> (Result<T, Error>, Vec<Warning>) {
-    let mut tok = Tokenizer::new();
-    let mut src = doc.as_bytes();
-    let mut warnings = Vec::new();
-    let r = f(&mut tok, &mut src, &mut warnings);
-    (r, warnings)
-}
-
-fn neff(doc: &str) -> (Result<NeffJson, Error>, Vec<Warning>) {
-    run(doc, |t, s, w| <NeffJson>::parse(t, s, "neff.json", &mut |x: &Warning| w.push(*x)))
+fn neff(doc: &str) -> (Result<(Vec<Tensor>, Vec<String>), Error>, Vec<Warning>) {
+    neff_io(doc.as_bytes())
 }
 fn kelf(doc: &str) -> Result<Kelf, Error> {
-    run(doc, |t, s, _| <Kelf>::parse(t, s, "kelf-0.json", &mut neff::error::IgnoreWarnings)).0
+    parse::<Kelf>(doc.as_bytes(), "kelf-0.json").map(|p| p.doc)
 }
-fn def(doc: &str) -> (Result<DefJson, Error>, Vec<Warning>) {
-    run(doc, |t, s, w| <DefJson>::parse(t, s, "sg00/def.json", &mut |x: &Warning| w.push(*x)))
+fn def(doc: &str) -> (Result<Parsed<DefJson>, Error>, Vec<Warning>) {
+    match parse::<DefJson>(doc.as_bytes(), "sg00/def.json") {
+        Ok(p) => {
+            let w = p.warnings.clone();
+            (Ok(p), w)
+        }
+        Err(e) => (Err(e), Vec::new()),
+    }
 }
 fn engine(doc: &str) -> Result<EngineJson, Error> {
-    run(doc, |t, s, _| <EngineJson>::parse(t, s, "sg00/PE.json", &mut neff::error::IgnoreWarnings)).0
+    parse::<EngineJson>(doc.as_bytes(), "sg00/PE.json").map(|p| p.doc)
 }
 
 /// `key.path: message` of an error.
@@ -59,9 +55,10 @@ fn neff_json_checks() {
     let dims33 = format!("[{}]", ["1"; 33].join(","));
     let e = neff(&NEFF.replace("[[2],[3]]", &format!("[{dims33},[3]]"))).0.unwrap_err();
     assert_eq!(msg(&e), "attrs.shape[1][0]: Too many dimensions (33)");
-    let dims9 = format!("[{}]", ["1"; 9].join(","));
-    let e = neff(&NEFF.replace("[[2],[3]]", &format!("[{dims9},[3]]"))).0.unwrap_err();
-    assert_eq!(e.kind, ErrorKind::Capacity(neff::error::CapacityError { limit: "DIMS", capacity: 8 }));
+    // The runtime's own limit, 32 dimensions, is accepted.
+    let dims32 = format!("[{}]", ["1"; 32].join(","));
+    let (io, _) = neff(&NEFF.replace("[[2],[3]]", &format!("[{dims32},[3]]"))).0.unwrap();
+    assert_eq!(io[0].shape.len(), 32);
     let e = neff(&NEFF.replace(r#","kelf":"kelf-0.json""#, "")).0.unwrap_err();
     assert_eq!(msg(&e), "nodes[1].attrs.kelf: KELF node found but missing 'kelf' attribute");
     let e = neff(&NEFF.replace(r#""kelf":"kelf-0.json""#, r#""kelf":0"#)).0.unwrap_err();
@@ -78,7 +75,7 @@ fn neff_json_checks() {
     let by_op = NEFF
         .replace(r#""op":"tvm_op","name":"k","attrs":{"func_name":"__kelf","#, r#""op":"__kelf","name":"k","attrs":{"#);
     let (ok, w) = neff(&by_op);
-    assert_eq!(ok.unwrap().kelf_members().collect::<Vec<_>>(), ["kelf-0.json"]);
+    assert_eq!(ok.unwrap().1, ["kelf-0.json"]);
     assert!(w.iter().any(|w| w.kind == WarningKind::Manifest(ManifestWarning::KelfNodeByOp)));
 }
 
@@ -128,9 +125,9 @@ fn def_json_var_checks() {
     let (d, w) = def(DEF);
     let d = d.unwrap();
     assert!(w.is_empty());
-    assert_eq!(d.vars[0].name.as_str(), "i", "sorted by var_id");
-    assert_eq!(d.num_streams(), Some(2), "the runtime's key wins over cc_streams");
-    assert_eq!(d.dma_queues.as_ref().unwrap()[0].semaphores(), [10]);
+    assert_eq!(d.entries.vars[0].name.as_str(), "o", "streamed in document order");
+    assert_eq!(d.doc.num_streams(), Some(2), "the runtime's key wins over cc_streams");
+    assert_eq!(d.entries.queues[0].semaphores(), [10]);
 
     let e = def(&DEF.replace(r#""type":"input","#, "")).0.unwrap_err();
     assert_eq!(msg(&e), "var.i.type: Failed to parse, key: type");
@@ -138,10 +135,18 @@ fn def_json_var_checks() {
     assert_eq!(msg(&e), "var.i.var_id: missing <var_id>");
     let e = def(&DEF.replace(r#""alignment":64"#, r#""alignment":48"#)).0.unwrap_err();
     assert_eq!(msg(&e), "var.i.alignment: alignment provided not power of 2. alignment=48");
-    let e = def(&DEF.replace(r#""var_id":1"#, r#""var_id":5"#)).0.unwrap_err();
+    // §15.17: the dense-id check runs only when `check_var_ids` is present (and not false).
+    let gated = DEF.replace(r#"{"var":"#, r#"{"check_var_ids":true,"var":"#);
+    let e = def(&gated.replace(r#""var_id":1"#, r#""var_id":5"#)).0.unwrap_err();
     assert_eq!(msg(&e), "var: Unexpected var_ids set! max=5, size=2");
-    let e = def(&DEF.replace(r#""var_id":1"#, r#""var_id":0"#)).0.unwrap_err();
+    let e = def(&gated.replace(r#""var_id":1"#, r#""var_id":0"#)).0.unwrap_err();
     assert_eq!(msg(&e), "var: Unexpected var_ids set! max=0, size=2");
+    let any_value = DEF.replace(r#"{"var":"#, r#"{"check_var_ids":{"on":[1]},"var":"#);
+    assert!(def(&any_value.replace(r#""var_id":1"#, r#""var_id":5"#)).0.is_err());
+    let sparse = def(&DEF.replace(r#""var_id":1"#, r#""var_id":5"#)).0.unwrap();
+    assert_eq!(sparse.facts.max_var_id, Some(5), "sparse ids load without the key");
+    let off = DEF.replace(r#"{"var":"#, r#"{"check_var_ids":false,"var":"#);
+    assert!(def(&off.replace(r#""var_id":1"#, r#""var_id":5"#)).0.is_ok(), "false turns the check off");
     let e = def(&DEF.replace(r#""type":"output""#, r#""type":"tmp-buf""#)).0.unwrap_err();
     assert_eq!(msg(&e), "var: Invalid Neff: no Outputs");
     let e = def(&DEF.replace(r#""size":4,"alignment""#, r#""size":"4","alignment""#)).0.unwrap_err();
@@ -173,7 +178,7 @@ fn def_json_queue_and_carveout_checks() {
     // Both carveout spellings are read.
     let renamed = DEF.replace("base_partition", "start_partition").replace(r#""partitions""#, r#""num_partitions""#);
     let d = def(&renamed).0.unwrap();
-    assert_eq!(d.carveouts.as_ref().unwrap()[0].num_partitions, 128);
+    assert_eq!(d.entries.carveouts[0].num_partitions, 128);
     let both = DEF.replace(r#""base_partition":0,"#, r#""base_partition":0,"start_partition":0,"#);
     assert_eq!(
         msg(&def(&both).0.unwrap_err()),
@@ -181,32 +186,34 @@ fn def_json_queue_and_carveout_checks() {
     );
 
     let cayman = TargetCheck::Device(Arch::Cayman);
-    let check = |doc: &str| def(doc).0.unwrap().check_carveouts(cayman, false).map_err(|e| e.to_string());
+    let check = |doc: &str| {
+        def(doc).0.unwrap().facts.check_carveouts(cayman, false).map_err(|(path, e)| format!("{path}: {e}"))
+    };
     assert_eq!(check(DEF), Ok(()));
     assert_eq!(
         check(&DEF.replace(r#""base_partition":0"#, r#""base_partition":1"#)),
-        Err("Event Accel carveout SB partition must start at 0. Got 1".into())
+        Err("runtime_statebuffer_reservation[0]: Event Accel carveout SB partition must start at 0. Got 1".into())
     );
     assert_eq!(
         check(&DEF.replace(r#""partitions":128"#, r#""partitions":64"#)),
-        Err("Event Accel carveout SB partition count must be 128. Got 64".into())
+        Err("runtime_statebuffer_reservation[0]: Event Accel carveout SB partition count must be 128. Got 64".into())
     );
     assert_eq!(
         check(&DEF.replace("229368", "16")),
-        Err("Event Accel carveout SB partition offset must start at 0x37ff8. Got 0x10".into())
+        Err("runtime_statebuffer_reservation[0]: Event Accel carveout SB partition offset must start at 0x37ff8. Got 0x10".into())
     );
     assert_eq!(
         check(&DEF.replace(r#""size":8"#, r#""size":16"#)),
-        Err("Event Accel carveout SB size must be 8. Got 16".into())
+        Err("runtime_statebuffer_reservation[0]: Event Accel carveout SB size must be 8. Got 16".into())
     );
     let without = DEF.replace(r#""runtime_statebuffer_reservation":[{"base_partition":0,"offset":229368,"partitions":128,"size":8,"type":"evtaccel"}],"#, "");
-    let d = def(&without).0.unwrap();
-    assert_eq!(d.check_carveouts(cayman, false), Err(ManifestError::MissingCarveout));
+    let d = def(&without).0.unwrap().facts;
+    assert_eq!(d.check_carveouts(cayman, false).map_err(|(_, e)| e), Err(ManifestError::MissingCarveout));
     assert_eq!(d.check_carveouts(cayman, true), Ok(()));
     assert_eq!(d.check_carveouts(TargetCheck::Device(Arch::Sunda), false), Ok(()));
     let empty =
         DEF.replace(r#"[{"base_partition":0,"offset":229368,"partitions":128,"size":8,"type":"evtaccel"}]"#, "[]");
-    assert_eq!(def(&empty).0.unwrap().check_carveouts(cayman, false), Ok(()));
+    assert_eq!(def(&empty).0.unwrap().facts.check_carveouts(cayman, false), Ok(()));
 }
 
 #[test]
@@ -222,10 +229,9 @@ fn def_json_engine_warnings() {
         ]
     );
     let mut warnings = Vec::new();
-    let engine_instr = heapless::String::<8>::try_from("PE.bin").unwrap();
     let instr = neff::manifest::engine::resolve_instr(
         Some("pe.bin"),
-        Some(&engine_instr),
+        Some("PE.bin"),
         neff::manifest::EngineType::Pe,
         "sg00/PE.json",
         &mut |w: &Warning| warnings.push(*w),

@@ -3,16 +3,12 @@
 //! 100,000-level nesting inside an unconsumed key, which must be a depth error on a small stack.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 use neff::json::{JsonError, Tokenizer};
-use neff::manifest::DefJson;
-use neff::manifest::Document;
+use neff::manifest::{DefJson, Document, Entry, EntryAt, NoVisitor};
 use neff::ErrorKind;
 use serde_json::Value;
 
 mod common;
 use common::chunked::Chunked;
-
-/// A def.json with room for `VARS` variables and longer names than the default.
-type Big<const VARS: usize> = DefJson<VARS, 64, 64, 8, 4, 8, 32, 32, 4, 2, 2, 16, 8>;
 
 /// A small deterministic generator (xorshift).
 struct Rng(u64);
@@ -123,27 +119,62 @@ fn expected(doc: &str) -> Vec<VarRow> {
     rows
 }
 
-fn parsed<const VARS: usize>(doc: &str, chunk: usize, out: &mut Big<VARS>) -> Vec<VarRow> {
+/// Parses `doc` fed in chunks of `chunk` bytes into `out`, returning the streamed vars in
+/// var_id order, with their `list` entries (streamed before their var).
+fn parsed(doc: &str, chunk: usize, out: &mut DefJson) -> Vec<VarRow> {
     let mut tok = Tokenizer::<256, 128>::new();
     let mut src = Chunked::new(doc.as_bytes(), chunk);
-    out.parse_into(&mut tok, &mut src, "sg00/def.json", &mut neff::error::IgnoreWarnings)
+    let mut rows = Vec::new();
+    let mut list: Vec<u32> = Vec::new();
+    let mut visit = |e: Entry<'_>, _: &EntryAt<'_>| {
+        match e {
+            Entry::VarListId(&id) => list.push(id),
+            Entry::Var(v) => {
+                let has_list = v.list.is_some();
+                let ids = std::mem::take(&mut list);
+                rows.push(VarRow {
+                    name: v.name.to_string(),
+                    ty: v.var_type.to_string(),
+                    var_id: v.var_id,
+                    size: v.size,
+                    alignment: v.alignment,
+                    file_name: v.file_name.as_ref().map(|s| s.to_string()),
+                    backing_variable_off: v.backing_variable_off,
+                    list: has_list.then_some(ids),
+                    fabric_path: v.fabric_path.as_ref().map(|s| s.to_string()),
+                    dtype: v.dtype.as_ref().map(|s| s.to_string()),
+                    shape: v.shape.as_ref().map(|s| s.to_vec()),
+                });
+            }
+            _ => {}
+        }
+        Ok(())
+    };
+    out.parse_into(&mut tok, &mut src, "sg00/def.json", &mut neff::error::IgnoreWarnings, &mut visit)
         .unwrap_or_else(|e| panic!("{e}"));
-    out.vars
-        .iter()
-        .map(|v| VarRow {
-            name: v.name.to_string(),
-            ty: v.var_type.to_string(),
-            var_id: v.var_id,
-            size: v.size,
-            alignment: v.alignment,
-            file_name: v.file_name.as_ref().map(|s| s.to_string()),
-            backing_variable_off: v.backing_variable_off,
-            list: v.list.as_ref().map(|l| l.to_vec()),
-            fabric_path: v.fabric_path.as_ref().map(|s| s.to_string()),
-            dtype: v.dtype.as_ref().map(|s| s.to_string()),
-            shape: v.shape.as_ref().map(|s| s.to_vec()),
-        })
-        .collect()
+    rows.sort_by_key(|r| r.var_id);
+    rows
+}
+
+/// The first DMA queue set and carveout of `doc`.
+fn first_queue_and_carveout(doc: &str) -> (Vec<u32>, u64) {
+    let mut tok = Tokenizer::<256, 128>::new();
+    let (mut sems, mut offset) = (None, None);
+    let mut visit = |e: Entry<'_>, _: &EntryAt<'_>| {
+        match e {
+            Entry::DmaQueue(q) => {
+                sems.get_or_insert_with(|| q.semaphores().to_vec());
+            }
+            Entry::Carveout(c) => {
+                offset.get_or_insert(c.offset);
+            }
+            _ => {}
+        }
+        Ok(())
+    };
+    let mut d = DefJson::default();
+    d.parse_into(&mut tok, &mut doc.as_bytes(), "sg00/def.json", &mut neff::error::IgnoreWarnings, &mut visit).unwrap();
+    (sems.unwrap(), offset.unwrap())
 }
 
 fn on_big_stack(f: impl FnOnce() + Send + 'static) {
@@ -158,25 +189,23 @@ fn twenty_thousand_vars_match_serde_json_in_every_chunking() {
         assert_eq!(want.len(), 20_000);
         assert!(want.iter().any(|r| r.name.contains('"') && r.name.contains('\\')));
         assert!(want.iter().any(|r| r.name.contains('é') && r.name.contains('\n')));
-        let mut big: Box<Big<20_000>> = Box::default();
+        let mut doc_slot = DefJson::default();
         for chunk in [1, 7, 4096] {
-            let got = parsed(&doc, chunk, &mut big);
+            let got = parsed(&doc, chunk, &mut doc_slot);
             assert!(
                 got == want,
                 "chunk {chunk}: first difference at {:?}",
                 got.iter().zip(&want).position(|(a, b)| a != b)
             );
-            let q = &big.dma_queues.as_ref().unwrap()[0];
-            assert_eq!(q.semaphores(), [24, 25, 26]);
-            assert_eq!(big.carveouts.as_ref().unwrap()[0].offset, 229368);
         }
+        assert_eq!(first_queue_and_carveout(&doc), (vec![24, 25, 26], 229368));
     });
 }
 
 #[test]
 fn many_small_documents_match_serde_json() {
     on_big_stack(|| {
-        let mut big: Box<Big<64>> = Box::default();
+        let mut big = DefJson::default();
         for seed in 1..60u64 {
             let n = 1 + (seed as usize * 13) % 64;
             let doc = generate_def(n, seed);
@@ -189,17 +218,18 @@ fn many_small_documents_match_serde_json() {
 }
 
 #[test]
-fn capacity_overflow_names_the_limit() {
-    on_big_stack(|| {
-        let doc = generate_def(65, 3);
-        let mut tok = Tokenizer::<256, 128>::new();
-        let mut big: Box<Big<64>> = Box::default();
-        let e = big
-            .parse_into(&mut tok, &mut doc.as_bytes(), "sg00/def.json", &mut neff::error::IgnoreWarnings)
-            .unwrap_err();
-        assert_eq!(e.kind, ErrorKind::Capacity(neff::error::CapacityError { limit: "VARS", capacity: 64 }));
-        assert!(e.key_path.as_str().starts_with("var."), "{}", e.key_path);
-    });
+fn a_name_past_its_capacity_names_the_limit() {
+    // Counts have no capacity (vars stream); one name's bytes do, and exceeding it is an error.
+    let long = "v".repeat(neff::manifest::cap::VAR_NAME + 1);
+    let doc = format!(r#"{{"var":{{"o":{{"type":"output","var_id":0}},"{long}":{{"type":"input","var_id":1}}}}}}"#);
+    let mut tok = Tokenizer::<{ neff::manifest::STRING_SCRATCH }, 128>::new();
+    let mut d = DefJson::default();
+    let e = d
+        .parse_into(&mut tok, &mut doc.as_bytes(), "sg00/def.json", &mut neff::error::IgnoreWarnings, &mut NoVisitor)
+        .unwrap_err();
+    let cap = neff::error::CapacityError { limit: "VAR_NAME", capacity: neff::manifest::cap::VAR_NAME as u64 };
+    assert_eq!(e.kind, ErrorKind::Capacity(cap));
+    assert!(e.key_path.as_str().starts_with("var"), "{}", e.key_path);
 }
 
 #[test]
@@ -214,7 +244,13 @@ fn deep_nesting_in_an_unconsumed_key_is_a_depth_error_on_a_small_stack() {
             let mut tok = Tokenizer::<256, 128>::new();
             let mut d = <DefJson>::default();
             let e = d
-                .parse_into(&mut tok, &mut doc.as_bytes(), "sg00/def.json", &mut neff::error::IgnoreWarnings)
+                .parse_into(
+                    &mut tok,
+                    &mut doc.as_bytes(),
+                    "sg00/def.json",
+                    &mut neff::error::IgnoreWarnings,
+                    &mut NoVisitor,
+                )
                 .unwrap_err();
             assert_eq!(e.kind, ErrorKind::Json(JsonError::DepthLimit { limit: 128 }));
             assert_eq!(e.key_path.as_str(), "junk");
@@ -224,7 +260,13 @@ fn deep_nesting_in_an_unconsumed_key_is_a_depth_error_on_a_small_stack() {
                 &format!(r#""var_id":0,"ops":{}{}}}"#, "[".repeat(100_000), "]".repeat(100_000)),
             );
             let e = d
-                .parse_into(&mut tok, &mut inner.as_bytes(), "sg00/def.json", &mut neff::error::IgnoreWarnings)
+                .parse_into(
+                    &mut tok,
+                    &mut inner.as_bytes(),
+                    "sg00/def.json",
+                    &mut neff::error::IgnoreWarnings,
+                    &mut NoVisitor,
+                )
                 .unwrap_err();
             assert_eq!(e.kind, ErrorKind::Json(JsonError::DepthLimit { limit: 128 }));
             assert_eq!(e.key_path.as_str(), "var.o.ops");

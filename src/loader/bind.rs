@@ -134,12 +134,16 @@ impl Loader<'_> {
                 let legacy_ok = self.options.allow_legacy && neff.value() < device.value();
                 if neff != device && !legacy_ok {
                     let e = ManifestError::ArchMismatch { neff: neff.value(), device: device.value() };
-                    return Err(Error::in_member(Stage::Kelf, kname, 0, ErrorKind::Manifest(e)).with_key_path(Kelf::KEY_TARGET));
+                    return Err(
+                        Error::in_member(Stage::Kelf, kname, 0, ErrorKind::Manifest(e)).with_key_path(Kelf::KEY_TARGET)
+                    );
                 }
             }
             if kelf.graphs != self.lnc_size {
                 let w = ChainWarning::GraphCount { graphs: kelf.graphs, lnc_size: self.lnc_size };
-                sink.warn(&Warning::in_member(Stage::Kelf, kname, 0, WarningKind::Chain(w)).with_key_path(Kelf::KEY_GRAPHS));
+                sink.warn(
+                    &Warning::in_member(Stage::Kelf, kname, 0, WarningKind::Chain(w)).with_key_path(Kelf::KEY_GRAPHS),
+                );
             }
             // §15.19: the rules of the target; `*` takes the device's, and with no device none.
             let rules = match target.or(self.device_arch) {
@@ -189,7 +193,8 @@ impl Loader<'_> {
             if engine != EngineType::Act {
                 continue;
             }
-            for (_, set) in self.index.names.iter(arena).filter(|(_, n)| n.by == json_pos && n.kind == NameKind::ActSet) {
+            for (_, set) in self.index.names.iter(arena).filter(|(_, n)| n.by == json_pos && n.kind == NameKind::ActSet)
+            {
                 let set_name = arena.str(set.name);
                 let found = self
                     .index
@@ -202,7 +207,12 @@ impl Loader<'_> {
                     None => {
                         let mut p = Self::joined(dir, set_name);
                         let _ = p.push_str(".json");
-                        return Err(missing(path.as_str(), Stage::Engine, EngineJson::KEY_ACTIVATION_FUNCTION_SETS, &p));
+                        return Err(missing(
+                            path.as_str(),
+                            Stage::Engine,
+                            EngineJson::KEY_ACTIVATION_FUNCTION_SETS,
+                            &p,
+                        ));
                     }
                 }
             }
@@ -295,9 +305,10 @@ impl Loader<'_> {
 
     /// Whether the payload at member path `path` is present and kept.
     fn has_payload(&self, path: &str) -> bool {
-        self.index.payloads.iter(&self.arena).any(|(_, p)| {
-            !p.superseded && p.state != PayloadState::Released.code() && self.arena.str(p.member) == path
-        })
+        self.index
+            .payloads
+            .iter(&self.arena)
+            .any(|(_, p)| !p.superseded && p.state != PayloadState::Released.code() && self.arena.str(p.member) == path)
     }
 
     /// Every payload a reached manifest names must be in the archive.
@@ -320,7 +331,11 @@ impl Loader<'_> {
                     }
                 }
                 let named = |by: u32, kind: NameKind| {
-                    index.names.iter(arena).filter(move |(_, n)| n.by == by && n.kind == kind).map(|(_, n)| arena.str(n.name))
+                    index
+                        .names
+                        .iter(arena)
+                        .filter(move |(_, n)| n.by == by && n.kind == kind)
+                        .map(|(_, n)| arena.str(n.name))
                 };
                 if engine == EngineType::Dve {
                     for table in named(json_pos, NameKind::DveTable) {
@@ -341,7 +356,12 @@ impl Loader<'_> {
                         for table in named(set_pos, NameKind::ActTable) {
                             let path = Self::joined(dir, table);
                             if !self.has_payload(&path) {
-                                return Err(missing(arena.str(set_rec.member), Stage::Chain, EngineJson::KEY_BKT_BIN, &path));
+                                return Err(missing(
+                                    arena.str(set_rec.member),
+                                    Stage::Chain,
+                                    EngineJson::KEY_BKT_BIN,
+                                    &path,
+                                ));
                             }
                         }
                     }

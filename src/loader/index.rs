@@ -473,11 +473,10 @@ impl Index {
             None
         };
         let lone = lone.map(|pos| (pos, self.manifests.get(arena, pos)));
-        let named = self
-            .kelf_names
-            .iter(arena)
-            .filter(move |(_, k)| self.neff.is_some() && Some(k.mark) == mark)
-            .filter_map(move |(_, k)| self.manifest(arena, arena.str(k.name)).filter(|(_, m)| m.kind == ManifestKind::Kelf));
+        let named =
+            self.kelf_names.iter(arena).filter(move |(_, k)| self.neff.is_some() && Some(k.mark) == mark).filter_map(
+                move |(_, k)| self.manifest(arena, arena.str(k.name)).filter(|(_, m)| m.kind == ManifestKind::Kelf),
+            );
         lone.into_iter().chain(named)
     }
 
@@ -500,12 +499,7 @@ impl Index {
     }
 
     /// The engine JSON an engine of the def at `def` names, as `(member record, record)`.
-    pub fn engine_of(
-        &self,
-        arena: &Arena<'_>,
-        def: &ManifestRec,
-        engine: EngineType,
-    ) -> Option<(u32, ManifestRec)> {
+    pub fn engine_of(&self, arena: &Arena<'_>, def: &ManifestRec, engine: EngineType) -> Option<(u32, ManifestRec)> {
         let name = arena.str(*def.engines.get(engine_slot(engine))?);
         if name.is_empty() {
             return None;
@@ -551,7 +545,9 @@ impl Index {
                     let dir = dir_of(arena.str(m.member));
                     let pos = self.manifest(arena, arena.str(m.member)).map(|(p, _)| p);
                     let names_set = self.names.iter(arena).any(|(_, n)| {
-                        Some(n.by) == pos && n.kind == NameKind::ActSet && is_joined_json(member, dir, arena.str(n.name))
+                        Some(n.by) == pos
+                            && n.kind == NameKind::ActSet
+                            && is_joined_json(member, dir, arena.str(n.name))
                     });
                     if names_set {
                         return Some(ManifestKind::Engine);

@@ -33,8 +33,8 @@ pub use chain::{ChainError, ChainWarning};
 pub use index::ManifestKind;
 pub use report::{JsonLines, LoadReport, PayloadReport, PayloadState, SubgraphReport};
 
-use crate::arena::{Arena, NIL};
 use crate::archive::Archive;
+use crate::arena::{Arena, NIL};
 use crate::error::{Warning, WarningSink};
 use crate::hal::{Hal, NullDevice, RegionId};
 use crate::json::Tokenizer;
@@ -132,7 +132,7 @@ enum Scratch {
 /// The loader: fixed state plus the arena the caller lends. See the module docs.
 pub struct Loader<'a> {
     options: LoadOptions,
-    tok: Tokenizer,
+    tok: Tokenizer<{ crate::manifest::STRING_SCRATCH }>,
     scratch: Scratch,
     arena: Arena<'a>,
     index: Index,

@@ -67,7 +67,9 @@ impl Loader<'_> {
             })?;
         let dir = dir_of(arena.str(def.member));
         let role = |usage, align, expect_len, instr| Some(Role { usage, align, core, expect_len, instr });
-        if let Some((_, v)) = index.file_vars.iter(arena).find(|(_, v)| v.def == def_pos && is_joined(member, dir, arena.str(v.file))) {
+        if let Some((_, v)) =
+            index.file_vars.iter(arena).find(|(_, v)| v.def == def_pos && is_joined(member, dir, arena.str(v.file)))
+        {
             return role(UsageClass::Weight, v.align.max(1), v.size, false);
         }
         let names_by = |by: u32, kind: NameKind| {
@@ -81,10 +83,14 @@ impl Loader<'_> {
             if json.failed.is_some() {
                 continue;
             }
-            if super::index::Index::instr_of(arena, &def, Some(&json), engine).is_some_and(|i| is_joined(member, dir, i)) {
+            if super::index::Index::instr_of(arena, &def, Some(&json), engine)
+                .is_some_and(|i| is_joined(member, dir, i))
+            {
                 return role(usage_of(engine), INSTR_ALIGN, None, true);
             }
-            if engine == EngineType::Dve && names_by(json_pos, NameKind::DveTable).any(|n| is_joined(member, dir, arena.str(n))) {
+            if engine == EngineType::Dve
+                && names_by(json_pos, NameKind::DveTable).any(|n| is_joined(member, dir, arena.str(n)))
+            {
                 // §11.8 publishes no DVE-table class.
                 return role(UsageClass::Generic, INSTR_ALIGN, None, false);
             }
@@ -124,7 +130,12 @@ impl Loader<'_> {
             .filter(|(_, p)| !p.superseded && self.arena.str(p.member) == name)
             .last();
         if let Some((pos, mut old)) = earlier {
-            sink.warn(&Warning::in_member(Stage::Payload, name, 0, WarningKind::Chain(super::ChainWarning::DuplicateMember)));
+            sink.warn(&Warning::in_member(
+                Stage::Payload,
+                name,
+                0,
+                WarningKind::Chain(super::ChainWarning::DuplicateMember),
+            ));
             if old.region != NIL {
                 hal.release(RegionId(old.region)).map_err(|e| hal_error(name, 0, e))?;
             }
@@ -169,7 +180,10 @@ impl Loader<'_> {
             superseded: false,
         };
         // Refuse before keeping a region the index cannot list: it would leak.
-        let stored = self.arena.push_str(name).and_then(|member| self.index.payloads.push(&mut self.arena, &PayloadRec { member, ..rec }));
+        let stored = self
+            .arena
+            .push_str(name)
+            .and_then(|member| self.index.payloads.push(&mut self.arena, &PayloadRec { member, ..rec }));
         if let Err(k) = stored {
             if let Some(r) = region {
                 let _ = hal.release(r);

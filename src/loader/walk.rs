@@ -243,7 +243,11 @@ impl Loader<'_> {
             sink.warn(&Warning::in_member(stage, name, 0, WarningKind::Chain(ChainWarning::DuplicateMember)));
         }
         let member = push_str(&mut self.arena, name, stage, name)?;
-        let pos = self.index.manifests.push(&mut self.arena, &ManifestRec::new(member, kind)).map_err(|k| Error::in_member(stage, name, 0, k))?;
+        let pos = self
+            .index
+            .manifests
+            .push(&mut self.arena, &ManifestRec::new(member, kind))
+            .map_err(|k| Error::in_member(stage, name, 0, k))?;
         if kind == ManifestKind::Neff {
             // A second neff.json replaces what the first one named.
             self.index.kelf_names = Default::default();
@@ -330,7 +334,9 @@ impl Loader<'_> {
             Scratch::Kelf(doc) => recorder.observer.manifest(name, Manifest::Kelf(doc)),
             Scratch::Engine(doc) => {
                 for table in [&doc.bkt_bin, &doc.ctl_bin].into_iter().flatten() {
-                    recorder.name(NameKind::ActTable, table).map_err(|k| Error::in_member(Stage::Engine, name, end, k))?;
+                    recorder
+                        .name(NameKind::ActTable, table)
+                        .map_err(|k| Error::in_member(Stage::Engine, name, end, k))?;
                 }
                 recorder.observer.manifest(name, Manifest::Engine(doc));
             }
@@ -385,9 +391,9 @@ pub(super) fn stage_of(kind: ManifestKind) -> Stage {
     }
 }
 
-fn read<D: Document, R: BufRead, S: WarningSink>(
+fn read<D: Document, R: BufRead, S: WarningSink, const SCRATCH: usize>(
     doc: &mut D,
-    tok: &mut Tokenizer,
+    tok: &mut Tokenizer<SCRATCH>,
     src: &mut R,
     member: &str,
     sink: &mut S,

@@ -24,9 +24,9 @@
 use embedded_io::BufRead;
 
 use super::{
-    semantic, warn, Arch, Carveout, CarveoutType, DefJson, Document, DmaQueue, DmaRingType, EngineType, Entry,
-    EntryAt, Fp8ConversionInfo, KbinFp8ConvCfg, ManifestError, ManifestWarning, MrType, QueueKind, SbCarveout, Var,
-    Visitor, EVTACCEL_OFFSET, EVTACCEL_PARTITIONS,
+    semantic, warn, Arch, Carveout, CarveoutType, DefJson, DmaQueue, DmaRingType, Document, EngineType, Entry, EntryAt,
+    Fp8ConversionInfo, KbinFp8ConvCfg, ManifestError, ManifestWarning, MrType, QueueKind, SbCarveout, Var, Visitor,
+    EVTACCEL_OFFSET, EVTACCEL_PARTITIONS,
 };
 use crate::error::{ErrorKind, Text};
 use crate::json::Tokenizer;

@@ -39,13 +39,38 @@ pub mod kelf;
 pub mod neff;
 pub mod rt;
 
+pub use def::DefFacts;
 pub use def::TargetCheck;
 pub use document::Document;
 pub use kelf::KelfTarget;
 pub use neff::{IoJoin, IoKind, IoTensor, KelfMark, NeffFacts};
-pub use def::DefFacts;
 
 neff_macros::schema!("schema");
+
+/// Bytes of the tokenizer's string scratch a manifest reader needs: the longest string any
+/// schema capacity holds (a key is read through the same scratch).
+pub const STRING_SCRATCH: usize = cap::GRAPH_PATH;
+
+// Every string capacity fits the scratch: a string too long for its capacity is then always
+// reported against that capacity, by name.
+const _: () = {
+    let caps = [
+        cap::NODE_NAME,
+        cap::DTYPE_NAME,
+        cap::GRAPH_NAME,
+        cap::GRAPH_PATH,
+        cap::KELF_TEXT,
+        cap::VAR_NAME,
+        cap::FILE_NAME,
+        cap::QUEUE_NAME,
+        cap::SHORT_TEXT,
+    ];
+    let mut i = 0;
+    while i < caps.len() {
+        assert!(caps[i] <= STRING_SCRATCH);
+        i += 1;
+    }
+};
 
 /// Where a streamed element was read: its member, key path (`var.x`, `nodes[3]`) and the byte
 /// offset just past it, for errors a visitor raises about it.

@@ -426,7 +426,9 @@ impl IoJoin {
             let path = indexed(NeffJson::KEY_ARG_NODES, i as u64, &[]);
             let node = join.node(arg.0).ok_or_else(|| fail(&path, ManifestError::InputNodeOutOfBounds(arg.0)))?;
             let eid = join.row(arg.0).map_err(|e| fail(&path, e))?;
-            let mut t = join.tensor(IoKind::Input, join.arena.str(node.name), eid, &mut shape_buf).map_err(|e| fail(&path, e))?;
+            let mut t = join
+                .tensor(IoKind::Input, join.arena.str(node.name), eid, &mut shape_buf)
+                .map_err(|e| fail(&path, e))?;
             t.index = i as u32;
             warn_dtype(&t, sink, member, end);
             f(&t);
@@ -626,8 +628,7 @@ mod tests {
         let mut buf = [0u8; 40];
         let mut arena = Arena::new(&mut buf);
         let mut join = IoJoin::new(&arena);
-        let mut visit =
-            |e: Entry<'_>, at: &EntryAt<'_>| join.see(&mut arena, &e).map_err(|k| at.error(k));
+        let mut visit = |e: Entry<'_>, at: &EntryAt<'_>| join.see(&mut arena, &e).map_err(|k| at.error(k));
         let e = NeffJson::parse(&mut tok, &mut src, "neff.json", &mut IgnoreWarnings, &mut visit).unwrap_err();
         assert!(matches!(e.kind, ErrorKind::ArenaFull { capacity: 40, .. }), "{e:?}");
     }

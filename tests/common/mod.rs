@@ -5,7 +5,9 @@
 #![allow(dead_code)]
 
 pub mod chunked;
+pub mod docs;
 pub mod neff;
+pub mod recorder;
 
 use std::path::PathBuf;
 

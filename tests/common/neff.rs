@@ -22,15 +22,21 @@ pub fn members(neff: &[u8]) -> Vec<(String, Vec<u8>)> {
     out
 }
 
-/// A NEFF with `header`'s fields (its `data_size` replaced) over a gzip'd POSIX tar of `members`.
+/// A NEFF with `header`'s fields (its `data_size` replaced) over a gzip'd POSIX tar of `members`
+/// (a name longer than ustar holds gets a GNU long-name entry).
 pub fn pack(header: &[u8], members: &[(String, Vec<u8>)]) -> Vec<u8> {
     let mut builder = tar::Builder::new(Vec::new());
     for (name, body) in members {
-        let mut h = tar::Header::new_ustar();
+        let long = name.len() > 100;
+        let mut h = if long { tar::Header::new_gnu() } else { tar::Header::new_ustar() };
         h.set_size(body.len() as u64);
         h.set_mode(0o664);
         h.set_mtime(0);
         h.set_entry_type(tar::EntryType::Regular);
+        if long {
+            builder.append_data(&mut h, name, body.as_slice()).expect("append");
+            continue;
+        }
         h.set_path(name).expect("path");
         h.set_cksum();
         builder.append(&h, body.as_slice()).expect("append");

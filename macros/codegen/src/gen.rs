@@ -169,9 +169,7 @@ pub fn check(files: &[SchemaFile]) -> Result<Checked<'_>, SchemaError> {
             match (&k.entry, streamed) {
                 (Some(e), true) => {
                     if !is_ident(e.get_ref()) || !entry_names.insert(e.get_ref().clone()) {
-                        return Err(
-                            f.error_at(e.span(), format!("entry `{}` is invalid or used twice", e.get_ref()))
-                        );
+                        return Err(f.error_at(e.span(), format!("entry `{}` is invalid or used twice", e.get_ref())));
                     }
                 }
                 (None, true) => {

@@ -1,30 +1,36 @@
 //! Running the core loader on the host: one streaming pass over a NEFF, with or without the
 //! simulated device, collecting what `info` prints from the parsed manifests as they pass.
 //!
-//! The core's [`neff::loader::Loader`] with the [`Host`] capacity profile is about 1.3 MB of
-//! fixed tables (plus the capacities chosen here), so it lives on the heap and runs on a
-//! thread with a large stack ([`LOADER_STACK`]): the core parses manifests in place, but
-//! default values may pass through the stack. The input streams through the source's
-//! fixed buffer; the only memory that grows with the NEFF is the simulated device's.
+//! The core's [`neff::loader::Loader`] keeps what binding needs in an arena this module lends
+//! ([`ARENA_BYTES`] of address space, allocated zeroed, so only the pages a load touches cost
+//! memory: spec §15.20 wants no valid NEFF refused for its size on a host, and this is room
+//! for millions of weights). Everything else the core streams: the observer here collects
+//! what `info` prints. The input streams through the source's fixed
+//! buffer; what grows with the NEFF is the simulated device's memory and, for `info`, the
+//! collected tables.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use neff::archive::{Archive, OpenOptions};
-use neff::loader::{LoadOptions, Loader, Observer};
+use neff::hal::{RegionId, USAGE_CLASS_COUNT};
+use neff::loader::{LoadOptions, LoadReport, Loader, Manifest, Observer, PayloadReport, PayloadState, SubgraphReport};
 use neff::manifest::def::ENGINES;
-use neff::manifest::{Arch, EngineType};
+use neff::manifest::{Arch, EngineType, Entry, IoKind, IoTensor, UsageClass};
 use neff::sim::SimDevice;
 
 use crate::error::{print_warning, CliError};
 use crate::header_view::HeaderView;
 use crate::source::InputSource;
 
-/// Stack of the thread the loader runs on.
+/// Stack of the thread the loader runs on (the manifest slots and the archive reader live in
+/// the loader's frames).
 pub const LOADER_STACK: usize = 64 << 20;
 /// Regions the simulated device can track (every payload, and staging regions, take one).
-pub const DEVICE_REGIONS: usize = 4096;
-pub use neff::loader::{HostLoader, HostReport};
+pub const DEVICE_REGIONS: usize = 8192;
+/// The arena lent to the loader: 256 MiB of address space, of which a load touches only what
+/// it uses (`LoadReport::arena_peak`: a few KiB for the real NEFFs).
+pub const ARENA_BYTES: usize = 256 << 20;
 /// The simulated device on the host.
 pub type HostDevice<'m> = SimDevice<'m, DEVICE_REGIONS>;
 
@@ -182,6 +188,99 @@ pub struct TensorInfo {
     pub size: u64,
 }
 
+/// One payload as the core reported it, owned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PayloadInfo {
+    /// The member's path in the tar.
+    pub member: String,
+    /// Its core.
+    pub core: Option<u8>,
+    /// Its usage class.
+    pub usage: UsageClass,
+    /// Bytes that landed.
+    pub len: u64,
+    /// Size of the member in the tar.
+    pub member_len: u64,
+    /// Digest of the bytes that landed.
+    pub digest: u64,
+    /// Its device region.
+    pub region: Option<RegionId>,
+    /// Its device address.
+    pub address: Option<u64>,
+    /// What became of it.
+    pub state: PayloadState,
+}
+
+impl PayloadInfo {
+    /// The core's view again (for its JSON form).
+    pub fn as_report(&self) -> PayloadReport<'_> {
+        PayloadReport {
+            member: &self.member,
+            core: self.core,
+            usage: self.usage,
+            len: self.len,
+            member_len: self.member_len,
+            digest: self.digest,
+            region: self.region,
+            address: self.address,
+            state: self.state,
+        }
+    }
+}
+
+/// One subgraph's accounting as the core reported it, owned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubgraphInfo {
+    /// The graph name.
+    pub name: String,
+    /// Its core.
+    pub core: u8,
+    /// Regions placed for it.
+    pub allocations: u32,
+    /// Bytes placed for it.
+    pub bytes_placed: u64,
+    /// Bytes by usage class.
+    pub bytes_by_usage: [u64; USAGE_CLASS_COUNT],
+}
+
+impl SubgraphInfo {
+    /// The core's view again (for its JSON form).
+    pub fn as_report(&self) -> SubgraphReport<'_> {
+        SubgraphReport {
+            name: &self.name,
+            core: self.core,
+            allocations: self.allocations,
+            bytes_placed: self.bytes_placed,
+            bytes_by_usage: self.bytes_by_usage,
+        }
+    }
+}
+
+/// The core's summary plus the placements it streamed.
+#[derive(Debug, Clone, Default)]
+pub struct HostReport {
+    /// The core's fixed-size summary.
+    pub summary: LoadReport,
+    /// Payloads, in tar order.
+    pub payloads: Vec<PayloadInfo>,
+    /// Subgraphs, in core order.
+    pub subgraphs: Vec<SubgraphInfo>,
+}
+
+impl std::ops::Deref for HostReport {
+    type Target = LoadReport;
+    fn deref(&self) -> &LoadReport {
+        &self.summary
+    }
+}
+
+impl HostReport {
+    /// Total bytes placed on the device.
+    pub fn bytes_placed(&self) -> u64 {
+        self.subgraphs.iter().map(|s| s.bytes_placed).sum()
+    }
+}
+
 /// Everything the observer saw, keyed by member (a later copy of a member replaces an
 /// earlier one, as in the loader).
 #[derive(Debug, Default, Clone)]
@@ -197,56 +296,62 @@ pub struct Collected {
     pub engine_instr: HashMap<String, Option<String>>,
     /// Manifest members parsed (every copy counted).
     pub manifests: u32,
-    /// A failure to collect (a capacity of the I/O table), reported after the pass.
-    pub error: Option<String>,
+    /// The placements and accounting the core reported.
+    pub payloads: Vec<PayloadInfo>,
+    /// Subgraph accounting the core reported.
+    pub subgraphs: Vec<SubgraphInfo>,
+    /// Streamed entries of the member being read, until its manifest arrives.
+    pending: Pending,
 }
 
-fn tensors<const A: usize, const B: usize, const C: usize>(
-    list: &[neff::manifest::IoTensor<A, B, C>],
-) -> Vec<TensorInfo> {
-    list.iter()
-        .map(|t| TensorInfo {
-            name: t.name.to_string(),
-            dtype: t.dtype.to_string(),
-            nrt_dtype: t.nrt_dtype.value(),
-            shape: t.shape.iter().map(|&d| u64::from(d)).collect(),
-            size: t.size,
-        })
-        .collect()
+/// What a manifest's streamed entries give `info`, kept until the manifest itself arrives.
+#[derive(Debug, Default, Clone)]
+struct Pending {
+    member: String,
+    vars: Vec<VarInfo>,
+    queues: Vec<QueueInfo>,
+    carveouts: Vec<CarveoutInfo>,
+    graphs: Vec<(String, String)>,
+    kelfs: Vec<(String, bool)>,
+    inputs: Vec<TensorInfo>,
+    outputs: Vec<TensorInfo>,
 }
 
-impl Observer<neff::loader::Host> for Collected {
-    fn neff_json(&mut self, _member: &str, doc: &<neff::loader::Host as neff::loader::Profile>::Neff) {
-        self.manifests += 1;
-        let kelfs = doc.kelf_members().map(str::to_owned).collect();
-        // The widest table the document's own capacities allow: names as long as its nodes'.
-        match doc.io_table::<256>() {
-            Ok(io) => self.neff = Some((kelfs, tensors(&io.inputs), tensors(&io.outputs))),
-            Err(e) => {
-                self.error = Some(format!("neff.json: {e}"));
-                self.neff = Some((kelfs, Vec::new(), Vec::new()));
-            }
+fn tensor(t: &IoTensor<'_>) -> TensorInfo {
+    TensorInfo {
+        name: t.name.to_owned(),
+        dtype: t.dtype.to_owned(),
+        nrt_dtype: t.nrt_dtype.value(),
+        shape: t.shape.iter().map(|&d| u64::from(d)).collect(),
+        size: t.size,
+    }
+}
+
+impl Collected {
+    /// The pending entries of `member` (a new member starts afresh: a failed read leaves
+    /// nothing behind for the next one).
+    fn pending(&mut self, member: &str) -> &mut Pending {
+        if self.pending.member != member {
+            self.pending = Pending { member: member.to_owned(), ..Pending::default() };
+        }
+        &mut self.pending
+    }
+
+    fn take_pending(&mut self, member: &str) -> Pending {
+        let p = std::mem::take(&mut self.pending);
+        if p.member == member {
+            p
+        } else {
+            Pending::default()
         }
     }
+}
 
-    fn kelf(&mut self, member: &str, doc: &<neff::loader::Host as neff::loader::Profile>::Kelf) {
-        self.manifests += 1;
-        let info = KelfInfo {
-            version: doc.version.to_string(),
-            target: doc.target.as_ref().map(|t| t.to_string()),
-            arch: doc.arch_value().map(Arch::value),
-            graphs: doc.graphs.iter().map(|g| (g.name.to_string(), g.definition.to_string())).collect(),
-        };
-        self.kelfs.insert(member.to_owned(), info);
-    }
-
-    fn def_json(&mut self, member: &str, doc: &<neff::loader::Host as neff::loader::Profile>::Def) {
-        self.manifests += 1;
-        // The core sorts vars by var_id after its checks.
-        let vars = doc
-            .vars
-            .iter()
-            .map(|v| VarInfo {
+impl Observer for Collected {
+    fn entry(&mut self, member: &str, entry: &Entry<'_>) {
+        let p = self.pending(member);
+        match *entry {
+            Entry::Var(v) => p.vars.push(VarInfo {
                 name: v.name.to_string(),
                 var_type: v.var_type.to_string(),
                 mr_type: v.mr_type_value(),
@@ -255,56 +360,118 @@ impl Observer<neff::loader::Host> for Collected {
                 alignment: v.alignment,
                 file_name: v.file_name.as_ref().map(|f| f.to_string()),
                 backing_variable_off: v.backing_variable_off,
-            })
-            .collect();
-        let mut dma_queues: Vec<QueueInfo> = doc
-            .dma_queues
-            .iter()
-            .flat_map(|m| m.iter())
-            .map(|q| QueueInfo {
+            }),
+            Entry::DmaQueue(q) => p.queues.push(QueueInfo {
                 name: q.name.to_string(),
                 queue_type: q.queue_type.to_string(),
                 ring_type: q.ring_type().map(|r| r.value()),
                 owner: q.owner.as_ref().map(|o| o.to_string()),
                 num_queues: q.num_queues,
                 semaphores: q.semaphores().to_vec(),
-            })
-            .collect();
-        dma_queues.sort_by(|a, b| a.name.cmp(&b.name));
-        let engines = ENGINES
-            .iter()
-            .filter_map(|&e| {
-                doc.engine_json(e).map(|json| (e, json.to_owned(), doc.engine_instr(e).map(str::to_owned)))
-            })
-            .collect();
-        let carveouts = doc
-            .carveouts
-            .iter()
-            .flat_map(|l| l.iter())
-            .map(|c| CarveoutInfo {
+            }),
+            Entry::Carveout(c) => p.carveouts.push(CarveoutInfo {
                 carveout_type: c.carveout_type.to_string(),
                 offset: c.offset,
                 size: c.size,
                 start_partition: c.start_partition,
                 num_partitions: c.num_partitions,
-            })
-            .collect();
-        let fp8 = doc.fp8_conversion_config.as_ref().map(|c| Fp8Info {
-            fp8_range_extension: c.fp8_range_extension,
-            emax_fp8_e4m3: c.emax_fp8_e4m3,
-            emax_fp8_e5m2: c.emax_fp8_e5m2,
-            ocp_sat: c.ocp_sat,
-            fp8_sis: c.fp8_sis,
-            fp8_sns: c.fp8_sns,
-        });
-        let info =
-            DefInfo { version: doc.version.as_ref().map(|v| v.to_string()), vars, dma_queues, engines, carveouts, fp8 };
-        self.defs.insert(member.to_owned(), info);
+            }),
+            Entry::Graph(g) => p.graphs.push((g.name.to_string(), g.definition.to_string())),
+            Entry::Node(n) => {
+                if let (Some(mark), Some(kelf)) =
+                    (neff::manifest::neff::kelf_mark(n), neff::manifest::neff::kelf_member(n))
+                {
+                    p.kelfs.push((kelf.to_owned(), mark == neff::manifest::KelfMark::FuncName));
+                }
+            }
+            _ => {}
+        }
     }
 
-    fn subgraph_json(&mut self, member: &str, doc: &<neff::loader::Host as neff::loader::Profile>::Engine) {
+    fn io_tensor(&mut self, t: &IoTensor<'_>) {
+        let p = &mut self.pending;
+        match t.kind {
+            IoKind::Input => p.inputs.push(tensor(t)),
+            IoKind::Output => p.outputs.push(tensor(t)),
+        }
+    }
+
+    fn manifest(&mut self, member: &str, manifest: Manifest<'_>) {
         self.manifests += 1;
-        self.engine_instr.insert(member.to_owned(), doc.instr.as_ref().map(|i| i.to_string()));
+        let pending = self.take_pending(member);
+        match manifest {
+            Manifest::Neff(_) => {
+                // The KELF nodes by func name where any has it, else by op (as the core selects).
+                let by_func = pending.kelfs.iter().any(|(_, f)| *f);
+                let kelfs = pending.kelfs.into_iter().filter(|(_, f)| *f == by_func).map(|(k, _)| k).collect();
+                self.neff = Some((kelfs, pending.inputs, pending.outputs));
+            }
+            Manifest::Kelf(doc) => {
+                let info = KelfInfo {
+                    version: doc.version.to_string(),
+                    target: doc.target.as_ref().map(|t| t.to_string()),
+                    arch: doc.arch_value().map(Arch::value),
+                    graphs: pending.graphs,
+                };
+                self.kelfs.insert(member.to_owned(), info);
+            }
+            Manifest::Def(doc, _) => {
+                let mut vars = pending.vars;
+                vars.sort_by_key(|v| v.var_id);
+                let mut dma_queues = pending.queues;
+                dma_queues.sort_by(|a, b| a.name.cmp(&b.name));
+                let engines = ENGINES
+                    .iter()
+                    .filter_map(|&e| {
+                        doc.engine_json(e).map(|json| (e, json.to_owned(), doc.engine_instr(e).map(str::to_owned)))
+                    })
+                    .collect();
+                let fp8 = doc.fp8_conversion_config.as_ref().map(|c| Fp8Info {
+                    fp8_range_extension: c.fp8_range_extension,
+                    emax_fp8_e4m3: c.emax_fp8_e4m3,
+                    emax_fp8_e5m2: c.emax_fp8_e5m2,
+                    ocp_sat: c.ocp_sat,
+                    fp8_sis: c.fp8_sis,
+                    fp8_sns: c.fp8_sns,
+                });
+                let info = DefInfo {
+                    version: doc.version.as_ref().map(|v| v.to_string()),
+                    vars,
+                    dma_queues,
+                    engines,
+                    carveouts: pending.carveouts,
+                    fp8,
+                };
+                self.defs.insert(member.to_owned(), info);
+            }
+            Manifest::Engine(doc) => {
+                self.engine_instr.insert(member.to_owned(), doc.instr.as_ref().map(|i| i.to_string()));
+            }
+        }
+    }
+
+    fn payload(&mut self, p: &PayloadReport<'_>) {
+        self.payloads.push(PayloadInfo {
+            member: p.member.to_owned(),
+            core: p.core,
+            usage: p.usage,
+            len: p.len,
+            member_len: p.member_len,
+            digest: p.digest,
+            region: p.region,
+            address: p.address,
+            state: p.state,
+        });
+    }
+
+    fn subgraph(&mut self, s: &SubgraphReport<'_>) {
+        self.subgraphs.push(SubgraphInfo {
+            name: s.name.to_owned(),
+            core: s.core,
+            allocations: s.allocations,
+            bytes_placed: s.bytes_placed,
+            bytes_by_usage: s.bytes_by_usage,
+        });
     }
 }
 
@@ -361,35 +528,39 @@ fn run_here(source: InputSource, size: u64, target: Target, allow_legacy: bool) 
     let mut archive: Box<Archive<InputSource>> =
         Box::new(Archive::open(source, Some(size), &OpenOptions::default(), &mut sink)?);
     let header = HeaderView::from(archive.header());
-    let mut loader: Box<HostLoader> = Box::new(Loader::new(LoadOptions { allow_legacy }));
-    let mut report: Box<HostReport> = Box::default();
+    // Zeroed by the allocator: pages the load never touches cost no memory.
+    let mut arena = vec![0u8; ARENA_BYTES];
+    let mut loader = Box::new(Loader::new(&mut arena, LoadOptions { allow_legacy }));
+    let mut summary = LoadReport::new();
     let mut collected = Collected::default();
     let device = match target {
         Target::Check(arch) => {
-            loader.check(&mut *archive, arch, &mut *report, &mut collected, &mut sink)?;
+            loader.check(&mut *archive, arch, &mut summary, &mut collected, &mut sink)?;
             None
         }
         Target::Memory { arch, .. } => {
             let mut dev: Box<HostDevice<'_>> = Box::new(SimDevice::new(&mut memory, arch));
-            loader.load(&mut *archive, &mut *dev, &mut *report, &mut collected, &mut sink)?;
-            Some(summary(&dev, "memory", arch))
+            loader.load(&mut *archive, &mut *dev, &mut summary, &mut collected, &mut sink)?;
+            Some(summary_of(&dev, "memory", arch))
         }
         Target::DigestOnly { arch, capacity } => {
             let mut dev: Box<HostDevice<'_>> = Box::new(SimDevice::digest_only(capacity, arch));
-            loader.load(&mut *archive, &mut *dev, &mut *report, &mut collected, &mut sink)?;
-            Some(summary(&dev, "digest-only", arch))
+            loader.load(&mut *archive, &mut *dev, &mut summary, &mut collected, &mut sink)?;
+            Some(summary_of(&dev, "digest-only", arch))
         }
     };
     let elapsed = started.elapsed();
     // The loader finished the archive; asking again returns the same figures.
     let finish = archive.finish(&mut sink)?;
-    if let Some(e) = collected.error.take() {
-        return Err(CliError::rejected(e));
-    }
+    let report = Box::new(HostReport {
+        summary,
+        payloads: std::mem::take(&mut collected.payloads),
+        subgraphs: std::mem::take(&mut collected.subgraphs),
+    });
     Ok(Pass { header, report, collected, device, finish, elapsed, warnings })
 }
 
-fn summary(dev: &HostDevice<'_>, mode: &'static str, arch: Arch) -> DeviceSummary {
+fn summary_of(dev: &HostDevice<'_>, mode: &'static str, arch: Arch) -> DeviceSummary {
     DeviceSummary {
         mode,
         arch,

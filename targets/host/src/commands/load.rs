@@ -77,25 +77,49 @@ fn millis(pass: &Pass) -> f64 {
     (pass.elapsed.as_secs_f64() * 1e6).round() / 1e3
 }
 
-/// The core's report JSON (serialised by the core, with `serde-json-core`, into a buffer
-/// sized from the report), plus `time_ms` and the `device` object.
+/// The load report as JSON: the core's summary and the placements it streamed (each
+/// serialised by the core's `Serialize` impls), the I/O tensors, plus `time_ms` and the
+/// `device` object.
 pub fn report_json(pass: &Pass) -> Result<serde_json::Value, CliError> {
     let r = &pass.report;
-    let mut len =
-        1024 + r.payloads.len() * 384 + r.subgraphs.len() * 1024 + (r.io.inputs.len() + r.io.outputs.len()) * 512;
-    let written = loop {
-        let mut buf = vec![0u8; len];
-        match r.to_json(&mut buf) {
-            Ok(n) => {
-                buf.truncate(n);
-                break buf;
-            }
-            Err(_) if len < 256 << 20 => len *= 2,
-            Err(e) => return Err(CliError::rejected(format!("load report: {e}"))),
-        }
+    let json = |e: serde_json::Error| CliError::rejected(format!("load report: {e}"));
+    let payloads: Vec<serde_json::Value> =
+        r.payloads.iter().map(|p| serde_json::to_value(p.as_report())).collect::<Result<_, _>>().map_err(json)?;
+    let subgraphs: Vec<serde_json::Value> =
+        r.subgraphs.iter().map(|s| serde_json::to_value(s.as_report())).collect::<Result<_, _>>().map_err(json)?;
+    let tensors = |list: &[crate::loading::TensorInfo]| -> Vec<serde_json::Value> {
+        list.iter()
+            .map(|t| {
+                serde_json::json!({
+                    "name": t.name, "dtype": t.dtype, "nrt_dtype": t.nrt_dtype, "shape": t.shape, "size": t.size,
+                })
+            })
+            .collect()
     };
-    let mut value: serde_json::Value =
-        serde_json::from_slice(&written).map_err(|e| CliError::rejected(format!("load report: {e}")))?;
+    let (inputs, outputs) = match &pass.collected.neff {
+        Some((_, i, o)) => (tensors(i), tensors(o)),
+        None => (Vec::new(), Vec::new()),
+    };
+    let summary = serde_json::to_value(&r.summary).map_err(json)?;
+    let integrity = summary.get("integrity").cloned().unwrap_or(serde_json::Value::Null);
+    let mut value = serde_json::json!({
+        "device_arch": r.device_arch.map(Arch::as_str),
+        "target": r.target.as_str(),
+        "bytes_placed": r.bytes_placed(),
+        "subgraphs": subgraphs,
+        "payloads": payloads,
+        "inputs": inputs,
+        "outputs": outputs,
+        "released": r.released,
+        "warnings": r.warnings,
+        "inflated_bytes": r.inflated_bytes,
+        "compressed_bytes": r.compressed_bytes,
+        "members": r.members,
+        "padding_bytes": r.padding_bytes,
+        "trailing_bytes": r.trailing_bytes,
+        "integrity": integrity,
+        "arena_peak": r.arena_peak,
+    });
     if let Some(map) = value.as_object_mut() {
         map.insert("time_ms".into(), serde_json::json!(millis(pass)));
         if let Some(d) = &pass.device {
