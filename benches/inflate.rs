@@ -63,8 +63,9 @@ fn load(neff: &[u8], device_memory: Option<&mut [u8]>) -> u64 {
         Some(memory) => SimDevice::new(memory, Arch::Cayman),
         None => SimDevice::digest_only(64 << 30, Arch::Cayman),
     };
-    let mut loader: Box<Loader> = Box::new(Loader::new(LoadOptions::default()));
-    let mut report: Box<LoadReport> = Box::default();
+    let mut arena = vec![0u8; 1 << 20];
+    let mut loader = Box::new(Loader::new(&mut arena, LoadOptions::default()));
+    let mut report = LoadReport::new();
     loader.load(&mut archive, &mut dev, &mut report, &mut NoObserver, &mut sink).unwrap();
     assert_eq!(report.released, 0);
     report.inflated_bytes

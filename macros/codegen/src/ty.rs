@@ -105,7 +105,10 @@ impl Ty {
             Ty::Str(_) => "string".into(),
             Ty::Array(t, _) => format!("array of {}", t.json_name()),
             Ty::Map(o, _) => format!("object of name -> {o}"),
-            Ty::Each(t) => format!("array of {}", t.json_name()),
+            Ty::Each(t) => match t.as_ref() {
+                Ty::Object(o) => format!("array of {o}"),
+                other => format!("array of {}", other.json_name()),
+            },
             Ty::EachMap(o) => format!("object of name -> {o}"),
             Ty::Count => "array (counted)".into(),
             Ty::Present => "any (presence)".into(),
