@@ -173,6 +173,11 @@ impl<'a> Arena<'a> {
             .unwrap_or(&[])
     }
 
+    /// True when the bytes of `span` are `s` (no UTF-8 check: the fast way to compare names).
+    pub fn eq(&self, span: Span, s: &str) -> bool {
+        self.bytes(span) == s.as_bytes()
+    }
+
     /// The string of `span` (empty if it is not a string pushed with [`Arena::push_str`]).
     pub fn str(&self, span: Span) -> &str {
         core::str::from_utf8(self.bytes(span)).unwrap_or("")

@@ -53,11 +53,13 @@ use crate::{Error, ErrorKind, Stage, Warning, WarningKind, WarningSink};
 
 /// Tar block size.
 pub const BLOCK_SIZE: usize = 512;
-/// Default capacity of the member name buffer (`prefix` 155 + `/` + `name` 100).
-pub const DEFAULT_NAME_CAPACITY: usize = 256;
-/// Default capacity of the PAX extended-header buffer: room for a `path` record of a
-/// 255-byte name plus the `mtime`/`atime`/`ctime` records writers add (CPython, GNU tar).
-pub const DEFAULT_PAX_CAPACITY: usize = 512;
+/// Default capacity of the member name buffer: a path of up to 1 KiB (a ustar name holds 255
+/// bytes, `prefix` 155 + `/` + `name` 100; longer ones come through PAX or GNU `L` records, and
+/// real models nest long directory and member names: spec §15.20).
+pub const DEFAULT_NAME_CAPACITY: usize = 1024;
+/// Default capacity of the PAX extended-header buffer: a `path` record of a 1 KiB name plus
+/// the `mtime`/`atime`/`ctime` records writers add.
+pub const DEFAULT_PAX_CAPACITY: usize = 1536;
 /// Members whose path ends with this are dropped, as the runtime does.
 pub const DROPPED_SUFFIX: &str = "wavegraph-bin.json";
 

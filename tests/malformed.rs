@@ -15,11 +15,11 @@ mod common;
 use std::io::Write;
 
 use common::neff::{members, npy_data, pack};
-use neff::sim::digest64;
 use neff::archive::{Archive, OpenOptions};
 use neff::error::{ErrorKind, Warning};
 use neff::loader::{LoadOptions, LoadReport, Loader, NoObserver};
 use neff::manifest::Arch;
+use neff::sim::digest64;
 use neff::sim::SimDevice;
 
 /// A small deterministic generator (xorshift64*), so failures reproduce.

@@ -308,7 +308,7 @@ impl Loader<'_> {
         self.index
             .payloads
             .iter(&self.arena)
-            .any(|(_, p)| !p.superseded && p.state != PayloadState::Released.code() && self.arena.str(p.member) == path)
+            .any(|(_, p)| !p.superseded && p.state != PayloadState::Released.code() && self.arena.eq(p.member, path))
     }
 
     /// Every payload a reached manifest names must be in the archive.

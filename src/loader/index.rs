@@ -433,7 +433,7 @@ pub(crate) fn dir_of(path: &str) -> &str {
 impl Index {
     /// The current (not superseded) manifest record of `member`.
     pub fn manifest(&self, arena: &Arena<'_>, member: &str) -> Option<(u32, ManifestRec)> {
-        self.manifests.iter(arena).filter(|(_, m)| !m.superseded && arena.str(m.member) == member).last()
+        self.manifests.iter(arena).filter(|(_, m)| !m.superseded && arena.eq(m.member, member)).last()
     }
 
     /// Marks an earlier copy of `member` as replaced.
@@ -527,34 +527,24 @@ impl Index {
 
     /// Whether any manifest read so far names `member` as a manifest, and as what.
     pub fn named_as(&self, arena: &Arena<'_>, member: &str) -> Option<ManifestKind> {
-        if self.kelf_names.iter(arena).any(|(_, k)| arena.str(k.name) == member) {
+        if self.kelf_names.iter(arena).any(|(_, k)| arena.eq(k.name, member)) {
             return Some(ManifestKind::Kelf);
         }
-        if self.graphs.iter(arena).any(|(_, g)| arena.str(g.definition) == member) {
+        if self.graphs.iter(arena).any(|(_, g)| arena.eq(g.definition, member)) {
             return Some(ManifestKind::Def);
         }
-        for (_, m) in self.manifests.iter(arena).filter(|(_, m)| !m.superseded) {
-            match m.kind {
-                ManifestKind::Def => {
-                    let dir = dir_of(arena.str(m.member));
-                    if m.engines.iter().any(|s| s.len != 0 && is_joined(member, dir, arena.str(*s))) {
-                        return Some(ManifestKind::Engine);
-                    }
-                }
-                ManifestKind::Engine => {
-                    let dir = dir_of(arena.str(m.member));
-                    let pos = self.manifest(arena, arena.str(m.member)).map(|(p, _)| p);
-                    let names_set = self.names.iter(arena).any(|(_, n)| {
-                        Some(n.by) == pos
-                            && n.kind == NameKind::ActSet
-                            && is_joined_json(member, dir, arena.str(n.name))
-                    });
-                    if names_set {
-                        return Some(ManifestKind::Engine);
-                    }
-                }
-                _ => {}
-            }
+        let by_def =
+            self.manifests.iter(arena).filter(|(_, m)| !m.superseded && m.kind == ManifestKind::Def).any(|(_, m)| {
+                let dir = dir_of(arena.str(m.member));
+                m.engines.iter().any(|s| s.len != 0 && is_joined(member, dir, arena.str(*s)))
+            });
+        // An activation set: found from the name, whose record says which engine JSON gave it.
+        let by_act = self.names.iter(arena).filter(|(_, n)| n.kind == NameKind::ActSet).any(|(_, n)| {
+            let by = self.manifests.get(arena, n.by);
+            !by.superseded && is_joined_json(member, dir_of(arena.str(by.member)), arena.str(n.name))
+        });
+        if by_def || by_act {
+            return Some(ManifestKind::Engine);
         }
         None
     }

@@ -50,20 +50,17 @@ impl Loader<'_> {
     pub(super) fn role_of(&self, member: &str) -> Option<Role> {
         let arena = &self.arena;
         let index = &self.index;
-        let graphs = || index.chain_graphs(arena, self.kelf_mark, self.fallback_kelf);
-        // Names in a def.json are relative to its directory and may have directories of their
-        // own (`w/x.npy`), so the def is found by prefix, not by the member's last `/`.
-        let (def_pos, def, core) = index
-            .manifests
-            .iter(arena)
-            .filter(|(_, m)| m.kind == ManifestKind::Def && !m.superseded && m.failed.is_none())
-            .filter(|(_, m)| {
-                let dir = dir_of(arena.str(m.member));
-                dir.is_empty() || member.strip_prefix(dir).is_some_and(|r| r.starts_with('/'))
-            })
-            .find_map(|(pos, m)| {
-                let core = graphs().find(|(_, g)| arena.str(g.definition) == arena.str(m.member)).map(|(c, _)| c);
-                core.map(|c| (pos, m, c))
+        // The chain's graph whose directory holds the member (by prefix: names in a def.json
+        // are relative to its directory and may have directories of their own, `w/x.npy`).
+        let (core, def_pos, def) =
+            index.chain_graphs(arena, self.kelf_mark, self.fallback_kelf).find_map(|(core, g)| {
+                let definition = arena.str(g.definition);
+                let dir = dir_of(definition);
+                if !dir.is_empty() && !member.strip_prefix(dir).is_some_and(|r| r.starts_with('/')) {
+                    return None;
+                }
+                let (pos, def) = index.def(arena, definition)?;
+                def.failed.is_none().then_some((core, pos, def))
             })?;
         let dir = dir_of(arena.str(def.member));
         let role = |usage, align, expect_len, instr| Some(Role { usage, align, core, expect_len, instr });
@@ -127,7 +124,7 @@ impl Loader<'_> {
             .index
             .payloads
             .iter(&self.arena)
-            .filter(|(_, p)| !p.superseded && self.arena.str(p.member) == name)
+            .filter(|(_, p)| !p.superseded && self.arena.eq(p.member, name))
             .last();
         if let Some((pos, mut old)) = earlier {
             sink.warn(&Warning::in_member(

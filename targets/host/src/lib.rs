@@ -14,6 +14,7 @@ pub mod header_view;
 pub mod loading;
 pub mod progress;
 pub mod sample;
+pub mod scale;
 pub mod source;
 pub mod walk;
 pub mod writer;

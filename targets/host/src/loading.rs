@@ -302,6 +302,9 @@ pub struct Collected {
     pub subgraphs: Vec<SubgraphInfo>,
     /// Streamed entries of the member being read, until its manifest arrives.
     pending: Pending,
+    /// Keep the manifests' entries (vars, queues, ...): `info` prints them; `check` and `load`
+    /// do not, and keep nothing that grows with the manifests.
+    pub details: bool,
 }
 
 /// What a manifest's streamed entries give `info`, kept until the manifest itself arrives.
@@ -349,6 +352,9 @@ impl Collected {
 
 impl Observer for Collected {
     fn entry(&mut self, member: &str, entry: &Entry<'_>) {
+        if !self.details && matches!(entry, Entry::Var(_) | Entry::DmaQueue(_) | Entry::Carveout(_)) {
+            return;
+        }
         let p = self.pending(member);
         match *entry {
             Entry::Var(v) => p.vars.push(VarInfo {
@@ -495,10 +501,21 @@ pub struct Pass {
 
 /// Runs the loader over `source` (a NEFF of `size` bytes) on a thread with a large stack.
 pub fn run(source: InputSource, size: u64, target: Target, allow_legacy: bool) -> Result<Pass, CliError> {
+    run_with(source, size, target, allow_legacy, false)
+}
+
+/// [`run`], keeping every manifest entry for `info` when `details` is set.
+pub fn run_with(
+    source: InputSource,
+    size: u64,
+    target: Target,
+    allow_legacy: bool,
+    details: bool,
+) -> Result<Pass, CliError> {
     let worker = std::thread::Builder::new()
         .name("neff-loader".into())
         .stack_size(LOADER_STACK)
-        .spawn(move || run_here(source, size, target, allow_legacy))
+        .spawn(move || run_here(source, size, target, allow_legacy, details))
         .map_err(|e| CliError::usage(format!("cannot start the loader thread: {e}")))?;
     match worker.join() {
         Ok(result) => result,
@@ -506,7 +523,13 @@ pub fn run(source: InputSource, size: u64, target: Target, allow_legacy: bool) -
     }
 }
 
-fn run_here(source: InputSource, size: u64, target: Target, allow_legacy: bool) -> Result<Pass, CliError> {
+fn run_here(
+    source: InputSource,
+    size: u64,
+    target: Target,
+    allow_legacy: bool,
+    details: bool,
+) -> Result<Pass, CliError> {
     let mut warnings = Vec::new();
     let mut sink = |w: &neff::Warning| {
         let text = w.to_string();
@@ -532,7 +555,8 @@ fn run_here(source: InputSource, size: u64, target: Target, allow_legacy: bool) 
     let mut arena = vec![0u8; ARENA_BYTES];
     let mut loader = Box::new(Loader::new(&mut arena, LoadOptions { allow_legacy }));
     let mut summary = LoadReport::new();
-    let mut collected = Collected::default();
+    // Only `info` (a check whose observer keeps the details) prints the manifests' entries.
+    let mut collected = Collected { details, ..Collected::default() };
     let device = match target {
         Target::Check(arch) => {
             loader.check(&mut *archive, arch, &mut summary, &mut collected, &mut sink)?;

@@ -311,7 +311,7 @@ fn next(state: &mut u64) -> u64 {
 
 /// `size` deterministic bytes. With `engine`, every 64-byte slot gets an instruction-like
 /// head: byte 0 `opcode | engine << 5`, byte 1 `0x10` (16 words), as in §9.1.
-fn pseudo_random(label: &str, size: usize, engine: Option<u8>) -> Vec<u8> {
+pub fn pseudo_random(label: &str, size: usize, engine: Option<u8>) -> Vec<u8> {
     let mut state = seed(label);
     let mut out: Vec<u8> = (0..size).map(|_| next(&mut state) as u8).collect();
     if let Some(engine) = engine {
@@ -326,7 +326,7 @@ fn pseudo_random(label: &str, size: usize, engine: Option<u8>) -> Vec<u8> {
 }
 
 /// A NumPy v1 `.npy` file of little-endian float16 values with the given shape.
-fn npy_f16(shape: &[u64], label: &str) -> Vec<u8> {
+pub fn npy_f16(shape: &[u64], label: &str) -> Vec<u8> {
     let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
     let shape_text = if dims.len() == 1 { format!("({},)", dims[0]) } else { format!("({})", dims.join(", ")) };
     let mut dict = format!("{{'descr': '<f2', 'fortran_order': False, 'shape': {shape_text}, }}");

@@ -46,6 +46,8 @@ pub const NAME_LEN: usize = 256;
 pub const TPB_PER_NODE_LEN: usize = 64;
 /// Mode bits of every member written (what the real NEFFs carry).
 pub const MEMBER_MODE: u32 = 0o664;
+/// Longest path a ustar `name` field holds without a prefix; longer ones get a PAX `path` record.
+const USTAR_NAME: usize = 100;
 
 /// Every header field a writer is told; `header_size`, `data_size` and `hash` are computed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -248,6 +250,9 @@ impl<W: Write + Seek> NeffWriter<W> {
     /// Fails when `body` yields fewer or more than `size` bytes, or when `name` is not a
     /// relative path without `..` (the tar crate refuses those).
     pub fn append(&mut self, name: &str, size: u64, body: &mut dyn Read) -> io::Result<()> {
+        if name.len() > USTAR_NAME {
+            self.append_pax_path(name)?;
+        }
         let mut header = tar::Header::new_ustar();
         header.set_entry_type(tar::EntryType::Regular);
         header.set_size(size);
@@ -256,7 +261,19 @@ impl<W: Write + Seek> NeffWriter<W> {
         header.set_gid(0);
         header.set_mtime(0);
         let mut exact = ExactReader { inner: body, left: size };
-        self.tar.append_data(&mut header, name, &mut exact)?;
+        if name.len() > USTAR_NAME {
+            // The PAX record before carries the whole path; the ustar name is its tail, as
+            // GNU tar writes it, for readers that ignore PAX.
+            let mut cut = name.len() - USTAR_NAME;
+            while !name.is_char_boundary(cut) {
+                cut += 1;
+            }
+            header.set_path(&name[cut..]).or_else(|_| header.set_path("pax-long-name"))?;
+            header.set_cksum();
+            self.tar.append(&header, &mut exact)?;
+        } else {
+            self.tar.append_data(&mut header, name, &mut exact)?;
+        }
         if exact.left != 0 {
             return Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,
@@ -272,6 +289,25 @@ impl<W: Write + Seek> NeffWriter<W> {
         }
         self.members += 1;
         Ok(())
+    }
+
+    /// Writes a PAX extended header (`x`) whose `path` record names the next member.
+    fn append_pax_path(&mut self, name: &str) -> io::Result<()> {
+        // A record is "<len> path=<name>\n", where <len> counts its own digits.
+        let body_len = " path=".len() + name.len() + 1;
+        let mut len = body_len + 1;
+        while len.to_string().len() + body_len != len {
+            len += 1;
+        }
+        let record = format!("{len} path={name}\n");
+        let mut header = tar::Header::new_ustar();
+        header.set_entry_type(tar::EntryType::XHeader);
+        header.set_size(record.len() as u64);
+        header.set_mode(MEMBER_MODE);
+        header.set_mtime(0);
+        header.set_path("PaxHeader")?;
+        header.set_cksum();
+        self.tar.append(&header, record.as_bytes())
     }
 
     /// Appends a member held in memory.

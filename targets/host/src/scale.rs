@@ -1,0 +1,333 @@
+//! Generated NEFFs at the scale of real models: thousands of tensors, vars and weights.
+//!
+//! The built-in [`sample`](crate::sample) is small on purpose; a loader must also take what
+//! production compilers emit: hundreds of I/O tensors, `def.json`s with 100,000 variables,
+//! thousands of `.npy` weights each its own member, 16 subgraphs, long directory and member
+//! names (a tar path of hundreds of bytes goes through a PAX header), dozens of DMA queue
+//! sets, several activation sets. [`ScaleSpec`] says how much of each; [`ScaleSpec::build`]
+//! writes the NEFF (every byte deterministic), laid out like the sample: byte-wise sorted
+//! members, `neff.json` last, so payloads arrive both before and after the `def.json` that
+//! names them.
+//!
+//! `cargo run -p neff-cli --example scale-neff -- <preset> <out.neff>` writes one
+//! ([`ScaleSpec::preset`] lists the presets); the tests and the firmware image use it.
+
+use std::io;
+
+use crate::sample::{npy_f16, pseudo_random, sort_members, MemberOrder};
+use crate::writer::{self, HeaderFields};
+
+/// How big a generated NEFF is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScaleSpec {
+    /// Graph inputs of `neff.json`.
+    pub inputs: usize,
+    /// Graph outputs (distinct names).
+    pub outputs: usize,
+    /// The most dimensions of a tensor shape (shapes cycle through 1..=this).
+    pub max_dims: usize,
+    /// Subgraphs (physical cores of the logical core).
+    pub subgraphs: usize,
+    /// Vars of each `def.json` besides the weights (`tmp-buf`, inputs, an output).
+    pub vars_per_subgraph: usize,
+    /// `.npy` weights in all, spread over the subgraphs, each its own member.
+    pub weights: usize,
+    /// Bytes of a subgraph directory name (at least 4: `sg00`, padded).
+    pub dir_name_len: usize,
+    /// Bytes of a weight's member name inside its directory (at least 12, padded).
+    pub member_name_len: usize,
+    /// DMA queue sets per `def.json`.
+    pub queue_sets: usize,
+    /// Queues per set (`num_queues`, at most 16).
+    pub queues_per_set: usize,
+    /// Semaphores per set (`semaphore_set`, at most 32).
+    pub semaphores: usize,
+    /// Activation function sets of each subgraph's activation engine.
+    pub act_sets: usize,
+}
+
+impl ScaleSpec {
+    /// Small in every direction: what the built-in sample has.
+    pub fn small() -> Self {
+        Self {
+            inputs: 2,
+            outputs: 1,
+            max_dims: 2,
+            subgraphs: 2,
+            vars_per_subgraph: 4,
+            weights: 2,
+            dir_name_len: 4,
+            member_name_len: 12,
+            queue_sets: 2,
+            queues_per_set: 16,
+            semaphores: 16,
+            act_sets: 1,
+        }
+    }
+
+    /// A named preset: `small`, one per host bar of the scale issue (`io`, `vars`, `weights`,
+    /// `subgraphs`, `names`, `queues`, `act-sets`), `host` (all of them at once) and
+    /// `firmware` (what the Cortex-M4 image embeds).
+    pub fn preset(name: &str) -> Option<Self> {
+        let s = Self::small();
+        Some(match name {
+            "small" => s,
+            "io" => Self { inputs: 2000, outputs: 500, max_dims: 32, ..s },
+            "vars" => Self { subgraphs: 1, vars_per_subgraph: 100_000, ..s },
+            "weights" => Self { weights: 3000, ..s },
+            "subgraphs" => Self { subgraphs: 16, weights: 16, ..s },
+            "names" => Self { dir_name_len: 300, member_name_len: 200, ..s },
+            "queues" => Self { queue_sets: 64, queues_per_set: 16, semaphores: 32, ..s },
+            "act-sets" => Self { act_sets: 8, ..s },
+            "host" => Self {
+                inputs: 2000,
+                outputs: 500,
+                max_dims: 32,
+                subgraphs: 16,
+                vars_per_subgraph: 100_000 / 16,
+                weights: 3000,
+                dir_name_len: 300,
+                member_name_len: 200,
+                queue_sets: 64,
+                queues_per_set: 16,
+                semaphores: 32,
+                act_sets: 8,
+            },
+            "firmware" => Self {
+                inputs: 384,
+                outputs: 128,
+                max_dims: 4,
+                subgraphs: 8,
+                vars_per_subgraph: 10_000 / 8,
+                weights: 500,
+                ..s
+            },
+            _ => return None,
+        })
+    }
+
+    /// The preset names [`ScaleSpec::preset`] knows.
+    pub const PRESETS: [&'static str; 10] =
+        ["small", "io", "vars", "weights", "subgraphs", "names", "queues", "act-sets", "host", "firmware"];
+
+    /// The directory of subgraph `sg`.
+    pub fn dir(&self, sg: usize) -> String {
+        let base = format!("sg{sg:02}");
+        let pad = self.dir_name_len.saturating_sub(base.len() + 1);
+        if pad == 0 {
+            base
+        } else {
+            format!("{base}_{}", "d".repeat(pad))
+        }
+    }
+
+    /// The member name (inside its directory) of weight `w`.
+    pub fn weight_file(&self, w: usize) -> String {
+        let base = format!("w{w:05}");
+        let pad = self.member_name_len.saturating_sub(base.len() + 4 + 1);
+        if pad == 0 {
+            format!("{base}.npy")
+        } else {
+            format!("{base}_{}.npy", "n".repeat(pad))
+        }
+    }
+
+    /// The subgraph weight `w` belongs to.
+    fn weight_sg(&self, w: usize) -> usize {
+        w % self.subgraphs.max(1)
+    }
+
+    /// The shape of entry `eid`: `1 + eid % max_dims` dimensions of 2.
+    fn shape(&self, eid: usize) -> Vec<u64> {
+        vec![2; 1 + eid % self.max_dims.max(1)]
+    }
+
+    /// Every member, in the real NEFFs' order.
+    pub fn members(&self) -> Vec<(String, Vec<u8>)> {
+        let mut m: Vec<(String, Vec<u8>)> = Vec::new();
+        m.push(("kelf-0.json".into(), self.kelf_json().into_bytes()));
+        for sg in 0..self.subgraphs {
+            let dir = self.dir(sg);
+            for (key, stem, size, engine) in ENGINES {
+                m.push((format!("{dir}/{stem}.bin"), pseudo_random(&format!("scale/{sg}/{stem}"), size, Some(engine))));
+                m.push((format!("{dir}/{stem}.json"), self.engine_json(key, stem).into_bytes()));
+            }
+            for a in 0..self.act_sets {
+                m.push((format!("{dir}/set{a}.json"), set_json(a).into_bytes()));
+                m.push((format!("{dir}/set{a}_bkt.bin"), pseudo_random(&format!("scale/{sg}/bkt{a}"), 1024, None)));
+                m.push((format!("{dir}/set{a}_ctrl.bin"), pseudo_random(&format!("scale/{sg}/ctl{a}"), 256, None)));
+            }
+            for (_, file, size) in DVE_TABLES {
+                m.push((format!("{dir}/{file}"), pseudo_random(&format!("scale/{sg}/{file}"), size, None)));
+            }
+            m.push((format!("{dir}/def.json"), self.def_json(sg).into_bytes()));
+        }
+        for w in 0..self.weights {
+            let dir = self.dir(self.weight_sg(w));
+            m.push((format!("{dir}/{}", self.weight_file(w)), npy_f16(&WEIGHT_SHAPE, &format!("scale/w{w}"))));
+        }
+        m.push(("neff.json".into(), self.neff_json().into_bytes()));
+        sort_members(&mut m, MemberOrder::Real);
+        m
+    }
+
+    /// The header: `cayman` style, `lnc_size` the subgraph count.
+    pub fn header(&self) -> HeaderFields {
+        let mut h = HeaderFields::new("scale.neff", [0x5c; 16], u32::try_from(self.subgraphs).unwrap_or(u32::MAX));
+        h.feature_bits = 0x400;
+        h
+    }
+
+    /// The whole NEFF file.
+    pub fn build(&self) -> io::Result<Vec<u8>> {
+        writer::neff_bytes(&self.header(), &self.members())
+    }
+
+    fn kelf_json(&self) -> String {
+        let graphs: Vec<String> = (0..self.subgraphs)
+            .map(|sg| format!("{{\"definition\":\"{}/def.json\",\"name\":\"sg{sg:02}\"}}", self.dir(sg)))
+            .collect();
+        format!("{{\"graphs\":[{}],\"target\":\"cayman\",\"version\":\"0.5\"}}\n", graphs.join(","))
+    }
+
+    fn engine_json(&self, key: &str, stem: &str) -> String {
+        match key {
+            "act" => {
+                let sets: Vec<String> = (0..self.act_sets).map(|a| format!("\"set{a}\"")).collect();
+                format!(
+                    "{{\"activation_function_sets\":[{}],\"dma\":[],\"instr\":\"{stem}.bin\",\"name\":\"{stem}.json\"}}",
+                    sets.join(",")
+                )
+            }
+            "dve" => {
+                let tables: Vec<String> = DVE_TABLES.iter().map(|(k, f, _)| format!("\"{k}\":\"{f}\"")).collect();
+                format!(
+                    "{{\"dma\":[],\"dve_tables\":[{{{}}}],\"instr\":\"{stem}.bin\",\"name\":\"{stem}.json\"}}",
+                    tables.join(",")
+                )
+            }
+            _ => format!("{{\"dma\":[],\"instr\":\"{stem}.bin\",\"name\":\"{stem}.json\"}}"),
+        }
+    }
+
+    fn def_json(&self, sg: usize) -> String {
+        let mut s = String::with_capacity(128 * (self.vars_per_subgraph + self.weights / self.subgraphs.max(1)));
+        s.push_str("{\"cc_streams\":{\"num_streams\":0},\"dma_queue\":{");
+        for q in 0..self.queue_sets {
+            if q > 0 {
+                s.push(',');
+            }
+            let owner = ["pe", "act", "pool", "dve", "sp"][q % 5];
+            let first = (q * self.semaphores) % 4096;
+            let sems: Vec<String> = (first..first + self.semaphores).map(|x| x.to_string()).collect();
+            s.push_str(&format!(
+                "\"q{q:03}\":{{\"num_queues\":{},\"owner\":\"{owner}\",\"semaphore_set\":[{}],\"type\":\"dynamic\"}}",
+                self.queues_per_set,
+                sems.join(",")
+            ));
+        }
+        s.push_str("},\"name\":\"definition\"");
+        for (key, stem, _, _) in ENGINES {
+            s.push_str(&format!(",\"{key}\":\"{stem}.json\",\"{key}_instr\":\"{stem}.bin\""));
+        }
+        s.push_str(
+            ",\"runtime_statebuffer_reservation\":[{\"base_partition\":0,\"offset\":229368,\"partitions\":128,\"size\":8,\"type\":\"evtaccel\"}]",
+        );
+        s.push_str(",\"var\":{\"SB\":{\"type\":\"state-buffer\",\"var_id\":0},\"output0\":{\"size\":64,\"type\":\"output\",\"var_id\":1}");
+        let mut id = 2usize;
+        for v in 0..self.vars_per_subgraph.saturating_sub(2) {
+            s.push_str(&format!(",\"t{v:06}\":{{\"size\":{},\"type\":\"tmp-buf\",\"var_id\":{id}}}", 64 + v % 64));
+            id += 1;
+        }
+        let weight_bytes = WEIGHT_SHAPE.iter().product::<u64>() * 2;
+        for w in (0..self.weights).filter(|&w| self.weight_sg(w) == sg) {
+            s.push_str(&format!(
+                ",\"weight{w:05}\":{{\"alignment\":64,\"file_name\":\"{}\",\"size\":{weight_bytes},\"type\":\"file\",\"var_id\":{id}}}",
+                self.weight_file(w)
+            ));
+            id += 1;
+        }
+        s.push_str("},\"version\":\"0.6\"}\n");
+        s
+    }
+
+    fn neff_json(&self) -> String {
+        let (i, o) = (self.inputs, self.outputs);
+        let mut s = String::with_capacity(64 * (i + o) * (1 + self.max_dims / 4));
+        s.push_str("{\"nodes\":[");
+        for n in 0..i {
+            s.push_str(&format!("{{\"op\":\"null\",\"name\":\"in{n:05}\",\"inputs\":[]}},"));
+        }
+        let outs: Vec<String> = (0..o).map(|n| format!("\"out{n:05}\"")).collect();
+        s.push_str(&format!(
+            "{{\"op\":\"tvm_op\",\"name\":\"kernel\",\"attrs\":{{\"func_name\":\"__kelf\",\"kelf\":\"kelf-0.json\"}},\"output_names\":[{}]}}],",
+            outs.join(",")
+        ));
+        let args: Vec<String> = (0..i).map(|n| n.to_string()).collect();
+        s.push_str(&format!("\"arg_nodes\":[{}],", args.join(",")));
+        let heads: Vec<String> = (0..o).map(|n| format!("[{i},{n},0]")).collect();
+        s.push_str(&format!("\"heads\":[{}],", heads.join(",")));
+        let rows: Vec<String> = (0..=i).map(|n| n.to_string()).chain(std::iter::once((i + o).to_string())).collect();
+        s.push_str(&format!("\"node_row_ptr\":[{}],", rows.join(",")));
+        let dtypes: Vec<&str> = (0..i + o).map(|_| "\"float16\"").collect();
+        let shapes: Vec<String> = (0..i + o)
+            .map(|eid| format!("[{}]", self.shape(eid).iter().map(u64::to_string).collect::<Vec<_>>().join(",")))
+            .collect();
+        s.push_str(&format!(
+            "\"attrs\":{{\"dltype\":[\"list_str\",[{}]],\"shape\":[\"list_shape\",[{}]]}}}}\n",
+            dtypes.join(","),
+            shapes.join(",")
+        ));
+        s
+    }
+}
+
+/// Engines: `def.json` key, file stem, instruction bytes, ISA engine code.
+const ENGINES: [(&str, &str, usize, u8); 5] = [
+    ("pe", "PE", 256, 0),
+    ("act", "Activation", 128, 1),
+    ("pool", "Pool", 128, 2),
+    ("dve", "DVE", 64, 3),
+    ("sp", "SP", 64, 3),
+];
+
+/// DVE tables: `DVE.json` key, member, size.
+const DVE_TABLES: [(&str, &str, usize); 2] =
+    [("datapath_table", "datapath_table.bin", 512), ("opcode_table", "opcode_table.bin", 256)];
+
+/// Every weight's shape (float16): 64 bytes of data.
+const WEIGHT_SHAPE: [u64; 2] = [4, 8];
+
+fn set_json(a: usize) -> String {
+    format!("{{\"bkt_bin\":\"set{a}_bkt.bin\",\"ctl_bin\":\"set{a}_ctrl.bin\",\"profile_meta_data\":[]}}\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_have_the_requested_lengths() {
+        let s = ScaleSpec::preset("names").unwrap();
+        assert_eq!(s.dir(3).len(), 300);
+        assert_eq!(s.weight_file(7).len(), 200);
+        assert!(s.weight_file(7).ends_with(".npy"));
+        let small = ScaleSpec::small();
+        assert_eq!((small.dir(1).as_str(), small.weight_file(2).as_str()), ("sg01", "w00002.npy"));
+    }
+
+    #[test]
+    fn every_preset_has_its_counts() {
+        for name in ScaleSpec::PRESETS {
+            assert!(ScaleSpec::preset(name).is_some(), "{name}");
+        }
+        let vars = ScaleSpec::preset("vars").unwrap();
+        let def = vars.def_json(0);
+        assert_eq!(def.matches("\"var_id\"").count(), 100_000 + 2, "100,000 vars and both weights");
+        let io = ScaleSpec::preset("io").unwrap();
+        let neff = io.neff_json();
+        assert_eq!(neff.matches("\"op\":\"null\"").count(), 2000);
+        assert!(neff.contains("[2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2]"));
+        assert!(ScaleSpec::preset("nope").is_none());
+    }
+}
