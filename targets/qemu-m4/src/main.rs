@@ -5,10 +5,13 @@
 //! * controller RAM does not depend on the NEFF's size: both real NEFFs (62 KB and 1.5 MB,
 //!   in flash) load, one after the other, within a fixed RAM budget (`memory.x`): the linker
 //!   enforces it for statics, and the stack region sits above unmapped memory so an overflow
-//!   faults instead of corrupting anything. The stack's high-water mark is measured, and RAM
-//!   used is printed against the 128 KiB budget the image is linked with (`memory.x`);
-//! * the load is right: every payload's landed length and digest, in the load report and on
-//!   the device, equals what `build.rs` computed with other code (`flate2` + `tar` + its own copy of the digest).
+//!   faults instead of corrupting anything. What binding remembers lives in an arena of
+//!   [`ARENA_BYTES`] lent by this image; the arena bytes each NEFF used are printed. The
+//!   stack's high-water mark is measured, and RAM used is printed against the 128 KiB budget
+//!   the image is linked with (`memory.x`);
+//! * the load is right: every payload's landed length and digest, as the loader reports it
+//!   (streamed to an observer, one payload at a time) and on the device, equals what
+//!   `build.rs` computed with other code (`flate2` + `tar` + its own copy of the digest).
 //!
 //! The device is a digest-only [`SimDevice`]: a 64 GiB virtual address space that stores no
 //! byte, only a running digest per region, as a management controller would see a device far
@@ -31,7 +34,8 @@ use cortex_m_rt::{entry, exception, ExceptionFrame};
 use cortex_m_semihosting::{debug, hprintln};
 use neff::archive::{Archive, Finish, OpenOptions};
 use neff::error::{Warning, WarningSink};
-use neff::loader::{LoadOptions, LoadReport, Loader, NoObserver, PayloadState, LOAD_FOOTPRINT};
+use neff::hal::RegionId;
+use neff::loader::{LoadOptions, LoadReport, Loader, Observer, PayloadReport, PayloadState, LOAD_FOOTPRINT};
 use neff::manifest::Arch;
 use neff::sim::SimDevice;
 use panic_semihosting as _;
@@ -62,19 +66,19 @@ include!(concat!(env!("OUT_DIR"), "/fixtures.rs"));
 const RAM_TARGET: usize = 128 * 1024;
 /// The simulated device's address space: far beyond the controller's RAM.
 const DEVICE_CAPACITY: u64 = 64 << 30;
-/// Region records of the device model: one per payload the report can hold (the default
-/// 128 would cost 5.8 KB more for regions these NEFFs never use; a load that needs more fails
-/// with `RegionTableFull`, naming the limit).
+/// Region records of the device model: one per payload of the real NEFFs (24) and their
+/// staging (a load that needs more fails with `RegionTableFull`, naming the limit).
 const DEVICE_REGIONS: usize = 48;
-/// The load report as JSON; 8 KiB holds the report of either real NEFF (24 payloads).
-const JSON_CAPACITY: usize = 8 * 1024;
-/// The NEFF whose whole JSON report is printed; for the others, the first [`JSON_PREVIEW`] bytes.
-const FULL_JSON_FOR: &str = "matmul_small.neff";
-/// Bytes of JSON printed for the other NEFFs.
-const JSON_PREVIEW: usize = 300;
+/// The arena the loader keeps what binding needs in (the real NEFFs take about 6 KiB).
+const ARENA_BYTES: usize = 8 * 1024;
+/// Payloads whose device region the checker remembers, to compare the device's digest after
+/// the load: the real NEFFs have 24.
+const CHECKED_PAYLOADS: usize = 32;
+/// The load summary as JSON.
+const JSON_CAPACITY: usize = 1024;
 
-// The default-capacity types (what `LOAD_FOOTPRINT` counts), plus the report and the device.
-type FwLoader = Loader;
+// What `LOAD_FOOTPRINT` counts (loader state and archive reader), plus the report and device.
+type FwLoader<'a> = Loader<'a>;
 type FwArchive = Archive<&'static [u8]>;
 type FwReport = LoadReport;
 type FwDevice = SimDevice<'static, DEVICE_REGIONS>;
@@ -102,8 +106,10 @@ enum Failure {
     Inflated { expected: u64, found: u64 },
     /// The subgraph accounting does not add up to the payload bytes.
     BytesPlaced { expected: u64, found: u64 },
-    /// The JSON report does not fit [`JSON_CAPACITY`].
+    /// The JSON summary does not fit [`JSON_CAPACITY`].
     JsonTooLong,
+    /// More payloads than [`CHECKED_PAYLOADS`] were reported.
+    TooManyPayloads,
 }
 
 impl From<neff::Error> for Failure {
@@ -136,7 +142,8 @@ impl fmt::Display for Failure {
             Failure::BytesPlaced { expected, found } => {
                 write!(f, "subgraphs account {found} bytes, payloads {expected}")
             }
-            Failure::JsonTooLong => write!(f, "the JSON report is longer than {JSON_CAPACITY} bytes"),
+            Failure::JsonTooLong => write!(f, "the JSON summary is longer than {JSON_CAPACITY} bytes"),
+            Failure::TooManyPayloads => write!(f, "more than {CHECKED_PAYLOADS} payloads reported"),
         }
     }
 }
@@ -144,19 +151,61 @@ impl fmt::Display for Failure {
 /// What a passing NEFF printed in its summary.
 struct Summary {
     members: u32,
-    placed: usize,
+    placed: u32,
     bytes_placed: u64,
     warnings: u32,
+    arena_peak: u64,
+}
+
+/// The observer: checks each payload the loader reports against `build.rs`'s expectation as
+/// it arrives (member known, placed, length, the loader's digest), and remembers its device
+/// region so that the device's own digest can be checked once the load is done.
+struct Checker<'f> {
+    fixture: &'f Fixture,
+    /// `(index in fixture.payloads, region)` of each payload reported.
+    seen: heapless::Vec<(u16, Option<RegionId>), CHECKED_PAYLOADS>,
+    /// The first mismatch.
+    failure: Option<Failure>,
+}
+
+impl Observer for Checker<'_> {
+    fn payload(&mut self, p: &PayloadReport<'_>) {
+        if self.failure.is_some() {
+            return;
+        }
+        self.failure = self.check(p).err();
+    }
+}
+
+impl Checker<'_> {
+    fn check(&mut self, p: &PayloadReport<'_>) -> Result<(), Failure> {
+        let Some((index, want)) = self.fixture.payloads.iter().enumerate().find(|(_, w)| w.member == p.member) else {
+            // A payload build.rs does not know: report it by the first expected name missing.
+            return Err(Failure::PayloadCount { expected: self.fixture.payloads.len(), found: self.seen.len() + 1 });
+        };
+        let member = want.member;
+        if p.state != PayloadState::Placed {
+            return Err(Failure::NotPlaced { member, state: p.state.as_str() });
+        }
+        if p.len != want.len {
+            return Err(Failure::Length { member, expected: want.len, found: p.len });
+        }
+        if p.digest != want.digest {
+            return Err(Failure::ReportDigest { member, expected: want.digest, found: p.digest });
+        }
+        self.seen.push((index as u16, p.region)).map_err(|_| Failure::TooManyPayloads)
+    }
 }
 
 #[entry]
 fn main() -> ! {
     hprintln!("neff firmware: Cortex-M4 (thumbv7em-none-eabihf), {} NEFFs embedded", FIXTURES.len());
     hprintln!(
-        "sizes: LOAD_FOOTPRINT {} = Loader {} + Archive<&[u8]> {}; LoadReport {}; SimDevice (digest-only) {}; JSON buffer {}",
+        "sizes: LOAD_FOOTPRINT {} = Loader {} + Archive<&[u8]> {}; arena {}; LoadReport {}; SimDevice (digest-only) {}; JSON buffer {}",
         LOAD_FOOTPRINT,
-        size_of::<FwLoader>(),
+        size_of::<FwLoader<'static>>(),
         size_of::<FwArchive>(),
+        ARENA_BYTES,
         size_of::<FwReport>(),
         size_of::<FwDevice>(),
         JSON_CAPACITY,
@@ -167,13 +216,15 @@ fn main() -> ! {
             Ok(s) => {
                 passed += 1;
                 hprintln!(
-                    "{}: OK: {} members, {} payloads placed, {} bytes placed, {} digests checked (report and device), {} warnings",
+                    "{}: OK: {} members, {} payloads placed, {} bytes placed, {} digests checked (report and device), {} warnings, arena {} of {} bytes",
                     fixture.name,
                     s.members,
                     s.placed,
                     s.bytes_placed,
                     fixture.payloads.len(),
                     s.warnings,
+                    s.arena_peak,
+                    ARENA_BYTES,
                 );
             }
             Err(failure) => {
@@ -230,17 +281,23 @@ fn run_fixture(fixture: &Fixture) -> Result<Summary, Failure> {
 fn load_and_check(fixture: &Fixture, archive: &mut FwArchive, sink: &mut impl WarningSink) -> Result<Summary, Failure> {
     let mut device = new_device();
     let mut report = new_report();
-    let mut loader = new_loader();
-    load(&mut loader, archive, &mut device, &mut report, sink)?;
+    let mut arena = [0u8; ARENA_BYTES];
+    let mut loader = new_loader(&mut arena);
+    let mut checker = Checker { fixture, seen: heapless::Vec::new(), failure: None };
+    load(&mut loader, archive, &mut device, &mut report, &mut checker, sink)?;
+    if let Some(failure) = checker.failure {
+        return Err(failure);
+    }
     // The loader has finished the archive; this returns the same figures.
     let finish = archive.finish(sink)?;
-    check(fixture, &finish, &report, &device)?;
+    check(fixture, &finish, &report, &checker, &device)?;
     print_json(fixture, &report)?;
     Ok(Summary {
         members: finish.members,
-        placed: report.payloads.iter().filter(|p| p.state == PayloadState::Placed).count(),
-        bytes_placed: report.bytes_placed(),
+        placed: report.placed,
+        bytes_placed: report.bytes_placed,
         warnings: report.warnings,
+        arena_peak: report.arena_peak,
     })
 }
 
@@ -266,79 +323,71 @@ fn new_report() -> FwReport {
     LoadReport::new()
 }
 
-/// A default (Compact profile) loader.
+/// A loader keeping its binding state in `arena`.
 #[inline(never)]
-fn new_loader() -> FwLoader {
-    Loader::new(LoadOptions::default())
+fn new_loader(arena: &mut [u8]) -> FwLoader<'_> {
+    Loader::new(arena, LoadOptions::default())
 }
 
 /// The load itself, in a frame of its own so that the core's stack use shows apart from the
 /// objects above (`nm -S`/the disassembly give each frame's size).
 #[inline(never)]
 fn load(
-    loader: &mut FwLoader,
+    loader: &mut FwLoader<'_>,
     archive: &mut FwArchive,
     device: &mut FwDevice,
     report: &mut FwReport,
+    checker: &mut Checker<'_>,
     sink: &mut impl WarningSink,
 ) -> Result<(), neff::Error> {
-    loader.load(archive, device, report, &mut NoObserver, sink)
+    loader.load(archive, device, report, checker, sink)
 }
 
-/// Compares what landed with what `build.rs` computed.
+/// Compares what landed with what `build.rs` computed: the archive's figures, every expected
+/// payload reported once, and the device's digest of each.
 #[inline(never)]
-fn check(fixture: &Fixture, finish: &Finish, report: &FwReport, device: &FwDevice) -> Result<(), Failure> {
+fn check(
+    fixture: &Fixture,
+    finish: &Finish,
+    report: &FwReport,
+    checker: &Checker<'_>,
+    device: &FwDevice,
+) -> Result<(), Failure> {
     if finish.members != fixture.members {
         return Err(Failure::Members { expected: fixture.members, found: finish.members });
     }
     if finish.inflated_bytes != fixture.inflated_bytes {
         return Err(Failure::Inflated { expected: fixture.inflated_bytes, found: finish.inflated_bytes });
     }
-    if report.payloads.len() != fixture.payloads.len() {
-        return Err(Failure::PayloadCount { expected: fixture.payloads.len(), found: report.payloads.len() });
+    if checker.seen.len() != fixture.payloads.len() {
+        return Err(Failure::PayloadCount { expected: fixture.payloads.len(), found: checker.seen.len() });
     }
     let mut expected_bytes = 0u64;
-    for want in fixture.payloads {
+    for (index, want) in fixture.payloads.iter().enumerate() {
         let member = want.member;
-        let got = report.payloads.iter().find(|p| p.member == member).ok_or(Failure::MissingPayload { member })?;
-        if got.state != PayloadState::Placed {
-            return Err(Failure::NotPlaced { member, state: got.state.as_str() });
-        }
-        if got.len != want.len {
-            return Err(Failure::Length { member, expected: want.len, found: got.len });
-        }
-        if got.digest != want.digest {
-            return Err(Failure::ReportDigest { member, expected: want.digest, found: got.digest });
-        }
-        let on_device = got.region.and_then(|r| device.digest(r));
+        let (_, region) =
+            checker.seen.iter().find(|(i, _)| usize::from(*i) == index).ok_or(Failure::MissingPayload { member })?;
+        let on_device = region.and_then(|r| device.digest(r));
         if on_device != Some(want.digest) {
             return Err(Failure::DeviceDigest { member, expected: want.digest, found: on_device });
         }
         expected_bytes += want.len;
     }
-    if report.bytes_placed() != expected_bytes {
-        return Err(Failure::BytesPlaced { expected: expected_bytes, found: report.bytes_placed() });
+    if report.bytes_placed != expected_bytes {
+        return Err(Failure::BytesPlaced { expected: expected_bytes, found: report.bytes_placed });
     }
     Ok(())
 }
 
-/// Serialises the report and prints it (whole for [`FULL_JSON_FOR`], the first
-/// [`JSON_PREVIEW`] bytes otherwise).
-///
-/// The buffer is a local of this frame, not a static: it is used at a depth well under the
-/// stack's peak (set by `Archive::open`), so on the stack it costs no RAM, where a static
-/// would add its 8 KiB to the budget. Its use is inside the measured high-water mark.
+/// Serialises the load summary (fixed size, whatever the model) and prints it. The
+/// placements themselves were streamed to the checker; a firmware that ships them would use
+/// `neff::loader::JsonLines` over its transport.
 #[inline(never)]
 fn print_json(fixture: &Fixture, report: &FwReport) -> Result<(), Failure> {
     let mut json = [0u8; JSON_CAPACITY];
     let len = report.to_json(&mut json).map_err(|_| Failure::JsonTooLong)?;
     let text = core::str::from_utf8(json.get(..len).unwrap_or_default()).unwrap_or("<not UTF-8>");
-    if fixture.name == FULL_JSON_FOR {
-        hprintln!("{}: report ({} bytes of JSON): {}", fixture.name, len, text);
-    } else {
-        let preview = text.get(..JSON_PREVIEW).unwrap_or(text);
-        hprintln!("{}: report ({} bytes of JSON), first {}: {} ...", fixture.name, len, JSON_PREVIEW, preview);
-    }
+    hprintln!("{}: summary ({} bytes of JSON): {}", fixture.name, len, text);
     Ok(())
 }
 
