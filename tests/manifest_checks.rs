@@ -2,11 +2,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, clippy::result_large_err)]
 mod common;
 
-use common::docs::{neff_io, parse, Parsed, Tensor};
+use common::docs::{neff_io, parse, IoAndKelfs, Parsed};
 use neff::manifest::{Arch, DefJson, EngineJson, Kelf, ManifestError, ManifestWarning, TargetCheck};
 use neff::{Error, ErrorKind, Warning, WarningKind};
 
-fn neff(doc: &str) -> (Result<(Vec<Tensor>, Vec<String>), Error>, Vec<Warning>) {
+fn neff(doc: &str) -> (Result<IoAndKelfs, Error>, Vec<Warning>) {
     neff_io(doc.as_bytes())
 }
 fn kelf(doc: &str) -> Result<Kelf, Error> {

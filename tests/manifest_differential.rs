@@ -1,7 +1,7 @@
 //! The generated def.json parser against serde_json on generated documents (a 20,000-var
 //! def.json with escaped names among them), fed in chunks of 1, 7 and 4096 bytes; and a
 //! 100,000-level nesting inside an unconsumed key, which must be a depth error on a small stack.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, clippy::result_large_err)]
 use neff::json::{JsonError, Tokenizer};
 use neff::manifest::{DefJson, Document, Entry, EntryAt, NoVisitor};
 use neff::ErrorKind;

@@ -304,7 +304,7 @@ impl Loader<'_> {
                 rec.carveouts = carveouts;
                 recorder.index.manifests.set(recorder.arena, pos, &rec);
             }),
-            Scratch::Engine(doc) => read(doc, tok, &mut src, name, sink, &mut recorder).map(|()| ()),
+            Scratch::Engine(doc) => read(doc, tok, &mut src, name, sink, &mut recorder),
             Scratch::Empty => Ok(()),
         };
         // The archive's own error, not the tokenizer's view of it.

@@ -65,10 +65,10 @@ const _: () = {
         cap::QUEUE_NAME,
         cap::SHORT_TEXT,
     ];
-    let mut i = 0;
-    while i < caps.len() {
-        assert!(caps[i] <= STRING_SCRATCH);
-        i += 1;
+    let mut rest: &[usize] = &caps;
+    while let [first, tail @ ..] = rest {
+        assert!(*first <= STRING_SCRATCH);
+        rest = tail;
     }
 };
 

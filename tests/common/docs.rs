@@ -1,5 +1,6 @@
 //! Parsing a manifest in a test: the document, its facts, every streamed entry collected (owned)
 //! and the warnings; for `neff.json`, the I/O tensors through the core's join.
+#![allow(clippy::result_large_err, clippy::type_complexity)]
 
 use neff::arena::Arena;
 use neff::json::Tokenizer;
@@ -104,15 +105,18 @@ pub struct Tensor {
     pub size: u64,
 }
 
+/// The I/O tensors of a `neff.json` and the KELF members it names.
+pub type IoAndKelfs = (Vec<Tensor>, Vec<String>);
+
 /// Parses a `neff.json` and derives its I/O tensors with the core's join; returns the tensors
 /// and the KELF members, and the warnings (also on failure).
-pub fn neff_io(bytes: &[u8]) -> (Result<(Vec<Tensor>, Vec<String>), Error>, Vec<Warning>) {
+pub fn neff_io(bytes: &[u8]) -> (Result<IoAndKelfs, Error>, Vec<Warning>) {
     let mut warnings = Vec::new();
     let r = neff_io_into(bytes, &mut warnings);
     (r, warnings)
 }
 
-fn neff_io_into(bytes: &[u8], warnings: &mut Vec<Warning>) -> Result<(Vec<Tensor>, Vec<String>), Error> {
+fn neff_io_into(bytes: &[u8], warnings: &mut Vec<Warning>) -> Result<IoAndKelfs, Error> {
     let mut tok: Tokenizer = Tokenizer::new();
     let mut buf = vec![0u8; 1 << 20];
     let mut arena = Arena::new(&mut buf);
