@@ -92,7 +92,7 @@ pub struct VarInfo {
     /// Its name (the key in `var`).
     pub name: String,
     /// `type` as written.
-    pub var_type: String,
+    pub var_type: std::borrow::Cow<'static, str>,
     /// The `kbin_mr_type` value, `None` when not published.
     pub mr_type: Option<u32>,
     /// `var_id`.
@@ -359,7 +359,11 @@ impl Observer for Collected {
         match *entry {
             Entry::Var(v) => p.vars.push(VarInfo {
                 name: v.name.to_string(),
-                var_type: v.var_type.to_string(),
+                // A known type is the map's own string: 100,000 vars need no 100,000 copies.
+                var_type: match v.mr_type() {
+                    Some(t) if t.as_str() == v.var_type.as_str() => std::borrow::Cow::Borrowed(t.as_str()),
+                    _ => std::borrow::Cow::Owned(v.var_type.to_string()),
+                },
                 mr_type: v.mr_type_value(),
                 var_id: v.var_id,
                 size: v.size,

@@ -15,7 +15,8 @@ fn accepted(preset: &str) -> (tempfile::TempDir, std::path::PathBuf, String) {
     std::fs::write(&path, ScaleSpec::preset(preset).unwrap().build().unwrap()).unwrap();
     let mut info = String::new();
     for verb in [&["info"][..], &["check"][..], &["load", "--digest-only"][..]] {
-        let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> = verb.iter().map(|a| a as &dyn AsRef<std::ffi::OsStr>).collect();
+        let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> =
+            verb.iter().map(|a| a as &dyn AsRef<std::ffi::OsStr>).collect();
         args.push(&path);
         let out = neff_p(&args);
         assert_eq!(code(&out), 0, "{preset}: neff {verb:?}: {}", String::from_utf8_lossy(&out.stderr));

@@ -84,7 +84,7 @@ pub struct VarJson {
     pub name: String,
     /// `type` as written.
     #[serde(rename = "type")]
-    pub var_type: String,
+    pub var_type: std::borrow::Cow<'static, str>,
     /// `kbin_mr_type` value.
     pub mr_type: Option<u32>,
     /// `var_id`.
@@ -175,8 +175,11 @@ fn tensor_json(t: &TensorInfo) -> TensorJson {
     }
 }
 
-/// Builds the `info --json` document from a pass.
-pub fn info_json(pass: &Pass) -> InfoJson {
+/// Builds the `info --json` document from a pass. The vars move from the pass into the
+/// document (a `def.json` can have 100,000 of them: they are never held twice).
+pub fn info_json(pass: &mut Pass) -> InfoJson {
+    let mut vars_of: std::collections::HashMap<String, Vec<crate::loading::VarInfo>> =
+        pass.collected.defs.iter_mut().map(|(k, d)| (k.clone(), std::mem::take(&mut d.vars))).collect();
     let c: &Collected = &pass.collected;
     let kelf_members = chain_kelfs(c);
     let kelf = kelf_members
@@ -230,23 +233,21 @@ pub fn info_json(pass: &Pass) -> InfoJson {
             name: name.clone(),
             definition: definition.clone(),
             version: def.and_then(|d| d.version.clone()),
-            vars: def
-                .map(|d| {
-                    d.vars
-                        .iter()
-                        .map(|v| VarJson {
-                            name: v.name.clone(),
-                            var_type: v.var_type.clone(),
-                            mr_type: v.mr_type,
-                            var_id: v.var_id,
-                            size: v.size,
-                            alignment: v.alignment,
-                            file_name: v.file_name.clone(),
-                            backing_variable_off: v.backing_variable_off,
-                        })
-                        .collect()
+            vars: vars_of
+                .remove(definition.as_str())
+                .unwrap_or_default()
+                .into_iter()
+                .map(|v| VarJson {
+                    name: v.name,
+                    var_type: v.var_type,
+                    mr_type: v.mr_type,
+                    var_id: v.var_id,
+                    size: v.size,
+                    alignment: v.alignment,
+                    file_name: v.file_name,
+                    backing_variable_off: v.backing_variable_off,
                 })
-                .unwrap_or_default(),
+                .collect(),
             dma_queues: def
                 .map(|d| {
                     d.dma_queues
@@ -294,8 +295,8 @@ pub fn info_json(pass: &Pass) -> InfoJson {
 pub fn run(args: &InfoArgs) -> Result<(), CliError> {
     let (source, label) = super::open_input_or_sample(args.file.as_deref(), "info")?;
     let size = source.size();
-    let pass = loading::run_with(source, size, Target::Check(None), false, true)?;
-    let doc = info_json(&pass);
+    let mut pass = loading::run_with(source, size, Target::Check(None), false, true)?;
+    let doc = info_json(&mut pass);
     if args.json {
         let text = serde_json::to_string_pretty(&doc).map_err(|e| CliError::rejected(e.to_string()))?;
         print_stdout(&format!("{text}\n"))
