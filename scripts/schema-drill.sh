@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The schema drill: a maintainer adds one consumed key to `var` entries in schema/def.toml.
+# In a scratch copy of the tree, this appends a `u64` key, regenerates the docs, and checks:
+#   - the core builds (for the host and for thumbv7em) and its manifest tests pass, with a
+#     def.json carrying the new key parsed and the value delivered on each streamed var;
+#   - the files that changed are schema/def.toml (the edit) and schema/README.md (generated):
+#     no table, footprint or hand-written code needed touching.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+git ls-files -z | (cd "$root" && xargs -0 tar cf -) | (cd "$scratch" && tar xf -)
+cd "$scratch"
+git init -q && git add -A && git -c user.email=drill@neff -c user.name=drill commit -qm base
+cat >>schema/def.toml.key <<'TOML'
+[[object.key]]
+key = "drill_extra"
+type = "u64"
+field = "drill_extra"
+doc = "Schema drill: a key added by a maintainer."
+TOML
+# The key goes at the end of the `Var` object: right before the next [[object]] after it.
+python3 - <<'PY'
+text = open("schema/def.toml").read()
+key = open("schema/def.toml.key").read()
+start = text.index('name = "Var"')
+end = text.index("[[object]]", start)
+open("schema/def.toml", "w").write(text[:end] + key + "\n" + text[end:])
+PY
+rm schema/def.toml.key
+export CARGO_TARGET_DIR="$root/target/schema-drill"
+NEFF_UPDATE_SCHEMA_DOC=1 cargo test -q -p neff --test manifest_schema_doc >/dev/null
+cargo build -q -p neff --target thumbv7em-none-eabihf --release
+cat >tests/drill.rs <<'RS'
+//! The drill's key is parsed and delivered on each streamed var.
+use neff::manifest::{DefJson, Document, Entry, EntryAt};
+#[test]
+fn the_new_key_reaches_the_visitor() {
+    let doc = br#"{"var":{"o":{"type":"output","var_id":0,"drill_extra":18446744073709551615}}}"#;
+    let mut seen = None;
+    let mut visit = |e: Entry<'_>, _: &EntryAt<'_>| {
+        if let Entry::Var(v) = e {
+            seen = v.drill_extra;
+        }
+        Ok(())
+    };
+    let mut tok: neff::json::Tokenizer = neff::json::Tokenizer::new();
+    DefJson::default()
+        .parse_into(&mut tok, &mut &doc[..], "sg00/def.json", &mut neff::error::IgnoreWarnings, &mut visit)
+        .expect("parses");
+    assert_eq!(seen, Some(u64::MAX));
+}
+RS
+cargo test -q -p neff --lib --test drill --test manifest_real --test manifest_checks --test manifest_schema_doc --test loader >/dev/null
+rm tests/drill.rs
+changed=$(git status --porcelain | awk '{print $2}' | sort | tr '\n' ' ')
+echo "schema drill: changed files: $changed"
+[ "$changed" = "schema/README.md schema/def.toml " ] || { echo "schema drill: expected only schema/def.toml and schema/README.md to change" >&2; exit 1; }
+git diff --stat
+echo "schema drill: passed"
