@@ -33,6 +33,9 @@ cargo test --workspace --doc
 step "clippy (core lints are deny)"
 cargo clippy --workspace --all-targets -- -D warnings
 
+step "schema drill: one key added to var entries changes only schema/ (scripts/schema-drill.sh)"
+./scripts/schema-drill.sh
+
 step "no_std core for thumbv7em-none-eabihf (with and without defmt)"
 cargo build -p neff --target thumbv7em-none-eabihf --release
 cargo build -p neff --target thumbv7em-none-eabihf --release --features defmt

@@ -313,7 +313,7 @@ mod tests {
         assert_eq!(s.weight_file(7).len(), 200);
         assert!(s.weight_file(7).ends_with(".npy"));
         let small = ScaleSpec::small();
-        assert_eq!((small.dir(1).as_str(), small.weight_file(2).as_str()), ("sg01", "w00002.npy"));
+        assert_eq!((small.dir(1).as_str(), small.weight_file(2).as_str()), ("sg01", "w00002_n.npy"));
     }
 
     #[test]

@@ -458,12 +458,19 @@ fn check_applies_the_cayman_carveout_rule_with_the_arch() {
         )
     };
     let f = write_temp(&no_carveout().build().unwrap());
-    assert_eq!(code(&neff_p(&[&"check", &f.path()])), 0, "no arch, no arch rule");
+    // §15.19: the rule follows the KELF target (cayman), with or without --arch.
+    for args in [&["check"][..], &["check", "--arch", "cayman"][..]] {
+        let (line, all) = rejected(no_carveout(), args);
+        assert!(
+            line.starts_with(
+                "error: sg00/def.json: runtime_statebuffer_reservation: Missing or corrupted runtime_statebuffer_reservation field"
+            ),
+            "{line}"
+        );
+        assert!(all.contains("hint: --allow-legacy"), "{all}");
+    }
     let (line, all) = rejected(no_carveout(), &["check", "--arch", "cayman"]);
-    assert!(
-        line.starts_with("error: sg00/def.json: Missing or corrupted runtime_statebuffer_reservation field"),
-        "{line}"
-    );
+    assert!(line.contains("Missing or corrupted runtime_statebuffer_reservation field"), "{line}");
     assert!(all.contains("hint: --allow-legacy"), "{all}");
     assert_eq!(code(&neff_p(&[&"check", &f.path(), &"--arch", &"cayman", &"--allow-legacy"])), 0);
 }
