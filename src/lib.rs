@@ -5,44 +5,57 @@
 //!
 //! The data path follows the modules: [`header`] -> [`gzip`] -> [`tar`] -> [`json`] ->
 //! [`manifest`] -> [`loader`], which talks to the accelerator only through [`hal`].
-//! Every buffer has a capacity fixed by its type; bad input gives an [`Error`] with the
-//! stage, member, key path and byte offset, never a panic.
+//! What grows with a model is streamed to the caller, what binding needs is kept in an
+//! [`arena`] the caller lends, and every other buffer has a fixed capacity; bad input gives an
+//! [`Error`] with the stage, member, key path and byte offset, never a panic.
 //!
 //! # Loading a NEFF
 //!
 //! The source is any [`embedded_io::BufRead`] (a `&[u8]` in flash, a file adapter, a socket);
 //! the device is any [`hal::Hal`]. Here, a digest-only [`sim::SimDevice`]: a 64 GiB device seen
-//! from a controller that stores none of its bytes.
+//! from a controller that stores none of its bytes. What binding must remember lives in an
+//! arena the caller lends; every placement streams to an [`loader::Observer`].
 //!
 //! ```no_run
 //! use neff::archive::{Archive, OpenOptions};
-//! use neff::loader::{LoadOptions, LoadReport, Loader, NoObserver};
+//! use neff::loader::{LoadOptions, LoadReport, Loader, Observer, PayloadReport};
 //! use neff::manifest::Arch;
 //! use neff::sim::SimDevice;
 //!
+//! /// Sees each payload once the chain is bound.
+//! struct Placements(u32);
+//!
+//! impl Observer for Placements {
+//!     fn payload(&mut self, p: &PayloadReport<'_>) {
+//!         // member, usage class, core, bytes placed, digest, device address
+//!         let _ = (p.member, p.usage, p.core, p.len, p.digest, p.address);
+//!         self.0 += 1;
+//!     }
+//! }
+//!
 //! # fn run(neff_bytes: &[u8]) -> Result<(), neff::Error> {
 //! let mut sink = |w: &neff::Warning| { /* log it */ let _ = w; };
-//! // Header gates run here; the archive reader (~45 KiB, with the inflate window) lives in
+//! // Header gates run here; the archive reader (~46 KiB, with the inflate window) lives in
 //! // `archive`: keep it in a long-lived frame or a static cell on a small target.
 //! let mut archive = Archive::open(neff_bytes, Some(neff_bytes.len() as u64), &OpenOptions::default(), &mut sink)?;
 //! let mut device: SimDevice = SimDevice::digest_only(64 << 30, Arch::Cayman);
-//! let mut loader: Loader = Loader::new(LoadOptions { allow_legacy: false });
-//! let mut report: LoadReport = LoadReport::new();
-//! loader.load(&mut archive, &mut device, &mut report, &mut NoObserver, &mut sink)?;
-//! for p in &report.payloads {
-//!     // member, usage class, core, bytes placed, digest, device address
-//!     let _ = (p.member.as_str(), p.usage, p.core, p.len, p.digest, p.address);
-//! }
-//! let mut json = [0u8; 8192];
+//! let mut arena = [0u8; 16 * 1024];
+//! let mut loader = Loader::new(&mut arena, LoadOptions { allow_legacy: false });
+//! let mut report = LoadReport::new();
+//! let mut placements = Placements(0);
+//! loader.load(&mut archive, &mut device, &mut report, &mut placements, &mut sink)?;
+//! assert_eq!(placements.0, report.placed + report.released);
+//! let mut json = [0u8; 1024];
 //! if let Ok(n) = report.to_json(&mut json) {
-//!     let _ = &json[..n]; // ship the report to the host
+//!     let _ = &json[..n]; // ship the summary to the host
 //! }
 //! # Ok(())
 //! # }
 //! ```
 //!
-//! [`loader::LOAD_FOOTPRINT`] (loader state plus archive reader) is asserted under 64 KiB at
-//! compile time; `targets/qemu-m4` runs this path on a Cortex-M4 in 128 KiB of RAM.
+//! [`loader::LOAD_FOOTPRINT`] (loader state plus archive reader, without the arena) is asserted
+//! under 64 KiB at compile time; `targets/qemu-m4` runs this path on a Cortex-M4 in 128 KiB of
+//! RAM.
 #![no_std]
 #![forbid(unsafe_code)]
 // `Error` is `Copy` and carries its context inline (member, key path, offset: about 280 bytes)
