@@ -269,6 +269,17 @@ impl ErrorKind {
     }
 }
 
+impl ErrorKind {
+    /// The runtime's error cause where it names one (`NEFF_ARCH_INCOMPAT` for a NEFF compiled
+    /// for another architecture), next to [`ErrorKind::status`].
+    pub fn cause(&self) -> Option<&'static str> {
+        match self {
+            ErrorKind::Manifest(crate::manifest::ManifestError::ArchMismatch { .. }) => Some("NEFF_ARCH_INCOMPAT"),
+            _ => None,
+        }
+    }
+}
+
 impl fmt::Display for ErrorKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

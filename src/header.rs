@@ -152,11 +152,9 @@ impl fmt::Display for HeaderError {
             HeaderError::ShortFile { received } => {
                 write!(f, "Invalid number of NEFF bytes received {received:x}")
             }
-            HeaderError::HeaderSizeNot1024 { header_size } => write!(
-                f,
-                "Invalid NEFF header size {header_size:x}: only 0x400 is accepted \
-                 (allow_header_size_other_than_1024 relaxes this)"
-            ),
+            HeaderError::HeaderSizeNot1024 { header_size } => {
+                write!(f, "Invalid NEFF header size {header_size:x}: only 0x400 is accepted")
+            }
             HeaderError::HeaderSizePastEnd { header_size, file_size } => {
                 write!(f, "Invalid NEFF file size hdr sz: {header_size:x}, file sz: {file_size:x}")
             }

@@ -575,3 +575,52 @@ fn an_empty_instruction_stream_is_placed_without_a_region() {
     assert_eq!((sp.state, sp.usage, sp.len, sp.region), (PayloadState::Placed, UsageClass::InstrSp, 0, None));
     assert_eq!(out.live_regions, 23);
 }
+
+#[test]
+fn members_are_reached_through_the_chain_not_by_name() {
+    // Broken JSON that nothing names is never an error (§15.18): a stray definition, a stray
+    // KELF and a garbage note.
+    let Some(bytes) = variant(|l| {
+        l.insert(0, ("sg07/def.json".into(), b"{ not json".to_vec()));
+        l.insert(0, ("kelf-3.json".into(), b"[1, 2".to_vec()));
+        l.insert(0, ("notes.json".into(), b"\x00\x01".to_vec()));
+    }) else {
+        return;
+    };
+    let clean = load(&common::fixture_bytes("public/nkipy/matmul_small.neff").unwrap());
+    let out = load(&bytes);
+    out.result.as_ref().unwrap();
+    assert_eq!(out.image, clean.image, "the same device image");
+
+    // Any member name, as long as the chain names it: the KELF, a definition, an engine JSON.
+    let Some(renamed) = variant(|l| {
+        let rename = |l: &mut Vec<(String, Vec<u8>)>, from: &str, to: &str| {
+            l.iter_mut().find(|(n, _)| n == from).unwrap().0 = to.into();
+        };
+        rename(l, "kelf-0.json", "descriptor.json");
+        replace(l, "neff.json", "\"kelf-0.json\"", "\"descriptor.json\"");
+        rename(l, "sg00/def.json", "sg00/definition.json");
+        replace(l, "descriptor.json", "\"sg00/def.json\"", "\"sg00/definition.json\"");
+        rename(l, "sg00/PE.json", "sg00/engine_pe_v2.json");
+        replace(l, "sg00/definition.json", "\"PE.json\"", "\"engine_pe_v2.json\"");
+    }) else {
+        return;
+    };
+    let out = load(&renamed);
+    out.result.as_ref().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(out.image, clean.image);
+    let usage = |m: &str| out.report.payloads.iter().find(|p| p.member == m).unwrap().usage;
+    assert_eq!(usage("sg00/PE.bin"), UsageClass::InstrPe, "the renamed engine JSON gives PE.bin its role");
+}
+
+#[test]
+fn a_broken_member_the_chain_reaches_is_refused_when_reached() {
+    // sg00/PE.json comes before sg00/def.json names it: read speculatively, its error is kept
+    // and reported once the chain reaches it, with its member and key path.
+    let Some(bytes) = variant(|l| replace(l, "sg00/PE.json", "\"instr\":\"PE.bin\"", "\"instr\":7")) else { return };
+    let e = load(&bytes).result.unwrap_err();
+    assert_eq!(e.member.as_str(), "sg00/PE.json");
+    assert_eq!(e.key_path.as_str(), "instr");
+    assert_eq!(e.stage, Stage::Engine);
+    assert!(matches!(e.kind, ErrorKind::Manifest(ManifestError::WrongType { .. })), "{e}");
+}

@@ -164,7 +164,7 @@ fn def_json_queue_and_carveout_checks() {
     let e = def(&DEF.replace(r#""type":"in","#, "")).0.unwrap_err();
     assert_eq!(msg(&e), "dma_queue.q.type: missing <type>");
     let e = def(&DEF.replace(r#""owner":"pool""#, r#""owner":"cpu""#)).0.unwrap_err();
-    assert_eq!(msg(&e), "dma_queue.q.owner: Invalid owner 'cpu' for DMA queue");
+    assert_eq!(msg(&e), "dma_queue.q.owner: Invalid owner 'cpu' for DMA queue q");
     let e = def(&DEF.replace(r#""semaphore":10"#, r#""queue_instances":["a"]"#)).0.unwrap_err();
     assert_eq!(
         msg(&e),
@@ -214,6 +214,65 @@ fn def_json_queue_and_carveout_checks() {
     let empty =
         DEF.replace(r#"[{"base_partition":0,"offset":229368,"partitions":128,"size":8,"type":"evtaccel"}]"#, "[]");
     assert_eq!(def(&empty).0.unwrap().facts.check_carveouts(cayman, false), Ok(()));
+}
+
+/// `key.path: message` of the error `DEF` gives with `from` replaced by `to`.
+fn def_error(from: &str, to: &str) -> String {
+    assert!(DEF.contains(from), "{from}");
+    msg(&def(&DEF.replace(from, to)).0.unwrap_err())
+}
+
+#[test]
+fn def_json_queue_rules_of_the_runtime() {
+    // §7.4: num_queues at most 16, and not on in/out/embedding_update queues.
+    let dynamic = r#""type":"dynamic","owner":"pool","semaphore":10"#;
+    let base = r#""type":"in","owner":"pool","semaphore":10"#;
+    def(&DEF.replace(base, &format!("{dynamic},\"num_queues\":16"))).0.unwrap();
+    assert_eq!(
+        def_error(base, &format!("{dynamic},\"num_queues\":17")),
+        "dma_queue.q.num_queues: Invalid Neff: DMA queue q has 17 queues; at most 16 are supported"
+    );
+    assert_eq!(
+        def_error(base, &format!("{base},\"num_queues\":2")),
+        "dma_queue.q.num_queues: Invalid Neff: num_queues is not supported for input queues (q)"
+    );
+    // embedding_update needs its sync semaphore.
+    let eu = r#""type":"embedding_update","owner":"pool""#;
+    assert_eq!(
+        def_error(base, eu),
+        "dma_queue.q.embedding_update_sync_semaphore: Invalid Neff: embedding update queue q has no embedding_update_sync_semaphore"
+    );
+    def(&DEF.replace(base, &format!("{eu},\"embedding_update_sync_semaphore\":3"))).0.unwrap();
+    // dynamic_dma needs both scratch fields.
+    assert_eq!(
+        def_error(base, &format!("{dynamic},\"dynamic_dma\":{{\"SB_scratch_partition_offset\":0}}")),
+        "dma_queue.q.dynamic_dma: Invalid Neff: dynamic DMA queue q needs SB_scratch_partition_offset and SB_scratch_partition_size"
+    );
+}
+
+#[test]
+fn def_json_ucode_lib_rules_of_the_runtime() {
+    let lib = |extra: &str| {
+        DEF.replace(
+            r#""num_streams":2"#,
+            &format!(r#""num_streams":2,"ucode_lib":[{{"library":"gpsimd.bin","opcode":-123{extra}}}]"#),
+        )
+    };
+    def(&lib(r#","ulib_to_ucode_version":"1.21.1.0","cpu_id":0,"total_cpus":8"#)).0.unwrap();
+    let e = |extra: &str| msg(&def(&lib(extra)).0.unwrap_err());
+    assert_eq!(e(""), "ucode_lib[0].ulib_to_ucode_version: Missing GPSIMD lib version!");
+    assert_eq!(
+        e(r#","ulib_to_ucode_version":"2.0.0.0""#),
+        "ucode_lib[0].ulib_to_ucode_version: Mismatch between GPSIMD lib version and NRT version!"
+    );
+    assert_eq!(
+        e(r#","ulib_to_ucode_version":"1.2.0.0","cpu_id":1"#),
+        "ucode_lib[0].cpu_id: UCode Library gpsimd.bin has cpu_id 1; only 0 is supported"
+    );
+    assert_eq!(
+        e(r#","ulib_to_ucode_version":"1.2.0.0","total_cpus":4"#),
+        "ucode_lib[0].total_cpus: UCode Library gpsimd.bin has invalid number of total cpus 4"
+    );
 }
 
 #[test]

@@ -181,6 +181,17 @@ impl Loader<'_> {
             Error::in_member(Stage::DefJson, member, 0, ErrorKind::Manifest(e)).with_key_path(&path)
         })?;
         let dir = dir_of(member);
+        // A library added twice (spec §7.6): the runtime's `UCode Library %s has already been added`.
+        let def_pos = self.index.def(arena, member).map(|(p, _)| p);
+        let libs =
+            || self.index.names.iter(arena).filter(move |(_, n)| Some(n.by) == def_pos && n.kind == NameKind::UcodeLib);
+        for (i, (_, lib)) in libs().enumerate() {
+            if libs().take(i).any(|(_, earlier)| arena.bytes(earlier.name) == arena.bytes(lib.name)) {
+                let e = ManifestError::UcodeLibTwice(crate::error::Text::new(arena.str(lib.name)));
+                let key = key_path(&[DefJson::KEY_UCODE_LIBS, crate::manifest::UcodeLib::KEY_LIBRARY]);
+                return Err(Error::in_member(Stage::DefJson, member, 0, ErrorKind::Manifest(e)).with_key_path(&key));
+            }
+        }
         for engine in ENGINES {
             let name = def.engines.get(super::index::engine_slot(engine)).map_or("", |s| arena.str(*s));
             if name.is_empty() {

@@ -25,8 +25,8 @@ use embedded_io::BufRead;
 
 use super::{
     semantic, warn, Arch, Carveout, CarveoutType, DefJson, DmaQueue, DmaRingType, Document, EngineType, Entry, EntryAt,
-    Fp8ConversionInfo, KbinFp8ConvCfg, ManifestError, ManifestWarning, MrType, QueueKind, SbCarveout, Var, Visitor,
-    EVTACCEL_OFFSET, EVTACCEL_PARTITIONS,
+    Fp8ConversionInfo, KbinFp8ConvCfg, ManifestError, ManifestWarning, MrType, QueueKind, SbCarveout, UcodeLib, Var,
+    Visitor, EVTACCEL_OFFSET, EVTACCEL_PARTITIONS, MAX_QUEUES_PER_SET, UCODE_MAJOR,
 };
 use crate::error::{ErrorKind, Text};
 use crate::json::Tokenizer;
@@ -255,24 +255,10 @@ impl Checks<'_> {
                 }
             }
             Entry::DmaQueue(q) => {
-                if let Some(owner) = &q.owner {
-                    if EngineType::from_json(owner).is_none() {
-                        let e = ManifestError::InvalidOwner(Text::new(owner));
-                        return Err(entry_error(at, DmaQueue::KEY_OWNER, e));
-                    }
-                }
-                let kind = match q.base_ring_type() {
-                    Some(DmaRingType::In) => Some(QueueKind::Input),
-                    Some(DmaRingType::Out) => Some(QueueKind::Output),
-                    Some(DmaRingType::EmbeddingUpdate) => Some(QueueKind::EmbeddingUpdate),
-                    _ => None,
-                };
-                if let (Some(kind), Some(_)) = (kind, &q.queue_instances) {
-                    let e = ManifestError::QueueInstancesNotSupported { kind, queue: Text::new(&q.name) };
-                    return Err(entry_error(at, DmaQueue::KEY_QUEUE_INSTANCES, e));
-                }
+                check_queue(q, at)?;
                 f.queues = f.queues.saturating_add(1);
             }
+            Entry::UcodeLib(lib) => check_ucode_lib(lib, at)?,
             Entry::Carveout(c) => {
                 if f.cayman_violation.is_none() {
                     f.cayman_violation = c.cayman_violation().map(|e| (f.carveouts, e));
@@ -283,6 +269,64 @@ impl Checks<'_> {
         }
         Ok(())
     }
+}
+
+/// The runtime's rules for one DMA queue set (spec §7.4).
+fn check_queue(q: &DmaQueue, at: &EntryAt<'_>) -> Result<(), Error> {
+    let queue = Text::new(&q.name);
+    if let Some(owner) = &q.owner {
+        if EngineType::from_json(owner).is_none() {
+            let e = ManifestError::InvalidOwner { owner: Text::new(owner), queue };
+            return Err(entry_error(at, DmaQueue::KEY_OWNER, e));
+        }
+    }
+    let kind = match q.base_ring_type() {
+        Some(DmaRingType::In) => Some(QueueKind::Input),
+        Some(DmaRingType::Out) => Some(QueueKind::Output),
+        Some(DmaRingType::EmbeddingUpdate) => Some(QueueKind::EmbeddingUpdate),
+        _ => None,
+    };
+    if let (Some(kind), Some(_)) = (kind, &q.queue_instances) {
+        let e = ManifestError::QueueInstancesNotSupported { kind, queue };
+        return Err(entry_error(at, DmaQueue::KEY_QUEUE_INSTANCES, e));
+    }
+    // `num_queues` defaults to 1; any other value is an explicit one, refused on these kinds.
+    if let (Some(kind), true) = (kind, q.num_queues != 1) {
+        return Err(entry_error(at, DmaQueue::KEY_NUM_QUEUES, ManifestError::NumQueuesNotSupported { kind, queue }));
+    }
+    if q.num_queues > MAX_QUEUES_PER_SET {
+        let e = ManifestError::TooManyQueues { count: q.num_queues, queue };
+        return Err(entry_error(at, DmaQueue::KEY_NUM_QUEUES, e));
+    }
+    if kind == Some(QueueKind::EmbeddingUpdate) && q.embedding_update_sync_semaphore.is_none() {
+        let e = ManifestError::MissingSyncSemaphore(queue);
+        return Err(entry_error(at, DmaQueue::KEY_EMBEDDING_UPDATE_SYNC_SEMAPHORE, e));
+    }
+    if let Some(d) = &q.dynamic_dma {
+        if d.sb_scratch_partition_offset.is_none() || d.sb_scratch_partition_size.is_none() {
+            return Err(entry_error(at, DmaQueue::KEY_DYNAMIC_DMA, ManifestError::DynamicDmaScratch(queue)));
+        }
+    }
+    Ok(())
+}
+
+/// The runtime's rules for one `ucode_lib` entry (spec §7.6); a library named twice is the
+/// loader's check across entries.
+fn check_ucode_lib(lib: &UcodeLib, at: &EntryAt<'_>) -> Result<(), Error> {
+    let library = Text::new(&lib.library);
+    let major = lib.ulib_to_ucode_version.split('.').next().and_then(|m| m.parse::<u32>().ok());
+    if major != Some(UCODE_MAJOR) {
+        let e = ManifestError::UcodeVersionMismatch(library);
+        return Err(entry_error(at, UcodeLib::KEY_ULIB_TO_UCODE_VERSION, e));
+    }
+    if let Some(cpu_id) = lib.cpu_id.filter(|&c| c != 0) {
+        return Err(entry_error(at, UcodeLib::KEY_CPU_ID, ManifestError::UcodeCpuId { library, cpu_id }));
+    }
+    if let Some(total_cpus) = lib.total_cpus.filter(|c| !matches!(c, 0 | 1 | 8)) {
+        let e = ManifestError::UcodeTotalCpus { library, total_cpus };
+        return Err(entry_error(at, UcodeLib::KEY_TOTAL_CPUS, e));
+    }
+    Ok(())
 }
 
 impl Visitor for Checks<'_> {

@@ -354,8 +354,13 @@ pub enum ManifestError {
     DuplicateVarId(u32),
     /// `def.json`: no var of type `output`.
     NoOutputs,
-    /// `def.json`: a queue `owner` that is not an engine (the queue is in the key path).
-    InvalidOwner(Name),
+    /// `def.json`: a queue `owner` that is not an engine.
+    InvalidOwner {
+        /// The owner as written.
+        owner: Name,
+        /// The queue set.
+        queue: Name,
+    },
     /// `def.json`: `queue_instances` on an input, output or embedding-update queue.
     QueueInstancesNotSupported {
         /// The queue's kind.
@@ -365,6 +370,42 @@ pub enum ManifestError {
     },
     /// `def.json`: a queue set with more than 32 semaphores.
     TooManySemaphores(u64),
+    /// `def.json`: a queue set with more than 16 queues.
+    TooManyQueues {
+        /// `num_queues`.
+        count: u32,
+        /// The queue set.
+        queue: Name,
+    },
+    /// `def.json`: `num_queues` on an input, output or embedding-update queue set.
+    NumQueuesNotSupported {
+        /// The queue's kind.
+        kind: QueueKind,
+        /// The queue set.
+        queue: Name,
+    },
+    /// `def.json`: an `embedding_update` queue without `embedding_update_sync_semaphore`.
+    MissingSyncSemaphore(Name),
+    /// `def.json`: a `dynamic_dma` queue without both scratch-partition fields.
+    DynamicDmaScratch(Name),
+    /// `def.json`: a `ucode_lib` whose version's major is not the runtime's.
+    UcodeVersionMismatch(Name),
+    /// `def.json`: a `ucode_lib` with a `cpu_id` other than 0.
+    UcodeCpuId {
+        /// The library.
+        library: Name,
+        /// Its `cpu_id`.
+        cpu_id: u32,
+    },
+    /// `def.json`: a `ucode_lib` whose `total_cpus` is not 0, 1 or 8.
+    UcodeTotalCpus {
+        /// The library.
+        library: Name,
+        /// Its `total_cpus`.
+        total_cpus: u32,
+    },
+    /// `def.json`: the same `ucode_lib` library twice.
+    UcodeLibTwice(Name),
     /// `def.json`: cayman needs `runtime_statebuffer_reservation`.
     MissingCarveout,
     /// `def.json`: the event-accelerator carveout does not start at partition 0.
@@ -383,6 +424,11 @@ pub const EVTACCEL_OFFSET: u64 = 0x37FF8;
 pub const EVTACCEL_PARTITIONS: u64 = 128;
 /// The runtime's semaphores-per-queue-set limit.
 pub const MAX_QUEUE_SEMAPHORES: u64 = 32;
+/// The most queues of one queue set (`num_queues`, DOC-NEFF: "16 or less").
+pub const MAX_QUEUES_PER_SET: u32 = 16;
+/// The GPSIMD library major version the runtime (libnrt 2.31) accepts (`ulib_to_ucode_version`
+/// `"1.21.1.0"` is major 1, spec §7.6).
+pub const UCODE_MAJOR: u32 = 1;
 /// The runtime's dimensions-per-shape limit.
 pub const MAX_DIMS: u64 = 32;
 
@@ -432,10 +478,31 @@ impl fmt::Display for ManifestError {
             ManifestError::UnexpectedVarIds { max, size } => write!(f, "Unexpected var_ids set! max={max}, size={size}"),
             ManifestError::DuplicateVarId(id) => write!(f, "var_id {id} is used by two vars"),
             ManifestError::NoOutputs => f.write_str("Invalid Neff: no Outputs"),
-            ManifestError::InvalidOwner(owner) => write!(f, "Invalid owner '{owner}' for DMA queue"),
+            ManifestError::InvalidOwner { owner, queue } => write!(f, "Invalid owner '{owner}' for DMA queue {queue}"),
             ManifestError::QueueInstancesNotSupported { kind, queue } => {
                 write!(f, "Invalid Neff: Queue set instances are not supported for {} queues ({queue})", kind.as_str())
             }
+            ManifestError::TooManyQueues { count, queue } => {
+                write!(f, "Invalid Neff: DMA queue {queue} has {count} queues; at most {MAX_QUEUES_PER_SET} are supported")
+            }
+            ManifestError::NumQueuesNotSupported { kind, queue } => {
+                write!(f, "Invalid Neff: num_queues is not supported for {} queues ({queue})", kind.as_str())
+            }
+            ManifestError::MissingSyncSemaphore(q) => {
+                write!(f, "Invalid Neff: embedding update queue {q} has no embedding_update_sync_semaphore")
+            }
+            ManifestError::DynamicDmaScratch(q) => write!(
+                f,
+                "Invalid Neff: dynamic DMA queue {q} needs SB_scratch_partition_offset and SB_scratch_partition_size"
+            ),
+            ManifestError::UcodeVersionMismatch(_) => f.write_str("Mismatch between GPSIMD lib version and NRT version!"),
+            ManifestError::UcodeCpuId { library, cpu_id } => {
+                write!(f, "UCode Library {library} has cpu_id {cpu_id}; only 0 is supported")
+            }
+            ManifestError::UcodeTotalCpus { library, total_cpus } => {
+                write!(f, "UCode Library {library} has invalid number of total cpus {total_cpus}")
+            }
+            ManifestError::UcodeLibTwice(library) => write!(f, "UCode Library {library} has already been added"),
             ManifestError::TooManySemaphores(n) => {
                 write!(f, "Runtime supports maximum of {MAX_QUEUE_SEMAPHORES} semaphores per queue set (got {n})")
             }

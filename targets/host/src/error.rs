@@ -95,8 +95,10 @@ impl From<neff::Error> for CliError {
         if let K::Io(_) = e.kind {
             return CliError::Path { path: "input".into(), message: e.to_string() };
         }
+        let not_a_neff = "this does not look like a NEFF: its first 1024 bytes are no plausible neff_header_t (a NEFF is a 1024-byte header, then a gzip'd tar)";
         let hint = match e.kind {
             K::Truncated | K::Header(H::ShortFile { .. }) => Some("the file is truncated, or not a NEFF"),
+            K::Header(H::HeaderSizeNot1024 { .. } | H::HeaderSizePastEnd { .. }) => Some(not_a_neff),
             K::Header(H::DataSizePastEnd { .. }) => Some("the file is shorter than its header says: truncated?"),
             K::Header(H::UnsupportedVersion { .. } | H::NewerFeatures { .. } | H::UnsupportedPackager { .. }) => {
                 Some("the NEFF was made by a newer compiler than this loader supports")
@@ -112,7 +114,11 @@ impl From<neff::Error> for CliError {
             K::Hal(neff::hal::HalError::RegionTableFull { .. }) => Some("the simulated device's region table is full (a fixed capacity)"),
             _ => None,
         };
-        CliError::Rejected { message: e.to_string(), hints: hint.map(String::from).into_iter().collect() }
+        let mut hints: Vec<String> = hint.map(String::from).into_iter().collect();
+        if let Some(cause) = e.kind.cause() {
+            hints.push(format!("runtime status {} ({}), error cause {cause}", e.status().name(), e.status().code()));
+        }
+        CliError::Rejected { message: e.to_string(), hints }
     }
 }
 
