@@ -276,6 +276,24 @@ fn def_json_ucode_lib_rules_of_the_runtime() {
 }
 
 #[test]
+fn values_the_spec_does_not_map_are_accepted_with_a_warning_naming_them() {
+    let odd = DEF
+        .replace(r#""type":"input","var_id":0"#, r#""type":"remote-ish","var_id":0,"dtype":"float8_e5m2""#)
+        .replace(r#""type":"in","owner":"pool""#, r#""type":"mystery","owner":"pool""#);
+    let (d, w) = def(&odd);
+    d.unwrap();
+    let text: Vec<String> = w.iter().map(|w| w.to_string()).collect();
+    assert_eq!(
+        text,
+        [
+            "sg00/def.json: var.i.type: unknown type 'remote-ish': accepted (the spec does not say to refuse it)",
+            "sg00/def.json: var.i.dtype: unknown dtype 'float8_e5m2': accepted (the spec does not say to refuse it)",
+            "sg00/def.json: dma_queue.q.type: unknown type 'mystery': accepted (the spec does not say to refuse it)",
+        ]
+    );
+}
+
+#[test]
 fn def_json_engine_warnings() {
     let (d, w) = def(&DEF.replace(r#""sp":"SP.json","#, "").replace(r#""pe":"PE.json","#, ""));
     d.unwrap();

@@ -220,6 +220,7 @@ impl DefFacts {
 struct Checks<'v> {
     facts: DefFacts,
     inner: &'v mut dyn Visitor,
+    sink: &'v mut dyn WarningSink,
 }
 
 /// An error about key `key` of the entry at `at`.
@@ -230,10 +231,25 @@ fn entry_error(at: &EntryAt<'_>, key: &str, e: ManifestError) -> Error {
 }
 
 impl Checks<'_> {
+    /// Warns of a value the spec's maps do not have, naming it.
+    fn unknown(&mut self, at: &EntryAt<'_>, key: &'static str, value: &str) {
+        let w = ManifestWarning::UnknownValue { key, value: Text::new(value) };
+        let mut path: heapless::String<{ crate::error::KEY_PATH_TEXT }> = heapless::String::new();
+        let _ = core::fmt::write(&mut path, format_args!("{}.{key}", at.key_path()));
+        self.sink.warn(&at.warning(crate::WarningKind::Manifest(w)).with_key_path(&path));
+    }
+
     fn check(&mut self, entry: &Entry<'_>, at: &EntryAt<'_>) -> Result<(), Error> {
-        let f = &mut self.facts;
         match *entry {
             Entry::Var(v) => {
+                // `dge-table` is known but has no published `kbin_mr_type` (spec §17.6).
+                if v.mr_type().is_none() && v.var_type.as_str() != "dge-table" {
+                    self.unknown(at, Var::KEY_VAR_TYPE, &v.var_type);
+                }
+                if let Some(d) = v.dtype.as_deref().filter(|d| super::KbinDtype::from_json(d).is_none()) {
+                    self.unknown(at, Var::KEY_DTYPE, d);
+                }
+                let f = &mut self.facts;
                 if let Some(a) = v.alignment {
                     if a != 0 && !a.is_power_of_two() {
                         return Err(entry_error(at, Var::KEY_ALIGNMENT, ManifestError::AlignmentNotPowerOfTwo(a)));
@@ -256,10 +272,16 @@ impl Checks<'_> {
             }
             Entry::DmaQueue(q) => {
                 check_queue(q, at)?;
+                // `dynamic` is known but has no published ring type (spec §17.5).
+                if q.base_ring_type().is_none() && q.queue_type.as_str() != "dynamic" {
+                    self.unknown(at, DmaQueue::KEY_QUEUE_TYPE, &q.queue_type);
+                }
+                let f = &mut self.facts;
                 f.queues = f.queues.saturating_add(1);
             }
             Entry::UcodeLib(lib) => check_ucode_lib(lib, at)?,
             Entry::Carveout(c) => {
+                let f = &mut self.facts;
                 if f.cayman_violation.is_none() {
                     f.cayman_violation = c.cayman_violation().map(|e| (f.carveouts, e));
                 }
@@ -347,8 +369,11 @@ impl Document for DefJson {
         sink: &mut impl WarningSink,
         visitor: &mut dyn Visitor,
     ) -> Result<DefFacts, Error> {
-        let mut checks =
-            Checks { facts: DefFacts { shared_scratchpad: Some(0), ..DefFacts::default() }, inner: visitor };
+        let mut checks = Checks {
+            facts: DefFacts { shared_scratchpad: Some(0), ..DefFacts::default() },
+            inner: visitor,
+            sink: &mut *sink,
+        };
         self.read_document(tok, src, member, &mut checks)?;
         let mut facts = checks.facts;
         facts.carveouts_present = self.carveouts.is_some();

@@ -527,6 +527,14 @@ impl fmt::Display for ManifestError {
 pub enum ManifestWarning {
     /// `neff.json`: a dtype string the runtime does not know; sized 1 byte per element.
     UnknownDtype(Text<16>),
+    /// `def.json`: a value the spec's maps do not have (a var `type`, a queue `type`, a var
+    /// `dtype`); accepted, as the spec does not say to refuse it.
+    UnknownValue {
+        /// The key.
+        key: &'static str,
+        /// The value as written.
+        value: Name,
+    },
     /// `neff.json`: the KELF node was found by `op == "__kelf"` (no `attrs.func_name`).
     KelfNodeByOp,
     /// `def.json`: an engine key is absent; the runtime uses an empty instruction set.
@@ -546,6 +554,9 @@ impl fmt::Display for ManifestWarning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ManifestWarning::UnknownDtype(d) => write!(f, "Unknown dtype: {d}, defaulting to UNKNOWN"),
+            ManifestWarning::UnknownValue { key, value } => {
+                write!(f, "unknown {key} '{value}': accepted (the spec does not say to refuse it)")
+            }
             ManifestWarning::KelfNodeByOp => f.write_str("KELF node found by op \"__kelf\" (no attrs.func_name)"),
             ManifestWarning::EngineMissing(e) => write!(f, "Engine {e} not found in NEFF, using empty placeholder"),
             ManifestWarning::InstrMismatch { engine, def_instr, engine_instr } => write!(
