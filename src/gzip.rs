@@ -43,9 +43,9 @@ use embedded_io::{BufRead, ErrorType, Read};
 use miniz_oxide::inflate::core::{decompress, inflate_flags, DecompressorOxide};
 use miniz_oxide::inflate::TINFLStatus;
 
-use crate::crc32::Crc32;
 use crate::error::CapacityError;
 use crate::{Error, ErrorKind, Stage};
+use crc32fast::Hasher as Crc32;
 
 /// Size of the inflate window: the deflate maximum distance, a power of two.
 pub const WINDOW_SIZE: usize = miniz_oxide::inflate::core::TINFL_LZ_DICT_SIZE;
@@ -401,7 +401,7 @@ impl<S: BufRead> Decoder<S> {
             while present && self.header_byte(&mut crc)? != 0 {}
         }
         if flags & flag::FHCRC != 0 {
-            let computed = (crc.value() & 0xFFFF) as u16;
+            let computed = (crc.clone().finalize() & 0xFFFF) as u16;
             let lo = self.header_byte(&mut crc)?;
             let hi = self.header_byte(&mut crc)?;
             let stored = u16::from_le_bytes([lo, hi]);
@@ -428,7 +428,7 @@ impl<S: BufRead> Decoder<S> {
 
     fn finish_member(&mut self) -> Result<(), Error> {
         let stored_crc = self.read_trailer_u32()?;
-        let computed = self.crc.value();
+        let computed = self.crc.clone().finalize();
         if stored_crc != computed {
             return Err(self.error(ErrorKind::Gzip(GzipError::Crc { stored: stored_crc, computed })));
         }
@@ -654,7 +654,7 @@ mod tests {
         // Hand-build an FHCRC header (flate2 does not write one): FLG = FHCRC | FNAME.
         let deflate = &gz[gz.len() - 8 - deflate_len(&gz)..];
         let mut hdr = vec![0x1f, 0x8b, 8, 0x0A, 0, 0, 0, 0, 0, 3, b'x', 0];
-        let crc = crate::crc32::crc32(&hdr) as u16;
+        let crc = crc32fast::hash(&hdr) as u16;
         hdr.extend_from_slice(&crc.to_le_bytes());
         let mut good = hdr.clone();
         good.extend_from_slice(deflate);

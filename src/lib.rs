@@ -50,7 +50,6 @@
 #![allow(clippy::result_large_err)]
 
 pub mod archive;
-pub mod crc32;
 pub mod error;
 pub mod gzip;
 pub mod hal;
