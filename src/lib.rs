@@ -50,6 +50,7 @@
 #![allow(clippy::result_large_err)]
 
 pub mod archive;
+pub mod digest;
 pub mod error;
 pub mod gzip;
 pub mod hal;

@@ -22,116 +22,34 @@
 //!
 //! # Digest
 //!
-//! [`digest64`] is a 64-bit streaming digest built from XXH64's primes and steps: one lane
-//! over little-endian 64-bit words (XXH64's `round` and merge), the last 0..7 bytes one by one,
-//! the length folded in, XXH64's avalanche. It is not XXH64-compatible (one lane instead of
-//! four, so its state stays 32 bytes per region), but it mixes as well for this job and runs
-//! at several GB/s: about 8 times FNV-1a, which dominated a load's time. It needs no table
-//! and no heap, runs incrementally over chunks ([`Digest64`]) with the same result for any
-//! chunking, and is a few lines to recompute in a test from bytes extracted independently. It
-//! is a check that the right bytes landed in the right place, not a defence against a forger.
+//! Each region's digest is [`digest64`](crate::digest::digest64) (XXH3-64) of bytes
+//! `0..written`, the digest the loader computes of what it sends. In digest-only mode it is the
+//! only trace of the bytes: every region has a running [`Digest64`] (about 400 bytes, in a
+//! table beside the records), fed by in-order writes, so writes to different regions may
+//! interleave. In memory mode a region written out of order is digested from memory instead.
 //!
 //! # Size
 //!
-//! `size_of::<SimDevice>()` (the default `REGIONS` = [`DEFAULT_REGIONS`] = 128) is 12 696
-//! bytes, on a 64-bit host and on thumbv7em alike: 96 bytes per region record (12 288; the
-//! usage class is the runtime's 32-bit enum, the running digest 32 bytes) plus
-//! 408 bytes of counters and per-class accounting (two arrays of 22 `u64`).
+//! `size_of::<SimDevice>()` (the default `REGIONS` = [`DEFAULT_REGIONS`] = 128) is 58 816
+//! bytes on a 64-bit host (asserted in a test): per region a 72-byte log record and a 384-byte
+//! running XXH3 state (58 368), plus 448 bytes of counters and per-class accounting (two arrays
+//! of 22 `u64`). The digest states dominate: a controller that tracks few regions should pick a
+//! small `REGIONS`.
 
 use core::fmt;
 
+use crate::digest::{digest64, Digest64};
 use crate::hal::{usage_index, AllocRequest, Hal, HalError, RegionId, USAGE_CLASS_COUNT};
 use crate::manifest::{Arch, UsageClass};
 
 /// The region-table capacity of a plain `SimDevice`.
 pub const DEFAULT_REGIONS: usize = 128;
 
-const P1: u64 = 0x9E37_79B1_85EB_CA87;
-const P2: u64 = 0xC2B2_AE3D_27D4_EB4F;
-const P3: u64 = 0x1656_67B1_9E37_79F9;
-const P4: u64 = 0x85EB_CA77_C2B2_AE63;
-const P5: u64 = 0x27D4_EB2F_1656_67C5;
+/// The digest of no bytes: `digest64(b"")` (a test checks it), usable in a `const`.
+const EMPTY_DIGEST: u64 = 0x2d06_8005_38d3_94c2;
 
-/// The 64-bit digest of `bytes` (see the module docs); equal to feeding them to a
-/// [`Digest64`] in any chunking.
-pub fn digest64(bytes: &[u8]) -> u64 {
-    let mut digest = Digest64::new();
-    digest.update(bytes);
-    digest.finish()
-}
-
-/// Incremental [`digest64`]: 32 bytes of state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct Digest64 {
-    state: u64,
-    len: u64,
-    /// Bytes of an incomplete word, waiting for the next chunk.
-    pending: [u8; 8],
-    pending_len: u8,
-}
-
-impl Digest64 {
-    /// The digest of no bytes so far.
-    pub const fn new() -> Self {
-        Self { state: P5, len: 0, pending: [0; 8], pending_len: 0 }
-    }
-
-    const fn word(state: u64, word: u64) -> u64 {
-        let round = word.wrapping_mul(P2).rotate_left(31).wrapping_mul(P1);
-        (state ^ round).rotate_left(27).wrapping_mul(P1).wrapping_add(P4)
-    }
-
-    /// Feeds more bytes.
-    pub fn update(&mut self, mut bytes: &[u8]) {
-        self.len = self.len.wrapping_add(bytes.len() as u64);
-        // Complete a word left over from the previous chunk.
-        while self.pending_len > 0 {
-            let Some((&b, rest)) = bytes.split_first() else { return };
-            if let Some(slot) = self.pending.get_mut(usize::from(self.pending_len)) {
-                *slot = b;
-            }
-            self.pending_len += 1;
-            bytes = rest;
-            if self.pending_len == 8 {
-                self.state = Self::word(self.state, u64::from_le_bytes(self.pending));
-                self.pending_len = 0;
-            }
-        }
-        let mut words = bytes.chunks_exact(8);
-        for w in &mut words {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(w);
-            self.state = Self::word(self.state, u64::from_le_bytes(word));
-        }
-        let tail = words.remainder();
-        for (slot, &b) in self.pending.iter_mut().zip(tail) {
-            *slot = b;
-        }
-        self.pending_len = tail.len() as u8;
-    }
-
-    /// The digest of every byte fed so far (the digest can still be fed afterwards).
-    pub fn finish(&self) -> u64 {
-        let mut h = self.state;
-        for &b in self.pending.iter().take(usize::from(self.pending_len)) {
-            h ^= u64::from(b).wrapping_mul(P5);
-            h = h.rotate_left(11).wrapping_mul(P1);
-        }
-        h = h.wrapping_add(self.len);
-        h ^= h >> 33;
-        h = h.wrapping_mul(P2);
-        h ^= h >> 29;
-        h = h.wrapping_mul(P3);
-        h ^ (h >> 32)
-    }
-}
-
-impl Default for Digest64 {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+/// The running digest of a region that received nothing yet.
+const FRESH_STREAM: Digest64 = Digest64::new();
 
 /// Where a region is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -180,7 +98,8 @@ pub struct RegionRecord {
     pub adopted_from: Option<Adoption>,
     /// The high-water mark of bytes written (`max(offset + len)` over writes).
     pub written: u64,
-    digest: Digest64,
+    /// The digest of bytes `0..written` while `in_order`.
+    digest: u64,
     // False once a write did not start at `written` (memory mode only): the running digest
     // is stale and is recomputed from memory.
     in_order: bool,
@@ -197,7 +116,7 @@ impl RegionRecord {
         state: RegionState::Released,
         adopted_from: None,
         written: 0,
-        digest: Digest64::new(),
+        digest: EMPTY_DIGEST,
         in_order: true,
     };
 
@@ -214,7 +133,7 @@ impl RegionRecord {
     /// The digest of bytes `0..written`, when known without reading memory (always, except
     /// for a live region written out of order: use [`SimDevice::digest`]).
     pub fn digest(&self) -> Option<u64> {
-        self.in_order.then(|| self.digest.finish())
+        self.in_order.then_some(self.digest)
     }
 }
 
@@ -229,6 +148,9 @@ pub struct SimDevice<'m, const REGIONS: usize = DEFAULT_REGIONS> {
     arch: Arch,
     // Kept in ascending id order: appended on allocation, oldest released dropped first.
     records: [RegionRecord; REGIONS],
+    // `streams[i]` is the running digest of `records[i]`: kept beside the records (not in
+    // them) so that a record stays a small `Copy` value.
+    streams: [Digest64; REGIONS],
     record_count: usize,
     next_id: u32,
     forgotten: u64,
@@ -255,6 +177,7 @@ impl<'m, const REGIONS: usize> SimDevice<'m, REGIONS> {
             backing,
             arch,
             records: [RegionRecord::EMPTY; REGIONS],
+            streams: [FRESH_STREAM; REGIONS],
             record_count: 0,
             next_id: 1,
             forgotten: 0,
@@ -403,6 +326,9 @@ impl<'m, const REGIONS: usize> SimDevice<'m, REGIONS> {
         if let Some(tail) = self.records.get_mut(oldest_released..self.record_count) {
             tail.rotate_left(1);
         }
+        if let Some(tail) = self.streams.get_mut(oldest_released..self.record_count) {
+            tail.rotate_left(1);
+        }
         self.record_count -= 1;
         self.forgotten += 1;
         true
@@ -443,6 +369,9 @@ impl<'m, const REGIONS: usize> SimDevice<'m, REGIONS> {
             .get_mut(self.record_count)
             .ok_or(HalError::RegionTableFull { limit: "REGIONS", capacity: REGIONS as u32 })?;
         *slot = record;
+        if let Some(stream) = self.streams.get_mut(self.record_count) {
+            *stream = FRESH_STREAM;
+        }
         self.record_count += 1;
         self.account_alloc(req.usage, req.size);
         Ok(id)
@@ -465,6 +394,15 @@ impl<'m, const REGIONS: usize> SimDevice<'m, REGIONS> {
         }
     }
 
+    /// Gives the record at `to` the running digest of the record at `from` (an adoption).
+    fn carry_stream(&mut self, from: usize, to: usize) {
+        if let Some(stream) = self.streams.get(from).cloned() {
+            if let Some(slot) = self.streams.get_mut(to) {
+                *slot = stream;
+            }
+        }
+    }
+
     /// Marks the live record at `index` as `state`, freezing its digest first.
     fn retire(&mut self, index: usize, state: RegionState) {
         let Some(record) = self.records.get(index).copied() else { return };
@@ -472,8 +410,7 @@ impl<'m, const REGIONS: usize> SimDevice<'m, REGIONS> {
         if !record.in_order {
             // Memory mode, written out of order: digest the bytes before they can be reused.
             if let Some(bytes) = self.written_bytes(&record) {
-                frozen.digest = Digest64::new();
-                frozen.digest.update(bytes);
+                frozen.digest = digest64(bytes);
                 frozen.in_order = true;
             }
         }
@@ -521,9 +458,10 @@ impl<const REGIONS: usize> Hal for SimDevice<'_, REGIONS> {
                 dst.ok_or(HalError::OutOfBounds { region, offset, len, size: record.size })?.copy_from_slice(bytes);
             }
         }
-        if let Some(slot) = self.records.get_mut(index) {
+        if let (Some(slot), Some(stream)) = (self.records.get_mut(index), self.streams.get_mut(index)) {
             if sequential && slot.in_order {
-                slot.digest.update(bytes);
+                stream.update(bytes);
+                slot.digest = stream.finish();
             } else {
                 slot.in_order = false;
             }
@@ -562,6 +500,7 @@ impl<const REGIONS: usize> Hal for SimDevice<'_, REGIONS> {
                 .get_mut(self.record_count)
                 .ok_or(HalError::RegionTableFull { limit: "REGIONS", capacity: REGIONS as u32 })?;
             *slot = record;
+            self.carry_stream(index, self.record_count);
             self.record_count += 1;
             self.account_alloc(req.usage, req.size);
             return Ok(id);
@@ -586,6 +525,7 @@ impl<const REGIONS: usize> Hal for SimDevice<'_, REGIONS> {
             slot.in_order = old.in_order;
         }
         let index = self.live_index(staged)?;
+        self.carry_stream(index, new_index);
         self.retire(index, RegionState::Adopted { into: id });
         Ok(id)
     }
@@ -638,31 +578,9 @@ mod tests {
     }
 
     #[test]
-    fn digest_known_values() {
-        // From an independent Python implementation of the same steps. The empty input equals
-        // XXH64("") (no word, no tail): the primes, seed and avalanche are XXH64's.
-        assert_eq!(digest64(b""), 0xef46_db37_51d8_e999);
-        assert_eq!(digest64(b"a"), 0x0a60_c1e0_fbaf_9eab);
-        assert_eq!(digest64(b"foobar"), 0x5a5c_46b3_6059_cb7c);
-        let bytes: [u8; 256] = core::array::from_fn(|i| i as u8);
-        assert_eq!(digest64(&bytes), 0xd3b5_0ea9_f060_2474);
-    }
-
-    #[test]
-    fn digest_is_the_same_in_any_chunking() {
-        let bytes: [u8; 300] = core::array::from_fn(|i| (i * 31 % 251) as u8);
-        let whole = digest64(&bytes);
-        for chunk in [1, 3, 7, 8, 9, 64, 299] {
-            let mut d = Digest64::new();
-            for c in bytes.chunks(chunk) {
-                d.update(c);
-                d.update(b"");
-            }
-            assert_eq!(d.finish(), whole, "chunks of {chunk}");
-        }
-        // Length matters: trailing zero bytes change the digest.
-        assert_ne!(digest64(&[0; 8]), digest64(&[0; 9]));
-        assert_ne!(digest64(&[0; 0]), digest64(&[0; 1]));
+    fn the_empty_digest_constant_is_that_of_no_bytes() {
+        assert_eq!(EMPTY_DIGEST, digest64(b""));
+        assert_eq!(RegionRecord::EMPTY.digest(), Some(digest64(b"")));
     }
 
     #[test]
@@ -700,7 +618,9 @@ mod tests {
     #[test]
     fn size_is_as_documented() {
         let size = core::mem::size_of::<SimDevice<'_>>();
-        assert_eq!(size, 12696);
-        assert_eq!(core::mem::size_of::<RegionRecord>(), 96);
+        assert_eq!(core::mem::size_of::<RegionRecord>(), 72);
+        assert_eq!(core::mem::size_of::<Digest64>(), 384);
+        assert_eq!(size, 58_816);
+        assert_eq!(size - DEFAULT_REGIONS * (72 + 384), 448, "counters and per-class accounting");
     }
 }

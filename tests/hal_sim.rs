@@ -2,9 +2,10 @@
 //! pseudo-random workload checked against a model.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
+use neff::digest::{digest64, Digest64};
 use neff::hal::{usage_index, AllocRequest, Hal, HalError, RegionId, USAGE_CLASS_COUNT};
 use neff::manifest::{Arch, UsageClass};
-use neff::sim::{digest64, Adoption, Digest64, RegionState, SimDevice};
+use neff::sim::{Adoption, RegionState, SimDevice};
 use neff::Status;
 
 fn req(size: u64, align: u64, usage: UsageClass, core: u8) -> AllocRequest {

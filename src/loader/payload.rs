@@ -7,10 +7,10 @@
 
 use embedded_io::BufRead;
 
+use crate::digest::Digest64;
 use crate::error::{Error, ErrorKind, Stage};
 use crate::hal::{AllocRequest, Hal, RegionId};
 use crate::npy::{NpyError, NpyFeed, NpyHeader, NpyParser};
-use crate::sim::Digest64;
 
 /// A payload that reached the device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,7 +20,7 @@ pub struct Placed {
     pub region: Option<RegionId>,
     /// Bytes written to the device (for `.npy`, the array data only).
     pub len: u64,
-    /// [`digest64`](crate::sim::digest64) of the bytes written.
+    /// [`digest64`](crate::digest::digest64) of the bytes written.
     pub digest: u64,
     /// For a `.npy` member, the array data size its header declares (equal to `len`).
     pub npy_data_len: Option<u64>,
@@ -144,8 +144,9 @@ pub(crate) fn hal_error(member: &str, offset: u64, e: crate::hal::HalError) -> E
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 mod tests {
     use super::*;
+    use crate::digest::digest64;
     use crate::manifest::{Arch, UsageClass};
-    use crate::sim::{digest64, SimDevice};
+    use crate::sim::SimDevice;
 
     /// The payload streamer reads member bodies, whose error is the crate's.
     type Chunked<'a> = crate::testutil::Chunked<'a, Error>;
