@@ -5,12 +5,14 @@
 //! fixed tables (plus the capacities chosen here), so it lives on the heap and runs on a
 //! thread with a large stack ([`LOADER_STACK`]): the core parses manifests in place, but
 //! default values may pass through the stack. The input streams through the source's
-//! fixed buffer; the only memory that grows with the NEFF is the simulated device's.
+//! fixed buffer and is inflated by zlib-rs, in a thread of its own on a host with two cores or
+//! more ([`crate::inflate`]); the only memory that grows with the NEFF is the simulated
+//! device's.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use neff::archive::{Archive, OpenOptions};
+use neff::archive::OpenOptions;
 use neff::loader::{LoadOptions, Loader, Observer};
 use neff::manifest::def::ENGINES;
 use neff::manifest::{Arch, EngineType};
@@ -18,6 +20,7 @@ use neff::sim::SimDevice;
 
 use crate::error::{print_warning, CliError};
 use crate::header_view::HeaderView;
+use crate::inflate::{open_archive, Inflation};
 use crate::source::InputSource;
 
 /// Stack of the thread the loader runs on.
@@ -328,10 +331,21 @@ pub struct Pass {
 
 /// Runs the loader over `source` (a NEFF of `size` bytes) on a thread with a large stack.
 pub fn run(source: InputSource, size: u64, target: Target, allow_legacy: bool) -> Result<Pass, CliError> {
+    run_with(source, size, target, allow_legacy, Inflation::for_this_host())
+}
+
+/// [`run`], inflating as `inflation` says (tests compare both ways).
+pub fn run_with(
+    source: InputSource,
+    size: u64,
+    target: Target,
+    allow_legacy: bool,
+    inflation: Inflation,
+) -> Result<Pass, CliError> {
     let worker = std::thread::Builder::new()
         .name("neff-loader".into())
         .stack_size(LOADER_STACK)
-        .spawn(move || run_here(source, size, target, allow_legacy))
+        .spawn(move || run_here(source, size, target, allow_legacy, inflation))
         .map_err(|e| CliError::usage(format!("cannot start the loader thread: {e}")))?;
     match worker.join() {
         Ok(result) => result,
@@ -339,7 +353,13 @@ pub fn run(source: InputSource, size: u64, target: Target, allow_legacy: bool) -
     }
 }
 
-fn run_here(source: InputSource, size: u64, target: Target, allow_legacy: bool) -> Result<Pass, CliError> {
+fn run_here(
+    source: InputSource,
+    size: u64,
+    target: Target,
+    allow_legacy: bool,
+    inflation: Inflation,
+) -> Result<Pass, CliError> {
     let mut warnings = Vec::new();
     let mut sink = |w: &neff::Warning| {
         let text = w.to_string();
@@ -358,8 +378,7 @@ fn run_here(source: InputSource, size: u64, target: Target, allow_legacy: bool) 
         _ => Vec::new(),
     };
     let started = Instant::now();
-    let mut archive: Box<Archive<InputSource>> =
-        Box::new(Archive::open(source, Some(size), &OpenOptions::default(), &mut sink)?);
+    let mut archive = open_archive(source, size, &OpenOptions::default(), inflation, &mut sink)?;
     let header = HeaderView::from(archive.header());
     let mut loader: Box<HostLoader> = Box::new(Loader::new(LoadOptions { allow_legacy }));
     let mut report: Box<HostReport> = Box::default();
