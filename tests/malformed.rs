@@ -12,30 +12,12 @@
 
 mod common;
 
-use std::io::Write;
-
-use common::neff::{members, pack};
+use common::corpus;
 use neff::archive::{Archive, OpenOptions};
 use neff::error::{ErrorKind, Warning};
 use neff::loader::{LoadOptions, LoadReport, Loader, NoObserver};
 use neff::manifest::Arch;
 use neff::sim::SimDevice;
-
-/// A small deterministic generator (xorshift64*), so failures reproduce.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
 
 /// Loads `bytes`; returns the error kind (None on success). Panics only if the loader did.
 fn load(bytes: &[u8]) -> Option<ErrorKind> {
@@ -60,106 +42,35 @@ fn load(bytes: &[u8]) -> Option<ErrorKind> {
     }
 }
 
-/// Applies one random damage to `body`: flip a byte, cut it, or splice in garbage.
-fn damage(body: &mut Vec<u8>, rng: &mut Rng) {
-    if body.is_empty() {
-        body.push(b'{');
-        return;
-    }
-    match rng.below(4) {
-        0 => {
-            let i = rng.below(body.len());
-            body[i] ^= 1 << rng.below(8);
-        }
-        1 => {
-            let i = rng.below(body.len());
-            body[i] = b"{}[]\",:0-e.\\ntu\x00\xff"[rng.below(16)];
-        }
-        2 => body.truncate(rng.below(body.len())),
-        _ => {
-            let i = rng.below(body.len());
-            let junk: Vec<u8> = (0..1 + rng.below(8)).map(|_| rng.next() as u8).collect();
-            body.splice(i..i, junk);
-        }
-    }
-}
-
 #[test]
 fn damaged_manifests_give_errors_not_panics() {
     let Some(bytes) = common::fixture_bytes("public/nkipy/matmul_small.neff") else { return };
-    let original = members(&bytes);
-    let manifests: Vec<usize> =
-        original.iter().enumerate().filter(|(_, (n, _))| n.ends_with(".json")).map(|(i, _)| i).collect();
-    let mut rng = Rng(0x5eed_0001);
-    let (mut failed, mut total) = (0, 0);
-    for _ in 0..400 {
-        let mut list = original.clone();
-        let target = manifests[rng.below(manifests.len())];
-        damage(&mut list[target].1, &mut rng);
-        total += 1;
-        if load(&pack(&bytes, &list)).is_some() {
-            failed += 1;
-        }
-    }
+    let corpus = corpus::damaged_manifests(&bytes);
+    let failed = corpus.iter().filter(|neff| load(neff).is_some()).count();
     // Most damage is caught; some lands in values nobody reads (e.g. tensor_map.json).
-    assert!(failed > total / 2, "{failed} of {total} damaged NEFFs were refused");
+    assert!(failed > corpus.len() / 2, "{failed} of {} damaged NEFFs were refused", corpus.len());
 }
 
 #[test]
 fn damaged_payloads_and_npy_headers_give_errors_not_panics() {
     let Some(bytes) = common::fixture_bytes("public/nkipy/matmul_small.neff") else { return };
-    let original = members(&bytes);
-    let npy = original.iter().position(|(n, _)| n.ends_with(".npy")).unwrap();
-    let mut rng = Rng(0x5eed_0002);
-    let mut refused = 0;
-    for _ in 0..150 {
-        let mut list = original.clone();
-        // Damage inside the .npy header (its first 128 bytes) or cut the array data.
-        let body = &mut list[npy].1;
-        if rng.below(2) == 0 {
-            let i = rng.below(128);
-            body[i] ^= 1 << rng.below(8);
-        } else {
-            body.truncate(128 + rng.below(body.len() - 128));
-        }
-        if load(&pack(&bytes, &list)).is_some() {
-            refused += 1;
-        }
-    }
-    assert!(refused > 100, "{refused} of 150");
+    let corpus = corpus::damaged_npy_payloads(&bytes);
+    let refused = corpus.iter().filter(|neff| load(neff).is_some()).count();
+    assert!(refused > 100, "{refused} of {}", corpus.len());
 }
 
 #[test]
 fn damaged_tar_streams_give_errors_not_panics() {
     let Some(bytes) = common::fixture_bytes("public/nkipy/matmul_small.neff") else { return };
-    // The inflated tar, damaged at header-heavy offsets, then gzip'd again with a fresh header.
-    let mut tar_bytes = Vec::new();
-    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&bytes[1024..]), &mut tar_bytes).unwrap();
-    let mut rng = Rng(0x5eed_0003);
-    let mut refused = 0;
-    for round in 0..200 {
-        let mut tar = tar_bytes.clone();
-        // Half the damage goes into tar header blocks (the first 512 bytes of some block).
-        let block = rng.below(tar.len() / 512);
-        let at = if round % 2 == 0 { block * 512 + rng.below(512) } else { rng.below(tar.len()) };
-        tar[at] ^= 1 << rng.below(8);
-        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-        gz.write_all(&tar).unwrap();
-        let payload = gz.finish().unwrap();
-        let mut neff = bytes[..1024].to_vec();
-        neff[16..24].copy_from_slice(&(payload.len() as u64).to_le_bytes());
-        neff.extend_from_slice(&payload);
-        if load(&neff).is_some() {
-            refused += 1;
-        }
-    }
-    assert!(refused > 50, "{refused} of 200");
+    let corpus = corpus::damaged_tar_streams(&bytes);
+    let refused = corpus.iter().filter(|neff| load(neff).is_some()).count();
+    assert!(refused > 50, "{refused} of {}", corpus.len());
 }
 
 #[test]
 fn every_cut_of_the_small_neff_is_refused() {
     let Some(bytes) = common::fixture_bytes("public/nkipy/matmul_small.neff") else { return };
-    for cut in (0..bytes.len()).step_by(997) {
-        assert!(load(&bytes[..cut]).is_some(), "a NEFF cut at {cut} bytes loaded");
+    for (i, cut) in corpus::cuts(&bytes).iter().enumerate() {
+        assert!(load(cut).is_some(), "a NEFF cut at {} bytes loaded", i * 997);
     }
 }
