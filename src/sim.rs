@@ -23,18 +23,22 @@
 //! # Digest
 //!
 //! Each region's digest is [`digest64`](crate::digest::digest64) (XXH3-64) of bytes
-//! `0..written`, the digest the loader computes of what it sends. In digest-only mode it is the
-//! only trace of the bytes: every region has a running [`Digest64`] (about 400 bytes, in a
-//! table beside the records), fed by in-order writes, so writes to different regions may
-//! interleave. In memory mode a region written out of order is digested from memory instead.
+//! `0..written`, the digest the loader computes of what it sends; a record keeps it as a `u64`.
+//! A region being written also needs a running [`Digest64`] (384 bytes). Those come from a
+//! pool of `STREAMS` (default [`DEFAULT_STREAMS`]): a region takes one at its first write and
+//! keeps it until it is released, or until the pool runs dry and the stream of a full region
+//! (whose digest its record already holds) is handed on. So writes to up to `STREAMS` regions
+//! may interleave. In digest-only mode a write that finds no stream (none free, or its own was
+//! handed on and it grew by an adoption since) fails with [`HalError::RegionTableFull`] naming
+//! `STREAMS`; in memory mode the region is then digested from memory, as one written out of
+//! order is.
 //!
 //! # Size
 //!
-//! `size_of::<SimDevice>()` (the default `REGIONS` = [`DEFAULT_REGIONS`] = 128) is 58 816
-//! bytes on a 64-bit host (asserted in a test): per region a 72-byte log record and a 384-byte
-//! running XXH3 state (58 368), plus 448 bytes of counters and per-class accounting (two arrays
-//! of 22 `u64`). The digest states dominate: a controller that tracks few regions should pick a
-//! small `REGIONS`.
+//! `size_of::<SimDevice>()` with the defaults (`REGIONS` = [`DEFAULT_REGIONS`] = 128, `STREAMS`
+//! = [`DEFAULT_STREAMS`] = 8) is 12 800 bytes on a 64-bit host (asserted in a test): 72 bytes
+//! per region record (9 216), 392 per stream (a 384-byte XXH3 state and its owner; 3 136), and
+//! 448 bytes of counters and per-class accounting (two arrays of 22 `u64`).
 
 use core::fmt;
 
@@ -50,6 +54,10 @@ const EMPTY_DIGEST: u64 = 0x2d06_8005_38d3_94c2;
 
 /// The running digest of a region that received nothing yet.
 const FRESH_STREAM: Digest64 = Digest64::new();
+
+/// The stream-pool size of a plain `SimDevice`: regions being written at once (the loader
+/// writes one payload at a time).
+pub const DEFAULT_STREAMS: usize = 8;
 
 /// Where a region is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -143,14 +151,15 @@ enum Backing<'m> {
 }
 
 /// A simulated accelerator: see the [module documentation](self).
-pub struct SimDevice<'m, const REGIONS: usize = DEFAULT_REGIONS> {
+pub struct SimDevice<'m, const REGIONS: usize = DEFAULT_REGIONS, const STREAMS: usize = DEFAULT_STREAMS> {
     backing: Backing<'m>,
     arch: Arch,
     // Kept in ascending id order: appended on allocation, oldest released dropped first.
     records: [RegionRecord; REGIONS],
-    // `streams[i]` is the running digest of `records[i]`: kept beside the records (not in
-    // them) so that a record stays a small `Copy` value.
-    streams: [Digest64; REGIONS],
+    // Running digests of the regions being written, kept apart from the records so that a
+    // record stays a small `Copy` value; `stream_owner[i]` is the region using `streams[i]`.
+    streams: [Digest64; STREAMS],
+    stream_owner: [Option<RegionId>; STREAMS],
     record_count: usize,
     next_id: u32,
     forgotten: u64,
@@ -160,7 +169,7 @@ pub struct SimDevice<'m, const REGIONS: usize = DEFAULT_REGIONS> {
     peak_usage_bytes: [u64; USAGE_CLASS_COUNT],
 }
 
-impl<'m, const REGIONS: usize> SimDevice<'m, REGIONS> {
+impl<'m, const REGIONS: usize, const STREAMS: usize> SimDevice<'m, REGIONS, STREAMS> {
     /// A device whose memory is `memory` (zeroed region by region as they are allocated).
     pub fn new(memory: &'m mut [u8], arch: Arch) -> Self {
         Self::with_backing(Backing::Memory(memory), arch)
@@ -177,7 +186,8 @@ impl<'m, const REGIONS: usize> SimDevice<'m, REGIONS> {
             backing,
             arch,
             records: [RegionRecord::EMPTY; REGIONS],
-            streams: [FRESH_STREAM; REGIONS],
+            streams: [FRESH_STREAM; STREAMS],
+            stream_owner: [None; STREAMS],
             record_count: 0,
             next_id: 1,
             forgotten: 0,
@@ -326,9 +336,6 @@ impl<'m, const REGIONS: usize> SimDevice<'m, REGIONS> {
         if let Some(tail) = self.records.get_mut(oldest_released..self.record_count) {
             tail.rotate_left(1);
         }
-        if let Some(tail) = self.streams.get_mut(oldest_released..self.record_count) {
-            tail.rotate_left(1);
-        }
         self.record_count -= 1;
         self.forgotten += 1;
         true
@@ -369,9 +376,6 @@ impl<'m, const REGIONS: usize> SimDevice<'m, REGIONS> {
             .get_mut(self.record_count)
             .ok_or(HalError::RegionTableFull { limit: "REGIONS", capacity: REGIONS as u32 })?;
         *slot = record;
-        if let Some(stream) = self.streams.get_mut(self.record_count) {
-            *stream = FRESH_STREAM;
-        }
         self.record_count += 1;
         self.account_alloc(req.usage, req.size);
         Ok(id)
@@ -394,12 +398,35 @@ impl<'m, const REGIONS: usize> SimDevice<'m, REGIONS> {
         }
     }
 
-    /// Gives the record at `to` the running digest of the record at `from` (an adoption).
-    fn carry_stream(&mut self, from: usize, to: usize) {
-        if let Some(stream) = self.streams.get(from).cloned() {
-            if let Some(slot) = self.streams.get_mut(to) {
-                *slot = stream;
-            }
+    /// The stream `region` is using, if any.
+    fn stream_of(&self, region: RegionId) -> Option<usize> {
+        self.stream_owner.iter().position(|&owner| owner == Some(region))
+    }
+
+    /// A fresh stream for `region`: a free one, else that of a full region.
+    fn take_stream(&mut self, region: RegionId) -> Option<usize> {
+        let full = |owner: RegionId| self.region(owner).is_none_or(|r| r.written == r.size);
+        let free = self
+            .stream_owner
+            .iter()
+            .position(Option::is_none)
+            .or_else(|| self.stream_owner.iter().position(|owner| owner.is_some_and(full)))?;
+        *self.stream_owner.get_mut(free)? = Some(region);
+        *self.streams.get_mut(free)? = FRESH_STREAM;
+        Some(free)
+    }
+
+    /// Hands `from`'s stream, if it has one, to `to` (an adoption: the bytes moved with it).
+    fn hand_stream(&mut self, from: RegionId, to: RegionId) {
+        if let Some(owner) = self.stream_of(from).and_then(|i| self.stream_owner.get_mut(i)) {
+            *owner = Some(to);
+        }
+    }
+
+    /// Gives `region`'s stream back to the pool (its record keeps the digest).
+    fn drop_stream(&mut self, region: RegionId) {
+        if let Some(owner) = self.stream_of(region).and_then(|i| self.stream_owner.get_mut(i)) {
+            *owner = None;
         }
     }
 
@@ -418,11 +445,12 @@ impl<'m, const REGIONS: usize> SimDevice<'m, REGIONS> {
         if let Some(slot) = self.records.get_mut(index) {
             *slot = frozen;
         }
+        self.drop_stream(record.id);
         self.account_free(record.usage, record.size);
     }
 }
 
-impl<const REGIONS: usize> Hal for SimDevice<'_, REGIONS> {
+impl<const REGIONS: usize, const STREAMS: usize> Hal for SimDevice<'_, REGIONS, STREAMS> {
     fn arch(&self) -> Arch {
         self.arch
     }
@@ -446,10 +474,21 @@ impl<const REGIONS: usize> Hal for SimDevice<'_, REGIONS> {
             return Ok(());
         }
         let sequential = offset == record.written;
+        let digest_only = self.is_digest_only();
+        if digest_only && !sequential {
+            return Err(HalError::OutOfOrderWrite { region, expected: record.written, offset });
+        }
+        // The running digest, for a write that continues an in-order region. A region with
+        // bytes in and no stream had its stream handed on: it cannot be resumed.
+        let stream = match (sequential && record.in_order).then(|| self.stream_of(region)) {
+            Some(Some(held)) => Some(held),
+            Some(None) if record.written == 0 => self.take_stream(region),
+            Some(None) | None => None,
+        };
+        if stream.is_none() && sequential && record.in_order && digest_only {
+            return Err(HalError::RegionTableFull { limit: "STREAMS", capacity: STREAMS as u32 });
+        }
         match &mut self.backing {
-            Backing::DigestOnly { .. } if !sequential => {
-                return Err(HalError::OutOfOrderWrite { region, expected: record.written, offset });
-            }
             Backing::DigestOnly { .. } => {}
             Backing::Memory(memory) => {
                 let start = record.address.checked_add(offset);
@@ -458,12 +497,14 @@ impl<const REGIONS: usize> Hal for SimDevice<'_, REGIONS> {
                 dst.ok_or(HalError::OutOfBounds { region, offset, len, size: record.size })?.copy_from_slice(bytes);
             }
         }
-        if let (Some(slot), Some(stream)) = (self.records.get_mut(index), self.streams.get_mut(index)) {
-            if sequential && slot.in_order {
-                stream.update(bytes);
-                slot.digest = stream.finish();
-            } else {
-                slot.in_order = false;
+        let running = stream.and_then(|i| self.streams.get_mut(i));
+        if let Some(slot) = self.records.get_mut(index) {
+            match running {
+                Some(running) => {
+                    running.update(bytes);
+                    slot.digest = running.finish();
+                }
+                None => slot.in_order = false,
             }
             slot.written = slot.written.max(end);
         }
@@ -485,6 +526,7 @@ impl<const REGIONS: usize> Hal for SimDevice<'_, REGIONS> {
             let id = RegionId(self.next_id);
             self.next_id = self.next_id.checked_add(1).ok_or(HalError::IdsExhausted)?;
             let index = self.live_index(staged)?; // make_room may have shifted the table
+            self.hand_stream(staged, id);
             self.retire(index, RegionState::Adopted { into: id });
             let record = RegionRecord {
                 id,
@@ -500,7 +542,6 @@ impl<const REGIONS: usize> Hal for SimDevice<'_, REGIONS> {
                 .get_mut(self.record_count)
                 .ok_or(HalError::RegionTableFull { limit: "REGIONS", capacity: REGIONS as u32 })?;
             *slot = record;
-            self.carry_stream(index, self.record_count);
             self.record_count += 1;
             self.account_alloc(req.usage, req.size);
             return Ok(id);
@@ -525,7 +566,7 @@ impl<const REGIONS: usize> Hal for SimDevice<'_, REGIONS> {
             slot.in_order = old.in_order;
         }
         let index = self.live_index(staged)?;
-        self.carry_stream(index, new_index);
+        self.hand_stream(staged, id);
         self.retire(index, RegionState::Adopted { into: id });
         Ok(id)
     }
@@ -542,7 +583,7 @@ impl<const REGIONS: usize> Hal for SimDevice<'_, REGIONS> {
     }
 }
 
-impl<const REGIONS: usize> fmt::Debug for SimDevice<'_, REGIONS> {
+impl<const REGIONS: usize, const STREAMS: usize> fmt::Debug for SimDevice<'_, REGIONS, STREAMS> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SimDevice")
             .field("arch", &self.arch)
@@ -620,7 +661,8 @@ mod tests {
         let size = core::mem::size_of::<SimDevice<'_>>();
         assert_eq!(core::mem::size_of::<RegionRecord>(), 72);
         assert_eq!(core::mem::size_of::<Digest64>(), 384);
-        assert_eq!(size, 58_816);
-        assert_eq!(size - DEFAULT_REGIONS * (72 + 384), 448, "counters and per-class accounting");
+        assert_eq!(core::mem::size_of::<Option<RegionId>>(), 8);
+        assert_eq!(size, 12_800);
+        assert_eq!(size - DEFAULT_REGIONS * 72 - DEFAULT_STREAMS * (384 + 8), 448, "counters and accounting");
     }
 }
