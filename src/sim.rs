@@ -161,6 +161,8 @@ pub struct SimDevice<'m, const REGIONS: usize = DEFAULT_REGIONS, const STREAMS: 
     streams: [Digest64; STREAMS],
     stream_owner: [Option<RegionId>; STREAMS],
     record_count: usize,
+    /// Live records in the log (the rest are released or adopted).
+    live_count: usize,
     next_id: u32,
     forgotten: u64,
     live_bytes: u64,
@@ -189,6 +191,7 @@ impl<'m, const REGIONS: usize, const STREAMS: usize> SimDevice<'m, REGIONS, STRE
             streams: [FRESH_STREAM; STREAMS],
             stream_owner: [None; STREAMS],
             record_count: 0,
+            live_count: 0,
             next_id: 1,
             forgotten: 0,
             live_bytes: 0,
@@ -311,17 +314,30 @@ impl<'m, const REGIONS: usize, const STREAMS: usize> SimDevice<'m, REGIONS, STRE
             .ok_or(HalError::UnknownRegion { region: id })
     }
 
+    /// The live regions, newest first: the scan stops at the last live one, so released
+    /// records piled up at the old end of a full log cost nothing.
+    fn live_newest_first(&self) -> impl Iterator<Item = &RegionRecord> + '_ {
+        self.records.iter().take(self.record_count).rev().filter(|r| r.is_live()).take(self.live_count)
+    }
+
     /// The lowest `req.align`-aligned address where `req.size` bytes overlap no live region.
     fn first_fit(&self, req: &AllocRequest) -> Option<u64> {
         let mut candidate = 0u64;
         loop {
-            let end = candidate.checked_add(req.size).filter(|&end| end <= self.capacity())?;
+            candidate.checked_add(req.size).filter(|&end| end <= self.capacity())?;
             // Any aligned address below the end of an overlapping region would overlap it too,
-            // so jumping past it keeps the search first-fit.
-            match self.live_regions().find(|r| r.address < end && candidate < r.end()) {
-                None => return Some(candidate),
-                Some(blocker) => candidate = align_up(blocker.end(), req.align)?,
+            // so jumping past it keeps the search first-fit. One pass jumps past every blocker
+            // it meets; a pass that meets none has found the address.
+            let mut next = candidate;
+            for r in self.live_newest_first() {
+                if r.address < next.checked_add(req.size)? && next < r.end() {
+                    next = align_up(r.end(), req.align)?;
+                }
             }
+            if next == candidate {
+                return Some(candidate);
+            }
+            candidate = next;
         }
     }
 
@@ -344,7 +360,8 @@ impl<'m, const REGIONS: usize, const STREAMS: usize> SimDevice<'m, REGIONS, STRE
     /// Allocates a record and its span; the span is zeroed in memory mode.
     fn allocate(&mut self, req: &AllocRequest, adopted_from: Option<Adoption>) -> Result<RegionId, HalError> {
         req.validate()?;
-        let address = self.first_fit(req).ok_or(HalError::OutOfMemory {
+        // `ok_or_else`: the free-span figures walk every live region, only worth it on failure.
+        let address = self.first_fit(req).ok_or_else(|| HalError::OutOfMemory {
             requested: req.size,
             align: req.align,
             free: self.free_bytes(),
@@ -377,6 +394,7 @@ impl<'m, const REGIONS: usize, const STREAMS: usize> SimDevice<'m, REGIONS, STRE
             .ok_or(HalError::RegionTableFull { limit: "REGIONS", capacity: REGIONS as u32 })?;
         *slot = record;
         self.record_count += 1;
+        self.live_count += 1;
         self.account_alloc(req.usage, req.size);
         Ok(id)
     }
@@ -446,6 +464,7 @@ impl<'m, const REGIONS: usize, const STREAMS: usize> SimDevice<'m, REGIONS, STRE
             *slot = frozen;
         }
         self.drop_stream(record.id);
+        self.live_count = self.live_count.saturating_sub(1);
         self.account_free(record.usage, record.size);
     }
 }
@@ -543,6 +562,7 @@ impl<const REGIONS: usize, const STREAMS: usize> Hal for SimDevice<'_, REGIONS, 
                 .ok_or(HalError::RegionTableFull { limit: "REGIONS", capacity: REGIONS as u32 })?;
             *slot = record;
             self.record_count += 1;
+            self.live_count += 1;
             self.account_alloc(req.usage, req.size);
             return Ok(id);
         }
