@@ -7,7 +7,8 @@
 //! [`Archive::open_inflated`]. Every check and every error is the core's; only the inflater
 //! differs.
 //!
-//! With two cores or more ([`Inflation::for_this_host`]), the container runs in its own thread
+//! For a NEFF of [`THREAD_MIN_BYTES`] or more on a host with two cores or more
+//! ([`Inflation::for_this_host`]), the container runs in its own thread
 //! and hands the tar stream over in [`CHUNK`]-byte buffers through a channel that holds at
 //! most [`CHUNKS_IN_FLIGHT`] of them, so memory stays flat while inflating and walking the
 //! tar (JSON parsing, payload digests) overlap. The core itself stays single-threaded.
@@ -30,6 +31,10 @@ use crate::source::InputSource;
 pub const CHUNK: usize = 64 * 1024;
 /// Buffers the channel holds at most (the inflating thread waits when it is full).
 pub const CHUNKS_IN_FLIGHT: usize = 4;
+/// The file size from which inflating gets a thread of its own: a smaller NEFF is over in
+/// milliseconds, where a second thread has little to overlap and each hand-off may wait for
+/// the scheduler on a busy host.
+pub const THREAD_MIN_BYTES: u64 = 4 << 20;
 
 /// zlib-rs (through flate2, raw deflate) as the core's inflater. It keeps its own 32 KiB
 /// history, so it writes each step's output straight into the decoder's window.
@@ -94,10 +99,11 @@ pub enum Inflation {
 }
 
 impl Inflation {
-    /// [`Inflation::Threaded`] on a host with two cores or more, else [`Inflation::Inline`].
-    pub fn for_this_host() -> Self {
+    /// [`Inflation::Threaded`] for a NEFF of `file_size` >= [`THREAD_MIN_BYTES`] on a host with
+    /// two cores or more, else [`Inflation::Inline`].
+    pub fn for_this_host(file_size: u64) -> Self {
         match std::thread::available_parallelism() {
-            Ok(n) if n.get() >= 2 => Inflation::Threaded,
+            Ok(n) if n.get() >= 2 && file_size >= THREAD_MIN_BYTES => Inflation::Threaded,
             _ => Inflation::Inline,
         }
     }

@@ -331,7 +331,7 @@ pub struct Pass {
 
 /// Runs the loader over `source` (a NEFF of `size` bytes) on a thread with a large stack.
 pub fn run(source: InputSource, size: u64, target: Target, allow_legacy: bool) -> Result<Pass, CliError> {
-    run_with(source, size, target, allow_legacy, Inflation::for_this_host())
+    run_with(source, size, target, allow_legacy, Inflation::for_this_host(size))
 }
 
 /// [`run`], inflating as `inflation` says (tests compare both ways).

@@ -92,7 +92,8 @@ pub fn walk(src: InputSource, file_size: u64, visitor: &mut dyn Visitor) -> Resu
         print_warning(&text);
         warnings.push(text);
     };
-    let mut archive = open_archive(src, file_size, &OpenOptions::default(), Inflation::for_this_host(), &mut sink)?;
+    let mut archive =
+        open_archive(src, file_size, &OpenOptions::default(), Inflation::for_this_host(file_size), &mut sink)?;
     visitor.header(&HeaderView::from(archive.header()))?;
     let mut summary = WalkSummary::default();
     while let Some(mut member) = archive.next_member(&mut sink)? {
