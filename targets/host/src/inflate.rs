@@ -27,10 +27,13 @@ use neff::{Error, Warning, WarningSink};
 
 use crate::source::InputSource;
 
-/// Bytes of tar stream per buffer handed from the inflating thread to the parsing one.
-pub const CHUNK: usize = 64 * 1024;
-/// Buffers the channel holds at most (the inflating thread waits when it is full).
-pub const CHUNKS_IN_FLIGHT: usize = 4;
+/// Bytes of tar stream per buffer handed from the inflating thread to the parsing one. Each
+/// hand-off may wake a thread (a system call and a context switch), so buffers larger than the
+/// 64 KiB read buffer keep that cost small next to inflating them.
+pub const CHUNK: usize = 256 * 1024;
+/// Buffers the channel holds at most (the inflating thread waits when it is full); with the one
+/// being filled and the one being read, four buffers exist.
+pub const CHUNKS_IN_FLIGHT: usize = 2;
 /// The file size from which inflating gets a thread of its own: a smaller NEFF is over in
 /// milliseconds, where a second thread has little to overlap and each hand-off may wait for
 /// the scheduler on a busy host.
