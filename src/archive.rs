@@ -29,13 +29,24 @@
 //!
 //! `Archive` is large (the inflate window and state live inside it; see [`Archive`] for its
 //! size); on a small target keep it in a `static` cell or a long-lived frame, not in a deep call.
+//!
+//! # Inflating elsewhere
+//!
+//! The layer under the tar walker is a [`Container`]: header gates, the payload span, gzip (or
+//! raw) decoding with an [`Inflate`] of the caller's choice, and the closing checks. `Archive::open`
+//! builds one inside the archive, inflating with miniz_oxide. A host can instead open a
+//! `Container` with its own inflater (the `neff` command uses zlib-rs), move it to another
+//! thread, and give the archive the tar stream it produces through
+//! [`Archive::open_inflated`]: the same gates, the same gzip semantics (member headers, CRC-32
+//! and ISIZE, further members, padding, `max_inflated`) and the same errors, computed by the
+//! same code, with the inflation beside the parsing.
 
 use core::fmt;
 
 use embedded_io::{BufRead, ErrorType, Read};
 
-use crate::error::OffsetBase;
-use crate::gzip::{Compression, Decoder, GzipWarning, DEFAULT_MAX_INFLATED};
+use crate::error::{source_error, OffsetBase};
+use crate::gzip::{Compression, Decoder, GzipWarning, Inflate, MinizInflater, DEFAULT_MAX_INFLATED};
 use crate::header::{HeaderError, HeaderWarning, Integrity, NeffHeader, PayloadHasher, HEADER_SIZE};
 use crate::tar::{Member, TarReader, TarWarning, DEFAULT_NAME_CAPACITY, DEFAULT_PAX_CAPACITY};
 use crate::{Error, ErrorKind, Stage, Warning, WarningKind, WarningSink};
@@ -152,10 +163,38 @@ pub type Stream<R> = Decoder<Payload<R>>;
 /// A member of an [`Archive`].
 pub type ArchiveMember<'a, R> = Member<'a, Stream<R>>;
 
+/// A tar stream that a [`Container`] produced elsewhere (another thread, another inflater),
+/// read by an archive opened with [`Archive::open_inflated`].
+///
+/// A read that fails because the container failed returns an error whose
+/// [`source`](core::error::Error::source) is the container's [`Error`]: the archive passes it
+/// on unchanged (stage, kind, file offset), as if it had inflated the stream itself.
+pub trait InflatedSource: BufRead {
+    /// The container's closing figures, once the stream has ended: what [`Container::finish`]
+    /// returned, with the warnings it raised replayed into `sink` in their order (or the error
+    /// it returned).
+    fn finish(&mut self, sink: &mut dyn WarningSink) -> Result<Finish, Error>;
+}
+
+/// What an archive over an inflated stream knows of the container that produced it.
+struct Inflated<R> {
+    compression: Compression,
+    finish: fn(&mut R, &mut dyn WarningSink) -> Result<Finish, Error>,
+}
+
+/// Lends a sink of any type as `&mut dyn WarningSink`.
+struct Forward<'s, S: ?Sized>(&'s mut S);
+
+impl<S: WarningSink + ?Sized> WarningSink for Forward<'_, S> {
+    fn warn(&mut self, warning: &Warning) {
+        self.0.warn(warning);
+    }
+}
+
 /// A NEFF opened as a stream of tar members.
 ///
 /// `NAME` and `PAX` are the tar walker's name and PAX-header capacities. With the defaults
-/// (1024, 1536), `size_of::<Archive<&[u8]>>()` is **47 296 bytes** on x86-64 (asserted in a
+/// (1024, 1536), `size_of::<Archive<&[u8]>>()` is **47 320 bytes** on x86-64 (asserted in a
 /// test): the 32 KiB inflate window, miniz_oxide's `DecompressorOxide` (~10.3 KiB), the
 /// decoded header, a 512-byte tar block, the name and PAX buffers, and the digest state.
 pub struct Archive<R, const NAME: usize = DEFAULT_NAME_CAPACITY, const PAX: usize = DEFAULT_PAX_CAPACITY> {
@@ -163,6 +202,8 @@ pub struct Archive<R, const NAME: usize = DEFAULT_NAME_CAPACITY, const PAX: usiz
     file_size: Option<u64>,
     tar: TarReader<Stream<R>, NAME, PAX>,
     finished: Option<Finish>,
+    /// Set by [`Archive::open_inflated`]: the tar stream comes from a container elsewhere.
+    inflated: Option<Inflated<R>>,
 }
 
 // The whole container state (window, inflater, tar buffers) stays well under 64 KiB on every
@@ -196,12 +237,123 @@ fn header_error(e: HeaderError) -> Error {
     Error::at_file(Stage::Header, gate_offset(&e), ErrorKind::Header(e))
 }
 
-fn io_error<E: embedded_io::Error>(offset: u64, e: &E) -> Error {
-    Error::at_file(Stage::Io, offset, ErrorKind::Io(e.kind()))
-}
-
 fn header_warning(sink: &mut (impl WarningSink + ?Sized), offset: u64, kind: HeaderWarning) {
     sink.warn(&Warning::at_file(Stage::Header, offset, WarningKind::Header(kind)));
+}
+
+/// Reads the 1024-byte header from `src`, applies the runtime's gates and raises the header
+/// warnings (`header_size`, trailing bytes of a file of known size).
+fn read_header<R: BufRead>(
+    src: &mut R,
+    file_size: Option<u64>,
+    opts: &OpenOptions,
+    sink: &mut (impl WarningSink + ?Sized),
+) -> Result<NeffHeader, Error> {
+    if let Some(size) = file_size.filter(|&s| s < HEADER_SIZE as u64) {
+        return Err(header_error(HeaderError::ShortFile { received: size }));
+    }
+    let mut bytes = [0u8; HEADER_SIZE];
+    let mut filled = 0;
+    while filled < HEADER_SIZE {
+        let buf = src.fill_buf().map_err(|e| source_error(filled as u64, &e))?;
+        if buf.is_empty() {
+            return Err(header_error(HeaderError::ShortFile { received: filled as u64 }));
+        }
+        let n = buf.len().min(HEADER_SIZE - filled);
+        if let (Some(dst), Some(from)) = (bytes.get_mut(filled..filled + n), buf.get(..n)) {
+            dst.copy_from_slice(from);
+        }
+        src.consume(n);
+        filled += n;
+    }
+    let header = NeffHeader::parse(&bytes);
+    header.validate(file_size, opts.allow_header_size_other_than_1024).map_err(header_error)?;
+    if header.header_size != HEADER_SIZE as u64 {
+        let kind = HeaderWarning::HeaderSizeAllowed { header_size: header.header_size };
+        header_warning(sink, crate::header::field::HEADER_SIZE.start as u64, kind);
+    }
+    // Saturating: on a stream (no file size) nothing has bounded `data_size` yet.
+    let payload_end = (HEADER_SIZE as u64).saturating_add(header.data_size);
+    if let Some(count) = file_size.map(|s| s.saturating_sub(payload_end)).filter(|&c| c > 0) {
+        header_warning(sink, payload_end, HeaderWarning::TrailingBytes { count });
+    }
+    Ok(header)
+}
+
+/// The payload span of `src` (positioned after the header), with the integrity digest if asked.
+fn payload<R>(src: R, header: &NeffHeader, opts: &OpenOptions) -> Payload<R> {
+    Payload {
+        src,
+        remaining: header.data_size,
+        hasher: PayloadHasher::for_header(header, opts.verify_integrity),
+        hashed_ahead: 0,
+    }
+}
+
+/// The container's closing checks, once the tar stream has been read to its end: what follows
+/// the last gzip member, the padding up to `data_size`, the trailing bytes and the integrity
+/// check. `members` is left 0: the tar layer counts them.
+fn close<R: BufRead, I: Inflate>(
+    header: &NeffHeader,
+    file_size: Option<u64>,
+    decoder: &mut Decoder<Payload<R>, I>,
+    sink: &mut (impl WarningSink + ?Sized),
+) -> Result<Finish, Error> {
+    let compression = decoder.compression();
+    let trailing = decoder.drain_trailing()?;
+    if let Some(first_offset) = trailing.first_nonzero_offset {
+        let kind = GzipWarning::TrailingData { first_offset, nonzero_bytes: trailing.nonzero_bytes };
+        sink.warn(&Warning::at_file(Stage::Gzip, first_offset, WarningKind::Gzip(kind)));
+    }
+    let gzip_members = decoder.members();
+    if gzip_members > 1 {
+        let kind = GzipWarning::MultipleMembers { count: gzip_members };
+        sink.warn(&Warning::at_file(Stage::Gzip, HEADER_SIZE as u64, WarningKind::Gzip(kind)));
+    }
+    let inflated_bytes = decoder.total_out();
+    let compressed_bytes = decoder.compressed_len();
+    let consumed = decoder.consumed();
+    let payload = decoder.source_mut();
+    let data_size = header.data_size;
+    if payload.remaining() > 0 {
+        let e = HeaderError::DataSizePastEnd { data_size, available: data_size - payload.remaining() };
+        return Err(Error::at_file(Stage::Header, HEADER_SIZE as u64 + consumed, ErrorKind::Header(e)));
+    }
+    let hasher = core::mem::replace(&mut payload.hasher, PayloadHasher::Off { requested: false });
+    let integrity = hasher.finish(header);
+    if let Integrity::Mismatch(algorithm) = integrity {
+        header_warning(sink, crate::header::field::HASH.start as u64, HeaderWarning::IntegrityMismatch { algorithm });
+    }
+    let payload_end = HEADER_SIZE as u64 + data_size;
+    let trailing_bytes = match file_size {
+        Some(size) => size.saturating_sub(payload_end),
+        None => {
+            let mut count = 0u64;
+            loop {
+                let buf = payload.src.fill_buf().map_err(|e| source_error(payload_end + count, &e))?;
+                if buf.is_empty() {
+                    break;
+                }
+                let n = buf.len();
+                payload.src.consume(n);
+                count += n as u64;
+            }
+            if count > 0 {
+                header_warning(sink, payload_end, HeaderWarning::TrailingBytes { count });
+            }
+            count
+        }
+    };
+    Ok(Finish {
+        compression,
+        gzip_members,
+        members: 0,
+        inflated_bytes,
+        compressed_bytes,
+        padding_bytes: data_size - compressed_bytes.min(data_size),
+        trailing_bytes,
+        integrity,
+    })
 }
 
 impl<R: BufRead, const NAME: usize, const PAX: usize> Archive<R, NAME, PAX> {
@@ -218,45 +370,13 @@ impl<R: BufRead, const NAME: usize, const PAX: usize> Archive<R, NAME, PAX> {
         opts: &OpenOptions,
         sink: &mut (impl WarningSink + ?Sized),
     ) -> Result<Self, Error> {
-        if let Some(size) = file_size.filter(|&s| s < HEADER_SIZE as u64) {
-            return Err(header_error(HeaderError::ShortFile { received: size }));
-        }
-        let mut bytes = [0u8; HEADER_SIZE];
-        let mut filled = 0;
-        while filled < HEADER_SIZE {
-            let buf = src.fill_buf().map_err(|e| io_error(filled as u64, &e))?;
-            if buf.is_empty() {
-                return Err(header_error(HeaderError::ShortFile { received: filled as u64 }));
-            }
-            let n = buf.len().min(HEADER_SIZE - filled);
-            if let (Some(dst), Some(from)) = (bytes.get_mut(filled..filled + n), buf.get(..n)) {
-                dst.copy_from_slice(from);
-            }
-            src.consume(n);
-            filled += n;
-        }
-        let header = NeffHeader::parse(&bytes);
-        header.validate(file_size, opts.allow_header_size_other_than_1024).map_err(header_error)?;
-        if header.header_size != HEADER_SIZE as u64 {
-            let kind = HeaderWarning::HeaderSizeAllowed { header_size: header.header_size };
-            header_warning(sink, crate::header::field::HEADER_SIZE.start as u64, kind);
-        }
-        // Saturating: on a stream (no file size) nothing has bounded `data_size` yet.
-        let payload_end = (HEADER_SIZE as u64).saturating_add(header.data_size);
-        if let Some(count) = file_size.map(|s| s.saturating_sub(payload_end)).filter(|&c| c > 0) {
-            header_warning(sink, payload_end, HeaderWarning::TrailingBytes { count });
-        }
-        let payload = Payload {
-            src,
-            remaining: header.data_size,
-            hasher: PayloadHasher::for_header(&header, opts.verify_integrity),
-            hashed_ahead: 0,
-        };
+        let header = read_header(&mut src, file_size, opts, sink)?;
         let mut archive = Self {
             header,
             file_size,
-            tar: TarReader::new(Decoder::unsniffed(payload, HEADER_SIZE as u64, opts.max_inflated)),
+            tar: TarReader::new(Decoder::unsniffed(payload(src, &header, opts), HEADER_SIZE as u64, opts.max_inflated)),
             finished: None,
+            inflated: None,
         };
         archive.tar.stream_mut().sniff_in_place()?;
         Ok(archive)
@@ -269,7 +389,10 @@ impl<R: BufRead, const NAME: usize, const PAX: usize> Archive<R, NAME, PAX> {
 
     /// Gzip or raw tar.
     pub fn compression(&self) -> Compression {
-        self.tar.stream().compression()
+        match &self.inflated {
+            Some(inflated) => inflated.compression,
+            None => self.tar.stream().compression(),
+        }
     }
 
     /// Bytes of the tar stream consumed so far.
@@ -277,9 +400,13 @@ impl<R: BufRead, const NAME: usize, const PAX: usize> Archive<R, NAME, PAX> {
         self.tar.offset()
     }
 
-    /// File offset of the next payload byte to be read.
-    pub fn file_offset(&self) -> u64 {
-        HEADER_SIZE as u64 + self.tar.stream().consumed()
+    /// File offset of the next payload byte to be read; `None` when the payload is read
+    /// elsewhere ([`Archive::open_inflated`]).
+    pub fn file_offset(&self) -> Option<u64> {
+        match self.inflated {
+            Some(_) => None,
+            None => Some(HEADER_SIZE as u64 + self.tar.stream().consumed()),
+        }
     }
 
     /// The next regular tar member, or `None` after the last one (or after `finish`).
@@ -310,68 +437,150 @@ impl<R: BufRead, const NAME: usize, const PAX: usize> Archive<R, NAME, PAX> {
             sink.warn(&Warning { offset_base: OffsetBase::Archive, ..Warning::at_file(Stage::Tar, at, kind) });
         }
         let members = self.tar.members();
-        let decoder = self.tar.stream_mut();
-        let compression = decoder.compression();
-        let trailing = decoder.drain_trailing()?;
-        if let Some(first_offset) = trailing.first_nonzero_offset {
-            let kind = GzipWarning::TrailingData { first_offset, nonzero_bytes: trailing.nonzero_bytes };
-            sink.warn(&Warning::at_file(Stage::Gzip, first_offset, WarningKind::Gzip(kind)));
-        }
-        let gzip_members = decoder.members();
-        if gzip_members > 1 {
-            let kind = GzipWarning::MultipleMembers { count: gzip_members };
-            sink.warn(&Warning::at_file(Stage::Gzip, HEADER_SIZE as u64, WarningKind::Gzip(kind)));
-        }
-        let inflated_bytes = decoder.total_out();
-        let compressed_bytes = decoder.compressed_len();
-        let consumed = decoder.consumed();
-        let payload = decoder.source_mut();
-        let data_size = self.header.data_size;
-        if payload.remaining() > 0 {
-            let e = HeaderError::DataSizePastEnd { data_size, available: data_size - payload.remaining() };
-            return Err(Error::at_file(Stage::Header, HEADER_SIZE as u64 + consumed, ErrorKind::Header(e)));
-        }
-        let hasher = core::mem::replace(&mut payload.hasher, PayloadHasher::Off { requested: false });
-        let integrity = hasher.finish(&self.header);
-        if let Integrity::Mismatch(algorithm) = integrity {
-            header_warning(
-                sink,
-                crate::header::field::HASH.start as u64,
-                HeaderWarning::IntegrityMismatch { algorithm },
-            );
-        }
-        let payload_end = HEADER_SIZE as u64 + data_size;
-        let trailing_bytes = match self.file_size {
-            Some(size) => size.saturating_sub(payload_end),
-            None => {
-                let mut count = 0u64;
-                loop {
-                    let buf = payload.src.fill_buf().map_err(|e| io_error(payload_end + count, &e))?;
-                    if buf.is_empty() {
-                        break;
-                    }
-                    let n = buf.len();
-                    payload.src.consume(n);
-                    count += n as u64;
-                }
-                if count > 0 {
-                    header_warning(sink, payload_end, HeaderWarning::TrailingBytes { count });
-                }
-                count
+        let done = match &self.inflated {
+            Some(inflated) => {
+                let finish = inflated.finish;
+                finish(&mut self.tar.stream_mut().source_mut().src, &mut Forward(sink))?
             }
+            None => close(&self.header, self.file_size, self.tar.stream_mut(), sink)?,
         };
-        let done = Finish {
-            compression,
-            gzip_members,
-            members,
-            inflated_bytes,
-            compressed_bytes,
-            padding_bytes: data_size - compressed_bytes.min(data_size),
-            trailing_bytes,
-            integrity,
-        };
+        let done = Finish { members, ..done };
         self.finished = Some(done);
         Ok(done)
+    }
+}
+
+impl<R: InflatedSource, const NAME: usize, const PAX: usize> Archive<R, NAME, PAX> {
+    /// An archive over `tar`, the tar stream that a container produces elsewhere (see the
+    /// [module docs](self)): the container's header (gated when it opened) and compression
+    /// from `opened` ([`Container::opened`]), the tar walk here, and the container's closing
+    /// figures from [`InflatedSource::finish`] when [`Archive::finish`] runs.
+    pub fn open_inflated(opened: Opened, tar: R) -> Self {
+        // The payload limit and the integrity digest belong to the container: none here.
+        let stream =
+            Payload { src: tar, remaining: u64::MAX, hasher: PayloadHasher::Off { requested: false }, hashed_ahead: 0 };
+        Self {
+            header: opened.header,
+            file_size: opened.file_size,
+            // Never sniffed: a raw pass-through of what the container produced.
+            tar: TarReader::new(Decoder::unsniffed(stream, 0, u64::MAX)),
+            finished: None,
+            inflated: Some(Inflated { compression: opened.compression, finish: R::finish }),
+        }
+    }
+}
+
+/// What an opened [`Container`] found, for [`Archive::open_inflated`]: only a container makes
+/// one, so an archive over an inflated stream always has a gated header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Opened {
+    header: NeffHeader,
+    file_size: Option<u64>,
+    compression: Compression,
+}
+
+impl Opened {
+    /// The gated header.
+    pub fn header(&self) -> &NeffHeader {
+        &self.header
+    }
+}
+
+/// The container under the tar stream: the header (gated), the payload span up to
+/// `data_size`, its gzip (or raw) decoding with the inflater `I`, and the closing checks.
+///
+/// It is a `BufRead` of the tar stream. Read it to its end, then call [`Container::finish`].
+/// [`Archive::open`] builds the same parts inside the archive; a host that inflates in another
+/// thread or with another inflater opens a `Container` there and hands the stream to
+/// [`Archive::open_inflated`] (see the [module docs](self)).
+pub struct Container<R, I = MinizInflater> {
+    header: NeffHeader,
+    file_size: Option<u64>,
+    decoder: Decoder<Payload<R>, I>,
+    finished: Option<Finish>,
+}
+
+impl<R, I> fmt::Debug for Container<R, I> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Container")
+            .field("header", &self.header)
+            .field("file_size", &self.file_size)
+            .field("decoder", &self.decoder)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<R: BufRead, I: Inflate> Container<R, I> {
+    /// Reads and gates the header, then sniffs gzip vs raw tar (parsing the first gzip member
+    /// header), exactly as [`Archive::open`] does, with `inflater` for the deflate data.
+    pub fn open(
+        mut src: R,
+        file_size: Option<u64>,
+        opts: &OpenOptions,
+        inflater: I,
+        sink: &mut (impl WarningSink + ?Sized),
+    ) -> Result<Self, Error> {
+        let header = read_header(&mut src, file_size, opts, sink)?;
+        let payload = payload(src, &header, opts);
+        let decoder = Decoder::unsniffed_with(payload, HEADER_SIZE as u64, opts.max_inflated, inflater);
+        let mut container = Self { header, file_size, decoder, finished: None };
+        container.decoder.sniff_in_place()?;
+        Ok(container)
+    }
+
+    /// The decoded header.
+    pub fn header(&self) -> &NeffHeader {
+        &self.header
+    }
+
+    /// Gzip or raw tar.
+    pub fn compression(&self) -> Compression {
+        self.decoder.compression()
+    }
+
+    /// The gated header, file size and compression, for [`Archive::open_inflated`].
+    pub fn opened(&self) -> Opened {
+        Opened { header: self.header, file_size: self.file_size, compression: self.compression() }
+    }
+
+    /// Reads what is left of the tar stream (counted, not kept), then runs the closing checks:
+    /// CRC-32 and ISIZE of the last member, what follows it, the padding up to `data_size`,
+    /// trailing bytes and the integrity check. `members` is 0 in the result: the tar walk counts
+    /// them. Calling it again returns the same result.
+    pub fn finish(&mut self, sink: &mut (impl WarningSink + ?Sized)) -> Result<Finish, Error> {
+        if let Some(done) = self.finished {
+            return Ok(done);
+        }
+        loop {
+            let n = self.decoder.fill_buf()?.len();
+            if n == 0 {
+                break;
+            }
+            self.decoder.consume(n);
+        }
+        let done = close(&self.header, self.file_size, &mut self.decoder, sink)?;
+        self.finished = Some(done);
+        Ok(done)
+    }
+}
+
+impl<R: BufRead, I: Inflate> ErrorType for Container<R, I> {
+    type Error = Error;
+}
+
+impl<R: BufRead, I: Inflate> BufRead for Container<R, I> {
+    fn fill_buf(&mut self) -> Result<&[u8], Error> {
+        self.decoder.fill_buf()
+    }
+
+    fn consume(&mut self, amt: usize) {
+        self.decoder.consume(amt);
+    }
+}
+
+impl<R: BufRead, I: Inflate> Read for Container<R, I> {
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize, Error> {
+        self.decoder.read(buf)
     }
 }
 
@@ -519,5 +728,172 @@ mod tests {
         }
         assert_eq!(total, 4000);
         assert_eq!(payload.hasher.clone().finish(&header), Integrity::Match(crate::header::HashAlgorithm::Md5));
+    }
+
+    /// The tar stream of a [`Container`] read in the same thread, as an [`InflatedSource`]:
+    /// container errors travel as the `source` of this error.
+    #[derive(Debug)]
+    struct Relayed(Error);
+    impl fmt::Display for Relayed {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            self.0.fmt(f)
+        }
+    }
+    impl core::error::Error for Relayed {
+        fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+    impl embedded_io::Error for Relayed {
+        fn kind(&self) -> embedded_io::ErrorKind {
+            embedded_io::ErrorKind::Other
+        }
+    }
+    struct Inline<'a>(Container<Chunked<'a>>);
+    impl ErrorType for Inline<'_> {
+        type Error = Relayed;
+    }
+    impl BufRead for Inline<'_> {
+        fn fill_buf(&mut self) -> Result<&[u8], Relayed> {
+            self.0.fill_buf().map_err(Relayed)
+        }
+        fn consume(&mut self, amt: usize) {
+            self.0.consume(amt);
+        }
+    }
+    impl Read for Inline<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> Result<usize, Relayed> {
+            self.0.read(buf).map_err(Relayed)
+        }
+    }
+    impl InflatedSource for Inline<'_> {
+        fn finish(&mut self, sink: &mut dyn WarningSink) -> Result<Finish, Error> {
+            // Collected, then replayed: as a thread that sends its warnings would.
+            let mut warnings = Vec::new();
+            let result = self.0.finish(&mut |w: &Warning| warnings.push(*w));
+            for w in &warnings {
+                sink.warn(w);
+            }
+            result
+        }
+    }
+
+    type Chunked<'a> = crate::testutil::Chunked<'a, core::convert::Infallible>;
+
+    /// Members (name, body) and the finish figures, or the error, plus every warning.
+    type Outcome = (Result<(Vec<(std::string::String, Vec<u8>)>, Finish), Error>, Vec<Warning>);
+
+    fn walk<R: BufRead>(open: impl FnOnce(&mut Vec<Warning>) -> Result<Archive<R>, Error>) -> Outcome {
+        let mut warnings = Vec::new();
+        let result = open(&mut warnings).and_then(|mut archive| {
+            let mut members = Vec::new();
+            let mut sink = |w: &Warning| warnings.push(*w);
+            while let Some(mut member) = archive.next_member(&mut sink)? {
+                let mut body = Vec::new();
+                let mut chunk = [0u8; 100];
+                loop {
+                    let n = member.read(&mut chunk)?;
+                    if n == 0 {
+                        break;
+                    }
+                    body.extend_from_slice(&chunk[..n]);
+                }
+                members.push((member.name().into(), body));
+            }
+            Ok((members, archive.finish(&mut sink)?))
+        });
+        (result, warnings)
+    }
+
+    fn both_paths(file: &[u8], opts: &OpenOptions) -> (Outcome, Outcome) {
+        let size = Some(file.len() as u64);
+        let core_path = walk(|w| Archive::open(Chunked::new(file, 777), size, opts, &mut |x: &Warning| w.push(*x)));
+        let relayed = walk(|w| {
+            let container = Container::open(
+                Chunked::new(file, 777),
+                size,
+                opts,
+                crate::gzip::MinizInflater::new(),
+                &mut |x: &Warning| w.push(*x),
+            )?;
+            Ok(Archive::open_inflated(container.opened(), Inline(container)))
+        });
+        (core_path, relayed)
+    }
+
+    fn gzip(data: &[u8]) -> Vec<u8> {
+        use std::io::Write as _;
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        e.write_all(data).unwrap();
+        e.finish().unwrap()
+    }
+
+    fn neff(payload: &[u8], data_size: u64) -> Vec<u8> {
+        let mut file = header_bytes(data_size).to_vec();
+        file.extend_from_slice(payload);
+        file
+    }
+
+    #[test]
+    fn an_archive_over_a_relayed_container_matches_the_archive_itself() {
+        let tar = raw_tar();
+        let gz = gzip(&tar);
+        let mut two_members = gzip(&tar[..512]);
+        two_members.extend_from_slice(&gzip(&tar[512..]));
+        let mut garbage_after = gz.clone();
+        garbage_after.extend_from_slice(&[0, 0, 7, 0]);
+        let mut padded = gz.clone();
+        padded.resize(gz.len() + 300, 0);
+        let mut bad_crc = gz.clone();
+        let at = bad_crc.len() - 8;
+        bad_crc[at] ^= 1;
+        let cases: Vec<(&str, Vec<u8>, OpenOptions)> = std::vec![
+            ("gzip, zero padding", neff(&padded, padded.len() as u64), OpenOptions::default()),
+            ("raw tar", neff(&tar, tar.len() as u64), OpenOptions::default()),
+            ("two gzip members", neff(&two_members, two_members.len() as u64), OpenOptions::default()),
+            ("garbage after the member", neff(&garbage_after, garbage_after.len() as u64), OpenOptions::default()),
+            ("bad CRC-32", neff(&bad_crc, bad_crc.len() as u64), OpenOptions::default()),
+            ("truncated payload", neff(&gz[..gz.len() - 20], gz.len() as u64), OpenOptions::default()),
+            ("max_inflated", neff(&gz, gz.len() as u64), OpenOptions { max_inflated: 1000, ..OpenOptions::default() }),
+            ("integrity", neff(&gz, gz.len() as u64), OpenOptions { verify_integrity: true, ..OpenOptions::default() }),
+            (
+                "trailing bytes",
+                {
+                    let mut f = neff(&gz, gz.len() as u64);
+                    f.extend_from_slice(b"tail");
+                    f
+                },
+                OpenOptions::default()
+            ),
+        ];
+        let mut refused = 0;
+        for (name, file, opts) in &cases {
+            let (core_path, relayed) = both_paths(file, opts);
+            assert_eq!(relayed, core_path, "{name}");
+            refused += usize::from(core_path.0.is_err());
+        }
+        // The cases above exercise both outcomes, and warnings on the accepted ones.
+        assert_eq!(refused, 3);
+        let (two, _) = both_paths(&cases[2].1, &cases[2].2);
+        assert_eq!(two.0.unwrap().1.gzip_members, 2);
+        assert!(!both_paths(&cases[3].1, &cases[3].2).0 .1.is_empty(), "garbage is warned about");
+    }
+
+    #[test]
+    fn an_archive_over_a_relayed_container_reports_its_compression_and_no_file_offset() {
+        let gz = gzip(&raw_tar());
+        let file = neff(&gz, gz.len() as u64);
+        let container = Container::open(
+            Chunked::new(&file, 4096),
+            Some(file.len() as u64),
+            &OpenOptions::default(),
+            crate::gzip::MinizInflater::new(),
+            &mut IgnoreWarnings,
+        )
+        .unwrap();
+        let archive: Archive<Inline<'_>> = Archive::open_inflated(container.opened(), Inline(container));
+        assert_eq!(archive.compression(), Compression::Gzip);
+        assert_eq!(archive.file_offset(), None);
+        assert_eq!(archive.header().data_size, gz.len() as u64);
     }
 }

@@ -375,6 +375,18 @@ impl fmt::Display for Error {
 
 impl core::error::Error for Error {}
 
+/// The crate error for a failure of a byte source at file `offset`: `Stage::Io` with the
+/// source's error kind, unless the source's error wraps a crate [`Error`] as its
+/// [`source`](core::error::Error::source). An inflater running outside the core (the host's
+/// zlib-rs thread) reports that way the error the core's own gzip layer raised there, with its
+/// stage, kind and offset.
+pub(crate) fn source_error<E: embedded_io::Error>(offset: u64, e: &E) -> Error {
+    if let Some(inner) = core::error::Error::source(e).and_then(|s| s.downcast_ref::<Error>()) {
+        return *inner;
+    }
+    Error::at_file(Stage::Io, offset, ErrorKind::Io(e.kind()))
+}
+
 /// Makes stream errors usable as `embedded_io` errors, so the decoder and tar bodies can be
 /// `embedded_io::Read` with the loader's own error type.
 impl embedded_io::Error for Error {

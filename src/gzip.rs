@@ -18,7 +18,8 @@
 //! FLG bits 5..7 are reserved and must be zero. FTEXT (bit 0) is only a hint.
 //!
 //! [`Decoder`] parses that header itself, inflates with `miniz_oxide::inflate::core::decompress`
-//! (raw deflate, no zlib header) into a 32 KiB wrapping window that the decoder owns, and is an
+//! (raw deflate, no zlib header; or another [`Inflate`] implementation, such as the host's
+//! zlib-rs) into a 32 KiB wrapping window that the decoder owns, and is an
 //! `embedded_io::BufRead` whose `fill_buf` hands out slices of that window (zero copy). New
 //! output is produced only once every produced byte has been consumed, so the decoder never
 //! overwrites unread data, and the window always holds the 32 KiB history deflate needs.
@@ -43,12 +44,90 @@ use embedded_io::{BufRead, ErrorType, Read};
 use miniz_oxide::inflate::core::{decompress, inflate_flags, DecompressorOxide};
 use miniz_oxide::inflate::TINFLStatus;
 
-use crate::crc32::Crc32;
-use crate::error::CapacityError;
+use crate::error::{source_error, CapacityError};
 use crate::{Error, ErrorKind, Stage};
+use crc32fast::Hasher as Crc32;
 
 /// Size of the inflate window: the deflate maximum distance, a power of two.
 pub const WINDOW_SIZE: usize = miniz_oxide::inflate::core::TINFL_LZ_DICT_SIZE;
+
+/// How far one [`Inflate::inflate`] call got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InflateStatus {
+    /// More input, or room for more output, is needed: call again.
+    Progress,
+    /// The deflate stream ended.
+    Done,
+    /// The input ended (`more_input` was false) before the deflate stream did.
+    Truncated,
+    /// The deflate data is invalid; the inflater's own status code (miniz_oxide's `TINFLStatus`,
+    /// or -1, miniz_oxide's `Failed`, for data another inflater refuses).
+    Invalid(i8),
+}
+
+/// A raw-deflate (RFC 1951) inflater, driven by [`Decoder`] one gzip member at a time.
+pub trait Inflate {
+    /// Readies the inflater for a new deflate stream (the next gzip member).
+    fn reset(&mut self);
+
+    /// Inflates from `input` into `window[out_pos..]` and returns the status, the input bytes
+    /// consumed and the output bytes written at `out_pos`.
+    ///
+    /// `window` is the decoder's whole window: it holds the latest 32 KiB of output (the
+    /// decoder restarts at `out_pos` 0 once the end is reached and every byte was read), so an
+    /// inflater may keep its deflate history there, as miniz_oxide does, or keep its own.
+    /// `more_input` is false once the source has ended (`input` is then empty).
+    fn inflate(
+        &mut self,
+        input: &[u8],
+        window: &mut [u8; WINDOW_SIZE],
+        out_pos: usize,
+        more_input: bool,
+    ) -> (InflateStatus, usize, usize);
+}
+
+/// The core's own inflater: `miniz_oxide`, whose history is the decoder's window (about
+/// 10.3 KiB of state, no heap). The firmware path, and the default of [`Decoder`].
+pub struct MinizInflater {
+    state: DecompressorOxide,
+}
+
+impl MinizInflater {
+    /// A fresh inflater.
+    pub fn new() -> Self {
+        Self { state: DecompressorOxide::new() }
+    }
+}
+
+impl Default for MinizInflater {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Inflate for MinizInflater {
+    fn reset(&mut self) {
+        self.state.init();
+    }
+
+    fn inflate(
+        &mut self,
+        input: &[u8],
+        window: &mut [u8; WINDOW_SIZE],
+        out_pos: usize,
+        more_input: bool,
+    ) -> (InflateStatus, usize, usize) {
+        let flags = if more_input { inflate_flags::TINFL_FLAG_HAS_MORE_INPUT } else { 0 };
+        let (status, n_in, n_out) = decompress(&mut self.state, input, window, out_pos, flags);
+        let status = match status {
+            TINFLStatus::Done => InflateStatus::Done,
+            TINFLStatus::NeedsMoreInput | TINFLStatus::HasMoreOutput => InflateStatus::Progress,
+            TINFLStatus::FailedCannotMakeProgress if !more_input => InflateStatus::Truncated,
+            other => InflateStatus::Invalid(other as i8),
+        };
+        (status, n_in, n_out)
+    }
+}
 
 /// Default cap on the inflated size: 64 GiB.
 pub const DEFAULT_MAX_INFLATED: u64 = 64 << 30;
@@ -90,9 +169,10 @@ pub enum GzipError {
         /// Computed CRC16.
         computed: u16,
     },
-    /// The deflate stream is invalid (miniz_oxide status code).
+    /// The deflate stream is invalid.
     Inflate {
-        /// `TINFLStatus as i8`.
+        /// The inflater's status code ([`InflateStatus::Invalid`]); 1 when it stopped making
+        /// progress with input left.
         status: i8,
     },
     /// The CRC-32 of the inflated bytes does not match the trailer.
@@ -203,14 +283,15 @@ pub struct Trailing {
 
 /// The payload decoder: gzip (one or more members) or raw pass-through.
 ///
-/// `S` is the payload source, read forward once. Errors carry `Stage::Gzip` and the file
-/// offset (`base_offset` + source bytes consumed), or `Stage::Io` for a failing source.
-pub struct Decoder<S> {
+/// `S` is the payload source, read forward once; `I` the deflate inflater (miniz_oxide by
+/// default). Errors carry `Stage::Gzip` and the file offset (`base_offset` + source bytes
+/// consumed), or `Stage::Io` for a failing source.
+pub struct Decoder<S, I = MinizInflater> {
     src: S,
     state: State,
     base_offset: u64,
     consumed: u64,
-    inflater: DecompressorOxide,
+    inflater: I,
     window: [u8; WINDOW_SIZE],
     read_pos: usize,
     write_pos: usize,
@@ -223,7 +304,7 @@ pub struct Decoder<S> {
     trailing: Trailing,
 }
 
-impl<S> fmt::Debug for Decoder<S> {
+impl<S, I> fmt::Debug for Decoder<S, I> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Decoder")
             .field("state", &self.state)
@@ -246,12 +327,19 @@ impl<S: BufRead> Decoder<S> {
 
     /// A decoder that has not looked at its input yet.
     pub fn unsniffed(src: S, base_offset: u64, max_inflated: u64) -> Self {
+        Decoder::unsniffed_with(src, base_offset, max_inflated, MinizInflater::new())
+    }
+}
+
+impl<S: BufRead, I: Inflate> Decoder<S, I> {
+    /// A decoder that inflates with `inflater` and has not looked at its input yet.
+    pub fn unsniffed_with(src: S, base_offset: u64, max_inflated: u64, inflater: I) -> Self {
         Self {
             src,
             state: State::Raw { pushback: false },
             base_offset,
             consumed: 0,
-            inflater: DecompressorOxide::new(),
+            inflater,
             window: [0; WINDOW_SIZE],
             read_pos: 0,
             write_pos: 0,
@@ -332,7 +420,7 @@ impl<S: BufRead> Decoder<S> {
     pub fn drain_trailing(&mut self) -> Result<Trailing, Error> {
         loop {
             let offset = self.base_offset + self.consumed;
-            let buf = self.src.fill_buf().map_err(|e| io_error(offset, &e))?;
+            let buf = self.src.fill_buf().map_err(|e| source_error(offset, &e))?;
             if buf.is_empty() {
                 return Ok(self.trailing);
             }
@@ -358,7 +446,7 @@ impl<S: BufRead> Decoder<S> {
 
     fn peek_byte(&mut self) -> Result<Option<u8>, Error> {
         let offset = self.base_offset + self.consumed;
-        let buf = self.src.fill_buf().map_err(|e| io_error(offset, &e))?;
+        let buf = self.src.fill_buf().map_err(|e| source_error(offset, &e))?;
         Ok(buf.first().copied())
     }
 
@@ -401,7 +489,7 @@ impl<S: BufRead> Decoder<S> {
             while present && self.header_byte(&mut crc)? != 0 {}
         }
         if flags & flag::FHCRC != 0 {
-            let computed = (crc.value() & 0xFFFF) as u16;
+            let computed = (crc.clone().finalize() & 0xFFFF) as u16;
             let lo = self.header_byte(&mut crc)?;
             let hi = self.header_byte(&mut crc)?;
             let stored = u16::from_le_bytes([lo, hi]);
@@ -409,7 +497,7 @@ impl<S: BufRead> Decoder<S> {
                 return Err(self.error(ErrorKind::Gzip(GzipError::HeaderCrc { stored, computed })));
             }
         }
-        self.inflater.init();
+        self.inflater.reset();
         self.crc = Crc32::new();
         self.member_out = 0;
         self.members += 1;
@@ -428,7 +516,7 @@ impl<S: BufRead> Decoder<S> {
 
     fn finish_member(&mut self) -> Result<(), Error> {
         let stored_crc = self.read_trailer_u32()?;
-        let computed = self.crc.value();
+        let computed = self.crc.clone().finalize();
         if stored_crc != computed {
             return Err(self.error(ErrorKind::Gzip(GzipError::Crc { stored: stored_crc, computed })));
         }
@@ -474,10 +562,9 @@ impl<S: BufRead> Decoder<S> {
             }
             let out_pos = if self.write_pos >= WINDOW_SIZE { 0 } else { self.write_pos };
             let offset = self.base_offset + self.consumed;
-            let input = self.src.fill_buf().map_err(|e| io_error(offset, &e))?;
+            let input = self.src.fill_buf().map_err(|e| source_error(offset, &e))?;
             let more_input = !input.is_empty();
-            let flags = if more_input { inflate_flags::TINFL_FLAG_HAS_MORE_INPUT } else { 0 };
-            let (status, n_in, n_out) = decompress(&mut self.inflater, input, &mut self.window, out_pos, flags);
+            let (status, n_in, n_out) = self.inflater.inflate(input, &mut self.window, out_pos, more_input);
             self.advance(n_in);
             if n_out > 0 {
                 let new_total = self.total_out.saturating_add(n_out as u64);
@@ -495,21 +582,21 @@ impl<S: BufRead> Decoder<S> {
                 self.write_pos = out_pos + n_out;
             }
             match status {
-                TINFLStatus::Done => self.finish_member()?,
-                TINFLStatus::NeedsMoreInput | TINFLStatus::HasMoreOutput => {}
-                TINFLStatus::FailedCannotMakeProgress if !more_input => {
-                    return Err(self.error(ErrorKind::Truncated));
+                InflateStatus::Done => self.finish_member()?,
+                InflateStatus::Progress => {}
+                InflateStatus::Truncated => return Err(self.error(ErrorKind::Truncated)),
+                InflateStatus::Invalid(status) => {
+                    return Err(self.error(ErrorKind::Gzip(GzipError::Inflate { status })))
                 }
-                other => return Err(self.error(ErrorKind::Gzip(GzipError::Inflate { status: other as i8 }))),
             }
             if n_out > 0 {
                 return Ok(());
             }
-            if n_in == 0 && status != TINFLStatus::Done {
+            if n_in == 0 && status != InflateStatus::Done {
                 idle_rounds += 1;
                 if idle_rounds > 2 {
                     let kind = if more_input {
-                        ErrorKind::Gzip(GzipError::Inflate { status: status as i8 })
+                        ErrorKind::Gzip(GzipError::Inflate { status: STALLED })
                     } else {
                         ErrorKind::Truncated
                     };
@@ -522,22 +609,22 @@ impl<S: BufRead> Decoder<S> {
     }
 }
 
-fn io_error<E: embedded_io::Error>(offset: u64, e: &E) -> Error {
-    Error::at_file(Stage::Io, offset, ErrorKind::Io(e.kind()))
-}
+/// [`GzipError::Inflate`]'s status when an inflater keeps making no progress with input left
+/// (miniz_oxide's `NeedsMoreInput`).
+const STALLED: i8 = 1;
 
-impl<S: BufRead> ErrorType for Decoder<S> {
+impl<S: BufRead, I: Inflate> ErrorType for Decoder<S, I> {
     type Error = Error;
 }
 
-impl<S: BufRead> BufRead for Decoder<S> {
+impl<S: BufRead, I: Inflate> BufRead for Decoder<S, I> {
     fn fill_buf(&mut self) -> Result<&[u8], Error> {
         if let State::Raw { pushback } = self.state {
             if pushback {
                 return Ok(self.window.get(..1).unwrap_or(&[]));
             }
             let offset = self.base_offset + self.consumed;
-            return self.src.fill_buf().map_err(|e| io_error(offset, &e));
+            return self.src.fill_buf().map_err(|e| source_error(offset, &e));
         }
         if self.read_pos >= self.write_pos {
             self.inflate_more()?;
@@ -561,7 +648,7 @@ impl<S: BufRead> BufRead for Decoder<S> {
     }
 }
 
-impl<S: BufRead> Read for Decoder<S> {
+impl<S: BufRead, I: Inflate> Read for Decoder<S, I> {
     fn read(&mut self, buf: &mut [u8]) -> Result<usize, Error> {
         let available = self.fill_buf()?;
         let n = available.len().min(buf.len());
@@ -654,7 +741,7 @@ mod tests {
         // Hand-build an FHCRC header (flate2 does not write one): FLG = FHCRC | FNAME.
         let deflate = &gz[gz.len() - 8 - deflate_len(&gz)..];
         let mut hdr = vec![0x1f, 0x8b, 8, 0x0A, 0, 0, 0, 0, 0, 3, b'x', 0];
-        let crc = crate::crc32::crc32(&hdr) as u16;
+        let crc = crc32fast::hash(&hdr) as u16;
         hdr.extend_from_slice(&crc.to_le_bytes());
         let mut good = hdr.clone();
         good.extend_from_slice(deflate);

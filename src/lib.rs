@@ -64,7 +64,7 @@
 
 pub mod archive;
 pub mod arena;
-pub mod crc32;
+pub mod digest;
 pub mod error;
 pub mod gzip;
 pub mod hal;

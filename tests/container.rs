@@ -322,7 +322,9 @@ fn a_decompression_bomb_hits_the_cap() {
     header.set_path("bomb.bin").unwrap();
     header.set_size(size);
     header.set_cksum();
-    let mut e = GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    // The default level: with flate2's zlib-rs backend (the workspace's, for the CLI), the
+    // fastest level does not shrink 200 MB of zeros under a megabyte.
+    let mut e = GzEncoder::new(Vec::new(), flate2::Compression::default());
     e.write_all(header.as_bytes()).unwrap();
     let zeros = vec![0u8; 1 << 20];
     let mut left = size;
@@ -423,5 +425,5 @@ fn archive_size_is_fixed_and_well_under_64k() {
     println!("size_of::<Archive<&[u8]>>() = {size}");
     assert!(size < 48 * 1024, "{size}");
     #[cfg(target_pointer_width = "64")]
-    assert_eq!(size, 47_296, "update the figure in Archive's doc comment");
+    assert_eq!(size, 47_320, "update the figure in Archive's doc comment");
 }

@@ -7,11 +7,12 @@ mod common;
 
 use std::io::Read;
 
+use neff::digest::digest64;
 use neff::error::CapacityError;
 use neff::hal::{AllocRequest, Hal};
 use neff::manifest::{Arch, UsageClass};
 use neff::npy::{ByteOrder, DtypeKind, NpyError, NpyFeed, NpyHeader, NpyParser, NpyVersion};
-use neff::sim::{digest64, SimDevice};
+use neff::sim::SimDevice;
 
 /// A `.npy` file: magic, version, header length (u16 for v1, u32 otherwise), `dict`, `data`.
 fn npy(major: u8, dict: &str, data: &[u8]) -> Vec<u8> {

@@ -2,9 +2,10 @@
 //! pseudo-random workload checked against a model.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
+use neff::digest::{digest64, Digest64};
 use neff::hal::{usage_index, AllocRequest, Hal, HalError, RegionId, USAGE_CLASS_COUNT};
 use neff::manifest::{Arch, UsageClass};
-use neff::sim::{digest64, Adoption, Digest64, RegionState, SimDevice};
+use neff::sim::{Adoption, RegionState, SimDevice};
 use neff::Status;
 
 fn req(size: u64, align: u64, usage: UsageClass, core: u8) -> AllocRequest {
@@ -156,6 +157,40 @@ fn digests_equal_digest64_of_the_bytes_in_both_modes() {
     let mut incremental = Digest64::new();
     incremental.update(&payload[..40]);
     assert_eq!(dig_dev.digest(d), Some(incremental.finish()));
+}
+
+#[test]
+fn writes_to_more_regions_at_once_than_streams() {
+    let payloads: Vec<Vec<u8>> = (0..3).map(|i| pattern(1000, i)).collect();
+    for digest_only in [false, true] {
+        let mut memory = vec![0u8; 1 << 14];
+        let mut dev: SimDevice<'_, 8, 2> = if digest_only {
+            SimDevice::digest_only(1 << 14, Arch::Cayman)
+        } else {
+            SimDevice::new(&mut memory, Arch::Cayman)
+        };
+        let ids: Vec<RegionId> = (0..3).map(|_| dev.alloc(&AllocRequest::staging(1000, 0)).unwrap()).collect();
+        // Two regions half written hold both streams.
+        dev.write(ids[0], 0, &payloads[0][..500]).unwrap();
+        dev.write(ids[1], 0, &payloads[1][..500]).unwrap();
+        let third = dev.write(ids[2], 0, &payloads[2][..500]);
+        if digest_only {
+            assert_eq!(third, Err(HalError::RegionTableFull { limit: "STREAMS", capacity: 2 }));
+            // Once one region is full, its stream goes to the next region that needs one.
+            dev.write(ids[0], 500, &payloads[0][500..]).unwrap();
+            dev.write(ids[2], 0, &payloads[2][..500]).unwrap();
+        } else {
+            third.unwrap(); // digested from memory instead
+        }
+        dev.write(ids[2], 500, &payloads[2][500..]).unwrap();
+        dev.write(ids[1], 500, &payloads[1][500..]).unwrap();
+        if !digest_only {
+            dev.write(ids[0], 500, &payloads[0][500..]).unwrap();
+        }
+        for (id, payload) in ids.iter().zip(&payloads) {
+            assert_eq!(dev.digest(*id), Some(digest64(payload)), "digest-only {digest_only}");
+        }
+    }
 }
 
 #[test]
@@ -388,7 +423,7 @@ struct Live {
     written: usize,
 }
 
-fn check_invariants(dev: &SimDevice<'_, 64>, model: &[Live], capacity: u64, check_digests: bool) {
+fn check_invariants(dev: &SimDevice<'_, 64, 64>, model: &[Live], capacity: u64, check_digests: bool) {
     let mut spans: Vec<(u64, u64, RegionId)> = dev.live_regions().map(|r| (r.address, r.end(), r.id)).collect();
     assert_eq!(spans.len(), model.len());
     spans.sort();
@@ -411,7 +446,7 @@ fn check_invariants(dev: &SimDevice<'_, 64>, model: &[Live], capacity: u64, chec
 fn random_workload(digest_only: bool, seed: u64) {
     const CAPACITY: u64 = 1 << 16;
     let mut memory = vec![0u8; CAPACITY as usize];
-    let mut dev: SimDevice<'_, 64> = if digest_only {
+    let mut dev: SimDevice<'_, 64, 64> = if digest_only {
         SimDevice::digest_only(CAPACITY, Arch::Cayman)
     } else {
         SimDevice::new(&mut memory, Arch::Cayman)

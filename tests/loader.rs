@@ -13,10 +13,11 @@ mod common;
 use common::neff::{members, npy_data, pack};
 use common::recorder::{run, Report, TEST_ARENA};
 use neff::archive::{Archive, OpenOptions};
+use neff::digest::digest64;
 use neff::error::{ErrorKind, Stage, Warning, WarningKind};
 use neff::loader::{ChainError, ChainWarning, LoadOptions, PayloadState};
 use neff::manifest::{Arch, ManifestError, UsageClass};
-use neff::sim::{digest64, SimDevice};
+use neff::sim::SimDevice;
 
 struct Outcome {
     result: Result<(), neff::Error>,
@@ -160,7 +161,14 @@ fn digest_only_device_loads_the_large_neff() {
         let (_, body) = extracted.iter().find(|(n, _)| n.as_str() == p.member.as_str()).unwrap();
         let data = if p.member.ends_with(".npy") { npy_data(body) } else { body.as_slice() };
         assert_eq!(dev.digest(p.region.unwrap()), Some(digest64(data)), "{}", p.member);
+        // The report's digest is XXH3-64 as the `xxhash-rust` crate computes it in one shot
+        // (and `xxhsum -H3` prints for an unpacked `.bin` member).
+        assert_eq!(p.digest, xxhash_rust::xxh3::xxh3_64(data), "{}", p.member);
     }
+    assert!(
+        report.payloads.iter().any(|p| p.member.ends_with(".bin") && p.len > 1 << 20),
+        "a large member is among them"
+    );
     assert_eq!(
         report.bytes_placed(),
         2 * (1_361_216 + 439_872 + 28_736 + 70_464 + 6_592 + 4096 * 2 + 16384 + 1024 + 30112 + 2848 + 32768)

@@ -13,12 +13,12 @@ use embedded_io::BufRead;
 use super::index::{dir_of, is_joined, is_joined_json, usage_code, ManifestKind, NameKind, PayloadRec};
 use super::{Counting, Loader, PayloadState, INSTR_ALIGN};
 use crate::arena::{Span, NIL};
+use crate::digest::Digest64;
 use crate::error::{Error, ErrorKind, Stage, Warning, WarningKind, WarningSink};
 use crate::hal::{AllocRequest, Hal, RegionId};
 use crate::manifest::def::ENGINES;
 use crate::manifest::{EngineType, UsageClass};
 use crate::npy::{NpyError, NpyFeed, NpyHeader, NpyParser};
-use crate::sim::Digest64;
 
 /// A payload's role, once the manifests have given it one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -199,7 +199,7 @@ pub struct Placed {
     pub region: Option<RegionId>,
     /// Bytes written to the device (for `.npy`, the array data only).
     pub len: u64,
-    /// [`digest64`](crate::sim::digest64) of the bytes written.
+    /// [`digest64`](crate::digest::digest64) of the bytes written.
     pub digest: u64,
     /// For a `.npy` member, the array data size its header declares (equal to `len`).
     pub npy_data_len: Option<u64>,
@@ -323,8 +323,9 @@ pub(crate) fn hal_error(member: &str, offset: u64, e: crate::hal::HalError) -> E
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 mod tests {
     use super::*;
+    use crate::digest::digest64;
     use crate::manifest::{Arch, UsageClass};
-    use crate::sim::{digest64, SimDevice};
+    use crate::sim::SimDevice;
 
     /// The payload streamer reads member bodies, whose error is the crate's.
     type Chunked<'a> = crate::testutil::Chunked<'a, Error>;

@@ -77,7 +77,7 @@ pub struct PayloadReport<'a> {
     pub len: u64,
     /// Size of the member in the tar.
     pub member_len: u64,
-    /// [`digest64`](crate::sim::digest64) of the bytes that landed.
+    /// [`digest64`](crate::digest::digest64) of the bytes that landed.
     pub digest: u64,
     /// The device region.
     pub region: Option<RegionId>,

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod chunked;
+pub mod corpus;
 pub mod docs;
 pub mod neff;
 pub mod recorder;

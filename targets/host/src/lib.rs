@@ -11,6 +11,7 @@ pub mod cli;
 pub mod commands;
 pub mod error;
 pub mod header_view;
+pub mod inflate;
 pub mod loading;
 pub mod progress;
 pub mod sample;

@@ -5,14 +5,14 @@
 //! ([`ARENA_BYTES`] of address space, allocated zeroed, so only the pages a load touches cost
 //! memory: spec §15.20 wants no valid NEFF refused for its size on a host, and this is room
 //! for millions of weights). Everything else the core streams: the observer here collects
-//! what `info` prints. The input streams through the source's fixed
-//! buffer; what grows with the NEFF is the simulated device's memory and, for `info`, the
-//! collected tables.
+//! what `info` prints. The input streams through the source's fixed buffer and is inflated by
+//! zlib-rs, in a thread of its own on a host with two cores or more ([`crate::inflate`]); what
+//! grows with the NEFF is the simulated device's memory and, for `info`, the collected tables.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use neff::archive::{Archive, OpenOptions};
+use neff::archive::OpenOptions;
 use neff::hal::{RegionId, USAGE_CLASS_COUNT};
 use neff::loader::{LoadOptions, LoadReport, Loader, Manifest, Observer, PayloadReport, PayloadState, SubgraphReport};
 use neff::manifest::def::ENGINES;
@@ -21,6 +21,7 @@ use neff::sim::SimDevice;
 
 use crate::error::{print_warning, CliError};
 use crate::header_view::HeaderView;
+use crate::inflate::{open_archive, Inflation};
 use crate::source::InputSource;
 
 /// Stack of the thread the loader runs on (the manifest slots and the archive reader live in
@@ -505,21 +506,32 @@ pub struct Pass {
 
 /// Runs the loader over `source` (a NEFF of `size` bytes) on a thread with a large stack.
 pub fn run(source: InputSource, size: u64, target: Target, allow_legacy: bool) -> Result<Pass, CliError> {
-    run_with(source, size, target, allow_legacy, false)
+    run_with(source, size, target, allow_legacy, Inflation::for_this_host(size))
 }
 
-/// [`run`], keeping every manifest entry for `info` when `details` is set.
+/// `neff info`'s pass: a check that keeps every manifest entry `info` prints.
+pub fn run_info(source: InputSource, size: u64) -> Result<Pass, CliError> {
+    let inflation = Inflation::for_this_host(size);
+    spawn(move || run_here(source, size, Target::Check(None), false, inflation, true))
+}
+
+/// [`run`], inflating as `inflation` says (tests compare both ways).
 pub fn run_with(
     source: InputSource,
     size: u64,
     target: Target,
     allow_legacy: bool,
-    details: bool,
+    inflation: Inflation,
 ) -> Result<Pass, CliError> {
+    spawn(move || run_here(source, size, target, allow_legacy, inflation, false))
+}
+
+/// Runs `pass` on a thread with a large stack ([`LOADER_STACK`]).
+fn spawn(pass: impl FnOnce() -> Result<Pass, CliError> + Send + 'static) -> Result<Pass, CliError> {
     let worker = std::thread::Builder::new()
         .name("neff-loader".into())
         .stack_size(LOADER_STACK)
-        .spawn(move || run_here(source, size, target, allow_legacy, details))
+        .spawn(pass)
         .map_err(|e| CliError::usage(format!("cannot start the loader thread: {e}")))?;
     match worker.join() {
         Ok(result) => result,
@@ -532,6 +544,7 @@ fn run_here(
     size: u64,
     target: Target,
     allow_legacy: bool,
+    inflation: Inflation,
     details: bool,
 ) -> Result<Pass, CliError> {
     let mut warnings = Vec::new();
@@ -552,8 +565,7 @@ fn run_here(
         _ => Vec::new(),
     };
     let started = Instant::now();
-    let mut archive: Box<Archive<InputSource>> =
-        Box::new(Archive::open(source, Some(size), &OpenOptions::default(), &mut sink)?);
+    let mut archive = open_archive(source, size, &OpenOptions::default(), inflation, &mut sink)?;
     let header = HeaderView::from(archive.header());
     // Zeroed by the allocator: pages the load never touches cost no memory.
     let mut arena = vec![0u8; ARENA_BYTES];

@@ -3,17 +3,20 @@
 //!
 //! [`walk`] opens the core's streaming [`neff::archive::Archive`] over the input (an
 //! `embedded_io::BufRead` with a fixed buffer), which applies the runtime's header gates,
-//! inflates with a fixed window and walks the tar. Each regular member (name, size, body
+//! inflates with a fixed window (zlib-rs, in a thread of its own on a multi-core host: see
+//! [`crate::inflate`]) and walks the tar. Each regular member (name, size, body
 //! reader) goes to a [`Visitor`] as it streams past; nothing is held whole. At the end
 //! `Archive::finish` checks the gzip trailer (CRC-32, ISIZE) and the padding. Core warnings
 //! are printed as `warning: ...` when they arrive.
 
 use std::io::{self, Read};
 
-use neff::archive::{Archive, OpenOptions};
+use neff::archive::OpenOptions;
 
 use crate::error::{print_warning, CliError};
 use crate::header_view::HeaderView;
+use crate::inflate::{open_archive, Inflation};
+use crate::source::InputSource;
 
 /// Receives the header and then each member, in archive order.
 pub trait Visitor {
@@ -82,20 +85,15 @@ impl<M: embedded_io::Read<Error = neff::Error>> Read for Body<'_, M> {
 }
 
 /// Walks `src` (a file of `file_size` bytes): header gates, then every member to `visitor`.
-pub fn walk<R: embedded_io::BufRead>(
-    src: R,
-    file_size: u64,
-    visitor: &mut dyn Visitor,
-) -> Result<WalkSummary, CliError> {
+pub fn walk(src: InputSource, file_size: u64, visitor: &mut dyn Visitor) -> Result<WalkSummary, CliError> {
     let mut warnings = Vec::new();
     let mut sink = |w: &neff::Warning| {
         let text = w.to_string();
         print_warning(&text);
         warnings.push(text);
     };
-    // The archive holds the inflate window (about 45 KiB): keep it off the stack.
-    let mut archive: Box<Archive<R>> =
-        Box::new(Archive::open(src, Some(file_size), &OpenOptions::default(), &mut sink)?);
+    let mut archive =
+        open_archive(src, file_size, &OpenOptions::default(), Inflation::for_this_host(file_size), &mut sink)?;
     visitor.header(&HeaderView::from(archive.header()))?;
     let mut summary = WalkSummary::default();
     while let Some(mut member) = archive.next_member(&mut sink)? {

@@ -180,7 +180,8 @@ impl<W: Write> Write for Tap<W> {
 }
 
 enum Payload<W: Write> {
-    Gzip(flate2::write::GzEncoder<Tap<W>>),
+    // Boxed: zlib-rs's encoder state is several times the size of the raw variant.
+    Gzip(Box<flate2::write::GzEncoder<Tap<W>>>),
     Raw(Tap<W>),
 }
 
@@ -224,7 +225,7 @@ impl<W: Write + Seek> NeffWriter<W> {
                 let tap = Tap { out, count: 0, hasher: Hasher::Md5(Md5::new()) };
                 // MTIME 0 and OS 3 (Unix) as in the real NEFFs; the default level.
                 let gz = flate2::GzBuilder::new().operating_system(3).write(tap, flate2::Compression::default());
-                Payload::Gzip(gz)
+                Payload::Gzip(Box::new(gz))
             }
             1 => Payload::Raw(Tap { out, count: 0, hasher: Hasher::Sha256(Sha256::new()) }),
             other => {

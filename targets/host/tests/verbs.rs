@@ -520,7 +520,7 @@ fn assert_digests_match_the_members(doc: &Value, members: &[(String, Vec<u8>)], 
         let body = &members.iter().find(|(n, _)| n == member).unwrap_or_else(|| panic!("{what}: no member {member}")).1;
         let data = if member.ends_with(".npy") { common::neff::npy_data(body) } else { body.as_slice() };
         assert_eq!(*len, data.len() as u64, "{what}: {member}");
-        assert_eq!(*digest, format!("{:016x}", neff::sim::digest64(data)), "{what}: {member}");
+        assert_eq!(*digest, format!("{:016x}", neff::digest::digest64(data)), "{what}: {member}");
     }
 }
 

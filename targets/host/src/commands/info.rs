@@ -295,7 +295,7 @@ pub fn info_json(pass: &mut Pass) -> InfoJson {
 pub fn run(args: &InfoArgs) -> Result<(), CliError> {
     let (source, label) = super::open_input_or_sample(args.file.as_deref(), "info")?;
     let size = source.size();
-    let mut pass = loading::run_with(source, size, Target::Check(None), false, true)?;
+    let mut pass = loading::run_info(source, size)?;
     let doc = info_json(&mut pass);
     if args.json {
         let text = serde_json::to_string_pretty(&doc).map_err(|e| CliError::rejected(e.to_string()))?;

@@ -1,0 +1,344 @@
+//! Inflating on the host: zlib-rs drives the core's gzip layer, in a thread beside the parsing.
+//!
+//! The core inflates with miniz_oxide, the firmware's path. On a host, [`open_archive`] opens
+//! the core's [`Container`] (header gates, payload span, gzip member headers, CRC-32 and ISIZE,
+//! further members, padding, `max_inflated`) with [`ZlibRs`], flate2's zlib-rs backend, as its
+//! inflater, and gives the tar stream to an archive opened with
+//! [`Archive::open_inflated`]. Every check and every error is the core's; only the inflater
+//! differs.
+//!
+//! For a NEFF of [`THREAD_MIN_BYTES`] or more on a host with two cores or more
+//! ([`Inflation::for_this_host`]), the container runs in its own thread
+//! and hands the tar stream over in [`CHUNK`]-byte buffers through a channel that holds at
+//! most [`CHUNKS_IN_FLIGHT`] of them, so memory stays flat while inflating and walking the
+//! tar (JSON parsing, payload digests) overlap. The core itself stays single-threaded.
+// The core's `Error` is `Copy` and carries its context inline (no heap on firmware); it is
+// passed by value here as in the core.
+#![allow(clippy::result_large_err)]
+
+use std::fmt;
+use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::thread::JoinHandle;
+
+use flate2::{Decompress, FlushDecompress, Status};
+use neff::archive::{Archive, Container, Finish, InflatedSource, OpenOptions};
+use neff::gzip::{Inflate, InflateStatus, WINDOW_SIZE};
+use neff::{Error, Warning, WarningSink};
+
+use crate::source::InputSource;
+
+/// Bytes of tar stream per buffer handed from the inflating thread to the parsing one. Each
+/// hand-off may wake a thread (a system call and a context switch), so buffers larger than the
+/// 64 KiB read buffer keep that cost small next to inflating them.
+pub const CHUNK: usize = 256 * 1024;
+/// Buffers the channel holds at most (the inflating thread waits when it is full); with the one
+/// being filled and the one being read, four buffers exist.
+pub const CHUNKS_IN_FLIGHT: usize = 2;
+/// The file size from which inflating gets a thread of its own: a smaller NEFF is over in
+/// milliseconds, where a second thread has little to overlap and each hand-off may wait for
+/// the scheduler on a busy host.
+pub const THREAD_MIN_BYTES: u64 = 4 << 20;
+
+/// zlib-rs (through flate2, raw deflate) as the core's inflater. It keeps its own 32 KiB
+/// history, so it writes each step's output straight into the decoder's window.
+pub struct ZlibRs {
+    state: Decompress,
+}
+
+impl ZlibRs {
+    /// A fresh raw-deflate inflater.
+    pub fn new() -> Self {
+        Self { state: Decompress::new(false) }
+    }
+}
+
+impl Default for ZlibRs {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// [`InflateStatus::Invalid`]'s code for data zlib-rs refuses: miniz_oxide's `Failed`, which
+/// is what miniz_oxide reports for invalid deflate data.
+const REFUSED: i8 = -1;
+
+impl Inflate for ZlibRs {
+    fn reset(&mut self) {
+        self.state.reset(false);
+    }
+
+    fn inflate(
+        &mut self,
+        input: &[u8],
+        window: &mut [u8; WINDOW_SIZE],
+        out_pos: usize,
+        more_input: bool,
+    ) -> (InflateStatus, usize, usize) {
+        let output = window.get_mut(out_pos..).unwrap_or(&mut []);
+        let (in_before, out_before) = (self.state.total_in(), self.state.total_out());
+        let status = self.state.decompress(input, output, FlushDecompress::None);
+        // Both deltas are bounded by the slices passed in.
+        let n_in = (self.state.total_in() - in_before) as usize;
+        let n_out = (self.state.total_out() - out_before) as usize;
+        let status = match status {
+            Ok(Status::StreamEnd) => InflateStatus::Done,
+            Ok(Status::Ok) => InflateStatus::Progress,
+            // No progress was possible: with the input at its end, the stream is cut short.
+            Ok(Status::BufError) if !more_input => InflateStatus::Truncated,
+            Ok(Status::BufError) => InflateStatus::Progress,
+            Err(_) => InflateStatus::Invalid(REFUSED),
+        };
+        (status, n_in, n_out)
+    }
+}
+
+/// Where the container runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Inflation {
+    /// In the thread that walks the tar (one core).
+    Inline,
+    /// In a thread of its own, beside the tar walk.
+    Threaded,
+}
+
+impl Inflation {
+    /// [`Inflation::Threaded`] for a NEFF of `file_size` >= [`THREAD_MIN_BYTES`] on a host with
+    /// two cores or more, else [`Inflation::Inline`].
+    pub fn for_this_host(file_size: u64) -> Self {
+        match std::thread::available_parallelism() {
+            Ok(n) if n.get() >= 2 && file_size >= THREAD_MIN_BYTES => Inflation::Threaded,
+            _ => Inflation::Inline,
+        }
+    }
+}
+
+/// The container of a NEFF read from an [`InputSource`], inflating with zlib-rs.
+pub type HostContainer = Container<InputSource, ZlibRs>;
+
+/// Opens `source` (a NEFF of `size` bytes): the core's header gates and first gzip member
+/// header run here, then the tar stream is inflated as `inflation` says.
+pub fn open_archive(
+    source: InputSource,
+    size: u64,
+    opts: &OpenOptions,
+    inflation: Inflation,
+    sink: &mut (impl WarningSink + ?Sized),
+) -> Result<Box<Archive<HostTar>>, Error> {
+    let container: Box<HostContainer> = Box::new(Container::open(source, Some(size), opts, ZlibRs::new(), sink)?);
+    let opened = container.opened();
+    let tar = match inflation {
+        Inflation::Inline => HostTar::Inline(container),
+        Inflation::Threaded => HostTar::Threaded(Box::new(Relay::spawn(container))),
+    };
+    Ok(Box::new(Archive::open_inflated(opened, tar)))
+}
+
+/// A container error, carried through `embedded_io` to the archive, which passes it on (it
+/// is this error's `source`).
+#[derive(Debug)]
+pub struct Relayed(pub Error);
+
+impl fmt::Display for Relayed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for Relayed {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.0)
+    }
+}
+
+impl embedded_io::Error for Relayed {
+    fn kind(&self) -> embedded_io::ErrorKind {
+        embedded_io::Error::kind(&self.0)
+    }
+}
+
+/// The tar stream of a [`HostContainer`], read in this thread or relayed from another.
+pub enum HostTar {
+    /// The container itself, read in place.
+    Inline(Box<HostContainer>),
+    /// The container runs in another thread.
+    Threaded(Box<Relay>),
+}
+
+impl embedded_io::ErrorType for HostTar {
+    type Error = Relayed;
+}
+
+impl embedded_io::BufRead for HostTar {
+    fn fill_buf(&mut self) -> Result<&[u8], Relayed> {
+        match self {
+            HostTar::Inline(container) => container.fill_buf().map_err(Relayed),
+            HostTar::Threaded(relay) => relay.fill_buf(),
+        }
+    }
+
+    fn consume(&mut self, amt: usize) {
+        match self {
+            HostTar::Inline(container) => container.consume(amt),
+            HostTar::Threaded(relay) => relay.pos = relay.pos.saturating_add(amt).min(relay.current.len()),
+        }
+    }
+}
+
+impl embedded_io::Read for HostTar {
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize, Relayed> {
+        let available = embedded_io::BufRead::fill_buf(self)?;
+        let n = available.len().min(buf.len());
+        buf[..n].copy_from_slice(&available[..n]);
+        embedded_io::BufRead::consume(self, n);
+        Ok(n)
+    }
+}
+
+impl InflatedSource for HostTar {
+    fn finish(&mut self, sink: &mut dyn WarningSink) -> Result<Finish, Error> {
+        match self {
+            HostTar::Inline(container) => container.finish(sink),
+            HostTar::Threaded(relay) => relay.finish(sink),
+        }
+    }
+}
+
+/// What the inflating thread sends, in stream order.
+enum Message {
+    /// The next bytes of the tar stream.
+    Data(Vec<u8>),
+    /// The container failed; nothing follows.
+    Failed(Error),
+    /// The stream ended: the container's closing result and the warnings it raised.
+    End(Result<Finish, Error>, Vec<Warning>),
+}
+
+/// The receiving end of a container running in its own thread.
+pub struct Relay {
+    messages: Option<Receiver<Message>>,
+    /// Emptied buffers go back to the inflating thread, so no new ones are allocated.
+    recycle: SyncSender<Vec<u8>>,
+    current: Vec<u8>,
+    pos: usize,
+    failed: Option<Error>,
+    end: Option<(Result<Finish, Error>, Vec<Warning>)>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Relay {
+    /// Starts `container` in a thread of its own.
+    fn spawn(container: Box<HostContainer>) -> Self {
+        let (send, messages) = mpsc::sync_channel(CHUNKS_IN_FLIGHT);
+        // Every buffer in existence fits: those in flight, the one being filled, the one read.
+        let (recycle, recycled) = mpsc::sync_channel(CHUNKS_IN_FLIGHT + 2);
+        let thread = std::thread::Builder::new()
+            .name("neff-inflate".into())
+            .spawn(move || pump(container, &send, &recycled))
+            .ok();
+        let mut relay =
+            Relay { messages: Some(messages), recycle, current: Vec::new(), pos: 0, failed: None, end: None, thread };
+        if relay.thread.is_none() {
+            relay.failed =
+                Some(Error::at_file(neff::Stage::Io, 0, neff::ErrorKind::Io(embedded_io::ErrorKind::OutOfMemory)));
+        }
+        relay
+    }
+
+    fn fill_buf(&mut self) -> Result<&[u8], Relayed> {
+        loop {
+            if let Some(e) = self.failed {
+                return Err(Relayed(e));
+            }
+            if self.pos < self.current.len() || self.end.is_some() {
+                return Ok(self.current.get(self.pos..).unwrap_or(&[]));
+            }
+            let read = std::mem::take(&mut self.current);
+            // The thread may have stopped already; the buffer is then simply dropped.
+            let _ = self.recycle.try_send(read);
+            self.pos = 0;
+            let message = self.messages.as_ref().and_then(|m| m.recv().ok());
+            match message {
+                Some(Message::Data(bytes)) => self.current = bytes,
+                Some(Message::Failed(e)) => self.failed = Some(e),
+                Some(Message::End(result, warnings)) => self.end = Some((result, warnings)),
+                None => self.thread_stopped(),
+            }
+        }
+    }
+
+    /// The channel closed without an end: the thread panicked, which is a bug: pass it on.
+    fn thread_stopped(&mut self) {
+        if let Some(Err(panic)) = self.thread.take().map(JoinHandle::join) {
+            std::panic::resume_unwind(panic);
+        }
+        self.failed = Some(Error::at_file(neff::Stage::Io, 0, neff::ErrorKind::Io(embedded_io::ErrorKind::BrokenPipe)));
+    }
+
+    fn finish(&mut self, sink: &mut dyn WarningSink) -> Result<Finish, Error> {
+        // Read to the end, should the archive not have.
+        loop {
+            let n = self.fill_buf().map_err(|Relayed(e)| e)?.len();
+            if n == 0 {
+                break;
+            }
+            self.pos += n;
+        }
+        let (result, warnings) = self.end.as_ref().ok_or_else(|| {
+            Error::at_file(neff::Stage::Io, 0, neff::ErrorKind::Io(embedded_io::ErrorKind::BrokenPipe))
+        })?;
+        for w in warnings {
+            sink.warn(w);
+        }
+        *result
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        // Closing the channel stops the thread at its next send; then wait for it.
+        self.messages = None;
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// The inflating thread: fills [`CHUNK`]-byte buffers from the container and sends them, then
+/// the end (or the failure). Returns early when the receiver is gone.
+fn pump(mut container: Box<HostContainer>, send: &SyncSender<Message>, recycled: &Receiver<Vec<u8>>) {
+    use embedded_io::BufRead as _;
+    loop {
+        let mut chunk = recycled.try_recv().unwrap_or_else(|_| Vec::with_capacity(CHUNK));
+        chunk.clear();
+        let mut ended = false;
+        while chunk.len() < CHUNK {
+            match container.fill_buf() {
+                Ok([]) => {
+                    ended = true;
+                    break;
+                }
+                Ok(bytes) => {
+                    let n = bytes.len().min(CHUNK - chunk.len());
+                    chunk.extend_from_slice(&bytes[..n]);
+                    container.consume(n);
+                }
+                Err(e) => {
+                    if !chunk.is_empty() && send.send(Message::Data(chunk)).is_err() {
+                        return;
+                    }
+                    let _ = send.send(Message::Failed(e));
+                    return;
+                }
+            }
+        }
+        if !chunk.is_empty() && send.send(Message::Data(chunk)).is_err() {
+            return;
+        }
+        if ended {
+            let mut warnings = Vec::new();
+            let result = container.finish(&mut |w: &Warning| warnings.push(*w));
+            let _ = send.send(Message::End(result, warnings));
+            return;
+        }
+    }
+}
