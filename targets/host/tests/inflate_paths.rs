@@ -1,7 +1,8 @@
 //! The host's inflate path (zlib-rs driving the core's gzip layer, inline or in its own thread)
 //! against the core's own (miniz_oxide, in the archive), over every corpus NEFF: the real
-//! ones, generated sample variants, the malformed corpus of `tests/malformed.rs`, and gzip-level
-//! cases (padding, a second member, garbage after the stream, bad trailers, `max_inflated`).
+//! ones, generated sample variants, the damaged NEFFs of the CLI's tests, the malformed corpus
+//! of `tests/malformed.rs`, and gzip-level cases (padding, a second member, garbage after the
+//! stream, bad trailers, `max_inflated`).
 //! Each must give the same outcome both ways: accepted or refused, the same error (stage,
 //! member, key path, kind; the offset too, except for invalid deflate data, which two inflaters
 //! may notice at different input bytes), the same warnings, payloads, digests and closing
@@ -10,6 +11,7 @@
 
 #[path = "../../../tests/common/mod.rs"]
 mod common;
+mod support;
 
 use std::io::Write as _;
 
@@ -186,6 +188,41 @@ fn gzip_cases(name: &str, neff: &[u8]) -> Vec<(String, Vec<u8>, OpenOptions)> {
     cases
 }
 
+/// The damaged NEFFs of the CLI's own tests (`cli.rs`, `verbs.rs`, `unpack_pack.rs`): header
+/// gates, damaged bytes, crafted tar members.
+fn cli_test_cases() -> Vec<(String, Vec<u8>, OpenOptions)> {
+    let sample = || SampleBuilder::new().build().unwrap();
+    let mut cases = Vec::new();
+    for (label, at, value) in [
+        ("pkg_version 7", 0, 7u64),
+        ("pkg_version 3", 0, 3),
+        ("header_size 512", 8, 512),
+        ("version 3", 24, 3),
+        ("data_size past the end", 16, 1 << 40),
+        ("data_size 0", 16, 0),
+    ] {
+        let mut bytes = sample();
+        bytes[at..at + 8].copy_from_slice(&value.to_le_bytes());
+        cases.push(plain(format!("cli: {label}"), bytes));
+    }
+    let mut bytes = sample();
+    let mid = bytes.len() / 2;
+    bytes[mid..mid + 32].iter_mut().for_each(|b| *b ^= 0xa5);
+    cases.push(plain("cli: 32 bytes damaged mid-stream", bytes));
+    let mut bytes = sample();
+    bytes[5000..5064].iter_mut().for_each(|b| *b ^= 0x5a);
+    cases.push(plain("cli: a corrupt deflate stream", bytes));
+    cases.push(plain("cli: cut in the header", sample()[..700].to_vec()));
+    let evil = ["../evil.txt", "sg00/../../evil.txt", "/tmp/neff-cli-evil.txt", "a//b", "./../evil.txt", "sg00/link"];
+    for (name, flag) in evil.iter().zip([b'0', b'0', b'0', b'0', b'0', b'2']) {
+        let mut tar_stream = support::raw_tar_member("kelf-0.json", b"{}", b'0');
+        tar_stream.extend(support::raw_tar_member(name, b"owned", flag));
+        tar_stream.extend([0u8; 1024]);
+        cases.push(plain(format!("cli: crafted member {name:?}"), support::neff_around_tar(&tar_stream)));
+    }
+    cases
+}
+
 fn sample_variants() -> Vec<(String, Vec<u8>, OpenOptions)> {
     let builders = [
         ("sample", SampleBuilder::new()),
@@ -207,6 +244,7 @@ fn sample_variants() -> Vec<(String, Vec<u8>, OpenOptions)> {
 #[test]
 fn both_inflate_paths_agree_on_the_real_neffs_the_samples_and_gzip_cases() {
     let mut corpus = sample_variants();
+    corpus.extend(cli_test_cases());
     corpus.extend(gzip_cases("sample", neff_cli::SAMPLE_NEFF));
     for (name, bytes) in common::real_neffs() {
         corpus.extend(gzip_cases(name, &bytes));
