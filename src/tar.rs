@@ -53,6 +53,7 @@ use crate::{Error, ErrorKind, Stage, Warning, WarningKind, WarningSink};
 
 /// Tar block size.
 pub const BLOCK_SIZE: usize = 512;
+const BLOCK_SIZE_U64: u64 = BLOCK_SIZE as u64;
 /// Default capacity of the member name buffer (`prefix` 155 + `/` + `name` 100).
 pub const DEFAULT_NAME_CAPACITY: usize = 256;
 /// Default capacity of the PAX extended-header buffer: room for a `path` record of a
@@ -96,7 +97,8 @@ pub enum TarError {
         /// Field name.
         field: &'static str,
     },
-    /// A base-256 field is negative or does not fit in 64 bits.
+    /// A base-256 field is negative or does not fit in 64 bits, or a size (ustar, base-256 or
+    /// PAX) leaves no room for its padding below `u64::MAX`.
     NumberOutOfRange {
         /// Field name.
         field: &'static str,
@@ -326,8 +328,20 @@ impl<S: BufRead<Error = Error>> Read for Member<'_, S> {
     }
 }
 
+/// Zero bytes after a body of `size` bytes, up to the next block boundary.
 fn padding(size: u64) -> u64 {
-    (BLOCK_SIZE as u64 - size % BLOCK_SIZE as u64) % BLOCK_SIZE as u64
+    // `size % 512` is below 512, so the subtraction cannot wrap.
+    BLOCK_SIZE_U64.wrapping_sub(size % BLOCK_SIZE_U64) % BLOCK_SIZE_U64
+}
+
+/// `size`, checked to leave room for its padding: the body and its padding together (what is
+/// skipped to reach the next header) must fit in a `u64`. A GNU base-256 or PAX size within 511
+/// of `u64::MAX` is refused here, at its header, instead of wrapping later.
+fn checked_size(size: u64, field: &'static str) -> Result<u64, TarError> {
+    match size.checked_add(padding(size)) {
+        Some(_) => Ok(size),
+        None => Err(TarError::NumberOutOfRange { field }),
+    }
 }
 
 fn tar_error(offset: u64, kind: TarError) -> Error {
@@ -449,7 +463,8 @@ fn parse_decimal(value: &[u8]) -> Result<u64, TarError> {
         if !d.is_ascii_digit() {
             return Err(TarError::BadPaxSize);
         }
-        acc.checked_mul(10).and_then(|a| a.checked_add(u64::from(d - b'0'))).ok_or(TarError::BadPaxSize)
+        let digit = u64::from(d.wrapping_sub(b'0'));
+        acc.checked_mul(10).and_then(|a| a.checked_add(digit)).ok_or(TarError::NumberOutOfRange { field: "PAX size" })
     })
 }
 
@@ -606,7 +621,7 @@ impl<S: BufRead<Error = Error>, const NAME: usize, const PAX: usize> TarReader<S
         for_each_pax_record(data, |key, value, start| {
             match key {
                 b"path" => path = Some((start, value.len())),
-                b"size" => size = Some(parse_decimal(value)?),
+                b"size" => size = Some(checked_size(parse_decimal(value)?, "PAX size")?),
                 _ if key.starts_with(b"GNU.sparse.") => sparse = true,
                 _ => {}
             }
@@ -658,6 +673,7 @@ impl<S: BufRead<Error = Error>, const NAME: usize, const PAX: usize> TarReader<S
             }
             let typeflag = self.block.get(field::TYPEFLAG).copied().unwrap_or(0);
             let header_size = parse_number(self.block.get(field::SIZE).unwrap_or(&[]), "size")
+                .and_then(|size| checked_size(size, "size"))
                 .map_err(|e| tar_error(header_offset, e))?;
             match typeflag {
                 b'x' | b'X' | b'g' => {
@@ -675,7 +691,8 @@ impl<S: BufRead<Error = Error>, const NAME: usize, const PAX: usize> TarReader<S
                     continue;
                 }
                 b'K' => {
-                    skip(&mut self.stream, &mut self.offset, header_size + padding(header_size))?;
+                    skip(&mut self.stream, &mut self.offset, header_size)?;
+                    skip(&mut self.stream, &mut self.offset, padding(header_size))?;
                     continue;
                 }
                 b'S' | b'M' | b'V' => {
@@ -731,10 +748,12 @@ impl<S: BufRead<Error = Error>, const NAME: usize, const PAX: usize> TarReader<S
     }
 
     fn skip_body(&mut self) -> Result<(), Error> {
-        let n = self.body_remaining + self.body_padding;
+        // Two skips rather than one of the sum: no addition, whatever the sizes.
+        let (body, padding) = (self.body_remaining, self.body_padding);
         self.body_remaining = 0;
         self.body_padding = 0;
-        skip(&mut self.stream, &mut self.offset, n)
+        skip(&mut self.stream, &mut self.offset, body)?;
+        skip(&mut self.stream, &mut self.offset, padding)
     }
 
     /// After a first zero block: expects a second; tolerates one missing (warning).
@@ -942,6 +961,59 @@ mod tests {
         tar.extend(end());
         let (w, _, _) = walk(&tar).unwrap();
         assert_eq!(w[0].1, std::vec![7u8; 512]);
+    }
+
+    /// Regression: a GNU base-256 size within 511 of `u64::MAX` overflowed `size + padding`
+    /// (a debug build panicked with "attempt to add with overflow", a release build wrapped
+    /// and skipped a few bytes instead of the body). It is now refused at its header.
+    #[test]
+    fn base_256_size_near_u64_max_is_refused_not_wrapped() {
+        // A directory's body is skipped unread: that is where `size + padding` was summed.
+        for (size, typeflag) in [(u64::MAX, b'5'), (u64::MAX, b'0'), (u64::MAX - 1, b'0'), (u64::MAX - 510, b'5')] {
+            let mut h = header("huge.bin", 0, typeflag);
+            h[124] = 0x80;
+            h[125..128].fill(0);
+            h[128..136].copy_from_slice(&size.to_be_bytes());
+            seal(&mut h);
+            let mut tar = h.to_vec();
+            tar.extend(entry("after.json", b"{}"));
+            tar.extend(end());
+            let e = walk(&tar).unwrap_err();
+            assert_eq!(tar_kind(&e), TarError::NumberOutOfRange { field: "size" }, "{size:#x}");
+            assert_eq!((e.offset_base, e.offset), (OffsetBase::Archive, 0));
+        }
+        // The largest size whose padded span fits is read (and then found truncated).
+        let mut h = header("huge.bin", 0, b'0');
+        h[124] = 0x80;
+        h[125..128].fill(0);
+        h[128..136].copy_from_slice(&(u64::MAX - 511).to_be_bytes());
+        seal(&mut h);
+        let mut tar = h.to_vec();
+        tar.extend(end());
+        assert_eq!(walk(&tar).unwrap_err().kind, ErrorKind::Truncated);
+    }
+
+    /// The same bound on a PAX `size` and on a skipped GNU `K` body.
+    #[test]
+    fn pax_and_long_link_sizes_near_u64_max_are_refused() {
+        for size in ["18446744073709551615", "18446744073709551616", "99999999999999999999999"] {
+            let mut tar = pax(b'x', &[("size", size)]);
+            tar.extend(header("a.bin", 0, b'0'));
+            tar.extend(end());
+            let e = walk(&tar).unwrap_err();
+            assert_eq!(tar_kind(&e), TarError::NumberOutOfRange { field: "PAX size" }, "{size}");
+            let text = std::format!("{e}");
+            assert!(text.contains("tar header field PAX size is negative or too large"), "{text}");
+        }
+
+        let mut k = header_with(b"././@LongLink", 0, b'K', Magic::Gnu, b"");
+        k[124] = 0x80;
+        k[125..128].fill(0);
+        k[128..136].copy_from_slice(&(u64::MAX - 100).to_be_bytes());
+        seal(&mut k);
+        let mut tar = k.to_vec();
+        tar.extend(end());
+        assert_eq!(tar_kind(&walk(&tar).unwrap_err()), TarError::NumberOutOfRange { field: "size" });
     }
 
     #[test]
