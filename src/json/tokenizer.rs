@@ -5,6 +5,12 @@
 //! half a UTF-8 sequence, a number cut by a chunk boundary) lives in locals of the call that
 //! reads it: the call keeps pulling chunks until the token is complete, so nothing but the
 //! container stack and the grammar state survives between calls.
+//!
+//! **Arithmetic.** Indices into a chunk stay below its length (at most `isize::MAX`), and byte
+//! offsets count bytes the source really delivered (never 2^64): both use saturating adds,
+//! which therefore never saturate, and cost one instruction on the hot paths. Numbers are
+//! converted with checked arithmetic ([`Number`]).
+#![deny(clippy::arithmetic_side_effects)]
 
 use core::fmt;
 
@@ -663,7 +669,7 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
 
     fn advance<R: BufRead>(&mut self, src: &mut R, amount: usize) {
         src.consume(amount);
-        self.pos += amount as u64;
+        self.pos = self.pos.saturating_add(amount as u64);
     }
 
     fn top_is_object(&self) -> bool {
@@ -686,7 +692,8 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
                 *bits &= !mask;
             }
         }
-        self.depth += 1;
+        // Below DEPTH (checked above), so at most MAX_DEPTH after this.
+        self.depth = self.depth.saturating_add(1);
         Ok(())
     }
 
@@ -720,7 +727,7 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
                 return Err(self.fail_json(self.pos, JsonError::UnexpectedEnd));
             }
             let base = self.pos;
-            let at = |i: usize| base + i as u64;
+            let at = |i: usize| base.saturating_add(i as u64);
             let mut i = 0;
             // Start of the raw bytes not yet stored: plain text is copied in runs.
             let mut run = 0;
@@ -729,13 +736,14 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
                 match state {
                     StrState::Plain => {
                         if (0x20..0x80).contains(&b) && b != b'"' && b != b'\\' {
-                            i += 1 + plain_len(chunk.get(i + 1..).unwrap_or(&[]));
+                            let next = i.saturating_add(1);
+                            i = next.saturating_add(plain_len(chunk.get(next..).unwrap_or(&[])));
                             continue;
                         }
                         match b {
                             b'"' => {
                                 self.store_text(store, chunk.get(run..i))?;
-                                i += 1;
+                                i = i.saturating_add(1);
                                 run = i;
                                 closed = true;
                                 break;
@@ -744,7 +752,7 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
                                 self.store_text(store, chunk.get(run..i))?;
                                 escape_at = at(i);
                                 state = StrState::Escape;
-                                i += 1;
+                                i = i.saturating_add(1);
                                 run = i;
                             }
                             0..=0x1F => return Err(self.fail_json(at(i), JsonError::ControlCharInString)),
@@ -753,7 +761,7 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
                                     Some(state) => state,
                                     None => return Err(self.fail_json(at(i), JsonError::InvalidUtf8)),
                                 };
-                                i += 1;
+                                i = i.saturating_add(1);
                             }
                         }
                     }
@@ -763,9 +771,9 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
                         }
                         state = match remaining {
                             1 => StrState::Plain,
-                            _ => StrState::Utf8 { remaining: remaining - 1, low: 0x80, high: 0xBF },
+                            _ => StrState::Utf8 { remaining: remaining.saturating_sub(1), low: 0x80, high: 0xBF },
                         };
-                        i += 1;
+                        i = i.saturating_add(1);
                     }
                     StrState::Escape => {
                         let decoded = match b {
@@ -777,7 +785,7 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
                             b't' => b'\t',
                             b'u' => {
                                 state = StrState::Hex { digits: 0, value: 0, high: None };
-                                i += 1;
+                                i = i.saturating_add(1);
                                 run = i;
                                 continue;
                             }
@@ -785,7 +793,7 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
                         };
                         self.store_text(store, Some(&[decoded]))?;
                         state = StrState::Plain;
-                        i += 1;
+                        i = i.saturating_add(1);
                         run = i;
                     }
                     StrState::Hex { digits, value, high } => {
@@ -793,10 +801,10 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
                             return Err(self.fail_json(at(i), JsonError::InvalidEscape));
                         };
                         let value = value << 4 | digit;
-                        i += 1;
+                        i = i.saturating_add(1);
                         run = i;
                         if digits < 3 {
-                            state = StrState::Hex { digits: digits + 1, value, high };
+                            state = StrState::Hex { digits: digits.saturating_add(1), value, high };
                             continue;
                         }
                         let code_point = match (high, value) {
@@ -808,7 +816,11 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
                                 return Err(self.fail_json(escape_at, JsonError::LoneSurrogate));
                             }
                             (None, value) => value,
-                            (Some(high), low) => 0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00),
+                            // Both halves are in their ranges (the arms above): at most 0x10FFFF.
+                            (Some(high), low) => {
+                                let pair = (high.saturating_sub(0xD800) << 10) | low.saturating_sub(0xDC00);
+                                pair.saturating_add(0x10000)
+                            }
                         };
                         let Some(c) = char::from_u32(code_point) else {
                             return Err(self.fail_json(escape_at, JsonError::LoneSurrogate));
@@ -821,7 +833,7 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
                             return Err(self.fail_json(escape_at, JsonError::LoneSurrogate));
                         }
                         state = StrState::LowU { high };
-                        i += 1;
+                        i = i.saturating_add(1);
                         run = i;
                     }
                     StrState::LowU { high } => {
@@ -829,7 +841,7 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
                             return Err(self.fail_json(escape_at, JsonError::LoneSurrogate));
                         }
                         state = StrState::Hex { digits: 0, value: 0, high: Some(high) };
-                        i += 1;
+                        i = i.saturating_add(1);
                         run = i;
                     }
                 }
@@ -847,7 +859,8 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
         if !store || bytes.is_empty() {
             return Ok(());
         }
-        let end = self.scratch_len + bytes.len();
+        // Past the scratch's length, `get_mut` fails: a capacity error, not a wrap.
+        let end = self.scratch_len.saturating_add(bytes.len());
         match self.scratch.get_mut(self.scratch_len..end) {
             Some(dst) => {
                 dst.copy_from_slice(bytes);
@@ -886,18 +899,19 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
                     // A digit after a leading zero is the one case where the number cannot
                     // simply end here.
                     (NumState::Zero, b'0'..=b'9') => {
-                        return Err(self.fail_json(self.pos + i as u64, JsonError::InvalidNumber));
+                        return Err(self.fail_json(self.pos.saturating_add(i as u64), JsonError::InvalidNumber));
                     }
                     (NumState::Zero | NumState::Int | NumState::Frac | NumState::ExpDigits, _) => {
                         ended = true;
                         break;
                     }
-                    _ => return Err(self.fail_json(self.pos + i as u64, JsonError::InvalidNumber)),
+                    _ => return Err(self.fail_json(self.pos.saturating_add(i as u64), JsonError::InvalidNumber)),
                 };
-                i += 1;
+                i = i.saturating_add(1);
                 if matches!(state, NumState::Int | NumState::Frac | NumState::ExpDigits) {
                     // Runs of digits leave the state as it is.
-                    i += chunk.get(i..).unwrap_or(&[]).iter().take_while(|b| b.is_ascii_digit()).count();
+                    let digits = chunk.get(i..).unwrap_or(&[]).iter().take_while(|b| b.is_ascii_digit()).count();
+                    i = i.saturating_add(digits);
                 }
             }
             if store {
@@ -916,7 +930,7 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
 
     fn store_number(&mut self, bytes: &[u8]) -> Result<(), Stop> {
         let start = usize::from(self.number_len);
-        let end = start + bytes.len();
+        let end = start.saturating_add(bytes.len());
         match (self.number.get_mut(start..end), u8::try_from(end)) {
             (Some(dst), Ok(len)) => {
                 dst.copy_from_slice(bytes);
@@ -937,11 +951,13 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
             }
             if let Some(i) = chunk.iter().zip(rest).position(|(got, want)| got != want) {
                 let found = chunk.get(i).copied().unwrap_or(0);
-                return Err(self.fail_json(self.pos + i as u64, JsonError::UnexpectedByte { found, expected }));
+                return Err(
+                    self.fail_json(self.pos.saturating_add(i as u64), JsonError::UnexpectedByte { found, expected })
+                );
             }
             let n = rest.len().min(chunk.len());
             self.advance(src, n);
-            matched += n;
+            matched = matched.saturating_add(n);
         }
         Ok(())
     }
@@ -994,11 +1010,11 @@ fn whitespace_run(bytes: &[u8]) -> usize {
             | zero_bytes(x ^ splat(b'\t'));
         let other = !blank & splat(0x80);
         if other != 0 {
-            return i + first_flagged(other);
+            return i.saturating_add(first_flagged(other));
         }
-        i += 8;
+        i = i.saturating_add(8);
     }
-    i + bytes.get(i..).unwrap_or(&[]).iter().take_while(|&&b| is_whitespace(b)).count()
+    i.saturating_add(bytes.get(i..).unwrap_or(&[]).iter().take_while(|&&b| is_whitespace(b)).count())
 }
 
 /// How many bytes at the start of `bytes` are plain string text (printable ASCII other than
@@ -1013,12 +1029,12 @@ fn plain_len(bytes: &[u8]) -> usize {
             | zero_bytes(x ^ splat(b'"'))
             | zero_bytes(x ^ splat(b'\\'));
         if special != 0 {
-            return i + first_flagged(special);
+            return i.saturating_add(first_flagged(special));
         }
-        i += 8;
+        i = i.saturating_add(8);
     }
     let tail = bytes.get(i..).unwrap_or(&[]);
-    i + tail.iter().take_while(|&&b| (0x20..0x80).contains(&b) && b != b'"' && b != b'\\').count()
+    i.saturating_add(tail.iter().take_while(|&&b| (0x20..0x80).contains(&b) && b != b'"' && b != b'\\').count())
 }
 
 fn starts_value(b: u8) -> bool {
@@ -1046,7 +1062,13 @@ fn utf8_lead(b: u8) -> Option<StrState> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    clippy::arithmetic_side_effects
+)]
 mod tests {
     extern crate std;
 
