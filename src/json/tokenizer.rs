@@ -755,11 +755,17 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
                                 i = i.saturating_add(1);
                                 run = i;
                             }
-                            0..=0x1F => return Err(self.fail_json(at(i), JsonError::ControlCharInString)),
+                            0..=0x1F => {
+                                let pending = chunk.get(run..i);
+                                return Err(self.fail_string(store, pending, at(i), JsonError::ControlCharInString));
+                            }
                             _ => {
                                 state = match utf8_lead(b) {
                                     Some(state) => state,
-                                    None => return Err(self.fail_json(at(i), JsonError::InvalidUtf8)),
+                                    None => {
+                                        let pending = chunk.get(run..i);
+                                        return Err(self.fail_string(store, pending, at(i), JsonError::InvalidUtf8));
+                                    }
                                 };
                                 i = i.saturating_add(1);
                             }
@@ -767,7 +773,8 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
                     }
                     StrState::Utf8 { remaining, low, high } => {
                         if !(low..=high).contains(&b) {
-                            return Err(self.fail_json(at(i), JsonError::InvalidUtf8));
+                            let pending = chunk.get(run..i);
+                            return Err(self.fail_string(store, pending, at(i), JsonError::InvalidUtf8));
                         }
                         state = match remaining {
                             1 => StrState::Plain,
@@ -871,6 +878,29 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
         }
     }
 
+    /// Fails a string at `offset`, unless the text before it that is not stored yet
+    /// (`pending`) overflows the scratch: that overflow comes first in the document. Storing
+    /// `pending` first makes the fault the same whatever the chunk boundaries (a chunk's text
+    /// is stored at its end, so a split string would report the overflow).
+    #[cold]
+    fn fail_string(&mut self, store: bool, pending: Option<&[u8]>, offset: u64, error: JsonError) -> Stop {
+        match self.store_text(store, pending) {
+            Ok(()) => self.fail_json(offset, error),
+            Err(stop) => stop,
+        }
+    }
+
+    /// [`Tokenizer::fail_string`] for a number: `pending` is the number's text in this chunk.
+    #[cold]
+    fn fail_number(&mut self, store: bool, pending: &[u8], offset: u64) -> Stop {
+        if store {
+            if let Err(stop) = self.store_number(pending) {
+                return stop;
+            }
+        }
+        self.fail_json(offset, JsonError::InvalidNumber)
+    }
+
     fn capacity(&mut self, limit: &'static str, capacity: usize) -> Stop {
         self.fail(Fault {
             offset: self.token_start,
@@ -899,13 +929,17 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
                     // A digit after a leading zero is the one case where the number cannot
                     // simply end here.
                     (NumState::Zero, b'0'..=b'9') => {
-                        return Err(self.fail_json(self.pos.saturating_add(i as u64), JsonError::InvalidNumber));
+                        let at = self.pos.saturating_add(i as u64);
+                        return Err(self.fail_number(store, chunk.get(..i).unwrap_or(&[]), at));
                     }
                     (NumState::Zero | NumState::Int | NumState::Frac | NumState::ExpDigits, _) => {
                         ended = true;
                         break;
                     }
-                    _ => return Err(self.fail_json(self.pos.saturating_add(i as u64), JsonError::InvalidNumber)),
+                    _ => {
+                        let at = self.pos.saturating_add(i as u64);
+                        return Err(self.fail_number(store, chunk.get(..i).unwrap_or(&[]), at));
+                    }
                 };
                 i = i.saturating_add(1);
                 if matches!(state, NumState::Int | NumState::Frac | NumState::ExpDigits) {
@@ -1205,6 +1239,31 @@ mod tests {
         let (_, fault) = stream(doc);
         let fault = fault.unwrap_or_else(|| panic!("accepted {:?}", String::from_utf8_lossy(doc)));
         (fault.offset, fault.kind)
+    }
+
+    /// Regression (found by the `json` fuzz target): a received string or number longer than
+    /// its buffer, with a syntax error after the overflow, gave the syntax error when the text
+    /// came in one chunk and the capacity error when chunks split it. The overflow comes first
+    /// in the document, so it is the fault, whatever the chunking (`stream_with` checks 1, 7
+    /// and 4096-byte chunks).
+    #[test]
+    fn an_overflow_before_a_syntax_error_is_the_fault_whatever_the_chunking() {
+        let scratch = ErrorKind::Capacity(CapacityError { limit: SCRATCH_LIMIT, capacity: 8 });
+        for doc in [&b"{\"0123456789\x9b\":1}"[..], b"[\"0123456789\x01\"]", b"[\"0123456789\xc3\x28\"]"] {
+            let (_, fault) = stream_with::<8, 4>(doc);
+            assert_eq!(fault.map(|f| (f.offset, f.kind)), Some((1, scratch)), "{doc:?}");
+        }
+        let number = ErrorKind::Capacity(CapacityError { limit: NUMBER_LIMIT, capacity: NUMBER_CAPACITY as u64 });
+        for tail in [&b".e]"[..], b"-]", b"e+]"] {
+            let doc = [&b"[1"[..], &[b'2'; 60], tail].concat();
+            let (_, fault) = stream_with::<8, 4>(&doc);
+            assert_eq!(fault.map(|f| (f.offset, f.kind)), Some((1, number)), "{tail:?}");
+        }
+        // Before the buffer is full, the syntax error is the fault.
+        let (_, fault) = stream_with::<8, 4>(b"[\"0123\x01\"]");
+        assert_eq!(fault.map(|f| (f.offset, f.kind)), Some(json(6, JsonError::ControlCharInString)));
+        let (_, fault) = stream_with::<8, 4>(b"[12.e]");
+        assert_eq!(fault.map(|f| (f.offset, f.kind)), Some(json(4, JsonError::InvalidNumber)));
     }
 
     fn json(offset: u64, e: JsonError) -> (u64, ErrorKind) {
