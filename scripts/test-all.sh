@@ -1,30 +1,65 @@
 #!/usr/bin/env bash
-# Runs every test of the project: host tests, lints, the no_std cross build and,
-# when the firmware image exists, its run under QEMU. Installs what a fresh machine lacks.
+# Runs every test of the project: host tests, lints, the no_std cross build, the core's tests
+# on a 32-bit and on a big-endian Linux target under qemu-user, the fuzz corpora (replayed by
+# the workspace tests) and, when the firmware image exists, its run under QEMU. Installs what
+# a fresh machine lacks. Each step prints its duration; the total closes the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-step() { printf '\n==> %s\n' "$*"; }
+started=$SECONDS
+step_started=$SECONDS
+step_name=""
+# Closes the previous step (printing its time) and opens the next.
+step() {
+  if [ -n "$step_name" ]; then printf '<== %s: %ds\n' "$step_name" $((SECONDS - step_started)); fi
+  step_name="$*"
+  step_started=$SECONDS
+  printf '\n==> %s\n' "$*"
+}
 
-step "toolchain: thumbv7em-none-eabihf target"
-rustup target list --installed | grep -qx thumbv7em-none-eabihf || rustup target add thumbv7em-none-eabihf
+# Debian packages, installed only when their command is missing.
+apt_install() {
+  local run=()
+  [ "$(id -u)" = 0 ] || run=(sudo)
+  if [ -z "${apt_updated:-}" ]; then
+    "${run[@]}" apt-get update -qq
+    apt_updated=1
+  fi
+  DEBIAN_FRONTEND=noninteractive "${run[@]}" apt-get install -y -qq "$@" >/dev/null
+}
+
+# The core's tests also run on these Linux targets, under qemu-user through Cargo's runner:
+# armv7 has a 32-bit usize (u64 -> usize truncation), s390x is big-endian.
+# target triple | Debian gcc | Debian libc | qemu-user binary | sysroot
+cross_targets=(
+  "armv7-unknown-linux-gnueabihf gcc-arm-linux-gnueabihf libc6-dev-armhf-cross qemu-arm /usr/arm-linux-gnueabihf"
+  "s390x-unknown-linux-gnu gcc-s390x-linux-gnu libc6-dev-s390x-cross qemu-s390x /usr/s390x-linux-gnu"
+)
+
+step "toolchain: rustup targets, components and Debian packages"
+installed_targets=$(rustup target list --installed)
+for target in thumbv7em-none-eabihf armv7-unknown-linux-gnueabihf s390x-unknown-linux-gnu; do
+  grep -qx "$target" <<<"$installed_targets" || rustup target add "$target"
+done
 cargo fmt --version >/dev/null 2>&1 || rustup component add rustfmt
 cargo clippy --version >/dev/null 2>&1 || rustup component add clippy
-
+# `script` gives the progress-bar test a terminal (util-linux; Debian's bsdutils).
+command -v script >/dev/null 2>&1 || apt_install bsdutils
 if [ -d targets/qemu-m4 ] && ! command -v qemu-system-arm >/dev/null 2>&1; then
-  step "installing qemu-system-arm"
-  if [ "$(id -u)" = 0 ]; then
-    apt-get update -qq && apt-get install -y -qq qemu-system-arm >/dev/null
-  else
-    sudo apt-get update -qq && sudo apt-get install -y -qq qemu-system-arm >/dev/null
-  fi
+  apt_install qemu-system-arm
 fi
+for spec in "${cross_targets[@]}"; do
+  read -r target gcc_pkg libc_pkg qemu sysroot <<<"$spec"
+  command -v "$qemu" >/dev/null 2>&1 || apt_install qemu-user
+  [ -d "$sysroot/lib" ] && command -v "${gcc_pkg#gcc-}-gcc" >/dev/null 2>&1 || apt_install "$gcc_pkg" "$libc_pkg"
+done
 
 step "formatting (rustfmt.toml)"
 cargo fmt --all --check
 (cd targets/qemu-m4 && cargo fmt --check)
+(cd fuzz && cargo fmt --check)
 
-step "host tests (workspace)"
+step "host tests (workspace; the fuzz corpora replay in tests/fuzz_replay.rs)"
 cargo test --workspace --all-targets
 
 step "doc tests"
@@ -39,6 +74,17 @@ step "schema drill: one key added to var entries changes only schema/ (scripts/s
 step "no_std core for thumbv7em-none-eabihf (with and without defmt)"
 cargo build -p neff --target thumbv7em-none-eabihf --release
 cargo build -p neff --target thumbv7em-none-eabihf --release --features defmt
+
+for spec in "${cross_targets[@]}"; do
+  read -r target gcc_pkg libc_pkg qemu sysroot <<<"$spec"
+  step "core tests on $target under $qemu (profile cross-test: optimised, overflow checks on)"
+  env_target=$(tr 'a-z-' 'A-Z_' <<<"$target")
+  export "CARGO_TARGET_${env_target}_LINKER=${gcc_pkg#gcc-}-gcc"
+  export "CARGO_TARGET_${env_target}_RUNNER=$qemu -L $sysroot"
+  export "CC_${target//-/_}=${gcc_pkg#gcc-}-gcc"
+  # The tests read ../shared through the host file system, which qemu-user shares.
+  cargo test -p neff --target "$target" --profile cross-test
+done
 
 if [ -d targets/qemu-m4 ]; then
   step "firmware image under qemu-system-arm (Cortex-M4, mps2-an386)"
@@ -56,3 +102,4 @@ if [ -d targets/qemu-m4 ]; then
 fi
 
 step "all tests passed"
+printf 'total: %ds\n' $((SECONDS - started))

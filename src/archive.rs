@@ -40,6 +40,11 @@
 //! [`Archive::open_inflated`]: the same gates, the same gzip semantics (member headers, CRC-32
 //! and ISIZE, further members, padding, `max_inflated`) and the same errors, computed by the
 //! same code, with the inflation beside the parsing.
+//!
+//! **Arithmetic.** `data_size` comes from the file: every sum with it is checked or saturating
+//! (on a stream nothing bounds it before the payload is read). Other offsets and counts are of
+//! bytes the source really delivered, which cannot reach 2^64: they saturate.
+#![deny(clippy::arithmetic_side_effects)]
 
 use core::fmt;
 
@@ -140,7 +145,8 @@ impl<R: BufRead> BufRead for Payload<R> {
     fn consume(&mut self, amt: usize) {
         let amt = usize::try_from(self.remaining).unwrap_or(usize::MAX).min(amt);
         self.src.consume(amt);
-        self.remaining -= amt as u64;
+        // `amt <= remaining`.
+        self.remaining = self.remaining.saturating_sub(amt as u64);
         self.hashed_ahead = self.hashed_ahead.saturating_sub(amt);
     }
 }
@@ -259,12 +265,14 @@ fn read_header<R: BufRead>(
         if buf.is_empty() {
             return Err(header_error(HeaderError::ShortFile { received: filled as u64 }));
         }
-        let n = buf.len().min(HEADER_SIZE - filled);
-        if let (Some(dst), Some(from)) = (bytes.get_mut(filled..filled + n), buf.get(..n)) {
+        // `filled < HEADER_SIZE`: the difference and the new end stay within the header.
+        let n = buf.len().min(HEADER_SIZE.saturating_sub(filled));
+        let end = filled.saturating_add(n);
+        if let (Some(dst), Some(from)) = (bytes.get_mut(filled..end), buf.get(..n)) {
             dst.copy_from_slice(from);
         }
         src.consume(n);
-        filled += n;
+        filled = end;
     }
     let header = NeffHeader::parse(&bytes);
     header.validate(file_size, opts.allow_header_size_other_than_1024).map_err(header_error)?;
@@ -316,27 +324,28 @@ fn close<R: BufRead, I: Inflate>(
     let payload = decoder.source_mut();
     let data_size = header.data_size;
     if payload.remaining() > 0 {
-        let e = HeaderError::DataSizePastEnd { data_size, available: data_size - payload.remaining() };
-        return Err(Error::at_file(Stage::Header, HEADER_SIZE as u64 + consumed, ErrorKind::Header(e)));
+        let e = HeaderError::DataSizePastEnd { data_size, available: data_size.saturating_sub(payload.remaining()) };
+        return Err(Error::at_file(Stage::Header, (HEADER_SIZE as u64).saturating_add(consumed), ErrorKind::Header(e)));
     }
     let hasher = core::mem::replace(&mut payload.hasher, PayloadHasher::Off { requested: false });
     let integrity = hasher.finish(header);
     if let Integrity::Mismatch(algorithm) = integrity {
         header_warning(sink, crate::header::field::HASH.start as u64, HeaderWarning::IntegrityMismatch { algorithm });
     }
-    let payload_end = HEADER_SIZE as u64 + data_size;
+    // Saturating: `data_size` comes from the file.
+    let payload_end = (HEADER_SIZE as u64).saturating_add(data_size);
     let trailing_bytes = match file_size {
         Some(size) => size.saturating_sub(payload_end),
         None => {
             let mut count = 0u64;
             loop {
-                let buf = payload.src.fill_buf().map_err(|e| source_error(payload_end + count, &e))?;
+                let buf = payload.src.fill_buf().map_err(|e| source_error(payload_end.saturating_add(count), &e))?;
                 if buf.is_empty() {
                     break;
                 }
                 let n = buf.len();
                 payload.src.consume(n);
-                count += n as u64;
+                count = count.saturating_add(n as u64);
             }
             if count > 0 {
                 header_warning(sink, payload_end, HeaderWarning::TrailingBytes { count });
@@ -350,7 +359,7 @@ fn close<R: BufRead, I: Inflate>(
         members: 0,
         inflated_bytes,
         compressed_bytes,
-        padding_bytes: data_size - compressed_bytes.min(data_size),
+        padding_bytes: data_size.saturating_sub(compressed_bytes),
         trailing_bytes,
         integrity,
     })
@@ -405,7 +414,8 @@ impl<R: BufRead, const NAME: usize, const PAX: usize> Archive<R, NAME, PAX> {
     pub fn file_offset(&self) -> Option<u64> {
         match self.inflated {
             Some(_) => None,
-            None => Some(HEADER_SIZE as u64 + self.tar.stream().consumed()),
+            // `consumed <= data_size`, and the payload was really read: no saturation in practice.
+            None => Some((HEADER_SIZE as u64).saturating_add(self.tar.stream().consumed())),
         }
     }
 
@@ -433,7 +443,8 @@ impl<R: BufRead, const NAME: usize, const PAX: usize> Archive<R, NAME, PAX> {
         let after = self.tar.drain(sink)?;
         if after.nonzero_bytes > 0 {
             let kind = WarningKind::Tar(TarWarning::DataAfterEnd { nonzero_bytes: after.nonzero_bytes });
-            let at = self.tar.offset() - after.bytes;
+            // The bytes after the end were counted into the offset as they were read.
+            let at = self.tar.offset().saturating_sub(after.bytes);
             sink.warn(&Warning { offset_base: OffsetBase::Archive, ..Warning::at_file(Stage::Tar, at, kind) });
         }
         let members = self.tar.members();
@@ -585,7 +596,13 @@ impl<R: BufRead, I: Inflate> Read for Container<R, I> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    clippy::arithmetic_side_effects
+)]
 mod tests {
     use super::*;
     extern crate std;

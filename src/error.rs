@@ -7,6 +7,7 @@
 //! type and a layer can grow its kinds without touching the others.
 //!
 //! Warnings never fail a load: they go to a caller-supplied [`WarningSink`].
+#![deny(clippy::arithmetic_side_effects)]
 
 use core::fmt;
 
@@ -144,8 +145,9 @@ impl<const N: usize> Text<N> {
     pub fn new(s: &str) -> Self {
         let mut text = Self::EMPTY;
         let mut start = s.len().saturating_sub(N);
+        // `s.len()` is a boundary, so this stops there at the latest.
         while !s.is_char_boundary(start) {
-            start += 1;
+            start = start.saturating_add(1);
         }
         let tail = s.get(start..).unwrap_or("");
         if let Some(dst) = text.bytes.get_mut(..tail.len()) {
@@ -501,6 +503,7 @@ impl WarningSink for IgnoreWarnings {
 }
 
 #[cfg(test)]
+#[allow(clippy::arithmetic_side_effects)]
 mod tests {
     use super::*;
 

@@ -826,8 +826,11 @@ mod tests {
         let mut gz = gzip(&plain);
         gz[12] = 0xff; // a bad block type / code table right after the header
         gz[13] = 0xff;
-        let r = Decoder::sniff(&gz[..], 0, DEFAULT_MAX_INFLATED).and_then(|mut d| read_all(&mut d));
-        assert!(r.is_err());
+        let e = Decoder::sniff(&gz[..], 1024, DEFAULT_MAX_INFLATED).and_then(|mut d| read_all(&mut d)).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Gzip(GzipError::Inflate { status: TINFLStatus::Failed as i8 }));
+        assert_eq!(e.stage, Stage::Gzip);
+        // A file offset inside the deflate stream (after the 10-byte header).
+        assert!((1024 + 10..1024 + gz.len() as u64).contains(&e.offset), "{}", e.offset);
     }
 
     #[test]

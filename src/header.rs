@@ -19,6 +19,10 @@
 //! distinct [`HeaderError`] with the runtime's wording and status. The optional integrity
 //! check (§2.6) is a [`PayloadHasher`] fed while the payload streams past; it reports an
 //! [`Integrity`] and never fails a load (a mismatch is a [`HeaderWarning`]).
+//!
+//! Every size in the header is a `u64` from the file: the gates compare them and never add to
+//! them (the reader's `1024 + data_size` is checked where it is formed).
+#![deny(clippy::arithmetic_side_effects)]
 
 use core::fmt;
 use core::ops::Range;
@@ -394,7 +398,8 @@ impl NeffHeader {
             });
         }
         if let Some(file_size) = file_size {
-            let available = file_size - header;
+            // Gate 2 above returned for `file_size < 1024`.
+            let available = file_size.saturating_sub(header);
             if self.data_size > available {
                 return Err(HeaderError::DataSizePastEnd { data_size: self.data_size, available });
             }
@@ -514,7 +519,13 @@ impl PayloadHasher {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    clippy::arithmetic_side_effects
+)]
 pub(crate) mod tests {
     use super::*;
 

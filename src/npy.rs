@@ -19,6 +19,12 @@
 //! strictly: exactly the keys `descr`, `fortran_order` and `shape`, as numpy requires, with
 //! `descr` a simple dtype string (`b1`, `i1`..`i8`, `u1`..`u8`, `f2`, `f4`, `f8`, `c8`,
 //! `c16`). Python 2 writers' `L` suffixes on integers are accepted, as numpy does.
+//!
+//! **Arithmetic.** The header length is bounded by `HEADER_CAP` before anything is added to
+//! it; the shape's product and the data length are checked ([`NpyError::DataLenOverflow`]);
+//! dimensions are checked as they are parsed. Indices into the buffered dict and byte counts
+//! of what was fed saturate, as they stay below `HEADER_CAP + 12` and the fed length.
+#![deny(clippy::arithmetic_side_effects)]
 
 use core::fmt;
 
@@ -387,7 +393,7 @@ impl<const HEADER_CAP: usize, const MAX_DIMS: usize> NpyParser<HEADER_CAP, MAX_D
     /// Header bytes needed: at least the shortest preamble until the header length is known.
     fn needed(&self) -> u64 {
         match self.header_len {
-            Some(len) => (self.preamble_len + len) as u64,
+            Some(len) => self.preamble_len.saturating_add(len) as u64,
             None => self.preamble_target().max(10) as u64,
         }
     }
@@ -397,27 +403,33 @@ impl<const HEADER_CAP: usize, const MAX_DIMS: usize> NpyParser<HEADER_CAP, MAX_D
         while self.header_len.is_none() && !rest.is_empty() {
             let want = self.preamble_target().saturating_sub(self.preamble_len).min(rest.len());
             let (head, tail) = rest.split_at(want);
-            if let Some(dst) = self.preamble.get_mut(self.preamble_len..self.preamble_len + want) {
+            // `want` is at most what the 12-byte preamble still lacks.
+            let end = self.preamble_len.saturating_add(want);
+            if let Some(dst) = self.preamble.get_mut(self.preamble_len..end) {
                 dst.copy_from_slice(head);
             }
-            self.preamble_len += want;
-            self.consumed += want as u64;
+            self.preamble_len = end;
+            self.consumed = self.consumed.saturating_add(want as u64);
             rest = tail;
             self.check_preamble()?;
         }
         if let Some(header_len) = self.header_len {
-            let want = (header_len - self.dict_len).min(rest.len());
+            // `dict_len <= header_len <= HEADER_CAP`.
+            let want = header_len.saturating_sub(self.dict_len).min(rest.len());
             let (head, tail) = rest.split_at(want);
-            if let Some(dst) = self.dict.get_mut(self.dict_len..self.dict_len + want) {
+            let end = self.dict_len.saturating_add(want);
+            if let Some(dst) = self.dict.get_mut(self.dict_len..end) {
                 dst.copy_from_slice(head);
             }
-            self.dict_len += want;
-            self.consumed += want as u64;
+            self.dict_len = end;
+            self.consumed = self.consumed.saturating_add(want as u64);
             rest = tail;
             if self.dict_len == header_len {
                 let header = self.parse_dict()?;
                 self.outcome = Some(Ok(header));
-                return Ok(NpyFeed::Complete { header, header_bytes: chunk.len() - rest.len() });
+                // `rest` is a tail of `chunk`.
+                let header_bytes = chunk.len().saturating_sub(rest.len());
+                return Ok(NpyFeed::Complete { header, header_bytes });
             }
         }
         Ok(NpyFeed::NeedMore)
@@ -488,14 +500,14 @@ impl<const HEADER_CAP: usize, const MAX_DIMS: usize> NpyParser<HEADER_CAP, MAX_D
             cursor.skip_whitespace();
             match cursor.peek() {
                 Some(b',') => {
-                    cursor.pos += 1;
+                    cursor.advance();
                     cursor.skip_whitespace();
                 }
                 Some(b'}') => {}
                 _ => return Err(cursor.malformed("',' or '}'")),
             }
         }
-        cursor.pos += 1; // the '}'
+        cursor.advance(); // the '}'
         cursor.skip_whitespace();
         if cursor.peek().is_some() {
             return Err(cursor.malformed("only padding after the dict"));
@@ -503,7 +515,9 @@ impl<const HEADER_CAP: usize, const MAX_DIMS: usize> NpyParser<HEADER_CAP, MAX_D
         let descr = descr.ok_or(NpyError::MissingKey { key: "descr" })?;
         let fortran_order = fortran_order.ok_or(NpyError::MissingKey { key: "fortran_order" })?;
         let (dims, ndim) = shape.ok_or(NpyError::MissingKey { key: "shape" })?;
-        Ok(NpyHeader { version, descr, fortran_order, data_offset: preamble + bytes.len() as u64, dims, ndim })
+        // At most 12 + HEADER_CAP.
+        let data_offset = preamble.saturating_add(bytes.len() as u64);
+        Ok(NpyHeader { version, descr, fortran_order, data_offset, dims, ndim })
     }
 }
 
@@ -532,7 +546,14 @@ struct Cursor<'a> {
 
 impl<'a> Cursor<'a> {
     fn offset(&self) -> u64 {
-        self.base + self.pos as u64
+        // The preamble length plus an index into the dict: at most 12 + HEADER_CAP.
+        self.base.saturating_add(self.pos as u64)
+    }
+
+    /// Steps over one byte. `pos` never passes `bytes.len()` by more than one, so it cannot
+    /// saturate.
+    fn advance(&mut self) {
+        self.pos = self.pos.saturating_add(1);
     }
 
     fn malformed(&self, expected: &'static str) -> NpyError {
@@ -545,7 +566,7 @@ impl<'a> Cursor<'a> {
 
     fn skip_whitespace(&mut self) {
         while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
-            self.pos += 1;
+            self.advance();
         }
     }
 
@@ -553,7 +574,7 @@ impl<'a> Cursor<'a> {
         if self.peek() != Some(byte) {
             return Err(self.malformed(expected));
         }
-        self.pos += 1;
+        self.advance();
         Ok(())
     }
 
@@ -563,16 +584,16 @@ impl<'a> Cursor<'a> {
             Some(q @ (b'\'' | b'"')) => q,
             _ => return Err(self.malformed("a quoted string")),
         };
-        let start = self.pos + 1;
+        let start = self.pos.saturating_add(1);
         let rest = self.bytes.get(start..).unwrap_or(&[]);
         let len = rest.iter().position(|&b| b == quote || b == b'\\' || b == b'\n');
         match len.and_then(|len| rest.get(len).map(|&b| (len, b))) {
             Some((len, b)) if b == quote => {
-                self.pos = start + len + 1;
+                self.pos = start.saturating_add(len).saturating_add(1);
                 Ok(rest.get(..len).unwrap_or(&[]))
             }
             Some((len, _)) => {
-                self.pos = start + len;
+                self.pos = start.saturating_add(len);
                 Err(self.malformed("a string without escapes"))
             }
             None => {
@@ -585,7 +606,7 @@ impl<'a> Cursor<'a> {
     fn identifier(&mut self) -> &'a [u8] {
         let start = self.pos;
         while self.peek().is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_') {
-            self.pos += 1;
+            self.advance();
         }
         self.bytes.get(start..self.pos).unwrap_or(&[])
     }
@@ -600,12 +621,12 @@ impl<'a> Cursor<'a> {
         while let Some(digit @ b'0'..=b'9') = self.peek() {
             value = value
                 .checked_mul(10)
-                .and_then(|v| v.checked_add(u64::from(digit - b'0')))
+                .and_then(|v| v.checked_add(u64::from(digit.wrapping_sub(b'0'))))
                 .ok_or(NpyError::Malformed { offset: start, expected: "a dimension below 2^64" })?;
-            self.pos += 1;
+            self.advance();
         }
         if self.peek() == Some(b'L') {
-            self.pos += 1;
+            self.advance();
         }
         Ok(value)
     }
@@ -617,7 +638,7 @@ impl<'a> Cursor<'a> {
         self.expect(b'(', "'(' opening the shape")?;
         self.skip_whitespace();
         if self.peek() == Some(b')') {
-            self.pos += 1;
+            self.advance();
             return Ok((dims, 0));
         }
         loop {
@@ -626,20 +647,21 @@ impl<'a> Cursor<'a> {
                 .get_mut(ndim)
                 .ok_or(NpyError::Capacity(CapacityError { limit: "MAX_DIMS", capacity: MAX_DIMS as u64 }))?;
             *slot = dim;
-            ndim += 1;
+            // Below MAX_DIMS: the slot above exists.
+            ndim = ndim.saturating_add(1);
             self.skip_whitespace();
             match self.peek() {
                 Some(b',') => {
-                    self.pos += 1;
+                    self.advance();
                     self.skip_whitespace();
                     if self.peek() == Some(b')') {
-                        self.pos += 1;
+                        self.advance();
                         break;
                     }
                 }
                 // `(5)` is the integer 5 in Python, not a tuple: numpy refuses it.
                 Some(b')') if ndim > 1 => {
-                    self.pos += 1;
+                    self.advance();
                     break;
                 }
                 Some(b')') => return Err(self.malformed("',' after the only dimension")),
@@ -651,7 +673,13 @@ impl<'a> Cursor<'a> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    clippy::arithmetic_side_effects
+)]
 mod tests {
     use super::*;
 

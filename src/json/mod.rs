@@ -104,6 +104,10 @@
 //! (`-0` is 0; a fraction or exponent is [`JsonError::NotAnInteger`]; overflow and, for `u64`,
 //! a negative value are [`JsonError::NumberOutOfRange`]); [`Number::as_f64`] is core's correctly
 //! rounded parse, with infinity refused.
+//!
+//! No arithmetic in this module can overflow on any input: every module denies
+//! `clippy::arithmetic_side_effects` (see each module's note).
+#![deny(clippy::arithmetic_side_effects)]
 
 mod error;
 mod number;

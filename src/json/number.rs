@@ -91,12 +91,19 @@ fn accumulate<T: Default>(digits: &[u8], step: impl Fn(T, u64) -> Option<T>) -> 
         if !b.is_ascii_digit() {
             return Err(JsonError::InvalidNumber);
         }
-        step(acc, u64::from(b - b'0')).ok_or(JsonError::NumberOutOfRange)
+        // `b` is a digit: the subtraction cannot wrap.
+        step(acc, u64::from(b.wrapping_sub(b'0'))).ok_or(JsonError::NumberOutOfRange)
     })
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    clippy::arithmetic_side_effects
+)]
 mod tests {
     use super::*;
 

@@ -5,6 +5,12 @@
 //! half a UTF-8 sequence, a number cut by a chunk boundary) lives in locals of the call that
 //! reads it: the call keeps pulling chunks until the token is complete, so nothing but the
 //! container stack and the grammar state survives between calls.
+//!
+//! **Arithmetic.** Indices into a chunk stay below its length (at most `isize::MAX`), and byte
+//! offsets count bytes the source really delivered (never 2^64): both use saturating adds,
+//! which therefore never saturate, and cost one instruction on the hot paths. Numbers are
+//! converted with checked arithmetic ([`Number`]).
+#![deny(clippy::arithmetic_side_effects)]
 
 use core::fmt;
 
@@ -663,7 +669,7 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
 
     fn advance<R: BufRead>(&mut self, src: &mut R, amount: usize) {
         src.consume(amount);
-        self.pos += amount as u64;
+        self.pos = self.pos.saturating_add(amount as u64);
     }
 
     fn top_is_object(&self) -> bool {
@@ -686,7 +692,8 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
                 *bits &= !mask;
             }
         }
-        self.depth += 1;
+        // Below DEPTH (checked above), so at most MAX_DEPTH after this.
+        self.depth = self.depth.saturating_add(1);
         Ok(())
     }
 
@@ -720,7 +727,7 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
                 return Err(self.fail_json(self.pos, JsonError::UnexpectedEnd));
             }
             let base = self.pos;
-            let at = |i: usize| base + i as u64;
+            let at = |i: usize| base.saturating_add(i as u64);
             let mut i = 0;
             // Start of the raw bytes not yet stored: plain text is copied in runs.
             let mut run = 0;
@@ -729,13 +736,14 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
                 match state {
                     StrState::Plain => {
                         if (0x20..0x80).contains(&b) && b != b'"' && b != b'\\' {
-                            i += 1 + plain_len(chunk.get(i + 1..).unwrap_or(&[]));
+                            let next = i.saturating_add(1);
+                            i = next.saturating_add(plain_len(chunk.get(next..).unwrap_or(&[])));
                             continue;
                         }
                         match b {
                             b'"' => {
                                 self.store_text(store, chunk.get(run..i))?;
-                                i += 1;
+                                i = i.saturating_add(1);
                                 run = i;
                                 closed = true;
                                 break;
@@ -744,28 +752,35 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
                                 self.store_text(store, chunk.get(run..i))?;
                                 escape_at = at(i);
                                 state = StrState::Escape;
-                                i += 1;
+                                i = i.saturating_add(1);
                                 run = i;
                             }
-                            0..=0x1F => return Err(self.fail_json(at(i), JsonError::ControlCharInString)),
+                            0..=0x1F => {
+                                let pending = chunk.get(run..i);
+                                return Err(self.fail_string(store, pending, at(i), JsonError::ControlCharInString));
+                            }
                             _ => {
                                 state = match utf8_lead(b) {
                                     Some(state) => state,
-                                    None => return Err(self.fail_json(at(i), JsonError::InvalidUtf8)),
+                                    None => {
+                                        let pending = chunk.get(run..i);
+                                        return Err(self.fail_string(store, pending, at(i), JsonError::InvalidUtf8));
+                                    }
                                 };
-                                i += 1;
+                                i = i.saturating_add(1);
                             }
                         }
                     }
                     StrState::Utf8 { remaining, low, high } => {
                         if !(low..=high).contains(&b) {
-                            return Err(self.fail_json(at(i), JsonError::InvalidUtf8));
+                            let pending = chunk.get(run..i);
+                            return Err(self.fail_string(store, pending, at(i), JsonError::InvalidUtf8));
                         }
                         state = match remaining {
                             1 => StrState::Plain,
-                            _ => StrState::Utf8 { remaining: remaining - 1, low: 0x80, high: 0xBF },
+                            _ => StrState::Utf8 { remaining: remaining.saturating_sub(1), low: 0x80, high: 0xBF },
                         };
-                        i += 1;
+                        i = i.saturating_add(1);
                     }
                     StrState::Escape => {
                         let decoded = match b {
@@ -777,7 +792,7 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
                             b't' => b'\t',
                             b'u' => {
                                 state = StrState::Hex { digits: 0, value: 0, high: None };
-                                i += 1;
+                                i = i.saturating_add(1);
                                 run = i;
                                 continue;
                             }
@@ -785,7 +800,7 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
                         };
                         self.store_text(store, Some(&[decoded]))?;
                         state = StrState::Plain;
-                        i += 1;
+                        i = i.saturating_add(1);
                         run = i;
                     }
                     StrState::Hex { digits, value, high } => {
@@ -793,10 +808,10 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
                             return Err(self.fail_json(at(i), JsonError::InvalidEscape));
                         };
                         let value = value << 4 | digit;
-                        i += 1;
+                        i = i.saturating_add(1);
                         run = i;
                         if digits < 3 {
-                            state = StrState::Hex { digits: digits + 1, value, high };
+                            state = StrState::Hex { digits: digits.saturating_add(1), value, high };
                             continue;
                         }
                         let code_point = match (high, value) {
@@ -808,7 +823,11 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
                                 return Err(self.fail_json(escape_at, JsonError::LoneSurrogate));
                             }
                             (None, value) => value,
-                            (Some(high), low) => 0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00),
+                            // Both halves are in their ranges (the arms above): at most 0x10FFFF.
+                            (Some(high), low) => {
+                                let pair = (high.saturating_sub(0xD800) << 10) | low.saturating_sub(0xDC00);
+                                pair.saturating_add(0x10000)
+                            }
                         };
                         let Some(c) = char::from_u32(code_point) else {
                             return Err(self.fail_json(escape_at, JsonError::LoneSurrogate));
@@ -821,7 +840,7 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
                             return Err(self.fail_json(escape_at, JsonError::LoneSurrogate));
                         }
                         state = StrState::LowU { high };
-                        i += 1;
+                        i = i.saturating_add(1);
                         run = i;
                     }
                     StrState::LowU { high } => {
@@ -829,7 +848,7 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
                             return Err(self.fail_json(escape_at, JsonError::LoneSurrogate));
                         }
                         state = StrState::Hex { digits: 0, value: 0, high: Some(high) };
-                        i += 1;
+                        i = i.saturating_add(1);
                         run = i;
                     }
                 }
@@ -847,7 +866,8 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
         if !store || bytes.is_empty() {
             return Ok(());
         }
-        let end = self.scratch_len + bytes.len();
+        // Past the scratch's length, `get_mut` fails: a capacity error, not a wrap.
+        let end = self.scratch_len.saturating_add(bytes.len());
         match self.scratch.get_mut(self.scratch_len..end) {
             Some(dst) => {
                 dst.copy_from_slice(bytes);
@@ -856,6 +876,29 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
             }
             None => Err(self.capacity(SCRATCH_LIMIT, SCRATCH)),
         }
+    }
+
+    /// Fails a string at `offset`, unless the text before it that is not stored yet
+    /// (`pending`) overflows the scratch: that overflow comes first in the document. Storing
+    /// `pending` first makes the fault the same whatever the chunk boundaries (a chunk's text
+    /// is stored at its end, so a split string would report the overflow).
+    #[cold]
+    fn fail_string(&mut self, store: bool, pending: Option<&[u8]>, offset: u64, error: JsonError) -> Stop {
+        match self.store_text(store, pending) {
+            Ok(()) => self.fail_json(offset, error),
+            Err(stop) => stop,
+        }
+    }
+
+    /// [`Tokenizer::fail_string`] for a number: `pending` is the number's text in this chunk.
+    #[cold]
+    fn fail_number(&mut self, store: bool, pending: &[u8], offset: u64) -> Stop {
+        if store {
+            if let Err(stop) = self.store_number(pending) {
+                return stop;
+            }
+        }
+        self.fail_json(offset, JsonError::InvalidNumber)
     }
 
     fn capacity(&mut self, limit: &'static str, capacity: usize) -> Stop {
@@ -886,18 +929,23 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
                     // A digit after a leading zero is the one case where the number cannot
                     // simply end here.
                     (NumState::Zero, b'0'..=b'9') => {
-                        return Err(self.fail_json(self.pos + i as u64, JsonError::InvalidNumber));
+                        let at = self.pos.saturating_add(i as u64);
+                        return Err(self.fail_number(store, chunk.get(..i).unwrap_or(&[]), at));
                     }
                     (NumState::Zero | NumState::Int | NumState::Frac | NumState::ExpDigits, _) => {
                         ended = true;
                         break;
                     }
-                    _ => return Err(self.fail_json(self.pos + i as u64, JsonError::InvalidNumber)),
+                    _ => {
+                        let at = self.pos.saturating_add(i as u64);
+                        return Err(self.fail_number(store, chunk.get(..i).unwrap_or(&[]), at));
+                    }
                 };
-                i += 1;
+                i = i.saturating_add(1);
                 if matches!(state, NumState::Int | NumState::Frac | NumState::ExpDigits) {
                     // Runs of digits leave the state as it is.
-                    i += chunk.get(i..).unwrap_or(&[]).iter().take_while(|b| b.is_ascii_digit()).count();
+                    let digits = chunk.get(i..).unwrap_or(&[]).iter().take_while(|b| b.is_ascii_digit()).count();
+                    i = i.saturating_add(digits);
                 }
             }
             if store {
@@ -916,7 +964,7 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
 
     fn store_number(&mut self, bytes: &[u8]) -> Result<(), Stop> {
         let start = usize::from(self.number_len);
-        let end = start + bytes.len();
+        let end = start.saturating_add(bytes.len());
         match (self.number.get_mut(start..end), u8::try_from(end)) {
             (Some(dst), Ok(len)) => {
                 dst.copy_from_slice(bytes);
@@ -937,11 +985,13 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
             }
             if let Some(i) = chunk.iter().zip(rest).position(|(got, want)| got != want) {
                 let found = chunk.get(i).copied().unwrap_or(0);
-                return Err(self.fail_json(self.pos + i as u64, JsonError::UnexpectedByte { found, expected }));
+                return Err(
+                    self.fail_json(self.pos.saturating_add(i as u64), JsonError::UnexpectedByte { found, expected })
+                );
             }
             let n = rest.len().min(chunk.len());
             self.advance(src, n);
-            matched += n;
+            matched = matched.saturating_add(n);
         }
         Ok(())
     }
@@ -994,11 +1044,11 @@ fn whitespace_run(bytes: &[u8]) -> usize {
             | zero_bytes(x ^ splat(b'\t'));
         let other = !blank & splat(0x80);
         if other != 0 {
-            return i + first_flagged(other);
+            return i.saturating_add(first_flagged(other));
         }
-        i += 8;
+        i = i.saturating_add(8);
     }
-    i + bytes.get(i..).unwrap_or(&[]).iter().take_while(|&&b| is_whitespace(b)).count()
+    i.saturating_add(bytes.get(i..).unwrap_or(&[]).iter().take_while(|&&b| is_whitespace(b)).count())
 }
 
 /// How many bytes at the start of `bytes` are plain string text (printable ASCII other than
@@ -1013,12 +1063,12 @@ fn plain_len(bytes: &[u8]) -> usize {
             | zero_bytes(x ^ splat(b'"'))
             | zero_bytes(x ^ splat(b'\\'));
         if special != 0 {
-            return i + first_flagged(special);
+            return i.saturating_add(first_flagged(special));
         }
-        i += 8;
+        i = i.saturating_add(8);
     }
     let tail = bytes.get(i..).unwrap_or(&[]);
-    i + tail.iter().take_while(|&&b| (0x20..0x80).contains(&b) && b != b'"' && b != b'\\').count()
+    i.saturating_add(tail.iter().take_while(|&&b| (0x20..0x80).contains(&b) && b != b'"' && b != b'\\').count())
 }
 
 fn starts_value(b: u8) -> bool {
@@ -1046,7 +1096,13 @@ fn utf8_lead(b: u8) -> Option<StrState> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    clippy::arithmetic_side_effects
+)]
 mod tests {
     extern crate std;
 
@@ -1183,6 +1239,31 @@ mod tests {
         let (_, fault) = stream(doc);
         let fault = fault.unwrap_or_else(|| panic!("accepted {:?}", String::from_utf8_lossy(doc)));
         (fault.offset, fault.kind)
+    }
+
+    /// Regression (found by the `json` fuzz target): a received string or number longer than
+    /// its buffer, with a syntax error after the overflow, gave the syntax error when the text
+    /// came in one chunk and the capacity error when chunks split it. The overflow comes first
+    /// in the document, so it is the fault, whatever the chunking (`stream_with` checks 1, 7
+    /// and 4096-byte chunks).
+    #[test]
+    fn an_overflow_before_a_syntax_error_is_the_fault_whatever_the_chunking() {
+        let scratch = ErrorKind::Capacity(CapacityError { limit: SCRATCH_LIMIT, capacity: 8 });
+        for doc in [&b"{\"0123456789\x9b\":1}"[..], b"[\"0123456789\x01\"]", b"[\"0123456789\xc3\x28\"]"] {
+            let (_, fault) = stream_with::<8, 4>(doc);
+            assert_eq!(fault.map(|f| (f.offset, f.kind)), Some((1, scratch)), "{doc:?}");
+        }
+        let number = ErrorKind::Capacity(CapacityError { limit: NUMBER_LIMIT, capacity: NUMBER_CAPACITY as u64 });
+        for tail in [&b".e]"[..], b"-]", b"e+]"] {
+            let doc = [&b"[1"[..], &[b'2'; 60], tail].concat();
+            let (_, fault) = stream_with::<8, 4>(&doc);
+            assert_eq!(fault.map(|f| (f.offset, f.kind)), Some((1, number)), "{tail:?}");
+        }
+        // Before the buffer is full, the syntax error is the fault.
+        let (_, fault) = stream_with::<8, 4>(b"[\"0123\x01\"]");
+        assert_eq!(fault.map(|f| (f.offset, f.kind)), Some(json(6, JsonError::ControlCharInString)));
+        let (_, fault) = stream_with::<8, 4>(b"[12.e]");
+        assert_eq!(fault.map(|f| (f.offset, f.kind)), Some(json(4, JsonError::InvalidNumber)));
     }
 
     fn json(offset: u64, e: JsonError) -> (u64, ErrorKind) {

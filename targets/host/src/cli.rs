@@ -195,11 +195,20 @@ mod tests {
 
     #[test]
     fn byte_sizes_reject_junk_and_overflow() {
-        assert!(parse_byte_size("").is_err());
-        assert!(parse_byte_size("M").is_err());
-        assert!(parse_byte_size("12Q").is_err());
-        assert!(parse_byte_size("-5").is_err());
-        assert!(parse_byte_size("20000000000G").is_err());
+        let not_a_count = |t: &str| Err(format!("{t:?} is not a byte count (expected e.g. 4096, 64M, 2G)"));
+        assert_eq!(parse_byte_size(""), not_a_count(""));
+        assert_eq!(parse_byte_size("M"), not_a_count("M"));
+        assert_eq!(parse_byte_size("-5"), not_a_count("-5"));
+        assert_eq!(parse_byte_size("12Q"), Err(r#""12Q": unknown suffix "Q" (use K, M, G or T)"#.to_owned()));
+        assert_eq!(
+            parse_byte_size("64 MB x"),
+            Err(r#""64 MB x": unknown suffix " MB x" (use K, M, G or T)"#.to_owned())
+        );
+        // Digits past u64, and a product past u64.
+        assert_eq!(parse_byte_size("99999999999999999999"), Err(r#""99999999999999999999" is too large"#.to_owned()));
+        assert_eq!(parse_byte_size("20000000000G"), Err(r#""20000000000G" does not fit in 64 bits"#.to_owned()));
+        assert_eq!(parse_byte_size("16777216T"), Err(r#""16777216T" does not fit in 64 bits"#.to_owned()));
+        assert_eq!(parse_byte_size("16777215T"), Ok(16_777_215 << 40));
     }
 
     #[test]

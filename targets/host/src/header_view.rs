@@ -1,6 +1,9 @@
 //! The NEFF header as the command shows it: [`HeaderView`] (owned fields), its JSON form for
 //! `info --json` ([`HeaderJson`], keys in the order of `spec/cli-contract.md`) and the
 //! `header.json` that `unpack` writes and `pack` reads ([`HeaderFile`]).
+//!
+//! `header.json` is input (`pack` reads it): its parsers use no unchecked arithmetic.
+#![deny(clippy::arithmetic_side_effects)]
 
 use serde::{Deserialize, Serialize};
 
@@ -91,12 +94,18 @@ pub fn hex(bytes: &[u8]) -> String {
 /// Parses exactly `N` bytes of hex.
 pub fn parse_hex<const N: usize>(text: &str) -> Result<[u8; N], String> {
     let t = text.trim();
-    if t.len() != 2 * N || !t.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(format!("expected {} hex digits, found {t:?}", 2 * N));
+    // N is an array length of this program (16 or 32): doubling it cannot saturate.
+    let digits = N.saturating_mul(2);
+    let refused = || format!("expected {digits} hex digits, found {t:?}");
+    if t.len() != digits {
+        return Err(refused());
     }
+    let hex = |c: &u8| char::from(*c).to_digit(16).ok_or_else(refused);
     let mut out = [0u8; N];
-    for (i, b) in out.iter_mut().enumerate() {
-        *b = u8::from_str_radix(&t[2 * i..2 * i + 2], 16).map_err(|e| e.to_string())?;
+    for (b, pair) in out.iter_mut().zip(t.as_bytes().chunks_exact(2)) {
+        let [high, low] = pair else { return Err(refused()) };
+        // Two hex digits: at most 0xff.
+        *b = u8::try_from(hex(high)? << 4 | hex(low)?).map_err(|_| refused())?;
     }
     Ok(out)
 }
@@ -178,7 +187,8 @@ impl HeaderView {
 
     /// `tpb_per_node` without its trailing zeros.
     pub fn tpb_per_node_used(&self) -> &[u8] {
-        let used = self.tpb_per_node.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+        // An index below 64.
+        let used = self.tpb_per_node.iter().rposition(|&b| b != 0).map_or(0, |i| i.saturating_add(1));
         &self.tpb_per_node[..used]
     }
 
@@ -244,6 +254,7 @@ impl HeaderFile {
 }
 
 #[cfg(test)]
+#[allow(clippy::arithmetic_side_effects)]
 mod tests {
     use super::*;
 
@@ -252,16 +263,26 @@ mod tests {
         let bytes = [0x00, 0x9c, 0x20, 0xff];
         assert_eq!(hex(&bytes), "009c20ff");
         assert_eq!(parse_hex::<4>("009C20ff"), Ok(bytes));
-        assert!(parse_hex::<4>("009c20f").is_err());
-        assert!(parse_hex::<4>("009c20fg").is_err());
+        assert_eq!(parse_hex::<4>(" 009c20ff\n"), Ok(bytes));
+        assert_eq!(parse_hex::<4>("009c20f"), Err(r#"expected 8 hex digits, found "009c20f""#.to_owned()));
+        assert_eq!(parse_hex::<4>("009c20fg"), Err(r#"expected 8 hex digits, found "009c20fg""#.to_owned()));
+        // Eight bytes but not eight digits: never sliced inside a character.
+        assert_eq!(parse_hex::<4>("00é20ff"), Err(r#"expected 8 hex digits, found "00é20ff""#.to_owned()));
+        assert_eq!(parse_hex::<2>("+1ff"), Err(r#"expected 4 hex digits, found "+1ff""#.to_owned()));
     }
 
     #[test]
     fn versions_parse_major_dot_minor() {
         assert_eq!(parse_version("2.0"), Ok((2, 0)));
         assert_eq!(parse_version("1.12"), Ok((1, 12)));
-        assert!(parse_version("2").is_err());
-        assert!(parse_version("2.x").is_err());
+        assert_eq!(parse_version("2"), Err(r#"expected MAJOR.MINOR, found "2""#.to_owned()));
+        assert_eq!(parse_version("2.x"), Err(r#"bad minor version in "2.x""#.to_owned()));
+        assert_eq!(parse_version("-1.0"), Err(r#"bad major version in "-1.0""#.to_owned()));
+        assert_eq!(parse_version("1.2.3"), Err(r#"bad minor version in "1.2.3""#.to_owned()));
+        assert_eq!(
+            parse_version("18446744073709551616.0"),
+            Err(r#"bad major version in "18446744073709551616.0""#.to_owned())
+        );
     }
 
     #[test]

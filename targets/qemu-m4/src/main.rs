@@ -11,7 +11,7 @@
 //!   the image is linked with (`memory.x`);
 //! * the load is right: every payload's landed length and digest, as the loader reports it
 //!   (streamed to an observer, one payload at a time) and on the device, equals what
-//!   `build.rs` computed with other code (`flate2` + `tar` + its own copy of the digest).
+//!   `build.rs` computed with other code (`flate2` + `tar` + `xxhash-rust`'s one-shot XXH3).
 //!
 //! The device is a digest-only [`SimDevice`]: a 64 GiB virtual address space that stores no
 //! byte, only a running digest per region, as a management controller would see a device far

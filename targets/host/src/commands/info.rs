@@ -11,7 +11,7 @@ use serde::Serialize;
 use crate::cli::InfoArgs;
 use crate::error::{print_stdout, CliError};
 use crate::header_view::HeaderJson;
-use crate::loading::{self, chain_kelfs, dir_of, join, Collected, Pass, Target, TensorInfo};
+use crate::loading::{self, chain_kelfs, dir_of, join, Collected, Pass, TensorInfo};
 
 /// The `info --json` document.
 #[derive(Debug, Serialize)]

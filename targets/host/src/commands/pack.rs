@@ -14,6 +14,7 @@
 //! keeps `header.json`'s `data_size` when the new stream fits in it (zero padding fills it),
 //! so that unpack then pack reproduces the header. The output is written to a temporary file
 //! beside FILE and renamed into place, so a failed pack leaves no half-written NEFF.
+#![deny(clippy::arithmetic_side_effects)]
 
 use std::fs::{self, File};
 use std::io::{self, BufReader, Read};
@@ -92,7 +93,8 @@ pub fn order_members(mut files: Vec<PackMember>, listed: &[String]) -> Result<Ve
         ordered.push(files.remove(at));
     }
     let insert_at = match ordered.last() {
-        Some(last) if last.name == "neff.json" => ordered.len() - 1,
+        // `ordered` has a last element here.
+        Some(last) if last.name == "neff.json" => ordered.len().saturating_sub(1),
         _ => ordered.len(),
     };
     ordered.splice(insert_at..insert_at, files);
@@ -226,7 +228,8 @@ pub fn run(args: &PackArgs) -> Result<(), CliError> {
         return Err(CliError::rejected(format!("{}: no files to pack", args.dir.display())));
     }
 
-    let total: u64 = members.iter().map(|m| m.size).sum();
+    // Sizes of files on one disk: their sum cannot reach 2^64, but a size is input all the same.
+    let total: u64 = members.iter().fold(0u64, |total, m| total.saturating_add(m.size));
     let progress = Progress::for_bytes("pack", total);
     let temp = temp_path(&args.output);
     // Keep the recorded payload span when repacking in the same packaging (see writer).

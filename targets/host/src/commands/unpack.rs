@@ -7,6 +7,7 @@
 //! was in DIR before is overwritten and no dangling symlink is followed. A member that occurs
 //! twice is rewritten (the later copy wins, as in the runtime's member map) with a warning.
 //! Each body streams to its file through one fixed buffer.
+#![deny(clippy::arithmetic_side_effects)]
 
 use std::collections::HashSet;
 use std::fs::{self, File, OpenOptions};
@@ -23,23 +24,63 @@ pub const HEADER_JSON: &str = "header.json";
 /// Size of the copy buffer between a member body and its file.
 pub const COPY_BUFFER: usize = 64 * 1024;
 
-/// Splits a member path into its components, or says why it may not be written.
-pub fn safe_components(name: &str) -> Result<Vec<&str>, String> {
+/// Why a member path may not be written under the output directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnsafePath {
+    /// The path is empty.
+    Empty,
+    /// The path starts with `/`.
+    Absolute,
+    /// The path holds a `\` (a separator on some hosts, so never a plain name character here).
+    Backslash,
+    /// The path holds a NUL byte.
+    Nul,
+    /// Two `/` in a row, or a trailing `/`.
+    EmptyComponent,
+    /// A `.` component.
+    DotComponent,
+    /// A `..` component: the path would leave the output directory.
+    ParentComponent,
+}
+
+impl std::fmt::Display for UnsafePath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            UnsafePath::Empty => "empty member path",
+            UnsafePath::Absolute => "absolute member path",
+            UnsafePath::Backslash => "member path holds a backslash",
+            UnsafePath::Nul => "member path holds a NUL byte",
+            UnsafePath::EmptyComponent => "member path has an empty component",
+            UnsafePath::DotComponent => "member path has a '.' component",
+            UnsafePath::ParentComponent => "member path escapes the output directory ('..')",
+        })
+    }
+}
+
+impl std::error::Error for UnsafePath {}
+
+/// Splits a member path into its components, or says why it may not be written under the
+/// output directory. Accepted paths are relative and made of normal components only: joined
+/// with `/`, the components are the path again.
+pub fn safe_components(name: &str) -> Result<Vec<&str>, UnsafePath> {
     if name.is_empty() {
-        return Err("empty member path".into());
+        return Err(UnsafePath::Empty);
     }
     if name.starts_with('/') {
-        return Err("absolute member path".into());
+        return Err(UnsafePath::Absolute);
     }
-    if name.contains('\\') || name.contains('\0') {
-        return Err("member path holds a backslash or NUL".into());
+    if name.contains('\\') {
+        return Err(UnsafePath::Backslash);
+    }
+    if name.contains('\0') {
+        return Err(UnsafePath::Nul);
     }
     let parts: Vec<&str> = name.split('/').collect();
     for part in &parts {
         match *part {
-            "" => return Err("member path has an empty component".into()),
-            "." => return Err("member path has a '.' component".into()),
-            ".." => return Err("member path escapes the output directory ('..')".into()),
+            "" => return Err(UnsafePath::EmptyComponent),
+            "." => return Err(UnsafePath::DotComponent),
+            ".." => return Err(UnsafePath::ParentComponent),
             _ => {}
         }
     }
@@ -166,7 +207,8 @@ impl Visitor for Unpacker {
                 break;
             }
             file.write_all(&self.buffer[..n]).map_err(|e| CliError::path(&path, &e))?;
-            copied += n as u64;
+            // Bytes really written: never near 2^64.
+            copied = copied.saturating_add(n as u64);
         }
         if copied != size {
             return Err(CliError::rejected(format!(
@@ -218,4 +260,38 @@ pub fn run(args: &UnpackArgs) -> Result<(), CliError> {
         summary.member_bytes,
         args.output.display()
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn safe_components_say_why_a_path_is_refused() {
+        let cases = [
+            ("", UnsafePath::Empty),
+            ("/etc/passwd", UnsafePath::Absolute),
+            ("sg00\\PE.bin", UnsafePath::Backslash),
+            ("..\\evil", UnsafePath::Backslash),
+            ("sg00/PE\0.bin", UnsafePath::Nul),
+            ("\0", UnsafePath::Nul),
+            ("a//b", UnsafePath::EmptyComponent),
+            ("sg00/", UnsafePath::EmptyComponent),
+            (".", UnsafePath::DotComponent),
+            ("a/./b", UnsafePath::DotComponent),
+            ("..", UnsafePath::ParentComponent),
+            ("sg00/../../x", UnsafePath::ParentComponent),
+        ];
+        for (name, reason) in cases {
+            assert_eq!(safe_components(name), Err(reason), "{name:?}");
+        }
+        assert_eq!(UnsafePath::Nul.to_string(), "member path holds a NUL byte");
+        assert_eq!(UnsafePath::Backslash.to_string(), "member path holds a backslash");
+    }
+
+    #[test]
+    fn safe_components_split_relative_paths() {
+        assert_eq!(safe_components("sg00/def.json"), Ok(vec!["sg00", "def.json"]));
+        assert_eq!(safe_components("..x/.y/z.."), Ok(vec!["..x", ".y", "z.."]));
+    }
 }

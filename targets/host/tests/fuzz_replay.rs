@@ -1,0 +1,24 @@
+//! Replays the saved inputs of the `unpack_path` fuzz target (`fuzz/corpus/unpack_path/`)
+//! through its body, on stable; the body is the fuzz crate's own, compiled here with `#[path]`.
+
+#[path = "../../../fuzz/src/host_targets.rs"]
+mod host_targets;
+
+use std::path::PathBuf;
+
+#[test]
+fn unpack_path_corpus() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/unpack_path");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "{}: no saved inputs", dir.display());
+    for file in &files {
+        let bytes = std::fs::read(file).unwrap();
+        if std::panic::catch_unwind(|| host_targets::unpack_path(&bytes)).is_err() {
+            panic!("fuzz input {} fails its target", file.display());
+        }
+    }
+}
