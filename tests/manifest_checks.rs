@@ -329,4 +329,21 @@ fn engine_dma_checks() {
     assert_eq!(msg(&err), "dma[0].desc[1].op: Unknown dma operation: xor");
     let err = engine(&good.replace(r#"{"id":1,"#, "{")).unwrap_err();
     assert_eq!(msg(&err), "dma[1].id: invalid dma block");
+    // §8.2: no size is 0, and each side's steps and sizes have the same length.
+    let sized = good
+        .replace(r#""from_off":0,"to_off":0"#, r#""from_off":0,"to_off":0,"from_sizes":[128,1],"from_steps":[1,128]"#);
+    engine(&sized).unwrap();
+    let err = engine(&sized.replace("[128,1]", "[128,0]")).unwrap_err();
+    assert_eq!(msg(&err), "dma[0].desc[0].from_sizes: Size cannot be 0");
+    let err = engine(&sized.replace("[1,128]", "[1]")).unwrap_err();
+    assert_eq!(
+        msg(&err),
+        "dma[0].desc[0].from_steps: descriptor steps have 1 entries but sizes have 2: they must match"
+    );
+    // The same rules for a def.json's top-level dma.
+    let top = DEF.replace(
+        r#""num_streams":2"#,
+        r#""num_streams":2,"dma":[{"id":0,"desc":[{"to":"o","from_off":0,"to_off":0,"to_sizes":[0]}]}]"#,
+    );
+    assert_eq!(msg(&def(&top).0.unwrap_err()), "dma[0].desc[0].to_sizes: Size cannot be 0");
 }

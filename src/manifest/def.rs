@@ -224,7 +224,7 @@ struct Checks<'v> {
 }
 
 /// An error about key `key` of the entry at `at`.
-fn entry_error(at: &EntryAt<'_>, key: &str, e: ManifestError) -> Error {
+pub(crate) fn entry_error(at: &EntryAt<'_>, key: &str, e: ManifestError) -> Error {
     let mut path: heapless::String<{ crate::error::KEY_PATH_TEXT }> = heapless::String::new();
     let _ = core::fmt::write(&mut path, format_args!("{}.{key}", at.key_path()));
     at.error(ErrorKind::Manifest(e)).with_key_path(&path)
@@ -280,6 +280,7 @@ impl Checks<'_> {
                 f.queues = f.queues.saturating_add(1);
             }
             Entry::UcodeLib(lib) => check_ucode_lib(lib, at)?,
+            Entry::DmaDesc(d) => super::engine::check_desc(d, at)?,
             Entry::Carveout(c) => {
                 let f = &mut self.facts;
                 if f.cayman_violation.is_none() {

@@ -15,7 +15,9 @@
 
 use embedded_io::BufRead;
 
-use super::{warn, DefJson, Document, EngineJson, EngineType, ManifestWarning, Visitor};
+use super::{
+    warn, DefJson, DmaDesc, Document, EngineJson, EngineType, Entry, EntryAt, ManifestError, ManifestWarning, Visitor,
+};
 use crate::error::Text;
 use crate::json::Tokenizer;
 use crate::{Error, Stage, WarningSink};
@@ -24,6 +26,42 @@ impl EngineJson {
     /// Number of DMA blocks (0 when `dma` is absent).
     pub fn dma_block_count(&self) -> u64 {
         self.dma.as_ref().map_or(0, |d| d.count)
+    }
+}
+
+/// The runtime's rules for one DMA descriptor (spec §8.2): no size is 0 (`Size cannot be 0`),
+/// and each side's steps and sizes have the same length. Used by engine JSONs and by a
+/// `def.json`'s top-level `dma`.
+pub(crate) fn check_desc(d: &DmaDesc, at: &EntryAt<'_>) -> Result<(), Error> {
+    let sides = [
+        (DmaDesc::KEY_FROM_SIZES, DmaDesc::KEY_FROM_STEPS, &d.from_sizes, &d.from_steps),
+        (DmaDesc::KEY_TO_SIZES, DmaDesc::KEY_TO_STEPS, &d.to_sizes, &d.to_steps),
+    ];
+    for (sizes_key, steps_key, sizes, steps) in sides {
+        if sizes.as_ref().is_some_and(|s| s.contains(&0)) {
+            return Err(super::def::entry_error(at, sizes_key, ManifestError::ZeroDescSize));
+        }
+        if let (Some(sizes), Some(steps)) = (sizes, steps) {
+            if sizes.len() != steps.len() {
+                let e = ManifestError::StepsSizesMismatch { steps: steps.len() as u8, sizes: sizes.len() as u8 };
+                return Err(super::def::entry_error(at, steps_key, e));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Checks each descriptor as it passes, then hands it on.
+struct Checks<'v> {
+    inner: &'v mut dyn Visitor,
+}
+
+impl Visitor for Checks<'_> {
+    fn entry(&mut self, entry: Entry<'_>, at: &EntryAt<'_>) -> Result<(), Error> {
+        if let Entry::DmaDesc(d) = entry {
+            check_desc(d, at)?;
+        }
+        self.inner.entry(entry, at)
     }
 }
 
@@ -39,7 +77,7 @@ impl Document for EngineJson {
         _sink: &mut impl WarningSink,
         visitor: &mut dyn Visitor,
     ) -> Result<(), Error> {
-        self.read_document(tok, src, member, visitor)
+        self.read_document(tok, src, member, &mut Checks { inner: visitor })
     }
 }
 

@@ -406,6 +406,15 @@ pub enum ManifestError {
     },
     /// `def.json`: the same `ucode_lib` library twice.
     UcodeLibTwice(Name),
+    /// A DMA descriptor with a size of 0 in `from_sizes` or `to_sizes`.
+    ZeroDescSize,
+    /// A DMA descriptor whose `*_steps` and `*_sizes` have different lengths.
+    StepsSizesMismatch {
+        /// Entries of the steps.
+        steps: u8,
+        /// Entries of the sizes.
+        sizes: u8,
+    },
     /// `def.json`: cayman needs `runtime_statebuffer_reservation`.
     MissingCarveout,
     /// `def.json`: the event-accelerator carveout does not start at partition 0.
@@ -503,6 +512,10 @@ impl fmt::Display for ManifestError {
                 write!(f, "UCode Library {library} has invalid number of total cpus {total_cpus}")
             }
             ManifestError::UcodeLibTwice(library) => write!(f, "UCode Library {library} has already been added"),
+            ManifestError::ZeroDescSize => f.write_str("Size cannot be 0"),
+            ManifestError::StepsSizesMismatch { steps, sizes } => {
+                write!(f, "descriptor steps have {steps} entries but sizes have {sizes}: they must match")
+            }
             ManifestError::TooManySemaphores(n) => {
                 write!(f, "Runtime supports maximum of {MAX_QUEUE_SEMAPHORES} semaphores per queue set (got {n})")
             }
