@@ -11,7 +11,7 @@
 //! must be present, and the placements go to the observer.
 
 use super::chain::{self, ChainError, ChainWarning, MemberText};
-use super::index::{dir_of, is_joined, is_joined_json, usage_of_code, ManifestKind, ManifestRec, NameKind, NO_SLOT};
+use super::index::{dir_of, is_joined_json, usage_of_code, ManifestKind, ManifestRec, NameKind, NO_SLOT};
 use super::report::{LoadReport, PayloadReport, PayloadState, SubgraphReport};
 use super::walk::stage_of;
 use super::{Counting, Loader, Observer};
@@ -380,7 +380,7 @@ impl Loader<'_> {
             }
             for (_, v) in index.file_vars.iter(arena).filter(|(_, v)| v.def == def_pos) {
                 let path = Self::joined(dir, arena.str(v.file));
-                if !self.has_payload(&path) || !is_joined(&path, dir, arena.str(v.file)) {
+                if !self.has_payload(&path) {
                     return Err(missing(def_member, Stage::Chain, &file_key, &path));
                 }
             }

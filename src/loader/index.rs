@@ -10,7 +10,7 @@
 //! The index answers two questions: which members the chain reaches from `neff.json` (spec
 //! §15.18: the chain, not file names, decides what is read), and what role a payload has.
 
-use crate::arena::{Arena, List, Reader, Record, Span, Writer, NIL};
+use crate::arena::{Arena, List, Reader, Record, Span, Writer};
 use crate::error::{Error, ErrorKind};
 use crate::manifest::neff::KelfMark;
 use crate::manifest::{Arch, EngineType, UsageClass};
@@ -133,12 +133,12 @@ impl CarveoutFacts {
 }
 
 impl Record for ManifestRec {
-    const SIZE: usize = 8 + 1 + 1 + 1 + 1 + 4 + 8 + 1 + 80 + 1 + 8 + 8 + 1;
+    const SIZE: usize = 8 + 1 + 1 + 1 + 1 + 4 + 8 + 1 + 80 + 1 + 8 + 8;
     fn encode(&self, out: &mut [u8]) {
         let mut w = Writer::new(out);
         w.span(self.member)
             .u8(self.kind.code())
-            .u8(self.failed.unwrap_or(NIL as u8).min(NO_SLOT.saturating_sub(0)))
+            .u8(self.failed.unwrap_or(0))
             .u8(u8::from(self.failed.is_some()) | (u8::from(self.superseded) << 1) | (u8::from(self.has_instr) << 2))
             .u8(self.target)
             .u32(self.graphs)
@@ -147,7 +147,7 @@ impl Record for ManifestRec {
         for s in self.engines.iter().chain(self.engine_instrs.iter()) {
             w.span(*s);
         }
-        w.u8(self.carveouts.violation).u64(self.carveouts.index).u64(self.carveouts.value).u8(0);
+        w.u8(self.carveouts.violation).u64(self.carveouts.index).u64(self.carveouts.value);
     }
     fn decode(bytes: &[u8]) -> Self {
         let mut r = Reader::new(bytes);

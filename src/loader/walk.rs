@@ -17,7 +17,6 @@ use crate::archive::Archive;
 use crate::arena::Arena;
 use crate::error::{Error, ErrorKind, Stage, Warning, WarningKind, WarningSink};
 use crate::hal::Hal;
-use crate::json::Tokenizer;
 use crate::manifest::kelf::KelfTarget;
 use crate::manifest::neff::{kelf_mark, kelf_member, IoJoin};
 use crate::manifest::{Document, Entry, EntryAt, MrType, Visitor};
@@ -293,18 +292,18 @@ impl Loader<'_> {
         let mut src = Capture { inner: body, error: None };
         let tok = &mut self.tok;
         let result = match &mut self.scratch {
-            Scratch::Neff(doc) => read(doc, tok, &mut src, name, sink, &mut recorder).map(|facts| {
+            Scratch::Neff(doc) => doc.parse_into(tok, &mut src, name, sink, &mut recorder).map(|facts| {
                 self.kelf_mark = facts.kelf_mark();
             }),
-            Scratch::Kelf(doc) => read(doc, tok, &mut src, name, sink, &mut recorder).map(|_| ()),
-            Scratch::Def(doc) => read(doc, tok, &mut src, name, sink, &mut recorder).map(|facts| {
+            Scratch::Kelf(doc) => doc.parse_into(tok, &mut src, name, sink, &mut recorder).map(|_| ()),
+            Scratch::Def(doc) => doc.parse_into(tok, &mut src, name, sink, &mut recorder).map(|facts| {
                 recorder.observer.manifest(name, Manifest::Def(doc, &facts));
                 let carveouts = CarveoutFacts::from_def(&facts);
                 let mut rec = recorder.index.manifests.get(recorder.arena, pos);
                 rec.carveouts = carveouts;
                 recorder.index.manifests.set(recorder.arena, pos, &rec);
             }),
-            Scratch::Engine(doc) => read(doc, tok, &mut src, name, sink, &mut recorder),
+            Scratch::Engine(doc) => doc.parse_into(tok, &mut src, name, sink, &mut recorder),
             Scratch::Empty => Ok(()),
         };
         // The archive's own error, not the tokenizer's view of it.
@@ -389,16 +388,4 @@ pub(super) fn stage_of(kind: ManifestKind) -> Stage {
         ManifestKind::Def => Stage::DefJson,
         ManifestKind::Engine => Stage::Engine,
     }
-}
-
-fn read<D: Document, R: BufRead, S: WarningSink, const SCRATCH: usize>(
-    doc: &mut D,
-    tok: &mut Tokenizer<SCRATCH>,
-    src: &mut R,
-    member: &str,
-    sink: &mut S,
-    visitor: &mut dyn Visitor,
-) -> Result<D::Facts, Error> {
-    tok.reset();
-    doc.parse_into(tok, src, member, sink, visitor)
 }
