@@ -110,6 +110,29 @@ impl ScaleSpec {
     pub const PRESETS: [&'static str; 10] =
         ["small", "io", "vars", "weights", "subgraphs", "names", "queues", "act-sets", "host", "firmware"];
 
+    /// Changes one field from a `field=value` argument (`weights=2`).
+    pub fn set(&mut self, arg: &str) -> Result<(), String> {
+        let (field, value) = arg.split_once('=').ok_or("expected field=value")?;
+        let value: usize = value.parse().map_err(|e| format!("{value:?} is not a count: {e}"))?;
+        let slot = match field {
+            "inputs" => &mut self.inputs,
+            "outputs" => &mut self.outputs,
+            "max_dims" => &mut self.max_dims,
+            "subgraphs" => &mut self.subgraphs,
+            "vars_per_subgraph" => &mut self.vars_per_subgraph,
+            "weights" => &mut self.weights,
+            "dir_name_len" => &mut self.dir_name_len,
+            "member_name_len" => &mut self.member_name_len,
+            "queue_sets" => &mut self.queue_sets,
+            "queues_per_set" => &mut self.queues_per_set,
+            "semaphores" => &mut self.semaphores,
+            "act_sets" => &mut self.act_sets,
+            _ => return Err(format!("no field {field:?}")),
+        };
+        *slot = value;
+        Ok(())
+    }
+
     /// The directory of subgraph `sg`.
     pub fn dir(&self, sg: usize) -> String {
         let base = format!("sg{sg:02}");
