@@ -38,7 +38,7 @@ const NEFFS: [&str; 2] = ["public/nkipy/matmul_small.neff", "public/nkipy/matmul
 /// overrides applied. EMPTY = THE FULL PRESET (512 I/O tensors, 10,000 vars, 500 weights, 8
 /// subgraphs).
 ///
-/// Provisional: the full preset needs about 124 KiB of loader arena with today's core, more
+/// Provisional: the full preset needs 126,586 bytes of loader arena with today's core, more
 /// than the controller has; until the core's arena records are compacted, the image loads a
 /// reduced model (fewer weights and I/O tensors, same vars and subgraphs). Once they are, empty
 /// this list and size `ARENA_BYTES` in `src/main.rs` to what the run prints.

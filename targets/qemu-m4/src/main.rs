@@ -77,7 +77,11 @@ const DEVICE_CAPACITY: u64 = 64 << 30;
 const DEVICE_REGIONS: usize = 640;
 /// The arena the loader keeps what binding needs in: the real NEFFs take about 6 KiB, the
 /// generated model with `build.rs`'s provisional `SCALE_OVERRIDES` 23.1 KiB (the full preset
-/// about 124 KiB with today's core: size this to what the run prints when switching).
+/// 126,586 bytes with today's core: size this to what the run prints when switching).
+///
+/// A local of [`load_and_check`], not a static: the peak of the open phase is the archive's
+/// slot plus `Archive::open`'s own copy of it (about 96 KiB); the arena then reuses stack that
+/// copy used, where a static would add its whole size to the total.
 const ARENA_BYTES: usize = 24 * 1024;
 /// Payloads whose device region the checker remembers, to compare the device's digest after
 /// the load: the real NEFFs have 24, the generated big model's full preset 572. In the
