@@ -250,25 +250,41 @@ impl Record for KelfNameRec {
     }
 }
 
-/// A `file` variable of a `def.json`: a weight.
+/// A `file` variable of a `def.json`: a weight, and, once its member has streamed in, what
+/// became of it.
+///
+/// A weight's placement lives here rather than in a [`PayloadRec`] of its own: the weights are
+/// most of a model's payloads, and this way each costs one record and one name (the
+/// manifest's, relative to its directory) instead of two of each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct FileVarRec {
     /// The def's manifest record.
     pub def: u32,
     pub file: Span,
     pub size: Option<u64>,
-    pub align: u64,
+    /// Alignment, as its base-2 logarithm (the def checks make it a power of two).
+    pub align_log2: u8,
+    /// The member, once it streamed in ([`Landing::NONE`] before).
+    pub landing: Landing,
+}
+
+impl FileVarRec {
+    /// The alignment in bytes.
+    pub fn align(&self) -> u64 {
+        1u64.checked_shl(u32::from(self.align_log2)).unwrap_or(1)
+    }
 }
 
 impl Record for FileVarRec {
-    const SIZE: usize = 29;
+    const SIZE: usize = 4 + 8 + 1 + 8 + 1 + Landing::SIZE;
     fn encode(&self, out: &mut [u8]) {
-        Writer::new(out)
-            .u32(self.def)
+        let mut w = Writer::new(out);
+        w.u32(self.def)
             .span(self.file)
             .u8(u8::from(self.size.is_some()))
             .u64(self.size.unwrap_or(0))
-            .u64(self.align);
+            .u8(self.align_log2);
+        self.landing.write(&mut w);
     }
     fn decode(bytes: &[u8]) -> Self {
         let mut r = Reader::new(bytes);
@@ -276,7 +292,78 @@ impl Record for FileVarRec {
         let file = r.span();
         let has = r.u8() != 0;
         let size = r.u64();
-        FileVarRec { def, file, size: has.then_some(size), align: r.u64() }
+        let align_log2 = r.u8();
+        FileVarRec { def, file, size: has.then_some(size), align_log2, landing: Landing::read(&mut r) }
+    }
+}
+
+/// What became of a payload member that streamed in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Landing {
+    /// Its position among the archive's payload members (the report's order).
+    pub seq: u32,
+    /// A [`PayloadState`](super::PayloadState) code, or [`Landing::NOT_LANDED`].
+    pub state: u8,
+    pub usage: u8,
+    /// `u8::MAX`: no core yet.
+    pub core: u8,
+    /// [`NIL`](crate::arena::NIL): no region.
+    pub region: u32,
+    /// Bytes that landed.
+    pub len: u64,
+    /// Bytes of the member before them (a `.npy` header).
+    pub header_len: u32,
+    pub digest: u64,
+}
+
+impl Landing {
+    const SIZE: usize = 4 + 3 + 4 + 8 + 4 + 8;
+    /// The state of a weight whose member has not streamed in.
+    pub const NOT_LANDED: u8 = u8::MAX;
+    /// Nothing landed.
+    pub const NONE: Landing = Landing {
+        seq: 0,
+        state: Self::NOT_LANDED,
+        usage: 0,
+        core: u8::MAX,
+        region: crate::arena::NIL,
+        len: 0,
+        header_len: 0,
+        digest: 0,
+    };
+
+    /// Whether a member landed and still holds its place (not released).
+    pub fn is_kept(&self) -> bool {
+        self.state != Self::NOT_LANDED && self.state != super::PayloadState::Released.code()
+    }
+
+    /// Size of the member in the tar.
+    pub fn member_len(&self) -> u64 {
+        self.len.saturating_add(u64::from(self.header_len))
+    }
+
+    fn write(&self, w: &mut Writer<'_>) {
+        w.u32(self.seq)
+            .u8(self.state)
+            .u8(self.usage)
+            .u8(self.core)
+            .u32(self.region)
+            .u64(self.len)
+            .u32(self.header_len)
+            .u64(self.digest);
+    }
+
+    fn read(r: &mut Reader<'_>) -> Self {
+        Landing {
+            seq: r.u32(),
+            state: r.u8(),
+            usage: r.u8(),
+            core: r.u8(),
+            region: r.u32(),
+            len: r.u64(),
+            header_len: r.u32(),
+            digest: r.u64(),
+        }
     }
 }
 
@@ -327,64 +414,29 @@ impl Record for NameRec {
     }
 }
 
-/// What became of a payload member.
+/// A payload member that is not a weight (or streamed in before the `def.json` naming it),
+/// with what became of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct PayloadRec {
     pub member: Span,
-    pub state: u8,
-    pub usage: u8,
-    /// `u8::MAX`: no core yet.
-    pub core: u8,
-    /// [`NIL`]: no region.
-    pub region: u32,
-    pub len: u64,
-    pub member_len: u64,
-    pub digest: u64,
-    pub address: Option<u64>,
+    pub landing: Landing,
+    /// A later copy of the member replaced this one.
     pub superseded: bool,
 }
 
 impl Record for PayloadRec {
-    const SIZE: usize = 8 + 3 + 4 + 8 * 4 + 2;
+    const SIZE: usize = 8 + Landing::SIZE + 1;
     fn encode(&self, out: &mut [u8]) {
-        Writer::new(out)
-            .span(self.member)
-            .u8(self.state)
-            .u8(self.usage)
-            .u8(self.core)
-            .u32(self.region)
-            .u64(self.len)
-            .u64(self.member_len)
-            .u64(self.digest)
-            .u64(self.address.unwrap_or(0))
-            .u8(u8::from(self.address.is_some()))
-            .u8(u8::from(self.superseded));
+        let mut w = Writer::new(out);
+        w.span(self.member);
+        self.landing.write(&mut w);
+        w.u8(u8::from(self.superseded));
     }
     fn decode(bytes: &[u8]) -> Self {
         let mut r = Reader::new(bytes);
         let member = r.span();
-        let state = r.u8();
-        let usage = r.u8();
-        let core = r.u8();
-        let region = r.u32();
-        let len = r.u64();
-        let member_len = r.u64();
-        let digest = r.u64();
-        let address = r.u64();
-        let has_address = r.u8() != 0;
-        let superseded = r.u8() != 0;
-        PayloadRec {
-            member,
-            state,
-            usage,
-            core,
-            region,
-            len,
-            member_len,
-            digest,
-            address: has_address.then_some(address),
-            superseded,
-        }
+        let landing = Landing::read(&mut r);
+        PayloadRec { member, landing, superseded: r.u8() != 0 }
     }
 }
 

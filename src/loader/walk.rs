@@ -11,7 +11,9 @@
 
 use embedded_io::BufRead;
 
-use super::index::{dir_of, push_str, FileVarRec, KelfNameRec, ManifestRec, NameKind, NameRec, NO_SLOT, TARGET_ANY};
+use super::index::{
+    dir_of, push_str, FileVarRec, KelfNameRec, Landing, ManifestRec, NameKind, NameRec, NO_SLOT, TARGET_ANY,
+};
 use super::{Counting, Loader, Manifest, ManifestKind, Observer, Scratch, MEMBER_PATH};
 use crate::archive::Archive;
 use crate::arena::Arena;
@@ -137,8 +139,9 @@ impl<O: Observer> Recorder<'_, '_, O> {
             Entry::Var(v) => {
                 if let (Some(MrType::Buffer), Some(file)) = (v.mr_type(), &v.file_name) {
                     let file = self.arena.push_str(file)?;
-                    let align = v.alignment.unwrap_or(1).max(1);
-                    let rec = FileVarRec { def: self.by, file, size: v.size, align };
+                    // A power of two (the def checks refuse anything else).
+                    let align_log2 = v.alignment.unwrap_or(1).max(1).trailing_zeros() as u8;
+                    let rec = FileVarRec { def: self.by, file, size: v.size, align_log2, landing: Landing::NONE };
                     self.index.file_vars.push(self.arena, &rec)?;
                 }
             }
@@ -202,7 +205,7 @@ impl Loader<'_> {
                 }
                 Route::Payload => {
                     report.payloads = report.payloads.saturating_add(1);
-                    self.read_payload(&name, size, &mut member, hal, sink)?;
+                    self.read_payload(&name, size, report.payloads, &mut member, hal, sink)?;
                 }
             }
         }
