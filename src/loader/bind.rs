@@ -180,7 +180,7 @@ impl Loader<'_> {
     fn check_def(&self, def: &ManifestRec, rules: TargetCheck) -> Result<(), Error> {
         let arena = &self.arena;
         let member = arena.str(def.member);
-        def.carveouts.to_def().check_carveouts(rules, self.options.allow_legacy).map_err(|(path, e)| {
+        self.index.def_ext(arena, def).carveouts.to_def().check_carveouts(rules, self.options.allow_legacy).map_err(|(path, e)| {
             Error::in_member(Stage::DefJson, member, 0, ErrorKind::Manifest(e)).with_key_path(&path)
         })?;
         let dir = dir_of(member);
@@ -196,7 +196,7 @@ impl Loader<'_> {
             }
         }
         for engine in ENGINES {
-            let name = def.engines.get(super::index::engine_slot(engine)).map_or("", |s| arena.str(*s));
+            let name = self.index.def_ext(arena, def).engines.get(super::index::engine_slot(engine)).map_or("", |s| arena.str(*s));
             if name.is_empty() {
                 continue;
             }
@@ -357,7 +357,7 @@ impl Loader<'_> {
             for engine in ENGINES {
                 let Some((json_pos, json)) = index.engine_of(arena, &def, engine) else { continue };
                 let json_member = arena.str(json.member);
-                if let Some(instr) = super::index::Index::instr_of(arena, &def, Some(&json), engine) {
+                if let Some(instr) = index.instr_of(arena, &def, Some(&json), engine) {
                     let path = Self::joined(dir, instr);
                     if !self.has_payload(&path) {
                         return Err(missing(json_member, Stage::Chain, EngineJson::KEY_INSTR, &path));

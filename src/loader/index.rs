@@ -10,7 +10,7 @@
 //! The index answers two questions: which members the chain reaches from `neff.json` (spec
 //! §15.18: the chain, not file names, decides what is read), and what role a payload has.
 
-use crate::arena::{Arena, List, Reader, Record, Span, Writer};
+use crate::arena::{Arena, List, Reader, Record, Span, Writer, NIL};
 use crate::error::{Error, ErrorKind};
 use crate::manifest::neff::KelfMark;
 use crate::manifest::{Arch, EngineType, UsageClass};
@@ -71,18 +71,49 @@ pub(crate) struct ManifestRec {
     pub failed: Option<u8>,
     /// A later copy of the member replaced this one.
     pub superseded: bool,
-    /// KELF: the target (`TARGET_ANY` for `*`, else the arch value); def: the carveout facts.
+    /// KELF: the target (`TARGET_ANY` for `*`, else the arch value).
     pub target: u8,
     /// KELF: graph count.
     pub graphs: u32,
     /// Engine: its `instr` (empty span with `has_instr` false when absent).
     pub instr: Span,
     pub has_instr: bool,
-    /// Def: engine JSON names, then `<eng>_instr` names, in `ENGINES` order (empty: absent).
+    /// Def: the position of its [`DefExt`] ([`NIL`] for the other kinds), which only the few
+    /// definitions pay for.
+    pub ext: u32,
+}
+
+/// What binding needs of a `def.json` besides its [`ManifestRec`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct DefExt {
+    /// Engine JSON names, then `<eng>_instr` names, in `ENGINES` order (empty: absent).
     pub engines: [Span; 5],
     pub engine_instrs: [Span; 5],
-    /// Def: the cayman carveout facts ([`CarveoutFacts`]).
+    /// The cayman carveout facts ([`CarveoutFacts`]).
     pub carveouts: CarveoutFacts,
+}
+
+impl Record for DefExt {
+    const SIZE: usize = 80 + 1 + 1 + 8 + 8;
+    fn encode(&self, out: &mut [u8]) {
+        let mut w = Writer::new(out);
+        for s in self.engines.iter().chain(self.engine_instrs.iter()) {
+            w.span(*s);
+        }
+        w.u8(u8::from(self.carveouts.present))
+            .u8(self.carveouts.violation)
+            .u64(self.carveouts.index)
+            .u64(self.carveouts.value);
+    }
+    fn decode(bytes: &[u8]) -> Self {
+        let mut r = Reader::new(bytes);
+        let mut ext = DefExt::default();
+        for s in ext.engines.iter_mut().chain(ext.engine_instrs.iter_mut()) {
+            *s = r.span();
+        }
+        ext.carveouts = CarveoutFacts { present: r.u8() != 0, violation: r.u8(), index: r.u64(), value: r.u64() };
+        ext
+    }
 }
 
 /// A deferred error that could not be kept (more failed speculative reads than slots).
@@ -133,7 +164,7 @@ impl CarveoutFacts {
 }
 
 impl Record for ManifestRec {
-    const SIZE: usize = 8 + 1 + 1 + 1 + 1 + 4 + 8 + 1 + 80 + 1 + 8 + 8;
+    const SIZE: usize = 8 + 1 + 1 + 1 + 1 + 4 + 8 + 4;
     fn encode(&self, out: &mut [u8]) {
         let mut w = Writer::new(out);
         w.span(self.member)
@@ -143,11 +174,7 @@ impl Record for ManifestRec {
             .u8(self.target)
             .u32(self.graphs)
             .span(self.instr)
-            .u8(u8::from(self.carveouts.present));
-        for s in self.engines.iter().chain(self.engine_instrs.iter()) {
-            w.span(*s);
-        }
-        w.u8(self.carveouts.violation).u64(self.carveouts.index).u64(self.carveouts.value);
+            .u32(self.ext);
     }
     fn decode(bytes: &[u8]) -> Self {
         let mut r = Reader::new(bytes);
@@ -158,15 +185,7 @@ impl Record for ManifestRec {
         let target = r.u8();
         let graphs = r.u32();
         let instr = r.span();
-        let present = r.u8() != 0;
-        let mut engines = [Span::EMPTY; 5];
-        let mut engine_instrs = [Span::EMPTY; 5];
-        for s in engines.iter_mut().chain(engine_instrs.iter_mut()) {
-            *s = r.span();
-        }
-        let violation = r.u8();
-        let index = r.u64();
-        let value = r.u64();
+        let ext = r.u32();
         ManifestRec {
             member,
             kind,
@@ -176,9 +195,7 @@ impl Record for ManifestRec {
             graphs,
             instr,
             has_instr: flags & 4 != 0,
-            engines,
-            engine_instrs,
-            carveouts: CarveoutFacts { present, violation, index, value },
+            ext,
         }
     }
 }
@@ -194,9 +211,7 @@ impl ManifestRec {
             graphs: 0,
             instr: Span::EMPTY,
             has_instr: false,
-            engines: [Span::EMPTY; 5],
-            engine_instrs: [Span::EMPTY; 5],
-            carveouts: CarveoutFacts::default(),
+            ext: NIL,
         }
     }
 
@@ -455,6 +470,7 @@ pub(crate) fn usage_of_code(c: u8) -> UsageClass {
 #[derive(Debug, Default)]
 pub(crate) struct Index {
     pub manifests: List<ManifestRec>,
+    pub def_exts: List<DefExt>,
     pub graphs: List<GraphRec>,
     pub kelf_names: List<KelfNameRec>,
     pub file_vars: List<FileVarRec>,
@@ -550,9 +566,18 @@ impl Index {
         self.manifest(arena, path).filter(|(_, m)| m.kind == ManifestKind::Def)
     }
 
+    /// What a def record keeps besides the record (all empty for another kind).
+    pub fn def_ext(&self, arena: &Arena<'_>, def: &ManifestRec) -> DefExt {
+        if def.ext == NIL {
+            DefExt::default()
+        } else {
+            self.def_exts.get(arena, def.ext)
+        }
+    }
+
     /// The engine JSON an engine of the def at `def` names, as `(member record, record)`.
     pub fn engine_of(&self, arena: &Arena<'_>, def: &ManifestRec, engine: EngineType) -> Option<(u32, ManifestRec)> {
-        let name = arena.str(*def.engines.get(engine_slot(engine))?);
+        let name = arena.str(*self.def_ext(arena, def).engines.get(engine_slot(engine))?);
         if name.is_empty() {
             return None;
         }
@@ -566,6 +591,7 @@ impl Index {
 
     /// The instruction stream an engine runs: the engine JSON's `instr`, else `<eng>_instr`.
     pub fn instr_of<'a>(
+        &self,
         arena: &'a Arena<'_>,
         def: &ManifestRec,
         json: Option<&ManifestRec>,
@@ -573,7 +599,10 @@ impl Index {
     ) -> Option<&'a str> {
         match json {
             Some(j) if j.has_instr => Some(arena.str(j.instr)),
-            _ => def.engine_instrs.get(engine_slot(engine)).map(|s| arena.str(*s)).filter(|s| !s.is_empty()),
+            _ => {
+                let span = *self.def_ext(arena, def).engine_instrs.get(engine_slot(engine))?;
+                Some(arena.str(span)).filter(|s| !s.is_empty())
+            }
         }
     }
 
@@ -588,7 +617,7 @@ impl Index {
         let by_def =
             self.manifests.iter(arena).filter(|(_, m)| !m.superseded && m.kind == ManifestKind::Def).any(|(_, m)| {
                 let dir = dir_of(arena.str(m.member));
-                m.engines.iter().any(|s| s.len != 0 && is_joined(member, dir, arena.str(*s)))
+                self.def_ext(arena, &m).engines.iter().any(|s| s.len != 0 && is_joined(member, dir, arena.str(*s)))
             });
         // An activation set: found from the name, whose record says which engine JSON gave it.
         let by_act = self.names.iter(arena).filter(|(_, n)| n.kind == NameKind::ActSet).any(|(_, n)| {

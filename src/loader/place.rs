@@ -82,7 +82,7 @@ impl Loader<'_> {
             if json.failed.is_some() {
                 continue;
             }
-            if super::index::Index::instr_of(arena, &def, Some(&json), engine)
+            if index.instr_of(arena, &def, Some(&json), engine)
                 .is_some_and(|i| is_joined(member, dir, i))
             {
                 return role(usage_of(engine), INSTR_ALIGN, None, true);
