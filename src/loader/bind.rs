@@ -11,7 +11,10 @@
 //! must be present, and the placements go to the observer.
 
 use super::chain::{self, ChainError, ChainWarning, MemberText};
-use super::index::{dir_of, is_joined_json, usage_of_code, ManifestKind, ManifestRec, NameKind, NO_SLOT};
+use super::index::{
+    dir_of, is_joined_json, usage_of_code, FileVarRec, Landing, ManifestKind, ManifestRec, NameKind, PayloadRec,
+    NO_SLOT,
+};
 use super::report::{LoadReport, PayloadReport, PayloadState, SubgraphReport};
 use super::walk::stage_of;
 use super::{Counting, Loader, Observer};
@@ -118,7 +121,7 @@ impl Loader<'_> {
         self.check_manifests(sink)?;
         self.place_all(hal, sink)?;
         self.check_payload_references()?;
-        self.report(report, observer)
+        self.report(hal, report, observer)
     }
 
     /// Every KELF, definition, engine JSON and activation set the chain names: present,
@@ -177,7 +180,7 @@ impl Loader<'_> {
     fn check_def(&self, def: &ManifestRec, rules: TargetCheck) -> Result<(), Error> {
         let arena = &self.arena;
         let member = arena.str(def.member);
-        def.carveouts.to_def().check_carveouts(rules, self.options.allow_legacy).map_err(|(path, e)| {
+        self.index.def_ext(arena, def).carveouts.to_def().check_carveouts(rules, self.options.allow_legacy).map_err(|(path, e)| {
             Error::in_member(Stage::DefJson, member, 0, ErrorKind::Manifest(e)).with_key_path(&path)
         })?;
         let dir = dir_of(member);
@@ -193,7 +196,7 @@ impl Loader<'_> {
             }
         }
         for engine in ENGINES {
-            let name = def.engines.get(super::index::engine_slot(engine)).map_or("", |s| arena.str(*s));
+            let name = self.index.def_ext(arena, def).engines.get(super::index::engine_slot(engine)).map_or("", |s| arena.str(*s));
             if name.is_empty() {
                 continue;
             }
@@ -250,24 +253,45 @@ impl Loader<'_> {
             if pos == NIL {
                 break;
             }
-            let next = List::<super::index::PayloadRec>::next_after(&self.arena, pos);
+            let next = List::<PayloadRec>::next_after(&self.arena, pos);
             let mut p = self.index.payloads.get(&self.arena, pos);
             if !p.superseded {
-                self.place_one(hal, &mut p, sink)?;
+                let member = self.arena.str(p.member);
+                self.place_one(hal, member, &mut p.landing, sink)?;
                 self.index.payloads.set(&mut self.arena, pos, &p);
+            }
+            pos = next;
+        }
+        let mut pos = self.index.file_vars.first();
+        for _ in 0..self.index.file_vars.len() {
+            if pos == NIL {
+                break;
+            }
+            let next = List::<FileVarRec>::next_after(&self.arena, pos);
+            let mut v = self.index.file_vars.get(&self.arena, pos);
+            if v.landing.state != Landing::NOT_LANDED {
+                let member = self.var_member(&v);
+                self.place_one(hal, &member, &mut v.landing, sink)?;
+                self.index.file_vars.set(&mut self.arena, pos, &v);
             }
             pos = next;
         }
         Ok(())
     }
 
+    /// The member path of a file variable (`dir/name`).
+    fn var_member(&self, v: &FileVarRec) -> heapless::String<{ super::MEMBER_PATH }> {
+        let def = self.index.manifests.get(&self.arena, v.def);
+        Self::joined(dir_of(self.arena.str(def.member)), self.arena.str(v.file))
+    }
+
     fn place_one<H: Hal>(
         &self,
         hal: &mut H,
-        p: &mut super::index::PayloadRec,
+        member: &str,
+        p: &mut Landing,
         sink: &mut impl WarningSink,
     ) -> Result<(), Error> {
-        let member = self.arena.str(p.member);
         let fail = |stage, k| Error::in_member(stage, member, 0, k);
         let state = PayloadState::from_code(p.state);
         let Some(role) = self.role_of(member) else {
@@ -275,7 +299,6 @@ impl Loader<'_> {
                 hal.release(RegionId(p.region)).map_err(|e| fail(Stage::Hal, ErrorKind::Hal(e)))?;
             }
             p.region = NIL;
-            p.address = None;
             p.state = PayloadState::Released.code();
             sink.warn(&Warning::in_member(Stage::Chain, member, 0, WarningKind::Chain(ChainWarning::Unreferenced)));
             return Ok(());
@@ -295,15 +318,15 @@ impl Loader<'_> {
         // Staged payloads take their role now; a payload placed on arrival is placed again if
         // the full chain gives it another class, core or alignment.
         let usage = super::index::usage_code(role.usage);
+        let address = |hal: &H| hal.address(RegionId(p.region)).map_err(|e| fail(Stage::Hal, ErrorKind::Hal(e)));
         let misplaced = state == PayloadState::Staged
             || p.usage != usage
             || p.core != role.core
-            || p.address.is_some_and(|a| a % role.align != 0);
+            || (p.region != NIL && address(hal)? % role.align != 0);
         if misplaced && p.region != NIL {
             let req = AllocRequest { size: p.len, align: role.align, usage: role.usage, core: role.core };
             let region = hal.adopt(RegionId(p.region), &req).map_err(|e| fail(Stage::Hal, ErrorKind::Hal(e)))?;
             p.region = region.0;
-            p.address = Some(hal.address(region).map_err(|e| fail(Stage::Hal, ErrorKind::Hal(e)))?);
         }
         if state == PayloadState::Staged {
             // An empty payload has no region: its role is all it needed.
@@ -316,10 +339,9 @@ impl Loader<'_> {
 
     /// Whether the payload at member path `path` is present and kept.
     fn has_payload(&self, path: &str) -> bool {
-        self.index
-            .payloads
-            .iter(&self.arena)
-            .any(|(_, p)| !p.superseded && p.state != PayloadState::Released.code() && self.arena.eq(p.member, path))
+        let arena = &self.arena;
+        self.index.payloads.iter(arena).any(|(_, p)| !p.superseded && p.landing.is_kept() && arena.eq(p.member, path))
+            || self.index.file_vars.iter(arena).any(|(_, v)| v.landing.is_kept() && self.var_member(&v) == path)
     }
 
     /// Every payload a reached manifest names must be in the archive.
@@ -335,7 +357,7 @@ impl Loader<'_> {
             for engine in ENGINES {
                 let Some((json_pos, json)) = index.engine_of(arena, &def, engine) else { continue };
                 let json_member = arena.str(json.member);
-                if let Some(instr) = super::index::Index::instr_of(arena, &def, Some(&json), engine) {
+                if let Some(instr) = index.instr_of(arena, &def, Some(&json), engine) {
                     let path = Self::joined(dir, instr);
                     if !self.has_payload(&path) {
                         return Err(missing(json_member, Stage::Chain, EngineJson::KEY_INSTR, &path));
@@ -380,7 +402,7 @@ impl Loader<'_> {
             }
             for (_, v) in index.file_vars.iter(arena).filter(|(_, v)| v.def == def_pos) {
                 let path = Self::joined(dir, arena.str(v.file));
-                if !self.has_payload(&path) {
+                if !v.landing.is_kept() && !self.has_payload(&path) {
                     return Err(missing(def_member, Stage::Chain, &file_key, &path));
                 }
             }
@@ -394,20 +416,30 @@ impl Loader<'_> {
         Ok(())
     }
 
-    /// The placements, in tar order, and each subgraph's accounting, in core order.
-    fn report(&self, report: &mut LoadReport, observer: &mut impl Observer) -> Result<(), Error> {
+    /// The placements (the other payloads in tar order, then the weights in the order their
+    /// `def.json`s declare them; [`PayloadReport::seq`] gives the tar order) and each
+    /// subgraph's accounting, in core order.
+    fn report<H: Hal>(&self, hal: &H, report: &mut LoadReport, observer: &mut impl Observer) -> Result<(), Error> {
         let arena = &self.arena;
-        for (_, p) in self.index.payloads.iter(arena).filter(|(_, p)| !p.superseded) {
+        let mut emit = |member: &str, p: &Landing| -> Result<(), Error> {
             let state = PayloadState::from_code(p.state);
+            let region = (p.region != NIL).then_some(RegionId(p.region));
+            let address = match region {
+                Some(r) => {
+                    Some(hal.address(r).map_err(|e| Error::in_member(Stage::Hal, member, 0, ErrorKind::Hal(e)))?)
+                }
+                None => None,
+            };
             let entry = PayloadReport {
-                member: arena.str(p.member),
+                member,
+                seq: p.seq,
                 core: (p.core != u8::MAX).then_some(p.core),
                 usage: usage_of_code(p.usage),
                 len: p.len,
-                member_len: p.member_len,
+                member_len: p.member_len(),
                 digest: p.digest,
-                region: (p.region != NIL).then_some(RegionId(p.region)),
-                address: p.address,
+                region,
+                address,
                 state,
             };
             match state {
@@ -418,6 +450,13 @@ impl Loader<'_> {
                 }
             }
             observer.payload(&entry);
+            Ok(())
+        };
+        for (_, p) in self.index.payloads.iter(arena).filter(|(_, p)| !p.superseded) {
+            emit(arena.str(p.member), &p.landing)?;
+        }
+        for (_, v) in self.index.file_vars.iter(arena).filter(|(_, v)| v.landing.state != Landing::NOT_LANDED) {
+            emit(&self.var_member(&v), &v.landing)?;
         }
         for (core, graph) in self.index.chain_graphs(arena, self.kelf_mark, self.fallback_kelf) {
             let mut sg = SubgraphReport {
@@ -427,8 +466,9 @@ impl Loader<'_> {
                 bytes_placed: 0,
                 bytes_by_usage: [0; USAGE_CLASS_COUNT],
             };
-            for (_, p) in self.index.payloads.iter(arena) {
-                if !p.superseded && p.core == core && p.state != PayloadState::Released.code() {
+            let landings = self.index.payloads.iter(arena).filter(|(_, p)| !p.superseded).map(|(_, p)| p.landing);
+            for p in landings.chain(self.index.file_vars.iter(arena).map(|(_, v)| v.landing)) {
+                if p.core == core && p.is_kept() {
                     sg.add(usage_of_code(p.usage), p.len);
                 }
             }

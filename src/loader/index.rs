@@ -10,7 +10,7 @@
 //! The index answers two questions: which members the chain reaches from `neff.json` (spec
 //! §15.18: the chain, not file names, decides what is read), and what role a payload has.
 
-use crate::arena::{Arena, List, Reader, Record, Span, Writer};
+use crate::arena::{Arena, List, Reader, Record, Span, Writer, NIL};
 use crate::error::{Error, ErrorKind};
 use crate::manifest::neff::KelfMark;
 use crate::manifest::{Arch, EngineType, UsageClass};
@@ -71,18 +71,49 @@ pub(crate) struct ManifestRec {
     pub failed: Option<u8>,
     /// A later copy of the member replaced this one.
     pub superseded: bool,
-    /// KELF: the target (`TARGET_ANY` for `*`, else the arch value); def: the carveout facts.
+    /// KELF: the target (`TARGET_ANY` for `*`, else the arch value).
     pub target: u8,
     /// KELF: graph count.
     pub graphs: u32,
     /// Engine: its `instr` (empty span with `has_instr` false when absent).
     pub instr: Span,
     pub has_instr: bool,
-    /// Def: engine JSON names, then `<eng>_instr` names, in `ENGINES` order (empty: absent).
+    /// Def: the position of its [`DefExt`] ([`NIL`] for the other kinds), which only the few
+    /// definitions pay for.
+    pub ext: u32,
+}
+
+/// What binding needs of a `def.json` besides its [`ManifestRec`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct DefExt {
+    /// Engine JSON names, then `<eng>_instr` names, in `ENGINES` order (empty: absent).
     pub engines: [Span; 5],
     pub engine_instrs: [Span; 5],
-    /// Def: the cayman carveout facts ([`CarveoutFacts`]).
+    /// The cayman carveout facts ([`CarveoutFacts`]).
     pub carveouts: CarveoutFacts,
+}
+
+impl Record for DefExt {
+    const SIZE: usize = 80 + 1 + 1 + 8 + 8;
+    fn encode(&self, out: &mut [u8]) {
+        let mut w = Writer::new(out);
+        for s in self.engines.iter().chain(self.engine_instrs.iter()) {
+            w.span(*s);
+        }
+        w.u8(u8::from(self.carveouts.present))
+            .u8(self.carveouts.violation)
+            .u64(self.carveouts.index)
+            .u64(self.carveouts.value);
+    }
+    fn decode(bytes: &[u8]) -> Self {
+        let mut r = Reader::new(bytes);
+        let mut ext = DefExt::default();
+        for s in ext.engines.iter_mut().chain(ext.engine_instrs.iter_mut()) {
+            *s = r.span();
+        }
+        ext.carveouts = CarveoutFacts { present: r.u8() != 0, violation: r.u8(), index: r.u64(), value: r.u64() };
+        ext
+    }
 }
 
 /// A deferred error that could not be kept (more failed speculative reads than slots).
@@ -133,7 +164,7 @@ impl CarveoutFacts {
 }
 
 impl Record for ManifestRec {
-    const SIZE: usize = 8 + 1 + 1 + 1 + 1 + 4 + 8 + 1 + 80 + 1 + 8 + 8;
+    const SIZE: usize = 8 + 1 + 1 + 1 + 1 + 4 + 8 + 4;
     fn encode(&self, out: &mut [u8]) {
         let mut w = Writer::new(out);
         w.span(self.member)
@@ -143,11 +174,7 @@ impl Record for ManifestRec {
             .u8(self.target)
             .u32(self.graphs)
             .span(self.instr)
-            .u8(u8::from(self.carveouts.present));
-        for s in self.engines.iter().chain(self.engine_instrs.iter()) {
-            w.span(*s);
-        }
-        w.u8(self.carveouts.violation).u64(self.carveouts.index).u64(self.carveouts.value);
+            .u32(self.ext);
     }
     fn decode(bytes: &[u8]) -> Self {
         let mut r = Reader::new(bytes);
@@ -158,15 +185,7 @@ impl Record for ManifestRec {
         let target = r.u8();
         let graphs = r.u32();
         let instr = r.span();
-        let present = r.u8() != 0;
-        let mut engines = [Span::EMPTY; 5];
-        let mut engine_instrs = [Span::EMPTY; 5];
-        for s in engines.iter_mut().chain(engine_instrs.iter_mut()) {
-            *s = r.span();
-        }
-        let violation = r.u8();
-        let index = r.u64();
-        let value = r.u64();
+        let ext = r.u32();
         ManifestRec {
             member,
             kind,
@@ -176,9 +195,7 @@ impl Record for ManifestRec {
             graphs,
             instr,
             has_instr: flags & 4 != 0,
-            engines,
-            engine_instrs,
-            carveouts: CarveoutFacts { present, violation, index, value },
+            ext,
         }
     }
 }
@@ -194,9 +211,7 @@ impl ManifestRec {
             graphs: 0,
             instr: Span::EMPTY,
             has_instr: false,
-            engines: [Span::EMPTY; 5],
-            engine_instrs: [Span::EMPTY; 5],
-            carveouts: CarveoutFacts::default(),
+            ext: NIL,
         }
     }
 
@@ -250,25 +265,41 @@ impl Record for KelfNameRec {
     }
 }
 
-/// A `file` variable of a `def.json`: a weight.
+/// A `file` variable of a `def.json`: a weight, and, once its member has streamed in, what
+/// became of it.
+///
+/// A weight's placement lives here rather than in a [`PayloadRec`] of its own: the weights are
+/// most of a model's payloads, and this way each costs one record and one name (the
+/// manifest's, relative to its directory) instead of two of each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct FileVarRec {
     /// The def's manifest record.
     pub def: u32,
     pub file: Span,
     pub size: Option<u64>,
-    pub align: u64,
+    /// Alignment, as its base-2 logarithm (the def checks make it a power of two).
+    pub align_log2: u8,
+    /// The member, once it streamed in ([`Landing::NONE`] before).
+    pub landing: Landing,
+}
+
+impl FileVarRec {
+    /// The alignment in bytes.
+    pub fn align(&self) -> u64 {
+        1u64.checked_shl(u32::from(self.align_log2)).unwrap_or(1)
+    }
 }
 
 impl Record for FileVarRec {
-    const SIZE: usize = 29;
+    const SIZE: usize = 4 + 8 + 1 + 8 + 1 + Landing::SIZE;
     fn encode(&self, out: &mut [u8]) {
-        Writer::new(out)
-            .u32(self.def)
+        let mut w = Writer::new(out);
+        w.u32(self.def)
             .span(self.file)
             .u8(u8::from(self.size.is_some()))
             .u64(self.size.unwrap_or(0))
-            .u64(self.align);
+            .u8(self.align_log2);
+        self.landing.write(&mut w);
     }
     fn decode(bytes: &[u8]) -> Self {
         let mut r = Reader::new(bytes);
@@ -276,7 +307,78 @@ impl Record for FileVarRec {
         let file = r.span();
         let has = r.u8() != 0;
         let size = r.u64();
-        FileVarRec { def, file, size: has.then_some(size), align: r.u64() }
+        let align_log2 = r.u8();
+        FileVarRec { def, file, size: has.then_some(size), align_log2, landing: Landing::read(&mut r) }
+    }
+}
+
+/// What became of a payload member that streamed in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Landing {
+    /// Its position among the archive's payload members (the report's order).
+    pub seq: u32,
+    /// A [`PayloadState`](super::PayloadState) code, or [`Landing::NOT_LANDED`].
+    pub state: u8,
+    pub usage: u8,
+    /// `u8::MAX`: no core yet.
+    pub core: u8,
+    /// [`NIL`](crate::arena::NIL): no region.
+    pub region: u32,
+    /// Bytes that landed.
+    pub len: u64,
+    /// Bytes of the member before them (a `.npy` header).
+    pub header_len: u32,
+    pub digest: u64,
+}
+
+impl Landing {
+    const SIZE: usize = 4 + 3 + 4 + 8 + 4 + 8;
+    /// The state of a weight whose member has not streamed in.
+    pub const NOT_LANDED: u8 = u8::MAX;
+    /// Nothing landed.
+    pub const NONE: Landing = Landing {
+        seq: 0,
+        state: Self::NOT_LANDED,
+        usage: 0,
+        core: u8::MAX,
+        region: crate::arena::NIL,
+        len: 0,
+        header_len: 0,
+        digest: 0,
+    };
+
+    /// Whether a member landed and still holds its place (not released).
+    pub fn is_kept(&self) -> bool {
+        self.state != Self::NOT_LANDED && self.state != super::PayloadState::Released.code()
+    }
+
+    /// Size of the member in the tar.
+    pub fn member_len(&self) -> u64 {
+        self.len.saturating_add(u64::from(self.header_len))
+    }
+
+    fn write(&self, w: &mut Writer<'_>) {
+        w.u32(self.seq)
+            .u8(self.state)
+            .u8(self.usage)
+            .u8(self.core)
+            .u32(self.region)
+            .u64(self.len)
+            .u32(self.header_len)
+            .u64(self.digest);
+    }
+
+    fn read(r: &mut Reader<'_>) -> Self {
+        Landing {
+            seq: r.u32(),
+            state: r.u8(),
+            usage: r.u8(),
+            core: r.u8(),
+            region: r.u32(),
+            len: r.u64(),
+            header_len: r.u32(),
+            digest: r.u64(),
+        }
     }
 }
 
@@ -327,64 +429,29 @@ impl Record for NameRec {
     }
 }
 
-/// What became of a payload member.
+/// A payload member that is not a weight (or streamed in before the `def.json` naming it),
+/// with what became of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct PayloadRec {
     pub member: Span,
-    pub state: u8,
-    pub usage: u8,
-    /// `u8::MAX`: no core yet.
-    pub core: u8,
-    /// [`NIL`]: no region.
-    pub region: u32,
-    pub len: u64,
-    pub member_len: u64,
-    pub digest: u64,
-    pub address: Option<u64>,
+    pub landing: Landing,
+    /// A later copy of the member replaced this one.
     pub superseded: bool,
 }
 
 impl Record for PayloadRec {
-    const SIZE: usize = 8 + 3 + 4 + 8 * 4 + 2;
+    const SIZE: usize = 8 + Landing::SIZE + 1;
     fn encode(&self, out: &mut [u8]) {
-        Writer::new(out)
-            .span(self.member)
-            .u8(self.state)
-            .u8(self.usage)
-            .u8(self.core)
-            .u32(self.region)
-            .u64(self.len)
-            .u64(self.member_len)
-            .u64(self.digest)
-            .u64(self.address.unwrap_or(0))
-            .u8(u8::from(self.address.is_some()))
-            .u8(u8::from(self.superseded));
+        let mut w = Writer::new(out);
+        w.span(self.member);
+        self.landing.write(&mut w);
+        w.u8(u8::from(self.superseded));
     }
     fn decode(bytes: &[u8]) -> Self {
         let mut r = Reader::new(bytes);
         let member = r.span();
-        let state = r.u8();
-        let usage = r.u8();
-        let core = r.u8();
-        let region = r.u32();
-        let len = r.u64();
-        let member_len = r.u64();
-        let digest = r.u64();
-        let address = r.u64();
-        let has_address = r.u8() != 0;
-        let superseded = r.u8() != 0;
-        PayloadRec {
-            member,
-            state,
-            usage,
-            core,
-            region,
-            len,
-            member_len,
-            digest,
-            address: has_address.then_some(address),
-            superseded,
-        }
+        let landing = Landing::read(&mut r);
+        PayloadRec { member, landing, superseded: r.u8() != 0 }
     }
 }
 
@@ -403,6 +470,7 @@ pub(crate) fn usage_of_code(c: u8) -> UsageClass {
 #[derive(Debug, Default)]
 pub(crate) struct Index {
     pub manifests: List<ManifestRec>,
+    pub def_exts: List<DefExt>,
     pub graphs: List<GraphRec>,
     pub kelf_names: List<KelfNameRec>,
     pub file_vars: List<FileVarRec>,
@@ -498,9 +566,18 @@ impl Index {
         self.manifest(arena, path).filter(|(_, m)| m.kind == ManifestKind::Def)
     }
 
+    /// What a def record keeps besides the record (all empty for another kind).
+    pub fn def_ext(&self, arena: &Arena<'_>, def: &ManifestRec) -> DefExt {
+        if def.ext == NIL {
+            DefExt::default()
+        } else {
+            self.def_exts.get(arena, def.ext)
+        }
+    }
+
     /// The engine JSON an engine of the def at `def` names, as `(member record, record)`.
     pub fn engine_of(&self, arena: &Arena<'_>, def: &ManifestRec, engine: EngineType) -> Option<(u32, ManifestRec)> {
-        let name = arena.str(*def.engines.get(engine_slot(engine))?);
+        let name = arena.str(*self.def_ext(arena, def).engines.get(engine_slot(engine))?);
         if name.is_empty() {
             return None;
         }
@@ -514,6 +591,7 @@ impl Index {
 
     /// The instruction stream an engine runs: the engine JSON's `instr`, else `<eng>_instr`.
     pub fn instr_of<'a>(
+        &self,
         arena: &'a Arena<'_>,
         def: &ManifestRec,
         json: Option<&ManifestRec>,
@@ -521,7 +599,10 @@ impl Index {
     ) -> Option<&'a str> {
         match json {
             Some(j) if j.has_instr => Some(arena.str(j.instr)),
-            _ => def.engine_instrs.get(engine_slot(engine)).map(|s| arena.str(*s)).filter(|s| !s.is_empty()),
+            _ => {
+                let span = *self.def_ext(arena, def).engine_instrs.get(engine_slot(engine))?;
+                Some(arena.str(span)).filter(|s| !s.is_empty())
+            }
         }
     }
 
@@ -536,7 +617,7 @@ impl Index {
         let by_def =
             self.manifests.iter(arena).filter(|(_, m)| !m.superseded && m.kind == ManifestKind::Def).any(|(_, m)| {
                 let dir = dir_of(arena.str(m.member));
-                m.engines.iter().any(|s| s.len != 0 && is_joined(member, dir, arena.str(*s)))
+                self.def_ext(arena, &m).engines.iter().any(|s| s.len != 0 && is_joined(member, dir, arena.str(*s)))
             });
         // An activation set: found from the name, whose record says which engine JSON gave it.
         let by_act = self.names.iter(arena).filter(|(_, n)| n.kind == NameKind::ActSet).any(|(_, n)| {

@@ -256,15 +256,16 @@ impl<'a> Loader<'a> {
 
     /// Leaves the device as it was: releases every region this load still holds.
     fn release_all<H: Hal>(&mut self, hal: &mut H) {
-        self.index.payloads.update_each(&mut self.arena, |_, rec| {
-            if rec.region == NIL {
+        let release = |hal: &mut H, landing: &mut index::Landing| {
+            if landing.region == NIL {
                 return false;
             }
-            let _ = hal.release(RegionId(rec.region));
-            rec.region = NIL;
-            rec.address = None;
-            rec.state = PayloadState::Released.code();
+            let _ = hal.release(RegionId(landing.region));
+            landing.region = NIL;
+            landing.state = PayloadState::Released.code();
             true
-        });
+        };
+        self.index.payloads.update_each(&mut self.arena, |_, rec| release(hal, &mut rec.landing));
+        self.index.file_vars.update_each(&mut self.arena, |_, rec| release(hal, &mut rec.landing));
     }
 }

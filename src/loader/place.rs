@@ -10,9 +10,9 @@
 
 use embedded_io::BufRead;
 
-use super::index::{dir_of, is_joined, is_joined_json, usage_code, ManifestKind, NameKind, PayloadRec};
+use super::index::{dir_of, is_joined, is_joined_json, usage_code, Landing, ManifestKind, NameKind, PayloadRec};
 use super::{Counting, Loader, PayloadState, INSTR_ALIGN};
-use crate::arena::{Span, NIL};
+use crate::arena::NIL;
 use crate::digest::Digest64;
 use crate::error::{Error, ErrorKind, Stage, Warning, WarningKind, WarningSink};
 use crate::hal::{AllocRequest, Hal, RegionId};
@@ -30,6 +30,8 @@ pub(super) struct Role {
     pub expect_len: Option<u64>,
     /// An instruction stream (size checks apply).
     pub instr: bool,
+    /// A weight: the file variable's record, which keeps the landing.
+    pub var: Option<u32>,
 }
 
 fn usage_of(engine: EngineType) -> UsageClass {
@@ -63,11 +65,11 @@ impl Loader<'_> {
                 def.failed.is_none().then_some((core, pos, def))
             })?;
         let dir = dir_of(arena.str(def.member));
-        let role = |usage, align, expect_len, instr| Some(Role { usage, align, core, expect_len, instr });
-        if let Some((_, v)) =
+        let role = |usage, align, expect_len, instr| Some(Role { usage, align, core, expect_len, instr, var: None });
+        if let Some((pos, v)) =
             index.file_vars.iter(arena).find(|(_, v)| v.def == def_pos && is_joined(member, dir, arena.str(v.file)))
         {
-            return role(UsageClass::Weight, v.align.max(1), v.size, false);
+            return Some(Role { var: Some(pos), ..role(UsageClass::Weight, v.align(), v.size, false)? });
         }
         let names_by = |by: u32, kind: NameKind| {
             index.names.iter(arena).filter(move |(_, n)| n.by == by && n.kind == kind).map(|(_, n)| n.name)
@@ -80,7 +82,7 @@ impl Loader<'_> {
             if json.failed.is_some() {
                 continue;
             }
-            if super::index::Index::instr_of(arena, &def, Some(&json), engine)
+            if index.instr_of(arena, &def, Some(&json), engine)
                 .is_some_and(|i| is_joined(member, dir, i))
             {
                 return role(usage_of(engine), INSTR_ALIGN, None, true);
@@ -110,37 +112,25 @@ impl Loader<'_> {
     }
 
     /// Streams one payload member: into its final region when its role is known, else staged.
+    /// `seq` is its position among the payload members.
     pub(super) fn read_payload<B: BufRead<Error = Error>, H: Hal, S: WarningSink>(
         &mut self,
         name: &str,
         member_len: u64,
+        seq: u32,
         body: &mut B,
         hal: &mut H,
         sink: &mut Counting<'_, S>,
     ) -> Result<(), Error> {
         let fail = |k: ErrorKind| Error::in_member(Stage::Payload, name, 0, k);
         // Last wins, as the runtime's member map does: the earlier copy's region is released.
-        let earlier = self
-            .index
-            .payloads
-            .iter(&self.arena)
-            .filter(|(_, p)| !p.superseded && self.arena.eq(p.member, name))
-            .last();
-        if let Some((pos, mut old)) = earlier {
+        if self.release_earlier(name, hal)? {
             sink.warn(&Warning::in_member(
                 Stage::Payload,
                 name,
                 0,
                 WarningKind::Chain(super::ChainWarning::DuplicateMember),
             ));
-            if old.region != NIL {
-                hal.release(RegionId(old.region)).map_err(|e| hal_error(name, 0, e))?;
-            }
-            old.region = NIL;
-            old.address = None;
-            old.superseded = true;
-            old.state = PayloadState::Released.code();
-            self.index.payloads.set(&mut self.arena, pos, &old);
         }
         let role = self.role_of(name);
         let req = match role {
@@ -148,46 +138,85 @@ impl Loader<'_> {
             None => AllocRequest { size: 0, align: INSTR_ALIGN, usage: UsageClass::Generic, core: 0 },
         };
         let placed = stream_to_device(hal, body, name, member_len, req)?;
-        let address = match placed.region {
-            Some(region) if !hal.keeps_nothing() => match hal.address(region) {
-                Ok(a) => Some(a),
-                Err(e) => {
-                    let _ = hal.release(region);
-                    return Err(hal_error(name, 0, e));
-                }
-            },
-            _ => None,
-        };
         let state = match (hal.keeps_nothing(), role) {
             (true, _) => PayloadState::Checked,
             (false, Some(_)) => PayloadState::Placed,
             (false, None) => PayloadState::Staged,
         };
         let region = if hal.keeps_nothing() { None } else { placed.region };
-        let rec = PayloadRec {
-            member: Span::EMPTY,
+        let release = |hal: &mut H| {
+            if let Some(r) = region {
+                let _ = hal.release(r);
+            }
+        };
+        // A `.npy` header is far below 4 GiB (the parser's capacity bounds it).
+        let Ok(header_len) = u32::try_from(member_len.saturating_sub(placed.len)) else {
+            release(hal);
+            return Err(fail(ErrorKind::Npy(NpyError::Truncated { needed: placed.len, got: member_len })));
+        };
+        let landing = Landing {
+            seq,
             state: state.code(),
             usage: usage_code(role.map_or(UsageClass::Generic, |r| r.usage)),
             core: role.map_or(u8::MAX, |r| r.core),
             region: region.map_or(NIL, |r| r.0),
             len: placed.len,
-            member_len,
+            header_len,
             digest: placed.digest,
-            address,
-            superseded: false,
         };
+        if let Some(var) = role.and_then(|r| r.var) {
+            let mut rec = self.index.file_vars.get(&self.arena, var);
+            rec.landing = landing;
+            self.index.file_vars.set(&mut self.arena, var, &rec);
+            return Ok(());
+        }
         // Refuse before keeping a region the index cannot list: it would leak.
-        let stored = self
-            .arena
-            .push_str(name)
-            .and_then(|member| self.index.payloads.push(&mut self.arena, &PayloadRec { member, ..rec }));
+        let stored = self.arena.push_str(name).and_then(|member| {
+            self.index.payloads.push(&mut self.arena, &PayloadRec { member, landing, superseded: false })
+        });
         if let Err(k) = stored {
-            if let Some(r) = region {
-                let _ = hal.release(r);
-            }
+            release(hal);
             return Err(fail(k));
         }
         Ok(())
+    }
+
+    /// Releases an earlier copy of member `name`, if one landed; true if there was one.
+    fn release_earlier<H: Hal>(&mut self, name: &str, hal: &mut H) -> Result<bool, Error> {
+        let release = |hal: &mut H, landing: &mut Landing| -> Result<(), Error> {
+            if landing.region != NIL {
+                hal.release(RegionId(landing.region)).map_err(|e| hal_error(name, 0, e))?;
+            }
+            landing.region = NIL;
+            landing.state = PayloadState::Released.code();
+            Ok(())
+        };
+        let earlier = self
+            .index
+            .payloads
+            .iter(&self.arena)
+            .filter(|(_, p)| !p.superseded && self.arena.eq(p.member, name))
+            .last();
+        if let Some((pos, mut old)) = earlier {
+            release(hal, &mut old.landing)?;
+            old.superseded = true;
+            self.index.payloads.set(&mut self.arena, pos, &old);
+            return Ok(true);
+        }
+        let landed = self.index.file_vars.iter(&self.arena).find(|(_, v)| {
+            v.landing.state != Landing::NOT_LANDED && {
+                let def = self.index.manifests.get(&self.arena, v.def);
+                is_joined(name, dir_of(self.arena.str(def.member)), self.arena.str(v.file))
+            }
+        });
+        if let Some((pos, mut var)) = landed {
+            // The file variable waits for the new copy, which takes its place.
+            release(hal, &mut var.landing)?;
+            var.landing = Landing::NONE;
+            self.index.file_vars.set(&mut self.arena, pos, &var);
+            return Ok(true);
+        }
+        Ok(false)
     }
 }
 

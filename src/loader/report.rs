@@ -69,6 +69,9 @@ impl PayloadState {
 pub struct PayloadReport<'a> {
     /// The member's path in the tar.
     pub member: &'a str,
+    /// Its position among the archive's payload members, from 1: the reports come weights
+    /// last, so a caller that lists them in tar order sorts by it.
+    pub seq: u32,
     /// The subgraph (core) it belongs to.
     pub core: Option<u8>,
     /// Its usage class.

@@ -11,7 +11,9 @@
 
 use embedded_io::BufRead;
 
-use super::index::{dir_of, push_str, FileVarRec, KelfNameRec, ManifestRec, NameKind, NameRec, NO_SLOT, TARGET_ANY};
+use super::index::{
+    dir_of, push_str, FileVarRec, KelfNameRec, Landing, ManifestRec, NameKind, NameRec, NO_SLOT, TARGET_ANY,
+};
 use super::{Counting, Loader, Manifest, ManifestKind, Observer, Scratch, MEMBER_PATH};
 use crate::archive::Archive;
 use crate::arena::Arena;
@@ -22,7 +24,7 @@ use crate::manifest::neff::{kelf_mark, kelf_member, IoJoin};
 use crate::manifest::{Document, Entry, EntryAt, MrType, Visitor};
 
 use super::chain::ChainWarning;
-use super::index::{CarveoutFacts, Index};
+use super::index::{CarveoutFacts, DefExt, Index};
 use super::report::LoadReport;
 
 /// Producer metadata at the root or in a subgraph directory that no runtime path reads.
@@ -137,8 +139,9 @@ impl<O: Observer> Recorder<'_, '_, O> {
             Entry::Var(v) => {
                 if let (Some(MrType::Buffer), Some(file)) = (v.mr_type(), &v.file_name) {
                     let file = self.arena.push_str(file)?;
-                    let align = v.alignment.unwrap_or(1).max(1);
-                    let rec = FileVarRec { def: self.by, file, size: v.size, align };
+                    // A power of two (the def checks refuse anything else).
+                    let align_log2 = v.alignment.unwrap_or(1).max(1).trailing_zeros() as u8;
+                    let rec = FileVarRec { def: self.by, file, size: v.size, align_log2, landing: Landing::NONE };
                     self.index.file_vars.push(self.arena, &rec)?;
                 }
             }
@@ -202,7 +205,7 @@ impl Loader<'_> {
                 }
                 Route::Payload => {
                     report.payloads = report.payloads.saturating_add(1);
-                    self.read_payload(&name, size, &mut member, hal, sink)?;
+                    self.read_payload(&name, size, report.payloads, &mut member, hal, sink)?;
                 }
             }
         }
@@ -296,13 +299,16 @@ impl Loader<'_> {
                 self.kelf_mark = facts.kelf_mark();
             }),
             Scratch::Kelf(doc) => doc.parse_into(tok, &mut src, name, sink, &mut recorder).map(|_| ()),
-            Scratch::Def(doc) => doc.parse_into(tok, &mut src, name, sink, &mut recorder).map(|facts| {
+            Scratch::Def(doc) => doc.parse_into(tok, &mut src, name, sink, &mut recorder).and_then(|facts| {
                 recorder.observer.manifest(name, Manifest::Def(doc, &facts));
-                let carveouts = CarveoutFacts::from_def(&facts);
+                let ext = DefExt { carveouts: CarveoutFacts::from_def(&facts), ..DefExt::default() };
+                let at = recorder.index.def_exts.push(recorder.arena, &ext).map_err(|k| Error::in_member(Stage::DefJson, name, 0, k))?;
                 let mut rec = recorder.index.manifests.get(recorder.arena, pos);
-                rec.carveouts = carveouts;
+                rec.ext = at;
                 recorder.index.manifests.set(recorder.arena, pos, &rec);
+                Ok(())
             }),
+
             Scratch::Engine(doc) => doc.parse_into(tok, &mut src, name, sink, &mut recorder),
             Scratch::Empty => Ok(()),
         };
@@ -358,14 +364,21 @@ impl Loader<'_> {
                 };
             }
             Scratch::Def(doc) => {
+                // A def that failed to parse has no extension yet: its engine names still count.
+                let mut ext = self.index.def_ext(&self.arena, rec);
                 for engine in crate::manifest::def::ENGINES {
                     let slot = super::index::engine_slot(engine);
-                    if let (Some(dst), Some(json)) = (rec.engines.get_mut(slot), doc.engine_json(engine)) {
+                    if let (Some(dst), Some(json)) = (ext.engines.get_mut(slot), doc.engine_json(engine)) {
                         *dst = self.arena.push_str(json).map_err(fail)?;
                     }
-                    if let (Some(dst), Some(instr)) = (rec.engine_instrs.get_mut(slot), doc.engine_instr(engine)) {
+                    if let (Some(dst), Some(instr)) = (ext.engine_instrs.get_mut(slot), doc.engine_instr(engine)) {
                         *dst = self.arena.push_str(instr).map_err(fail)?;
                     }
+                }
+                if rec.ext == crate::arena::NIL {
+                    rec.ext = self.index.def_exts.push(&mut self.arena, &ext).map_err(fail)?;
+                } else {
+                    self.index.def_exts.set(&mut self.arena, rec.ext, &ext);
                 }
             }
             Scratch::Engine(doc) => {

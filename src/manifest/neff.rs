@@ -27,7 +27,7 @@ use super::{
     semantic, warn, Document, Entry, EntryAt, IoNodeInfo, ManifestError, ManifestWarning, NeffJson, Node, NodeAttrs,
     NrtDtype, Visitor, MAX_DIMS,
 };
-use crate::arena::{Arena, List, Reader, Record, Span, Writer, NIL};
+use crate::arena::{Arena, Span};
 use crate::error::{ErrorKind, Text};
 use crate::json::Tokenizer;
 use crate::{Error, Stage, WarningSink};
@@ -202,187 +202,248 @@ impl IoTensor<'_> {
     }
 }
 
-/// A node of the join: its name and its output names (`outputs` names from index
-/// `first_output` of the output-name list).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct NodeRec {
-    name: Span,
-    first_output: u32,
-    outputs: u32,
+/// Item tags of the join's log: the low three bits of an item's first varint.
+mod tag {
+    /// A node's output name (they stream before their node): length, then the bytes.
+    pub const OUTPUT: u8 = 0;
+    /// A node's name: length, then the bytes.
+    pub const NODE: u8 = 1;
+    /// An `arg_nodes` entry: the node id.
+    pub const ARG: u8 = 2;
+    /// A `heads` entry: the node id, then a varint of the output index.
+    pub const HEAD: u8 = 3;
+    /// A `node_row_ptr` entry: the EID.
+    pub const ROW: u8 = 4;
+    /// An `attrs.dltype` entry: `nrt_dtype_t + 1` when the string is the dtype's own name,
+    /// else 0 followed by the length and the bytes of the string.
+    pub const DTYPE: u8 = 5;
+    /// An `attrs.shape` entry: the dimension count, then a varint per dimension.
+    pub const SHAPE: u8 = 6;
 }
 
-impl Record for NodeRec {
-    const SIZE: usize = 16;
-    fn encode(&self, out: &mut [u8]) {
-        Writer::new(out).span(self.name).u32(self.first_output).u32(self.outputs);
-    }
-    fn decode(bytes: &[u8]) -> Self {
-        let mut r = Reader::new(bytes);
-        NodeRec { name: r.span(), first_output: r.u32(), outputs: r.u32() }
-    }
+/// Items between two entries of a skip table (a lookup walks at most this many of its kind).
+const SKIP: u32 = 64;
+
+/// One item of the log, as read back.
+#[derive(Debug, Clone, Copy)]
+enum Item {
+    Output(Span),
+    Node(Span),
+    Arg(u64),
+    Head {
+        node: u64,
+        output: u64,
+    },
+    Row(u64),
+    Dtype {
+        code: u32,
+        name: Span,
+    },
+    /// The dimension count and the cursor position of the first dimension.
+    Shape {
+        dims: u64,
+        at: u32,
+    },
 }
 
-/// A string of the join (an output name, a dtype).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct StrRec(Span);
-
-impl Record for StrRec {
-    const SIZE: usize = Span::ENCODED;
-    fn encode(&self, out: &mut [u8]) {
-        Writer::new(out).span(self.0);
-    }
-    fn decode(bytes: &[u8]) -> Self {
-        StrRec(Reader::new(bytes).span())
-    }
-}
-
-/// A number of the join (an `arg_nodes` or `node_row_ptr` entry).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct NumRec(u64);
-
-impl Record for NumRec {
-    const SIZE: usize = 8;
-    fn encode(&self, out: &mut [u8]) {
-        Writer::new(out).u64(self.0);
-    }
-    fn decode(bytes: &[u8]) -> Self {
-        NumRec(Reader::new(bytes).u64())
-    }
-}
-
-/// A `heads` entry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct HeadRec {
-    node: u64,
-    output: u64,
-}
-
-impl Record for HeadRec {
-    const SIZE: usize = 16;
-    fn encode(&self, out: &mut [u8]) {
-        Writer::new(out).u64(self.node).u64(self.output);
-    }
-    fn decode(bytes: &[u8]) -> Self {
-        let mut r = Reader::new(bytes);
-        HeadRec { node: r.u64(), output: r.u64() }
-    }
-}
-
-/// The positions of a list's records, laid out densely once the list is complete, so that
-/// the join finds element `i` in O(1).
-struct Dense {
-    at: u32,
-    len: u32,
-}
-
-impl Dense {
-    fn build<T: Record>(list: &List<T>, arena: &mut Arena<'_>) -> Result<Dense, ErrorKind> {
-        let len = list.len();
-        let at = arena.alloc_top((len as usize).saturating_mul(4))?;
-        let mut pos = list.first();
-        let mut i: u32 = 0;
-        while pos != NIL && i < len {
-            arena.write(at.saturating_add(i.saturating_mul(4)), &pos.to_le_bytes());
-            i = i.saturating_add(1);
-            pos = List::<T>::next_after(arena, pos);
+/// LEB128 `v` into `out`, returning the byte count.
+fn leb128(mut v: u128, out: &mut [u8; 19]) -> usize {
+    let mut n = 0;
+    for b in out.iter_mut() {
+        let low = (v & 0x7f) as u8;
+        v >>= 7;
+        n += 1;
+        if v == 0 {
+            *b = low;
+            break;
         }
-        Ok(Dense { at, len })
+        *b = low | 0x80;
+    }
+    n
+}
+
+/// Appends a varint to the log: the bytes go in reverse, so that walking down reads them in
+/// LEB128 order.
+fn push_varint(arena: &mut Arena<'_>, v: u128) -> Result<(), ErrorKind> {
+    let mut fwd = [0u8; 19];
+    let n = leb128(v, &mut fwd);
+    let mut rev = [0u8; 19];
+    for (dst, src) in rev.iter_mut().zip(fwd.get(..n).unwrap_or(&[]).iter().rev()) {
+        *dst = *src;
+    }
+    let at = arena.alloc_top(n)?;
+    arena.write(at, rev.get(..n).unwrap_or(&[]));
+    Ok(())
+}
+
+/// Appends an item header: `value` with its tag in the low three bits.
+fn push_head(arena: &mut Arena<'_>, tag: u8, value: u64) -> Result<(), ErrorKind> {
+    push_varint(arena, (u128::from(value) << 3) | u128::from(tag))
+}
+
+/// Appends a tagged string: its length in the header, then the bytes (in order, below it).
+fn push_text(arena: &mut Arena<'_>, tag: u8, s: &str) -> Result<(), ErrorKind> {
+    push_head(arena, tag, s.len() as u64)?;
+    arena.push_str_top(s).map(|_| ())
+}
+
+/// A reader of the log, walking down from `pos` to `lo`.
+struct Cursor<'j, 'b> {
+    arena: &'j Arena<'b>,
+    pos: u32,
+    lo: u32,
+}
+
+impl Cursor<'_, '_> {
+    fn byte(&mut self) -> Option<u8> {
+        let at = self.pos.checked_sub(1).filter(|&a| a >= self.lo)?;
+        self.pos = at;
+        let [b] = self.arena.read::<1>(at);
+        Some(b)
     }
 
-    fn get(&self, arena: &Arena<'_>, i: u64) -> Option<u32> {
-        let i = u32::try_from(i).ok().filter(|&i| i < self.len)?;
-        Some(arena.u32_at(self.at.saturating_add(i.saturating_mul(4))))
+    fn varint(&mut self) -> Option<u128> {
+        let mut v: u128 = 0;
+        for shift in (0..19 * 7).step_by(7) {
+            let b = self.byte()?;
+            v |= u128::from(b & 0x7f).checked_shl(shift)?;
+            if b & 0x80 == 0 {
+                return Some(v);
+            }
+        }
+        None
+    }
+
+    fn u64(&mut self) -> Option<u64> {
+        u64::try_from(self.varint()?).ok()
+    }
+
+    fn text(&mut self, len: u64) -> Option<Span> {
+        let len = u32::try_from(len).ok()?;
+        let at = self.pos.checked_sub(len).filter(|&a| a >= self.lo)?;
+        self.pos = at;
+        Some(Span { at, len })
+    }
+
+    /// The next item, or `None` at the end of the log.
+    fn item(&mut self) -> Option<Item> {
+        let head = self.varint()?;
+        let value = u64::try_from(head >> 3).ok()?;
+        Some(match (head & 7) as u8 {
+            tag::OUTPUT => Item::Output(self.text(value)?),
+            tag::NODE => Item::Node(self.text(value)?),
+            tag::ARG => Item::Arg(value),
+            tag::HEAD => Item::Head { node: value, output: self.u64()? },
+            tag::ROW => Item::Row(value),
+            tag::DTYPE => {
+                let code = u32::try_from(value).ok()?;
+                let name = if code == 0 {
+                    let len = self.u64()?;
+                    self.text(len)?
+                } else {
+                    Span::EMPTY
+                };
+                Item::Dtype { code, name }
+            }
+            tag::SHAPE => {
+                let at = self.pos;
+                for _ in 0..value {
+                    self.varint()?;
+                }
+                Item::Shape { dims: value, at }
+            }
+            _ => return None,
+        })
+    }
+
+    fn tag_of(item: &Item) -> u8 {
+        match item {
+            Item::Output(_) => tag::OUTPUT,
+            Item::Node(_) => tag::NODE,
+            Item::Arg(_) => tag::ARG,
+            Item::Head { .. } => tag::HEAD,
+            Item::Row(_) => tag::ROW,
+            Item::Dtype { .. } => tag::DTYPE,
+            Item::Shape { .. } => tag::SHAPE,
+        }
+    }
+}
+
+/// Every [`SKIP`]th position of one kind of item, laid out once the log is complete, so that
+/// a lookup by index walks a bounded stretch whatever the document's size.
+#[derive(Debug, Clone, Copy, Default)]
+struct Skip {
+    at: u32,
+    /// Items of this kind in the log.
+    count: u64,
+}
+
+impl Skip {
+    fn entries(count: u64) -> usize {
+        usize::try_from(count.div_ceil(u64::from(SKIP))).unwrap_or(usize::MAX)
+    }
+
+    fn get(&self, arena: &Arena<'_>, k: u64) -> u32 {
+        let off = u32::try_from(k).unwrap_or(u32::MAX).saturating_mul(4);
+        arena.u32_at(self.at.saturating_add(off))
     }
 }
 
 /// Derives the I/O tensors of a `neff.json` from its streamed arrays: feed it every entry of
-/// the document ([`IoJoin::see`]), then [`IoJoin::finish`]. Scratch lives in the arena from
-/// [`IoJoin::new`]'s mark on, in the arena's top (scratch) part, and is released by `finish`:
-/// what the caller keeps in the bottom part meanwhile stays.
+/// the document ([`IoJoin::see`]), then [`IoJoin::finish`].
+///
+/// The arrays can come in any key order (real files put `node_row_ptr` last), so nothing can
+/// be joined before the end: the join logs what it needs as tagged varints and strings in the
+/// arena's top (scratch) part, a few bytes per entry (`float16` is one byte, a 4-dimension
+/// shape five). At the end, small skip tables make each lookup by index walk at most
+/// [`SKIP`] items. The scratch is released by `finish`; what the caller keeps in the bottom
+/// part meanwhile stays.
 #[derive(Debug)]
 pub struct IoJoin {
     mark: usize,
-    nodes: List<NodeRec>,
-    outputs: List<StrRec>,
-    pending_outputs: u32,
-    args: List<NumRec>,
-    heads: List<HeadRec>,
-    rows: List<NumRec>,
-    dtypes: List<StrRec>,
-    shapes: List<StrRec>,
     error: Option<ErrorKind>,
 }
 
 impl IoJoin {
     /// A join whose scratch starts at the arena's current end.
     pub fn new(arena: &Arena<'_>) -> Self {
-        Self {
-            mark: arena.mark_top(),
-            nodes: List::new(),
-            outputs: List::new(),
-            pending_outputs: 0,
-            args: List::new(),
-            heads: List::new(),
-            rows: List::new(),
-            dtypes: List::new(),
-            shapes: List::new(),
-            error: None,
-        }
+        Self { mark: arena.mark_top(), error: None }
     }
 
     /// Records one entry of the document (entries of other tiers are ignored). A full arena
     /// is remembered and returned by [`IoJoin::finish`].
     pub fn see(&mut self, arena: &mut Arena<'_>, entry: &Entry<'_>) -> Result<(), ErrorKind> {
-        let r = self.record(arena, entry);
+        let r = Self::record(arena, entry);
         if let Err(e) = r {
             self.error.get_or_insert(e);
         }
         r
     }
 
-    fn record(&mut self, arena: &mut Arena<'_>, entry: &Entry<'_>) -> Result<(), ErrorKind> {
+    fn record(arena: &mut Arena<'_>, entry: &Entry<'_>) -> Result<(), ErrorKind> {
         match *entry {
-            Entry::OutputName(name) => {
-                let span = arena.push_str_top(name)?;
-                self.outputs.push_top(arena, &StrRec(span))?;
-                self.pending_outputs = self.pending_outputs.saturating_add(1);
-            }
-            Entry::Node(node) => {
-                let name = arena.push_str_top(node.name.as_deref().unwrap_or(""))?;
-                // A node's output names stream before the node itself.
-                let rec = NodeRec {
-                    name,
-                    first_output: self.outputs.len().saturating_sub(self.pending_outputs),
-                    outputs: self.pending_outputs,
-                };
-                self.pending_outputs = 0;
-                self.nodes.push_top(arena, &rec)?;
-            }
-            Entry::ArgNode(&n) => {
-                self.args.push_top(arena, &NumRec(n))?;
-            }
+            Entry::OutputName(name) => push_text(arena, tag::OUTPUT, name),
+            Entry::Node(node) => push_text(arena, tag::NODE, node.name.as_deref().unwrap_or("")),
+            Entry::ArgNode(&n) => push_head(arena, tag::ARG, n),
             Entry::Head(h) => {
-                let node = h.first().copied().unwrap_or(0);
-                let output = h.get(1).copied().unwrap_or(0);
-                self.heads.push_top(arena, &HeadRec { node, output })?;
+                push_head(arena, tag::HEAD, h.first().copied().unwrap_or(0))?;
+                push_varint(arena, u128::from(h.get(1).copied().unwrap_or(0)))
             }
-            Entry::RowPtr(&r) => {
-                self.rows.push_top(arena, &NumRec(r))?;
-            }
-            Entry::Dltype(d) => {
-                let span = arena.push_str_top(d)?;
-                self.dtypes.push_top(arena, &StrRec(span))?;
-            }
-            Entry::Shape(shape) => {
-                let at = arena.alloc_top(shape.len().saturating_mul(4))?;
-                for (i, d) in shape.iter().enumerate() {
-                    arena.write(at.saturating_add((i as u32).saturating_mul(4)), &d.to_le_bytes());
+            Entry::RowPtr(&r) => push_head(arena, tag::ROW, r),
+            Entry::Dltype(d) => match NrtDtype::from_json(d).filter(|t| t.as_str() == d.as_str()) {
+                Some(t) => push_head(arena, tag::DTYPE, u64::from(t.value()).saturating_add(1)),
+                None => {
+                    push_head(arena, tag::DTYPE, 0)?;
+                    push_varint(arena, d.len() as u128)?;
+                    arena.push_str_top(d).map(|_| ())
                 }
-                self.shapes.push_top(arena, &StrRec(Span { at, len: (shape.len() as u32).saturating_mul(4) }))?;
+            },
+            Entry::Shape(shape) => {
+                push_head(arena, tag::SHAPE, shape.len() as u64)?;
+                shape.iter().try_for_each(|&d| push_varint(arena, u128::from(d)))
             }
-            _ => {}
+            _ => Ok(()),
         }
-        Ok(())
     }
 
     /// Checks every reference and calls `f` with each input (in `arg_nodes` order), then each
@@ -414,18 +475,17 @@ impl IoJoin {
         if let Some(e) = self.error {
             return Err(at_file(e));
         }
-        let nodes = Dense::build(&self.nodes, arena).map_err(at_file)?;
-        let outputs = Dense::build(&self.outputs, arena).map_err(at_file)?;
-        let rows = Dense::build(&self.rows, arena).map_err(at_file)?;
-        let dtypes = Dense::build(&self.dtypes, arena).map_err(at_file)?;
-        let shapes = Dense::build(&self.shapes, arena).map_err(at_file)?;
-        let join = Join { arena, nodes, outputs, rows, dtypes, shapes, node_list: &self.nodes };
+        let hi = u32::try_from(self.mark).unwrap_or(u32::MAX);
+        let lo = u32::try_from(arena.mark_top()).unwrap_or(0);
+        let skips = Join::build_skips(arena, hi, lo).map_err(at_file)?;
+        let join = Join { arena, hi, lo, skips };
         let fail = |path: &str, e: ManifestError| semantic(Stage::NeffJson, member, end, path, e);
         let mut shape_buf = [0u32; MAX_DIMS as usize];
-        for (i, (_, arg)) in self.args.iter(join.arena).enumerate() {
+        for (i, arg) in join.all(tag::ARG).enumerate() {
+            let Item::Arg(arg) = arg else { continue };
             let path = indexed(NeffJson::KEY_ARG_NODES, i as u64, &[]);
-            let node = join.node(arg.0).ok_or_else(|| fail(&path, ManifestError::InputNodeOutOfBounds(arg.0)))?;
-            let eid = join.row(arg.0).map_err(|e| fail(&path, e))?;
+            let node = join.node(arg).ok_or_else(|| fail(&path, ManifestError::InputNodeOutOfBounds(arg)))?;
+            let eid = join.row(arg).map_err(|e| fail(&path, e))?;
             let mut t = join
                 .tensor(IoKind::Input, join.arena.str(node.name), eid, &mut shape_buf)
                 .map_err(|e| fail(&path, e))?;
@@ -433,27 +493,39 @@ impl IoJoin {
             warn_dtype(&t, sink, member, end);
             f(&t);
         }
-        // Outputs: one per distinct name, at the position of its first head, with the values of
-        // its last. Found by looking around for heads of the same name: no table of names.
+        // Outputs: every head is resolved and checked in order, as the runtime resolves each
+        // one, and its name and EID noted (16 bytes a head). Then one tensor per distinct name,
+        // at the position of its first head, with the values of its last.
+        let table = join.skips.heads;
+        let mut pos = join.hi;
+        let mut i: u32 = 0;
+        while let Some((head, next)) = join.next_head(pos) {
+            pos = next;
+            let path = indexed(NeffJson::KEY_HEADS, u64::from(i), &[]);
+            let (name, eid) = join.head(head).map_err(|e| fail(&path, e))?;
+            join.tensor(IoKind::Output, join.arena.str(name), eid, &mut shape_buf).map_err(|e| fail(&path, e))?;
+            let mut rec = [0u8; 16];
+            let (a, b) = rec.split_at_mut(8);
+            a.copy_from_slice(&name.encode());
+            b.copy_from_slice(&eid.to_le_bytes());
+            join.arena.write(table.at.saturating_add(i.saturating_mul(16)), &rec);
+            i = i.saturating_add(1);
+        }
+        let noted = |k: u32| {
+            let at = table.at.saturating_add(k.saturating_mul(16));
+            (join.arena.span_at(at), join.arena.u64_at(at.saturating_add(8)))
+        };
+        let same = |a: Span, b: Span| join.arena.bytes(a) == join.arena.bytes(b);
         let mut emitted: u32 = 0;
-        for (i, (_, head)) in self.heads.iter(join.arena).enumerate() {
-            let path = indexed(NeffJson::KEY_HEADS, i as u64, &[]);
-            let (name, eid) = join.head(&head).map_err(|e| fail(&path, e))?;
-            // Checked for every head, as the runtime resolves each one.
-            join.tensor(IoKind::Output, name, eid, &mut shape_buf).map_err(|e| fail(&path, e))?;
-            let earlier = self.heads.iter(join.arena).take(i).any(|(_, h)| join.head(&h).is_ok_and(|(n, _)| n == name));
-            if earlier {
+        for k in 0..i {
+            let (name, _) = noted(k);
+            if (0..k).any(|j| same(noted(j).0, name)) {
                 continue;
             }
-            let last = self
-                .heads
-                .iter(join.arena)
-                .skip(i)
-                .filter_map(|(_, h)| join.head(&h).ok())
-                .filter(|(n, _)| *n == name)
-                .last()
-                .map_or(eid, |(_, e)| e);
-            let mut t = join.tensor(IoKind::Output, name, last, &mut shape_buf).map_err(|e| fail(&path, e))?;
+            let last = (k..i).rev().map(noted).find(|(n, _)| same(*n, name)).map_or(0, |(_, e)| e);
+            let path = indexed(NeffJson::KEY_HEADS, u64::from(k), &[]);
+            let mut t =
+                join.tensor(IoKind::Output, join.arena.str(name), last, &mut shape_buf).map_err(|e| fail(&path, e))?;
             t.index = emitted;
             emitted = emitted.saturating_add(1);
             warn_dtype(&t, sink, member, end);
@@ -478,40 +550,200 @@ fn warn_dtype(t: &IoTensor<'_>, sink: &mut dyn WarningSink, member: &str, end: u
     }
 }
 
-/// The dense tables of a finished join.
-struct Join<'j, 'b> {
-    arena: &'j mut Arena<'b>,
-    nodes: Dense,
-    outputs: Dense,
-    rows: Dense,
-    dtypes: Dense,
-    shapes: Dense,
-    node_list: &'j List<NodeRec>,
+/// A node found in the log: where its group (output names, then the node) starts, how many
+/// output names it has, and its name.
+#[derive(Debug, Clone, Copy)]
+struct NodeView {
+    group: u32,
+    outputs: u64,
+    name: Span,
 }
 
-impl Join<'_, '_> {
-    fn node(&self, id: u64) -> Option<NodeRec> {
-        self.nodes.get(self.arena, id).map(|pos| self.node_list.get(self.arena, pos))
+/// The skip tables of a finished join, by kind.
+#[derive(Debug, Clone, Copy, Default)]
+struct Skips {
+    /// Positions of every [`SKIP`]th node's group.
+    nodes: Skip,
+    rows: Skip,
+    dtypes: Skip,
+    shapes: Skip,
+    /// Not a skip table: the name and EID of each head, noted while checking them.
+    heads: Skip,
+}
+
+/// A finished join: the log and its skip tables.
+struct Join<'j, 'b> {
+    arena: &'j mut Arena<'b>,
+    hi: u32,
+    lo: u32,
+    skips: Skips,
+}
+
+impl<'j, 'b> Join<'j, 'b> {
+    fn cursor(&self, pos: u32) -> Cursor<'_, 'b> {
+        Cursor { arena: self.arena, pos, lo: self.lo }
+    }
+
+    /// The first head at or below `pos`, and the position after it.
+    fn next_head(&self, pos: u32) -> Option<((u64, u64), u32)> {
+        let mut c = self.cursor(pos);
+        while let Some(item) = c.item() {
+            if let Item::Head { node, output } = item {
+                return Some(((node, output), c.pos));
+            }
+        }
+        None
+    }
+
+    /// Counts the items of each kind, then lays out their skip tables below the log.
+    fn build_skips(arena: &mut Arena<'_>, hi: u32, lo: u32) -> Result<Skips, ErrorKind> {
+        let mut skips = Skips::default();
+        let mut c = Cursor { arena, pos: hi, lo };
+        while let Some(item) = c.item() {
+            let count = match item {
+                Item::Node(_) => &mut skips.nodes.count,
+                Item::Row(_) => &mut skips.rows.count,
+                Item::Dtype { .. } => &mut skips.dtypes.count,
+                Item::Shape { .. } => &mut skips.shapes.count,
+                Item::Head { .. } => &mut skips.heads.count,
+                _ => continue,
+            };
+            *count = count.saturating_add(1);
+        }
+        let heads = usize::try_from(skips.heads.count).unwrap_or(usize::MAX);
+        skips.heads.at = arena.alloc_top(heads.saturating_mul(16))?;
+        for skip in [&mut skips.nodes, &mut skips.rows, &mut skips.dtypes, &mut skips.shapes] {
+            skip.at = arena.alloc_top(Skip::entries(skip.count).saturating_mul(4))?;
+        }
+        let (mut seen, mut group, mut pos) = ([0u64; 4], hi, hi);
+        // Entries are buffered a few at a time: the cursor borrows the arena they go into.
+        let mut marks: [(u32, u64); 8] = [(0, 0); 8];
+        let mut n = 0;
+        loop {
+            let start = pos;
+            let mut c = Cursor { arena, pos, lo };
+            let Some(item) = c.item() else { break };
+            pos = c.pos;
+            let (kind, at) = match item {
+                // A node's entry is where its group starts, just after the previous node.
+                Item::Node(_) => (0, group),
+                Item::Row(_) => (1, start),
+                Item::Dtype { .. } => (2, start),
+                Item::Shape { .. } => (3, start),
+                _ => continue,
+            };
+            if kind == 0 {
+                group = pos;
+            }
+            if let Some(k) = seen.get_mut(kind) {
+                if *k % u64::from(SKIP) == 0 {
+                    if let Some(m) = marks.get_mut(n) {
+                        *m = (at, ((kind as u64) << 60) | (*k / u64::from(SKIP)));
+                    }
+                    n += 1;
+                }
+                *k = k.saturating_add(1);
+            }
+            if n == marks.len() {
+                Self::flush(arena, &skips, &marks);
+                n = 0;
+            }
+        }
+        Self::flush(arena, &skips, marks.get(..n).unwrap_or(&[]));
+        Ok(skips)
+    }
+
+    /// Writes buffered skip entries `(position, kind << 60 | entry)`.
+    fn flush(arena: &mut Arena<'_>, skips: &Skips, marks: &[(u32, u64)]) {
+        for &(pos, code) in marks {
+            let table = match code >> 60 {
+                0 => skips.nodes,
+                1 => skips.rows,
+                2 => skips.dtypes,
+                _ => skips.shapes,
+            };
+            let k = u32::try_from(code & ((1 << 60) - 1)).unwrap_or(u32::MAX);
+            arena.write(table.at.saturating_add(k.saturating_mul(4)), &pos.to_le_bytes());
+        }
+    }
+
+    /// Every item of one kind, in document order.
+    fn all(&self, kind: u8) -> impl Iterator<Item = Item> + '_ {
+        let mut c = self.cursor(self.hi);
+        core::iter::from_fn(move || c.item()).filter(move |i| Cursor::tag_of(i) == kind)
+    }
+
+    /// Item `i` of one kind (rows, dtypes, shapes), from its skip table.
+    fn nth(&self, skip: &Skip, kind: u8, i: u64) -> Option<Item> {
+        if i >= skip.count {
+            return None;
+        }
+        let k = i / u64::from(SKIP);
+        let mut left = i % u64::from(SKIP);
+        let mut c = self.cursor(skip.get(self.arena, k));
+        while let Some(item) = c.item() {
+            if Cursor::tag_of(&item) != kind {
+                continue;
+            }
+            if left == 0 {
+                return Some(item);
+            }
+            left -= 1;
+        }
+        None
+    }
+
+    fn node(&self, id: u64) -> Option<NodeView> {
+        if id >= self.skips.nodes.count {
+            return None;
+        }
+        let mut left = id % u64::from(SKIP);
+        let mut group = self.skips.nodes.get(self.arena, id / u64::from(SKIP));
+        let mut c = self.cursor(group);
+        let mut outputs = 0u64;
+        while let Some(item) = c.item() {
+            match item {
+                Item::Output(_) => outputs = outputs.saturating_add(1),
+                Item::Node(name) if left == 0 => return Some(NodeView { group, outputs, name }),
+                Item::Node(_) => {
+                    left -= 1;
+                    group = c.pos;
+                    outputs = 0;
+                }
+                _ => {}
+            }
+        }
+        None
+    }
+
+    /// Output name `o` of a node.
+    fn output_name(&self, node: &NodeView, o: u64) -> Option<Span> {
+        let mut c = self.cursor(node.group);
+        let mut left = o;
+        while let Some(item) = c.item() {
+            match item {
+                Item::Output(name) if left == 0 => return Some(name),
+                Item::Output(_) => left -= 1,
+                Item::Node(_) => return None,
+                _ => {}
+            }
+        }
+        None
     }
 
     fn row(&self, node: u64) -> Result<u64, ManifestError> {
-        let pos = self.rows.get(self.arena, node).ok_or(ManifestError::RowPtrOutOfBounds(node))?;
-        Ok(self.arena.u64_at(pos.saturating_add(4)))
+        match self.nth(&self.skips.rows, tag::ROW, node) {
+            Some(Item::Row(eid)) => Ok(eid),
+            _ => Err(ManifestError::RowPtrOutOfBounds(node)),
+        }
     }
 
-    fn str_at(&self, table: &Dense, i: u64) -> Option<Span> {
-        table.get(self.arena, i).map(|pos| self.arena.span_at(pos.saturating_add(4)))
-    }
-
-    /// The name and EID of a head.
-    fn head(&self, head: &HeadRec) -> Result<(&str, u64), ManifestError> {
-        let node = self.node(head.node).ok_or(ManifestError::OutputNodeOutOfBounds(head.node))?;
-        let eid = self.row(head.node)?.checked_add(head.output).ok_or(ManifestError::EidOutOfBounds(u64::MAX))?;
-        let from_outputs = (head.output < u64::from(node.outputs))
-            .then(|| self.str_at(&self.outputs, u64::from(node.first_output).saturating_add(head.output)))
-            .flatten();
-        let name = from_outputs.map_or_else(|| self.arena.str(node.name), |s| self.arena.str(s));
-        Ok((name, eid))
+    /// The name and EID of a head `(node, output)`.
+    fn head(&self, (node_id, output): (u64, u64)) -> Result<(Span, u64), ManifestError> {
+        let node = self.node(node_id).ok_or(ManifestError::OutputNodeOutOfBounds(node_id))?;
+        let eid = self.row(node_id)?.checked_add(output).ok_or(ManifestError::EidOutOfBounds(u64::MAX))?;
+        let from_outputs = (output < node.outputs).then(|| self.output_name(&node, output)).flatten();
+        Ok((from_outputs.unwrap_or(node.name), eid))
     }
 
     fn tensor<'s>(
@@ -521,17 +753,27 @@ impl Join<'_, '_> {
         eid: u64,
         shape_buf: &'s mut [u32; MAX_DIMS as usize],
     ) -> Result<IoTensor<'s>, ManifestError> {
-        let dtype = self.str_at(&self.dtypes, eid).ok_or(ManifestError::EidOutOfBounds(eid))?;
-        let shape = self.str_at(&self.shapes, eid).ok_or(ManifestError::EidOutOfBounds(eid))?;
-        let dims = (shape.len / 4) as usize;
-        if dims as u64 > MAX_DIMS {
-            return Err(ManifestError::TooManyDimensions(dims as u64));
+        let Some(Item::Dtype { code, name: literal }) = self.nth(&self.skips.dtypes, tag::DTYPE, eid) else {
+            return Err(ManifestError::EidOutOfBounds(eid));
+        };
+        let Some(Item::Shape { dims, at }) = self.nth(&self.skips.shapes, tag::SHAPE, eid) else {
+            return Err(ManifestError::EidOutOfBounds(eid));
+        };
+        if dims > MAX_DIMS {
+            return Err(ManifestError::TooManyDimensions(dims));
         }
-        for (i, d) in shape_buf.iter_mut().take(dims).enumerate() {
-            *d = self.arena.u32_at(shape.at.saturating_add((i as u32).saturating_mul(4)));
+        let dims = dims as usize;
+        let mut c = self.cursor(at);
+        for d in shape_buf.iter_mut().take(dims) {
+            *d = c.varint().and_then(|v| u32::try_from(v).ok()).unwrap_or(0);
         }
-        let dtype = self.arena.str(dtype);
-        let nrt_dtype = NrtDtype::from_json(dtype).unwrap_or(NrtDtype::Unknown);
+        let (dtype, nrt_dtype) = match code.checked_sub(1).and_then(NrtDtype::from_value) {
+            Some(t) => (t.as_str(), t),
+            None => {
+                let s = self.arena.str(literal);
+                (s, NrtDtype::from_json(s).unwrap_or(NrtDtype::Unknown))
+            }
+        };
         let shape = shape_buf.get(..dims).unwrap_or(&[]);
         let size = shape
             .iter()
@@ -557,7 +799,7 @@ mod tests {
     fn parse(doc: &str) -> Result<(Io, Vec<String>), Error> {
         let mut tok = Tokenizer::<256, 64>::new();
         let mut src = doc.as_bytes();
-        let mut buf = [0u8; 4096];
+        let mut buf = std::vec![0u8; 1 << 20];
         let mut arena = Arena::new(&mut buf);
         let mut join = IoJoin::new(&arena);
         let mut kelfs = Vec::new();
@@ -593,6 +835,72 @@ mod tests {
         assert_eq!(kelfs, ["kelf-0.json"]);
     }
 
+    /// A generated graph of `n` inputs and `m` outputs (arg and head order shuffled, dtypes
+    /// known, aliased and unknown, up to 32 dims), and the tensors a plain table join gives.
+    fn generated(n: usize, m: usize, nodes_last: bool) -> (String, Io) {
+        let dtypes = ["float16", "float32", "int8", "bfloat16", "fp8_e4m3", "weird_t", "uint64"];
+        let mut nodes: Vec<String> =
+            (0..n).map(|i| std::format!(r#"{{"op":"null","name":"input_{i}_{}"}}"#, "x".repeat(i % 40))).collect();
+        let outs: Vec<String> = (0..m).map(|o| std::format!(r#""out_{o}""#)).collect();
+        nodes.push(std::format!(
+            r#"{{"op":"tvm_op","name":"k","attrs":{{"func_name":"__kelf","kelf":"kelf-0.json"}},"output_names":[{}]}}"#,
+            outs.join(",")
+        ));
+        let eids = n + m;
+        let mut rows: Vec<usize> = (0..=n).collect();
+        rows.push(eids);
+        let shape = |e: usize| -> Vec<u32> { (0..(e * 7) % 33).map(|d| 1 + ((e + d) % 3) as u32).collect() };
+        let dtype = |e: usize| dtypes[(e * 5) % dtypes.len()];
+        let args: Vec<usize> = (0..n).map(|i| (i * 37) % n).collect();
+        let heads: Vec<usize> = (0..m).map(|o| (o * 11) % m).collect();
+        let list = |v: &[usize]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(",");
+        let shapes: Vec<String> = (0..eids)
+            .map(|e| std::format!("[{}]", list(&shape(e).iter().map(|&d| d as usize).collect::<Vec<_>>())))
+            .collect();
+        let dts: Vec<String> = (0..eids).map(|e| std::format!(r#""{}""#, dtype(e))).collect();
+        let head_list: Vec<String> = heads.iter().map(|o| std::format!("[{n},{o},0]")).collect();
+        let rest = std::format!(
+            r#""arg_nodes":[{}],"heads":[{}],"attrs":{{"shape":["list_shape",[{}]],"dltype":["list_str",[{}]]}},"node_row_ptr":[{}]"#,
+            list(&args),
+            head_list.join(","),
+            shapes.join(","),
+            dts.join(","),
+            list(&rows)
+        );
+        let nodes = std::format!(r#""nodes":[{}]"#, nodes.join(","));
+        let doc = if nodes_last { std::format!("{{{rest},{nodes}}}") } else { std::format!("{{{nodes},{rest}}}") };
+        let size = |e: usize| {
+            let t = NrtDtype::from_json(dtype(e)).unwrap_or(NrtDtype::Unknown);
+            shape(e).iter().fold(t.element_size(), |a, &d| a * u64::from(d))
+        };
+        let mut io: Io = args
+            .iter()
+            .map(|&a| {
+                (IoKind::Input, std::format!("input_{a}_{}", "x".repeat(a % 40)), dtype(a).into(), shape(a), size(a))
+            })
+            .collect();
+        io.extend(
+            heads
+                .iter()
+                .map(|&o| (IoKind::Output, std::format!("out_{o}"), dtype(n + o).into(), shape(n + o), size(n + o))),
+        );
+        (doc, io)
+    }
+
+    #[test]
+    fn a_generated_graph_joins_as_a_plain_table_does() {
+        for (n, m, nodes_last) in [(1, 1, false), (64, 63, false), (65, 64, true), (300, 129, false), (1000, 500, true)]
+        {
+            let (doc, want) = generated(n, m, nodes_last);
+            let (io, kelfs) = parse(&doc).unwrap();
+            assert_eq!(kelfs, ["kelf-0.json"]);
+            assert_eq!(io.len(), want.len(), "{n} inputs, {m} outputs");
+            for (got, want) in io.iter().zip(&want) {
+                assert_eq!(got, want, "{n} inputs, {m} outputs");
+            }
+        }
+    }
+
     #[test]
     fn key_order_does_not_matter() {
         let reordered = r#"{"attrs":{"shape":["list_shape",[[2,3],[4],[5,5]]],"dltype":["list_str",["float16","float32","int8"]]},
@@ -625,11 +933,11 @@ mod tests {
     fn a_full_arena_is_an_error_not_a_truncation() {
         let mut tok = Tokenizer::<256, 64>::new();
         let mut src = GOOD.as_bytes();
-        let mut buf = [0u8; 40];
+        let mut buf = [0u8; 16];
         let mut arena = Arena::new(&mut buf);
         let mut join = IoJoin::new(&arena);
         let mut visit = |e: Entry<'_>, at: &EntryAt<'_>| join.see(&mut arena, &e).map_err(|k| at.error(k));
         let e = NeffJson::parse(&mut tok, &mut src, "neff.json", &mut IgnoreWarnings, &mut visit).unwrap_err();
-        assert!(matches!(e.kind, ErrorKind::ArenaFull { capacity: 40, .. }), "{e:?}");
+        assert!(matches!(e.kind, ErrorKind::ArenaFull { capacity: 16, .. }), "{e:?}");
     }
 }

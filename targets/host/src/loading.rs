@@ -194,6 +194,8 @@ pub struct TensorInfo {
 pub struct PayloadInfo {
     /// The member's path in the tar.
     pub member: String,
+    /// Its position among the payload members (the tar order).
+    pub seq: u32,
     /// Its core.
     pub core: Option<u8>,
     /// Its usage class.
@@ -217,6 +219,7 @@ impl PayloadInfo {
     pub fn as_report(&self) -> PayloadReport<'_> {
         PayloadReport {
             member: &self.member,
+            seq: self.seq,
             core: self.core,
             usage: self.usage,
             len: self.len,
@@ -464,6 +467,7 @@ impl Observer for Collected {
     fn payload(&mut self, p: &PayloadReport<'_>) {
         self.payloads.push(PayloadInfo {
             member: p.member.to_owned(),
+            seq: p.seq,
             core: p.core,
             usage: p.usage,
             len: p.len,
@@ -594,7 +598,12 @@ fn run_here(
     let finish = archive.finish(&mut sink)?;
     let report = Box::new(HostReport {
         summary,
-        payloads: std::mem::take(&mut collected.payloads),
+        // In tar order, as the core's reports are not (weights come last).
+        payloads: {
+            let mut payloads = std::mem::take(&mut collected.payloads);
+            payloads.sort_by_key(|p| p.seq);
+            payloads
+        },
         subgraphs: std::mem::take(&mut collected.subgraphs),
     });
     Ok(Pass { header, report, collected, device, finish, elapsed, warnings })
