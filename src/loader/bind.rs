@@ -110,6 +110,8 @@ impl Loader<'_> {
     }
 
     /// The chain checks, then placement of what was staged, then the report.
+    // A frame of its own: the stack is the deepest path, not the sum of the stages.
+    #[inline(never)]
     pub(super) fn bind<H: Hal, S: WarningSink>(
         &mut self,
         hal: &mut H,
@@ -126,6 +128,8 @@ impl Loader<'_> {
 
     /// Every KELF, definition, engine JSON and activation set the chain names: present,
     /// readable, and what the KELF target asks.
+    // A frame of its own: the stack is the deepest path, not the sum of the stages.
+    #[inline(never)]
     fn check_manifests(&self, sink: &mut impl WarningSink) -> Result<(), Error> {
         let arena = &self.arena;
         let def_key = key_path(&[Kelf::KEY_GRAPHS, Graph::KEY_DEFINITION]);
@@ -247,6 +251,8 @@ impl Loader<'_> {
 
     /// Every payload: its role from the chain (placing what was staged), its size checks; what
     /// nothing references is released.
+    // A frame of its own: the stack is the deepest path, not the sum of the stages.
+    #[inline(never)]
     fn place_all<H: Hal>(&mut self, hal: &mut H, sink: &mut impl WarningSink) -> Result<(), Error> {
         let mut pos = self.index.payloads.first();
         for _ in 0..self.index.payloads.len() {
@@ -345,6 +351,8 @@ impl Loader<'_> {
     }
 
     /// Every payload a reached manifest names must be in the archive.
+    // A frame of its own: the stack is the deepest path, not the sum of the stages.
+    #[inline(never)]
     fn check_payload_references(&self) -> Result<(), Error> {
         let arena = &self.arena;
         let index = &self.index;
@@ -419,6 +427,8 @@ impl Loader<'_> {
     /// The placements (the other payloads in tar order, then the weights in the order their
     /// `def.json`s declare them; [`PayloadReport::seq`] gives the tar order) and each
     /// subgraph's accounting, in core order.
+    // A frame of its own: the stack is the deepest path, not the sum of the stages.
+    #[inline(never)]
     fn report<H: Hal>(&self, hal: &H, report: &mut LoadReport, observer: &mut impl Observer) -> Result<(), Error> {
         let arena = &self.arena;
         let mut emit = |member: &str, p: &Landing| -> Result<(), Error> {

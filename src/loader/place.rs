@@ -113,6 +113,8 @@ impl Loader<'_> {
 
     /// Streams one payload member: into its final region when its role is known, else staged.
     /// `seq` is its position among the payload members.
+    // A frame of its own: the stack is the deepest path, not the sum of the stages.
+    #[inline(never)]
     pub(super) fn read_payload<B: BufRead<Error = Error>, H: Hal, S: WarningSink>(
         &mut self,
         name: &str,

@@ -181,6 +181,8 @@ fn is_fatal(e: &Error) -> bool {
 
 impl Loader<'_> {
     /// The pass over the members.
+    // A frame of its own: the stack is the deepest path, not the sum of the stages.
+    #[inline(never)]
     pub(super) fn walk<R: BufRead, H: Hal, S: WarningSink>(
         &mut self,
         archive: &mut Archive<R>,
@@ -231,6 +233,8 @@ impl Loader<'_> {
 
     /// Reads one manifest member as `kind`. Its outcome is recorded; an error is returned only
     /// when it ends the load (the archive failed, the arena is full, `neff.json` is bad).
+    // A frame of its own: the stack is the deepest path, not the sum of the stages.
+    #[inline(never)]
     fn read_manifest<B: BufRead<Error = Error>, S: WarningSink>(
         &mut self,
         kind: ManifestKind,
@@ -274,6 +278,8 @@ impl Loader<'_> {
 
     /// One generic read-a-document step: parse the body into the scratch slot of `kind`, with
     /// the recorder as visitor.
+    // A frame of its own: the stack is the deepest path, not the sum of the stages.
+    #[inline(never)]
     fn parse<B: BufRead<Error = Error>, S: WarningSink>(
         &mut self,
         kind: ManifestKind,
