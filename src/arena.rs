@@ -32,22 +32,29 @@ impl Span {
     pub const EMPTY: Span = Span { at: 0, len: 0 };
 
     /// Bytes of the encoded form ([`Span::encode`]).
-    pub const ENCODED: usize = 8;
+    pub const ENCODED: usize = 6;
 
-    /// Little-endian `at` then `len`.
-    pub fn encode(self) -> [u8; 8] {
-        let mut out = [0u8; 8];
-        let (a, b) = out.split_at_mut(4);
-        a.copy_from_slice(&self.at.to_le_bytes());
-        b.copy_from_slice(&self.len.to_le_bytes());
-        out
+    /// The longest run an arena stores: the encoded length is a `u16`. Strings of a NEFF are
+    /// far shorter (the tar layer and the manifests cap them at a few KiB).
+    pub const MAX_LEN: usize = u16::MAX as usize;
+
+    /// Little-endian `at` (`u32`) then `len` (`u16`; [`Arena`] stores no longer run).
+    pub fn encode(self) -> [u8; 6] {
+        let [a0, a1, a2, a3] = self.at.to_le_bytes();
+        let [l0, l1] = u16::try_from(self.len).unwrap_or(u16::MAX).to_le_bytes();
+        [a0, a1, a2, a3, l0, l1]
     }
 
     /// The inverse of [`Span::encode`].
-    pub fn decode(bytes: [u8; 8]) -> Self {
-        let [a0, a1, a2, a3, l0, l1, l2, l3] = bytes;
-        Span { at: u32::from_le_bytes([a0, a1, a2, a3]), len: u32::from_le_bytes([l0, l1, l2, l3]) }
+    pub fn decode(bytes: [u8; 6]) -> Self {
+        let [a0, a1, a2, a3, l0, l1] = bytes;
+        Span { at: u32::from_le_bytes([a0, a1, a2, a3]), len: u32::from(u16::from_le_bytes([l0, l1])) }
     }
+}
+
+/// The error for a run longer than [`Span::MAX_LEN`].
+fn too_long() -> ErrorKind {
+    ErrorKind::Capacity(crate::error::CapacityError { limit: "Span::MAX_LEN", capacity: Span::MAX_LEN as u64 })
 }
 
 /// A caller-lent buffer, filled front to back.
@@ -142,6 +149,9 @@ impl<'a> Arena<'a> {
 
     /// Appends `s` at the top (scratch).
     pub fn push_str_top(&mut self, s: &str) -> Result<Span, ErrorKind> {
+        if s.len() > Span::MAX_LEN {
+            return Err(too_long());
+        }
         let at = self.alloc_top(s.len())?;
         self.write(at, s.as_bytes());
         Ok(Span { at, len: s.len() as u32 })
@@ -153,6 +163,9 @@ impl<'a> Arena<'a> {
 
     /// Appends `bytes`.
     pub fn push_bytes(&mut self, bytes: &[u8]) -> Result<Span, ErrorKind> {
+        if bytes.len() > Span::MAX_LEN {
+            return Err(too_long());
+        }
         let at = self.alloc(bytes.len())?;
         self.write(at, bytes);
         Ok(Span { at, len: bytes.len() as u32 })
@@ -256,6 +269,11 @@ impl<'b> Writer<'b> {
         self.bytes(&[v])
     }
 
+    /// Appends a `u16`.
+    pub fn u16(&mut self, v: u16) -> &mut Self {
+        self.bytes(&v.to_le_bytes())
+    }
+
     /// Appends a `u32`.
     pub fn u32(&mut self, v: u32) -> &mut Self {
         self.bytes(&v.to_le_bytes())
@@ -298,6 +316,11 @@ impl<'b> Reader<'b> {
     pub fn u8(&mut self) -> u8 {
         let [b] = self.take::<1>();
         b
+    }
+
+    /// The next `u16`.
+    pub fn u16(&mut self) -> u16 {
+        u16::from_le_bytes(self.take())
     }
 
     /// The next `u32`.
@@ -461,7 +484,7 @@ mod tests {
     }
 
     impl Record for Pair {
-        const SIZE: usize = 16;
+        const SIZE: usize = Span::ENCODED + 8;
         fn encode(&self, out: &mut [u8]) {
             Writer::new(out).span(self.name).u64(self.size);
         }
@@ -469,6 +492,21 @@ mod tests {
             let mut r = Reader::new(bytes);
             Pair { name: r.span(), size: r.u64() }
         }
+    }
+
+    #[test]
+    fn a_run_longer_than_a_span_can_say_is_refused_not_cut() {
+        let mut buf = std::vec![0u8; 70_000];
+        let mut arena = Arena::new(&mut buf);
+        let long = "x".repeat(Span::MAX_LEN + 1);
+        let e = arena.push_str(&long).unwrap_err();
+        assert!(matches!(e, ErrorKind::Capacity(c) if c.capacity == 65_535), "{e:?}");
+        assert_eq!(arena.push_str_top(&long).unwrap_err(), e);
+        assert_eq!(arena.used(), 0);
+        let most = "y".repeat(Span::MAX_LEN);
+        let span = arena.push_str(&most).unwrap();
+        assert_eq!(Span::decode(span.encode()), span);
+        assert_eq!(arena.str(span).len(), Span::MAX_LEN);
     }
 
     #[test]

@@ -184,9 +184,9 @@ impl Loader<'_> {
     fn check_def(&self, def: &ManifestRec, rules: TargetCheck) -> Result<(), Error> {
         let arena = &self.arena;
         let member = arena.str(def.member);
-        self.index.def_ext(arena, def).carveouts.to_def().check_carveouts(rules, self.options.allow_legacy).map_err(|(path, e)| {
-            Error::in_member(Stage::DefJson, member, 0, ErrorKind::Manifest(e)).with_key_path(&path)
-        })?;
+        self.index.def_ext(arena, def).carveouts.to_def().check_carveouts(rules, self.options.allow_legacy).map_err(
+            |(path, e)| Error::in_member(Stage::DefJson, member, 0, ErrorKind::Manifest(e)).with_key_path(&path),
+        )?;
         let dir = dir_of(member);
         // A library added twice (spec §7.6): the runtime's `UCode Library %s has already been added`.
         let def_pos = self.index.def(arena, member).map(|(p, _)| p);
@@ -200,7 +200,12 @@ impl Loader<'_> {
             }
         }
         for engine in ENGINES {
-            let name = self.index.def_ext(arena, def).engines.get(super::index::engine_slot(engine)).map_or("", |s| arena.str(*s));
+            let name = self
+                .index
+                .def_ext(arena, def)
+                .engines
+                .get(super::index::engine_slot(engine))
+                .map_or("", |s| arena.str(*s));
             if name.is_empty() {
                 continue;
             }

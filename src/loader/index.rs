@@ -94,7 +94,7 @@ pub(crate) struct DefExt {
 }
 
 impl Record for DefExt {
-    const SIZE: usize = 80 + 1 + 1 + 8 + 8;
+    const SIZE: usize = 10 * Span::ENCODED + 1 + 1 + 8 + 8;
     fn encode(&self, out: &mut [u8]) {
         let mut w = Writer::new(out);
         for s in self.engines.iter().chain(self.engine_instrs.iter()) {
@@ -164,7 +164,7 @@ impl CarveoutFacts {
 }
 
 impl Record for ManifestRec {
-    const SIZE: usize = 8 + 1 + 1 + 1 + 1 + 4 + 8 + 4;
+    const SIZE: usize = Span::ENCODED + 1 + 1 + 1 + 1 + 4 + Span::ENCODED + 4;
     fn encode(&self, out: &mut [u8]) {
         let mut w = Writer::new(out);
         w.span(self.member)
@@ -235,7 +235,7 @@ pub(crate) struct GraphRec {
 }
 
 impl Record for GraphRec {
-    const SIZE: usize = 20;
+    const SIZE: usize = 4 + 2 * Span::ENCODED;
     fn encode(&self, out: &mut [u8]) {
         Writer::new(out).u32(self.kelf).span(self.name).span(self.definition);
     }
@@ -253,7 +253,7 @@ pub(crate) struct KelfNameRec {
 }
 
 impl Record for KelfNameRec {
-    const SIZE: usize = 9;
+    const SIZE: usize = Span::ENCODED + 1;
     fn encode(&self, out: &mut [u8]) {
         Writer::new(out).span(self.name).u8(u8::from(self.mark == KelfMark::Op));
     }
@@ -291,7 +291,7 @@ impl FileVarRec {
 }
 
 impl Record for FileVarRec {
-    const SIZE: usize = 4 + 8 + 1 + 8 + 1 + Landing::SIZE;
+    const SIZE: usize = 4 + Span::ENCODED + 1 + 8 + 1 + Landing::SIZE;
     fn encode(&self, out: &mut [u8]) {
         let mut w = Writer::new(out);
         w.u32(self.def)
@@ -326,13 +326,13 @@ pub(crate) struct Landing {
     pub region: u32,
     /// Bytes that landed.
     pub len: u64,
-    /// Bytes of the member before them (a `.npy` header).
-    pub header_len: u32,
+    /// Bytes of the member before them (a `.npy` header: at most 12 + the parser's 256).
+    pub header_len: u16,
     pub digest: u64,
 }
 
 impl Landing {
-    const SIZE: usize = 4 + 3 + 4 + 8 + 4 + 8;
+    const SIZE: usize = 4 + 3 + 4 + 8 + 2 + 8;
     /// The state of a weight whose member has not streamed in.
     pub const NOT_LANDED: u8 = u8::MAX;
     /// Nothing landed.
@@ -364,7 +364,7 @@ impl Landing {
             .u8(self.core)
             .u32(self.region)
             .u64(self.len)
-            .u32(self.header_len)
+            .u16(self.header_len)
             .u64(self.digest);
     }
 
@@ -376,7 +376,7 @@ impl Landing {
             core: r.u8(),
             region: r.u32(),
             len: r.u64(),
-            header_len: r.u32(),
+            header_len: r.u16(),
             digest: r.u64(),
         }
     }
@@ -406,7 +406,7 @@ pub(crate) enum NameKind {
 }
 
 impl Record for NameRec {
-    const SIZE: usize = 13;
+    const SIZE: usize = 4 + 1 + Span::ENCODED;
     fn encode(&self, out: &mut [u8]) {
         let k = match self.kind {
             NameKind::UcodeLib => 0,
@@ -440,7 +440,7 @@ pub(crate) struct PayloadRec {
 }
 
 impl Record for PayloadRec {
-    const SIZE: usize = 8 + Landing::SIZE + 1;
+    const SIZE: usize = Span::ENCODED + Landing::SIZE + 1;
     fn encode(&self, out: &mut [u8]) {
         let mut w = Writer::new(out);
         w.span(self.member);

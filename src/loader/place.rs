@@ -82,9 +82,7 @@ impl Loader<'_> {
             if json.failed.is_some() {
                 continue;
             }
-            if index.instr_of(arena, &def, Some(&json), engine)
-                .is_some_and(|i| is_joined(member, dir, i))
-            {
+            if index.instr_of(arena, &def, Some(&json), engine).is_some_and(|i| is_joined(member, dir, i)) {
                 return role(usage_of(engine), INSTR_ALIGN, None, true);
             }
             if engine == EngineType::Dve
@@ -151,8 +149,8 @@ impl Loader<'_> {
                 let _ = hal.release(r);
             }
         };
-        // A `.npy` header is far below 4 GiB (the parser's capacity bounds it).
-        let Ok(header_len) = u32::try_from(member_len.saturating_sub(placed.len)) else {
+        // A `.npy` header is at most 12 + 256 bytes (the parser's capacity bounds it).
+        let Ok(header_len) = u16::try_from(member_len.saturating_sub(placed.len)) else {
             release(hal);
             return Err(fail(ErrorKind::Npy(NpyError::Truncated { needed: placed.len, got: member_len })));
         };

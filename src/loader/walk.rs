@@ -308,7 +308,11 @@ impl Loader<'_> {
             Scratch::Def(doc) => doc.parse_into(tok, &mut src, name, sink, &mut recorder).and_then(|facts| {
                 recorder.observer.manifest(name, Manifest::Def(doc, &facts));
                 let ext = DefExt { carveouts: CarveoutFacts::from_def(&facts), ..DefExt::default() };
-                let at = recorder.index.def_exts.push(recorder.arena, &ext).map_err(|k| Error::in_member(Stage::DefJson, name, 0, k))?;
+                let at = recorder
+                    .index
+                    .def_exts
+                    .push(recorder.arena, &ext)
+                    .map_err(|k| Error::in_member(Stage::DefJson, name, 0, k))?;
                 let mut rec = recorder.index.manifests.get(recorder.arena, pos);
                 rec.ext = at;
                 recorder.index.manifests.set(recorder.arena, pos, &rec);

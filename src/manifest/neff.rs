@@ -221,6 +221,9 @@ mod tag {
     pub const SHAPE: u8 = 6;
 }
 
+/// Bytes the join notes of each head while checking them: its name's span and its EID.
+const HEAD_NOTE: usize = Span::ENCODED + 8;
+
 /// Items between two entries of a skip table (a lookup walks at most this many of its kind).
 const SKIP: u32 = 64;
 
@@ -494,7 +497,7 @@ impl IoJoin {
             f(&t);
         }
         // Outputs: every head is resolved and checked in order, as the runtime resolves each
-        // one, and its name and EID noted (16 bytes a head). Then one tensor per distinct name,
+        // one, and its name and EID noted ([`HEAD_NOTE`] bytes a head). Then one tensor per distinct name,
         // at the position of its first head, with the values of its last.
         let table = join.skips.heads;
         let mut pos = join.hi;
@@ -504,16 +507,16 @@ impl IoJoin {
             let path = indexed(NeffJson::KEY_HEADS, u64::from(i), &[]);
             let (name, eid) = join.head(head).map_err(|e| fail(&path, e))?;
             join.tensor(IoKind::Output, join.arena.str(name), eid, &mut shape_buf).map_err(|e| fail(&path, e))?;
-            let mut rec = [0u8; 16];
-            let (a, b) = rec.split_at_mut(8);
+            let mut rec = [0u8; HEAD_NOTE];
+            let (a, b) = rec.split_at_mut(Span::ENCODED);
             a.copy_from_slice(&name.encode());
             b.copy_from_slice(&eid.to_le_bytes());
-            join.arena.write(table.at.saturating_add(i.saturating_mul(16)), &rec);
+            join.arena.write(table.at.saturating_add(i.saturating_mul(HEAD_NOTE as u32)), &rec);
             i = i.saturating_add(1);
         }
         let noted = |k: u32| {
-            let at = table.at.saturating_add(k.saturating_mul(16));
-            (join.arena.span_at(at), join.arena.u64_at(at.saturating_add(8)))
+            let at = table.at.saturating_add(k.saturating_mul(HEAD_NOTE as u32));
+            (join.arena.span_at(at), join.arena.u64_at(at.saturating_add(Span::ENCODED as u32)))
         };
         let same = |a: Span, b: Span| join.arena.bytes(a) == join.arena.bytes(b);
         let mut emitted: u32 = 0;
@@ -611,7 +614,7 @@ impl<'j, 'b> Join<'j, 'b> {
             *count = count.saturating_add(1);
         }
         let heads = usize::try_from(skips.heads.count).unwrap_or(usize::MAX);
-        skips.heads.at = arena.alloc_top(heads.saturating_mul(16))?;
+        skips.heads.at = arena.alloc_top(heads.saturating_mul(HEAD_NOTE))?;
         for skip in [&mut skips.nodes, &mut skips.rows, &mut skips.dtypes, &mut skips.shapes] {
             skip.at = arena.alloc_top(Skip::entries(skip.count).saturating_mul(4))?;
         }
