@@ -322,9 +322,9 @@ fn engine_dma_checks() {
     let good = r#"{"instr":"SP.bin","dma":[{"id":0,"queue":"q","desc":[{"from":"a","to":"b","from_off":0,"to_off":0},{"op":"fma","to":"b","scale":0.5}]},{"id":1,"desc":[]}]}"#;
     let e = engine(good).unwrap();
     assert_eq!(e.dma_block_count(), 2);
-    let first = engine(&good.replace(r#",{"id":1,"desc":[]}"#, "")).unwrap();
-    let last = &first.dma.as_ref().unwrap().last;
-    assert_eq!((last.desc.as_ref().unwrap().count, last.desc.as_ref().unwrap().last.scale), (2, 0.5));
+    let first = parse::<EngineJson>(good.replace(r#",{"id":1,"desc":[]}"#, "").as_bytes(), "sg00/PE.json").unwrap();
+    let descs = &first.entries.descs;
+    assert_eq!((descs.len(), descs[1].scale), (2, 0.5));
     let err = engine(&good.replace(r#""op":"fma""#, r#""op":"xor""#)).unwrap_err();
     assert_eq!(msg(&err), "dma[0].desc[1].op: Unknown dma operation: xor");
     let err = engine(&good.replace(r#"{"id":1,"#, "{")).unwrap_err();

@@ -667,18 +667,21 @@ impl<T: MapEntry, const N: usize> JsonValue for Map<T, N> {
 }
 
 /// An array of any length, read one element at a time into one slot: every element is
-/// validated, handed to the visitor as the key's [`Entry`] and counted; the last one stays in
-/// the slot. Memory does not grow with the array.
-#[derive(Debug, Clone, PartialEq, Default)]
+/// validated, handed to the visitor as the key's [`Entry`] and counted. Memory does not grow
+/// with the array.
+///
+/// The slot is a local of the reading frame, not a field: a document holds only the count, so
+/// the slots of its streamed keys (a `def.json` var is 1 KiB) take stack one at a time, while
+/// their key is read, rather than all the time the document is.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Each<T> {
     /// Elements read.
     pub count: u64,
-    /// The last element (default when there was none).
-    pub last: T,
+    _slot: core::marker::PhantomData<fn() -> T>,
 }
 
-impl<T: JsonValue + core::any::Any> JsonValue for Each<T> {
+impl<T: JsonValue + Default + core::any::Any> JsonValue for Each<T> {
     const EXPECTED: JsonType = JsonType::Array;
     fn start(&mut self, ev: &Event<'_>, _lim: Lim) -> Result<Flow, Issue> {
         self.clear();
@@ -688,11 +691,14 @@ impl<T: JsonValue + core::any::Any> JsonValue for Each<T> {
         }
     }
 
+    // A frame of its own: the slot's stack is taken only while this key is read.
+    #[inline(never)]
     fn body<R: BufRead, const S: usize, const D: u16>(
         &mut self,
         cx: &mut Cx<'_, R, S, D>,
         lim: Lim,
     ) -> Result<(), Error> {
+        let mut slot = T::default();
         loop {
             let mark = cx.ctx.path.mark();
             cx.ctx.path.push_index(usize::try_from(self.count).unwrap_or(usize::MAX));
@@ -704,9 +710,9 @@ impl<T: JsonValue + core::any::Any> JsonValue for Each<T> {
                 Ok(true) => {}
                 Err(f) => return Err(cx.ctx.fault(f)),
             }
-            self.last.clear();
-            read(cx, &mut self.last, lim)?;
-            cx.emit(&self.last, lim)?;
+            slot.clear();
+            read(cx, &mut slot, lim)?;
+            cx.emit(&slot, lim)?;
             self.count = self.count.saturating_add(1);
             cx.ctx.path.reset(mark);
         }
@@ -714,29 +720,29 @@ impl<T: JsonValue + core::any::Any> JsonValue for Each<T> {
 
     fn clear(&mut self) {
         self.count = 0;
-        self.last.clear();
     }
 }
 
 /// A JSON object keyed by name of any size (`def.json` `var`, `dma_queue`), read one entry at a
 /// time into one slot: every entry is validated, handed to the visitor as the key's [`Entry`]
-/// and counted. Memory does not grow with the object.
-#[derive(Debug, Clone, PartialEq, Default)]
+/// and counted. Memory does not grow with the object. The slot is a local, as [`Each`]'s.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct EachMap<T> {
     /// Entries read.
     pub count: u64,
-    /// The last entry (default when there was none).
-    pub last: T,
+    _slot: core::marker::PhantomData<fn() -> T>,
 }
 
-impl<T: MapEntry + core::any::Any> JsonValue for EachMap<T> {
+impl<T: MapEntry + Default + core::any::Any> JsonValue for EachMap<T> {
     const EXPECTED: JsonType = JsonType::Object;
     fn start(&mut self, ev: &Event<'_>, _lim: Lim) -> Result<Flow, Issue> {
         self.clear();
         start_object(ev)
     }
 
+    // A frame of its own: the slot's stack is taken only while this key is read.
+    #[inline(never)]
     fn body<R: BufRead, const S: usize, const D: u16>(
         &mut self,
         cx: &mut Cx<'_, R, S, D>,
@@ -744,22 +750,23 @@ impl<T: MapEntry + core::any::Any> JsonValue for EachMap<T> {
     ) -> Result<(), Error> {
         let key_limit = lim.first();
         let value_lim = lim.rest();
+        let mut slot = T::default();
         loop {
             let mark = cx.ctx.path.mark();
             let step = match cx.tok.next_key(cx.src) {
                 Ok(None) => break,
                 Ok(Some(key)) => {
                     cx.ctx.path.push_key(key);
-                    self.last.clear();
-                    self.last.set_key(key, key_limit)
+                    slot.clear();
+                    slot.set_key(key, key_limit)
                 }
                 Err(f) => return Err(cx.ctx.fault(f)),
             };
             if let Err(issue) = step {
                 return Err(cx.issue(issue, lim));
             }
-            read(cx, &mut self.last, value_lim)?;
-            cx.emit(&self.last, lim)?;
+            read(cx, &mut slot, value_lim)?;
+            cx.emit(&slot, lim)?;
             self.count = self.count.saturating_add(1);
             cx.ctx.path.reset(mark);
         }
@@ -768,7 +775,6 @@ impl<T: MapEntry + core::any::Any> JsonValue for EachMap<T> {
 
     fn clear(&mut self) {
         self.count = 0;
-        self.last.clear();
     }
 }
 
