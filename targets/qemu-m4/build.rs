@@ -8,9 +8,9 @@
 //!    values share no code with the core (the digest is the same crate's one-shot function, not
 //!    the core's streaming wrapper), so a bug in the core's inflater, tar walker, `.npy` reader
 //!    or digest streaming shows up as a mismatch under QEMU.
-//! 3. Generates a big model with the project's own generator (`targets/host/src/scale.rs`, the
-//!    `firmware` preset, see [`SCALE_OVERRIDES`]) into `$OUT_DIR`, and computes the same
-//!    expected values for it with the same code.
+//! 3. Generates a big model with the project's own generator (`targets/host/src/scale.rs`,
+//!    its `firmware` preset: 512 I/O tensors, 10,000 vars, 500 weights, 8 subgraphs) into
+//!    `$OUT_DIR`, and computes the same expected values for it with the same code.
 //! 4. Writes them, with an `include_bytes!` of each NEFF, to `$OUT_DIR/fixtures.rs`.
 
 // The host crate's NEFF generator, as crate-root modules (`scale` uses `crate::sample` and
@@ -34,15 +34,6 @@ use std::{env, fs};
 
 /// The NEFFs the image loads, under `shared/fixtures/`.
 const NEFFS: [&str; 2] = ["public/nkipy/matmul_small.neff", "public/nkipy/matmul_large.neff"];
-/// The generated big model: `ScaleSpec::preset("firmware")` with these `field=value`
-/// overrides applied. EMPTY = THE FULL PRESET (512 I/O tensors, 10,000 vars, 500 weights, 8
-/// subgraphs).
-///
-/// Provisional: the full preset needs 126,586 bytes of loader arena with today's core, more
-/// than the controller has; until the core's arena records are compacted, the image loads a
-/// reduced model (fewer weights and I/O tensors, same vars and subgraphs). Once they are, empty
-/// this list and size `ARENA_BYTES` in `src/main.rs` to what the run prints.
-const SCALE_OVERRIDES: &[&str] = &["weights=40", "inputs=24", "outputs=8"];
 /// Its name in the firmware's output.
 const SCALE_NAME: &str = "scale-firmware.neff (generated)";
 
@@ -145,10 +136,7 @@ fn main() {
     for source in ["writer.rs", "sample.rs", "scale.rs"] {
         println!("cargo:rerun-if-changed=../host/src/{source}");
     }
-    let mut spec = scale::ScaleSpec::preset("firmware").expect("the generator has a firmware preset");
-    for o in SCALE_OVERRIDES {
-        spec.set(o).unwrap_or_else(|e| panic!("SCALE_OVERRIDES: {o:?}: {e}"));
-    }
+    let spec = scale::ScaleSpec::preset("firmware").expect("the generator has a firmware preset");
     let bytes = spec.build().expect("the scale NEFF generator failed");
     let path = out.join("scale-firmware.neff");
     fs::write(&path, &bytes).expect("write the generated NEFF to OUT_DIR");

@@ -1,90 +1,93 @@
-//! The objects that are not controller RAM: the simulated accelerator and the checker's table
-//! of the payloads it saw, in the `.device` section (`memory.x`: past the 128 KiB budget).
+//! The accelerator model, and the checker's table: what is not controller RAM.
 //!
-//! The device's region table stands for the accelerator's own memory bookkeeping, and the
-//! checker's table is test instrumentation; both grow with the model (one record per payload:
-//! hundreds for the generated big model), so neither belongs in the controller's budget.
+//! [`DigestDevice`] is the image's HAL: a device with a 64 GiB address space that stores no
+//! byte, only the digest of what each region received, as a management controller would see
+//! an accelerator far larger than its own RAM. Its region table stands for the device's own
+//! bookkeeping, and the checker's table (which payload landed in which region) is test
+//! instrumentation; both grow with the model (one record per payload: hundreds for the
+//! generated big model), so neither belongs in the controller's budget. They live in the
+//! `.device` section (`memory.x`: board RAM past the 128 KiB budget), and the firmware prints
+//! their size apart from it.
 //!
-//! The simulated device also computes on its own side: [`on_device_stack`] runs a call on a
-//! stack in this section, and the firmware makes every call into the device model through it
-//! (its construction, which the core builds by value, a few copies of the whole region table;
-//! its first-fit allocator, which sorts a `REGIONS`-long scratch array on the stack). The
-//! controller's stack, measured against the budget, then holds only what the loader uses.
+//! The device is written for this image rather than taken from `neff::sim`: a firmware team
+//! writes its own [`Hal`] for its accelerator, and this one shows how little that takes. It
+//! allocates by bumping an address (a load's regions are few and short-lived next to 64 GiB)
+//! and needs no scratch.
 //!
-//! Placing a static in a named section (`#[link_section]`), lending it out as `&'static mut`
-//! and switching stacks take `unsafe` code (the lint counts `link_section` as such): confined
-//! to this module. The section is NOLOAD (not initialised at reset), so the statics are
-//! `MaybeUninit` (or plain words, for the stack) and the firmware writes each object before use.
-#![allow(unsafe_code)]
+//! Placing the tables in a named section (`#[link_section]`, which the lint counts as unsafe
+//! code) and lending them out once take `unsafe` code: confined to [`take`]. Every other line
+//! is safe.
 
 use core::mem::MaybeUninit;
-use core::ptr::addr_of;
-use core::ptr::addr_of_mut;
+use core::ptr::{addr_of, addr_of_mut};
 use core::sync::atomic::{AtomicBool, Ordering};
 
-use crate::{FwDevice, SeenTable};
+use neff::digest::Digest64;
+use neff::hal::{AllocRequest, Hal, HalError, RegionId};
+use neff::manifest::Arch;
 
-#[link_section = ".device.neff_qemu_m4.DEVICE"]
-static mut DEVICE: MaybeUninit<FwDevice> = MaybeUninit::uninit();
+/// Region records: one per payload of the generated big model (572) with room for staging (a
+/// load that needs more fails with `RegionTableFull`, naming this limit).
+pub const REGIONS: usize = 640;
+/// Payloads the checker can follow (the generated big model has 572).
+pub const CHECKED_PAYLOADS: usize = 640;
+/// The device's address space.
+const CAPACITY: u64 = 64 << 30;
 
-#[link_section = ".device.neff_qemu_m4.SEEN"]
-static mut SEEN: MaybeUninit<SeenTable> = MaybeUninit::uninit();
-
-/// Words of the device-side stack: building a 640-region device by value takes about 100 KiB.
-const DEVICE_STACK_WORDS: usize = 160 * 1024 / 8;
-
-/// The device-side stack (8-byte words: AAPCS wants the stack pointer 8-byte aligned).
-#[link_section = ".device.neff_qemu_m4.DEVICE_STACK"]
-static mut DEVICE_STACK: MaybeUninit<[u64; DEVICE_STACK_WORDS]> = MaybeUninit::uninit();
-
-/// Set while a call runs on the device-side stack (a nested call stays on it).
-static ON_DEVICE_STACK: AtomicBool = AtomicBool::new(false);
-
-/// Runs `f` on the device-side stack, for the device model's own work.
-pub fn on_device_stack<R>(f: impl FnOnce() -> R) -> R {
-    let mut f = Some(f);
-    let mut result = None;
-    let mut call = || result = f.take().map(|f| f());
-    let mut call: &mut dyn FnMut() = &mut call;
-    // `f` runs in `run`'s frame (never inlined here), whichever stack that is on.
-    if ON_DEVICE_STACK.swap(true, Ordering::AcqRel) {
-        // Already there: switching again would start over at the top of that stack.
-        run(&mut call);
-    } else {
-        let top = addr_of_mut!(DEVICE_STACK).cast::<u64>().wrapping_add(DEVICE_STACK_WORDS);
-        // SAFETY: the stack pointer moves to the top of `DEVICE_STACK` (8-byte aligned, used by
-        // nothing else: `ON_DEVICE_STACK` keeps calls from nesting onto it) for the call to
-        // `run`, and is restored from r4, which the AAPCS makes `run` preserve. What else the
-        // call may change is declared clobbered: the AAPCS caller-saved registers (r0-r3, r12,
-        // lr, d0-d7; d8-d15 are callee-saved). `run` never unwinds: the image aborts on panic.
-        unsafe {
-            core::arch::asm!(
-                "mov r4, sp",
-                "mov sp, {top}",
-                "blx {run}",
-                "mov sp, r4",
-                top = in(reg) top,
-                run = in(reg) run as extern "C" fn(*mut &mut dyn FnMut()),
-                inout("r0") &mut call as *mut &mut dyn FnMut() => _,
-                out("r1") _, out("r2") _, out("r3") _, out("r4") _, out("r12") _, out("lr") _,
-                out("d0") _, out("d1") _, out("d2") _, out("d3") _,
-                out("d4") _, out("d5") _, out("d6") _, out("d7") _,
-            );
-        }
-        ON_DEVICE_STACK.store(false, Ordering::Release);
-    }
-    result.unwrap_or_else(|| unreachable!("the call ran"))
+/// One region: plain integers, so that all-zero bytes are an empty record.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Region {
+    address: u64,
+    size: u64,
+    /// Bytes received so far (writes are sequential).
+    written: u64,
+    /// Digest of the bytes received, kept current.
+    digest: u64,
+    live: bool,
 }
 
-/// Calls `call`: the one frame that runs on the device-side stack.
-#[inline(never)]
-extern "C" fn run(call: *mut &mut dyn FnMut()) {
-    // SAFETY: `call` points at the `&mut dyn FnMut()` of `on_device_stack`, alive for the call.
-    unsafe { (*call)() }
-}
+/// The checker's table, by expected payload: `0` not reported yet, `u32::MAX` reported with
+/// no region (an empty payload), else the region id plus one. All-zero bytes: nothing seen.
+pub type SeenTable = [u32; CHECKED_PAYLOADS];
 
-/// Set once [`take`] has lent the statics out (in `.bss`: zero, i.e. false, at reset).
+#[link_section = ".device.neff_qemu_m4.REGION_TABLE"]
+#[allow(unsafe_code)]
+static mut REGION_TABLE: MaybeUninit<[Region; REGIONS]> = MaybeUninit::uninit();
+
+#[link_section = ".device.neff_qemu_m4.SEEN_TABLE"]
+#[allow(unsafe_code)]
+static mut SEEN_TABLE: MaybeUninit<SeenTable> = MaybeUninit::uninit();
+
+/// Set once [`take`] has lent the tables out (in `.bss`: false at reset).
 static TAKEN: AtomicBool = AtomicBool::new(false);
+
+/// The tables of the `.device` section.
+pub struct Tables {
+    /// The device's region table.
+    pub regions: &'static mut [Region; REGIONS],
+    /// The checker's table.
+    pub seen: &'static mut SeenTable,
+}
+
+/// The tables, zeroed in place (the section is NOLOAD: nothing initialises it at reset, and a
+/// value built on the stack and moved in would cost the stack its size); `None` after the
+/// first call.
+#[allow(unsafe_code)]
+pub fn take() -> Option<Tables> {
+    if TAKEN.swap(true, Ordering::AcqRel) {
+        return None;
+    }
+    // SAFETY: `TAKEN` lets this run once, so these are the only references ever made to the two
+    // statics, and nothing else names them. Both types are plain integers (and `bool`), for
+    // which all-zero bytes are valid values, so zeroing makes them initialised.
+    unsafe {
+        let regions = &mut *addr_of_mut!(REGION_TABLE);
+        let seen = &mut *addr_of_mut!(SEEN_TABLE);
+        regions.as_mut_ptr().write_bytes(0, 1);
+        seen.as_mut_ptr().write_bytes(0, 1);
+        Some(Tables { regions: regions.assume_init_mut(), seen: seen.assume_init_mut() })
+    }
+}
 
 extern "C" {
     /// Start of the `.device` section, from `memory.x`.
@@ -93,27 +96,141 @@ extern "C" {
     static __edevice: u32;
 }
 
-/// The device-side objects, lent out once.
-pub struct DeviceSide {
-    /// The simulated device's slot: written afresh for each NEFF.
-    pub device: &'static mut MaybeUninit<FwDevice>,
-    /// The checker's table: cleared for each NEFF.
-    pub seen: &'static mut SeenTable,
-}
-
-/// The device-side objects, the first time; `None` after.
-pub fn take() -> Option<DeviceSide> {
-    if TAKEN.swap(true, Ordering::AcqRel) {
-        return None;
-    }
-    // SAFETY: `TAKEN` lets this run once, so these are the only references ever made to the
-    // two statics, and nothing else names them. `MaybeUninit` needs no initialised bytes.
-    let (device, seen) = unsafe { (&mut *addr_of_mut!(DEVICE), &mut *addr_of_mut!(SEEN)) };
-    Some(DeviceSide { device, seen: seen.write(SeenTable::new()) })
-}
-
 /// Bytes of the `.device` section.
 pub fn section_size() -> usize {
     // Addresses only: nothing is read.
     addr_of!(__edevice) as usize - addr_of!(__sdevice) as usize
+}
+
+/// A digest-only accelerator over a region table lent by the caller: see the module docs.
+pub struct DigestDevice<'t> {
+    regions: &'t mut [Region; REGIONS],
+    /// Records used: region ids are their indices, never reused within a load.
+    count: usize,
+    next_address: u64,
+    arch: Arch,
+    /// The running digest of the region being written.
+    stream: Digest64,
+    streaming: Option<usize>,
+}
+
+impl<'t> DigestDevice<'t> {
+    /// An empty device of architecture `arch` keeping its regions in `regions`.
+    pub fn new(regions: &'t mut [Region; REGIONS], arch: Arch) -> Self {
+        regions.fill(Region::default());
+        Self { regions, count: 0, next_address: 0, arch, stream: Digest64::new(), streaming: None }
+    }
+
+    /// The digest of what live region `id` received.
+    pub fn digest(&self, id: RegionId) -> Option<u64> {
+        self.live(id).ok().map(|i| self.regions[i].digest)
+    }
+
+    fn live(&self, id: RegionId) -> Result<usize, HalError> {
+        let i = id.0 as usize;
+        match self.regions.get(..self.count).and_then(|r| r.get(i)) {
+            Some(r) if r.live => Ok(i),
+            _ => Err(HalError::UnknownRegion { region: id }),
+        }
+    }
+
+    /// A new record holding `req.size` bytes at `at`, or at the next address `req.align`
+    /// allows.
+    fn record(&mut self, req: &AllocRequest, at: Option<u64>) -> Result<usize, HalError> {
+        req.validate()?;
+        let i = self.count;
+        if i == REGIONS {
+            return Err(HalError::RegionTableFull { limit: "REGIONS", capacity: REGIONS as u32 });
+        }
+        let address = match at {
+            Some(address) => address,
+            None => {
+                let address = self.next_address.checked_next_multiple_of(req.align);
+                let end = address.and_then(|a| a.checked_add(req.size)).filter(|&e| e <= CAPACITY);
+                let (Some(address), Some(end)) = (address, end) else {
+                    let free = CAPACITY.saturating_sub(self.next_address);
+                    return Err(HalError::OutOfMemory {
+                        requested: req.size,
+                        align: req.align,
+                        free,
+                        largest_free: free,
+                    });
+                };
+                self.next_address = end;
+                address
+            }
+        };
+        self.regions[i] = Region { address, size: req.size, written: 0, digest: 0, live: true };
+        self.count += 1;
+        Ok(i)
+    }
+}
+
+impl Hal for DigestDevice<'_> {
+    fn arch(&self) -> Arch {
+        self.arch
+    }
+
+    fn alloc(&mut self, req: &AllocRequest) -> Result<RegionId, HalError> {
+        self.record(req, None).map(|i| RegionId(i as u32))
+    }
+
+    fn write(&mut self, region: RegionId, offset: u64, bytes: &[u8]) -> Result<(), HalError> {
+        let i = self.live(region)?;
+        let r = self.regions[i];
+        if offset != r.written {
+            return Err(HalError::OutOfOrderWrite { region, expected: r.written, offset });
+        }
+        let len = bytes.len() as u64;
+        if offset.checked_add(len).is_none_or(|end| end > r.size) {
+            return Err(HalError::OutOfBounds { region, offset, len, size: r.size });
+        }
+        if self.streaming != Some(i) {
+            // Writes are sequential per region, so a region's first write starts its digest.
+            if offset != 0 {
+                return Err(HalError::OutOfOrderWrite { region, expected: 0, offset });
+            }
+            self.stream = Digest64::new();
+            self.streaming = Some(i);
+        }
+        self.stream.update(bytes);
+        let digest = self.stream.finish();
+        let r = &mut self.regions[i];
+        r.written += len;
+        r.digest = digest;
+        Ok(())
+    }
+
+    fn adopt(&mut self, staged: RegionId, req: &AllocRequest) -> Result<RegionId, HalError> {
+        req.validate()?;
+        let old = self.regions[self.live(staged)?];
+        if req.size < old.size {
+            return Err(HalError::AdoptTooSmall { region: staged, staged: old.size, requested: req.size });
+        }
+        // Re-labelled in place when it can be (the same bytes at the same address, under a new
+        // id), else copied device-side to a new region (its zero tail is not digested).
+        let in_place = req.size == old.size && old.address.is_multiple_of(req.align);
+        let i = self.record(req, in_place.then_some(old.address))?;
+        let new = &mut self.regions[i];
+        new.written = old.written;
+        new.digest = old.digest;
+        self.regions[staged.0 as usize].live = false;
+        if self.streaming == Some(staged.0 as usize) {
+            self.streaming = None;
+        }
+        Ok(RegionId(i as u32))
+    }
+
+    fn release(&mut self, region: RegionId) -> Result<(), HalError> {
+        let i = self.live(region)?;
+        self.regions[i].live = false;
+        if self.streaming == Some(i) {
+            self.streaming = None;
+        }
+        Ok(())
+    }
+
+    fn address(&self, region: RegionId) -> Result<u64, HalError> {
+        self.live(region).map(|i| self.regions[i].address)
+    }
 }
