@@ -394,6 +394,66 @@ fn unreferenced_payloads_are_released_and_duplicates_replace() {
     assert_eq!(out.live_regions, 24);
 }
 
+const WEIGHT: &str = "sg00/value_sg0000_identity_82_CRSM.npy";
+
+/// The payload members of a member list, in tar order.
+fn payload_order(list: &[(String, Vec<u8>)]) -> Vec<String> {
+    list.iter()
+        .map(|(n, _)| n.clone())
+        .filter(|n| !n.ends_with(".json") && !n.starts_with("debug_info") && !n.contains("/debug_info"))
+        .collect()
+}
+
+#[test]
+fn a_weight_lands_in_its_variable_whatever_the_member_order() {
+    // Arriving after its def.json (as in the real files): placed on arrival. A second copy
+    // later in the tar replaces it.
+    let mut order = Vec::new();
+    let Some(bytes) = variant(|l| {
+        let w = l.iter().find(|(n, _)| n == WEIGHT).unwrap().clone();
+        l.push(w);
+        order = payload_order(l);
+    }) else {
+        return;
+    };
+    let out = load(&bytes);
+    out.result.as_ref().unwrap();
+    let copies: Vec<_> = out.report.payloads.iter().filter(|p| p.member == WEIGHT).collect();
+    assert_eq!(copies.len(), 1, "one report for the member");
+    assert_eq!((copies[0].usage, copies[0].state, copies[0].core), (UsageClass::Weight, PayloadState::Placed, Some(0)));
+    assert_eq!(copies[0].seq as usize, order.len(), "the later copy's position");
+    assert!(out
+        .warnings
+        .iter()
+        .any(|w| w.kind == WarningKind::Chain(ChainWarning::DuplicateMember) && w.member.as_str() == WEIGHT));
+    assert_eq!(out.live_regions, 24, "the earlier copy's region is released");
+    assert_eq!(out.report.placed, 24);
+    // The reports come weights last; their positions give the tar order back.
+    let mut by_seq: Vec<_> = out.report.payloads.iter().map(|p| (p.seq, p.member.clone())).collect();
+    by_seq.sort();
+    let mut expected = order.clone();
+    expected.retain(|n| n != WEIGHT);
+    expected.push(WEIGHT.into());
+    assert_eq!(by_seq.iter().map(|(_, m)| m.clone()).collect::<Vec<_>>(), expected);
+
+    // Arriving before any manifest: staged, then adopted as the weight it is.
+    let Some(bytes) = variant(|l| {
+        let at = l.iter().position(|(n, _)| n == WEIGHT).unwrap();
+        let w = l.remove(at);
+        l.insert(0, w);
+    }) else {
+        return;
+    };
+    let out = load(&bytes);
+    out.result.as_ref().unwrap();
+    let w = out.report.payloads.iter().find(|p| p.member == WEIGHT).unwrap();
+    assert_eq!((w.usage, w.state, w.core, w.seq), (UsageClass::Weight, PayloadState::Placed, Some(0), 1));
+    assert_eq!(out.live_regions, 24);
+    assert!(out.core_mismatches.is_empty(), "{:?}", out.core_mismatches);
+    let on_device = out.image.iter().find(|(m, ..)| m == WEIGHT).unwrap();
+    assert_eq!((on_device.1, on_device.3), (UsageClass::Weight, w.digest));
+}
+
 #[test]
 fn a_device_too_small_fails_with_a_hal_error_and_frees_everything() {
     let Some(bytes) = common::fixture_bytes("public/nkipy/matmul_large.neff") else { return };

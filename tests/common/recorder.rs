@@ -15,6 +15,7 @@ pub const TEST_ARENA: usize = 1 << 20;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Payload {
     pub member: String,
+    pub seq: u32,
     pub core: Option<u8>,
     pub usage: UsageClass,
     pub len: u64,
@@ -95,6 +96,7 @@ impl Observer for Recorder {
     fn payload(&mut self, p: &PayloadReport<'_>) {
         self.payloads.push(Payload {
             member: p.member.to_owned(),
+            seq: p.seq,
             core: p.core,
             usage: p.usage,
             len: p.len,
