@@ -424,6 +424,65 @@ impl<T: Record> List<T> {
         self.len = self.len.saturating_add(1);
     }
 
+    /// Takes the record at `pos` out of the list (its bytes stay where they are, so positions
+    /// other records keep of it stay valid). Returns false if it is not in the list.
+    pub fn unlink(&mut self, arena: &mut Arena<'_>, pos: u32) -> bool {
+        let mut prev = NIL;
+        let mut at = self.head;
+        for _ in 0..self.len {
+            if at == NIL {
+                break;
+            }
+            let next = Self::next_after(arena, at);
+            if at == pos {
+                if prev == NIL {
+                    self.head = next;
+                } else {
+                    arena.write(prev, &next.to_le_bytes());
+                }
+                if self.tail == pos {
+                    self.tail = prev;
+                }
+                self.len = self.len.saturating_sub(1);
+                return true;
+            }
+            prev = at;
+            at = next;
+        }
+        false
+    }
+
+    /// Keeps only the records `keep` says yes to, in order; the others leave the list (their
+    /// bytes stay, as [`List::unlink`]'s).
+    pub fn retain(&mut self, arena: &mut Arena<'_>, mut keep: impl FnMut(&T) -> bool) {
+        let mut prev = NIL;
+        let mut at = self.head;
+        let mut kept = 0u32;
+        for _ in 0..self.len {
+            if at == NIL {
+                break;
+            }
+            let next = Self::next_after(arena, at);
+            if keep(&self.get(arena, at)) {
+                if prev == NIL {
+                    self.head = at;
+                } else {
+                    arena.write(prev, &at.to_le_bytes());
+                }
+                prev = at;
+                kept = kept.saturating_add(1);
+            }
+            at = next;
+        }
+        if prev == NIL {
+            self.head = NIL;
+        } else {
+            arena.write(prev, &NIL.to_le_bytes());
+        }
+        self.tail = prev;
+        self.len = kept;
+    }
+
     /// The record at `pos`.
     pub fn get(&self, arena: &Arena<'_>, pos: u32) -> T {
         T::decode(arena.bytes(Span { at: pos.saturating_add(4), len: T::SIZE as u32 }))
@@ -507,6 +566,39 @@ mod tests {
         let span = arena.push_str(&most).unwrap();
         assert_eq!(Span::decode(span.encode()), span);
         assert_eq!(arena.str(span).len(), Span::MAX_LEN);
+    }
+
+    #[test]
+    fn unlinked_records_leave_the_list_but_keep_their_place() {
+        let mut buf = [0u8; 512];
+        let mut arena = Arena::new(&mut buf);
+        let mut list = List::<Pair>::new();
+        let pos: std::vec::Vec<u32> =
+            (0..4).map(|i| list.push(&mut arena, &Pair { name: Span::EMPTY, size: i }).unwrap()).collect();
+        let sizes =
+            |list: &List<Pair>, arena: &Arena<'_>| list.iter(arena).map(|(_, p)| p.size).collect::<std::vec::Vec<_>>();
+        assert!(list.unlink(&mut arena, pos[1]));
+        assert_eq!(sizes(&list, &arena), [0, 2, 3]);
+        assert!(list.unlink(&mut arena, pos[3]), "the tail");
+        assert!(list.unlink(&mut arena, pos[0]), "the head");
+        assert_eq!(sizes(&list, &arena), [2]);
+        assert!(!list.unlink(&mut arena, pos[0]), "already out");
+        assert_eq!(list.get(&arena, pos[1]).size, 1, "still readable by position");
+        list.push(&mut arena, &Pair { name: Span::EMPTY, size: 9 }).unwrap();
+        assert_eq!(sizes(&list, &arena), [2, 9]);
+        assert_eq!(list.len(), 2);
+        for i in 10..14 {
+            list.push(&mut arena, &Pair { name: Span::EMPTY, size: i }).unwrap();
+        }
+        list.retain(&mut arena, |p| p.size % 2 == 1);
+        assert_eq!(sizes(&list, &arena), [9, 11, 13]);
+        list.push(&mut arena, &Pair { name: Span::EMPTY, size: 20 }).unwrap();
+        assert_eq!(sizes(&list, &arena), [9, 11, 13, 20], "the tail follows");
+        list.retain(&mut arena, |_| false);
+        assert!(list.is_empty());
+        assert_eq!(sizes(&list, &arena), std::vec::Vec::<u64>::new());
+        list.push(&mut arena, &Pair { name: Span::EMPTY, size: 1 }).unwrap();
+        assert_eq!(sizes(&list, &arena), [1]);
     }
 
     #[test]

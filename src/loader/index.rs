@@ -505,11 +505,21 @@ impl Index {
     }
 
     /// Marks an earlier copy of `member` as replaced.
-    pub fn supersede_manifest(&self, arena: &mut Arena<'_>, member: &str) -> bool {
+    ///
+    /// The record leaves the list (lookups, which scan it, stay as short as the archive has
+    /// distinct members, however many copies it holds) but keeps its place: records naming it
+    /// by position still read it, marked superseded. The graphs, names and waiting file
+    /// variables it gave leave their lists too.
+    pub fn supersede_manifest(&mut self, arena: &mut Arena<'_>, member: &str) -> bool {
         let found = self.manifest(arena, member);
         if let Some((pos, mut rec)) = found {
             rec.superseded = true;
             self.manifests.set(arena, pos, &rec);
+            self.manifests.unlink(arena, pos);
+            // What it named goes with it, but for weights that landed: they are reported.
+            self.graphs.retain(arena, |g| g.kelf != pos);
+            self.names.retain(arena, |n| n.by != pos);
+            self.file_vars.retain(arena, |v| v.def != pos || v.landing.state != Landing::NOT_LANDED);
             true
         } else {
             false

@@ -201,6 +201,8 @@ impl Loader<'_> {
             release(hal, &mut old.landing)?;
             old.superseded = true;
             self.index.payloads.set(&mut self.arena, pos, &old);
+            // Out of the list, so that scans stay as short as the distinct members.
+            self.index.payloads.unlink(&mut self.arena, pos);
             return Ok(true);
         }
         let landed = self.index.file_vars.iter(&self.arena).find(|(_, v)| {
@@ -210,10 +212,14 @@ impl Loader<'_> {
             }
         });
         if let Some((pos, mut var)) = landed {
-            // The file variable waits for the new copy, which takes its place.
+            // The file variable waits for the new copy, which takes its place; one of a
+            // replaced def.json waits for nothing and leaves the list.
             release(hal, &mut var.landing)?;
             var.landing = Landing::NONE;
             self.index.file_vars.set(&mut self.arena, pos, &var);
+            if self.index.manifests.get(&self.arena, var.def).superseded {
+                self.index.file_vars.unlink(&mut self.arena, pos);
+            }
             return Ok(true);
         }
         Ok(false)
