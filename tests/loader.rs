@@ -240,7 +240,10 @@ fn without_neff_json_the_kelf_is_found_by_name() {
     assert!(out.warnings.iter().any(|w| w.kind == WarningKind::Chain(ChainWarning::KelfFallback)));
     assert!(out.report.io.inputs.is_empty());
     let Some(bytes) = variant(|l| l.retain(|(n, _)| n != "neff.json" && n != "kelf-0.json")) else { return };
-    assert_eq!(chain_error(&load(&bytes)).0, ChainError::NeffJsonMissing);
+    let (e, err) = chain_error(&load(&bytes));
+    assert!(matches!(e, ChainError::NeffJsonMissing { neff } if !neff.is_empty()), "{e:?}");
+    assert!(err.to_string().contains(", neff.json is missing"), "{err}");
+    assert!(err.kind.to_string().starts_with("Invalid NN: "), "{}", err.kind);
     // The legacy name works too.
     let Some(bytes) = variant(|l| {
         l.retain(|(n, _)| n != "neff.json");

@@ -81,7 +81,8 @@ impl Loader<'_> {
                 self.index.manifest(&self.arena, n).filter(|(_, m)| m.kind == ManifestKind::Kelf).map(|(p, _)| (n, p))
             });
             let Some((name, pos)) = fallback else {
-                return Err(Error::at_file(Stage::Chain, 0, ErrorKind::Chain(ChainError::NeffJsonMissing)));
+                let e = ChainError::NeffJsonMissing { neff: self.neff_name };
+                return Err(Error::at_file(Stage::Chain, 0, ErrorKind::Chain(e)));
             };
             sink.warn(&Warning::in_member(Stage::Chain, name, 0, WarningKind::Chain(ChainWarning::KelfFallback)));
             self.fallback_kelf = Some(pos);
@@ -315,7 +316,8 @@ impl Loader<'_> {
             return Ok(());
         };
         if role.instr {
-            let warning = chain::check_instr_size(p.len).map_err(|e| fail(Stage::Chain, ErrorKind::Chain(e)))?;
+            let warning =
+                chain::check_instr_size(p.len, member).map_err(|e| fail(Stage::Chain, ErrorKind::Chain(e)))?;
             if let Some(w) = warning {
                 sink.warn(&Warning::in_member(Stage::Chain, member, 0, WarningKind::Chain(w)));
             }

@@ -8,12 +8,19 @@ use crate::Status;
 /// Short text for member names in chain errors (context: a longer name keeps its tail).
 pub type MemberText = Text<40>;
 
+/// Shorter text, where a variant carries a number beside it (so that `ErrorKind`, which every
+/// `Result` of the core carries, does not grow).
+pub type ShortText = Text<24>;
+
 /// A chain check failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum ChainError {
     /// Neither `neff.json` nor a `kelf-0.json` / `kelf-a.json` to fall back on.
-    NeffJsonMissing,
+    NeffJsonMissing {
+        /// The NEFF's name (its header's).
+        neff: MemberText,
+    },
     /// A member that a manifest names is not in the archive.
     MemberMissing {
         /// The missing member.
@@ -23,6 +30,8 @@ pub enum ChainError {
     InstrTooLarge {
         /// Its size in bytes.
         size: u64,
+        /// The instruction stream's member (its tail: the error's context names it whole).
+        member: ShortText,
     },
     /// A `file` variable's payload does not have the variable's size.
     VarSizeMismatch {
@@ -53,12 +62,15 @@ impl ChainError {
 impl fmt::Display for ChainError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ChainError::NeffJsonMissing => {
-                f.write_str("Invalid NN: neff.json is missing (and no kelf-0.json or kelf-a.json to fall back on)")
+            ChainError::NeffJsonMissing { neff } => {
+                write!(
+                    f,
+                    "Invalid NN: {neff}, neff.json is missing (and no kelf-0.json or kelf-a.json to fall back on)"
+                )
             }
             ChainError::MemberMissing { member } => write!(f, "member {member} is missing from the archive"),
-            ChainError::InstrTooLarge { size } => {
-                write!(f, "Instruction size {size} exceeds maximum supported size {}", u32::MAX)
+            ChainError::InstrTooLarge { size, member } => {
+                write!(f, "Instruction size {size} for {member} exceeds maximum supported size {}", u32::MAX)
             }
             ChainError::VarSizeMismatch { declared, actual } => {
                 write!(f, "variable size {declared} does not match its payload's {actual} bytes")
@@ -121,10 +133,10 @@ impl fmt::Display for ChainWarning {
 
 /// The runtime's checks on an instruction stream's size: a whole number of 64-byte slots
 /// (else a warning: the runtime counts `size >> 6` instructions) and at most `u32::MAX` bytes
-/// (`Instruction size %zu for %s exceeds maximum supported size %u`).
-pub fn check_instr_size(size: u64) -> Result<Option<ChainWarning>, ChainError> {
+/// (`Instruction size %zu for %s exceeds maximum supported size %u`) of the stream `member`.
+pub fn check_instr_size(size: u64, member: &str) -> Result<Option<ChainWarning>, ChainError> {
     if size > u64::from(u32::MAX) {
-        return Err(ChainError::InstrTooLarge { size });
+        return Err(ChainError::InstrTooLarge { size, member: ShortText::new(member) });
     }
     Ok((size % 64 != 0).then_some(ChainWarning::InstrNotMultipleOf64 { size }))
 }
@@ -136,14 +148,18 @@ mod tests {
 
     #[test]
     fn instruction_sizes_follow_the_runtime() {
-        assert_eq!(check_instr_size(768), Ok(None));
-        assert_eq!(check_instr_size(0), Ok(None));
-        assert_eq!(check_instr_size(200), Ok(Some(ChainWarning::InstrNotMultipleOf64 { size: 200 })));
-        assert_eq!(check_instr_size(u64::from(u32::MAX) - 63), Ok(None));
+        assert_eq!(check_instr_size(768, "PE.bin"), Ok(None));
+        assert_eq!(check_instr_size(0, "PE.bin"), Ok(None));
+        assert_eq!(check_instr_size(200, "PE.bin"), Ok(Some(ChainWarning::InstrNotMultipleOf64 { size: 200 })));
+        assert_eq!(check_instr_size(u64::from(u32::MAX) - 63, "PE.bin"), Ok(None));
         let too_big = u64::from(u32::MAX) + 1;
-        assert_eq!(check_instr_size(too_big), Err(ChainError::InstrTooLarge { size: too_big }));
+        let e = ChainError::InstrTooLarge { size: too_big, member: ShortText::new("sg00/PE.bin") };
+        assert_eq!(check_instr_size(too_big, "sg00/PE.bin"), Err(e));
         let mut text = heapless::String::<96>::new();
-        core::fmt::write(&mut text, format_args!("{}", ChainError::InstrTooLarge { size: too_big })).unwrap();
-        assert_eq!(text.as_str(), "Instruction size 4294967296 exceeds maximum supported size 4294967295");
+        core::fmt::write(&mut text, format_args!("{e}")).unwrap();
+        assert_eq!(
+            text.as_str(),
+            "Instruction size 4294967296 for sg00/PE.bin exceeds maximum supported size 4294967295"
+        );
     }
 }

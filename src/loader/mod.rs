@@ -145,6 +145,8 @@ pub struct Loader<'a> {
     lnc_size: u32,
     /// Inputs and outputs of the last `neff.json`.
     io_counts: (u32, u32),
+    /// The NEFF's name, from its header (the runtime's messages name it).
+    neff_name: chain::MemberText,
 }
 
 /// Bytes of the loader's own state (without the arena it borrows). One load also needs the
@@ -190,6 +192,7 @@ impl<'a> Loader<'a> {
             device_arch: None,
             lnc_size: 1,
             io_counts: (0, 0),
+            neff_name: chain::MemberText::EMPTY,
         }
     }
 
@@ -210,6 +213,7 @@ impl<'a> Loader<'a> {
         sink: &mut impl WarningSink,
     ) -> Result<(), Error> {
         self.reset(hal.device_arch(), archive.header().lnc_size);
+        self.neff_name = chain::MemberText::from_bytes_lossy(archive.header().name().0);
         report.clear();
         report.device_arch = self.device_arch;
         let mut sink = Counting { sink, count: 0 };
