@@ -276,6 +276,31 @@ fn def_json_ucode_lib_rules_of_the_runtime() {
 }
 
 #[test]
+fn def_json_ext_isa_library_has_at_most_18_ops() {
+    // §7.1: `ext_isa_ucode_lib_def` replaces the default Extended-ISA (Q7) library.
+    let lib = |ops: usize| {
+        let f: Vec<String> = (0..ops).map(|i| format!(r#"{{"name":"op{i}","opcode":{i},"sub_opcode":0}}"#)).collect();
+        DEF.replace(
+            r#""num_streams":2"#,
+            &format!(r#""num_streams":2,"ext_isa_ucode_lib_def":{{"functions":[{}],"add_lib":true}}"#, f.join(",")),
+        )
+    };
+    let ok = def(&lib(18)).0.unwrap();
+    let parsed = ok.doc.ext_isa_lib.as_ref().unwrap();
+    assert_eq!((parsed.functions.unwrap().0, parsed.add_lib), (18, Some(true)));
+    let e = def(&lib(19)).0.unwrap_err();
+    assert_eq!(e.member.as_str(), "sg00/def.json");
+    assert_eq!(
+        msg(&e),
+        "ext_isa_ucode_lib_def.functions: Extended-ISA library with 19 ops: the runtime supports at most 18"
+    );
+    let e = def(&DEF.replace(r#""num_streams":2"#, r#""num_streams":2,"ext_isa_ucode_lib_def":{"add_lib":1}"#))
+        .0
+        .unwrap_err();
+    assert_eq!(e.key_path.as_str(), "ext_isa_ucode_lib_def.add_lib");
+}
+
+#[test]
 fn values_the_spec_does_not_map_are_accepted_with_a_warning_naming_them() {
     let odd = DEF
         .replace(r#""type":"input","var_id":0"#, r#""type":"remote-ish","var_id":0,"dtype":"float8_e5m2""#)

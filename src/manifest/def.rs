@@ -390,6 +390,17 @@ impl Document for DefJson {
         if facts.outputs == 0 {
             return Err(fail(Self::KEY_VARS, ManifestError::NoOutputs));
         }
+        // §7.1: the Extended-ISA library replaces the default one, of at most 18 ops.
+        if let Some(ops) = self.ext_isa_lib.as_ref().and_then(|lib| lib.functions).map(|n| n.0) {
+            if ops > super::MAX_EXT_ISA_OPS {
+                let mut path: heapless::String<48> = heapless::String::new();
+                let _ = core::fmt::write(
+                    &mut path,
+                    format_args!("{}.{}", Self::KEY_EXT_ISA_LIB, super::ExtIsaLib::KEY_FUNCTIONS),
+                );
+                return Err(fail(&path, ManifestError::TooManyExtIsaOps(ops)));
+            }
+        }
         for engine in ENGINES {
             if self.engine_json(engine).is_none() {
                 warn(sink, Stage::DefJson, member, end, engine.as_str(), ManifestWarning::EngineMissing(engine));

@@ -406,6 +406,8 @@ pub enum ManifestError {
     },
     /// `def.json`: the same `ucode_lib` library twice.
     UcodeLibTwice(Name),
+    /// `def.json`: `ext_isa_ucode_lib_def` with more ops than the runtime's 18.
+    TooManyExtIsaOps(u64),
     /// A DMA descriptor with a size of 0 in `from_sizes` or `to_sizes`.
     ZeroDescSize,
     /// A DMA descriptor whose `*_steps` and `*_sizes` have different lengths.
@@ -440,6 +442,9 @@ pub const MAX_QUEUES_PER_SET: u32 = 16;
 pub const UCODE_MAJOR: u32 = 1;
 /// The runtime's dimensions-per-shape limit.
 pub const MAX_DIMS: u64 = 32;
+
+/// Ops an `ext_isa_ucode_lib_def` may define (spec §7.1).
+pub const MAX_EXT_ISA_OPS: u64 = 18;
 
 impl ManifestError {
     /// The runtime status (`NRT_INVALID` for all of them).
@@ -512,6 +517,9 @@ impl fmt::Display for ManifestError {
                 write!(f, "UCode Library {library} has invalid number of total cpus {total_cpus}")
             }
             ManifestError::UcodeLibTwice(library) => write!(f, "UCode Library {library} has already been added"),
+            ManifestError::TooManyExtIsaOps(n) => {
+                write!(f, "Extended-ISA library with {n} ops: the runtime supports at most {MAX_EXT_ISA_OPS}")
+            }
             ManifestError::ZeroDescSize => f.write_str("Size cannot be 0"),
             ManifestError::StepsSizesMismatch { steps, sizes } => {
                 write!(f, "descriptor steps have {steps} entries but sizes have {sizes}: they must match")
