@@ -30,6 +30,7 @@ mod stack;
 use cortex_m_rt::{entry, exception, ExceptionFrame};
 use cortex_m_semihosting::debug;
 use defmt_semihosting as _;
+use device::Tables;
 use load::{Failure, Fixture, Payload, Summary, ARENA_BYTES, FIXTURES};
 use neff::error::Warning;
 
@@ -59,12 +60,7 @@ fn main() -> ! {
 
     for (i, fixture) in FIXTURES.iter().chain(VARIANTS).enumerate() {
         let must_warn = i >= FIXTURES.len();
-        let mut sink = |w: &Warning| defmt::warn!("{=str}: {}", fixture.name, w);
-        let summary = |report: &load::FwReport| {
-            defmt::info!("{=str}: summary: {}", fixture.name, report);
-            Ok(())
-        };
-        match load::run_fixture(fixture, &mut tables, &mut sink, summary) {
+        match run(fixture, &mut tables) {
             Ok(s) if must_warn && s.warnings == 0 => {
                 failed += 1;
                 defmt::error!("{=str}: FAILED: loaded without the warning it was made for", fixture.name);
@@ -82,8 +78,7 @@ fn main() -> ! {
 
     for rejected in REJECTED {
         let fixture = &rejected.fixture;
-        let mut sink = |w: &Warning| defmt::warn!("{=str}: {}", fixture.name, w);
-        match load::run_fixture(fixture, &mut tables, &mut sink, |_| Ok(())) {
+        match run(fixture, &mut tables) {
             Err(Failure::Load(e)) => {
                 defmt::error!("{=str}: rejected: {}", fixture.name, e);
                 if e.member.as_str() == rejected.member && e.key_path.as_str() == rejected.key_path {
@@ -134,6 +129,21 @@ fn main() -> ! {
     debug::exit(if failed == 0 { debug::EXIT_SUCCESS } else { debug::EXIT_FAILURE });
     #[allow(clippy::empty_loop)]
     loop {}
+}
+
+/// Loads one NEFF, logging its warnings and, if it passes its checks, its summary.
+///
+/// The one call of [`load::run_fixture`]: the core is generic over the warning sink, so every
+/// distinct sink (each closure is a type of its own) would put another copy of the loader in
+/// `.text`.
+#[inline(never)]
+fn run(fixture: &Fixture, tables: &mut Tables) -> Result<Summary, Failure> {
+    let mut sink = |w: &Warning| defmt::warn!("{=str}: {}", fixture.name, w);
+    let summary = |report: &load::FwReport| {
+        defmt::info!("{=str}: summary: {}", fixture.name, report);
+        Ok(())
+    };
+    load::run_fixture(fixture, tables, &mut sink, summary)
 }
 
 /// The line of a NEFF that loaded and passed every check.
