@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test of the project: host tests, lints, the no_std cross build, the core's tests
 # on a 32-bit and on a big-endian Linux target under qemu-user, the fuzz corpora (replayed by
-# the workspace tests) and, when the firmware image exists, its run under QEMU. Installs what
-# a fresh machine lacks. Each step prints its duration; the total closes the run.
+# the workspace tests) and, when the firmware image exists, its run under QEMU, with its defmt
+# build's log decoded by defmt-print. Installs what a fresh machine lacks. Each step prints its
+# duration; the total closes the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -93,6 +94,26 @@ if [ -d targets/qemu-m4 ]; then
     (cd targets/qemu-m4 && cargo build --release)
     # The run takes about a second; the timeout turns a hung emulator into a failure.
     (cd targets/qemu-m4 && timeout 120 cargo run --release)
+
+    step "defmt firmware image under qemu-system-arm, its log decoded by defmt-print"
+    command -v defmt-print >/dev/null 2>&1 || cargo install defmt-print --locked
+    elf=targets/qemu-m4/target/thumbv7em-none-eabihf/release/neff-qemu-m4-defmt
+    (cd targets/qemu-m4 && cargo build --release --features defmt --bin neff-qemu-m4-defmt)
+    # The image writes defmt frames to semihosting stdout; defmt-print decodes them with the
+    # format strings the ELF keeps. pipefail fails the step if either side fails (the image
+    # exits non-zero when a check failed).
+    decoded=$(cd targets/qemu-m4 && timeout 120 cargo run --release --features defmt --bin neff-qemu-m4-defmt |
+      defmt-print -e "../../$elf")
+    printf '%s\n' "$decoded"
+    # Whole lines, as the core's defmt::Format impls print them: a field printed in another's
+    # place (member, key path, offset, kind) fails here.
+    expect_line() {
+      grep -Fxq -- "$1" <<<"$decoded" || { printf 'error: the decoded defmt log lacks the line:\n%s\n' "$1" >&2; exit 1; }
+    }
+    expect_line 'WARN  matmul_small-unknown-dtype.neff (variant): Warning { stage: DefJson, member: "sg00/def.json", key_path: "var.output0.dtype", offset: 3562, offset_base: Member, kind: Manifest(UnknownValue { key: "dtype", value: "float99" }) }'
+    expect_line 'ERROR matmul_small-size-as-string.neff (variant, must be rejected): rejected: Error { stage: DefJson, member: "sg00/def.json", key_path: "var.output0.size", offset: 3461, offset_base: Member, kind: Manifest(WrongType { expected: UnsignedInteger, found: String, message: "" }) }'
+    expect_line 'INFO  matmul_small.neff: summary: LoadReport { device_arch: Some(Cayman), target: "cayman", subgraphs: 2, payloads: 24, placed: 24, bytes_placed: 186368, inputs: 2, outputs: 1, manifests: 18, released: 0, warnings: 0, inflated_bytes: 356864, compressed_bytes: 53601, members: 72, padding_bytes: 7839, trailing_bytes: 0, integrity: Some(NotRequested), arena_peak: 3507 }'
+    expect_line 'firmware: 5 passed, 0 failed'
   elif [ "${CI:-}" = true ]; then
     echo "error: ../shared/fixtures is absent: the firmware image needs the real NEFFs under CI" >&2
     exit 1

@@ -118,6 +118,7 @@ impl SubgraphReport<'_> {
 
 /// The summary of a load: fixed size, whatever the model.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct LoadReport {
     /// The device's architecture (`None` for a check without a device).
     pub device_arch: Option<Arch>,

@@ -12,6 +12,11 @@
 //!    its `firmware` preset: 512 I/O tensors, 10,000 vars, 500 weights, 8 subgraphs) into
 //!    `$OUT_DIR`, and computes the same expected values for it with the same code.
 //! 4. Writes them, with an `include_bytes!` of each NEFF, to `$OUT_DIR/fixtures.rs`.
+//! 5. For the defmt image (`src/bin/defmt.rs`), makes two variants of `matmul_small.neff` by
+//!    editing one manifest and rewriting the NEFF with the same generator's writer: one that
+//!    loads with a known warning, and one the loader must reject with a manifest error naming
+//!    its member and key path. They go to `$OUT_DIR/variants.rs` (see [`VARIANTS`]).
+//! 6. Links the defmt image with defmt's linker script (`-Tdefmt.x`), that image only.
 
 // The host crate's NEFF generator, as crate-root modules (`scale` uses `crate::sample` and
 // `crate::writer`). The build script uses a part of them only.
@@ -36,6 +41,32 @@ use std::{env, fs};
 const NEFFS: [&str; 2] = ["public/nkipy/matmul_small.neff", "public/nkipy/matmul_large.neff"];
 /// Its name in the firmware's output.
 const SCALE_NAME: &str = "scale-firmware.neff (generated)";
+
+/// The variants of `matmul_small.neff` the defmt image loads: name, the manifest edited, the
+/// text replaced (its first occurrence) and its replacement, and for a NEFF that must be
+/// rejected, the member and key path its error names.
+///
+/// * The warning: a `dtype` that no map knows on var `output0` of `sg00/def.json`; accepted
+///   (`ManifestWarning::UnknownValue`), so the NEFF loads with the same payloads as the
+///   original.
+/// * The rejection: var `output0`'s `size` written as a string; refused
+///   (`ManifestError::WrongType`, an unsigned integer expected, a string found).
+const VARIANTS: [(&str, &str, &str, &str, Option<(&str, &str)>); 2] = [
+    (
+        "matmul_small-unknown-dtype.neff (variant)",
+        "sg00/def.json",
+        "\"size\": 32768,\n            \"type\": \"output\",",
+        "\"size\": 32768,\n            \"dtype\": \"float99\",\n            \"type\": \"output\",",
+        None,
+    ),
+    (
+        "matmul_small-size-as-string.neff (variant, must be rejected)",
+        "sg00/def.json",
+        "\"size\": 32768,\n            \"type\": \"output\",",
+        "\"size\": \"32768\",\n            \"type\": \"output\",",
+        Some(("sg00/def.json", "var.output0.size")),
+    ),
+];
 
 /// Bytes of the NEFF header before the gzip'd tar.
 const HEADER_SIZE: usize = 1024;
@@ -101,12 +132,87 @@ fn expected(name: &str, path: &Path, bytes: &[u8]) -> String {
     )
 }
 
+/// The regular members of a NEFF, in tar order.
+fn members(bytes: &[u8]) -> Vec<(String, Vec<u8>)> {
+    let mut tar_stream = Vec::new();
+    flate2::read::GzDecoder::new(&bytes[HEADER_SIZE..]).read_to_end(&mut tar_stream).expect("gunzip");
+    let mut members = Vec::new();
+    let mut archive = tar::Archive::new(tar_stream.as_slice());
+    for entry in archive.entries().expect("tar entries") {
+        let mut entry = entry.expect("tar entry");
+        if !entry.header().entry_type().is_file() {
+            continue;
+        }
+        let name = entry.path().expect("member path").to_string_lossy().into_owned();
+        let mut body = Vec::new();
+        entry.read_to_end(&mut body).expect("member body");
+        members.push((name, body));
+    }
+    members
+}
+
+/// The header fields of `bytes` the writer is told (it computes sizes and hash itself).
+fn header_fields(bytes: &[u8]) -> writer::HeaderFields {
+    let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+    let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
+    let str_at = |at: usize, len: usize| {
+        let field = &bytes[at..at + len];
+        let end = field.iter().position(|&b| b == 0).unwrap_or(len);
+        String::from_utf8(field[..end].to_vec()).expect("UTF-8 header string")
+    };
+    let mut fields =
+        writer::HeaderFields::new(&str_at(220, 256), bytes[204..220].try_into().expect("uuid"), u32_at(552));
+    fields.pkg_version = u64_at(0);
+    fields.neff_version_major = u64_at(24);
+    fields.neff_version_minor = u64_at(32);
+    fields.build_version = str_at(40, 128);
+    fields.num_tpb = u32_at(168);
+    fields.requested_tpb_count = u32_at(476);
+    fields.tpb_per_node = bytes[480..544].try_into().expect("tpb_per_node");
+    fields.feature_bits = u64_at(544);
+    fields
+}
+
+/// The variants of [`VARIANTS`], made from `original` (`matmul_small.neff`), as Rust source:
+/// `VARIANTS: &[Fixture]` (those that load) and `REJECTED: &[Rejected]`.
+fn variants(out: &Path, original: &[u8]) -> String {
+    let fields = header_fields(original);
+    let (mut loads, mut rejected) = (String::new(), String::new());
+    for (i, (name, member, from, to, error)) in VARIANTS.into_iter().enumerate() {
+        let mut members = members(original);
+        let (_, body) = members.iter_mut().find(|(n, _)| n == member).expect("the edited member exists");
+        let text = String::from_utf8(body.clone()).expect("a UTF-8 manifest");
+        assert!(text.contains(from), "{member} of matmul_small.neff no longer holds {from:?}");
+        *body = text.replacen(from, to, 1).into_bytes();
+        let bytes = writer::neff_bytes(&fields, &members).expect("rewrite the variant");
+        let path = out.join(format!("variant-{i}.neff"));
+        fs::write(&path, &bytes).expect("write the variant to OUT_DIR");
+        match error {
+            None => loads.push_str(&expected(name, &path, &bytes)),
+            Some((member, key_path)) => {
+                let fixture = expected(name, &path, &bytes);
+                let fixture = fixture.trim().trim_end_matches(',');
+                writeln!(rejected, "    Rejected {{\n    fixture: {fixture},\n    member: {member:?},\n    key_path: {key_path:?},\n    }},")
+                    .unwrap();
+            }
+        }
+    }
+    format!(
+        "// Generated by build.rs: variants of matmul_small.neff. Do not edit.\n\
+         const VARIANTS: &[Fixture] = &[\n{loads}];\n\
+         const REJECTED: &[Rejected] = &[\n{rejected}];\n"
+    )
+}
+
 fn main() {
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     fs::copy("memory.x", out.join("memory.x")).expect("copy memory.x to OUT_DIR");
     println!("cargo:rustc-link-search={}", out.display());
     println!("cargo:rerun-if-changed=memory.x");
     println!("cargo:rerun-if-changed=build.rs");
+    // defmt's linker script (from the defmt crate's build script) for the defmt image only:
+    // the semihosting image links as before.
+    println!("cargo:rustc-link-arg-bin=neff-qemu-m4-defmt=-Tdefmt.x");
 
     // targets/qemu-m4 -> the repository -> the directory holding it, where shared/ lives.
     let manifest_dir = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
@@ -124,7 +230,7 @@ fn main() {
     };
     let mut table = String::from(
         "// Generated by build.rs from the real NEFFs and a generated one with flate2 + tar + xxhash-rust. Do not edit.\n\
-         const FIXTURES: &[Fixture] = &[\n",
+         pub const FIXTURES: &[Fixture] = &[\n",
     );
     for neff in NEFFS {
         let path = fixtures.join(neff);
@@ -132,6 +238,9 @@ fn main() {
         let bytes = fs::read(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
         let name = path.file_name().expect("file name").to_string_lossy();
         table.push_str(&expected(&name, &path, &bytes));
+        if neff.ends_with("matmul_small.neff") {
+            fs::write(out.join("variants.rs"), variants(&out, &bytes)).expect("write variants.rs");
+        }
     }
     for source in ["writer.rs", "sample.rs", "scale.rs"] {
         println!("cargo:rerun-if-changed=../host/src/{source}");
