@@ -210,7 +210,12 @@ impl<const N: usize> fmt::Debug for Text<N> {
 #[cfg(feature = "defmt")]
 impl<const N: usize> defmt::Format for Text<N> {
     fn format(&self, f: defmt::Formatter<'_>) {
-        defmt::write!(f, "{=str}", self.as_str())
+        // As `Display`: a cut name says so.
+        if self.elided {
+            defmt::write!(f, "…{=str}", self.as_str())
+        } else {
+            defmt::write!(f, "{=str}", self.as_str())
+        }
     }
 }
 
