@@ -162,7 +162,7 @@ fn def_json_var_checks() {
 #[test]
 fn def_json_queue_and_carveout_checks() {
     let e = def(&DEF.replace(r#""type":"in","#, "")).0.unwrap_err();
-    assert_eq!(msg(&e), "dma_queue.q.type: missing <type>");
+    assert_eq!(msg(&e), "dma_queue.q.type: missing <type> in q");
     let e = def(&DEF.replace(r#""owner":"pool""#, r#""owner":"cpu""#)).0.unwrap_err();
     assert_eq!(msg(&e), "dma_queue.q.owner: Invalid owner 'cpu' for DMA queue q");
     let e = def(&DEF.replace(r#""semaphore":10"#, r#""queue_instances":["a"]"#)).0.unwrap_err();

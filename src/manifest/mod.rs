@@ -285,7 +285,13 @@ impl QueueKind {
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum ManifestError {
     /// A required key is absent (with the runtime's wording when it has one).
-    MissingKey(&'static RequiredKey),
+    MissingKey {
+        /// The key, with the runtime's message.
+        key: &'static RequiredKey,
+        /// The object it is missing from: its name in a keyed map (`dma_queue.<name>`), or the
+        /// last segment of its path (a message's `%s`).
+        within: Name,
+    },
     /// A value has the wrong JSON type.
     WrongType {
         /// What the schema asks for.
@@ -456,13 +462,11 @@ impl ManifestError {
 impl fmt::Display for ManifestError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ManifestError::MissingKey(k) => {
-                if k.message.is_empty() {
-                    write!(f, "missing required key \"{}\"", k.key)
-                } else {
-                    f.write_str(k.message)
-                }
-            }
+            ManifestError::MissingKey { key, within } => match key.message.split_once("%s") {
+                _ if key.message.is_empty() => write!(f, "missing required key \"{}\"", key.key),
+                Some((head, tail)) => write!(f, "{head}{within}{tail}"),
+                None => f.write_str(key.message),
+            },
             ManifestError::WrongType { expected, found, message } => {
                 if !message.is_empty() {
                     write!(f, "{message}: ")?;

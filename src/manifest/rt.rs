@@ -929,9 +929,12 @@ pub fn check_required<R: BufRead, const S: usize, const D: u16>(
         return Ok(());
     }
     match keys.get(absent.trailing_zeros() as usize) {
-        Some(k) => {
-            cx.ctx.path.push_key(k.key);
-            Err(cx.manifest_error(ManifestError::MissingKey(k)))
+        Some(key) => {
+            // The object's own segment: its name in a keyed map, or its key or index.
+            let path = cx.ctx.path.as_str();
+            let within = super::Name::new(path.rsplit('.').next().unwrap_or(path));
+            cx.ctx.path.push_key(key.key);
+            Err(cx.manifest_error(ManifestError::MissingKey { key, within }))
         }
         None => Ok(()),
     }
