@@ -344,7 +344,7 @@ fn def_json_engine_warnings() {
 
 #[test]
 fn engine_dma_checks() {
-    let good = r#"{"instr":"SP.bin","dma":[{"id":0,"queue":"q","desc":[{"from":"a","to":"b","from_off":0,"to_off":0},{"op":"fma","to":"b","scale":0.5}]},{"id":1,"desc":[]}]}"#;
+    let good = r#"{"instr":"SP.bin","dma":[{"id":0,"queue":"q","desc":[{"from":"a","to":"b","from_off":0,"to_off":0},{"op":"fma","from":"a","to":"b","scale":0.5}]},{"id":1,"desc":[]}]}"#;
     let e = engine(good).unwrap();
     assert_eq!(e.dma_block_count(), 2);
     let first = parse::<EngineJson>(good.replace(r#",{"id":1,"desc":[]}"#, "").as_bytes(), "sg00/PE.json").unwrap();
@@ -368,7 +368,22 @@ fn engine_dma_checks() {
     // The same rules for a def.json's top-level dma.
     let top = DEF.replace(
         r#""num_streams":2"#,
-        r#""num_streams":2,"dma":[{"id":0,"desc":[{"to":"o","from_off":0,"to_off":0,"to_sizes":[0]}]}]"#,
+        r#""num_streams":2,"dma":[{"id":0,"desc":[{"from":"i","to":"o","from_off":0,"to_off":0,"to_sizes":[0]}]}]"#,
     );
     assert_eq!(msg(&def(&top).0.unwrap_err()), "dma[0].desc[0].to_sizes: Size cannot be 0");
+    // §8.2: a descriptor reads from a variable, unless it is a CCE one, of at most 16 sources.
+    let source = |desc: &str| engine(&good.replace(r#""from":"a","to":"b","from_off":0"#, desc));
+    assert_eq!(
+        msg(&source(r#""to":"b","from_off":0"#).unwrap_err()),
+        "dma[0].desc[0].from: DMA descriptor without from (only a CCE descriptor, with from_arr, has none)"
+    );
+    let cce = |n: usize| {
+        let arr = vec![r#"{"from":"a","from_off":0}"#; n].join(",");
+        source(&format!(r#""from_arr":[{arr}],"to":"b","to_dtype":"float32","from_off":0"#))
+    };
+    cce(16).unwrap();
+    assert_eq!(
+        msg(&cce(17).unwrap_err()),
+        "dma[0].desc[0].from_arr: CCE descriptor with 17 sources in from_arr: the runtime supports at most 16"
+    );
 }

@@ -30,9 +30,19 @@ impl EngineJson {
 }
 
 /// The runtime's rules for one DMA descriptor (spec §8.2): no size is 0 (`Size cannot be 0`),
-/// and each side's steps and sizes have the same length. Used by engine JSONs and by a
+/// each side's steps and sizes have the same length, a descriptor reads `from` a variable
+/// unless it is a CCE one (`from_arr`, at most 16 sources). Used by engine JSONs and by a
 /// `def.json`'s top-level `dma`.
 pub(crate) fn check_desc(d: &DmaDesc, at: &EntryAt<'_>) -> Result<(), Error> {
+    match d.from_arr.map(|n| n.0) {
+        Some(n) if n > super::MAX_CCE_SOURCES => {
+            return Err(super::def::entry_error(at, DmaDesc::KEY_FROM_ARR, ManifestError::TooManyCceSources(n)));
+        }
+        None if d.from.is_none() => {
+            return Err(super::def::entry_error(at, DmaDesc::KEY_FROM, ManifestError::DescWithoutSource));
+        }
+        _ => {}
+    }
     let sides = [
         (DmaDesc::KEY_FROM_SIZES, DmaDesc::KEY_FROM_STEPS, &d.from_sizes, &d.from_steps),
         (DmaDesc::KEY_TO_SIZES, DmaDesc::KEY_TO_STEPS, &d.to_sizes, &d.to_steps),

@@ -414,6 +414,10 @@ pub enum ManifestError {
     UcodeLibTwice(Name),
     /// `def.json`: `ext_isa_ucode_lib_def` with more ops than the runtime's 18.
     TooManyExtIsaOps(u64),
+    /// A CCE DMA descriptor with more `from_arr` sources than the runtime's 16.
+    TooManyCceSources(u64),
+    /// A DMA descriptor with neither `from` nor (CCE) `from_arr`.
+    DescWithoutSource,
     /// A DMA descriptor with a size of 0 in `from_sizes` or `to_sizes`.
     ZeroDescSize,
     /// A DMA descriptor whose `*_steps` and `*_sizes` have different lengths.
@@ -451,6 +455,9 @@ pub const MAX_DIMS: u64 = 32;
 
 /// Ops an `ext_isa_ucode_lib_def` may define (spec §7.1).
 pub const MAX_EXT_ISA_OPS: u64 = 18;
+
+/// Sources (`from_arr`) a CCE DMA descriptor may have (spec §8.2).
+pub const MAX_CCE_SOURCES: u64 = 16;
 
 impl ManifestError {
     /// The runtime status (`NRT_INVALID` for all of them).
@@ -521,6 +528,12 @@ impl fmt::Display for ManifestError {
                 write!(f, "UCode Library {library} has invalid number of total cpus {total_cpus}")
             }
             ManifestError::UcodeLibTwice(library) => write!(f, "UCode Library {library} has already been added"),
+            ManifestError::TooManyCceSources(n) => {
+                write!(f, "CCE descriptor with {n} sources in from_arr: the runtime supports at most {MAX_CCE_SOURCES}")
+            }
+            ManifestError::DescWithoutSource => {
+                f.write_str("DMA descriptor without from (only a CCE descriptor, with from_arr, has none)")
+            }
             ManifestError::TooManyExtIsaOps(n) => {
                 write!(f, "Extended-ISA library with {n} ops: the runtime supports at most {MAX_EXT_ISA_OPS}")
             }
