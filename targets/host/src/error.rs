@@ -145,6 +145,52 @@ pub fn print_stdout(text: &str) -> Result<(), CliError> {
     }
 }
 
+/// Text written to stdout as it is made, through a buffer: a report of megabytes is never held
+/// whole. A closed pipe ends the output quietly, as [`print_stdout`] does.
+pub struct StdoutText {
+    /// The buffered stdout (serializers write to it directly).
+    pub out: std::io::BufWriter<std::io::StdoutLock<'static>>,
+    /// The first write error; later writes are skipped.
+    pub error: Option<std::io::Error>,
+}
+
+impl StdoutText {
+    /// A buffered writer over the locked stdout.
+    pub fn new() -> Self {
+        Self { out: std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout().lock()), error: None }
+    }
+
+    /// Flushes, and turns the first error (other than a closed pipe) into the command's error.
+    pub fn finish(mut self) -> Result<(), CliError> {
+        use std::io::Write as _;
+        let flushed = if self.error.is_none() { self.out.flush().err() } else { None };
+        match self.error.take().or(flushed) {
+            None => Ok(()),
+            Some(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+            Some(e) => Err(CliError::Path { path: "<stdout>".into(), message: io_message(&e) }),
+        }
+    }
+}
+
+impl Default for StdoutText {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Write for StdoutText {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        use std::io::Write as _;
+        if self.error.is_some() {
+            return Err(std::fmt::Error);
+        }
+        self.out.write_all(s.as_bytes()).map_err(|e| {
+            self.error = Some(e);
+            std::fmt::Error
+        })
+    }
+}
+
 /// The OS message without the `(os error N)` tail, which says nothing more to a person.
 pub fn io_message(err: &std::io::Error) -> String {
     let text = err.to_string();

@@ -311,17 +311,33 @@ pub struct Collected {
     pub details: bool,
 }
 
+/// Vars per chunk of [`Pending::vars`].
+const VAR_CHUNK: usize = 4096;
+
 /// What a manifest's streamed entries give `info`, kept until the manifest itself arrives.
 #[derive(Debug, Default, Clone)]
 struct Pending {
     member: String,
-    vars: Vec<VarInfo>,
+    /// In chunks of [`VAR_CHUNK`]: a growing `Vec` would hold its old and new buffers at once
+    /// (three times the vars) each time it doubles.
+    vars: Vec<Vec<VarInfo>>,
     queues: Vec<QueueInfo>,
     carveouts: Vec<CarveoutInfo>,
     graphs: Vec<(String, String)>,
     kelfs: Vec<(String, bool)>,
     inputs: Vec<TensorInfo>,
     outputs: Vec<TensorInfo>,
+}
+
+impl Pending {
+    /// The chunk the next var goes into.
+    fn var_slot(&mut self) -> &mut Vec<VarInfo> {
+        if self.vars.last().is_none_or(|c| c.len() == VAR_CHUNK) {
+            self.vars.push(Vec::with_capacity(VAR_CHUNK));
+        }
+        let last = self.vars.len() - 1;
+        &mut self.vars[last]
+    }
 }
 
 fn tensor(t: &IoTensor<'_>) -> TensorInfo {
@@ -361,7 +377,7 @@ impl Observer for Collected {
         }
         let p = self.pending(member);
         match *entry {
-            Entry::Var(v) => p.vars.push(VarInfo {
+            Entry::Var(v) => p.var_slot().push(VarInfo {
                 name: v.name.to_string(),
                 // A known type is the map's own string: 100,000 vars need no 100,000 copies.
                 var_type: match v.mr_type() {
@@ -430,7 +446,11 @@ impl Observer for Collected {
                 self.kelfs.insert(member.to_owned(), info);
             }
             Manifest::Def(doc, _) => {
-                let mut vars = pending.vars;
+                // Into one exactly sized `Vec`, each chunk freed as it is moved.
+                let mut vars = Vec::with_capacity(pending.vars.iter().map(Vec::len).sum());
+                for chunk in pending.vars {
+                    vars.extend(chunk);
+                }
                 vars.sort_by_key(|v| v.var_id);
                 let mut dma_queues = pending.queues;
                 dma_queues.sort_by(|a, b| a.name.cmp(&b.name));

@@ -9,7 +9,7 @@
 use serde::Serialize;
 
 use crate::cli::InfoArgs;
-use crate::error::{print_stdout, CliError};
+use crate::error::{CliError, StdoutText};
 use crate::header_view::HeaderJson;
 use crate::loading::{self, chain_kelfs, dir_of, join, Collected, Pass, TensorInfo};
 
@@ -297,12 +297,20 @@ pub fn run(args: &InfoArgs) -> Result<(), CliError> {
     let size = source.size();
     let mut pass = loading::run_info(source, size)?;
     let doc = info_json(&mut pass);
+    let mut out = StdoutText::new();
     if args.json {
-        let text = serde_json::to_string_pretty(&doc).map_err(|e| CliError::rejected(e.to_string()))?;
-        print_stdout(&format!("{text}\n"))
+        let written = serde_json::to_writer_pretty(&mut out.out, &doc);
+        if let Err(e) = written {
+            if !e.is_io() {
+                return Err(CliError::rejected(e.to_string()));
+            }
+            out.error.get_or_insert(e.into());
+        }
+        let _ = std::fmt::Write::write_str(&mut out, "\n");
     } else {
-        print_stdout(&human(&label, size, &pass, &doc))
+        write_human(&mut out, &label, size, &pass, &doc);
     }
+    out.finish()
 }
 
 /// `24-39` for a run of consecutive numbers, `1, 5` otherwise.
@@ -333,10 +341,17 @@ fn shape(s: &[u64]) -> String {
 
 /// The human-readable report.
 pub fn human(label: &str, size: u64, pass: &Pass, doc: &InfoJson) -> String {
-    use std::fmt::Write as _;
+    let mut out = String::new();
+    write_human(&mut out, label, size, pass, doc);
+    out
+}
+
+/// The human-readable report, written to `out` as it is made (a `def.json` of 100,000 vars
+/// makes megabytes of it: streamed to stdout, it is never held whole).
+pub fn write_human(out: &mut impl std::fmt::Write, label: &str, size: u64, pass: &Pass, doc: &InfoJson) {
     let header = &pass.header;
     let report = &pass.report;
-    let mut out = format!("{label} ({size} bytes)\n\nheader\n");
+    let _ = write!(out, "{label} ({size} bytes)\n\nheader\n");
     for (key, value) in header.human_lines() {
         let _ = writeln!(out, "  {key:<20} {value}");
     }
@@ -481,7 +496,6 @@ pub fn human(label: &str, size: u64, pass: &Pass, doc: &InfoJson) -> String {
             p.member
         );
     }
-    out
 }
 
 #[cfg(test)]
