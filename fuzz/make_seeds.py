@@ -104,6 +104,24 @@ def tar_header(name, size_field, typeflag=b"0", magic=b"ustar\x0000"):
     return bytes(h)
 
 
+# The `manifest` target's first byte picks the document: neff.json, a KELF, a def.json, an
+# engine (or activation) JSON.
+ENGINE_JSON = ("Activation.json", "DVE.json", "PE.json", "Pool.json", "SP.json", "act_info.json", "exp_and_others.json")
+
+
+def manifest_selector(member):
+    base = member.rsplit("/", 1)[-1]
+    if member == "neff.json":
+        return 0
+    if base.startswith("kelf-") and base.endswith(".json"):
+        return 1
+    if base == "def.json":
+        return 2
+    if base in ENGINE_JSON:
+        return 3
+    return None
+
+
 def seeds_from_real(name, neff):
     members = members_of(neff)
     small = shrink(members)
@@ -124,6 +142,17 @@ def seeds_from_real(name, neff):
         if member.endswith(".npy"):
             write("npy", f"{name}-{base}", body[:160])
         write("unpack_path", f"{name}-{base}", member.encode())
+        selector = manifest_selector(member)
+        if selector is not None:
+            write("manifest", f"{name}-{base}", bytes([selector]) + body)
+    # loader_check: the real NEFF whole, the one with its payloads cut short, and each manifest
+    # member in turn cut in half (the loader stops at a different stage each time).
+    write("loader_check", f"{name}.neff", neff)
+    write("loader_check", f"{name}-mini.neff", make_neff(neff, gz, 2))
+    for i, (member, body) in enumerate(small):
+        if manifest_selector(member) is not None:
+            cut = [(m, b[: len(b) // 2] if j == i else b) for j, (m, b) in enumerate(small)]
+            write("loader_check", f"{name}-mini-cut-{member.replace('/', '_')}.neff", make_neff(neff, make_gzip(make_tar(cut)), 2))
 
 
 def generated():
@@ -180,6 +209,14 @@ def main():
     for name in ("matmul_small", "matmul_large"):
         with open(os.path.join(FIXTURES, f"{name}.neff"), "rb") as f:
             seeds_from_real(name, f.read())
+    # loader_members rebuilds matmul_small.neff with one JSON member (picked by the first byte,
+    # in tar order) replaced: each member as it is, and cut in half.
+    with open(os.path.join(FIXTURES, "matmul_small.neff"), "rb") as f:
+        json_members = [(m, b) for m, b in members_of(f.read()) if m.endswith(".json")]
+    for i, (member, body) in enumerate(json_members):
+        base = member.replace("/", "_")
+        write("loader_members", base, bytes([i]) + body)
+        write("loader_members", f"{base}-cut", bytes([i]) + body[: len(body) // 2])
     generated()
     total = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(OUT) for f in fs)
     print(f"seeds written to {OUT}: {total} bytes")

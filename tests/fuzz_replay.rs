@@ -67,3 +67,18 @@ fn json_corpus() {
 fn npy_corpus() {
     replay("npy", core_targets::npy);
 }
+
+#[test]
+fn manifest_corpus() {
+    replay("manifest", core_targets::manifest);
+}
+
+#[test]
+fn loader_check_corpus() {
+    replay("loader_check", core_targets::loader_check);
+}
+
+#[test]
+fn loader_members_corpus() {
+    replay("loader_members", core_targets::loader_members);
+}

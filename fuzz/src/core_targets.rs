@@ -1,5 +1,7 @@
 //! Fuzz target bodies for the core's input layers: header, gzip, tar, the whole archive, the
-//! JSON tokenizer and the `.npy` header parser.
+//! JSON tokenizer, the `.npy` header parser, the manifest documents (with `neff.json`'s I/O
+//! join) and the loader's check over a whole NEFF (raw bytes, and a real NEFF with one JSON
+//! member replaced by the input).
 //!
 //! Each body feeds arbitrary bytes to one layer and checks what must hold whatever the input:
 //! no panic (the harness sees one as a crash), and the layer's documented invariants (chunking
@@ -9,15 +11,22 @@
 #![allow(clippy::result_large_err)]
 
 use std::fmt::Write as _;
+use std::io::{Read as _, Write as _};
+use std::path::PathBuf;
+use std::sync::OnceLock;
 
 use embedded_io::{BufRead, ErrorType, Read};
 use neff::archive::{Archive, OpenOptions};
+use neff::arena::Arena;
 use neff::error::IgnoreWarnings;
 use neff::gzip::Decoder;
 use neff::header::{NeffHeader, HEADER_SIZE};
 use neff::json::Tokenizer;
+use neff::loader::{JsonLines, LoadOptions, LoadReport, Loader};
+use neff::manifest::{DefJson, Document, EngineJson, Entry, EntryAt, IoJoin, Kelf, NeffJson, STRING_SCRATCH};
 use neff::npy::{NpyFeed, NpyParser};
 use neff::tar::TarReader;
+use neff::{ErrorKind, Warning};
 
 /// The inflated-size cap in the bodies: big enough for every seed, small enough that a
 /// decompression bomb costs milliseconds.
@@ -285,5 +294,247 @@ pub fn npy(data: &[u8]) {
         assert_eq!(whole.consumed(), header.data_offset);
         let _ = header.data_len();
         assert!(header.shape().len() <= neff::npy::MAX_DIMS_LIMIT);
+    }
+}
+
+/// The documents the `manifest` body parses; the input's first byte picks one (modulo 4).
+pub const MANIFEST_MEMBERS: [&str; 4] = ["neff.json", "kelf-0.json", "sg00/def.json", "sg00/PE.json"];
+
+/// Parses `src` as document `D` (member `member`), counting entries and warnings; the outcome
+/// as text (the error's kind and key path) so two parses can be compared.
+fn parse_doc<D: Document, R: BufRead>(mut src: R, member: &str) -> Result<(u64, u32), String> {
+    let mut tok: Tokenizer<STRING_SCRATCH> = Tokenizer::new();
+    let mut warnings = 0u32;
+    let mut entries = 0u64;
+    let mut visit = |_: Entry<'_>, _: &EntryAt<'_>| -> Result<(), neff::Error> {
+        entries += 1;
+        Ok(())
+    };
+    let mut sink = |w: &Warning| {
+        let mut text = String::new();
+        write!(text, "{w}").unwrap_or_default();
+        warnings += 1;
+    };
+    match D::parse(&mut tok, &mut src, member, &mut sink, &mut visit) {
+        Ok(_) => Ok((entries, warnings)),
+        Err(e) => {
+            let mut text = String::new();
+            write!(text, "{e}").unwrap_or_default();
+            assert!(!text.is_empty());
+            Err(format!("{:?} at {}", e.kind, e.key_path.as_str()))
+        }
+    }
+}
+
+/// One I/O tensor of the join, owned.
+type JoinedTensor = (String, String, Vec<u32>, u64);
+
+/// `neff.json` parsed with the I/O join over an arena of `arena_size` bytes: the tensors, or
+/// the error.
+fn neff_io(data: &[u8], arena_size: usize) -> Result<Vec<JoinedTensor>, neff::Error> {
+    let mut tok: Tokenizer<STRING_SCRATCH> = Tokenizer::new();
+    let mut buf = vec![0u8; arena_size];
+    let mut arena = Arena::new(&mut buf);
+    // What the caller keeps in the bottom part stays through the join.
+    let kept = arena.push_str("kept").map_err(|k| neff::Error::in_member(neff::Stage::NeffJson, "neff.json", 0, k))?;
+    let mut join = IoJoin::new(&arena);
+    let mut visit = |e: Entry<'_>, at: &EntryAt<'_>| join.see(&mut arena, &e).map_err(|k| at.error(k));
+    let mut src = data;
+    NeffJson::parse(&mut tok, &mut src, "neff.json", &mut IgnoreWarnings, &mut visit)?;
+    let mut io = Vec::new();
+    let end = data.len() as u64;
+    join.finish(&mut arena, "neff.json", end, &mut IgnoreWarnings, &mut |t| {
+        io.push((t.name.to_owned(), t.dtype.to_owned(), t.shape.to_vec(), t.size));
+    })?;
+    assert_eq!(arena.str(kept), "kept", "the join's scratch overwrote the arena's bottom part");
+    Ok(io)
+}
+
+/// `manifest`: the first byte picks the document (`neff.json`, a KELF, a `def.json`, an engine
+/// JSON), the rest is parsed with the core's generated parser; whole and chunked input give the
+/// same outcome. For `neff.json`, the I/O join also runs over a small and a large arena: a
+/// full arena is an `ArenaFull` error, and otherwise both agree.
+pub fn manifest(data: &[u8]) {
+    let Some((&selector, body)) = data.split_first() else { return };
+    let member = MANIFEST_MEMBERS.get(usize::from(selector % 4)).copied().unwrap_or_default();
+    let run = |chunk: Option<usize>| match (selector % 4, chunk) {
+        (0, None) => parse_doc::<NeffJson, _>(body, member),
+        (0, Some(c)) => parse_doc::<NeffJson, _>(Chunked::new(body, c), member),
+        (1, None) => parse_doc::<Kelf, _>(body, member),
+        (1, Some(c)) => parse_doc::<Kelf, _>(Chunked::new(body, c), member),
+        (2, None) => parse_doc::<DefJson, _>(body, member),
+        (2, Some(c)) => parse_doc::<DefJson, _>(Chunked::new(body, c), member),
+        (_, None) => parse_doc::<EngineJson, _>(body, member),
+        (_, Some(c)) => parse_doc::<EngineJson, _>(Chunked::new(body, c), member),
+    };
+    let whole = run(None);
+    assert_eq!(whole, run(Some(chunk_size(data))), "chunking changed the {member} outcome");
+    if selector % 4 != 0 {
+        return;
+    }
+    let large = neff_io(body, 1 << 20);
+    let small = neff_io(body, 512);
+    // Without the join the parse sees the same document: it fails only where the join's run did.
+    if whole.is_err() {
+        assert!(large.is_err(), "the join accepted what the plain parse refused: {whole:?}");
+    }
+    match (&small, &large) {
+        (Ok(a), Ok(b)) => assert_eq!(a, b, "the arena's size changed the I/O tensors"),
+        (Err(e), Ok(_)) => assert!(matches!(e.kind, ErrorKind::ArenaFull { .. }), "small arena: {e:?}"),
+        (Ok(_), Err(e)) => panic!("a 512-byte arena succeeded where 1 MiB failed: {e:?}"),
+        (Err(_), Err(_)) => {}
+    }
+    if let Ok(io) = &large {
+        for (name, dtype, shape, _) in io {
+            assert!(name.len() <= body.len() && dtype.len() <= body.len() && shape.len() <= body.len());
+        }
+    }
+}
+
+/// The arena of the `loader_check` bodies.
+pub const FUZZ_LOADER_ARENA: usize = 64 << 10;
+
+/// `Loader::check` over `data` as a whole NEFF (header + gzip'd tar) with a 64 KiB arena; the
+/// report and a per-event JSON-lines observer are written out too. The error, if any.
+pub fn check_neff(data: &[u8]) -> Result<LoadReport, neff::Error> {
+    let options = OpenOptions { max_inflated: FUZZ_MAX_INFLATED, ..OpenOptions::default() };
+    let mut archive: Archive<&[u8]> = Archive::open(data, Some(data.len() as u64), &options, &mut IgnoreWarnings)?;
+    let mut arena = vec![0u8; FUZZ_LOADER_ARENA];
+    let allow_legacy = data.get(HEADER_SIZE + 4).is_some_and(|b| b & 1 == 1);
+    let mut loader = Loader::new(&mut arena, LoadOptions { allow_legacy });
+    let mut report = LoadReport::new();
+    let mut lines_buf = vec![0u8; 16 << 10];
+    let mut lines = JsonLines::<&mut [u8], 512>::new(&mut lines_buf[..]);
+    let mut warnings = 0u32;
+    let mut sink = |w: &Warning| {
+        let mut text = String::new();
+        write!(text, "{w}").unwrap_or_default();
+        warnings = warnings.saturating_add(1);
+    };
+    let result = loader.check(&mut archive, None, &mut report, &mut lines, &mut sink);
+    assert!(report.arena_peak <= FUZZ_LOADER_ARENA as u64);
+    assert_eq!(report.warnings, warnings);
+    let mut json = [0u8; 1024];
+    let _ = report.to_json(&mut json);
+    match result {
+        Ok(()) => Ok(report),
+        Err(e) => {
+            let mut text = String::new();
+            write!(text, "{e}").unwrap_or_default();
+            assert!(!text.is_empty());
+            Err(e)
+        }
+    }
+}
+
+/// `loader_check`: [`check_neff`] over the input.
+pub fn loader_check(data: &[u8]) {
+    let _ = check_neff(data);
+}
+
+/// The real NEFF the `loader_members` body rebuilds: its header and its regular members in tar
+/// order, decoded once with the `tar` and `flate2` crates (independently of the core), each
+/// member kept as its ustar entry (header, body, padding) ready to be concatenated.
+struct BaseNeff {
+    header: Vec<u8>,
+    /// Each member's name and ustar entry.
+    entries: Vec<(String, Vec<u8>)>,
+    /// Indices (in `entries`) of the JSON members, which the input replaces.
+    json: Vec<usize>,
+}
+
+/// The NEFF `loader_members` starts from: `$NEFF_FUZZ_BASE`, else `matmul_small.neff` in
+/// `../shared/fixtures/public/nkipy/` beside the repository (looked for upwards from the crate
+/// compiling this file, so the fuzz crate and the core's replay find the same one).
+pub fn base_neff_path() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("NEFF_FUZZ_BASE") {
+        return Some(PathBuf::from(path));
+    }
+    let mut dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    for _ in 0..4 {
+        let candidate = dir.join("../shared/fixtures/public/nkipy/matmul_small.neff");
+        if candidate.exists() {
+            return Some(candidate);
+        }
+        if !dir.pop() {
+            break;
+        }
+    }
+    None
+}
+
+fn decode_base(neff: &[u8]) -> Option<BaseNeff> {
+    let header = neff.get(..HEADER_SIZE)?.to_vec();
+    let gz = flate2::read::GzDecoder::new(neff.get(HEADER_SIZE..)?);
+    let mut archive = tar::Archive::new(gz);
+    let mut entries = Vec::new();
+    for entry in archive.entries().ok()? {
+        let mut entry = entry.ok()?;
+        if !entry.header().entry_type().is_file() {
+            continue;
+        }
+        let name = entry.path().ok()?.to_string_lossy().into_owned();
+        let mut body = Vec::new();
+        entry.read_to_end(&mut body).ok()?;
+        let ustar = ustar_entry(&name, &body).ok()?;
+        entries.push((name, ustar));
+    }
+    let json: Vec<usize> =
+        entries.iter().enumerate().filter(|(_, (n, _))| n.ends_with(".json")).map(|(i, _)| i).collect();
+    (!json.is_empty()).then_some(BaseNeff { header, entries, json })
+}
+
+/// One ustar entry: header, `body`, padding to a 512-byte block (no end-of-archive blocks).
+fn ustar_entry(name: &str, body: &[u8]) -> std::io::Result<Vec<u8>> {
+    let mut h = tar::Header::new_ustar();
+    h.set_size(body.len() as u64);
+    h.set_mode(0o664);
+    h.set_mtime(0);
+    h.set_entry_type(tar::EntryType::Regular);
+    h.set_path(name)?;
+    h.set_cksum();
+    let mut out = Vec::with_capacity(body.len() + 1024);
+    out.extend_from_slice(h.as_bytes());
+    out.extend_from_slice(body);
+    out.resize(out.len().div_ceil(512) * 512, 0);
+    Ok(out)
+}
+
+fn base_neff() -> Option<&'static BaseNeff> {
+    static BASE: OnceLock<Option<BaseNeff>> = OnceLock::new();
+    BASE.get_or_init(|| decode_base(&std::fs::read(base_neff_path()?).ok()?)).as_ref()
+}
+
+/// The base NEFF with entry `replace`'s body being `body`: the tar, deflated with stored
+/// blocks (the inflater has targets of its own; here the cost goes to the loader), under the
+/// base's header with its `data_size` set.
+fn pack_neff(base: &BaseNeff, replace: usize, body: &[u8]) -> std::io::Result<Vec<u8>> {
+    let mut tar_bytes = Vec::with_capacity(base.entries.iter().map(|(_, e)| e.len()).sum::<usize>() + 2048);
+    for (i, (name, entry)) in base.entries.iter().enumerate() {
+        if i == replace {
+            tar_bytes.extend_from_slice(&ustar_entry(name, body)?);
+        } else {
+            tar_bytes.extend_from_slice(entry);
+        }
+    }
+    tar_bytes.resize(tar_bytes.len() + 1024, 0);
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::none());
+    gz.write_all(&tar_bytes)?;
+    let payload = gz.finish()?;
+    let mut out = base.header.clone();
+    out.get_mut(16..24).unwrap_or_default().copy_from_slice(&(payload.len() as u64).to_le_bytes());
+    out.extend_from_slice(&payload);
+    Ok(out)
+}
+
+/// `loader_members`: a real NEFF with one JSON member's bytes replaced by the input (byte 0
+/// picks the member, modulo their count), repacked (tar, gzip, header) and checked with
+/// [`check_neff`]. Without the base NEFF (no `../shared`) it does nothing.
+pub fn loader_members(data: &[u8]) {
+    let Some(base) = base_neff() else { return };
+    let Some((&selector, body)) = data.split_first() else { return };
+    let pick = base.json.get(usize::from(selector) % base.json.len()).copied().unwrap_or_default();
+    if let Ok(neff) = pack_neff(base, pick, body) {
+        let _ = check_neff(&neff);
     }
 }
