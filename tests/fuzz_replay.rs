@@ -80,5 +80,13 @@ fn loader_check_corpus() {
 
 #[test]
 fn loader_members_corpus() {
+    // Its inputs replace members of the real `matmul_small.neff`: without the shared fixtures
+    // the body does nothing, which is a skip here and a failure under CI.
+    let base = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/public/nkipy/matmul_small.neff");
+    if std::env::var_os("NEFF_FUZZ_BASE").is_none() && !base.exists() {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "{} is missing under CI", base.display());
+        eprintln!("loader_members: skipped, {} is absent", base.display());
+        return;
+    }
     replay("loader_members", core_targets::loader_members);
 }
