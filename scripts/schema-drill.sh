@@ -14,7 +14,9 @@ trap 'rm -rf "$tmp"' EXIT
 scratch="$tmp/repo"
 mkdir "$scratch"
 [ -d "$root/../shared" ] && ln -s "$(cd "$root/../shared" && pwd)" "$tmp/shared"
-git ls-files -z | (cd "$root" && xargs -0 tar cf -) | (cd "$scratch" && tar xf -)
+# One tar reads the whole list (xargs would start several, whose archives the reader stops at the
+# first end of).
+git ls-files -z | (cd "$root" && tar --null -T - -cf -) | (cd "$scratch" && tar xf -)
 cd "$scratch"
 git init -q && git add -A && git -c user.email=drill@neff -c user.name=drill commit -qm base
 cat >>schema/def.toml.key <<'TOML'
