@@ -297,6 +297,12 @@ impl Loader<'_> {
         Self::joined(dir_of(self.arena.str(def.member)), self.arena.str(v.file))
     }
 
+    /// Whether file variable `v` names member `path` (compared in place, not joined).
+    fn var_is(&self, v: &FileVarRec, path: &str) -> bool {
+        let def = self.index.manifests.get(&self.arena, v.def);
+        super::index::is_joined(path, dir_of(self.arena.str(def.member)), self.arena.str(v.file))
+    }
+
     fn place_one<H: Hal>(
         &self,
         hal: &mut H,
@@ -354,7 +360,7 @@ impl Loader<'_> {
     fn has_payload(&self, path: &str) -> bool {
         let arena = &self.arena;
         self.index.payloads.iter(arena).any(|(_, p)| !p.superseded && p.landing.is_kept() && arena.eq(p.member, path))
-            || self.index.file_vars.iter(arena).any(|(_, v)| v.landing.is_kept() && self.var_member(&v) == path)
+            || self.index.file_vars.iter(arena).any(|(_, v)| v.landing.is_kept() && self.var_is(&v, path))
     }
 
     /// Every payload a reached manifest names must be in the archive.

@@ -136,13 +136,9 @@ fn stderr_line(label: &str, message: &str) {
 /// Writes `text` on stdout. A closed pipe (`neff info | head -1`) ends output quietly;
 /// other failures are errors (exit 2).
 pub fn print_stdout(text: &str) -> Result<(), CliError> {
-    use std::io::Write as _;
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        Err(e) => Err(CliError::Path { path: "<stdout>".into(), message: io_message(&e) }),
-    }
+    let mut out = StdoutText::new();
+    let _ = std::fmt::Write::write_str(&mut out, text);
+    out.finish()
 }
 
 /// Text written to stdout as it is made, through a buffer: a report of megabytes is never held
