@@ -147,6 +147,28 @@ impl<'a> Arena<'a> {
         self.top = self.top.max(mark.min(self.capacity()));
     }
 
+    /// The scratch bytes allocated since `mark`, to work on in place.
+    pub fn top_since_mut(&mut self, mark: usize) -> &mut [u8] {
+        let end = mark.min(self.capacity()).max(self.top);
+        self.buf.get_mut(self.top..end).unwrap_or(&mut [])
+    }
+
+    /// Keeps the scratch allocated since `mark`: its bytes move down to the end of the bottom
+    /// part (one move within the buffer, so keeping a run never needs room for two copies)
+    /// and the top is released to `mark`. Returns the run's new offset.
+    pub fn keep_top(&mut self, mark: usize) -> u32 {
+        let end = mark.min(self.capacity()).max(self.top);
+        let at = self.used;
+        // `used <= top <= end <= capacity`: the run fits where the free gap and it were.
+        let len = end.saturating_sub(self.top);
+        if self.buf.get(self.top..end).is_some() && at <= self.top {
+            self.buf.copy_within(self.top..end, at);
+            self.used = at.saturating_add(len);
+            self.top = end;
+        }
+        at as u32
+    }
+
     /// Appends `s` at the top (scratch).
     pub fn push_str_top(&mut self, s: &str) -> Result<Span, ErrorKind> {
         if s.len() > Span::MAX_LEN {

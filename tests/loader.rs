@@ -695,3 +695,145 @@ fn a_broken_member_the_chain_reaches_is_refused_when_reached() {
     assert_eq!(e.stage, Stage::Engine);
     assert!(matches!(e.kind, ErrorKind::Manifest(ManifestError::WrongType { .. })), "{e}");
 }
+
+/// `sg00/PE.json` of the small NEFF with one DMA block (`block`, a JSON object) in its `dma`.
+fn with_pe_dma(l: &mut [(String, Vec<u8>)], block: &str) {
+    replace(l, "sg00/PE.json", "\"dma\":[]", &format!("\"dma\":[{block}]"));
+}
+
+/// Moves `member` to just after `after` in the tar.
+fn move_after(l: &mut Vec<(String, Vec<u8>)>, member: &str, after: &str) {
+    let at = l.iter().position(|(n, _)| n == member).unwrap();
+    let entry = l.remove(at);
+    let to = l.iter().position(|(n, _)| n == after).unwrap() + 1;
+    l.insert(to, entry);
+}
+
+const GOOD_BLOCK: &str = r#"{"id":0,"queue":"qPoolDynamic","desc":[{"from":"x","to":"SB","from_off":0,"to_off":0,"from_sizes":[128],"from_steps":[1]}]}"#;
+
+#[test]
+fn dma_names_resolve_to_the_definition_whichever_comes_first() {
+    let Some(clean) = common::fixture_bytes("public/nkipy/matmul_small.neff") else { return };
+    let clean = load(&clean);
+    // Real order (PE.json before def.json: the reference waits) and the other one (the
+    // definition keeps its names for the engine JSON still to come).
+    for engine_after_def in [false, true] {
+        let bytes = variant(|l| {
+            with_pe_dma(l, GOOD_BLOCK);
+            if engine_after_def {
+                move_after(l, "sg00/PE.json", "sg00/def.json");
+            }
+        })
+        .unwrap();
+        let out = load(&bytes);
+        out.result.as_ref().unwrap_or_else(|e| panic!("engine after def: {engine_after_def}: {e}"));
+        assert_eq!(out.image, clean.image);
+    }
+}
+
+#[test]
+fn an_unresolved_dma_name_is_refused_with_its_member_key_path_and_offset() {
+    let cases = [
+        (
+            r#"{"id":0,"queue":"qPoolDynamic","desc":[{"from":"x","to":"nowhere","from_off":0,"to_off":0}]}"#,
+            "dma[0].desc[0].to",
+            ManifestError::UnknownDmaVariable { to: true, name: neff::error::Text::new("nowhere") },
+            "DMA descriptor to variable nowhere is not a var of the subgraph's def.json",
+            r#"{"from":"x","to":"nowhere","from_off":0,"to_off":0}"#,
+        ),
+        (
+            r#"{"id":0,"queue":"qPoolDynamic","desc":[{"from":"output","to":"SB","from_off":0,"to_off":0}]}"#,
+            "dma[0].desc[0].from",
+            ManifestError::UnknownDmaVariable { to: false, name: neff::error::Text::new("output") },
+            "DMA descriptor from variable output is not a var of the subgraph's def.json",
+            r#"{"from":"output","to":"SB","from_off":0,"to_off":0}"#,
+        ),
+        (
+            // A queue set's name is not a variable's, nor the other way round.
+            r#"{"id":0,"queue":"x","desc":[]}"#,
+            "dma[0].queue",
+            ManifestError::UnknownDmaQueue(neff::error::Text::new("x")),
+            "DMA queue x is not a dma_queue of the subgraph's def.json",
+            r#"{"id":0,"queue":"x","desc":[]}"#,
+        ),
+    ];
+    for (block, key_path, kind, message, element) in cases {
+        for engine_after_def in [false, true] {
+            let mut pe_text = String::new();
+            let bytes = variant(|l| {
+                with_pe_dma(l, block);
+                if engine_after_def {
+                    move_after(l, "sg00/PE.json", "sg00/def.json");
+                }
+                pe_text = String::from_utf8(l.iter().find(|(n, _)| n == "sg00/PE.json").unwrap().1.clone()).unwrap();
+            })
+            .unwrap();
+            let out = load(&bytes);
+            let e = out.result.unwrap_err();
+            let case = format!("{key_path}, engine after def: {engine_after_def}");
+            assert_eq!(
+                (e.stage, e.member.as_str(), e.key_path.as_str()),
+                (Stage::Engine, "sg00/PE.json", key_path),
+                "{case}"
+            );
+            assert_eq!(e.kind, ErrorKind::Manifest(kind), "{case}");
+            assert_eq!(e.kind.to_string(), message, "{case}");
+            // The offset is that of the closing brace of the block or descriptor holding the name.
+            let close = pe_text.find(element).unwrap() + element.len() - 1;
+            assert_eq!(e.offset, close as u64, "{case}");
+            assert_eq!(out.live_regions, 0, "{case}");
+        }
+    }
+}
+
+#[test]
+fn dma_names_of_members_the_chain_does_not_reach_are_not_checked() {
+    let Some(clean) = common::fixture_bytes("public/nkipy/matmul_small.neff") else { return };
+    let clean = load(&clean);
+    let stray = r#"{"dma":[{"id":0,"queue":"qNone","desc":[{"from":"a","to":"b","from_off":0,"to_off":0}]}],"instr":"PE.bin","name":"x.json"}"#;
+    for after_def in [false, true] {
+        let bytes = variant(|l| {
+            l.push(("sg00/stray_engine.json".into(), stray.as_bytes().to_vec()));
+            let stray_at = l.len() - 1;
+            let entry = l.remove(stray_at);
+            let anchor = if after_def { "sg00/def.json" } else { "sg00/Activation.json" };
+            let to = l.iter().position(|(n, _)| n == anchor).unwrap() + usize::from(after_def);
+            l.insert(to, entry);
+        })
+        .unwrap();
+        let out = load(&bytes);
+        out.result.as_ref().unwrap_or_else(|e| panic!("after def: {after_def}: {e}"));
+        assert_eq!(out.image, clean.image);
+    }
+}
+
+#[test]
+fn a_definitions_own_dma_resolves_to_its_names() {
+    // def.json's top-level `dma` comes before `dma_queue` and `var` (sorted keys): its
+    // references wait for the names of the same document.
+    let block = |to: &str| {
+        format!(
+            r#""dma":[{{"id":1,"queue":"qSPDynamicHW","desc":[{{"from":"y","to":"{to}","from_off":0,"to_off":0}}]}}],"dma_queue""#
+        )
+    };
+    let good = variant(|l| replace(l, "sg00/def.json", "\"dma_queue\"", &block("output0"))).unwrap();
+    load(&good).result.unwrap();
+    let bad = variant(|l| replace(l, "sg00/def.json", "\"dma_queue\"", &block("output9"))).unwrap();
+    let e = load(&bad).result.unwrap_err();
+    assert_eq!(
+        (e.stage, e.member.as_str(), e.key_path.as_str()),
+        (Stage::DefJson, "sg00/def.json", "dma[0].desc[0].to")
+    );
+    assert_eq!(
+        e.kind,
+        ErrorKind::Manifest(ManifestError::UnknownDmaVariable { to: true, name: neff::error::Text::new("output9") })
+    );
+}
+
+#[test]
+fn a_block_with_an_instance_name_is_not_resolved_by_its_queue() {
+    // `instance_name` takes precedence over `queue` (§8.2) and names a ring instance.
+    let block = r#"{"id":0,"queue":"qUnknown","instance_name":"ring7","desc":[]}"#;
+    let bytes = variant(|l| with_pe_dma(l, block)).unwrap();
+    load(&bytes).result.unwrap();
+}

@@ -10,6 +10,7 @@
 //! The index answers two questions: which members the chain reaches from `neff.json` (spec
 //! §15.18: the chain, not file names, decides what is read), and what role a payload has.
 
+use super::dma::{DmaRefRec, NameTable};
 use crate::arena::{Arena, List, Reader, Record, Span, Writer, NIL};
 use crate::error::{Error, ErrorKind};
 use crate::manifest::neff::KelfMark;
@@ -91,10 +92,13 @@ pub(crate) struct DefExt {
     pub engine_instrs: [Span; 5],
     /// The cayman carveout facts ([`CarveoutFacts`]).
     pub carveouts: CarveoutFacts,
+    /// Its queue and variable names, kept when an engine JSON it names was still to come
+    /// ([`super::dma`]).
+    pub names: Option<NameTable>,
 }
 
 impl Record for DefExt {
-    const SIZE: usize = 10 * Span::ENCODED + 1 + 1 + 8 + 8;
+    const SIZE: usize = 10 * Span::ENCODED + 1 + 1 + 8 + 8 + 4 + 4;
     fn encode(&self, out: &mut [u8]) {
         let mut w = Writer::new(out);
         for s in self.engines.iter().chain(self.engine_instrs.iter()) {
@@ -103,7 +107,9 @@ impl Record for DefExt {
         w.u8(u8::from(self.carveouts.present))
             .u8(self.carveouts.violation)
             .u64(self.carveouts.index)
-            .u64(self.carveouts.value);
+            .u64(self.carveouts.value)
+            .u32(self.names.map_or(NIL, |t| t.at))
+            .u32(self.names.map_or(0, |t| t.count));
     }
     fn decode(bytes: &[u8]) -> Self {
         let mut r = Reader::new(bytes);
@@ -112,6 +118,8 @@ impl Record for DefExt {
             *s = r.span();
         }
         ext.carveouts = CarveoutFacts { present: r.u8() != 0, violation: r.u8(), index: r.u64(), value: r.u64() };
+        let (at, count) = (r.u32(), r.u32());
+        ext.names = (at != NIL).then_some(NameTable { at, count });
         ext
     }
 }
@@ -476,6 +484,8 @@ pub(crate) struct Index {
     pub file_vars: List<FileVarRec>,
     pub names: List<NameRec>,
     pub payloads: List<PayloadRec>,
+    /// DMA references read before the definition they name into.
+    pub dma_refs: List<DmaRefRec>,
     /// The `neff.json` read (its manifest record), if any.
     pub neff: Option<u32>,
 }
@@ -520,6 +530,7 @@ impl Index {
             self.graphs.retain(arena, |g| g.kelf != pos);
             self.names.retain(arena, |n| n.by != pos);
             self.file_vars.retain(arena, |v| v.def != pos || v.landing.state != Landing::NOT_LANDED);
+            self.dma_refs.retain(arena, |r| r.by != pos);
             true
         } else {
             false
@@ -574,6 +585,16 @@ impl Index {
     /// The `def.json` record at member path `path`.
     pub fn def(&self, arena: &Arena<'_>, path: &str) -> Option<(u32, ManifestRec)> {
         self.manifest(arena, path).filter(|(_, m)| m.kind == ManifestKind::Def)
+    }
+
+    /// The kept names of the latest definition read in directory `dir`, if it kept them.
+    pub fn dir_names(&self, arena: &Arena<'_>, dir: &str) -> Option<NameTable> {
+        let (_, def) = self
+            .manifests
+            .iter(arena)
+            .filter(|(_, m)| !m.superseded && m.kind == ManifestKind::Def && dir_of(arena.str(m.member)) == dir)
+            .last()?;
+        self.def_ext(arena, &def).names
     }
 
     /// What a def record keeps besides the record (all empty for another kind).

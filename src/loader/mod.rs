@@ -9,6 +9,8 @@
 //!   What a member *is* comes from the manifest that names it (spec §15.18); a JSON member met
 //!   before that manifest is parsed speculatively by its name and its outcome kept, an error
 //!   included, until the chain reaches it (or never reports it, if the chain never does).
+//! - `dma` resolves the DMA names of engine JSONs and definitions (spec §8.2) in whichever
+//!   order they come, keeping only what that order makes necessary;
 //! - [`place`] writes payloads through the [`Hal`](crate::hal::Hal): into their final region
 //!   when the manifests read so far give them a role, else into staging, adopted later;
 //! - `bind`, once the archive is finished, walks the chain from `neff.json`: the KELF target
@@ -22,6 +24,7 @@
 
 mod bind;
 pub mod chain;
+mod dma;
 mod index;
 pub mod place;
 pub mod report;

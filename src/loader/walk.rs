@@ -24,6 +24,9 @@ use crate::manifest::neff::{kelf_mark, kelf_member, IoJoin};
 use crate::manifest::{Document, Entry, EntryAt, MrType, Visitor};
 
 use super::chain::ChainWarning;
+use super::dma::{
+    block_refs, desc_refs, fingerprint, unresolved_error, DmaRefRec, NameSpace, NameTable, RefKey, FINGERPRINT,
+};
 use super::index::{CarveoutFacts, DefExt, Index};
 use super::report::LoadReport;
 
@@ -112,7 +115,11 @@ struct Recorder<'r, 'a, O: Observer> {
     member: &'r str,
     /// The manifest record of the member being read.
     by: u32,
+    kind: ManifestKind,
     join: Option<IoJoin>,
+    /// Engine JSON: the names of its directory's definition, when it kept them (a reference is
+    /// then checked on the spot; otherwise it waits for the definition).
+    dma_names: Option<NameTable>,
 }
 
 impl<O: Observer> Recorder<'_, '_, O> {
@@ -165,9 +172,50 @@ impl<O: Observer> Recorder<'_, '_, O> {
     }
 }
 
+impl<O: Observer> Recorder<'_, '_, O> {
+    /// DMA names (spec §8.2, [`super::dma`]): a definition's queue and variable names are
+    /// collected; a reference is checked against its definition's names, or waits for them.
+    fn dma(&mut self, entry: &Entry<'_>, at: &EntryAt<'_>) -> Result<(), Error> {
+        let fail = |k| at.error(k);
+        match *entry {
+            Entry::Var(v) if self.kind == ManifestKind::Def => self.collect(NameSpace::Var, &v.name).map_err(fail),
+            Entry::DmaQueue(q) if self.kind == ManifestKind::Def => {
+                self.collect(NameSpace::Queue, &q.name).map_err(fail)
+            }
+            Entry::DmaBlock(b) | Entry::DefDmaBlock(b) => {
+                block_refs(b).try_for_each(|(key, name)| self.reference(key, name, at))
+            }
+            Entry::DmaDesc(d) => desc_refs(d).try_for_each(|(key, name)| self.reference(key, name, at)),
+            _ => Ok(()),
+        }
+    }
+
+    fn collect(&mut self, space: NameSpace, name: &str) -> Result<(), ErrorKind> {
+        let at = self.arena.alloc_top(FINGERPRINT)?;
+        self.arena.write(at, &fingerprint(space, name).to_le_bytes());
+        Ok(())
+    }
+
+    fn reference(&mut self, key: RefKey, name: &str, at: &EntryAt<'_>) -> Result<(), Error> {
+        if let Some(names) = self.dma_names {
+            if names.contains(self.arena, fingerprint(key.space(), name)) {
+                return Ok(());
+            }
+            return Err(unresolved_error(stage_of(self.kind), self.member, at.offset(), at.key_path(), key, name));
+        }
+        let fail = |k| at.error(k);
+        let path = self.arena.push_str(at.key_path()).map_err(fail)?;
+        let name = self.arena.push_str(name).map_err(fail)?;
+        let rec = DmaRefRec { by: self.by, key, offset: at.offset(), path, name };
+        self.index.dma_refs.push(self.arena, &rec).map_err(fail)?;
+        Ok(())
+    }
+}
+
 impl<O: Observer> Visitor for Recorder<'_, '_, O> {
     fn entry(&mut self, entry: Entry<'_>, at: &EntryAt<'_>) -> Result<(), Error> {
         self.record(&entry).map_err(|k| at.error(k))?;
+        self.dma(&entry, at)?;
         self.observer.entry(self.member, &entry);
         Ok(())
     }
@@ -258,15 +306,19 @@ impl Loader<'_> {
             // A second neff.json replaces what the first one named.
             self.index.kelf_names = Default::default();
         }
+        let names_mark = self.arena.mark_top();
         let outcome = self.parse(kind, pos, name, body, observer, sink);
+        let outcome = match outcome {
+            Ok(()) if kind == ManifestKind::Def => self.settle_dma_names(pos, name, names_mark),
+            other => other,
+        };
+        // What the definition collected and did not keep.
+        self.arena.release_top(names_mark);
         let mut rec = self.index.manifests.get(&self.arena, pos);
         match outcome {
             Ok(()) => {}
             Err(e) if is_fatal(&e) || kind == ManifestKind::Neff => return Err(e),
-            Err(e) => {
-                let slot = if self.deferred.push(e).is_ok() { (self.deferred.len() - 1) as u8 } else { NO_SLOT };
-                rec.failed = Some(slot);
-            }
+            Err(e) => rec.failed = Some(self.keep_error(e)),
         }
         self.fill_record(&mut rec, name)?;
         self.index.manifests.set(&mut self.arena, pos, &rec);
@@ -274,6 +326,22 @@ impl Loader<'_> {
             self.index.neff = Some(pos);
         }
         Ok(())
+    }
+
+    /// Keeps the error of a manifest read until the chain reaches it; returns its slot
+    /// ([`NO_SLOT`] past [`DEFERRED_ERRORS`](super::DEFERRED_ERRORS)).
+    fn keep_error(&mut self, e: Error) -> u8 {
+        match self.deferred.push(e) {
+            Ok(()) => u8::try_from(self.deferred.len().saturating_sub(1)).unwrap_or(NO_SLOT),
+            Err(_) => NO_SLOT,
+        }
+    }
+
+    /// Marks the manifest read at record `pos` as failed with `e` (found after its read).
+    pub(super) fn fail_manifest(&mut self, pos: u32, e: Error) {
+        let mut rec = self.index.manifests.get(&self.arena, pos);
+        rec.failed = Some(self.keep_error(e));
+        self.index.manifests.set(&mut self.arena, pos, &rec);
     }
 
     /// One generic read-a-document step: parse the body into the scratch slot of `kind`, with
@@ -296,8 +364,20 @@ impl Loader<'_> {
             ManifestKind::Engine => Scratch::Engine(Default::default()),
         };
         let join = (kind == ManifestKind::Neff).then(|| IoJoin::new(&self.arena));
-        let mut recorder =
-            Recorder { arena: &mut self.arena, index: &mut self.index, observer, member: name, by: pos, join };
+        let dma_names = match kind {
+            ManifestKind::Engine => self.index.dir_names(&self.arena, dir_of(name)),
+            _ => None,
+        };
+        let mut recorder = Recorder {
+            arena: &mut self.arena,
+            index: &mut self.index,
+            observer,
+            member: name,
+            by: pos,
+            kind,
+            join,
+            dma_names,
+        };
         let mut src = Capture { inner: body, error: None };
         let tok = &mut self.tok;
         let result = match &mut self.scratch {

@@ -73,7 +73,7 @@ const _: () = {
 };
 
 /// Where a streamed element was read: its member, key path (`var.x`, `nodes[3]`) and the byte
-/// offset just past it, for errors a visitor raises about it.
+/// offset of its last byte, for errors a visitor raises about it.
 pub struct EntryAt<'a> {
     pub(crate) ctx: &'a rt::ErrCtx<'a>,
     pub(crate) offset: u64,
@@ -90,7 +90,7 @@ impl EntryAt<'_> {
         self.ctx.path.as_str()
     }
 
-    /// The byte offset just past the element.
+    /// The byte offset of the element's last byte (the closing bracket of an object).
     pub fn offset(&self) -> u64 {
         self.offset
     }
@@ -418,6 +418,15 @@ pub enum ManifestError {
     TooManyCceSources(u64),
     /// A DMA descriptor with neither `from` nor (CCE) `from_arr`.
     DescWithoutSource,
+    /// A DMA block's `queue` that is no queue set of its subgraph's `def.json` (spec §8.2).
+    UnknownDmaQueue(Name),
+    /// A DMA descriptor's `from` or `to` that is no variable of its subgraph's `def.json`.
+    UnknownDmaVariable {
+        /// `to` (true) or `from`.
+        to: bool,
+        /// The name as written.
+        name: Name,
+    },
     /// A DMA descriptor with a size of 0 in `from_sizes` or `to_sizes`.
     ZeroDescSize,
     /// A DMA descriptor whose `*_steps` and `*_sizes` have different lengths.
@@ -533,6 +542,11 @@ impl fmt::Display for ManifestError {
             }
             ManifestError::DescWithoutSource => {
                 f.write_str("DMA descriptor without from (only a CCE descriptor, with from_arr, has none)")
+            }
+            ManifestError::UnknownDmaQueue(q) => write!(f, "DMA queue {q} is not a dma_queue of the subgraph's def.json"),
+            ManifestError::UnknownDmaVariable { to, name } => {
+                let key = if *to { DmaDesc::KEY_TO } else { DmaDesc::KEY_FROM };
+                write!(f, "DMA descriptor {key} variable {name} is not a var of the subgraph's def.json")
             }
             ManifestError::TooManyExtIsaOps(n) => {
                 write!(f, "Extended-ISA library with {n} ops: the runtime supports at most {MAX_EXT_ISA_OPS}")
