@@ -377,13 +377,40 @@ fn engine_dma_checks() {
         msg(&source(r#""to":"b","from_off":0"#).unwrap_err()),
         "dma[0].desc[0].from: DMA descriptor without from (only a CCE descriptor, with from_arr, has none)"
     );
-    let cce = |n: usize| {
-        let arr = vec![r#"{"from":"a","from_off":0}"#; n].join(",");
-        source(&format!(r#""from_arr":[{arr}],"to":"b","to_dtype":"float32","from_off":0"#))
+    let cce_with = |n: usize, src: &str, to_dtype: &str| {
+        let arr = vec![src; n].join(",");
+        source(&format!(r#""from_arr":[{arr}],"to":"b"{to_dtype},"from_off":0"#))
     };
+    let good_src = r#"{"from":"a","from_off":0,"from_dtype":"bfloat16","from_sizes":[4,2],"from_steps":[1,4]}"#;
+    let cce = |n: usize| cce_with(n, good_src, r#","to_dtype":"float32""#);
     cce(16).unwrap();
     assert_eq!(
         msg(&cce(17).unwrap_err()),
         "dma[0].desc[0].from_arr: CCE descriptor with 17 sources in from_arr: the runtime supports at most 16"
     );
+    // §8.2: a CCE access pattern carries its dtype, on both sides.
+    assert_eq!(
+        msg(&cce_with(2, good_src, "").unwrap_err()),
+        "dma[0].desc[0].to_dtype: Invalid cce desc ap without dtype"
+    );
+    let no_dtype = good_src.replace(r#","from_dtype":"bfloat16""#, "");
+    let mixed = format!("{good_src},{no_dtype}");
+    assert_eq!(
+        msg(&cce_with(1, &mixed, r#","to_dtype":"float32""#).unwrap_err()),
+        "dma[0].desc[0].from_arr[1].from_dtype: Invalid cce desc ap without dtype"
+    );
+    // Each source follows the from side's rules.
+    let zero = good_src.replace("[4,2]", "[4,0]");
+    assert_eq!(
+        msg(&cce_with(1, &zero, r#","to_dtype":"float32""#).unwrap_err()),
+        "dma[0].desc[0].from_arr[0].from_sizes: Size cannot be 0"
+    );
+    let steps = good_src.replace("[1,4]", "[1]");
+    assert_eq!(
+        msg(&cce_with(1, &steps, r#","to_dtype":"float32""#).unwrap_err()),
+        "dma[0].desc[0].from_arr[0].from_steps: descriptor steps have 1 entries but sizes have 2: they must match"
+    );
+    // A non-CCE descriptor's dtypes may be absent (the runtime reads uint8); absence is kept.
+    let plain = parse::<EngineJson>(good.as_bytes(), "sg00/PE.json").unwrap();
+    assert_eq!(plain.entries.descs[0].to_kbin_dtype(), None, "absent, not defaulted in the struct");
 }

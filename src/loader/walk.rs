@@ -186,6 +186,7 @@ impl<O: Observer> Recorder<'_, '_, O> {
                 block_refs(b).try_for_each(|(key, name)| self.reference(key, name, at))
             }
             Entry::DmaDesc(d) => desc_refs(d).try_for_each(|(key, name)| self.reference(key, name, at)),
+            Entry::CceSource(s) => s.from.as_deref().map_or(Ok(()), |name| self.reference(RefKey::From, name, at)),
             _ => Ok(()),
         }
     }

@@ -281,6 +281,7 @@ impl Checks<'_> {
             }
             Entry::UcodeLib(lib) => check_ucode_lib(lib, at)?,
             Entry::DmaDesc(d) => super::engine::check_desc(d, at)?,
+            Entry::CceSource(s) => super::engine::check_cce_source(s, at)?,
             Entry::Carveout(c) => {
                 let f = &mut self.facts;
                 if f.cayman_violation.is_none() {

@@ -16,7 +16,8 @@
 use embedded_io::BufRead;
 
 use super::{
-    warn, DefJson, DmaDesc, Document, EngineJson, EngineType, Entry, EntryAt, ManifestError, ManifestWarning, Visitor,
+    warn, CceSource, DefJson, DmaDesc, Document, EngineJson, EngineType, Entry, EntryAt, ManifestError,
+    ManifestWarning, Visitor,
 };
 use crate::error::Text;
 use crate::json::Tokenizer;
@@ -34,28 +35,46 @@ impl EngineJson {
 /// unless it is a CCE one (`from_arr`, at most 16 sources). Used by engine JSONs and by a
 /// `def.json`'s top-level `dma`.
 pub(crate) fn check_desc(d: &DmaDesc, at: &EntryAt<'_>) -> Result<(), Error> {
-    match d.from_arr.map(|n| n.0) {
+    match d.from_arr.as_ref().map(|sources| sources.count) {
         Some(n) if n > super::MAX_CCE_SOURCES => {
             return Err(super::def::entry_error(at, DmaDesc::KEY_FROM_ARR, ManifestError::TooManyCceSources(n)));
+        }
+        // A CCE descriptor's access patterns carry their dtype; the runtime refuses one without.
+        Some(_) if d.to_dtype.is_none() => {
+            return Err(super::def::entry_error(at, DmaDesc::KEY_TO_DTYPE, ManifestError::CceWithoutDtype));
         }
         None if d.from.is_none() => {
             return Err(super::def::entry_error(at, DmaDesc::KEY_FROM, ManifestError::DescWithoutSource));
         }
         _ => {}
     }
-    let sides = [
-        (DmaDesc::KEY_FROM_SIZES, DmaDesc::KEY_FROM_STEPS, &d.from_sizes, &d.from_steps),
-        (DmaDesc::KEY_TO_SIZES, DmaDesc::KEY_TO_STEPS, &d.to_sizes, &d.to_steps),
-    ];
-    for (sizes_key, steps_key, sizes, steps) in sides {
-        if sizes.as_ref().is_some_and(|s| s.contains(&0)) {
-            return Err(super::def::entry_error(at, sizes_key, ManifestError::ZeroDescSize));
-        }
-        if let (Some(sizes), Some(steps)) = (sizes, steps) {
-            if sizes.len() != steps.len() {
-                let e = ManifestError::StepsSizesMismatch { steps: steps.len() as u8, sizes: sizes.len() as u8 };
-                return Err(super::def::entry_error(at, steps_key, e));
-            }
+    check_side(at, (DmaDesc::KEY_FROM_SIZES, &d.from_sizes), (DmaDesc::KEY_FROM_STEPS, &d.from_steps))?;
+    check_side(at, (DmaDesc::KEY_TO_SIZES, &d.to_sizes), (DmaDesc::KEY_TO_STEPS, &d.to_steps))
+}
+
+/// One source of a CCE descriptor's `from_arr`: the `from` side's rules, and its dtype.
+pub(crate) fn check_cce_source(s: &CceSource, at: &EntryAt<'_>) -> Result<(), Error> {
+    if s.from_dtype.is_none() {
+        return Err(super::def::entry_error(at, CceSource::KEY_FROM_DTYPE, ManifestError::CceWithoutDtype));
+    }
+    check_side(at, (CceSource::KEY_FROM_SIZES, &s.from_sizes), (CceSource::KEY_FROM_STEPS, &s.from_steps))
+}
+
+type Dims<T> = Option<heapless::Vec<T, { super::cap::DESC_DIMS }>>;
+
+/// One side of a transfer: no size is 0, as many steps as sizes.
+fn check_side(
+    at: &EntryAt<'_>,
+    (sizes_key, sizes): (&str, &Dims<u64>),
+    (steps_key, steps): (&str, &Dims<i64>),
+) -> Result<(), Error> {
+    if sizes.as_ref().is_some_and(|s| s.contains(&0)) {
+        return Err(super::def::entry_error(at, sizes_key, ManifestError::ZeroDescSize));
+    }
+    if let (Some(sizes), Some(steps)) = (sizes, steps) {
+        if sizes.len() != steps.len() {
+            let e = ManifestError::StepsSizesMismatch { steps: steps.len() as u8, sizes: sizes.len() as u8 };
+            return Err(super::def::entry_error(at, steps_key, e));
         }
     }
     Ok(())
@@ -68,8 +87,10 @@ struct Checks<'v> {
 
 impl Visitor for Checks<'_> {
     fn entry(&mut self, entry: Entry<'_>, at: &EntryAt<'_>) -> Result<(), Error> {
-        if let Entry::DmaDesc(d) = entry {
-            check_desc(d, at)?;
+        match entry {
+            Entry::DmaDesc(d) => check_desc(d, at)?,
+            Entry::CceSource(s) => check_cce_source(s, at)?,
+            _ => {}
         }
         self.inner.entry(entry, at)
     }

@@ -418,6 +418,8 @@ pub enum ManifestError {
     TooManyCceSources(u64),
     /// A DMA descriptor with neither `from` nor (CCE) `from_arr`.
     DescWithoutSource,
+    /// A CCE descriptor (or one of its `from_arr` sources) without its dtype.
+    CceWithoutDtype,
     /// A DMA block's `queue` that is no queue set of its subgraph's `def.json` (spec §8.2).
     UnknownDmaQueue(Name),
     /// A DMA descriptor's `from` or `to` that is no variable of its subgraph's `def.json`.
@@ -543,6 +545,7 @@ impl fmt::Display for ManifestError {
             ManifestError::DescWithoutSource => {
                 f.write_str("DMA descriptor without from (only a CCE descriptor, with from_arr, has none)")
             }
+            ManifestError::CceWithoutDtype => f.write_str("Invalid cce desc ap without dtype"),
             ManifestError::UnknownDmaQueue(q) => write!(f, "DMA queue {q} is not a dma_queue of the subgraph's def.json"),
             ManifestError::UnknownDmaVariable { to, name } => {
                 let key = if *to { DmaDesc::KEY_TO } else { DmaDesc::KEY_FROM };
