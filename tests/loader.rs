@@ -845,3 +845,23 @@ fn a_block_with_an_instance_name_is_not_resolved_by_its_queue() {
     let bytes = variant(|l| with_pe_dma(l, block)).unwrap();
     load(&bytes).result.unwrap();
 }
+
+#[test]
+fn an_engine_a_definition_does_not_name_is_a_warning_naming_the_neff() {
+    // `Engine %s not found in NEFF %s, using empty placeholder`: the second argument is the
+    // NEFF's name, from its header ("file.neff" in the real NEFFs).
+    let Some(bytes) = variant(|l| replace(l, "sg00/def.json", "\"pool\": \"Pool.json\",", "")) else { return };
+    let out = load(&bytes);
+    let missing: Vec<String> = out
+        .warnings
+        .iter()
+        .filter(|w| matches!(w.kind, WarningKind::Manifest(neff::manifest::ManifestWarning::EngineMissing { .. })))
+        .map(|w| w.to_string())
+        .collect();
+    assert_eq!(
+        missing,
+        ["sg00/def.json: pool: Engine pool not found in NEFF file.neff, using empty placeholder"],
+        "{:?}",
+        out.result
+    );
+}

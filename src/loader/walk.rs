@@ -21,7 +21,7 @@ use crate::error::{Error, ErrorKind, Stage, Warning, WarningKind, WarningSink};
 use crate::hal::Hal;
 use crate::manifest::kelf::KelfTarget;
 use crate::manifest::neff::{kelf_mark, kelf_member, IoJoin};
-use crate::manifest::{Document, Entry, EntryAt, MrType, Visitor};
+use crate::manifest::{Document, Entry, EntryAt, ManifestWarning, MrType, Visitor};
 
 use super::chain::ChainWarning;
 use super::dma::{
@@ -222,6 +222,23 @@ impl<O: Observer> Visitor for Recorder<'_, '_, O> {
     }
 }
 
+/// Gives the NEFF's name to the warnings whose runtime message names it
+/// (`Engine %s not found in NEFF %s, using empty placeholder`).
+struct NamingNeff<'s, S: WarningSink + ?Sized> {
+    inner: &'s mut S,
+    neff: &'s str,
+}
+
+impl<S: WarningSink + ?Sized> WarningSink for NamingNeff<'_, S> {
+    fn warn(&mut self, warning: &Warning) {
+        let mut warning = *warning;
+        if let WarningKind::Manifest(ManifestWarning::EngineMissing { neff, .. }) = &mut warning.kind {
+            *neff = crate::error::Text::new(self.neff);
+        }
+        self.inner.warn(&warning);
+    }
+}
+
 /// True for an error that ends the load at once: the archive itself failed, or the arena is
 /// full. Anything else in a speculatively read manifest waits for the chain.
 fn is_fatal(e: &Error) -> bool {
@@ -386,7 +403,11 @@ impl Loader<'_> {
                 self.kelf_mark = facts.kelf_mark();
             }),
             Scratch::Kelf(doc) => doc.parse_into(tok, &mut src, name, sink, &mut recorder).map(|_| ()),
-            Scratch::Def(doc) => doc.parse_into(tok, &mut src, name, sink, &mut recorder).and_then(|facts| {
+            Scratch::Def(doc) => {
+                let mut sink = NamingNeff { inner: &mut *sink, neff: self.neff_name.as_str() };
+                doc.parse_into(tok, &mut src, name, &mut sink, &mut recorder)
+            }
+            .and_then(|facts| {
                 recorder.observer.manifest(name, Manifest::Def(doc, &facts));
                 let ext = DefExt { carveouts: CarveoutFacts::from_def(&facts), ..DefExt::default() };
                 let at = recorder

@@ -404,7 +404,14 @@ impl Document for DefJson {
         }
         for engine in ENGINES {
             if self.engine_json(engine).is_none() {
-                warn(sink, Stage::DefJson, member, end, engine.as_str(), ManifestWarning::EngineMissing(engine));
+                warn(
+                    sink,
+                    Stage::DefJson,
+                    member,
+                    end,
+                    engine.as_str(),
+                    ManifestWarning::EngineMissing { engine, neff: Text::EMPTY },
+                );
             }
         }
         Ok(facts)

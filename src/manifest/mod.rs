@@ -593,7 +593,13 @@ pub enum ManifestWarning {
     /// `neff.json`: the KELF node was found by `op == "__kelf"` (no `attrs.func_name`).
     KelfNodeByOp,
     /// `def.json`: an engine key is absent; the runtime uses an empty instruction set.
-    EngineMissing(EngineType),
+    EngineMissing {
+        /// The engine.
+        engine: EngineType,
+        /// The NEFF's name (its header's), when the reader knows it (a loader does; a lone
+        /// `def.json` parse does not, and leaves it empty).
+        neff: Text<24>,
+    },
     /// `def.json` `<eng>_instr` differs from the engine JSON's `instr` (which wins).
     InstrMismatch {
         /// The engine.
@@ -613,7 +619,12 @@ impl fmt::Display for ManifestWarning {
                 write!(f, "unknown {key} '{value}': accepted (the spec does not say to refuse it)")
             }
             ManifestWarning::KelfNodeByOp => f.write_str("KELF node found by op \"__kelf\" (no attrs.func_name)"),
-            ManifestWarning::EngineMissing(e) => write!(f, "Engine {e} not found in NEFF, using empty placeholder"),
+            ManifestWarning::EngineMissing { engine, neff } if neff.as_str().is_empty() => {
+                write!(f, "Engine {engine} not found in NEFF, using empty placeholder")
+            }
+            ManifestWarning::EngineMissing { engine, neff } => {
+                write!(f, "Engine {engine} not found in NEFF {neff}, using empty placeholder")
+            }
             ManifestWarning::InstrMismatch { engine, def_instr, engine_instr } => write!(
                 f,
                 "{engine}_instr \"{def_instr}\" differs from the engine JSON's instr \"{engine_instr}\"; using the engine JSON's"
