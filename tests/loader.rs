@@ -865,3 +865,39 @@ fn an_engine_a_definition_does_not_name_is_a_warning_naming_the_neff() {
         out.result
     );
 }
+
+#[test]
+fn a_q7_engine_is_reached_through_its_definition() {
+    let Some(clean) = common::fixture_bytes("public/nkipy/matmul_small.neff") else { return };
+    let clean = load(&clean);
+    let q7_bin: Vec<u8> = (0..128u8).collect();
+    let with_q7 = |json: Option<&str>| {
+        let q7_bin = q7_bin.clone();
+        variant(move |l| {
+            replace(l, "sg00/def.json", "\"pe\":", "\"q7\": \"Q7.json\", \"q7_instr\": \"Q7.bin\", \"pe\":");
+            let at = l.iter().position(|(n, _)| n == "sg00/PE.json").unwrap();
+            l.insert(at, ("sg00/Q7.bin".into(), q7_bin));
+            if let Some(json) = json {
+                l.insert(at + 1, ("sg00/Q7.json".into(), json.as_bytes().to_vec()));
+            }
+        })
+        .unwrap()
+    };
+    // Its instruction stream lands, on the core of its definition, in a generic region
+    // (§11.8 has no Vision-Q7 class); everything else is as before.
+    let out = load(&with_q7(Some(r#"{"dma":[],"instr":"Q7.bin","name":"Q7.json"}"#)));
+    out.result.as_ref().unwrap_or_else(|e| panic!("{e}"));
+    let q7 = out.report.payloads.iter().find(|p| p.member == "sg00/Q7.bin").unwrap();
+    assert_eq!((q7.state, q7.usage, q7.len, q7.core), (PayloadState::Placed, UsageClass::Generic, 128, Some(0)));
+    assert_eq!(q7.digest, digest64(&q7_bin));
+    let mut image = out.image.clone();
+    image.retain(|(m, ..)| m != "sg00/Q7.bin");
+    assert_eq!(image, clean.image);
+    // Named but absent: the definition's `q7` key names the missing member.
+    let (c, e) = chain_error(&load(&with_q7(None)));
+    assert!(matches!(c, ChainError::MemberMissing { member } if member.as_str() == "sg00/Q7.json"), "{c:?}");
+    assert_eq!((e.member.as_str(), e.key_path.as_str()), ("sg00/def.json", "q7"));
+    // Reached, so its errors count, with its member and key path.
+    let e = load(&with_q7(Some(r#"{"dma":[],"instr":7}"#))).result.unwrap_err();
+    assert_eq!((e.stage, e.member.as_str(), e.key_path.as_str()), (Stage::Engine, "sg00/Q7.json", "instr"));
+}

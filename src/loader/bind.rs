@@ -21,7 +21,7 @@ use super::{Counting, Loader, Observer};
 use crate::arena::{List, NIL};
 use crate::error::{CapacityError, Error, ErrorKind, Stage, Warning, WarningKind, WarningSink};
 use crate::hal::{AllocRequest, Hal, RegionId, USAGE_CLASS_COUNT};
-use crate::manifest::def::{TargetCheck, ENGINES};
+use crate::manifest::def::{EngineKey, TargetCheck, ENGINE_KEYS};
 use crate::manifest::{DefJson, EngineJson, EngineType, Graph, Kelf, ManifestError, NeffJson, Node, NodeAttrs};
 
 /// `a.b.c` from generated key names (context for errors).
@@ -200,13 +200,8 @@ impl Loader<'_> {
                 return Err(Error::in_member(Stage::DefJson, member, 0, ErrorKind::Manifest(e)).with_key_path(&key));
             }
         }
-        for engine in ENGINES {
-            let name = self
-                .index
-                .def_ext(arena, def)
-                .engines
-                .get(super::index::engine_slot(engine))
-                .map_or("", |s| arena.str(*s));
+        for engine in ENGINE_KEYS {
+            let name = self.index.def_ext(arena, def).engines.get(engine.slot()).map_or("", |s| arena.str(*s));
             if name.is_empty() {
                 continue;
             }
@@ -214,7 +209,7 @@ impl Loader<'_> {
             let Some((json_pos, _)) = self.named(path.as_str(), ManifestKind::Engine)? else {
                 return Err(missing(member, Stage::DefJson, engine.as_str(), path.as_str()));
             };
-            if engine != EngineType::Act {
+            if engine != EngineKey::Tpb(EngineType::Act) {
                 continue;
             }
             for (_, set) in self.index.names.iter(arena).filter(|(_, n)| n.by == json_pos && n.kind == NameKind::ActSet)
@@ -375,7 +370,7 @@ impl Loader<'_> {
             let Some((def_pos, def)) = index.def(arena, arena.str(graph.definition)) else { continue };
             let def_member = arena.str(def.member);
             let dir = dir_of(def_member);
-            for engine in ENGINES {
+            for engine in ENGINE_KEYS {
                 let Some((json_pos, json)) = index.engine_of(arena, &def, engine) else { continue };
                 let json_member = arena.str(json.member);
                 if let Some(instr) = index.instr_of(arena, &def, Some(&json), engine) {
@@ -391,7 +386,7 @@ impl Loader<'_> {
                         .filter(move |(_, n)| n.by == by && n.kind == kind)
                         .map(|(_, n)| arena.str(n.name))
                 };
-                if engine == EngineType::Dve {
+                if engine == EngineKey::Tpb(EngineType::Dve) {
                     for table in named(json_pos, NameKind::DveTable) {
                         let path = Self::joined(dir, table);
                         if !self.has_payload(&path) {
@@ -399,7 +394,7 @@ impl Loader<'_> {
                         }
                     }
                 }
-                if engine == EngineType::Act {
+                if engine == EngineKey::Tpb(EngineType::Act) {
                     for set in named(json_pos, NameKind::ActSet) {
                         let set_rec = index
                             .manifests

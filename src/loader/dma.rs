@@ -22,7 +22,7 @@
 use super::index::{dir_of, is_joined, ManifestKind};
 use crate::arena::{Arena, List, Reader, Record, Span, Writer, NIL};
 use crate::error::{Error, ErrorKind, Stage};
-use crate::manifest::def::ENGINES;
+use crate::manifest::def::ENGINE_KEYS;
 use crate::manifest::{DmaBlock, DmaDesc, ManifestError};
 
 /// What a DMA name must resolve to.
@@ -276,7 +276,7 @@ impl super::Loader<'_> {
         let super::Scratch::Def(doc) = &self.scratch else {
             return false;
         };
-        ENGINES.into_iter().filter_map(|e| doc.engine_json(e)).any(|json| {
+        ENGINE_KEYS.into_iter().filter_map(|e| doc.engine_member(e)).any(|json| {
             !self
                 .index
                 .manifests

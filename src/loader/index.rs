@@ -13,8 +13,12 @@
 use super::dma::{DmaRefRec, NameTable};
 use crate::arena::{Arena, List, Reader, Record, Span, Writer, NIL};
 use crate::error::{Error, ErrorKind};
+use crate::manifest::def::EngineKey;
 use crate::manifest::neff::KelfMark;
-use crate::manifest::{Arch, EngineType, UsageClass};
+use crate::manifest::{Arch, UsageClass};
+
+/// Engine slots of a definition ([`crate::manifest::def::ENGINE_KEYS`]).
+pub(crate) const ENGINE_SLOTS: usize = crate::manifest::def::ENGINE_KEYS.len();
 
 /// What a manifest member is, by the key that names it (or, read before that, by its name).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,9 +91,9 @@ pub(crate) struct ManifestRec {
 /// What binding needs of a `def.json` besides its [`ManifestRec`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) struct DefExt {
-    /// Engine JSON names, then `<eng>_instr` names, in `ENGINES` order (empty: absent).
-    pub engines: [Span; 5],
-    pub engine_instrs: [Span; 5],
+    /// Engine JSON names, then `<eng>_instr` names, in `ENGINE_KEYS` order (empty: absent).
+    pub engines: [Span; ENGINE_SLOTS],
+    pub engine_instrs: [Span; ENGINE_SLOTS],
     /// The cayman carveout facts ([`CarveoutFacts`]).
     pub carveouts: CarveoutFacts,
     /// Its queue and variable names, kept when an engine JSON it names was still to come
@@ -98,7 +102,7 @@ pub(crate) struct DefExt {
 }
 
 impl Record for DefExt {
-    const SIZE: usize = 10 * Span::ENCODED + 1 + 1 + 8 + 8 + 4 + 4;
+    const SIZE: usize = 2 * ENGINE_SLOTS * Span::ENCODED + 1 + 1 + 8 + 8 + 4 + 4;
     fn encode(&self, out: &mut [u8]) {
         let mut w = Writer::new(out);
         for s in self.engines.iter().chain(self.engine_instrs.iter()) {
@@ -607,8 +611,8 @@ impl Index {
     }
 
     /// The engine JSON an engine of the def at `def` names, as `(member record, record)`.
-    pub fn engine_of(&self, arena: &Arena<'_>, def: &ManifestRec, engine: EngineType) -> Option<(u32, ManifestRec)> {
-        let name = arena.str(*self.def_ext(arena, def).engines.get(engine_slot(engine))?);
+    pub fn engine_of(&self, arena: &Arena<'_>, def: &ManifestRec, engine: EngineKey) -> Option<(u32, ManifestRec)> {
+        let name = arena.str(*self.def_ext(arena, def).engines.get(engine.slot())?);
         if name.is_empty() {
             return None;
         }
@@ -626,12 +630,12 @@ impl Index {
         arena: &'a Arena<'_>,
         def: &ManifestRec,
         json: Option<&ManifestRec>,
-        engine: EngineType,
+        engine: EngineKey,
     ) -> Option<&'a str> {
         match json {
             Some(j) if j.has_instr => Some(arena.str(j.instr)),
             _ => {
-                let span = *self.def_ext(arena, def).engine_instrs.get(engine_slot(engine))?;
+                let span = *self.def_ext(arena, def).engine_instrs.get(engine.slot())?;
                 Some(arena.str(span)).filter(|s| !s.is_empty())
             }
         }
@@ -659,17 +663,6 @@ impl Index {
             return Some(ManifestKind::Engine);
         }
         None
-    }
-}
-
-/// The slot of an engine in a def record's name arrays.
-pub(crate) fn engine_slot(engine: EngineType) -> usize {
-    match engine {
-        EngineType::Pe => 0,
-        EngineType::Act => 1,
-        EngineType::Pool => 2,
-        EngineType::Dve => 3,
-        EngineType::Sp => 4,
     }
 }
 

@@ -16,7 +16,7 @@ use crate::arena::NIL;
 use crate::digest::Digest64;
 use crate::error::{Error, ErrorKind, Stage, Warning, WarningKind, WarningSink};
 use crate::hal::{AllocRequest, Hal, RegionId};
-use crate::manifest::def::ENGINES;
+use crate::manifest::def::{EngineKey, ENGINE_KEYS};
 use crate::manifest::{EngineType, UsageClass};
 use crate::npy::{NpyError, NpyFeed, NpyHeader, NpyParser};
 
@@ -34,13 +34,15 @@ pub(super) struct Role {
     pub var: Option<u32>,
 }
 
-fn usage_of(engine: EngineType) -> UsageClass {
+fn usage_of(engine: EngineKey) -> UsageClass {
     match engine {
-        EngineType::Pe => UsageClass::InstrPe,
-        EngineType::Act => UsageClass::InstrAct,
-        EngineType::Pool => UsageClass::InstrPool,
-        EngineType::Dve => UsageClass::InstrDve,
-        EngineType::Sp => UsageClass::InstrSp,
+        EngineKey::Tpb(EngineType::Pe) => UsageClass::InstrPe,
+        EngineKey::Tpb(EngineType::Act) => UsageClass::InstrAct,
+        EngineKey::Tpb(EngineType::Pool) => UsageClass::InstrPool,
+        EngineKey::Tpb(EngineType::Dve) => UsageClass::InstrDve,
+        EngineKey::Tpb(EngineType::Sp) => UsageClass::InstrSp,
+        // §11.8 publishes no class for Vision-Q7 instructions.
+        EngineKey::Q7 => UsageClass::Generic,
     }
 }
 
@@ -77,7 +79,7 @@ impl Loader<'_> {
         if names_by(def_pos, NameKind::UcodeLib).any(|n| is_joined(member, dir, arena.str(n))) {
             return role(UsageClass::UcodeLib, INSTR_ALIGN, None, false);
         }
-        for engine in ENGINES {
+        for engine in ENGINE_KEYS {
             let Some((json_pos, json)) = index.engine_of(arena, &def, engine) else { continue };
             if json.failed.is_some() {
                 continue;
@@ -85,13 +87,13 @@ impl Loader<'_> {
             if index.instr_of(arena, &def, Some(&json), engine).is_some_and(|i| is_joined(member, dir, i)) {
                 return role(usage_of(engine), INSTR_ALIGN, None, true);
             }
-            if engine == EngineType::Dve
+            if engine == EngineKey::Tpb(EngineType::Dve)
                 && names_by(json_pos, NameKind::DveTable).any(|n| is_joined(member, dir, arena.str(n)))
             {
                 // §11.8 publishes no DVE-table class.
                 return role(UsageClass::Generic, INSTR_ALIGN, None, false);
             }
-            if engine == EngineType::Act {
+            if engine == EngineKey::Tpb(EngineType::Act) {
                 for set in names_by(json_pos, NameKind::ActSet) {
                     let set_json = index
                         .manifests

@@ -478,12 +478,12 @@ impl Loader<'_> {
             Scratch::Def(doc) => {
                 // A def that failed to parse has no extension yet: its engine names still count.
                 let mut ext = self.index.def_ext(&self.arena, rec);
-                for engine in crate::manifest::def::ENGINES {
-                    let slot = super::index::engine_slot(engine);
-                    if let (Some(dst), Some(json)) = (ext.engines.get_mut(slot), doc.engine_json(engine)) {
+                for engine in crate::manifest::def::ENGINE_KEYS {
+                    let slot = engine.slot();
+                    if let (Some(dst), Some(json)) = (ext.engines.get_mut(slot), doc.engine_member(engine)) {
                         *dst = self.arena.push_str(json).map_err(fail)?;
                     }
-                    if let (Some(dst), Some(instr)) = (ext.engine_instrs.get_mut(slot), doc.engine_instr(engine)) {
+                    if let (Some(dst), Some(instr)) = (ext.engine_instrs.get_mut(slot), doc.engine_stream(engine)) {
                         *dst = self.arena.push_str(instr).map_err(fail)?;
                     }
                 }

@@ -107,7 +107,67 @@ impl Carveout {
 pub const ENGINES: [EngineType; 5] =
     [EngineType::Pe, EngineType::Act, EngineType::Pool, EngineType::Dve, EngineType::Sp];
 
+/// An engine slot of a definition: the five TPB engines (§7.5, always built, empty when
+/// absent) and the optional Vision-Q7 (GPSIMD) engine of the seed's engine list
+/// (`pe/act/dve/sp/pool[,q7]`), which is no `al_hal_tpb_eng_type` and no queue owner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum EngineKey {
+    /// A TPB engine.
+    Tpb(EngineType),
+    /// The Vision-Q7 engine (`q7`, `q7_instr`).
+    Q7,
+}
+
+/// Every engine slot, TPB engines first in the runtime's order.
+pub const ENGINE_KEYS: [EngineKey; 6] = [
+    EngineKey::Tpb(EngineType::Pe),
+    EngineKey::Tpb(EngineType::Act),
+    EngineKey::Tpb(EngineType::Pool),
+    EngineKey::Tpb(EngineType::Dve),
+    EngineKey::Tpb(EngineType::Sp),
+    EngineKey::Q7,
+];
+
+impl EngineKey {
+    /// The `def.json` key naming its engine JSON.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            EngineKey::Tpb(e) => e.as_str(),
+            EngineKey::Q7 => DefJson::KEY_Q7,
+        }
+    }
+
+    /// Its position in [`ENGINE_KEYS`].
+    pub const fn slot(self) -> usize {
+        match self {
+            EngineKey::Tpb(EngineType::Pe) => 0,
+            EngineKey::Tpb(EngineType::Act) => 1,
+            EngineKey::Tpb(EngineType::Pool) => 2,
+            EngineKey::Tpb(EngineType::Dve) => 3,
+            EngineKey::Tpb(EngineType::Sp) => 4,
+            EngineKey::Q7 => 5,
+        }
+    }
+}
+
 impl DefJson {
+    /// The engine JSON member of an engine slot (relative to the subgraph directory).
+    pub fn engine_member(&self, key: EngineKey) -> Option<&str> {
+        match key {
+            EngineKey::Tpb(e) => self.engine_json(e),
+            EngineKey::Q7 => self.q7.as_deref(),
+        }
+    }
+
+    /// The instruction stream `def.json` names for an engine slot (`<eng>_instr`).
+    pub fn engine_stream(&self, key: EngineKey) -> Option<&str> {
+        match key {
+            EngineKey::Tpb(e) => self.engine_instr(e),
+            EngineKey::Q7 => self.q7_instr.as_deref(),
+        }
+    }
+
     /// The engine JSON member named by `pe`, `act`, ... (relative to the subgraph directory).
     pub fn engine_json(&self, engine: EngineType) -> Option<&str> {
         let s = match engine {
