@@ -410,6 +410,19 @@ fn engine_dma_checks() {
         msg(&cce_with(1, &steps, r#","to_dtype":"float32""#).unwrap_err()),
         "dma[0].desc[0].from_arr[0].from_steps: descriptor steps have 1 entries but sizes have 2: they must match"
     );
+    // §11.2 gives no refusal for an unknown dtype string: accepted, with a warning naming it.
+    let odd = good.replace(r#""to":"b","from_off":0"#, r#""to":"b","to_dtype":"float99","from_off":0"#);
+    let parsed = parse::<EngineJson>(odd.as_bytes(), "sg00/PE.json").unwrap();
+    let warnings: Vec<String> = parsed.warnings.iter().map(|w| w.to_string()).collect();
+    assert_eq!(
+        warnings,
+        ["sg00/PE.json: dma[0].desc[0].to_dtype: unknown to_dtype 'float99': accepted (the spec does not say to refuse it)"]
+    );
+    let tail = r#""float99","from_off":0,"to_off":0}"#;
+    let desc_close = odd.find(tail).unwrap() + tail.len() - 1;
+    assert_eq!(parsed.warnings[0].offset, desc_close as u64, "at the descriptor");
+    let cce_odd = cce_with(1, &good_src.replace("bfloat16", "bfloat17"), r#","to_dtype":"float32""#).unwrap();
+    assert_eq!(cce_odd.dma_block_count(), 2, "accepted");
     // A non-CCE descriptor's dtypes may be absent (the runtime reads uint8); absence is kept.
     let plain = parse::<EngineJson>(good.as_bytes(), "sg00/PE.json").unwrap();
     assert_eq!(plain.entries.descs[0].to_kbin_dtype(), None, "absent, not defaulted in the struct");

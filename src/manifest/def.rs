@@ -416,6 +416,7 @@ fn check_ucode_lib(lib: &UcodeLib, at: &EntryAt<'_>) -> Result<(), Error> {
 impl Visitor for Checks<'_> {
     fn entry(&mut self, entry: Entry<'_>, at: &EntryAt<'_>) -> Result<(), Error> {
         self.check(&entry, at)?;
+        super::engine::warn_unknown_dtypes(&entry, at, self.sink);
         self.inner.entry(entry, at)
     }
 }

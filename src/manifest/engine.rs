@@ -80,9 +80,31 @@ fn check_side(
     Ok(())
 }
 
+/// Warns of descriptor dtype strings the §11.2 map does not have, naming them: the spec does
+/// not say the runtime refuses them (it maps them to `INVALID`).
+pub(crate) fn warn_unknown_dtypes(entry: &Entry<'_>, at: &EntryAt<'_>, sink: &mut dyn WarningSink) {
+    let mut warn_one = |key: &'static str, dtype: &Option<heapless::String<{ super::cap::SHORT_TEXT }>>| {
+        if let Some(d) = dtype.as_deref().filter(|d| super::KbinDtype::from_json(d).is_none()) {
+            let w = ManifestWarning::UnknownValue { key, value: Text::new(d) };
+            let mut path: heapless::String<{ crate::error::KEY_PATH_TEXT }> = heapless::String::new();
+            let _ = core::fmt::write(&mut path, format_args!("{}.{key}", at.key_path()));
+            sink.warn(&at.warning(crate::WarningKind::Manifest(w)).with_key_path(&path));
+        }
+    };
+    match *entry {
+        Entry::DmaDesc(d) => {
+            warn_one(DmaDesc::KEY_FROM_DTYPE, &d.from_dtype);
+            warn_one(DmaDesc::KEY_TO_DTYPE, &d.to_dtype);
+        }
+        Entry::CceSource(s) => warn_one(CceSource::KEY_FROM_DTYPE, &s.from_dtype),
+        _ => {}
+    }
+}
+
 /// Checks each descriptor as it passes, then hands it on.
 struct Checks<'v> {
     inner: &'v mut dyn Visitor,
+    sink: &'v mut dyn WarningSink,
 }
 
 impl Visitor for Checks<'_> {
@@ -92,6 +114,7 @@ impl Visitor for Checks<'_> {
             Entry::CceSource(s) => check_cce_source(s, at)?,
             _ => {}
         }
+        warn_unknown_dtypes(&entry, at, self.sink);
         self.inner.entry(entry, at)
     }
 }
@@ -105,10 +128,10 @@ impl Document for EngineJson {
         tok: &mut Tokenizer<S, D>,
         src: &mut R,
         member: &str,
-        _sink: &mut impl WarningSink,
+        sink: &mut impl WarningSink,
         visitor: &mut dyn Visitor,
     ) -> Result<(), Error> {
-        self.read_document(tok, src, member, &mut Checks { inner: visitor })
+        self.read_document(tok, src, member, &mut Checks { inner: visitor, sink })
     }
 }
 
