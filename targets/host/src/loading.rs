@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 use neff::archive::OpenOptions;
 use neff::hal::{RegionId, USAGE_CLASS_COUNT};
 use neff::loader::{LoadOptions, LoadReport, Loader, Manifest, Observer, PayloadReport, PayloadState, SubgraphReport};
-use neff::manifest::def::ENGINES;
-use neff::manifest::{Arch, EngineType, Entry, IoKind, IoTensor, UsageClass};
+use neff::manifest::def::{EngineKey, ENGINE_KEYS};
+use neff::manifest::{Arch, Entry, IoKind, IoTensor, UsageClass};
 use neff::sim::SimDevice;
 
 use crate::error::{print_warning, CliError};
@@ -167,7 +167,7 @@ pub struct DefInfo {
     /// DMA queue sets, by name.
     pub dma_queues: Vec<QueueInfo>,
     /// `(engine, engine JSON, <eng>_instr)` for each engine named, in `pe act pool dve sp` order.
-    pub engines: Vec<(EngineType, String, Option<String>)>,
+    pub engines: Vec<(EngineKey, String, Option<String>)>,
     /// Carveouts, in order.
     pub carveouts: Vec<CarveoutInfo>,
     /// The FP8 policy.
@@ -454,10 +454,10 @@ impl Observer for Collected {
                 vars.sort_by_key(|v| v.var_id);
                 let mut dma_queues = pending.queues;
                 dma_queues.sort_by(|a, b| a.name.cmp(&b.name));
-                let engines = ENGINES
+                let engines = ENGINE_KEYS
                     .iter()
                     .filter_map(|&e| {
-                        doc.engine_json(e).map(|json| (e, json.to_owned(), doc.engine_instr(e).map(str::to_owned)))
+                        doc.engine_member(e).map(|json| (e, json.to_owned(), doc.engine_stream(e).map(str::to_owned)))
                     })
                     .collect();
                 let fp8 = doc.fp8_conversion_config.as_ref().map(|c| Fp8Info {
