@@ -264,7 +264,8 @@ impl Loader<'_> {
             Ok(()) => {}
             Err(e) if is_fatal(&e) || kind == ManifestKind::Neff => return Err(e),
             Err(e) => {
-                let slot = if self.deferred.push(e).is_ok() { (self.deferred.len() - 1) as u8 } else { NO_SLOT };
+                let index = self.deferred.len();
+                let slot = if self.deferred.push(e).is_ok() { index as u8 } else { NO_SLOT };
                 rec.failed = Some(slot);
             }
         }
