@@ -14,6 +14,11 @@
 //! bottom gained meanwhile.
 //! When the buffer is full the load stops with [`ErrorKind::ArenaFull`], which says how many
 //! bytes were needed: never a truncation.
+//!
+//! **Arithmetic.** Lengths come from the NEFF (names, sizes): every position is checked
+//! against the buffer (a miss is [`ErrorKind::ArenaFull`], or a read of nothing), and the
+//! figures an error reports saturate.
+#![deny(clippy::arithmetic_side_effects)]
 
 use crate::error::ErrorKind;
 

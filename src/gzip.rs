@@ -37,6 +37,13 @@
 //!
 //! **Bomb guard.** The total inflated size is capped (`max_inflated`); exceeding it is a
 //! `CapacityError` naming `max_inflated`, raised before any byte past the cap is handed out.
+//!
+//! **Arithmetic.** The member count is checked (more than `u32::MAX` members is a
+//! `CapacityError` naming `gzip members`), the inflated byte counts stay below the cap, and an
+//! inflater's output must lie inside the window (else the deflate failure of [`InflateStatus`]).
+//! Source offsets and the byte counts of what the stream delivered saturate: they count bytes
+//! the source really handed out, which cannot reach 2^64, so the saturation never happens.
+#![deny(clippy::arithmetic_side_effects)]
 
 use core::fmt;
 
@@ -419,7 +426,7 @@ impl<S: BufRead, I: Inflate> Decoder<S, I> {
     /// last member. Call once [`fill_buf`](BufRead::fill_buf) returned empty.
     pub fn drain_trailing(&mut self) -> Result<Trailing, Error> {
         loop {
-            let offset = self.base_offset + self.consumed;
+            let offset = self.offset();
             let buf = self.src.fill_buf().map_err(|e| source_error(offset, &e))?;
             if buf.is_empty() {
                 return Ok(self.trailing);
@@ -427,25 +434,30 @@ impl<S: BufRead, I: Inflate> Decoder<S, I> {
             let n = buf.len();
             if let Some(first) = buf.iter().position(|&b| b != 0) {
                 let nonzero = buf.iter().filter(|&&b| b != 0).count() as u64;
-                self.trailing.nonzero_bytes += nonzero;
-                self.trailing.first_nonzero_offset.get_or_insert(offset + first as u64);
+                self.trailing.nonzero_bytes = self.trailing.nonzero_bytes.saturating_add(nonzero);
+                self.trailing.first_nonzero_offset.get_or_insert(offset.saturating_add(first as u64));
             }
-            self.trailing.bytes += n as u64;
+            self.trailing.bytes = self.trailing.bytes.saturating_add(n as u64);
             self.advance(n);
         }
     }
 
     fn error(&self, kind: ErrorKind) -> Error {
-        Error::at_file(Stage::Gzip, self.base_offset + self.consumed, kind)
+        Error::at_file(Stage::Gzip, self.offset(), kind)
+    }
+
+    /// The file offset of the next source byte (saturating: see the module's note).
+    fn offset(&self) -> u64 {
+        self.base_offset.saturating_add(self.consumed)
     }
 
     fn advance(&mut self, n: usize) {
         self.src.consume(n);
-        self.consumed += n as u64;
+        self.consumed = self.consumed.saturating_add(n as u64);
     }
 
     fn peek_byte(&mut self) -> Result<Option<u8>, Error> {
-        let offset = self.base_offset + self.consumed;
+        let offset = self.offset();
         let buf = self.src.fill_buf().map_err(|e| source_error(offset, &e))?;
         Ok(buf.first().copied())
     }
@@ -500,7 +512,10 @@ impl<S: BufRead, I: Inflate> Decoder<S, I> {
         self.inflater.reset();
         self.crc = Crc32::new();
         self.member_out = 0;
-        self.members += 1;
+        // Empty members inflate to nothing, so the cap does not bound their count: the input does.
+        self.members = self.members.checked_add(1).ok_or_else(|| {
+            self.error(ErrorKind::Capacity(CapacityError { limit: "gzip members", capacity: u64::from(u32::MAX) }))
+        })?;
         self.state = State::Inflating;
         Ok(())
     }
@@ -536,7 +551,7 @@ impl<S: BufRead, I: Inflate> Decoder<S, I> {
         if self.peek_byte()? != Some(0x1f) {
             return Ok(());
         }
-        let first_offset = self.base_offset + self.consumed;
+        let first_offset = self.offset();
         self.advance(1);
         if self.peek_byte()? == Some(0x8b) {
             self.advance(1);
@@ -561,7 +576,7 @@ impl<S: BufRead, I: Inflate> Decoder<S, I> {
                 State::Inflating => {}
             }
             let out_pos = if self.write_pos >= WINDOW_SIZE { 0 } else { self.write_pos };
-            let offset = self.base_offset + self.consumed;
+            let offset = self.offset();
             let input = self.src.fill_buf().map_err(|e| source_error(offset, &e))?;
             let more_input = !input.is_empty();
             let (status, n_in, n_out) = self.inflater.inflate(input, &mut self.window, out_pos, more_input);
@@ -574,12 +589,19 @@ impl<S: BufRead, I: Inflate> Decoder<S, I> {
                         capacity: self.max_inflated,
                     })));
                 }
-                let produced = self.window.get(out_pos..out_pos + n_out).unwrap_or(&[]);
+                // An inflater writes inside the window; one that claims more is refused as
+                // failed deflate data (miniz_oxide's `Failed`) rather than trusted.
+                let Some((produced, end)) =
+                    out_pos.checked_add(n_out).and_then(|end| Some((self.window.get(out_pos..end)?, end)))
+                else {
+                    return Err(self.error(ErrorKind::Gzip(GzipError::Inflate { status: FAILED })));
+                };
                 self.crc.update(produced);
-                self.member_out += n_out as u64;
+                // At most `total_out`, itself at most `max_inflated` (checked above).
+                self.member_out = self.member_out.saturating_add(n_out as u64);
                 self.total_out = new_total;
                 self.read_pos = out_pos;
-                self.write_pos = out_pos + n_out;
+                self.write_pos = end;
             }
             match status {
                 InflateStatus::Done => self.finish_member()?,
@@ -593,7 +615,8 @@ impl<S: BufRead, I: Inflate> Decoder<S, I> {
                 return Ok(());
             }
             if n_in == 0 && status != InflateStatus::Done {
-                idle_rounds += 1;
+                // At most 3: the decoder gives up once it passes 2.
+                idle_rounds = idle_rounds.saturating_add(1);
                 if idle_rounds > 2 {
                     let kind = if more_input {
                         ErrorKind::Gzip(GzipError::Inflate { status: STALLED })
@@ -613,6 +636,10 @@ impl<S: BufRead, I: Inflate> Decoder<S, I> {
 /// (miniz_oxide's `NeedsMoreInput`).
 const STALLED: i8 = 1;
 
+/// [`GzipError::Inflate`]'s status when an inflater reports output past the window: miniz_oxide's
+/// `Failed`, as for data another inflater refuses.
+const FAILED: i8 = -1;
+
 impl<S: BufRead, I: Inflate> ErrorType for Decoder<S, I> {
     type Error = Error;
 }
@@ -623,7 +650,7 @@ impl<S: BufRead, I: Inflate> BufRead for Decoder<S, I> {
             if pushback {
                 return Ok(self.window.get(..1).unwrap_or(&[]));
             }
-            let offset = self.base_offset + self.consumed;
+            let offset = self.offset();
             return self.src.fill_buf().map_err(|e| source_error(offset, &e));
         }
         if self.read_pos >= self.write_pos {
@@ -635,13 +662,14 @@ impl<S: BufRead, I: Inflate> BufRead for Decoder<S, I> {
     fn consume(&mut self, amt: usize) {
         if let State::Raw { pushback } = self.state {
             let mut amt = amt;
-            if pushback && amt > 0 {
+            if let (true, Some(rest)) = (pushback, amt.checked_sub(1)) {
+                // The sniffed 0x1f, handed back from the window, is consumed first.
                 self.state = State::Raw { pushback: false };
-                self.total_out += 1;
-                amt -= 1;
+                self.total_out = self.total_out.saturating_add(1);
+                amt = rest;
             }
             self.advance(amt);
-            self.total_out += amt as u64;
+            self.total_out = self.total_out.saturating_add(amt as u64);
             return;
         }
         self.read_pos = self.read_pos.saturating_add(amt).min(self.write_pos);
@@ -661,7 +689,13 @@ impl<S: BufRead, I: Inflate> Read for Decoder<S, I> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    clippy::arithmetic_side_effects
+)]
 mod tests {
     use super::*;
     extern crate std;
@@ -896,6 +930,58 @@ mod tests {
         // Exactly at the cap is fine.
         let mut d = Decoder::sniff(&gz[..], 0, 1 << 20).unwrap();
         assert_eq!(read_all(&mut d).unwrap().len(), 1 << 20);
+    }
+
+    #[test]
+    fn the_member_count_is_capped() {
+        let first = gzip(b"a");
+        let mut gz = first.clone();
+        gz.extend_from_slice(&gzip(b"b"));
+        let mut d = Decoder::sniff(&gz[..], 1024, DEFAULT_MAX_INFLATED).unwrap();
+        assert_eq!(d.members(), 1);
+        // As if u32::MAX - 1 empty members had come before this one: the next is one too many.
+        d.members = u32::MAX;
+        let e = read_all(&mut d).unwrap_err();
+        let cap = CapacityError { limit: "gzip members", capacity: u64::from(u32::MAX) };
+        assert_eq!(e.kind, ErrorKind::Capacity(cap));
+        assert_eq!(e.stage, Stage::Gzip);
+        assert_eq!(d.members(), u32::MAX);
+        // At the end of the second member's 10-byte header.
+        assert_eq!(e.offset, 1024 + first.len() as u64 + 10);
+    }
+
+    /// An inflater that claims `n_out` bytes of output whatever the room.
+    struct Boastful {
+        n_out: usize,
+    }
+
+    impl Inflate for Boastful {
+        fn reset(&mut self) {}
+
+        fn inflate(
+            &mut self,
+            _input: &[u8],
+            _window: &mut [u8; WINDOW_SIZE],
+            _out_pos: usize,
+            _more_input: bool,
+        ) -> (InflateStatus, usize, usize) {
+            (InflateStatus::Progress, 0, self.n_out)
+        }
+    }
+
+    #[test]
+    fn output_claimed_past_the_window_is_refused() {
+        let gz = gzip(b"hello");
+        for n_out in [WINDOW_SIZE + 1, usize::MAX] {
+            let mut d = Decoder::unsniffed_with(&gz[..], 0, u64::MAX, Boastful { n_out });
+            d.sniff_in_place().unwrap();
+            let e = d.fill_buf().unwrap_err();
+            assert_eq!(e.kind, ErrorKind::Gzip(GzipError::Inflate { status: -1 }), "n_out {n_out}");
+        }
+        // A whole window is fine.
+        let mut d = Decoder::unsniffed_with(&gz[..], 0, u64::MAX, Boastful { n_out: WINDOW_SIZE });
+        d.sniff_in_place().unwrap();
+        assert_eq!(d.fill_buf().unwrap().len(), WINDOW_SIZE);
     }
 
     #[test]

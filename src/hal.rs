@@ -24,6 +24,10 @@
 //!   released) and the returned id is the only handle to the bytes; on error the staged
 //!   region is untouched and still live, so the caller may release it.
 //! * A failed call leaves the device as it was before the call.
+//!
+//! Sizes and alignments of requests come from the NEFF: this module does no unchecked
+//! arithmetic on them (`clippy::arithmetic_side_effects` is denied).
+#![deny(clippy::arithmetic_side_effects)]
 
 use core::fmt;
 
@@ -204,7 +208,8 @@ impl Hal for NullDevice {
 
     fn alloc(&mut self, req: &AllocRequest) -> Result<RegionId, HalError> {
         req.validate()?;
-        self.next = self.next.wrapping_add(1);
+        // Never reused, as the contract asks: like `SimDevice`'s, the ids end at u32::MAX - 1.
+        self.next = self.next.checked_add(1).filter(|&id| id != u32::MAX).ok_or(HalError::IdsExhausted)?;
         Ok(RegionId(self.next))
     }
 
@@ -395,6 +400,17 @@ mod tests {
             // The spec numbers are the enum's discriminants.
             assert_eq!(*class as u8 as usize, i, "{}", class.as_str());
         }
+    }
+
+    #[test]
+    fn the_null_device_never_reuses_an_id() {
+        let req = AllocRequest::staging(1, 0);
+        let mut dev = NullDevice::new(None);
+        assert_eq!(dev.alloc(&req), Ok(RegionId(1)));
+        let mut dev = NullDevice { next: u32::MAX - 2, ..dev };
+        assert_eq!(dev.alloc(&req), Ok(RegionId(u32::MAX - 1)));
+        assert_eq!(dev.alloc(&req), Err(HalError::IdsExhausted));
+        assert_eq!(dev.alloc(&req), Err(HalError::IdsExhausted));
     }
 
     #[test]

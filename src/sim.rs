@@ -39,6 +39,14 @@
 //! = [`DEFAULT_STREAMS`] = 8) is 12 800 bytes on a 64-bit host (asserted in a test): 72 bytes
 //! per region record (9 216), 392 per stream (a 384-byte XXH3 state and its owner; 3 136), and
 //! 448 bytes of counters and per-class accounting (two arrays of 22 `u64`).
+//!
+//! # Arithmetic
+//!
+//! Sizes, offsets and alignments come from the loader, hence from the NEFF: spans and
+//! alignment are checked (a span past the address space is [`HalError::OutOfMemory`] or
+//! [`HalError::OutOfBounds`], ids past `u32::MAX` [`HalError::IdsExhausted`]), byte accounting
+//! saturates, and the table counters are bounded by `REGIONS` (noted where they move).
+#![deny(clippy::arithmetic_side_effects)]
 
 use core::fmt;
 
@@ -248,10 +256,11 @@ impl<'m, const REGIONS: usize, const STREAMS: usize> SimDevice<'m, REGIONS, STRE
     pub fn largest_free_span(&self) -> u64 {
         let mut largest = 0;
         let mut cursor = 0;
-        // Walk the live regions in address order (they never overlap).
-        while let Some(next) = self.live_regions().filter(|r| r.address >= cursor).min_by_key(|r| r.address) {
-            largest = largest.max(next.address - cursor);
-            cursor = next.end();
+        // Walk the live regions in address order (they never overlap), with the gap before each.
+        let after = |cursor: u64, r: &RegionRecord| Some((r.address.checked_sub(cursor)?, r.end()));
+        while let Some((gap, end)) = self.live_regions().filter_map(|r| after(cursor, r)).min_by_key(|&(gap, _)| gap) {
+            largest = largest.max(gap);
+            cursor = end;
         }
         largest.max(self.capacity().saturating_sub(cursor))
     }
@@ -327,11 +336,9 @@ impl<'m, const REGIONS: usize, const STREAMS: usize> SimDevice<'m, REGIONS, STRE
     fn first_fit(&self, req: &AllocRequest) -> Option<u64> {
         let mut spans = [(0u64, 0u64); REGIONS];
         let mut n = 0usize;
-        for r in self.live_newest_first() {
-            if let Some(slot) = spans.get_mut(n) {
-                *slot = (r.address, r.end());
-                n += 1;
-            }
+        for ((slot, r), count) in spans.iter_mut().zip(self.live_newest_first()).zip(1..) {
+            *slot = (r.address, r.end());
+            n = count;
         }
         let spans = spans.get_mut(..n).unwrap_or(&mut []);
         spans.sort_unstable();
@@ -350,6 +357,9 @@ impl<'m, const REGIONS: usize, const STREAMS: usize> SimDevice<'m, REGIONS, STRE
     }
 
     /// Makes room for one more record; returns false when every slot holds a live region.
+    // The counts stay bounded: a released record was found, so `record_count` is at least 1,
+    // and `forgotten` grows by one per allocation, whose ids are a checked `u32`.
+    #[allow(clippy::arithmetic_side_effects)]
     fn make_room(&mut self) -> bool {
         if self.record_count < REGIONS {
             return true;
@@ -396,6 +406,15 @@ impl<'m, const REGIONS: usize, const STREAMS: usize> SimDevice<'m, REGIONS, STRE
             adopted_from,
             ..RegionRecord::EMPTY
         };
+        self.push_live(record)?;
+        Ok(id)
+    }
+
+    /// Appends a live record in the next free slot and accounts for its bytes.
+    // The counts stay bounded: the slot exists, so `record_count` < `REGIONS` before the
+    // increment, and `live_count` <= `record_count`.
+    #[allow(clippy::arithmetic_side_effects)]
+    fn push_live(&mut self, record: RegionRecord) -> Result<(), HalError> {
         let slot = self
             .records
             .get_mut(self.record_count)
@@ -403,8 +422,8 @@ impl<'m, const REGIONS: usize, const STREAMS: usize> SimDevice<'m, REGIONS, STRE
         *slot = record;
         self.record_count += 1;
         self.live_count += 1;
-        self.account_alloc(req.usage, req.size);
-        Ok(id)
+        self.account_alloc(record.usage, record.size);
+        Ok(())
     }
 
     fn account_alloc(&mut self, usage: UsageClass, size: u64) {
@@ -545,7 +564,7 @@ impl<const REGIONS: usize, const STREAMS: usize> Hal for SimDevice<'_, REGIONS, 
         if req.size < old.size {
             return Err(HalError::AdoptTooSmall { region: staged, staged: old.size, requested: req.size });
         }
-        let in_place = req.size == old.size && old.address % req.align == 0;
+        let in_place = req.size == old.size && old.address.checked_rem(req.align) == Some(0);
         if in_place {
             if !self.make_room() {
                 return Err(HalError::RegionTableFull { limit: "REGIONS", capacity: REGIONS as u32 });
@@ -564,14 +583,7 @@ impl<const REGIONS: usize, const STREAMS: usize> Hal for SimDevice<'_, REGIONS, 
                 adopted_from: Some(Adoption { from: staged, in_place: true }),
                 ..old
             };
-            let slot = self
-                .records
-                .get_mut(self.record_count)
-                .ok_or(HalError::RegionTableFull { limit: "REGIONS", capacity: REGIONS as u32 })?;
-            *slot = record;
-            self.record_count += 1;
-            self.live_count += 1;
-            self.account_alloc(req.usage, req.size);
+            self.push_live(record)?;
             return Ok(id);
         }
         let id = self.allocate(req, Some(Adoption { from: staged, in_place: false }))?;
@@ -638,7 +650,13 @@ fn align_up(value: u64, align: u64) -> Option<u64> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    clippy::arithmetic_side_effects
+)]
 mod tests {
     use super::*;
 

@@ -336,7 +336,7 @@ impl Loader<'_> {
         let misplaced = state == PayloadState::Staged
             || p.usage != usage
             || p.core != role.core
-            || (p.region != NIL && address(hal)? % role.align != 0);
+            || (p.region != NIL && address(hal)?.checked_rem(role.align) != Some(0));
         if misplaced && p.region != NIL {
             let req = AllocRequest { size: p.len, align: role.align, usage: role.usage, core: role.core };
             let region = hal.adopt(RegionId(p.region), &req).map_err(|e| fail(Stage::Hal, ErrorKind::Hal(e)))?;

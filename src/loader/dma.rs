@@ -17,8 +17,6 @@
 //! seeded by its namespace) stands for the name: two different names share one with
 //! probability 2⁻⁶⁴ per pair, the only case in which an unresolved name would pass.
 
-#![deny(clippy::arithmetic_side_effects)]
-
 use super::index::{dir_of, is_joined, ManifestKind};
 use crate::arena::{Arena, List, Reader, Record, Span, Writer, NIL};
 use crate::error::{Error, ErrorKind, Stage};

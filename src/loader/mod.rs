@@ -21,6 +21,11 @@
 //! What grows with the model lives in the arena the caller lends ([`Loader::new`]); the
 //! loader's own state is fixed: one manifest's scalar keys, the tokenizer, and a few deferred
 //! errors. A check without a device is a load onto a [`NullDevice`](crate::hal::NullDevice).
+//!
+//! Every loader module denies `clippy::arithmetic_side_effects`: sizes, offsets and
+//! alignments from the NEFF go through checked arithmetic ending in a typed error, and the
+//! byte counts of what a member's reader delivered saturate (they cannot reach 2^64).
+#![deny(clippy::arithmetic_side_effects)]
 
 mod bind;
 pub mod chain;

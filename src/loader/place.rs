@@ -303,11 +303,12 @@ fn copy_body<H: Hal, R: BufRead<Error = Error>>(
         if chunk.is_empty() {
             return Err(Error::in_member(Stage::Payload, member, written, ErrorKind::Truncated));
         }
-        let take = usize::try_from(len - written).unwrap_or(usize::MAX).min(chunk.len());
+        let take = usize::try_from(len.saturating_sub(written)).unwrap_or(usize::MAX).min(chunk.len());
         let bytes = chunk.get(..take).unwrap_or(chunk);
         hal.write(region, written, bytes).map_err(|e| hal_error(member, written, e))?;
         digest.update(bytes);
-        written += bytes.len() as u64;
+        // At most `len`: `take` is what is left of it.
+        written = written.saturating_add(bytes.len() as u64);
         let n = bytes.len();
         body.consume(n);
     }
@@ -326,20 +327,22 @@ fn read_npy_header<R: BufRead<Error = Error>>(
     loop {
         let chunk = body.fill_buf()?;
         // Never read past the member: the body reader is bounded, but be explicit about it.
-        let limit = usize::try_from(member_len - fed.min(member_len)).unwrap_or(usize::MAX);
+        let limit = usize::try_from(member_len.saturating_sub(fed)).unwrap_or(usize::MAX);
         let chunk = chunk.get(..chunk.len().min(limit)).unwrap_or(&[]);
         if chunk.is_empty() {
-            let e = parser.finish().err().unwrap_or(NpyError::Truncated { needed: fed + 1, got: fed });
+            let needed = fed.saturating_add(1);
+            let e = parser.finish().err().unwrap_or(NpyError::Truncated { needed, got: fed });
             return Err(npy_error(member, fed, e));
         }
         match parser.feed(chunk).map_err(|e| npy_error(member, fed, e))? {
             NpyFeed::NeedMore => {
                 let n = chunk.len();
-                fed += n as u64;
+                // Bytes the member delivered (at most `member_len`): see the loader's note.
+                fed = fed.saturating_add(n as u64);
                 body.consume(n);
             }
             NpyFeed::Complete { header, header_bytes } => {
-                fed += header_bytes as u64;
+                fed = fed.saturating_add(header_bytes as u64);
                 body.consume(header_bytes);
                 return Ok((header, fed));
             }
@@ -357,7 +360,13 @@ pub(crate) fn hal_error(member: &str, offset: u64, e: crate::hal::HalError) -> E
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    clippy::arithmetic_side_effects
+)]
 mod tests {
     use super::*;
     use crate::digest::digest64;

@@ -26,6 +26,11 @@
 //! owners, carveout values, ...) are written by hand in the tier modules [`neff`], [`kelf`],
 //! [`def`] and [`engine`], which also hold the parse entry points. No JSON key appears outside
 //! the generated code.
+//!
+//! Every manifest module (the tier modules and the generated parsers' support, [`rt`])
+//! denies `clippy::arithmetic_side_effects`: a size, index or count from a document goes
+//! through checked arithmetic ending in a [`ManifestError`] or a capacity error.
+#![deny(clippy::arithmetic_side_effects)]
 
 use core::fmt;
 

@@ -20,6 +20,12 @@
 //! can come in any key order, so [`IoJoin`] records them compactly in the caller's [`Arena`]
 //! and, at the end of the document, checks every reference (`EID out of bounds`, ...) and hands
 //! each tensor on; the scratch is then released.
+//!
+//! **Arithmetic.** What comes from the document (EIDs, node and output indices, dimensions,
+//! sizes) goes through checked arithmetic ending in a [`ManifestError`] or an arena error;
+//! counts of logged items saturate (each takes at least one byte of the arena), and a lookup
+//! steps down its remaining count with `checked_sub`, ending where it reaches zero.
+#![deny(clippy::arithmetic_side_effects)]
 
 use embedded_io::BufRead;
 
@@ -225,7 +231,7 @@ mod tag {
 const HEAD_NOTE: usize = Span::ENCODED + 8;
 
 /// Items between two entries of a skip table (a lookup walks at most this many of its kind).
-const SKIP: u32 = 64;
+const SKIP: u64 = 64;
 
 /// One item of the log, as read back.
 #[derive(Debug, Clone, Copy)]
@@ -252,10 +258,10 @@ enum Item {
 /// LEB128 `v` into `out`, returning the byte count.
 fn leb128(mut v: u128, out: &mut [u8; 19]) -> usize {
     let mut n = 0;
-    for b in out.iter_mut() {
+    for (b, len) in out.iter_mut().zip(1..) {
         let low = (v & 0x7f) as u8;
         v >>= 7;
-        n += 1;
+        n = len;
         if v == 0 {
             *b = low;
             break;
@@ -383,7 +389,7 @@ struct Skip {
 
 impl Skip {
     fn entries(count: u64) -> usize {
-        usize::try_from(count.div_ceil(u64::from(SKIP))).unwrap_or(usize::MAX)
+        usize::try_from(count.div_ceil(SKIP)).unwrap_or(usize::MAX)
     }
 
     fn get(&self, arena: &Arena<'_>, k: u64) -> u32 {
@@ -620,8 +626,7 @@ impl<'j, 'b> Join<'j, 'b> {
         }
         let (mut seen, mut group, mut pos) = ([0u64; 4], hi, hi);
         // Entries are buffered a few at a time: the cursor borrows the arena they go into.
-        let mut marks: [(u32, u64); 8] = [(0, 0); 8];
-        let mut n = 0;
+        let mut marks: heapless::Vec<(u32, u64), 8> = heapless::Vec::new();
         loop {
             let start = pos;
             let mut c = Cursor { arena, pos, lo };
@@ -639,20 +644,18 @@ impl<'j, 'b> Join<'j, 'b> {
                 group = pos;
             }
             if let Some(k) = seen.get_mut(kind) {
-                if *k % u64::from(SKIP) == 0 {
-                    if let Some(m) = marks.get_mut(n) {
-                        *m = (at, ((kind as u64) << 60) | (*k / u64::from(SKIP)));
-                    }
-                    n += 1;
+                if *k % SKIP == 0 {
+                    // Never full here: a full buffer is flushed below.
+                    let _ = marks.push((at, ((kind as u64) << 60) | (*k / SKIP)));
                 }
                 *k = k.saturating_add(1);
             }
-            if n == marks.len() {
+            if marks.is_full() {
                 Self::flush(arena, &skips, &marks);
-                n = 0;
+                marks.clear();
             }
         }
-        Self::flush(arena, &skips, marks.get(..n).unwrap_or(&[]));
+        Self::flush(arena, &skips, &marks);
         Ok(skips)
     }
 
@@ -681,17 +684,17 @@ impl<'j, 'b> Join<'j, 'b> {
         if i >= skip.count {
             return None;
         }
-        let k = i / u64::from(SKIP);
-        let mut left = i % u64::from(SKIP);
+        let k = i / SKIP;
+        let mut left = i % SKIP;
         let mut c = self.cursor(skip.get(self.arena, k));
         while let Some(item) = c.item() {
             if Cursor::tag_of(&item) != kind {
                 continue;
             }
-            if left == 0 {
-                return Some(item);
+            match left.checked_sub(1) {
+                Some(rest) => left = rest,
+                None => return Some(item),
             }
-            left -= 1;
         }
         None
     }
@@ -700,19 +703,21 @@ impl<'j, 'b> Join<'j, 'b> {
         if id >= self.skips.nodes.count {
             return None;
         }
-        let mut left = id % u64::from(SKIP);
-        let mut group = self.skips.nodes.get(self.arena, id / u64::from(SKIP));
+        let mut left = id % SKIP;
+        let mut group = self.skips.nodes.get(self.arena, id / SKIP);
         let mut c = self.cursor(group);
         let mut outputs = 0u64;
         while let Some(item) = c.item() {
             match item {
                 Item::Output(_) => outputs = outputs.saturating_add(1),
-                Item::Node(name) if left == 0 => return Some(NodeView { group, outputs, name }),
-                Item::Node(_) => {
-                    left -= 1;
-                    group = c.pos;
-                    outputs = 0;
-                }
+                Item::Node(name) => match left.checked_sub(1) {
+                    Some(rest) => {
+                        left = rest;
+                        group = c.pos;
+                        outputs = 0;
+                    }
+                    None => return Some(NodeView { group, outputs, name }),
+                },
                 _ => {}
             }
         }
@@ -725,8 +730,10 @@ impl<'j, 'b> Join<'j, 'b> {
         let mut left = o;
         while let Some(item) = c.item() {
             match item {
-                Item::Output(name) if left == 0 => return Some(name),
-                Item::Output(_) => left -= 1,
+                Item::Output(name) => match left.checked_sub(1) {
+                    Some(rest) => left = rest,
+                    None => return Some(name),
+                },
                 Item::Node(_) => return None,
                 _ => {}
             }
@@ -787,7 +794,7 @@ impl<'j, 'b> Join<'j, 'b> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::arithmetic_side_effects)]
 mod tests {
     extern crate std;
     use std::string::{String, ToString};

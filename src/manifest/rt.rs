@@ -10,6 +10,11 @@
 //! A value is read in two steps so that nothing borrowed from the tokenizer outlives a call:
 //! [`JsonValue::start`] sees the value's first event (a scalar is complete there; a string is
 //! copied out), and [`JsonValue::body`] reads the rest of a container with the tokenizer.
+//!
+//! **Arithmetic.** Element counts saturate: each element takes at least one byte of the input,
+//! so a count cannot reach 2^64 and the saturation never happens. The key path's length is
+//! checked against its buffer before anything is copied.
+#![deny(clippy::arithmetic_side_effects)]
 
 use embedded_io::BufRead;
 
@@ -59,17 +64,19 @@ impl KeyPath {
 
     fn append(&mut self, parts: &[&[u8]]) {
         self.depth = self.depth.saturating_add(1);
-        let total: usize = parts.iter().map(|p| p.len()).sum();
-        if self.cut_at != u16::MAX || self.len + total > self.buf.len() {
+        let end = parts.iter().try_fold(self.len, |end, p| end.checked_add(p.len()));
+        let rest = end.and_then(|end| Some((self.buf.get_mut(self.len..end)?, end)));
+        let (Some((mut rest, end)), u16::MAX) = (rest, self.cut_at) else {
             self.cut_at = self.cut_at.min(self.depth);
             return;
-        }
+        };
         for p in parts {
-            if let Some(dst) = self.buf.get_mut(self.len..self.len + p.len()) {
+            if let Some((dst, tail)) = core::mem::take(&mut rest).split_at_mut_checked(p.len()) {
                 dst.copy_from_slice(p);
-                self.len += p.len();
+                rest = tail;
             }
         }
+        self.len = end;
     }
 
     /// Appends `.key` (just `key` at the root).
@@ -84,19 +91,7 @@ impl KeyPath {
     /// Appends `[index]`.
     pub fn push_index(&mut self, index: usize) {
         let mut digits = [0u8; 20];
-        let mut n = index;
-        let mut at = digits.len();
-        loop {
-            at -= 1;
-            if let Some(d) = digits.get_mut(at) {
-                *d = b'0' + (n % 10) as u8;
-            }
-            n /= 10;
-            if n == 0 || at == 0 {
-                break;
-            }
-        }
-        let digits = digits.get(at..).unwrap_or(&[]);
+        let digits = decimal(index, &mut digits);
         self.append(&[b"[", digits, b"]"]);
     }
 
@@ -110,6 +105,24 @@ impl KeyPath {
     pub fn is_cut(&self) -> bool {
         self.cut_at != u16::MAX
     }
+}
+
+/// `n` in decimal, written at the end of `buf`.
+// Bounded: a `usize` has at most 20 digits, `at` stops at 0, and a digit is below 10.
+#[allow(clippy::arithmetic_side_effects)]
+fn decimal(mut n: usize, buf: &mut [u8; 20]) -> &[u8] {
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        if let Some(d) = buf.get_mut(at) {
+            *d = b'0' + (n % 10) as u8;
+        }
+        n /= 10;
+        if n == 0 || at == 0 {
+            break;
+        }
+    }
+    buf.get(at..).unwrap_or(&[])
 }
 
 impl Default for KeyPath {
@@ -137,10 +150,7 @@ impl ErrCtx<'_> {
             let mut text: heapless::String<KEY_PATH_TEXT> = heapless::String::new();
             let keep = KEY_PATH_TEXT.saturating_sub(3);
             let s = self.path.as_str();
-            let mut end = s.len().min(keep);
-            while !s.is_char_boundary(end) {
-                end -= 1;
-            }
+            let end = (0..=s.len().min(keep)).rev().find(|&end| s.is_char_boundary(end)).unwrap_or(0);
             let _ = text.push_str(s.get(..end).unwrap_or(""));
             let _ = text.push('…');
             e.with_key_path(&text)
@@ -568,7 +578,7 @@ impl<T: JsonValue, const N: usize> JsonValue for heapless::Vec<T, N> {
                 }
                 Err(issue) => return Err(cx.issue(issue, inner)),
             }
-            count += 1;
+            count = count.saturating_add(1);
             cx.ctx.path.reset(mark);
         }
         if count > N as u64 {
@@ -800,7 +810,7 @@ impl JsonValue for ArrayLen {
     ) -> Result<(), Error> {
         loop {
             match cx.tok.skip_value(cx.src) {
-                Ok(true) => self.0 += 1,
+                Ok(true) => self.0 = self.0.saturating_add(1),
                 Ok(false) => break,
                 Err(f) => return Err(cx.ctx.fault(f)),
             }
@@ -951,5 +961,58 @@ pub fn check_known<R: BufRead, const S: usize, const D: u16>(
         Ok(())
     } else {
         Err(cx.manifest_error(error(Text::new(value))))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::arithmetic_side_effects)]
+mod tests {
+    use super::*;
+    extern crate std;
+    use std::format;
+
+    #[test]
+    fn a_key_path_joins_keys_and_indices() {
+        let mut path = KeyPath::new();
+        path.push_key("nodes");
+        let mark = path.mark();
+        path.push_index(2);
+        path.push_key("attrs");
+        assert_eq!(path.as_str(), "nodes[2].attrs");
+        path.reset(mark);
+        path.push_index(usize::MAX);
+        assert_eq!(path.as_str(), format!("nodes[{}]", usize::MAX));
+    }
+
+    #[test]
+    fn a_segment_past_the_buffer_is_dropped_until_reset() {
+        let mut path = KeyPath::new();
+        path.push_key(&"x".repeat(KEY_PATH_TEXT - 1));
+        let mark = path.mark();
+        path.push_key("y"); // one byte too many with its dot
+        assert!(path.is_cut());
+        path.push_index(0); // deeper segments are dropped too
+        assert_eq!(path.as_str(), "x".repeat(KEY_PATH_TEXT - 1));
+        path.reset(mark);
+        assert!(!path.is_cut());
+        path.push_index(7); // "[7]" does not fit either
+        assert!(path.is_cut());
+        let mut full = KeyPath::new();
+        full.push_key(&"x".repeat(KEY_PATH_TEXT));
+        assert!(!full.is_cut());
+        assert_eq!(full.as_str().len(), KEY_PATH_TEXT);
+    }
+
+    #[test]
+    fn a_cut_path_is_shortened_on_a_char_boundary() {
+        let mut path = KeyPath::new();
+        path.push_key(&"é".repeat(KEY_PATH_TEXT / 2 - 1)); // 94 bytes
+        path.push_key("next");
+        assert!(path.is_cut());
+        let ctx = ErrCtx { stage: Stage::DefJson, member: "sg00/def.json", path };
+        let e = ctx.error(5, ErrorKind::Truncated);
+        // 93 bytes are kept at most, down to a boundary (92), then the ellipsis.
+        assert_eq!(e.key_path.as_str(), format!("{}…", "é".repeat(46)));
+        assert!(!e.key_path.is_elided());
     }
 }
