@@ -163,6 +163,9 @@ fn def_json_var_checks() {
 fn def_json_queue_and_carveout_checks() {
     let e = def(&DEF.replace(r#""type":"in","#, "")).0.unwrap_err();
     assert_eq!(msg(&e), "dma_queue.q.type: missing <type> in q");
+    // The queue's whole name, dots included (`%s` is the name, not the last dotted part).
+    let dotted = DEF.replace(r#""type":"in","#, "").replace(r#""q":{"#, r#""q.in.0":{"#);
+    assert_eq!(msg(&def(&dotted).0.unwrap_err()), "dma_queue.q.in.0.type: missing <type> in q.in.0");
     let e = def(&DEF.replace(r#""owner":"pool""#, r#""owner":"cpu""#)).0.unwrap_err();
     assert_eq!(msg(&e), "dma_queue.q.owner: Invalid owner 'cpu' for DMA queue q");
     let e = def(&DEF.replace(r#""semaphore":10"#, r#""queue_instances":["a"]"#)).0.unwrap_err();

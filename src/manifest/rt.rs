@@ -33,6 +33,8 @@ pub struct KeyPath {
     depth: u16,
     /// Depth at which a segment was first dropped; `u16::MAX` when none was.
     cut_at: u16,
+    /// Where the last key's text starts (a map entry's name may hold dots of its own).
+    key_at: usize,
 }
 
 /// A position in a [`KeyPath`] to return to.
@@ -40,23 +42,25 @@ pub struct KeyPath {
 pub struct PathMark {
     len: usize,
     depth: u16,
+    key_at: usize,
 }
 
 impl KeyPath {
     /// The empty path.
     pub const fn new() -> Self {
-        Self { buf: [0; KEY_PATH_TEXT], len: 0, depth: 0, cut_at: u16::MAX }
+        Self { buf: [0; KEY_PATH_TEXT], len: 0, depth: 0, cut_at: u16::MAX, key_at: 0 }
     }
 
     /// The current position.
     pub fn mark(&self) -> PathMark {
-        PathMark { len: self.len, depth: self.depth }
+        PathMark { len: self.len, depth: self.depth, key_at: self.key_at }
     }
 
     /// Returns to `mark`.
     pub fn reset(&mut self, mark: PathMark) {
         self.len = mark.len;
         self.depth = mark.depth;
+        self.key_at = mark.key_at;
         if mark.depth < self.cut_at {
             self.cut_at = u16::MAX;
         }
@@ -81,10 +85,14 @@ impl KeyPath {
 
     /// Appends `.key` (just `key` at the root).
     pub fn push_key(&mut self, key: &str) {
+        let before = self.len;
         if self.len == 0 && self.cut_at == u16::MAX {
             self.append(&[key.as_bytes()]);
         } else {
             self.append(&[b".", key.as_bytes()]);
+        }
+        if self.len != before {
+            self.key_at = self.len.saturating_sub(key.len());
         }
     }
 
@@ -98,6 +106,13 @@ impl KeyPath {
     /// The path text (a dropped tail is not shown).
     pub fn as_str(&self) -> &str {
         let bytes = self.buf.get(..self.len).unwrap_or(&[]);
+        core::str::from_utf8(bytes).unwrap_or("")
+    }
+
+    /// The last key with what follows it (`q.x` of `dma_queue.q.x`, `desc[1]` of
+    /// `dma[0].desc[1]`): the segment that names the object being read.
+    pub fn last_key(&self) -> &str {
+        let bytes = self.buf.get(self.key_at..self.len).unwrap_or(&[]);
         core::str::from_utf8(bytes).unwrap_or("")
     }
 
@@ -941,8 +956,7 @@ pub fn check_required<R: BufRead, const S: usize, const D: u16>(
     match keys.get(absent.trailing_zeros() as usize) {
         Some(key) => {
             // The object's own segment: its name in a keyed map, or its key or index.
-            let path = cx.ctx.path.as_str();
-            let within = super::Name::new(path.rsplit('.').next().unwrap_or(path));
+            let within = super::Name::new(cx.ctx.path.last_key());
             cx.ctx.path.push_key(key.key);
             Err(cx.manifest_error(ManifestError::MissingKey { key, within }))
         }
