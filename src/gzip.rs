@@ -837,8 +837,9 @@ mod tests {
         // BFINAL and BTYPE, 5 of HLIT, 5 of HDIST, 4 of HCLEN, then HCLEN + 4 code lengths of 3
         // bits for the code-length code. Bytes 12 and 13 make those lengths 7s, a code that
         // cannot be built: the error comes once the last of them is read, after the byte that
-        // holds it.
-        assert_eq!((gz[10] & 1, (gz[10] >> 1) & 3), (1, 2), "one final dynamic block");
+        // holds it. (Whichever flate2 backend wrote the stream: the workspace's tests build it
+        // with zlib-rs, this crate's alone with miniz_oxide.)
+        assert_eq!((gz[10] >> 1) & 3, 2, "a dynamic block");
         let bits = u32::from_le_bytes([gz[10], gz[11], gz[12], 0]);
         let hclen = (bits >> 13) & 0xf;
         let header_bits = 17 + 3 * (hclen + 4);
