@@ -1192,12 +1192,23 @@ mod tests {
             tar.extend(end());
             let r = walk(&tar);
             if name == b"./" {
-                assert!(r.is_ok(), "./ is a directory and skipped");
+                assert_eq!(
+                    r.unwrap(),
+                    (std::vec![], std::vec![], AfterEnd::default()),
+                    "./ is a directory and skipped"
+                );
                 continue;
             }
             let e = r.unwrap_err();
             assert_eq!(tar_kind(&e), want, "{name:?}");
-            assert!(!e.member.is_empty());
+            // The refused name is attached (lossy: a byte that is not UTF-8 shows as '?'), at
+            // the header of the member.
+            let shown: String = name.iter().map(|&b| if b.is_ascii() { b as char } else { '?' }).collect();
+            assert_eq!(
+                (e.member.as_str(), e.offset_base, e.offset),
+                (shown.as_str(), OffsetBase::Archive, 0),
+                "{name:?}"
+            );
         }
         let mut tar = pax(b'x', &[("path", "a\0b")]);
         tar.extend(entry("a", b""));
@@ -1205,20 +1216,42 @@ mod tests {
         assert_eq!(tar_kind(&walk(&tar).unwrap_err()), TarError::NulInName);
         let mut tar = pax(b'x', &[("path", "./")]);
         tar.extend(header("a", 0, b'0'));
+        tar.extend(entry("b", b"bee"));
         tar.extend(end());
-        // "./" from PAX names a directory by its trailing slash: skipped.
-        assert!(walk(&tar).unwrap().0.is_empty());
+        // "./" from PAX names a directory by its trailing slash: skipped, and the walk goes on
+        // to the next member.
+        assert_eq!(walk(&tar).unwrap(), (std::vec![("b".into(), b"bee".to_vec())], std::vec![], AfterEnd::default()));
         // A lone "." from PAX is yielded as it is, a regular member named "." (as the runtime's
-        // member map would key it): the loader has no use for that name, and `neff unpack`
-        // refuses it (a '.' component).
+        // member map would key it), with the ustar header's size and body: the loader has no
+        // use for that name, and `neff unpack` refuses it (a '.' component). The member after
+        // it is read as usual, and the archive ends cleanly.
         let mut tar = pax(b'x', &[("path", ".")]);
+        let pax_len = tar.len() as u64;
         tar.extend(header("a", 1, b'0'));
         tar.extend(body(b"z"));
+        tar.extend(entry("b", b"bee"));
         tar.extend(end());
-        let (w, warnings, _) = walk(&tar).unwrap();
-        assert_eq!(names(&w), ["."]);
-        assert_eq!(w[0].1, b"z");
-        assert!(warnings.is_empty());
+        let stream = Decoder::sniff(&tar[..], 0, DEFAULT_MAX_INFLATED).unwrap();
+        let mut reader: TarReader<_, 256, 512> = TarReader::new(stream);
+        let mut warnings = Vec::new();
+        let mut sink = |w: &Warning| warnings.push(*w);
+        {
+            let mut m = reader.next_member(&mut sink).unwrap().unwrap();
+            assert_eq!((m.name(), m.size(), m.header_offset(), m.data_offset()), (".", 1, pax_len, pax_len + 512));
+            let mut buf = [0u8; 4];
+            assert_eq!(m.read(&mut buf).unwrap(), 1);
+            assert_eq!(&buf[..1], b"z");
+            assert_eq!(m.read(&mut buf).unwrap(), 0);
+        }
+        {
+            let m = reader.next_member(&mut sink).unwrap().unwrap();
+            assert_eq!((m.name(), m.size(), m.header_offset()), ("b", 3, pax_len + 1024));
+        }
+        assert!(reader.next_member(&mut sink).unwrap().is_none());
+        assert_eq!(reader.members(), 2, "the PAX record is not a member");
+        assert_eq!(reader.drain(&mut sink).unwrap(), AfterEnd::default());
+        assert!(reader.is_ended());
+        assert!(warnings.is_empty(), "{warnings:?}");
     }
 
     #[test]

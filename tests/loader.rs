@@ -14,9 +14,9 @@ use common::neff::{members, npy_data, pack};
 use common::recorder::{run, Report, TEST_ARENA};
 use neff::archive::{Archive, OpenOptions};
 use neff::digest::digest64;
-use neff::error::{ErrorKind, Stage, Warning, WarningKind};
+use neff::error::{ErrorKind, OffsetBase, Stage, Warning, WarningKind};
 use neff::loader::{ChainError, ChainWarning, LoadOptions, PayloadState};
-use neff::manifest::{Arch, ManifestError, UsageClass};
+use neff::manifest::{Arch, JsonType, ManifestError, UsageClass};
 use neff::sim::SimDevice;
 
 struct Outcome {
@@ -204,32 +204,35 @@ fn a_missing_instruction_stream_is_named() {
     let out = load(&bytes);
     let (c, e) = chain_error(&out);
     assert!(matches!(c, ChainError::MemberMissing { member } if member.as_str() == "sg01/Pool.bin"));
-    assert_eq!(e.member.as_str(), "sg01/Pool.json");
-    assert_eq!(e.key_path.as_str(), "instr");
+    // A payload is found missing when the chain is bound: the chain stage, in the manifest
+    // that names it.
+    assert_eq!(
+        (e.stage, e.member.as_str(), e.key_path.as_str(), e.offset),
+        (Stage::Chain, "sg01/Pool.json", "instr", 0)
+    );
     assert_eq!(e.to_string(), "sg01/Pool.json: instr: member sg01/Pool.bin is missing from the archive (byte 0)");
     assert_eq!(out.live_regions, 0, "a failed load releases what it allocated");
 }
 
 #[test]
 fn a_missing_engine_json_def_or_kelf_is_named() {
-    let cases: [(&str, &str, &str); 4] = [
-        ("sg00/DVE.json", "sg00/def.json", "sg00/DVE.json"),
-        ("sg01/def.json", "kelf-0.json", "sg01/def.json"),
-        ("sg00/exp_and_others.json", "sg00/Activation.json", "sg00/exp_and_others.json"),
-        ("sg00/value_sg0000_identity_82_CRSM.npy", "sg00/def.json", "sg00/value_sg0000_identity_82_CRSM.npy"),
+    // (dropped member, the manifest naming it, the key that names it, the stage): a missing
+    // manifest is an error of the manifest that names it, a missing payload one of the chain.
+    let cases: [(&str, &str, &str, Stage); 5] = [
+        ("sg00/DVE.json", "sg00/def.json", "dve", Stage::DefJson),
+        ("sg01/def.json", "kelf-0.json", "graphs.definition", Stage::Kelf),
+        ("sg00/exp_and_others.json", "sg00/Activation.json", "activation_function_sets", Stage::Engine),
+        ("sg00/value_sg0000_identity_82_CRSM.npy", "sg00/def.json", "var.file_name", Stage::Chain),
+        ("kelf-0.json", "neff.json", "nodes.attrs.kelf", Stage::NeffJson),
     ];
-    for (drop, by, missing) in cases {
+    for (drop, by, key, stage) in cases {
         let Some(bytes) = variant(|l| l.retain(|(n, _)| n != drop)) else { return };
         let out = load(&bytes);
         let (c, e) = chain_error(&out);
-        assert!(matches!(c, ChainError::MemberMissing { member } if member.as_str() == missing), "{drop}: {c:?}");
-        assert_eq!(e.member.as_str(), by, "{drop}");
+        assert!(matches!(c, ChainError::MemberMissing { member } if member.as_str() == drop), "{drop}: {c:?}");
+        assert_eq!((e.stage, e.member.as_str(), e.key_path.as_str(), e.offset), (stage, by, key, 0), "{drop}");
         assert_eq!(out.live_regions, 0);
     }
-    let Some(bytes) = variant(|l| l.retain(|(n, _)| n != "kelf-0.json")) else { return };
-    let (c, e) = chain_error(&load(&bytes));
-    assert!(matches!(c, ChainError::MemberMissing { member } if member.as_str() == "kelf-0.json"));
-    assert_eq!(e.member.as_str(), "neff.json");
 }
 
 #[test]
@@ -241,7 +244,15 @@ fn without_neff_json_the_kelf_is_found_by_name() {
     assert!(out.report.io.inputs.is_empty());
     let Some(bytes) = variant(|l| l.retain(|(n, _)| n != "neff.json" && n != "kelf-0.json")) else { return };
     let (e, err) = chain_error(&load(&bytes));
-    assert!(matches!(e, ChainError::NeffJsonMissing { neff } if !neff.is_empty()), "{e:?}");
+    // The runtime's message names the NEFF by its header's name field.
+    let name = common::fixture_bytes("public/nkipy/matmul_small.neff").unwrap()[neff::header::field::NAME]
+        .split(|&b| b == 0)
+        .next()
+        .map(|n| String::from_utf8(n.to_vec()).unwrap())
+        .unwrap();
+    assert_eq!(name, "file.neff");
+    assert!(matches!(e, ChainError::NeffJsonMissing { neff } if neff.as_str() == name), "{e:?}");
+    assert_eq!((err.stage, err.member.as_str(), err.offset), (Stage::Chain, "", 0));
     assert!(err.to_string().contains(", neff.json is missing"), "{err}");
     assert!(err.kind.to_string().starts_with("Invalid NN: "), "{}", err.kind);
     // The legacy name works too.
@@ -261,7 +272,10 @@ fn the_target_gate_follows_allow_legacy() {
     for allow_legacy in [false, true] {
         let out = load_with(&bytes, Arch::Sunda, LoadOptions { allow_legacy }, 32 << 20);
         let e = out.result.unwrap_err();
-        assert_eq!(e.stage, Stage::Kelf);
+        assert_eq!(
+            (e.stage, e.member.as_str(), e.key_path.as_str(), e.offset),
+            (Stage::Kelf, "kelf-0.json", "target", 0)
+        );
         assert_eq!(e.kind, ErrorKind::Manifest(ManifestError::ArchMismatch { neff: 3, device: 2 }));
         assert!(
             e.to_string().contains(
@@ -272,7 +286,9 @@ fn the_target_gate_follows_allow_legacy() {
     }
     // On a newer (mariana) device: refused unless allow_legacy.
     let out = load_with(&bytes, Arch::Mariana, LoadOptions { allow_legacy: false }, 32 << 20);
-    assert_eq!(out.result.unwrap_err().kind, ErrorKind::Manifest(ManifestError::ArchMismatch { neff: 3, device: 4 }));
+    let e = out.result.unwrap_err();
+    assert_eq!((e.stage, e.member.as_str(), e.key_path.as_str()), (Stage::Kelf, "kelf-0.json", "target"));
+    assert_eq!(e.kind, ErrorKind::Manifest(ManifestError::ArchMismatch { neff: 3, device: 4 }));
     load_with(&bytes, Arch::Mariana, LoadOptions { allow_legacy: true }, 32 << 20).result.unwrap();
 }
 
@@ -343,7 +359,10 @@ fn a_weight_whose_shape_disagrees_with_its_var_is_refused() {
     };
     let (c, e) = chain_error(&load(&bytes));
     assert_eq!(c, ChainError::VarSizeMismatch { declared: 32770, actual: 32768 });
-    assert_eq!(e.member.as_str(), "sg00/value_sg0000_identity_82_CRSM.npy");
+    assert_eq!(
+        (e.stage, e.member.as_str(), e.key_path.as_str(), e.offset),
+        (Stage::Chain, "sg00/value_sg0000_identity_82_CRSM.npy", "", 0)
+    );
 }
 
 #[test]
@@ -462,8 +481,17 @@ fn a_device_too_small_fails_with_a_hal_error_and_frees_everything() {
     let Some(bytes) = common::fixture_bytes("public/nkipy/matmul_large.neff") else { return };
     let out = load_with(&bytes, Arch::Cayman, LoadOptions::default(), 2 << 20);
     let e = out.result.unwrap_err();
-    assert_eq!(e.stage, Stage::Hal);
-    assert!(matches!(e.kind, ErrorKind::Hal(neff::hal::HalError::OutOfMemory { .. })), "{e}");
+    // sg00/PE.bin (1.3 MiB) fits in 2 MiB; the second subgraph's copy does not.
+    let size = |m: &str| members(&bytes).into_iter().find(|(n, _)| n == m).unwrap().1.len() as u64;
+    assert!(size("sg00/PE.bin") < 2 << 20 && 2 * size("sg01/PE.bin") > 2 << 20);
+    assert_eq!((e.stage, e.member.as_str(), e.offset), (Stage::Hal, "sg01/PE.bin", 0));
+    match e.kind {
+        ErrorKind::Hal(neff::hal::HalError::OutOfMemory { requested, align, free, largest_free }) => {
+            assert_eq!((requested, align), (size("sg01/PE.bin"), neff::loader::INSTR_ALIGN), "{e}");
+            assert!(largest_free < requested && largest_free <= free && free < 2 << 20, "{e}");
+        }
+        _ => panic!("expected OutOfMemory, got {e}"),
+    }
     assert_eq!(out.live_regions, 0);
 }
 
@@ -488,7 +516,7 @@ fn check_without_a_device_runs_every_step() {
     let (result, _) =
         run(&mut archive, none, Some(Some(Arch::Sunda)), LoadOptions::default(), TEST_ARENA, &mut |_: &Warning| {});
     let e = result.unwrap_err();
-    assert_eq!(e.stage, Stage::Kelf);
+    assert_eq!((e.stage, e.member.as_str(), e.key_path.as_str(), e.offset), (Stage::Kelf, "kelf-0.json", "target", 0));
     assert_eq!(e.kind, ErrorKind::Manifest(ManifestError::ArchMismatch { neff: 3, device: 2 }));
 }
 
@@ -523,12 +551,18 @@ fn the_report_serialises_to_json_without_a_heap() {
     // The summary, serialised into a small buffer.
     let mut buf = [0u8; 1024];
     let n = summary.to_json(&mut buf).unwrap();
+    assert!(n > 100, "{n}");
     let v: serde_json::Value = serde_json::from_slice(&buf[..n]).unwrap();
     assert_eq!(v["device_arch"], "cayman");
     assert_eq!(v["placed"], 24);
     assert!(v["arena_peak"].as_u64().unwrap() > 0);
-    // A buffer too small is an error, not a panic; a line too long is counted, not cut.
-    assert!(summary.to_json(&mut buf[..100]).is_err());
+    // A buffer one byte too small is an error, not a panic; exactly the size is enough. A line
+    // too long is counted, not cut.
+    assert_eq!(summary.to_json(&mut buf[..n - 1]), Err(serde_json_core::ser::Error::BufferFull));
+    assert_eq!(summary.to_json(&mut buf[..100]), Err(serde_json_core::ser::Error::BufferFull));
+    let mut exact = vec![0u8; n];
+    assert_eq!(summary.to_json(&mut exact), Ok(n));
+    assert_eq!(exact, buf[..n]);
     let mut tiny = neff::loader::JsonLines::<&mut [u8], 16>::new(&mut lines_buf[..]);
     neff::loader::Observer::subgraph(
         &mut tiny,
@@ -634,7 +668,14 @@ fn a_stream_with_a_huge_data_size_is_an_error_not_an_overflow() {
             run(&mut archive, none, Some(None), LoadOptions::default(), TEST_ARENA, &mut |_: &Warning| {}).0
         },
     );
-    assert!(result.is_err());
+    // The stream ends first: the data_size gate fails where the input ended, with what it held.
+    let e = result.unwrap_err();
+    let kind = neff::header::HeaderError::DataSizePastEnd { data_size: u64::MAX, available: bytes.len() as u64 - 1024 };
+    assert_eq!(e.kind, ErrorKind::Header(kind));
+    assert_eq!(
+        (e.stage, e.member.as_str(), e.offset, e.offset_base),
+        (Stage::Header, "", bytes.len() as u64, OffsetBase::File)
+    );
 }
 
 #[test]
@@ -693,7 +734,20 @@ fn a_broken_member_the_chain_reaches_is_refused_when_reached() {
     assert_eq!(e.member.as_str(), "sg00/PE.json");
     assert_eq!(e.key_path.as_str(), "instr");
     assert_eq!(e.stage, Stage::Engine);
-    assert!(matches!(e.kind, ErrorKind::Manifest(ManifestError::WrongType { .. })), "{e}");
+    let body = &members(&bytes).into_iter().find(|(n, _)| n == "sg00/PE.json").unwrap().1;
+    let seven = body.windows(9).position(|w| w == b"\"instr\":7").unwrap() + 8;
+    assert_eq!(e.offset, seven as u64, "at the number");
+    assert!(
+        matches!(
+            e.kind,
+            ErrorKind::Manifest(ManifestError::WrongType {
+                expected: JsonType::String,
+                found: JsonType::UnsignedInteger,
+                ..
+            })
+        ),
+        "{e}"
+    );
 }
 
 /// `sg00/PE.json` of the small NEFF with one DMA block (`block`, a JSON object) in its `dma`.

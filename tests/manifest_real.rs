@@ -5,8 +5,8 @@ mod common;
 
 use common::docs::{neff_io, parse, Parsed};
 use neff::manifest::{
-    Arch, CarveoutType, DefFacts, DefJson, DmaRingType, EngineJson, EngineType, IoKind, Kelf, KelfTarget, MrType,
-    NrtDtype, TargetCheck,
+    Arch, CarveoutType, DefFacts, DefJson, DmaRingType, EngineJson, EngineType, IoKind, Kelf, KelfTarget,
+    ManifestError, MrType, NrtDtype, TargetCheck,
 };
 
 fn read(rel: &str) -> Option<Vec<u8>> {
@@ -61,8 +61,13 @@ fn kelf_of_both_neffs() {
         assert_eq!(graph_count, 2);
         let graphs: Vec<_> = entries.graphs.iter().map(|g| (g.name.as_str(), g.definition.as_str())).collect();
         assert_eq!(graphs, [("sg00", "sg00/def.json"), ("sg01", "sg01/def.json")]);
-        assert!(k.check_device(Arch::Cayman, false).is_ok());
-        assert!(k.check_device(Arch::Sunda, false).is_err());
+        assert_eq!(k.check_device(Arch::Cayman, false), Ok(()));
+        // Another device: refused, with both arch values; an older NEFF on a newer device
+        // only with allow_legacy.
+        assert_eq!(k.check_device(Arch::Sunda, false), Err(ManifestError::ArchMismatch { neff: 3, device: 2 }));
+        assert_eq!(k.check_device(Arch::Sunda, true), Err(ManifestError::ArchMismatch { neff: 3, device: 2 }));
+        assert_eq!(k.check_device(Arch::Mariana, false), Err(ManifestError::ArchMismatch { neff: 3, device: 4 }));
+        assert_eq!(k.check_device(Arch::Mariana, true), Ok(()));
     }
 }
 
@@ -132,7 +137,7 @@ fn def_json_small() {
         assert_eq!(carve[0].kind(), Some(CarveoutType::Evtaccel));
         let l = carve[0].layout();
         assert_eq!((l.carveout_type, l.offset, l.size, l.start_partition, l.num_partitions), (1, 229368, 8, 0, 128));
-        assert!(facts.check_carveouts(TargetCheck::Device(Arch::Cayman), false).is_ok());
+        assert_eq!(facts.check_carveouts(TargetCheck::Device(Arch::Cayman), false), Ok(()));
         let fp8 = d.fp8_info();
         assert!(fp8.initialized);
         assert!(fp8.cfg.fp8_range_extension && fp8.cfg.ocp_sat && !fp8.cfg.fp8_sis && !fp8.cfg.fp8_sns);

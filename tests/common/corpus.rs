@@ -1,6 +1,10 @@
 //! The malformed-NEFF corpus, generated from the real small NEFF: damaged manifests, damaged
-//! `.npy` payloads, damaged tar streams and cuts. `tests/malformed.rs` loads every one (no
-//! panic, a typed error); the CLI's inflate-path test loads every one both ways.
+//! `.npy` payloads, damaged tar streams and cuts. `tests/malformed.rs` loads every one and
+//! checks each against what its damage must give; the CLI's inflate-path test loads every one
+//! both ways.
+//!
+//! Each generator has a `_cases` form that says what was damaged and where, so a test can
+//! work out the expected outcome of each case from its damage.
 #![allow(dead_code)]
 
 use std::io::{Read, Write};
@@ -25,32 +29,69 @@ impl Rng {
     }
 }
 
-/// Applies one random damage to `body`: flip a byte, cut it, or splice in garbage.
-pub fn damage(body: &mut Vec<u8>, rng: &mut Rng) {
+/// One damage done to a byte string.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Damage {
+    /// Bit `bit` of byte `at` flipped.
+    Flip { at: usize, bit: u8 },
+    /// Byte `at` replaced by `byte`.
+    Set { at: usize, byte: u8 },
+    /// Cut to its first `at` bytes.
+    Cut { at: usize },
+    /// `junk` inserted before byte `at`.
+    Splice { at: usize, junk: Vec<u8> },
+}
+
+/// Applies one random damage to `body`: flip a bit, replace a byte, cut it, or splice in
+/// garbage. Returns what it did.
+pub fn damage(body: &mut Vec<u8>, rng: &mut Rng) -> Damage {
     if body.is_empty() {
         body.push(b'{');
-        return;
+        return Damage::Splice { at: 0, junk: vec![b'{'] };
     }
     match rng.below(4) {
         0 => {
-            let i = rng.below(body.len());
-            body[i] ^= 1 << rng.below(8);
+            let at = rng.below(body.len());
+            let bit = rng.below(8) as u8;
+            body[at] ^= 1 << bit;
+            Damage::Flip { at, bit }
         }
         1 => {
-            let i = rng.below(body.len());
-            body[i] = b"{}[]\",:0-e.\\ntu\x00\xff"[rng.below(16)];
+            let at = rng.below(body.len());
+            let byte = b"{}[]\",:0-e.\\ntu\x00\xff"[rng.below(16)];
+            body[at] = byte;
+            Damage::Set { at, byte }
         }
-        2 => body.truncate(rng.below(body.len())),
+        2 => {
+            let at = rng.below(body.len());
+            body.truncate(at);
+            Damage::Cut { at }
+        }
         _ => {
-            let i = rng.below(body.len());
+            let at = rng.below(body.len());
             let junk: Vec<u8> = (0..1 + rng.below(8)).map(|_| rng.next() as u8).collect();
-            body.splice(i..i, junk);
+            body.splice(at..at, junk.iter().copied());
+            Damage::Splice { at, junk }
         }
     }
 }
 
-/// 400 NEFFs with one manifest member damaged.
-pub fn damaged_manifests(neff: &[u8]) -> Vec<Vec<u8>> {
+/// A NEFF with one member's body damaged.
+#[derive(Debug, Clone)]
+pub struct DamagedMember {
+    /// The damaged member.
+    pub member: String,
+    /// What was done to its body.
+    pub damage: Damage,
+    /// Its body before and after.
+    pub original: Vec<u8>,
+    pub body: Vec<u8>,
+    /// The NEFF, packed again around the damaged member.
+    pub neff: Vec<u8>,
+}
+
+/// 400 NEFFs with one manifest member damaged, with their damage.
+pub fn damaged_manifest_cases(neff: &[u8]) -> Vec<DamagedMember> {
     let original = members(neff);
     let manifests: Vec<usize> =
         original.iter().enumerate().filter(|(_, (n, _))| n.ends_with(".json")).map(|(i, _)| i).collect();
@@ -59,14 +100,26 @@ pub fn damaged_manifests(neff: &[u8]) -> Vec<Vec<u8>> {
         .map(|_| {
             let mut list = original.clone();
             let target = manifests[rng.below(manifests.len())];
-            damage(&mut list[target].1, &mut rng);
-            pack(neff, &list)
+            let damage = damage(&mut list[target].1, &mut rng);
+            DamagedMember {
+                member: list[target].0.clone(),
+                damage,
+                original: original[target].1.clone(),
+                body: list[target].1.clone(),
+                neff: pack(neff, &list),
+            }
         })
         .collect()
 }
 
-/// 150 NEFFs with the `.npy` weight's header damaged (its first 128 bytes) or its data cut.
-pub fn damaged_npy_payloads(neff: &[u8]) -> Vec<Vec<u8>> {
+/// 400 NEFFs with one manifest member damaged.
+pub fn damaged_manifests(neff: &[u8]) -> Vec<Vec<u8>> {
+    damaged_manifest_cases(neff).into_iter().map(|c| c.neff).collect()
+}
+
+/// 150 NEFFs with the `.npy` weight's header damaged (a bit of its first 128 bytes flipped) or
+/// its data cut, with their damage.
+pub fn damaged_npy_cases(neff: &[u8]) -> Vec<DamagedMember> {
     let original = members(neff);
     let npy = original.iter().position(|(n, _)| n.ends_with(".npy")).unwrap();
     let mut rng = Rng(0x5eed_0002);
@@ -74,38 +127,75 @@ pub fn damaged_npy_payloads(neff: &[u8]) -> Vec<Vec<u8>> {
         .map(|_| {
             let mut list = original.clone();
             let body = &mut list[npy].1;
-            if rng.below(2) == 0 {
-                let i = rng.below(128);
-                body[i] ^= 1 << rng.below(8);
+            let damage = if rng.below(2) == 0 {
+                let at = rng.below(128);
+                let bit = rng.below(8) as u8;
+                body[at] ^= 1 << bit;
+                Damage::Flip { at, bit }
             } else {
-                body.truncate(128 + rng.below(body.len() - 128));
+                let at = 128 + rng.below(body.len() - 128);
+                body.truncate(at);
+                Damage::Cut { at }
+            };
+            DamagedMember {
+                member: list[npy].0.clone(),
+                damage,
+                original: original[npy].1.clone(),
+                body: list[npy].1.clone(),
+                neff: pack(neff, &list),
             }
-            pack(neff, &list)
         })
         .collect()
 }
 
+/// 150 NEFFs with the `.npy` weight's header damaged (its first 128 bytes) or its data cut.
+pub fn damaged_npy_payloads(neff: &[u8]) -> Vec<Vec<u8>> {
+    damaged_npy_cases(neff).into_iter().map(|c| c.neff).collect()
+}
+
+/// A NEFF whose inflated tar has one bit flipped.
+#[derive(Debug, Clone)]
+pub struct DamagedTar {
+    /// The flipped byte's offset in the inflated tar, and the bit.
+    pub at: usize,
+    pub bit: u8,
+    /// The NEFF: the damaged tar gzip'd again under the same header.
+    pub neff: Vec<u8>,
+}
+
 /// 200 NEFFs whose inflated tar has one bit flipped (half of them in a header block), gzip'd
-/// again under the same header.
-pub fn damaged_tar_streams(neff: &[u8]) -> Vec<Vec<u8>> {
-    let mut tar_bytes = Vec::new();
-    flate2::read::GzDecoder::new(&neff[1024..]).read_to_end(&mut tar_bytes).unwrap();
+/// again under the same header, with where the flip is.
+pub fn damaged_tar_cases(neff: &[u8]) -> Vec<DamagedTar> {
+    let tar_bytes = inflated(neff);
     let mut rng = Rng(0x5eed_0003);
     (0..200)
         .map(|round| {
             let mut tar = tar_bytes.clone();
             let block = rng.below(tar.len() / 512);
             let at = if round % 2 == 0 { block * 512 + rng.below(512) } else { rng.below(tar.len()) };
-            tar[at] ^= 1 << rng.below(8);
+            let bit = rng.below(8) as u8;
+            tar[at] ^= 1 << bit;
             let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
             gz.write_all(&tar).unwrap();
             let payload = gz.finish().unwrap();
             let mut out = neff[..1024].to_vec();
             out[16..24].copy_from_slice(&(payload.len() as u64).to_le_bytes());
             out.extend_from_slice(&payload);
-            out
+            DamagedTar { at, bit, neff: out }
         })
         .collect()
+}
+
+/// 200 NEFFs whose inflated tar has one bit flipped, gzip'd again under the same header.
+pub fn damaged_tar_streams(neff: &[u8]) -> Vec<Vec<u8>> {
+    damaged_tar_cases(neff).into_iter().map(|c| c.neff).collect()
+}
+
+/// The inflated tar of a gzip'd NEFF.
+pub fn inflated(neff: &[u8]) -> Vec<u8> {
+    let mut tar = Vec::new();
+    flate2::read::GzDecoder::new(&neff[1024..]).read_to_end(&mut tar).unwrap();
+    tar
 }
 
 /// The NEFF cut every 997 bytes (each cut is a truncated file).

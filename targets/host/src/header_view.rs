@@ -292,6 +292,49 @@ mod tests {
     }
 
     #[test]
+    fn header_json_fields_are_refused_with_the_field_named() {
+        let view = HeaderView {
+            pkg_version: 2,
+            header_size: 1024,
+            data_size: 61440,
+            neff_version_major: 2,
+            neff_version_minor: 0,
+            build_version: String::new(),
+            num_tpb: 1,
+            hash: [0; 32],
+            uuid: [0xab; 16],
+            name: "file.neff".into(),
+            requested_tpb_count: 1,
+            tpb_per_node: [1; 64],
+            feature_bits: 0x209c00,
+            lnc_size: 2,
+        };
+        let good = view.to_file(vec![]);
+        let fields = good.to_fields(Some(1)).unwrap();
+        assert_eq!((fields.pkg_version, fields.neff_version_major, fields.uuid), (1, 2, [0xab; 16]));
+        assert_eq!(good.to_fields(None).unwrap().pkg_version, 2);
+
+        let mut bad = good.clone();
+        bad.header.neff_version = "2".into();
+        assert_eq!(bad.to_fields(None).unwrap_err(), r#"neff_version: expected MAJOR.MINOR, found "2""#);
+        let mut bad = good.clone();
+        bad.header.uuid = "ab".repeat(15);
+        assert_eq!(
+            bad.to_fields(None).unwrap_err(),
+            format!(r#"uuid: expected 32 hex digits, found "{}""#, "ab".repeat(15))
+        );
+        let mut bad = good.clone();
+        bad.tpb_per_node.push(0);
+        assert_eq!(bad.to_fields(None).unwrap_err(), "tpb_per_node: at most 64 entries, found 65");
+        // Fewer entries are padded with zeros.
+        let mut short = good.clone();
+        short.tpb_per_node.truncate(2);
+        let mut want = [0u8; 64];
+        want[..2].fill(1);
+        assert_eq!(short.to_fields(None).unwrap().tpb_per_node, want);
+    }
+
+    #[test]
     fn header_json_keys_follow_the_contract_order() {
         let view = HeaderView {
             pkg_version: 2,

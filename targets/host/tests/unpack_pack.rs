@@ -174,30 +174,74 @@ fn crafted(members: &[(&str, &[u8], u8)]) -> tempfile::NamedTempFile {
     f
 }
 
+/// A PAX extended header (typeflag `x`) with `records`.
+fn pax_records(records: &[(&str, &str)]) -> Vec<u8> {
+    let mut data = Vec::new();
+    for (k, v) in records {
+        let rest = format!(" {k}={v}\n");
+        // The length counts its own digits.
+        let mut len = rest.len() + 1;
+        while format!("{len}").len() + rest.len() != len {
+            len += 1;
+        }
+        data.extend_from_slice(format!("{len}{rest}").as_bytes());
+    }
+    data
+}
+
 #[test]
 fn unpack_refuses_members_that_escape_the_directory() {
-    // The core's tar walker refuses absolute and `..` names itself; what it lets through,
-    // unpack's own sanitiser refuses, each with its reason.
+    // The core's tar walker refuses absolute and `..` names itself, at the member's header
+    // (after kelf-0.json's header and body block: tar byte 1024), with the name as it read it
+    // (one leading "./" stripped); what it lets through, unpack's own sanitiser refuses, each
+    // with its reason and a hint. The member's body is never written.
+    let core = |name: &str, reason: &str| format!("error: {name}: tar member name {reason} (tar byte 1024)\n");
+    let unpack = |name: &str, reason: &str| {
+        format!("error: {name}: member path {reason}\nhint: unpack writes only inside the output directory\n")
+    };
     let cases = [
-        ("../evil.txt", "tar member name has a '..' component"),
-        ("sg00/../../evil.txt", "tar member name has a '..' component"),
-        ("./../evil.txt", "tar member name has a '..' component"),
-        ("/tmp/neff-cli-evil.txt", "tar member name is an absolute path"),
-        ("a//evil.txt", "a//evil.txt: member path has an empty component"),
-        ("a/./evil.txt", "a/./evil.txt: member path has a '.' component"),
-        (".", ".: member path has a '.' component"),
-        ("sg00\\..\\evil.txt", "member path holds a backslash"),
+        ("../evil.txt", core("../evil.txt", "has a '..' component")),
+        ("sg00/../../evil.txt", core("sg00/../../evil.txt", "has a '..' component")),
+        ("./../evil.txt", core("../evil.txt", "has a '..' component")),
+        ("/tmp/neff-cli-evil.txt", core("/tmp/neff-cli-evil.txt", "is an absolute path")),
+        ("a//evil.txt", unpack("a//evil.txt", "has an empty component")),
+        ("a/./evil.txt", unpack("a/./evil.txt", "has a '.' component")),
+        (".", unpack(".", "has a '.' component")),
+        ("sg00\\..\\evil.txt", unpack("sg00\\..\\evil.txt", "holds a backslash")),
+        ("evil\\", unpack("evil\\", "holds a backslash")),
     ];
-    for (evil, reason) in cases {
+    for (evil, want) in cases {
         let f = crafted(&[("kelf-0.json", b"{}", b'0'), (evil, b"owned", b'0')]);
         let dir = tempfile::tempdir().unwrap();
         let out_dir = dir.path().join("out");
         let out = neff_p(&[&"unpack", &f.path(), &"-o", &out_dir]);
-        let line = assert_one_line_error(&out, 1);
-        assert!(line.contains(reason), "{evil}: {line}");
+        assert_one_line_error(&out, 1);
+        assert_eq!(stderr(&out), want, "{evil}");
+        assert!(out.stdout.is_empty(), "{evil}");
         assert!(!dir.path().join("evil.txt").exists(), "{evil} escaped");
         assert!(!out_dir.join("evil.txt").exists(), "{evil} written");
         assert!(!Path::new("/tmp/neff-cli-evil.txt").exists());
+        // Members stream to disk: the one before is written, nothing after, no header.json.
+        assert_eq!(files_under(&out_dir), ["kelf-0.json"], "{evil}");
+    }
+
+    // A NUL cannot be in a ustar name (it ends the field), only in a PAX path: the core refuses
+    // it there, before unpack's own NUL rule could be reached, at the header the path applies to
+    // (after the PAX header and its one block of records: tar byte 2048), with the NUL shown as
+    // '?'. A backslash through PAX reaches unpack's sanitiser like one in a ustar name.
+    let cases = [
+        ("evil\0.txt", "error: evil?.txt: tar member name contains a NUL byte (tar byte 2048)\n".to_string()),
+        ("sg00\\evil.txt", unpack("sg00\\evil.txt", "holds a backslash")),
+    ];
+    for (path, want) in cases {
+        let records = pax_records(&[("path", path)]);
+        let f = crafted(&[("kelf-0.json", b"{}", b'0'), ("././@PaxHeader", &records, b'x'), ("a.bin", b"owned", b'0')]);
+        let dir = tempfile::tempdir().unwrap();
+        let out_dir = dir.path().join("out");
+        let out = neff_p(&[&"unpack", &f.path(), &"-o", &out_dir]);
+        assert_one_line_error(&out, 1);
+        assert_eq!(stderr(&out), want, "{path:?}");
+        assert_eq!(files_under(&out_dir), ["kelf-0.json"], "{path:?}: only the member before it");
     }
 }
 
