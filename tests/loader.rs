@@ -955,3 +955,13 @@ fn a_q7_engine_is_reached_through_its_definition() {
     let e = load(&with_q7(Some(r#"{"dma":[],"instr":7}"#))).result.unwrap_err();
     assert_eq!((e.stage, e.member.as_str(), e.key_path.as_str()), (Stage::Engine, "sg00/Q7.json", "instr"));
 }
+
+#[test]
+fn a_missing_activation_table_is_named_by_its_own_key() {
+    for (drop, key) in [("sg00/exp_and_others_bkt.bin", "bkt_bin"), ("sg00/exp_and_others_ctrl.bin", "ctl_bin")] {
+        let Some(bytes) = variant(|l| l.retain(|(n, _)| n != drop)) else { return };
+        let (c, e) = chain_error(&load(&bytes));
+        assert!(matches!(c, ChainError::MemberMissing { member } if member.as_str() == drop), "{drop}: {c:?}");
+        assert_eq!((e.stage, e.member.as_str(), e.key_path.as_str()), (Stage::Chain, "sg00/exp_and_others.json", key));
+    }
+}

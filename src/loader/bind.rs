@@ -402,15 +402,16 @@ impl Loader<'_> {
                             .filter(|(_, m)| !m.superseded && m.kind == ManifestKind::Engine)
                             .find(|(_, m)| is_joined_json(arena.str(m.member), dir, set));
                         let Some((set_pos, set_rec)) = set_rec else { continue };
-                        for table in named(set_pos, NameKind::ActTable) {
-                            let path = Self::joined(dir, table);
-                            if !self.has_payload(&path) {
-                                return Err(missing(
-                                    arena.str(set_rec.member),
-                                    Stage::Chain,
-                                    EngineJson::KEY_BKT_BIN,
-                                    &path,
-                                ));
+                        let tables = [
+                            (NameKind::ActBucketTable, EngineJson::KEY_BKT_BIN),
+                            (NameKind::ActControlTable, EngineJson::KEY_CTL_BIN),
+                        ];
+                        for (kind, key) in tables {
+                            for table in named(set_pos, kind) {
+                                let path = Self::joined(dir, table);
+                                if !self.has_payload(&path) {
+                                    return Err(missing(arena.str(set_rec.member), Stage::Chain, key, &path));
+                                }
                             }
                         }
                     }

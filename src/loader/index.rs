@@ -411,8 +411,10 @@ pub(crate) enum NameKind {
     UcodeLib,
     /// An activation set: `S` names member `S.json`.
     ActSet,
-    /// An activation table (`bkt_bin`, `ctl_bin` of a set JSON).
-    ActTable,
+    /// An activation set JSON's bucket table (`bkt_bin`).
+    ActBucketTable,
+    /// An activation set JSON's control table (`ctl_bin`).
+    ActControlTable,
     /// A DVE table.
     DveTable,
 }
@@ -423,8 +425,9 @@ impl Record for NameRec {
         let k = match self.kind {
             NameKind::UcodeLib => 0,
             NameKind::ActSet => 1,
-            NameKind::ActTable => 2,
+            NameKind::ActBucketTable => 2,
             NameKind::DveTable => 3,
+            NameKind::ActControlTable => 4,
         };
         Writer::new(out).u32(self.by).u8(k).span(self.name);
     }
@@ -434,7 +437,8 @@ impl Record for NameRec {
         let kind = match r.u8() {
             0 => NameKind::UcodeLib,
             1 => NameKind::ActSet,
-            2 => NameKind::ActTable,
+            2 => NameKind::ActBucketTable,
+            4 => NameKind::ActControlTable,
             _ => NameKind::DveTable,
         };
         NameRec { by, kind, name: r.span() }

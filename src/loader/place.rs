@@ -101,7 +101,9 @@ impl Loader<'_> {
                         .filter(|(_, m)| m.kind == ManifestKind::Engine && !m.superseded && m.failed.is_none())
                         .find(|(_, m)| is_joined_json(arena.str(m.member), dir, arena.str(set)));
                     if let Some((set_pos, _)) = set_json {
-                        if names_by(set_pos, NameKind::ActTable).any(|n| is_joined(member, dir, arena.str(n))) {
+                        let mut tables = names_by(set_pos, NameKind::ActBucketTable)
+                            .chain(names_by(set_pos, NameKind::ActControlTable));
+                        if tables.any(|n| is_joined(member, dir, arena.str(n))) {
                             return role(UsageClass::ActTable, INSTR_ALIGN, None, false);
                         }
                     }

@@ -450,10 +450,11 @@ impl Loader<'_> {
             }
             Scratch::Kelf(doc) => recorder.observer.manifest(name, Manifest::Kelf(doc)),
             Scratch::Engine(doc) => {
-                for table in [&doc.bkt_bin, &doc.ctl_bin].into_iter().flatten() {
-                    recorder
-                        .name(NameKind::ActTable, table)
-                        .map_err(|k| Error::in_member(Stage::Engine, name, end, k))?;
+                let tables = [(NameKind::ActBucketTable, &doc.bkt_bin), (NameKind::ActControlTable, &doc.ctl_bin)];
+                for (kind, table) in tables {
+                    if let Some(table) = table {
+                        recorder.name(kind, table).map_err(|k| Error::in_member(Stage::Engine, name, end, k))?;
+                    }
                 }
                 recorder.observer.manifest(name, Manifest::Engine(doc));
             }
