@@ -627,7 +627,14 @@ fn semantic_rule(member: &str, role: Role, change: &Change, body: &[u8]) -> Opti
 fn want_npy(name: &str, original: &[u8], body: &[u8], damage: &Damage, loads: impl FnOnce() -> Image) -> Want {
     let header_len = 10 + u16::from_le_bytes([original[8], original[9]]) as usize;
     assert_eq!(original[6], 1, "{name}: a version 1.0 header");
-    let header = |kind: NpyError| Want::Refused(Refusal::in_member(Stage::Payload, name, "", 0, ErrorKind::Npy(kind)));
+    // A header error is at its own offset when it has one, else at the start of the member.
+    let header = |kind: NpyError| {
+        let offset = match kind {
+            NpyError::Malformed { offset, .. } | NpyError::UnknownKey { offset } => offset,
+            _ => 0,
+        };
+        Want::Refused(Refusal::in_member(Stage::Payload, name, "", offset, ErrorKind::Npy(kind)))
+    };
     let at = match *damage {
         Damage::Cut { at } if at >= header_len => {
             // The data is shorter than the shape says.

@@ -336,7 +336,7 @@ fn read_npy_header<R: BufRead<Error = Error>>(
             let e = parser.finish().err().unwrap_or(NpyError::Truncated { needed, got: fed });
             return Err(npy_error(member, fed, e));
         }
-        match parser.feed(chunk).map_err(|e| npy_error(member, fed, e))? {
+        match parser.feed(chunk).map_err(|e| npy_header_error(member, e))? {
             NpyFeed::NeedMore => {
                 let n = chunk.len();
                 // Bytes the member delivered (at most `member_len`): see the loader's note.
@@ -354,6 +354,16 @@ fn read_npy_header<R: BufRead<Error = Error>>(
 
 fn npy_error(member: &str, offset: u64, e: NpyError) -> Error {
     Error::in_member(Stage::Payload, member, offset, ErrorKind::Npy(e))
+}
+
+/// A `.npy` header the parser refused, at a place that does not depend on how the member was
+/// cut into chunks: the error's own offset when it has one, else the start of the header.
+fn npy_header_error(member: &str, e: NpyError) -> Error {
+    let offset = match e {
+        NpyError::Malformed { offset, .. } | NpyError::UnknownKey { offset } => offset,
+        _ => 0,
+    };
+    npy_error(member, offset, e)
 }
 
 /// A HAL error while placing `member`.
