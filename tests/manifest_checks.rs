@@ -157,6 +157,20 @@ fn def_json_var_checks() {
     );
     let e = def(r#"{"name":"definition"}"#).0.unwrap_err();
     assert_eq!(msg(&e), "var: Invalid Neff: no Outputs");
+    // §7.3: a var that occupies device memory has a size; a pointer's is 8 bytes.
+    let e = def(&DEF.replace(r#""size":4,"alignment""#, r#""alignment""#)).0.unwrap_err();
+    assert_eq!(
+        msg(&e),
+        "var.i.size: var i of type input has no size (input, output, file, tmp-buf, virtual and pointer vars need one)"
+    );
+    let with = |extra: &str| DEF.replace(r#""var":{"#, &format!(r#""var":{{{extra},"#));
+    def(&with(r#""sb":{"type":"state-buffer","var_id":2},"t":{"type":"dge-table","var_id":3,"list":[0]}"#)).0.unwrap();
+    def(&with(r#""p":{"type":"pointer","var_id":2,"size":8,"referenced_var_id":0}"#)).0.unwrap();
+    let e = def(&with(r#""p":{"type":"pointer","var_id":2,"size":4}"#)).0.unwrap_err();
+    assert_eq!(msg(&e), "var.p.size: pointer var p has size 4; a pointer is 8 bytes");
+    let e = def(&with(r#""w":{"type":"file","var_id":2,"file_name":"w.npy"}"#)).0.unwrap_err();
+    assert!(matches!(e.kind, ErrorKind::Manifest(ManifestError::VarWithoutSize { .. })), "{e}");
+    assert_eq!(e.key_path.as_str(), "var.w.size");
 }
 
 #[test]

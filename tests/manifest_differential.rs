@@ -40,7 +40,11 @@ pub fn generate_def(n: usize, seed: u64) -> String {
             _ => format!("-t125_i{i}_RematSpillSave\\/{i}_sg0000"),
         };
         let mut fields = vec![format!(r#""type":"{ty}""#), format!(r#""var_id":{id}"#), r#""ops":[]"#.to_string()];
-        if rng.below(3) > 0 {
+        // Types that occupy device memory need a size (a pointer's is 8); the others may have one.
+        let needs_size = !matches!(ty, "state-buffer" | "dge-table");
+        if ty == "pointer" {
+            fields.push(r#""size":8"#.to_string());
+        } else if needs_size || rng.below(3) > 0 {
             fields.push(format!(r#""size":{}"#, rng.next() >> rng.below(64)));
         }
         if rng.below(4) == 0 {
@@ -221,7 +225,9 @@ fn many_small_documents_match_serde_json() {
 fn a_name_past_its_capacity_names_the_limit() {
     // Counts have no capacity (vars stream); one name's bytes do, and exceeding it is an error.
     let long = "v".repeat(neff::manifest::cap::VAR_NAME + 1);
-    let doc = format!(r#"{{"var":{{"o":{{"type":"output","var_id":0}},"{long}":{{"type":"input","var_id":1}}}}}}"#);
+    let doc = format!(
+        r#"{{"var":{{"o":{{"type":"output","var_id":0,"size":4}},"{long}":{{"type":"input","var_id":1,"size":4}}}}}}"#
+    );
     let mut tok = Tokenizer::<{ neff::manifest::STRING_SCRATCH }, 128>::new();
     let mut d = DefJson::default();
     let e = d
@@ -237,7 +243,7 @@ fn deep_nesting_in_an_unconsumed_key_is_a_depth_error_on_a_small_stack() {
     std::thread::Builder::new()
         .stack_size(256 * 1024)
         .spawn(|| {
-            let mut doc = String::from(r#"{"var":{"o":{"type":"output","var_id":0}},"junk":"#);
+            let mut doc = String::from(r#"{"var":{"o":{"type":"output","var_id":0,"size":4}},"junk":"#);
             doc.push_str(&"[".repeat(100_000));
             doc.push_str(&"]".repeat(100_000));
             doc.push('}');
@@ -256,8 +262,8 @@ fn deep_nesting_in_an_unconsumed_key_is_a_depth_error_on_a_small_stack() {
             assert_eq!(e.key_path.as_str(), "junk");
             // The same nesting inside a consumed key's unconsumed part.
             let inner = doc.replace(
-                r#""var_id":0}"#,
-                &format!(r#""var_id":0,"ops":{}{}}}"#, "[".repeat(100_000), "]".repeat(100_000)),
+                r#""var_id":0,"size":4}"#,
+                &format!(r#""var_id":0,"size":4,"ops":{}{}}}"#, "[".repeat(100_000), "]".repeat(100_000)),
             );
             let e = d
                 .parse_into(

@@ -315,6 +315,7 @@ impl Checks<'_> {
                         return Err(entry_error(at, Var::KEY_ALIGNMENT, ManifestError::AlignmentNotPowerOfTwo(a)));
                     }
                 }
+                check_var_size(v, at)?;
                 f.vars = f.vars.saturating_add(1);
                 f.max_var_id = Some(f.max_var_id.map_or(v.var_id, |m| m.max(v.var_id)));
                 match v.mr_type() {
@@ -352,6 +353,25 @@ impl Checks<'_> {
             _ => {}
         }
         Ok(())
+    }
+}
+
+/// A var's `size` (spec §7.3): required for the types that occupy device memory, and 8 bytes
+/// for a pointer.
+fn check_var_size(v: &Var, at: &EntryAt<'_>) -> Result<(), Error> {
+    let needs_size = matches!(
+        v.mr_type(),
+        Some(MrType::Input | MrType::Output | MrType::Buffer | MrType::TmpBuf | MrType::VirtualTmpBuf | MrType::Ptr)
+    );
+    match v.size {
+        None if needs_size => {
+            let e = ManifestError::VarWithoutSize { var: Text::new(&v.name), var_type: Text::new(&v.var_type) };
+            Err(entry_error(at, Var::KEY_SIZE, e))
+        }
+        Some(size) if v.mr_type() == Some(MrType::Ptr) && size != super::POINTER_SIZE => {
+            Err(entry_error(at, Var::KEY_SIZE, ManifestError::PointerSize { var: Text::new(&v.name), size }))
+        }
+        _ => Ok(()),
     }
 }
 

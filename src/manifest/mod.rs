@@ -352,6 +352,20 @@ pub enum ManifestError {
         /// The device's arch value.
         device: u32,
     },
+    /// `def.json`: a var of a type that occupies device memory without a `size`.
+    VarWithoutSize {
+        /// The var.
+        var: Name,
+        /// Its `type`.
+        var_type: Text<12>,
+    },
+    /// `def.json`: a `pointer` var whose `size` is not 8.
+    PointerSize {
+        /// The var.
+        var: Name,
+        /// Its `size`.
+        size: u64,
+    },
     /// `def.json`: an `alignment` that is not a power of two.
     AlignmentNotPowerOfTwo(u64),
     /// `def.json`: var ids are not `0..number of vars`.
@@ -466,6 +480,8 @@ pub const MAX_QUEUES_PER_SET: u32 = 16;
 /// The GPSIMD library major version the runtime (libnrt 2.31) accepts (`ulib_to_ucode_version`
 /// `"1.21.1.0"` is major 1, spec §7.6).
 pub const UCODE_MAJOR: u32 = 1;
+/// Bytes of a `pointer` var (spec §7.3).
+pub const POINTER_SIZE: u64 = 8;
 /// The runtime's dimensions-per-shape limit.
 pub const MAX_DIMS: u64 = 32;
 
@@ -515,6 +531,12 @@ impl fmt::Display for ManifestError {
                 f,
                 "Loading a NEFF compiled for a different arch is not allowed, NEFF arch: v{neff}, instance arch: v{device}"
             ),
+            ManifestError::VarWithoutSize { var, var_type } => {
+                write!(f, "var {var} of type {var_type} has no size (input, output, file, tmp-buf, virtual and pointer vars need one)")
+            }
+            ManifestError::PointerSize { var, size } => {
+                write!(f, "pointer var {var} has size {size}; a pointer is {POINTER_SIZE} bytes")
+            }
             ManifestError::AlignmentNotPowerOfTwo(a) => write!(f, "alignment provided not power of 2. alignment={a}"),
             ManifestError::UnexpectedVarIds { max, size } => write!(f, "Unexpected var_ids set! max={max}, size={size}"),
             ManifestError::DuplicateVarId(id) => write!(f, "var_id {id} is used by two vars"),
