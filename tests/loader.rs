@@ -804,11 +804,11 @@ fn an_unresolved_dma_name_is_refused_with_its_member_key_path_and_offset() {
         ),
         (
             // A CCE source names its variable too.
-            r#"{"id":0,"queue":"qPoolDynamic","desc":[{"from_arr":[{"from":"x","from_dtype":"float32"},{"from":"nowhere","from_dtype":"float32"}],"to":"SB","to_dtype":"float32","to_off":0}]}"#,
+            r#"{"id":0,"queue":"qPoolDynamic","desc":[{"from_arr":[{"from":"x","from_off":0,"from_dtype":"float32"},{"from":"nowhere","from_off":0,"from_dtype":"float32"}],"to":"SB","to_dtype":"float32","to_off":0}]}"#,
             "dma[0].desc[0].from_arr[1].from",
             ManifestError::UnknownDmaVariable { to: false, name: neff::error::Text::new("nowhere") },
             "DMA descriptor from variable nowhere is not a var of the subgraph's def.json",
-            r#"{"from":"nowhere","from_dtype":"float32"}"#,
+            r#"{"from":"nowhere","from_off":0,"from_dtype":"float32"}"#,
         ),
         (
             // A queue set's name is not a variable's, nor the other way round.

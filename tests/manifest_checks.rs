@@ -361,12 +361,17 @@ fn def_json_engine_warnings() {
 
 #[test]
 fn engine_dma_checks() {
-    let good = r#"{"instr":"SP.bin","dma":[{"id":0,"queue":"q","desc":[{"from":"a","to":"b","from_off":0,"to_off":0},{"op":"fma","from":"a","to":"b","scale":0.5}]},{"id":1,"desc":[]}]}"#;
+    let good = r#"{"instr":"SP.bin","dma":[{"id":0,"queue":"q","desc":[{"from":"a","to":"b","from_off":0,"to_off":0},{"op":"fma","from":"a","to":"b","from_off":8,"to_off":8,"scale":0.5}]},{"id":1,"desc":[]}]}"#;
     let e = engine(good).unwrap();
     assert_eq!(e.dma_block_count(), 2);
     let first = parse::<EngineJson>(good.replace(r#",{"id":1,"desc":[]}"#, "").as_bytes(), "sg00/PE.json").unwrap();
     let descs = &first.entries.descs;
     assert_eq!((descs.len(), descs[1].scale), (2, 0.5));
+    // §8.2: both offsets are required (a CCE descriptor's sources carry their own from_off).
+    let err = engine(&good.replace(r#""from_off":8,"#, "")).unwrap_err();
+    assert_eq!(msg(&err), "dma[0].desc[1].from_off: missing required key \"from_off\"");
+    let err = engine(&good.replace(r#","to_off":8"#, "")).unwrap_err();
+    assert_eq!(msg(&err), "dma[0].desc[1].to_off: missing required key \"to_off\"");
     let err = engine(&good.replace(r#""op":"fma""#, r#""op":"xor""#)).unwrap_err();
     assert_eq!(msg(&err), "dma[0].desc[1].op: Unknown dma operation: xor");
     let err = engine(&good.replace(r#"{"id":1,"#, "{")).unwrap_err();

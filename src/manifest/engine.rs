@@ -46,11 +46,20 @@ pub(crate) fn check_desc(d: &DmaDesc, at: &EntryAt<'_>) -> Result<(), Error> {
         None if d.from.is_none() => {
             return Err(super::def::entry_error(at, DmaDesc::KEY_FROM, ManifestError::DescWithoutSource));
         }
+        None if d.from_off.is_none() => {
+            let path = at.key_path();
+            let within = Text::new(path.rsplit('.').next().unwrap_or(path));
+            let e = ManifestError::MissingKey { key: &FROM_OFF, within };
+            return Err(super::def::entry_error(at, DmaDesc::KEY_FROM_OFF, e));
+        }
         _ => {}
     }
     check_side(at, (DmaDesc::KEY_FROM_SIZES, &d.from_sizes), (DmaDesc::KEY_FROM_STEPS, &d.from_steps))?;
     check_side(at, (DmaDesc::KEY_TO_SIZES, &d.to_sizes), (DmaDesc::KEY_TO_STEPS, &d.to_steps))
 }
+
+/// `from_off`, required on a descriptor that reads `from` a variable (§8.2).
+static FROM_OFF: super::RequiredKey = super::RequiredKey { key: DmaDesc::KEY_FROM_OFF, message: "" };
 
 /// One source of a CCE descriptor's `from_arr`: the `from` side's rules, and its dtype.
 pub(crate) fn check_cce_source(s: &CceSource, at: &EntryAt<'_>) -> Result<(), Error> {
