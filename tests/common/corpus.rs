@@ -90,6 +90,19 @@ pub struct DamagedMember {
     pub neff: Vec<u8>,
 }
 
+impl DamagedMember {
+    /// Member `at` of `list` (damaged from `original`'s), repacked into a NEFF with `neff`'s header.
+    fn new(neff: &[u8], original: &[(String, Vec<u8>)], list: &[(String, Vec<u8>)], at: usize, damage: Damage) -> Self {
+        DamagedMember {
+            member: list[at].0.clone(),
+            damage,
+            original: original[at].1.clone(),
+            body: list[at].1.clone(),
+            neff: pack(neff, list),
+        }
+    }
+}
+
 /// 400 NEFFs with one manifest member damaged, with their damage.
 pub fn damaged_manifest_cases(neff: &[u8]) -> Vec<DamagedMember> {
     let original = members(neff);
@@ -101,13 +114,7 @@ pub fn damaged_manifest_cases(neff: &[u8]) -> Vec<DamagedMember> {
             let mut list = original.clone();
             let target = manifests[rng.below(manifests.len())];
             let damage = damage(&mut list[target].1, &mut rng);
-            DamagedMember {
-                member: list[target].0.clone(),
-                damage,
-                original: original[target].1.clone(),
-                body: list[target].1.clone(),
-                neff: pack(neff, &list),
-            }
+            DamagedMember::new(neff, &original, &list, target, damage)
         })
         .collect()
 }
@@ -137,13 +144,7 @@ pub fn damaged_npy_cases(neff: &[u8]) -> Vec<DamagedMember> {
                 body.truncate(at);
                 Damage::Cut { at }
             };
-            DamagedMember {
-                member: list[npy].0.clone(),
-                damage,
-                original: original[npy].1.clone(),
-                body: list[npy].1.clone(),
-                neff: pack(neff, &list),
-            }
+            DamagedMember::new(neff, &original, &list, npy, damage)
         })
         .collect()
 }

@@ -291,9 +291,9 @@ mod tests {
         assert_eq!(feature_names(0x8000_0000_0000_0400), ["vnc", "0x8000000000000000"]);
     }
 
-    #[test]
-    fn header_json_fields_are_refused_with_the_field_named() {
-        let view = HeaderView {
+    /// The small real NEFF's header, with `tpb_per_node`.
+    fn sample_view(tpb_per_node: [u8; 64]) -> HeaderView {
+        HeaderView {
             pkg_version: 2,
             header_size: 1024,
             data_size: 61440,
@@ -305,10 +305,15 @@ mod tests {
             uuid: [0xab; 16],
             name: "file.neff".into(),
             requested_tpb_count: 1,
-            tpb_per_node: [1; 64],
+            tpb_per_node,
             feature_bits: 0x209c00,
             lnc_size: 2,
-        };
+        }
+    }
+
+    #[test]
+    fn header_json_fields_are_refused_with_the_field_named() {
+        let view = sample_view([1; 64]);
         let good = view.to_file(vec![]);
         let fields = good.to_fields(Some(1)).unwrap();
         assert_eq!((fields.pkg_version, fields.neff_version_major, fields.uuid), (1, 2, [0xab; 16]));
@@ -336,22 +341,7 @@ mod tests {
 
     #[test]
     fn header_json_keys_follow_the_contract_order() {
-        let view = HeaderView {
-            pkg_version: 2,
-            header_size: 1024,
-            data_size: 61440,
-            neff_version_major: 2,
-            neff_version_minor: 0,
-            build_version: String::new(),
-            num_tpb: 1,
-            hash: [0; 32],
-            uuid: [0xab; 16],
-            name: "file.neff".into(),
-            requested_tpb_count: 1,
-            tpb_per_node: [0; 64],
-            feature_bits: 0x209c00,
-            lnc_size: 2,
-        };
+        let view = sample_view([0; 64]);
         let text = serde_json::to_string(&view.to_json()).unwrap();
         let order = [
             "pkg_version",
