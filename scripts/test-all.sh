@@ -63,8 +63,9 @@ cargo fmt --all --check
 step "host tests (workspace; the fuzz corpora replay in tests/fuzz_replay.rs)"
 cargo test --workspace --all-targets
 
-step "doc tests"
+step "doc tests, and the core's docs with broken links as errors"
 cargo test --workspace --doc
+RUSTDOCFLAGS="-D warnings" cargo doc -p neff --no-deps -q
 
 step "clippy (core lints are deny)"
 cargo clippy --workspace --all-targets -- -D warnings

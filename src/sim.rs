@@ -22,7 +22,7 @@
 //!
 //! # Digest
 //!
-//! Each region's digest is [`digest64`](crate::digest::digest64) (XXH3-64) of bytes
+//! Each region's digest is [`digest64`] (XXH3-64) of bytes
 //! `0..written`, the digest the loader computes of what it sends; a record keeps it as a `u64`.
 //! A region being written also needs a running [`Digest64`] (384 bytes). Those come from a
 //! pool of `STREAMS` (default [`DEFAULT_STREAMS`]): a region takes one at its first write and

@@ -11,7 +11,7 @@
 //!   included, until the chain reaches it (or never reports it, if the chain never does).
 //! - `dma` resolves the DMA names of engine JSONs and definitions (spec §8.2) in whichever
 //!   order they come, keeping only what that order makes necessary;
-//! - [`place`] writes payloads through the [`Hal`](crate::hal::Hal): into their final region
+//! - [`place`] writes payloads through the [`Hal`]: into their final region
 //!   when the manifests read so far give them a role, else into staging, adopted later;
 //! - `bind`, once the archive is finished, walks the chain from `neff.json`: the KELF target
 //!   gate, the target's architecture rules (§15.19), every named member present and readable,
@@ -20,7 +20,7 @@
 //!
 //! What grows with the model lives in the arena the caller lends ([`Loader::new`]); the
 //! loader's own state is fixed: one manifest's scalar keys, the tokenizer, and a few deferred
-//! errors. A check without a device is a load onto a [`NullDevice`](crate::hal::NullDevice).
+//! errors. A check without a device is a load onto a [`NullDevice`].
 //!
 //! Every loader module denies `clippy::arithmetic_side_effects`: sizes, offsets and
 //! alignments from the NEFF go through checked arithmetic ending in a typed error, and the

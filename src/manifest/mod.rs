@@ -9,8 +9,9 @@
 //! expands them here into:
 //!
 //! - one fixed-capacity struct per JSON object ([`NeffJson`], [`Kelf`], [`DefJson`], [`Var`],
-//!   [`DmaQueue`], [`EngineJson`], ...), whose capacities are const parameters with
-//!   defaults ([`DEFAULT_VARS`], ...); exceeding one is an [`ErrorKind::Capacity`](crate::ErrorKind::Capacity) naming it;
+//!   [`DmaQueue`], [`EngineJson`], ...), whose capacities are the constants of [`cap`] and
+//!   bound one value each (a name's bytes, a shape's dimensions); exceeding one is an
+//!   [`ErrorKind::Capacity`](crate::ErrorKind::Capacity) naming it;
 //! - a consumed-key parser per object over the streaming [`Tokenizer`](crate::json::Tokenizer):
 //!   unknown keys are skipped but validated, a consumed key given twice, a missing required key
 //!   and a value of the wrong JSON type are errors with the key path (`var.x.size: expected an

@@ -405,7 +405,7 @@ impl Skip {
 /// be joined before the end: the join logs what it needs as tagged varints and strings in the
 /// arena's top (scratch) part, a few bytes per entry (`float16` is one byte, a 4-dimension
 /// shape five). At the end, small skip tables make each lookup by index walk at most
-/// [`SKIP`] items. The scratch is released by `finish`; what the caller keeps in the bottom
+/// `SKIP` items. The scratch is released by `finish`; what the caller keeps in the bottom
 /// part meanwhile stays.
 #[derive(Debug)]
 pub struct IoJoin {
