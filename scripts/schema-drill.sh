@@ -43,7 +43,7 @@ cat >tests/drill.rs <<'RS'
 use neff::manifest::{DefJson, Document, Entry, EntryAt};
 #[test]
 fn the_new_key_reaches_the_visitor() {
-    let doc = br#"{"var":{"o":{"type":"output","var_id":0,"drill_extra":18446744073709551615}}}"#;
+    let doc = br#"{"var":{"o":{"type":"output","var_id":0,"size":4,"drill_extra":18446744073709551615}}}"#;
     let mut seen = None;
     let mut visit = |e: Entry<'_>, _: &EntryAt<'_>| {
         if let Entry::Var(v) = e {
