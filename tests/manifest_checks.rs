@@ -157,6 +157,14 @@ fn def_json_var_checks() {
     );
     let e = def(r#"{"name":"definition"}"#).0.unwrap_err();
     assert_eq!(msg(&e), "var: Invalid Neff: no Outputs");
+    // Values outside the documented sets, where the spec does not say to refuse: warnings.
+    let odd = DEF
+        .replace(r#""size":4,"alignment":64"#, r#""size":4,"alignment":64,"fabric_path":"side","backing_buf":"main""#)
+        .replace(r#""owner":"pool""#, r#""owner":"pool","fabric_path":"alt""#);
+    let (d, w) = def(&odd);
+    d.unwrap();
+    let w: Vec<String> = w.iter().map(|w| format!("{}: {}", w.key_path, w.kind)).collect();
+    assert_eq!(w, ["var.i.fabric_path: unknown fabric_path 'side': accepted (the spec does not say to refuse it)"]);
     // §7.3: a var that occupies device memory has a size; a pointer's is 8 bytes.
     let e = def(&DEF.replace(r#""size":4,"alignment""#, r#""alignment""#)).0.unwrap_err();
     assert_eq!(
@@ -443,6 +451,13 @@ fn engine_dma_checks() {
     let tail = r#""float99","from_off":0,"to_off":0}"#;
     let desc_close = odd.find(tail).unwrap() + tail.len() - 1;
     assert_eq!(parsed.warnings[0].offset, desc_close as u64, "at the descriptor");
+    let consts = good.replace(r#""scale":0.5"#, r#""scale":0.5,"scale_dtype":"float32","constant_dtype":"int8""#);
+    let parsed = parse::<EngineJson>(consts.as_bytes(), "sg00/PE.json").unwrap();
+    let warnings: Vec<String> = parsed.warnings.iter().map(|w| w.to_string()).collect();
+    assert_eq!(
+        warnings,
+        ["sg00/PE.json: dma[0].desc[1].constant_dtype: unknown constant_dtype 'int8': accepted (the spec does not say to refuse it)"]
+    );
     let cce_odd = cce_with(1, &good_src.replace("bfloat16", "bfloat17"), r#","to_dtype":"float32""#).unwrap();
     assert_eq!(cce_odd.dma_block_count(), 2, "accepted");
     // A non-CCE descriptor's dtypes may be absent (the runtime reads uint8); absence is kept.

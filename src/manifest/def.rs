@@ -309,6 +309,12 @@ impl Checks<'_> {
                 if let Some(d) = v.dtype.as_deref().filter(|d| super::KbinDtype::from_json(d).is_none()) {
                     self.unknown(at, Var::KEY_DTYPE, d);
                 }
+                if let Some(p) = v.fabric_path.as_deref().filter(|p| !FABRIC_PATHS.contains(p)) {
+                    self.unknown(at, Var::KEY_FABRIC_PATH, p);
+                }
+                if let Some(b) = v.backing_buf.as_deref().filter(|b| !BACKING_BUFS.contains(b)) {
+                    self.unknown(at, Var::KEY_BACKING_BUF, b);
+                }
                 let f = &mut self.facts;
                 if let Some(a) = v.alignment {
                     if a != 0 && !a.is_power_of_two() {
@@ -337,6 +343,9 @@ impl Checks<'_> {
                 if q.base_ring_type().is_none() && q.queue_type.as_str() != "dynamic" {
                     self.unknown(at, DmaQueue::KEY_QUEUE_TYPE, &q.queue_type);
                 }
+                if let Some(p) = q.fabric_path.as_deref().filter(|p| !FABRIC_PATHS.contains(p)) {
+                    self.unknown(at, DmaQueue::KEY_FABRIC_PATH, p);
+                }
                 let f = &mut self.facts;
                 f.queues = f.queues.saturating_add(1);
             }
@@ -355,6 +364,11 @@ impl Checks<'_> {
         Ok(())
     }
 }
+
+/// The `fabric_path` values the spec documents (§7.3, §7.4); another is accepted with a warning.
+const FABRIC_PATHS: [&str; 2] = ["main", "alt"];
+/// The `backing_buf` values of a `virtual` var (§7.3); another is accepted with a warning.
+const BACKING_BUFS: [&str; 2] = ["main", "sharded"];
 
 /// A var's `size` (spec §7.3): required for the types that occupy device memory, and 8 bytes
 /// for a pointer.

@@ -69,6 +69,8 @@ pub(crate) fn check_cce_source(s: &CceSource, at: &EntryAt<'_>) -> Result<(), Er
     check_side(at, (CceSource::KEY_FROM_SIZES, &s.from_sizes), (CceSource::KEY_FROM_STEPS, &s.from_steps))
 }
 
+type ShortString = heapless::String<{ super::cap::SHORT_TEXT }>;
+
 type Dims<T> = Option<heapless::Vec<T, { super::cap::DESC_DIMS }>>;
 
 /// One side of a transfer: no size is 0, as many steps as sizes.
@@ -89,24 +91,42 @@ fn check_side(
     Ok(())
 }
 
-/// Warns of descriptor dtype strings the §11.2 map does not have, naming them: the spec does
-/// not say the runtime refuses them (it maps them to `INVALID`).
+/// Warns of descriptor dtype strings that neither the §11.2 map nor §8.2's list for the key
+/// (`scale_dtype`, `constant_dtype`) has, naming them: the spec does not say the runtime
+/// refuses them.
 pub(crate) fn warn_unknown_dtypes(entry: &Entry<'_>, at: &EntryAt<'_>, sink: &mut dyn WarningSink) {
-    let mut warn_one = |key: &'static str, dtype: &Option<heapless::String<{ super::cap::SHORT_TEXT }>>| {
-        if let Some(d) = dtype.as_deref().filter(|d| super::KbinDtype::from_json(d).is_none()) {
-            let w = ManifestWarning::UnknownValue { key, value: Text::new(d) };
+    const SCALE_DTYPES: &[&str] = &["float32"];
+    const CONSTANT_DTYPES: &[&str] = &["float32", "int32", "uint32"];
+    // (key, value, the values §8.2 lists for it; `None`: a §11.2 dtype).
+    type Checked<'e> = (&'static str, &'e Option<ShortString>, Option<&'static [&'static str]>);
+    let mut values: heapless::Vec<Checked<'_>, 4> = heapless::Vec::new();
+    // Four at most: the pushes cannot fail.
+    match *entry {
+        Entry::DmaDesc(d) => {
+            let _ = values.extend_from_slice(&[
+                (DmaDesc::KEY_FROM_DTYPE, &d.from_dtype, None),
+                (DmaDesc::KEY_TO_DTYPE, &d.to_dtype, None),
+                (DmaDesc::KEY_SCALE_DTYPE, &d.scale_dtype, Some(SCALE_DTYPES)),
+                (DmaDesc::KEY_CONSTANT_DTYPE, &d.constant_dtype, Some(CONSTANT_DTYPES)),
+            ]);
+        }
+        Entry::CceSource(s) => {
+            let _ = values.push((CceSource::KEY_FROM_DTYPE, &s.from_dtype, None));
+        }
+        _ => return,
+    }
+    for (key, value, known) in values {
+        let Some(value) = value.as_deref() else { continue };
+        let listed = match known {
+            Some(known) => known.contains(&value),
+            None => super::KbinDtype::from_json(value).is_some(),
+        };
+        if !listed {
+            let w = ManifestWarning::UnknownValue { key, value: Text::new(value) };
             let mut path: heapless::String<{ crate::error::KEY_PATH_TEXT }> = heapless::String::new();
             let _ = core::fmt::write(&mut path, format_args!("{}.{key}", at.key_path()));
             sink.warn(&at.warning(crate::WarningKind::Manifest(w)).with_key_path(&path));
         }
-    };
-    match *entry {
-        Entry::DmaDesc(d) => {
-            warn_one(DmaDesc::KEY_FROM_DTYPE, &d.from_dtype);
-            warn_one(DmaDesc::KEY_TO_DTYPE, &d.to_dtype);
-        }
-        Entry::CceSource(s) => warn_one(CceSource::KEY_FROM_DTYPE, &s.from_dtype),
-        _ => {}
     }
 }
 
