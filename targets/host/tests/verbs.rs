@@ -655,3 +655,25 @@ fn schema_json_is_one_record_per_consumed_key() {
     let num_queues = records.iter().find(|r| r["path"] == "dma_queue.<name>.num_queues").unwrap();
     assert_eq!(num_queues["default"], "1");
 }
+
+#[test]
+fn info_lists_a_q7_engine_after_the_tpb_engines() {
+    let Some(small) = real("matmul_small") else { return };
+    let mut members = members_of(&std::fs::read(small).unwrap());
+    let def = members.iter_mut().find(|(n, _)| n == "sg00/def.json").unwrap();
+    let text = String::from_utf8(def.1.clone()).unwrap();
+    def.1 = text.replacen("\"pe\":", "\"q7\": \"Q7.json\", \"q7_instr\": \"Q7.bin\", \"pe\":", 1).into_bytes();
+    members.push(("sg00/Q7.json".into(), br#"{"dma":[],"instr":"Q7.bin","name":"Q7.json"}"#.to_vec()));
+    members.push(("sg00/Q7.bin".into(), vec![0x5a; 128]));
+    let fields = neff_cli::writer::HeaderFields::new("file.neff", [7; 16], 2);
+    let f = write_temp(&neff_cli::writer::neff_bytes(&fields, &members).unwrap());
+    let doc = ok_json(&neff_p(&[&"info", &f.path(), &"--json"]));
+    let sg = &doc["subgraphs"][0];
+    let engines: Vec<&str> = sg["engines"].as_array().unwrap().iter().map(|e| e["engine"].as_str().unwrap()).collect();
+    assert_eq!(engines, ["pe", "act", "pool", "dve", "sp", "q7"]);
+    assert_eq!(
+        sg["engines"][5],
+        json!({ "engine": "q7", "json": "sg00/Q7.json", "instr": "sg00/Q7.bin", "instr_size": 128, "ninstr": 2 })
+    );
+    assert_eq!(doc["subgraphs"][1]["engines"].as_array().unwrap().len(), 5, "sg01 names no q7");
+}
