@@ -200,9 +200,8 @@ impl DmaRefRec {
 
 /// The error for reference `key` = `name` of the block or descriptor at `path`, unresolved.
 pub(crate) fn unresolved_error(stage: Stage, member: &str, offset: u64, path: &str, key: RefKey, name: &str) -> Error {
-    let mut full: heapless::String<{ crate::error::KEY_PATH_TEXT }> = heapless::String::new();
-    let _ = core::fmt::write(&mut full, format_args!("{path}.{}", key.key()));
-    Error::in_member(stage, member, offset, ErrorKind::Manifest(key.unresolved(name))).with_key_path(&full)
+    Error::in_member(stage, member, offset, ErrorKind::Manifest(key.unresolved(name)))
+        .with_key_path(&crate::manifest::def::child_path(path, key.key()))
 }
 
 /// The names a DMA block or descriptor gives, by key.

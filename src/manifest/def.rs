@@ -285,18 +285,27 @@ struct Checks<'v> {
 
 /// An error about key `key` of the entry at `at`.
 pub(crate) fn entry_error(at: &EntryAt<'_>, key: &str, e: ManifestError) -> Error {
-    let mut path: heapless::String<{ crate::error::KEY_PATH_TEXT }> = heapless::String::new();
-    let _ = core::fmt::write(&mut path, format_args!("{}.{key}", at.key_path()));
-    at.error(ErrorKind::Manifest(e)).with_key_path(&path)
+    at.error(ErrorKind::Manifest(e)).with_key_path(&child_path(at.key_path(), key))
+}
+
+/// `path.key`: the key path of key `key` of the element at `path`.
+pub(crate) fn child_path(path: &str, key: &str) -> heapless::String<{ crate::error::KEY_PATH_TEXT }> {
+    let mut out = heapless::String::new();
+    let _ = core::fmt::write(&mut out, format_args!("{path}.{key}"));
+    out
+}
+
+/// Warns of `value`, which the spec's lists for key `key` of the element at `at` do not have,
+/// naming it: accepted, as the spec does not say to refuse it.
+pub(crate) fn warn_unknown(sink: &mut dyn WarningSink, at: &EntryAt<'_>, key: &'static str, value: &str) {
+    let w = ManifestWarning::UnknownValue { key, value: Text::new(value) };
+    sink.warn(&at.warning(crate::WarningKind::Manifest(w)).with_key_path(&child_path(at.key_path(), key)));
 }
 
 impl Checks<'_> {
     /// Warns of a value the spec's maps do not have, naming it.
     fn unknown(&mut self, at: &EntryAt<'_>, key: &'static str, value: &str) {
-        let w = ManifestWarning::UnknownValue { key, value: Text::new(value) };
-        let mut path: heapless::String<{ crate::error::KEY_PATH_TEXT }> = heapless::String::new();
-        let _ = core::fmt::write(&mut path, format_args!("{}.{key}", at.key_path()));
-        self.sink.warn(&at.warning(crate::WarningKind::Manifest(w)).with_key_path(&path));
+        warn_unknown(self.sink, at, key, value);
     }
 
     fn check(&mut self, entry: &Entry<'_>, at: &EntryAt<'_>) -> Result<(), Error> {

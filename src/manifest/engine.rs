@@ -47,9 +47,7 @@ pub(crate) fn check_desc(d: &DmaDesc, at: &EntryAt<'_>) -> Result<(), Error> {
             return Err(super::def::entry_error(at, DmaDesc::KEY_FROM, ManifestError::DescWithoutSource));
         }
         None if d.from_off.is_none() => {
-            let path = at.key_path();
-            let within = Text::new(path.rsplit('.').next().unwrap_or(path));
-            let e = ManifestError::MissingKey { key: &FROM_OFF, within };
+            let e = ManifestError::MissingKey { key: &FROM_OFF, within: Text::new(at.name()) };
             return Err(super::def::entry_error(at, DmaDesc::KEY_FROM_OFF, e));
         }
         _ => {}
@@ -95,38 +93,21 @@ fn check_side(
 /// (`scale_dtype`, `constant_dtype`) has, naming them: the spec does not say the runtime
 /// refuses them.
 pub(crate) fn warn_unknown_dtypes(entry: &Entry<'_>, at: &EntryAt<'_>, sink: &mut dyn WarningSink) {
-    const SCALE_DTYPES: &[&str] = &["float32"];
-    const CONSTANT_DTYPES: &[&str] = &["float32", "int32", "uint32"];
-    // (key, value, the values §8.2 lists for it; `None`: a §11.2 dtype).
-    type Checked<'e> = (&'static str, &'e Option<ShortString>, Option<&'static [&'static str]>);
-    let mut values: heapless::Vec<Checked<'_>, 4> = heapless::Vec::new();
-    // Four at most: the pushes cannot fail.
+    let mut check = |key: &'static str, value: &Option<ShortString>, listed: fn(&str) -> bool| {
+        if let Some(v) = value.as_deref().filter(|v| !listed(v)) {
+            super::def::warn_unknown(sink, at, key, v);
+        }
+    };
+    let kbin = |d: &str| super::KbinDtype::from_json(d).is_some();
     match *entry {
         Entry::DmaDesc(d) => {
-            let _ = values.extend_from_slice(&[
-                (DmaDesc::KEY_FROM_DTYPE, &d.from_dtype, None),
-                (DmaDesc::KEY_TO_DTYPE, &d.to_dtype, None),
-                (DmaDesc::KEY_SCALE_DTYPE, &d.scale_dtype, Some(SCALE_DTYPES)),
-                (DmaDesc::KEY_CONSTANT_DTYPE, &d.constant_dtype, Some(CONSTANT_DTYPES)),
-            ]);
+            check(DmaDesc::KEY_FROM_DTYPE, &d.from_dtype, kbin);
+            check(DmaDesc::KEY_TO_DTYPE, &d.to_dtype, kbin);
+            check(DmaDesc::KEY_SCALE_DTYPE, &d.scale_dtype, |d| d == "float32");
+            check(DmaDesc::KEY_CONSTANT_DTYPE, &d.constant_dtype, |d| matches!(d, "float32" | "int32" | "uint32"));
         }
-        Entry::CceSource(s) => {
-            let _ = values.push((CceSource::KEY_FROM_DTYPE, &s.from_dtype, None));
-        }
-        _ => return,
-    }
-    for (key, value, known) in values {
-        let Some(value) = value.as_deref() else { continue };
-        let listed = match known {
-            Some(known) => known.contains(&value),
-            None => super::KbinDtype::from_json(value).is_some(),
-        };
-        if !listed {
-            let w = ManifestWarning::UnknownValue { key, value: Text::new(value) };
-            let mut path: heapless::String<{ crate::error::KEY_PATH_TEXT }> = heapless::String::new();
-            let _ = core::fmt::write(&mut path, format_args!("{}.{key}", at.key_path()));
-            sink.warn(&at.warning(crate::WarningKind::Manifest(w)).with_key_path(&path));
-        }
+        Entry::CceSource(s) => check(CceSource::KEY_FROM_DTYPE, &s.from_dtype, kbin),
+        _ => {}
     }
 }
 

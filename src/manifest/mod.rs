@@ -96,6 +96,12 @@ impl EntryAt<'_> {
         self.ctx.path.as_str()
     }
 
+    /// The element's own segment of the key path: its name in a keyed map (dots included),
+    /// else its key and index (`desc[1]`).
+    pub fn name(&self) -> &str {
+        self.ctx.path.last_key()
+    }
+
     /// The byte offset of the element's last byte (the closing bracket of an object).
     pub fn offset(&self) -> u64 {
         self.offset
