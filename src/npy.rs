@@ -18,7 +18,7 @@
 //! refused with a [`CapacityError`] naming `HEADER_CAP`, never truncated) and then parsed
 //! strictly: exactly the keys `descr`, `fortran_order` and `shape`, as numpy requires, with
 //! `descr` a simple dtype string (`b1`, `i1`..`i8`, `u1`..`u8`, `f2`, `f4`, `f8`, `c8`,
-//! `c16`). Python 2 writers' `L` suffixes on integers are accepted, as numpy does.
+//! `c16`, or the void kind `V<n>` that ml_dtypes writes for bfloat16 and fp8). Python 2 writers' `L` suffixes on integers are accepted, as numpy does.
 //!
 //! **Arithmetic.** The header length is bounded by `HEADER_CAP` before anything is added to
 //! it; the shape's product and the data length are checked ([`NpyError::DataLenOverflow`]);
@@ -80,6 +80,9 @@ pub enum DtypeKind {
     Float,
     /// `c`: complex (two floats).
     Complex,
+    /// `V`: raw bytes of a type NumPy has no code for (ml_dtypes writes bfloat16 as `<V2` and
+    /// the fp8 types as `|V1`, §15.21).
+    Void,
 }
 
 impl DtypeKind {
@@ -91,6 +94,7 @@ impl DtypeKind {
             DtypeKind::UInt => 'u',
             DtypeKind::Float => 'f',
             DtypeKind::Complex => 'c',
+            DtypeKind::Void => 'V',
         }
     }
 }
@@ -104,7 +108,7 @@ pub struct Descr {
     /// Byte order.
     pub byte_order: ByteOrder,
     /// Bytes per element.
-    pub item_size: u8,
+    pub item_size: u16,
 }
 
 impl Descr {
@@ -124,6 +128,7 @@ impl Descr {
             Some((b'u', size)) => (DtypeKind::UInt, size),
             Some((b'f', size)) => (DtypeKind::Float, size),
             Some((b'c', size)) => (DtypeKind::Complex, size),
+            Some((b'V', size)) => (DtypeKind::Void, size),
             _ => return Err(unsupported),
         };
         let item_size = match (kind, size) {
@@ -134,10 +139,23 @@ impl Descr {
             (DtypeKind::Int | DtypeKind::UInt | DtypeKind::Float, b"8") => 8,
             (DtypeKind::Complex, b"8") => 8,
             (DtypeKind::Complex, b"16") => 16,
+            // `V<n>` is n bytes an element, whatever n (no leading zero, never 0).
+            (DtypeKind::Void, digits) => match digits {
+                [b'1'..=b'9', ..] => parse_item_size(digits).ok_or(unsupported)?,
+                _ => return Err(unsupported),
+            },
             _ => return Err(unsupported),
         };
         Ok(Self { kind, byte_order, item_size })
     }
+}
+
+/// A decimal item size of at most [`u16::MAX`] bytes; `None` for anything else.
+fn parse_item_size(digits: &[u8]) -> Option<u16> {
+    digits.iter().try_fold(0u16, |n, &d| {
+        let digit = d.checked_sub(b'0').filter(|d| *d <= 9)?;
+        n.checked_mul(10)?.checked_add(u16::from(digit))
+    })
 }
 
 impl fmt::Display for Descr {
@@ -253,7 +271,7 @@ pub enum NpyError {
         /// Byte offset of the key from the start of the file.
         offset: u64,
     },
-    /// A `descr` outside `b1, i1..i8, u1..u8, f2, f4, f8, c8, c16`.
+    /// A `descr` outside `b1, i1..i8, u1..u8, f2, f4, f8, c8, c16, V<n>`.
     UnsupportedDescr {
         /// The descr text.
         descr: Text<16>,
@@ -693,7 +711,7 @@ mod tests {
 
     #[test]
     fn descr_parses_every_supported_type() {
-        let cases: [(&[u8], DtypeKind, ByteOrder, u8); 8] = [
+        let cases: [(&[u8], DtypeKind, ByteOrder, u16); 12] = [
             (b"<f2", DtypeKind::Float, ByteOrder::Little, 2),
             (b"|b1", DtypeKind::Bool, ByteOrder::NotApplicable, 1),
             (b">i8", DtypeKind::Int, ByteOrder::Big, 8),
@@ -702,12 +720,19 @@ mod tests {
             (b"<c8", DtypeKind::Complex, ByteOrder::Little, 8),
             (b"|u1", DtypeKind::UInt, ByteOrder::NotApplicable, 1),
             (b"f8", DtypeKind::Float, ByteOrder::Native, 8),
+            // ml_dtypes' bfloat16 and fp8 (§15.21), and any other void width.
+            (b"<V2", DtypeKind::Void, ByteOrder::Little, 2),
+            (b"|V1", DtypeKind::Void, ByteOrder::NotApplicable, 1),
+            (b"V16", DtypeKind::Void, ByteOrder::Native, 16),
+            (b"|V65535", DtypeKind::Void, ByteOrder::NotApplicable, u16::MAX),
         ];
         for (text, kind, order, size) in cases {
             let d = Descr::parse(text).unwrap();
             assert_eq!((d.kind, d.byte_order, d.item_size), (kind, order, size), "{text:?}");
         }
-        for bad in [&b"<f16"[..], b"<f1", b"<c4", b"|b2", b"<U8", b"|S10", b"", b"<", b"O"] {
+        let void_bad = [&b"<V"[..], b"|V0", b"|V01", b"<V2x", b"|V65536", b"<V-1"];
+        for bad in [&b"<f16"[..], b"<f1", b"<c4", b"|b2", b"<U8", b"|S10", b"", b"<", b"O"].into_iter().chain(void_bad)
+        {
             assert!(matches!(Descr::parse(bad), Err(NpyError::UnsupportedDescr { .. })), "{bad:?}");
         }
     }

@@ -3,7 +3,7 @@
 mod common;
 
 use common::docs::{neff_io, parse, IoAndKelfs, Parsed};
-use neff::manifest::{Arch, DefJson, EngineJson, Kelf, ManifestError, ManifestWarning, TargetCheck};
+use neff::manifest::{Arch, DefJson, DescOp, EngineJson, Kelf, ManifestError, ManifestWarning, TargetCheck};
 use neff::{Error, ErrorKind, Warning, WarningKind};
 
 fn neff(doc: &str) -> (Result<IoAndKelfs, Error>, Vec<Warning>) {
@@ -249,7 +249,8 @@ fn def_error(from: &str, to: &str) -> String {
 
 #[test]
 fn def_json_queue_rules_of_the_runtime() {
-    // §7.4: num_queues at most 16, and not on in/out/embedding_update queues.
+    // §7.4: num_queues at most 16, on every queue type (real NEFFs write 16 on `in` queues,
+    // §15.21).
     let dynamic = r#""type":"dynamic","owner":"pool","semaphore":10"#;
     let base = r#""type":"in","owner":"pool","semaphore":10"#;
     def(&DEF.replace(base, &format!("{dynamic},\"num_queues\":16"))).0.unwrap();
@@ -257,10 +258,16 @@ fn def_json_queue_rules_of_the_runtime() {
         def_error(base, &format!("{dynamic},\"num_queues\":17")),
         "dma_queue.q.num_queues: Invalid Neff: DMA queue q has 17 queues; at most 16 are supported"
     );
-    assert_eq!(
-        def_error(base, &format!("{base},\"num_queues\":2")),
-        "dma_queue.q.num_queues: Invalid Neff: num_queues is not supported for input queues (q)"
-    );
+    for kind in ["in", "out"] {
+        let queue = format!(r#""type":"{kind}","owner":"pool","semaphore":10,"num_queues":16"#);
+        def(&DEF.replace(base, &queue)).0.unwrap();
+        assert_eq!(
+            def_error(base, &queue.replace("16", "17")),
+            "dma_queue.q.num_queues: Invalid Neff: DMA queue q has 17 queues; at most 16 are supported"
+        );
+    }
+    let eu = r#""type":"embedding_update","owner":"pool","embedding_update_sync_semaphore":3,"num_queues":4"#;
+    def(&DEF.replace(base, eu)).0.unwrap();
     // embedding_update needs its sync semaphore.
     let eu = r#""type":"embedding_update","owner":"pool""#;
     assert_eq!(
@@ -382,6 +389,14 @@ fn engine_dma_checks() {
     assert_eq!(msg(&err), "dma[0].desc[1].to_off: missing required key \"to_off\"");
     let err = engine(&good.replace(r#""op":"fma""#, r#""op":"xor""#)).unwrap_err();
     assert_eq!(msg(&err), "dma[0].desc[1].op: Unknown dma operation: xor");
+    // §11.6, §15.21: `"op": "cast"` (what real trn1 NEFFs write) is COPY with the cast flag.
+    let cast = good.replace(r#""op":"fma""#, r#""op":"cast","from_dtype":"int8","to_dtype":"float32""#);
+    let parsed = parse::<EngineJson>(cast.replace(r#",{"id":1,"desc":[]}"#, "").as_bytes(), "sg00/PE.json").unwrap();
+    let (plain, cast) = (&parsed.entries.descs[0], &parsed.entries.descs[1]);
+    assert_eq!((cast.desc_op(), cast.is_cast(), plain.is_cast()), (Some(DescOp::Copy), true, false));
+    let flagged = good.replace(r#""op":"fma""#, r#""op":"add","cast":true"#);
+    let parsed = parse::<EngineJson>(flagged.replace(r#",{"id":1,"desc":[]}"#, "").as_bytes(), "sg00/PE.json").unwrap();
+    assert_eq!((parsed.entries.descs[1].desc_op(), parsed.entries.descs[1].is_cast()), (Some(DescOp::Add), true));
     let err = engine(&good.replace(r#"{"id":1,"#, "{")).unwrap_err();
     assert_eq!(msg(&err), "dma[1].id: invalid dma block");
     // §8.2: no size is 0, and each side's steps and sizes have the same length.

@@ -417,10 +417,7 @@ fn check_queue(q: &DmaQueue, at: &EntryAt<'_>) -> Result<(), Error> {
         let e = ManifestError::QueueInstancesNotSupported { kind, queue };
         return Err(entry_error(at, DmaQueue::KEY_QUEUE_INSTANCES, e));
     }
-    // `num_queues` defaults to 1; any other value is an explicit one, refused on these kinds.
-    if let (Some(kind), true) = (kind, q.num_queues != 1) {
-        return Err(entry_error(at, DmaQueue::KEY_NUM_QUEUES, ManifestError::NumQueuesNotSupported { kind, queue }));
-    }
+    // `num_queues` is accepted on every kind: real NEFFs write 16 on `in` queues (§15.21).
     if q.num_queues > MAX_QUEUES_PER_SET {
         let e = ManifestError::TooManyQueues { count: q.num_queues, queue };
         return Err(entry_error(at, DmaQueue::KEY_NUM_QUEUES, e));

@@ -23,6 +23,14 @@ use crate::error::Text;
 use crate::json::Tokenizer;
 use crate::{Error, Stage, WarningSink};
 
+impl DmaDesc {
+    /// True for a type-converting copy: `"op": "cast"` (what real NEFFs write, §15.21) or the
+    /// `cast` flag beside another op (§11.6). Its [`desc_op`](Self::desc_op) is COPY.
+    pub fn is_cast(&self) -> bool {
+        self.cast == Some(true) || self.op.as_str() == "cast"
+    }
+}
+
 impl EngineJson {
     /// Number of DMA blocks (0 when `dma` is absent).
     pub fn dma_block_count(&self) -> u64 {

@@ -409,13 +409,6 @@ pub enum ManifestError {
         /// The queue set.
         queue: Name,
     },
-    /// `def.json`: `num_queues` on an input, output or embedding-update queue set.
-    NumQueuesNotSupported {
-        /// The queue's kind.
-        kind: QueueKind,
-        /// The queue set.
-        queue: Name,
-    },
     /// `def.json`: an `embedding_update` queue without `embedding_update_sync_semaphore`.
     MissingSyncSemaphore(Name),
     /// `def.json`: a `dynamic_dma` queue without both scratch-partition fields.
@@ -554,9 +547,6 @@ impl fmt::Display for ManifestError {
             }
             ManifestError::TooManyQueues { count, queue } => {
                 write!(f, "Invalid Neff: DMA queue {queue} has {count} queues; at most {MAX_QUEUES_PER_SET} are supported")
-            }
-            ManifestError::NumQueuesNotSupported { kind, queue } => {
-                write!(f, "Invalid Neff: num_queues is not supported for {} queues ({queue})", kind.as_str())
             }
             ManifestError::MissingSyncSemaphore(q) => {
                 write!(f, "Invalid Neff: embedding update queue {q} has no embedding_update_sync_semaphore")
