@@ -41,6 +41,13 @@ fn missing(by: &str, stage: Stage, key: &str, path: &str) -> Error {
         .with_key_path(key)
 }
 
+/// A reached member whose read failed, when its error was not kept: the deferred store was
+/// full. The store's limit, never a wrong result.
+fn lost_error(stage: Stage, member: &str) -> Error {
+    let capacity = CapacityError { limit: "DEFERRED_ERRORS", capacity: super::DEFERRED_ERRORS as u64 };
+    Error::in_member(stage, member, 0, ErrorKind::Capacity(capacity))
+}
+
 impl Loader<'_> {
     /// The error a manifest the chain reaches gave when it was read (or that it was read as
     /// another kind than the chain names it as).
@@ -61,8 +68,7 @@ impl Loader<'_> {
     }
 
     fn lost(&self, rec: &ManifestRec) -> Error {
-        let capacity = CapacityError { limit: "DEFERRED_ERRORS", capacity: super::DEFERRED_ERRORS as u64 };
-        Error::in_member(stage_of(rec.kind), self.arena.str(rec.member), 0, ErrorKind::Capacity(capacity))
+        lost_error(stage_of(rec.kind), self.arena.str(rec.member))
     }
 
     /// The manifest at `path` that the chain names as `kind`, checked; `Ok(None)` when absent.
@@ -264,8 +270,17 @@ impl Loader<'_> {
             let mut p = self.index.payloads.get(&self.arena, pos);
             if !p.superseded {
                 let member = self.arena.str(p.member);
-                self.place_one(hal, member, &mut p.landing, sink)?;
-                self.index.payloads.set(&mut self.arena, pos, &p);
+                if p.failed.is_some() {
+                    // Its read failed before anything named it: an error only if it is reached.
+                    if self.role_of(member).is_some() {
+                        return Err(self.missing_payload(member, "", member));
+                    }
+                    let warning = WarningKind::Chain(ChainWarning::Unreferenced);
+                    sink.warn(&Warning::in_member(Stage::Chain, member, 0, warning));
+                } else {
+                    self.place_one(hal, member, &mut p.landing, p.manifest_too, sink)?;
+                    self.index.payloads.set(&mut self.arena, pos, &p);
+                }
             }
             pos = next;
         }
@@ -278,7 +293,7 @@ impl Loader<'_> {
             let mut v = self.index.file_vars.get(&self.arena, pos);
             if v.landing.state != Landing::NOT_LANDED {
                 let member = self.var_member(&v);
-                self.place_one(hal, &member, &mut v.landing, sink)?;
+                self.place_one(hal, &member, &mut v.landing, false, sink)?;
                 self.index.file_vars.set(&mut self.arena, pos, &v);
             }
             pos = next;
@@ -298,11 +313,14 @@ impl Loader<'_> {
         super::index::is_joined(path, dir_of(self.arena.str(def.member)), self.arena.str(v.file))
     }
 
+    /// Places one landed member by the role the chain gives it, or releases it when it has
+    /// none (quietly when it was read as a manifest too: then the chain may name it as one).
     fn place_one<H: Hal>(
         &self,
         hal: &mut H,
         member: &str,
         p: &mut Landing,
+        manifest_too: bool,
         sink: &mut impl WarningSink,
     ) -> Result<(), Error> {
         let fail = |stage, k| Error::in_member(stage, member, 0, k);
@@ -313,7 +331,10 @@ impl Loader<'_> {
             }
             p.region = NIL;
             p.state = PayloadState::Released.code();
-            sink.warn(&Warning::in_member(Stage::Chain, member, 0, WarningKind::Chain(ChainWarning::Unreferenced)));
+            if !manifest_too {
+                let warning = WarningKind::Chain(ChainWarning::Unreferenced);
+                sink.warn(&Warning::in_member(Stage::Chain, member, 0, warning));
+            }
             return Ok(());
         };
         if role.instr {
@@ -351,6 +372,25 @@ impl Loader<'_> {
         Ok(())
     }
 
+    /// The error for a payload the chain reaches at `path` that is not kept: the error its
+    /// read gave (kept while nothing named it), or `missing from the archive`.
+    fn missing_payload(&self, by: &str, key: &str, path: &str) -> Error {
+        let arena = &self.arena;
+        let failed = self
+            .index
+            .payloads
+            .iter(arena)
+            .filter(|(_, p)| !p.superseded && arena.eq(p.member, path))
+            .find_map(|(_, p)| p.failed);
+        match failed {
+            Some(slot) => match self.deferred.get(usize::from(slot)) {
+                Some(e) if slot != NO_SLOT => *e,
+                _ => lost_error(Stage::Payload, path),
+            },
+            None => missing(by, Stage::Chain, key, path),
+        }
+    }
+
     /// Whether the payload at member path `path` is present and kept.
     fn has_payload(&self, path: &str) -> bool {
         let arena = &self.arena;
@@ -376,7 +416,7 @@ impl Loader<'_> {
                 if let Some(instr) = index.instr_of(arena, &def, Some(&json), engine) {
                     let path = Self::joined(dir, instr);
                     if !self.has_payload(&path) {
-                        return Err(missing(json_member, Stage::Chain, EngineJson::KEY_INSTR, &path));
+                        return Err(self.missing_payload(json_member, EngineJson::KEY_INSTR, &path));
                     }
                 }
                 let named = |by: u32, kind: NameKind| {
@@ -390,7 +430,7 @@ impl Loader<'_> {
                     for table in named(json_pos, NameKind::DveTable) {
                         let path = Self::joined(dir, table);
                         if !self.has_payload(&path) {
-                            return Err(missing(json_member, Stage::Chain, EngineJson::KEY_DVE_TABLES, &path));
+                            return Err(self.missing_payload(json_member, EngineJson::KEY_DVE_TABLES, &path));
                         }
                     }
                 }
@@ -410,7 +450,7 @@ impl Loader<'_> {
                             for table in named(set_pos, kind) {
                                 let path = Self::joined(dir, table);
                                 if !self.has_payload(&path) {
-                                    return Err(missing(arena.str(set_rec.member), Stage::Chain, key, &path));
+                                    return Err(self.missing_payload(arena.str(set_rec.member), key, &path));
                                 }
                             }
                         }
@@ -420,13 +460,13 @@ impl Loader<'_> {
             for (_, v) in index.file_vars.iter(arena).filter(|(_, v)| v.def == def_pos) {
                 let path = Self::joined(dir, arena.str(v.file));
                 if !v.landing.is_kept() && !self.has_payload(&path) {
-                    return Err(missing(def_member, Stage::Chain, &file_key, &path));
+                    return Err(self.missing_payload(def_member, &file_key, &path));
                 }
             }
             for (_, lib) in index.names.iter(arena).filter(|(_, n)| n.by == def_pos && n.kind == NameKind::UcodeLib) {
                 let path = Self::joined(dir, arena.str(lib.name));
                 if !self.has_payload(&path) {
-                    return Err(missing(def_member, Stage::Chain, &lib_key, &path));
+                    return Err(self.missing_payload(def_member, &lib_key, &path));
                 }
             }
         }
@@ -471,7 +511,10 @@ impl Loader<'_> {
             observer.payload(&entry);
             Ok(())
         };
-        for (_, p) in self.index.payloads.iter(arena).filter(|(_, p)| !p.superseded) {
+        // A member read both ways that the chain took as a manifest is no payload to report.
+        let released = PayloadState::Released.code();
+        let payloads = self.index.payloads.iter(arena);
+        for (_, p) in payloads.filter(|(_, p)| !(p.superseded || p.manifest_too && p.landing.state == released)) {
             emit(arena.str(p.member), &p.landing)?;
         }
         for (_, v) in self.index.file_vars.iter(arena).filter(|(_, v)| v.landing.state != Landing::NOT_LANDED) {

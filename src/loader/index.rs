@@ -453,21 +453,37 @@ pub(crate) struct PayloadRec {
     pub landing: Landing,
     /// A later copy of the member replaced this one.
     pub superseded: bool,
+    /// The member was also read as a manifest (nothing had named it yet, and it may be one):
+    /// when the chain gives it no payload role, its staged copy goes quietly.
+    pub manifest_too: bool,
+    /// Reading it failed (a `.npy` header) before anything named it: the deferred error's slot,
+    /// reported only if the chain reaches the member ([`NO_SLOT`]: not kept).
+    pub failed: Option<u8>,
 }
 
 impl Record for PayloadRec {
-    const SIZE: usize = Span::ENCODED + Landing::SIZE + 1;
+    const SIZE: usize = Span::ENCODED + Landing::SIZE + 3;
     fn encode(&self, out: &mut [u8]) {
         let mut w = Writer::new(out);
         w.span(self.member);
         self.landing.write(&mut w);
-        w.u8(u8::from(self.superseded));
+        let flag = |on: bool, bit: u8| if on { bit } else { 0 };
+        let flags = flag(self.superseded, 1) | flag(self.manifest_too, 2) | flag(self.failed.is_some(), 4);
+        w.u8(flags).u8(self.failed.unwrap_or(NO_SLOT));
     }
     fn decode(bytes: &[u8]) -> Self {
         let mut r = Reader::new(bytes);
         let member = r.span();
         let landing = Landing::read(&mut r);
-        PayloadRec { member, landing, superseded: r.u8() != 0 }
+        let flags = r.u8();
+        let slot = r.u8();
+        PayloadRec {
+            member,
+            landing,
+            superseded: flags & 1 != 0,
+            manifest_too: flags & 2 != 0,
+            failed: (flags & 4 != 0).then_some(slot),
+        }
     }
 }
 

@@ -145,6 +145,8 @@ pub struct Loader<'a> {
     arena: Arena<'a>,
     index: Index,
     deferred: heapless::Vec<Error, DEFERRED_ERRORS>,
+    /// Staged copies of members read both ways ([`walk`]) that still hold a device region.
+    either_staged: u32,
     /// How `neff.json` marks its KELF nodes (`None` before it is read).
     kelf_mark: Option<KelfMark>,
     /// Without `neff.json`: the KELF found by its conventional name.
@@ -195,6 +197,7 @@ impl<'a> Loader<'a> {
             arena: Arena::new(arena),
             index: Index::default(),
             deferred: heapless::Vec::new(),
+            either_staged: 0,
             kelf_mark: None,
             fallback_kelf: None,
             device_arch: None,
@@ -258,6 +261,7 @@ impl<'a> Loader<'a> {
         self.arena.clear();
         self.index = Index::default();
         self.deferred.clear();
+        self.either_staged = 0;
         self.kelf_mark = None;
         self.fallback_kelf = None;
         self.device_arch = device_arch;

@@ -141,7 +141,25 @@ impl Loader<'_> {
             Some(r) => AllocRequest { size: 0, align: r.align, usage: r.usage, core: r.core },
             None => AllocRequest { size: 0, align: INSTR_ALIGN, usage: UsageClass::Generic, core: 0 },
         };
-        let placed = stream_to_device(hal, body, name, member_len, req)?;
+        let placed = match stream_to_device(hal, body, name, member_len, req) {
+            Ok(placed) => placed,
+            // A `.npy` nothing has named yet may be a member no manifest ever reaches (§15.18):
+            // its error waits for the chain, as a speculative manifest read's does.
+            Err(e) if role.is_none() && matches!(e.kind, ErrorKind::Npy(_)) => {
+                let failed = Some(self.keep_error(e));
+                let member = self.arena.push_str(name).map_err(fail)?;
+                let rec = PayloadRec {
+                    member,
+                    landing: Landing { seq, ..Landing::NONE },
+                    superseded: false,
+                    manifest_too: false,
+                    failed,
+                };
+                self.index.payloads.push(&mut self.arena, &rec).map_err(fail)?;
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        };
         let state = match (hal.keeps_nothing(), role) {
             (true, _) => PayloadState::Checked,
             (false, Some(_)) => PayloadState::Placed,
@@ -176,7 +194,8 @@ impl Loader<'_> {
         }
         // Refuse before keeping a region the index cannot list: it would leak.
         let stored = self.arena.push_str(name).and_then(|member| {
-            self.index.payloads.push(&mut self.arena, &PayloadRec { member, landing, superseded: false })
+            let rec = PayloadRec { member, landing, superseded: false, manifest_too: false, failed: None };
+            self.index.payloads.push(&mut self.arena, &rec)
         });
         if let Err(k) = stored {
             release(hal);
@@ -186,7 +205,7 @@ impl Loader<'_> {
     }
 
     /// Releases an earlier copy of member `name`, if one landed; true if there was one.
-    fn release_earlier<H: Hal>(&mut self, name: &str, hal: &mut H) -> Result<bool, Error> {
+    pub(super) fn release_earlier<H: Hal>(&mut self, name: &str, hal: &mut H) -> Result<bool, Error> {
         let release = |hal: &mut H, landing: &mut Landing| -> Result<(), Error> {
             if landing.region != NIL {
                 hal.release(RegionId(landing.region)).map_err(|e| hal_error(name, 0, e))?;

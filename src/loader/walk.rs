@@ -2,25 +2,34 @@
 //!
 //! What a member is comes from the manifest that names it: `neff.json` is found by its name
 //! (the runtime looks it up so), a KELF by `attrs.kelf`, a definition by `graphs[].definition`,
-//! an engine or activation-set JSON by a `def.json` engine key or `activation_function_sets`.
-//! The tar order is not the chain order (real NEFFs put `neff.json` last), so a JSON member
-//! that nothing read so far names is parsed speculatively, as its name suggests (a root JSON
-//! as a KELF, `*/def.json` as a definition, any other JSON of a directory as an engine JSON);
-//! an error it gives is kept until the chain reaches it. Debug members are never read, and
-//! known producer metadata is skipped unless a manifest named it.
+//! an engine or activation-set JSON by a `def.json` engine key or `activation_function_sets`,
+//! a payload by the key that names it (a weight's `file_name`, an `instr`, a table), whatever
+//! its suffix. The tar order is not the chain order (real NEFFs put `neff.json` last), so a
+//! member nothing read so far names, and that may be a manifest (a `.json` name, or a body that
+//! opens a JSON object), is read both ways at once: parsed as the manifest its name suggests (a
+//! root member as a KELF, `*/def.json` as a definition, any other as an engine JSON), while its
+//! bytes stream to a staging region as a payload's would. The chain then takes whichever it
+//! names; an error of the manifest read is kept until the chain reaches it. Debug members are
+//! never read, and known producer metadata is skipped unless a manifest named it.
 
 use embedded_io::BufRead;
 
 use super::index::{
     dir_of, push_str, FileVarRec, KelfNameRec, Landing, ManifestRec, NameKind, NameRec, NO_SLOT, TARGET_ANY,
 };
+use super::index::{usage_code, PayloadRec};
+use super::place::hal_error;
+use super::PayloadState;
 use super::{Counting, Loader, Manifest, ManifestKind, Observer, Scratch, MEMBER_PATH};
 use crate::archive::Archive;
 use crate::arena::Arena;
+use crate::arena::NIL;
+use crate::digest::Digest64;
 use crate::error::{Error, ErrorKind, Stage, Warning, WarningKind, WarningSink};
-use crate::hal::Hal;
+use crate::hal::{AllocRequest, Hal, RegionId};
 use crate::manifest::kelf::KelfTarget;
 use crate::manifest::neff::{kelf_mark, kelf_member, IoJoin};
+use crate::manifest::UsageClass;
 use crate::manifest::{Document, Entry, EntryAt, ManifestWarning, MrType, Visitor};
 
 use super::chain::ChainWarning;
@@ -45,8 +54,14 @@ const METADATA_NAMES: [&str; 8] = [
 /// What the walk does with a member.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Route {
+    /// Named as a manifest of this kind (or `neff.json`).
     Manifest(ManifestKind),
+    /// Named as a payload, or not JSON: streamed to the device.
     Payload,
+    /// Nothing names it yet and it may be a manifest: read as one of this kind (its name's
+    /// suggestion) while its bytes stream to the device as a payload would, so that the chain
+    /// can later name it either way (§15.18: the naming key decides, not the suffix).
+    Either(ManifestKind),
     Skip,
 }
 
@@ -103,6 +118,81 @@ impl<R: BufRead<Error = Error>> BufRead for Capture<'_, R> {
     }
 
     fn consume(&mut self, amt: usize) {
+        self.inner.consume(amt);
+    }
+}
+
+/// Whether a member's first bytes, past whitespace, open a JSON object. Looks at the first
+/// chunk only and consumes nothing.
+fn starts_object<R: BufRead<Error = Error>>(body: &mut R) -> Result<bool, Error> {
+    let chunk = body.fill_buf()?;
+    Ok(chunk.iter().find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r')) == Some(&b'{'))
+}
+
+/// A member body read by the manifest parser while every byte it consumes also streams into
+/// a device region (and a digest), as a payload's would.
+struct Tee<'r, R: BufRead<Error = Error>, H: Hal> {
+    inner: &'r mut R,
+    hal: &'r mut H,
+    region: Option<RegionId>,
+    member: &'r str,
+    /// Bytes consumed (and written) so far.
+    written: u64,
+    digest: Digest64,
+    /// The first device or archive error met while consuming (`consume` cannot return one).
+    error: Option<Error>,
+}
+
+impl<R: BufRead<Error = Error>, H: Hal> Tee<'_, R, H> {
+    /// Consumes the rest of the member (what the parser left, after an error or trailing data).
+    fn drain(&mut self) -> Result<(), Error> {
+        loop {
+            let n = self.fill_buf()?.len();
+            if n == 0 || self.error.is_some() {
+                return Ok(());
+            }
+            self.consume(n);
+        }
+    }
+}
+
+impl<R: BufRead<Error = Error>, H: Hal> embedded_io::ErrorType for Tee<'_, R, H> {
+    type Error = Error;
+}
+
+impl<R: BufRead<Error = Error>, H: Hal> embedded_io::Read for Tee<'_, R, H> {
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize, Error> {
+        let chunk = self.fill_buf()?;
+        let n = chunk.len().min(buf.len());
+        if let (Some(dst), Some(src)) = (buf.get_mut(..n), chunk.get(..n)) {
+            dst.copy_from_slice(src);
+        }
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+impl<R: BufRead<Error = Error>, H: Hal> BufRead for Tee<'_, R, H> {
+    fn fill_buf(&mut self) -> Result<&[u8], Error> {
+        self.inner.fill_buf()
+    }
+
+    fn consume(&mut self, amt: usize) {
+        // The bytes being consumed are the front of the chunk `fill_buf` returned; asking for
+        // it again reads nothing new.
+        match self.inner.fill_buf() {
+            Ok(chunk) => {
+                let bytes = chunk.get(..amt).unwrap_or(chunk);
+                if let (Some(region), None) = (self.region, self.error) {
+                    if let Err(e) = self.hal.write(region, self.written, bytes) {
+                        self.error = Some(hal_error(self.member, self.written, e));
+                    }
+                }
+                self.digest.update(bytes);
+                self.written = self.written.saturating_add(bytes.len() as u64);
+            }
+            Err(e) => self.error = self.error.or(Some(e)),
+        }
         self.inner.consume(amt);
     }
 }
@@ -265,36 +355,142 @@ impl Loader<'_> {
             let mut name: heapless::String<MEMBER_PATH> = heapless::String::new();
             let _ = name.push_str(member.name());
             let size = member.size();
-            match self.route(&name) {
+            let starts_object = starts_object(&mut member)?;
+            match self.route(&name, starts_object) {
                 Route::Skip => {}
                 Route::Manifest(kind) => {
                     report.manifests = report.manifests.saturating_add(1);
                     self.read_manifest(kind, &name, &mut member, observer, sink)?;
+                    self.release_manifest_copies(hal)?;
                 }
                 Route::Payload => {
                     report.payloads = report.payloads.saturating_add(1);
                     self.read_payload(&name, size, report.payloads, &mut member, hal, sink)?;
+                }
+                Route::Either(kind) => {
+                    report.manifests = report.manifests.saturating_add(1);
+                    // Its payload sequence number is the next one; it counts as a payload only
+                    // if the chain gives it a payload role (the report counts what it places).
+                    let seq = report.payloads.saturating_add(1);
+                    self.read_either(kind, &name, size, seq, &mut member, hal, observer, sink)?;
+                    self.release_manifest_copies(hal)?;
                 }
             }
         }
         Ok(())
     }
 
-    fn route(&self, name: &str) -> Route {
+    /// What a member is: what the manifests read so far name it as, else what it may be.
+    /// `starts_object`: its first bytes open a JSON object (every manifest is one).
+    fn route(&self, name: &str, starts_object: bool) -> Route {
         if name == "neff.json" || name == "kelp.json" {
             return Route::Manifest(ManifestKind::Neff);
         }
         if let Some(kind) = self.index.named_as(&self.arena, name) {
             return Route::Manifest(kind);
         }
-        if !name.ends_with(".json") {
+        let json_name = name.ends_with(".json");
+        if !json_name && !starts_object {
+            return Route::Payload;
+        }
+        if self.role_of(name).is_some() {
             return Route::Payload;
         }
         let file = name.get(dir_of(name).len()..).unwrap_or(name).trim_start_matches('/');
-        if METADATA_NAMES.contains(&file) {
+        if json_name && METADATA_NAMES.contains(&file) {
             return Route::Skip;
         }
-        Route::Manifest(guess(name))
+        Route::Either(guess(name))
+    }
+
+    /// Releases the staged copy of each member read both ways that a manifest now names as a
+    /// manifest: the device holds those bytes only while the member's kind is open.
+    fn release_manifest_copies<H: Hal>(&mut self, hal: &mut H) -> Result<(), Error> {
+        if self.either_staged == 0 {
+            return Ok(());
+        }
+        let released = PayloadState::Released.code();
+        let mut pos = self.index.payloads.first();
+        while pos != NIL {
+            let next = crate::arena::List::<PayloadRec>::next_after(&self.arena, pos);
+            let mut p = self.index.payloads.get(&self.arena, pos);
+            let open = p.manifest_too && !p.superseded && p.landing.region != NIL && p.landing.state != released;
+            if open && self.index.named_as(&self.arena, self.arena.str(p.member)).is_some() {
+                hal.release(RegionId(p.landing.region)).map_err(|e| hal_error(self.arena.str(p.member), 0, e))?;
+                p.landing.region = NIL;
+                p.landing.state = released;
+                self.index.payloads.set(&mut self.arena, pos, &p);
+                self.either_staged = self.either_staged.saturating_sub(1);
+            }
+            pos = next;
+        }
+        Ok(())
+    }
+
+    /// Reads a member nothing names yet both ways at once: as a manifest of `kind`, while
+    /// every byte the parser consumes (and the rest after it) streams into a staging region,
+    /// as a payload met before its `def.json` would.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn read_either<B: BufRead<Error = Error>, H: Hal, S: WarningSink>(
+        &mut self,
+        kind: ManifestKind,
+        name: &str,
+        member_len: u64,
+        seq: u32,
+        body: &mut B,
+        hal: &mut H,
+        observer: &mut impl Observer,
+        sink: &mut Counting<'_, S>,
+    ) -> Result<(), Error> {
+        let fail = |k: ErrorKind| Error::in_member(Stage::Payload, name, 0, k);
+        if self.release_earlier(name, hal)? {
+            sink.warn(&Warning::in_member(Stage::Payload, name, 0, WarningKind::Chain(ChainWarning::DuplicateMember)));
+        }
+        let region = match member_len {
+            0 => None,
+            size => {
+                let req = AllocRequest { size, ..AllocRequest::staging(size, 0) };
+                Some(hal.alloc(&req).map_err(|e| hal_error(name, 0, e))?)
+            }
+        };
+        let mut tee =
+            Tee { inner: body, hal: &mut *hal, region, member: name, written: 0, digest: Digest64::new(), error: None };
+        let read = self.read_manifest(kind, name, &mut tee, observer, sink).and_then(|()| tee.drain());
+        let (written, digest, tee_error) = (tee.written, tee.digest.finish(), tee.error);
+        let release = |hal: &mut H| {
+            if let Some(r) = region {
+                let _ = hal.release(r);
+            }
+        };
+        if let Err(e) = read.and(tee_error.map_or(Ok(()), Err)) {
+            release(hal);
+            return Err(e);
+        }
+        let keeps = !hal.keeps_nothing();
+        let state = if keeps { PayloadState::Staged } else { PayloadState::Checked };
+        let landing = Landing {
+            seq,
+            state: state.code(),
+            usage: usage_code(UsageClass::Generic),
+            core: u8::MAX,
+            region: region.filter(|_| keeps).map_or(NIL, |r| r.0),
+            len: written,
+            header_len: 0,
+            digest,
+        };
+        let stored = self.arena.push_str(name).and_then(|member| {
+            let rec = PayloadRec { member, landing, superseded: false, manifest_too: true, failed: None };
+            self.index.payloads.push(&mut self.arena, &rec)
+        });
+        if let Err(k) = stored {
+            release(hal);
+            return Err(fail(k));
+        }
+        if landing.region != NIL {
+            self.either_staged = self.either_staged.saturating_add(1);
+        }
+        Ok(())
     }
 
     /// Reads one manifest member as `kind`. Its outcome is recorded; an error is returned only
@@ -348,7 +544,7 @@ impl Loader<'_> {
 
     /// Keeps the error of a manifest read until the chain reaches it; returns its slot
     /// ([`NO_SLOT`] past [`DEFERRED_ERRORS`](super::DEFERRED_ERRORS)).
-    fn keep_error(&mut self, e: Error) -> u8 {
+    pub(super) fn keep_error(&mut self, e: Error) -> u8 {
         match self.deferred.push(e) {
             Ok(()) => u8::try_from(self.deferred.len().saturating_sub(1)).unwrap_or(NO_SLOT),
             Err(_) => NO_SLOT,
