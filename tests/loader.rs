@@ -824,6 +824,37 @@ fn an_unreached_npy_with_a_bad_header_is_no_error() {
 }
 
 #[test]
+fn the_engine_json_instr_wins_and_one_is_required() {
+    // §15.15: `<eng>_instr` that differs from the engine JSON's `instr` is a warning.
+    let Some(bytes) = variant(|l| replace(l, "sg00/def.json", r#""pe_instr": "PE.bin""#, r#""pe_instr": "pe_v1.bin""#))
+    else {
+        return;
+    };
+    let out = load(&bytes);
+    out.result.as_ref().unwrap_or_else(|e| panic!("{e}"));
+    let warnings: Vec<_> = out.warnings.iter().map(|w| w.to_string()).collect();
+    assert_eq!(
+        warnings,
+        ["sg00/PE.json: instr: pe_instr \"pe_v1.bin\" differs from the engine JSON's instr \"PE.bin\"; using the engine JSON's"]
+    );
+    // Without the engine JSON's `instr`, `<eng>_instr` names the stream.
+    let Some(bytes) = variant(|l| replace(l, "sg00/PE.json", r#","instr":"PE.bin""#, "")) else { return };
+    let out = load(&bytes);
+    out.result.as_ref().unwrap_or_else(|e| panic!("{e}"));
+    assert!(out.warnings.is_empty(), "{:?}", out.warnings);
+    // With neither, the stream cannot be found: refused, naming `instr`.
+    let Some(bytes) = variant(|l| {
+        replace(l, "sg00/PE.json", r#","instr":"PE.bin""#, "");
+        replace(l, "sg00/def.json", r#""pe_instr": "PE.bin","#, "");
+    }) else {
+        return;
+    };
+    let e = load(&bytes).result.unwrap_err();
+    assert_eq!((e.stage, e.member.as_str(), e.key_path.as_str()), (Stage::Engine, "sg00/PE.json", "instr"), "{e}");
+    assert!(matches!(e.kind, ErrorKind::Manifest(ManifestError::MissingKey { .. })), "{e}");
+}
+
+#[test]
 fn a_broken_member_the_chain_reaches_is_refused_when_reached() {
     // sg00/PE.json comes before sg00/def.json names it: read speculatively, its error is kept
     // and reported once the chain reaches it, with its member and key path.

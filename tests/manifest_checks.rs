@@ -68,6 +68,21 @@ fn neff_json_checks() {
     );
     let e = neff(&NEFF.replace("__kelf", "other")).0.unwrap_err();
     assert_eq!(msg(&e), "nodes: No KELF node found in NEFF JSON");
+    // §5.2: a second KELF node must name its member too.
+    let second = r#",{"op":"tvm_op","name":"k2","attrs":{"func_name":"__kelf"}}],"arg_nodes""#;
+    let e = neff(&NEFF.replace(r#"],"arg_nodes""#, second).replace("[0,1,2]", "[0,1,2,3]")).0.unwrap_err();
+    assert_eq!(msg(&e), "nodes[2].attrs.kelf: KELF node found but missing 'kelf' attribute");
+    let named = second.replace(r#""__kelf"}"#, r#""__kelf","kelf":"kelf-1.json"}"#);
+    let (_, kelfs) = neff(&NEFF.replace(r#"],"arg_nodes""#, &named).replace("[0,1,2]", "[0,1,2,3]")).0.unwrap();
+    assert_eq!(kelfs.len(), 2);
+    // libnrt looks an input up by its node's name: an input node without one is refused; a
+    // node that is no input needs none.
+    let e = neff(&NEFF.replace(r#"{"op":"null","name":"x"}"#, r#"{"op":"null"}"#)).0.unwrap_err();
+    assert_eq!(msg(&e), "nodes[0].name: Missing required fields in NEFF JSON (input node 0 has no name)");
+    let (io, _) = neff(&NEFF.replace(r#""name":"k","#, "")).0.unwrap();
+    assert_eq!(io[0].name, "x");
+    let (io, _) = neff(&NEFF.replace(r#""name":"x""#, r#""name":"""#)).0.unwrap();
+    assert_eq!(io[0].name, "");
     let e = neff(&NEFF.replace("[[2],[3]]", "[[4294967295,4294967295,4294967295],[3]]")).0.unwrap_err();
     assert_eq!(msg(&e), "arg_nodes[0]: tensor size overflows 64 bits");
 
@@ -399,6 +414,8 @@ fn engine_dma_checks() {
     assert_eq!((parsed.entries.descs[1].desc_op(), parsed.entries.descs[1].is_cast()), (Some(DescOp::Add), true));
     let err = engine(&good.replace(r#"{"id":1,"#, "{")).unwrap_err();
     assert_eq!(msg(&err), "dma[1].id: invalid dma block");
+    // §8.2 types `id` as an int: a negative one is a block id like any other.
+    engine(&good.replace(r#"{"id":1,"#, r#"{"id":-1,"#)).unwrap();
     // §8.2: no size is 0, and each side's steps and sizes have the same length.
     let sized = good
         .replace(r#""from_off":0,"to_off":0"#, r#""from_off":0,"to_off":0,"from_sizes":[128,1],"from_steps":[1,128]"#);

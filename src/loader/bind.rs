@@ -19,10 +19,12 @@ use super::report::{LoadReport, PayloadReport, PayloadState, SubgraphReport};
 use super::walk::stage_of;
 use super::{Counting, Loader, Observer};
 use crate::arena::{List, NIL};
-use crate::error::{CapacityError, Error, ErrorKind, Stage, Warning, WarningKind, WarningSink};
+use crate::error::{CapacityError, Error, ErrorKind, Stage, Text, Warning, WarningKind, WarningSink};
 use crate::hal::{AllocRequest, Hal, RegionId, USAGE_CLASS_COUNT};
 use crate::manifest::def::{EngineKey, TargetCheck, ENGINE_KEYS};
-use crate::manifest::{DefJson, EngineJson, EngineType, Graph, Kelf, ManifestError, NeffJson, Node, NodeAttrs};
+use crate::manifest::{
+    DefJson, EngineJson, EngineType, Graph, Kelf, ManifestError, ManifestWarning, NeffJson, Node, NodeAttrs,
+};
 
 /// `a.b.c` from generated key names (context for errors).
 fn key_path(keys: &[&str]) -> heapless::String<64> {
@@ -40,6 +42,9 @@ fn missing(by: &str, stage: Stage, key: &str, path: &str) -> Error {
     Error::in_member(stage, by, 0, ErrorKind::Chain(ChainError::MemberMissing { member: MemberText::new(path) }))
         .with_key_path(key)
 }
+
+/// `instr`, which an engine JSON needs when its `def.json` gives no `<eng>_instr` (§15.15).
+static INSTR: crate::manifest::RequiredKey = crate::manifest::RequiredKey { key: EngineJson::KEY_INSTR, message: "" };
 
 /// A reached member whose read failed, when its error was not kept: the deferred store was
 /// full. The store's limit, never a wrong result.
@@ -180,7 +185,7 @@ impl Loader<'_> {
                 let Some((_, def)) = self.named(definition, ManifestKind::Def)? else {
                     return Err(missing(kname, Stage::Kelf, &def_key, definition));
                 };
-                self.check_def(&def, rules)?;
+                self.check_def(&def, rules, sink)?;
             }
         }
         Ok(())
@@ -188,7 +193,7 @@ impl Loader<'_> {
 
     /// One reached definition: its carveouts under the target's rules, its engine JSONs and
     /// activation sets.
-    fn check_def(&self, def: &ManifestRec, rules: TargetCheck) -> Result<(), Error> {
+    fn check_def(&self, def: &ManifestRec, rules: TargetCheck, sink: &mut impl WarningSink) -> Result<(), Error> {
         let arena = &self.arena;
         let member = arena.str(def.member);
         self.index.def_ext(arena, def).carveouts.to_def().check_carveouts(rules, self.options.allow_legacy).map_err(
@@ -212,9 +217,29 @@ impl Loader<'_> {
                 continue;
             }
             let path = Self::joined(dir, name);
-            let Some((json_pos, _)) = self.named(path.as_str(), ManifestKind::Engine)? else {
+            let Some((json_pos, json)) = self.named(path.as_str(), ManifestKind::Engine)? else {
                 return Err(missing(member, Stage::DefJson, engine.as_str(), path.as_str()));
             };
+            // §15.15: the engine JSON's `instr` wins over `<eng>_instr`; a difference is worth a
+            // warning, and with neither the stream cannot be found.
+            let def_instr =
+                self.index.def_ext(arena, def).engine_instrs.get(engine.slot()).map_or("", |s| arena.str(*s));
+            match (json.has_instr, def_instr) {
+                (false, "") => {
+                    let e = ManifestError::MissingKey { key: &INSTR, within: crate::error::Text::new(path.as_str()) };
+                    let e = Error::in_member(Stage::Engine, path.as_str(), 0, ErrorKind::Manifest(e));
+                    return Err(e.with_key_path(EngineJson::KEY_INSTR));
+                }
+                (true, d) if !d.is_empty() && d != arena.str(json.instr) => {
+                    if let EngineKey::Tpb(engine) = engine {
+                        let (def_instr, engine_instr) = (Text::new(d), Text::new(arena.str(json.instr)));
+                        let w = ManifestWarning::InstrMismatch { engine, def_instr, engine_instr };
+                        let w = Warning::in_member(Stage::Engine, path.as_str(), 0, WarningKind::Manifest(w));
+                        sink.warn(&w.with_key_path(EngineJson::KEY_INSTR));
+                    }
+                }
+                _ => {}
+            }
             if engine != EngineKey::Tpb(EngineType::Act) {
                 continue;
             }

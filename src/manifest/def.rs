@@ -195,7 +195,7 @@ impl DefJson {
 
     /// The collective stream count: `num_streams` (the runtime's key) if present, else
     /// `cc_streams.num_streams` (real files).
-    pub fn num_streams(&self) -> Option<u32> {
+    pub fn num_streams(&self) -> Option<u64> {
         self.num_streams.or_else(|| self.cc_streams.as_ref().and_then(|c| c.num_streams))
     }
 

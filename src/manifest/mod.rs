@@ -346,6 +346,8 @@ pub enum ManifestError {
     SizeOverflow,
     /// `neff.json`: the KELF node has no `attrs.kelf`.
     KelfAttributeMissing,
+    /// `neff.json`: an input node (an `arg_nodes` entry) without `name`.
+    InputWithoutName(u64),
     /// `neff.json`: no node is a KELF node.
     NoKelfNode,
     /// `kelf`: `version` has no `.` (or no numbers around it).
@@ -524,6 +526,9 @@ impl fmt::Display for ManifestError {
             ManifestError::RowPtrOutOfBounds(n) => write!(f, "node_row_ptr has no entry for node {n}"),
             ManifestError::SizeOverflow => f.write_str("tensor size overflows 64 bits"),
             ManifestError::KelfAttributeMissing => f.write_str("KELF node found but missing 'kelf' attribute"),
+            ManifestError::InputWithoutName(node) => {
+                write!(f, "Missing required fields in NEFF JSON (input node {node} has no name)")
+            }
             ManifestError::NoKelfNode => f.write_str("No KELF node found in NEFF JSON"),
             ManifestError::InvalidVersion(v) => write!(f, "invalid string (.) in {v}"),
             ManifestError::InvalidTarget(t) => write!(f, "Invalid target '{t}'"),

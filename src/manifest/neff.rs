@@ -77,6 +77,10 @@ pub struct NeffFacts {
     pub first_by_func: Option<(u64, bool)>,
     /// Index of the first node marked by `op`, and whether it names a member.
     pub first_by_op: Option<(u64, bool)>,
+    /// Index of the first node marked by `attrs.func_name` that names no member.
+    pub unnamed_by_func: Option<u64>,
+    /// Index of the first node marked by `op` that names no member.
+    pub unnamed_by_op: Option<u64>,
 }
 
 impl NeffFacts {
@@ -90,16 +94,20 @@ impl NeffFacts {
     }
 
     fn see(&mut self, node: &Node) {
-        let slot = match kelf_mark(node) {
-            Some(KelfMark::FuncName) => &mut self.first_by_func,
-            Some(KelfMark::Op) => &mut self.first_by_op,
+        let (slot, unnamed) = match kelf_mark(node) {
+            Some(KelfMark::FuncName) => (&mut self.first_by_func, &mut self.unnamed_by_func),
+            Some(KelfMark::Op) => (&mut self.first_by_op, &mut self.unnamed_by_op),
             None => {
                 self.nodes = self.nodes.saturating_add(1);
                 return;
             }
         };
+        let named = kelf_member(node).is_some();
         if slot.is_none() {
-            *slot = Some((self.nodes, kelf_member(node).is_some()));
+            *slot = Some((self.nodes, named));
+        }
+        if !named && unnamed.is_none() {
+            *unnamed = Some(self.nodes);
         }
         self.nodes = self.nodes.saturating_add(1);
     }
@@ -146,13 +154,14 @@ impl Document for NeffJson {
         let facts = checks.facts;
         let end = tok.offset();
         let fail = |path: &str, e: ManifestError| semantic(Stage::NeffJson, member, end, path, e);
-        let (index, named, by_op) = match (facts.first_by_func, facts.first_by_op) {
-            (Some((i, named)), _) => (i, named, false),
-            (None, Some((i, named))) => (i, named, true),
+        let (index, by_op, unnamed) = match (facts.first_by_func, facts.first_by_op) {
+            (Some((i, _)), _) => (i, false, facts.unnamed_by_func),
+            (None, Some((i, _))) => (i, true, facts.unnamed_by_op),
             (None, None) => return Err(fail(Self::KEY_NODES, ManifestError::NoKelfNode)),
         };
-        if !named {
-            let path = indexed(Self::KEY_NODES, index, &[Node::KEY_ATTRS, NodeAttrs::KEY_KELF]);
+        // Every KELF node must name its member, not only the first (spec §5.2).
+        if let Some(unnamed) = unnamed {
+            let path = indexed(Self::KEY_NODES, unnamed, &[Node::KEY_ATTRS, NodeAttrs::KEY_KELF]);
             return Err(fail(&path, ManifestError::KelfAttributeMissing));
         }
         if by_op {
@@ -212,7 +221,7 @@ impl IoTensor<'_> {
 mod tag {
     /// A node's output name (they stream before their node): length, then the bytes.
     pub const OUTPUT: u8 = 0;
-    /// A node's name: length, then the bytes.
+    /// A node's name: twice its length plus one (0: the node has no `name`), then the bytes.
     pub const NODE: u8 = 1;
     /// An `arg_nodes` entry: the node id.
     pub const ARG: u8 = 2;
@@ -237,7 +246,7 @@ const SKIP: u64 = 64;
 #[derive(Debug, Clone, Copy)]
 enum Item {
     Output(Span),
-    Node(Span),
+    Node(Span, bool),
     Arg(u64),
     Head {
         node: u64,
@@ -340,7 +349,7 @@ impl Cursor<'_, '_> {
         let value = u64::try_from(head >> 3).ok()?;
         Some(match (head & 7) as u8 {
             tag::OUTPUT => Item::Output(self.text(value)?),
-            tag::NODE => Item::Node(self.text(value)?),
+            tag::NODE => Item::Node(self.text(value / 2)?, value % 2 == 1),
             tag::ARG => Item::Arg(value),
             tag::HEAD => Item::Head { node: value, output: self.u64()? },
             tag::ROW => Item::Row(value),
@@ -368,7 +377,7 @@ impl Cursor<'_, '_> {
     fn tag_of(item: &Item) -> u8 {
         match item {
             Item::Output(_) => tag::OUTPUT,
-            Item::Node(_) => tag::NODE,
+            Item::Node(..) => tag::NODE,
             Item::Arg(_) => tag::ARG,
             Item::Head { .. } => tag::HEAD,
             Item::Row(_) => tag::ROW,
@@ -432,7 +441,14 @@ impl IoJoin {
     fn record(arena: &mut Arena<'_>, entry: &Entry<'_>) -> Result<(), ErrorKind> {
         match *entry {
             Entry::OutputName(name) => push_text(arena, tag::OUTPUT, name),
-            Entry::Node(node) => push_text(arena, tag::NODE, node.name.as_deref().unwrap_or("")),
+            Entry::Node(node) => {
+                // The length is doubled and the low bit says whether the node had a name at all:
+                // an input node without one is refused, one named "" is not.
+                let name = node.name.as_deref();
+                let len = name.map_or(0, |n| (n.len() as u64).saturating_mul(2).saturating_add(1));
+                push_head(arena, tag::NODE, len)?;
+                arena.push_str_top(name.unwrap_or("")).map(|_| ())
+            }
             Entry::ArgNode(&n) => push_head(arena, tag::ARG, n),
             Entry::Head(h) => {
                 push_head(arena, tag::HEAD, h.first().copied().unwrap_or(0))?;
@@ -494,6 +510,11 @@ impl IoJoin {
             let Item::Arg(arg) = arg else { continue };
             let path = indexed(NeffJson::KEY_ARG_NODES, i as u64, &[]);
             let node = join.node(arg).ok_or_else(|| fail(&path, ManifestError::InputNodeOutOfBounds(arg)))?;
+            if !node.named {
+                // libnrt looks the input up by its node's name, which throws without one.
+                let path = indexed(NeffJson::KEY_NODES, arg, &[Node::KEY_NAME]);
+                return Err(fail(&path, ManifestError::InputWithoutName(arg)));
+            }
             let eid = join.row(arg).map_err(|e| fail(&path, e))?;
             let mut t = join
                 .tensor(IoKind::Input, join.arena.str(node.name), eid, &mut shape_buf)
@@ -566,6 +587,8 @@ struct NodeView {
     group: u32,
     outputs: u64,
     name: Span,
+    /// The node has a `name` key.
+    named: bool,
 }
 
 /// The skip tables of a finished join, by kind.
@@ -610,7 +633,7 @@ impl<'j, 'b> Join<'j, 'b> {
         let mut c = Cursor { arena, pos: hi, lo };
         while let Some(item) = c.item() {
             let count = match item {
-                Item::Node(_) => &mut skips.nodes.count,
+                Item::Node(..) => &mut skips.nodes.count,
                 Item::Row(_) => &mut skips.rows.count,
                 Item::Dtype { .. } => &mut skips.dtypes.count,
                 Item::Shape { .. } => &mut skips.shapes.count,
@@ -634,7 +657,7 @@ impl<'j, 'b> Join<'j, 'b> {
             pos = c.pos;
             let (kind, at) = match item {
                 // A node's entry is where its group starts, just after the previous node.
-                Item::Node(_) => (0, group),
+                Item::Node(..) => (0, group),
                 Item::Row(_) => (1, start),
                 Item::Dtype { .. } => (2, start),
                 Item::Shape { .. } => (3, start),
@@ -710,13 +733,13 @@ impl<'j, 'b> Join<'j, 'b> {
         while let Some(item) = c.item() {
             match item {
                 Item::Output(_) => outputs = outputs.saturating_add(1),
-                Item::Node(name) => match left.checked_sub(1) {
+                Item::Node(name, named) => match left.checked_sub(1) {
                     Some(rest) => {
                         left = rest;
                         group = c.pos;
                         outputs = 0;
                     }
-                    None => return Some(NodeView { group, outputs, name }),
+                    None => return Some(NodeView { group, outputs, name, named }),
                 },
                 _ => {}
             }
@@ -734,7 +757,7 @@ impl<'j, 'b> Join<'j, 'b> {
                     Some(rest) => left = rest,
                     None => return Some(name),
                 },
-                Item::Node(_) => return None,
+                Item::Node(..) => return None,
                 _ => {}
             }
         }
