@@ -728,11 +728,13 @@ fn members_are_reached_through_the_chain_not_by_name() {
     assert_eq!(usage("sg00/PE.bin"), UsageClass::InstrPe, "the renamed engine JSON gives PE.bin its role");
 }
 
-/// Renames `from` to `to` in the member list and in the manifest `namer` that names it.
-fn rename_named(l: &mut [(String, Vec<u8>)], from: &str, to: &str, namer: &str, named_as: &str) {
+/// Renames `from` to `to` in the member list and in the manifest `namer` that names it: by
+/// its file name (a `def.json` names members of its directory), or by `reference` as written.
+fn rename_named(l: &mut [(String, Vec<u8>)], from: &str, to: &str, namer: &str, reference: &str) {
     l.iter_mut().find(|(n, _)| n == from).unwrap().0 = to.into();
-    let name_in = |path: &str| path.rsplit_once('/').map_or(path, |(_, f)| f).to_string();
-    let (old, new) = if named_as.is_empty() { (name_in(from), name_in(to)) } else { (named_as.into(), name_in(to)) };
+    let file_name = |path: &str| path.rsplit_once('/').map_or(path, |(_, f)| f).to_string();
+    let (old, new) =
+        if reference.is_empty() { (file_name(from), file_name(to)) } else { (reference.into(), to.into()) };
     replace(l, namer, &format!("\"{old}\""), &format!("\"{new}\""));
 }
 
@@ -749,6 +751,7 @@ fn a_payload_named_json_is_a_payload_in_any_order() {
             w.1 = common::neff::npy_data(&w.1).to_vec();
             rename_named(l, weight, "sg00/weights.json", "sg00/def.json", "");
             rename_named(l, "sg00/PE.bin", "sg00/pe_stream.json", "sg00/PE.json", "");
+            replace(l, "sg00/def.json", r#""pe_instr": "PE.bin""#, r#""pe_instr": "pe_stream.json""#);
             rename_named(l, "sg00/default_opcode_table.bin", "sg00/opcodes.json", "sg00/DVE.json", "");
             if def_first {
                 for m in ["sg00/weights.json", "sg00/pe_stream.json", "sg00/opcodes.json"] {
@@ -790,6 +793,62 @@ fn a_kelf_named_without_json_before_neff_json_loads() {
     out.result.as_ref().unwrap_or_else(|e| panic!("{e}"));
     assert!(out.warnings.is_empty(), "{:?}", out.warnings);
     assert_eq!(out.image, load(&common::fixture_bytes("public/nkipy/matmul_small.neff").unwrap()).image);
+}
+
+#[test]
+fn no_name_decides_what_a_member_is() {
+    // Each member below is met before the manifest naming it, under a name that suggests
+    // another kind: it is read as its name suggests, then again as what the chain names it.
+    let clean = load(&common::fixture_bytes("public/nkipy/matmul_small.neff").unwrap());
+    type Edit = fn(&mut Vec<(String, Vec<u8>)>);
+    let cases: [(&str, Edit); 5] = [
+        ("a definition named like an engine JSON", |l| {
+            rename_named(l, "sg00/def.json", "sg00/definition.json", "kelf-0.json", "sg00/def.json");
+            fix_kelf_path(l, "sg00/definition.json");
+        }),
+        ("a definition named def_fz.json", |l| {
+            rename_named(l, "sg01/def.json", "sg01/def_fz.json", "kelf-0.json", "sg01/def.json");
+            fix_kelf_path(l, "sg01/def_fz.json");
+        }),
+        ("a KELF in a directory", |l| {
+            rename_named(l, "kelf-0.json", "graphs/kelf.json", "neff.json", "kelf-0.json");
+            fix_kelf_path(l, "graphs/kelf.json");
+        }),
+        ("an engine JSON named def.json", |l| {
+            l.iter_mut().find(|(n, _)| n == "sg00/PE.json").unwrap().0 = "sg00/pe/def.json".into();
+            replace(l, "sg00/def.json", r#""PE.json""#, r#""pe/def.json""#);
+            fix_kelf_path(l, "sg00/pe/def.json");
+        }),
+        ("a subgraph at the tar root", |l| {
+            for (from, to) in [("sg00/def.json", "root_def.json"), ("sg00/PE.json", "PE.json")] {
+                l.iter_mut().find(|(n, _)| n == from).unwrap().0 = to.into();
+            }
+            replace(l, "kelf-0.json", r#""sg00/def.json""#, r#""root_def.json""#);
+            let sg00: Vec<String> = l.iter().map(|(n, _)| n.clone()).filter(|n| n.starts_with("sg00/")).collect();
+            for name in sg00 {
+                l.iter_mut().find(|(n, _)| *n == name).unwrap().0 = name.trim_start_matches("sg00/").into();
+            }
+        }),
+    ];
+    for (what, edit) in cases {
+        let Some(bytes) = variant(edit) else { return };
+        let out = load(&bytes);
+        out.result.as_ref().unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert!(out.warnings.is_empty(), "{what}: {:?}", out.warnings);
+        let digests = |o: &Outcome| {
+            let mut d: Vec<_> = o.image.iter().map(|(_, u, l, d)| (u.value(), *l, *d)).collect();
+            d.sort_unstable();
+            d
+        };
+        assert_eq!(digests(&out), digests(&clean), "{what}: the same bytes land with the same classes");
+    }
+}
+
+/// Moves `member` first in the tar, before anything that could name it.
+fn fix_kelf_path(l: &mut Vec<(String, Vec<u8>)>, member: &str) {
+    let at = l.iter().position(|(n, _)| n == member).unwrap();
+    let entry = l.remove(at);
+    l.insert(0, entry);
 }
 
 #[test]

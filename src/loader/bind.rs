@@ -48,8 +48,8 @@ static INSTR: crate::manifest::RequiredKey = crate::manifest::RequiredKey { key:
 
 /// A reached member whose read failed, when its error was not kept: the deferred store was
 /// full. The store's limit, never a wrong result.
-fn lost_error(stage: Stage, member: &str) -> Error {
-    let capacity = CapacityError { limit: "DEFERRED_ERRORS", capacity: super::DEFERRED_ERRORS as u64 };
+fn lost_error(stage: Stage, member: &str, slots: usize) -> Error {
+    let capacity = CapacityError { limit: "DEFERRED_ERRORS", capacity: slots as u64 };
     Error::in_member(stage, member, 0, ErrorKind::Capacity(capacity))
 }
 
@@ -64,7 +64,7 @@ impl Loader<'_> {
         }
         match rec.failed {
             None => Ok(()),
-            Some(slot) if slot != NO_SLOT => match self.deferred.get(usize::from(slot)) {
+            Some(slot) if slot != NO_SLOT => match self.deferred.get(slot) {
                 Some(e) => Err(*e),
                 None => Err(self.lost(rec)),
             },
@@ -73,7 +73,7 @@ impl Loader<'_> {
     }
 
     fn lost(&self, rec: &ManifestRec) -> Error {
-        lost_error(stage_of(rec.kind), self.arena.str(rec.member))
+        lost_error(stage_of(rec.kind), self.arena.str(rec.member), self.deferred.capacity())
     }
 
     /// The manifest at `path` that the chain names as `kind`, checked; `Ok(None)` when absent.
@@ -408,9 +408,9 @@ impl Loader<'_> {
             .filter(|(_, p)| !p.superseded && arena.eq(p.member, path))
             .find_map(|(_, p)| p.failed);
         match failed {
-            Some(slot) => match self.deferred.get(usize::from(slot)) {
+            Some(slot) => match self.deferred.get(slot) {
                 Some(e) if slot != NO_SLOT => *e,
-                _ => lost_error(Stage::Payload, path),
+                _ => lost_error(Stage::Payload, path, self.deferred.capacity()),
             },
             None => missing(by, Stage::Chain, key, path),
         }

@@ -73,7 +73,7 @@ pub(crate) struct ManifestRec {
     pub kind: ManifestKind,
     /// The read failed; its error waits in the loader's deferred list (index), or was not
     /// kept ([`NO_SLOT`]).
-    pub failed: Option<u8>,
+    pub failed: Option<u16>,
     /// A later copy of the member replaced this one.
     pub superseded: bool,
     /// KELF: the target (`TARGET_ANY` for `*`, else the arch value).
@@ -129,7 +129,7 @@ impl Record for DefExt {
 }
 
 /// A deferred error that could not be kept (more failed speculative reads than slots).
-pub(crate) const NO_SLOT: u8 = u8::MAX;
+pub(crate) const NO_SLOT: u16 = u16::MAX;
 /// KELF `target` `*`.
 pub(crate) const TARGET_ANY: u8 = u8::MAX;
 
@@ -176,12 +176,12 @@ impl CarveoutFacts {
 }
 
 impl Record for ManifestRec {
-    const SIZE: usize = Span::ENCODED + 1 + 1 + 1 + 1 + 4 + Span::ENCODED + 4;
+    const SIZE: usize = Span::ENCODED + 1 + 2 + 1 + 1 + 4 + Span::ENCODED + 4;
     fn encode(&self, out: &mut [u8]) {
         let mut w = Writer::new(out);
         w.span(self.member)
             .u8(self.kind.code())
-            .u8(self.failed.unwrap_or(0))
+            .u16(self.failed.unwrap_or(0))
             .u8(u8::from(self.failed.is_some()) | (u8::from(self.superseded) << 1) | (u8::from(self.has_instr) << 2))
             .u8(self.target)
             .u32(self.graphs)
@@ -192,7 +192,7 @@ impl Record for ManifestRec {
         let mut r = Reader::new(bytes);
         let member = r.span();
         let kind = ManifestKind::from_code(r.u8()).unwrap_or(ManifestKind::Engine);
-        let slot = r.u8();
+        let slot = r.u16();
         let flags = r.u8();
         let target = r.u8();
         let graphs = r.u32();
@@ -274,6 +274,34 @@ impl Record for KelfNameRec {
         let name = r.span();
         let mark = if r.u8() == 0 { KelfMark::FuncName } else { KelfMark::Op };
         KelfNameRec { name, mark }
+    }
+}
+
+/// A member read as the manifest its name suggests before anything named it, whose bytes
+/// wait in the loader's replay store until the chain says what it is: the kind it was read
+/// as stands, or it is read again as the kind it is named as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ReplayRec {
+    pub member: Span,
+    /// The kind it was read as.
+    pub kind: ManifestKind,
+    /// Where its bytes start in the replay store, and how many there are.
+    pub at: u32,
+    pub len: u32,
+    /// Its bytes did not fit the replay store: only the first reading stands.
+    pub lost: bool,
+}
+
+impl Record for ReplayRec {
+    const SIZE: usize = Span::ENCODED + 1 + 4 + 4 + 1;
+    fn encode(&self, out: &mut [u8]) {
+        Writer::new(out).span(self.member).u8(self.kind.code()).u32(self.at).u32(self.len).u8(u8::from(self.lost));
+    }
+    fn decode(bytes: &[u8]) -> Self {
+        let mut r = Reader::new(bytes);
+        let member = r.span();
+        let kind = ManifestKind::from_code(r.u8()).unwrap_or(ManifestKind::Engine);
+        ReplayRec { member, kind, at: r.u32(), len: r.u32(), lost: r.u8() != 0 }
     }
 }
 
@@ -458,25 +486,25 @@ pub(crate) struct PayloadRec {
     pub manifest_too: bool,
     /// Reading it failed (a `.npy` header) before anything named it: the deferred error's slot,
     /// reported only if the chain reaches the member ([`NO_SLOT`]: not kept).
-    pub failed: Option<u8>,
+    pub failed: Option<u16>,
 }
 
 impl Record for PayloadRec {
-    const SIZE: usize = Span::ENCODED + Landing::SIZE + 3;
+    const SIZE: usize = Span::ENCODED + Landing::SIZE + 3 + 1;
     fn encode(&self, out: &mut [u8]) {
         let mut w = Writer::new(out);
         w.span(self.member);
         self.landing.write(&mut w);
         let flag = |on: bool, bit: u8| if on { bit } else { 0 };
         let flags = flag(self.superseded, 1) | flag(self.manifest_too, 2) | flag(self.failed.is_some(), 4);
-        w.u8(flags).u8(self.failed.unwrap_or(NO_SLOT));
+        w.u8(flags).u16(self.failed.unwrap_or(NO_SLOT));
     }
     fn decode(bytes: &[u8]) -> Self {
         let mut r = Reader::new(bytes);
         let member = r.span();
         let landing = Landing::read(&mut r);
         let flags = r.u8();
-        let slot = r.u8();
+        let slot = r.u16();
         PayloadRec {
             member,
             landing,
@@ -510,6 +538,8 @@ pub(crate) struct Index {
     pub payloads: List<PayloadRec>,
     /// DMA references read before the definition they name into.
     pub dma_refs: List<DmaRefRec>,
+    /// Members read as the kind their name suggests, waiting for the chain to name them.
+    pub replays: List<ReplayRec>,
     /// The `neff.json` read (its manifest record), if any.
     pub neff: Option<u32>,
 }

@@ -55,9 +55,51 @@ use index::Index;
 /// Instruction streams and staging regions are aligned to one 64-byte instruction slot.
 pub const INSTR_ALIGN: u64 = 64;
 
-/// Errors of speculative reads kept until the chain reaches their member. A failed read past
-/// this many is still refused when reached, with a capacity error naming this limit.
+/// Errors of speculative reads kept until the chain reaches their member, in the loader's own
+/// slots; a caller may lend more ([`Loader::with_storage`]). A slot is free again once the
+/// chain settles what its member is. A failed read past the slots is still refused when
+/// reached, with a capacity error naming `DEFERRED_ERRORS`; one never reached costs nothing.
 pub const DEFERRED_ERRORS: usize = 4;
+
+/// The deferred errors: the loader's own slots, then the lent ones. A slot id is a `u16`.
+struct Deferred<'a> {
+    own: [Option<Error>; DEFERRED_ERRORS],
+    lent: &'a mut [Option<Error>],
+}
+
+impl Deferred<'_> {
+    /// Keeps `e`, returning its slot, or [`index::NO_SLOT`] when every slot is taken.
+    fn keep(&mut self, e: Error) -> u16 {
+        let free = self.own.iter_mut().chain(self.lent.iter_mut()).enumerate().find(|(_, s)| s.is_none());
+        match free {
+            Some((i, slot)) if i < usize::from(index::NO_SLOT) => {
+                *slot = Some(e);
+                u16::try_from(i).unwrap_or(index::NO_SLOT)
+            }
+            _ => index::NO_SLOT,
+        }
+    }
+
+    fn get(&self, slot: u16) -> Option<&Error> {
+        self.own.iter().chain(self.lent.iter()).nth(usize::from(slot))?.as_ref()
+    }
+
+    /// Frees a slot whose member the chain has settled.
+    fn free(&mut self, slot: u16) {
+        if let Some(s) = self.own.iter_mut().chain(self.lent.iter_mut()).nth(usize::from(slot)) {
+            *s = None;
+        }
+    }
+
+    /// Slots in all.
+    fn capacity(&self) -> usize {
+        DEFERRED_ERRORS.saturating_add(self.lent.len())
+    }
+
+    fn clear(&mut self) {
+        self.own.iter_mut().chain(self.lent.iter_mut()).for_each(|s| *s = None);
+    }
+}
 
 /// The longest member path the loader handles: the tar layer's name capacity.
 pub const MEMBER_PATH: usize = crate::tar::DEFAULT_NAME_CAPACITY;
@@ -137,16 +179,40 @@ enum Scratch {
     Engine(EngineJson),
 }
 
-/// The loader: fixed state plus the arena the caller lends. See the module docs.
+/// What a caller lends a [`Loader`]: the memory that grows with a model, bounded by what
+/// the caller gives.
+#[derive(Debug)]
+pub struct Storage<'a> {
+    /// What binding must remember (names, records): a few KiB for small models; see
+    /// [`LoadReport::arena_peak`] for what a NEFF took.
+    pub arena: &'a mut [u8],
+    /// The bytes of each member read before the manifest naming it (the tar order need not
+    /// be the chain's). Such a member is read at once as the manifest its name suggests; if
+    /// the chain then names it as another kind, it is read again from here, so no name
+    /// decides what a member is (spec §15.18). A member whose bytes do not fit is read once,
+    /// and refused (capacity `REPLAY`) only if the chain names it as another kind. Its bytes
+    /// leave as soon as the chain names it. Empty: none kept.
+    pub replay: &'a mut [u8],
+    /// Slots for errors of reads the chain may still reach, past the loader's own
+    /// [`DEFERRED_ERRORS`].
+    pub deferred: &'a mut [Option<Error>],
+}
+
+/// The loader: fixed state plus the storage the caller lends. See the module docs.
 pub struct Loader<'a> {
     options: LoadOptions,
     tok: Tokenizer<{ crate::manifest::STRING_SCRATCH }>,
     scratch: Scratch,
     arena: Arena<'a>,
     index: Index,
-    deferred: heapless::Vec<Error, DEFERRED_ERRORS>,
+    deferred: Deferred<'a>,
     /// Staged copies of members read both ways ([`walk`]) that still hold a device region.
     either_staged: u32,
+    /// The lent replay store: the bytes of members read before anything named them, kept to
+    /// read them again if the chain names them as another kind ([`Loader::with_replay`]).
+    replay: &'a mut [u8],
+    /// Bytes of `replay` in use.
+    replay_used: usize,
     /// How `neff.json` marks its KELF nodes (`None` before it is read).
     kelf_mark: Option<KelfMark>,
     /// Without `neff.json`: the KELF found by its conventional name.
@@ -190,14 +256,22 @@ impl<'a> Loader<'a> {
     /// A loader keeping what binding needs in `arena` (a few KiB for small models; see
     /// [`LoadReport::arena_peak`] for what a NEFF took).
     pub fn new(arena: &'a mut [u8], options: LoadOptions) -> Self {
+        Self::with_storage(Storage { arena, replay: &mut [], deferred: &mut [] }, options)
+    }
+
+    /// A loader with the storage the caller lends ([`Storage`]).
+    pub fn with_storage(storage: Storage<'a>, options: LoadOptions) -> Self {
+        let Storage { arena, replay, deferred } = storage;
         Self {
             options,
             tok: Tokenizer::new(),
             scratch: Scratch::Empty,
             arena: Arena::new(arena),
             index: Index::default(),
-            deferred: heapless::Vec::new(),
+            deferred: Deferred { own: [None; DEFERRED_ERRORS], lent: deferred },
             either_staged: 0,
+            replay,
+            replay_used: 0,
             kelf_mark: None,
             fallback_kelf: None,
             device_arch: None,
@@ -262,6 +336,7 @@ impl<'a> Loader<'a> {
         self.index = Index::default();
         self.deferred.clear();
         self.either_staged = 0;
+        self.replay_used = 0;
         self.kelf_mark = None;
         self.fallback_kelf = None;
         self.device_arch = device_arch;

@@ -54,18 +54,27 @@ impl Loader<'_> {
     pub(super) fn role_of(&self, member: &str) -> Option<Role> {
         let arena = &self.arena;
         let index = &self.index;
-        // The chain's graph whose directory holds the member (by prefix: names in a def.json
-        // are relative to its directory and may have directories of their own, `w/x.npy`).
-        let (core, def_pos, def) =
-            index.chain_graphs(arena, self.kelf_mark, self.fallback_kelf).find_map(|(core, g)| {
-                let definition = arena.str(g.definition);
-                let dir = dir_of(definition);
-                if !dir.is_empty() && !member.strip_prefix(dir).is_some_and(|r| r.starts_with('/')) {
-                    return None;
-                }
-                let (pos, def) = index.def(arena, definition)?;
-                def.failed.is_none().then_some((core, pos, def))
-            })?;
+        // The chain's graphs whose directory holds the member (by prefix: names in a def.json
+        // are relative to its directory and may have directories of their own, `w/x.npy`; a
+        // definition at the tar root holds every member, so the next graph is asked too).
+        index.chain_graphs(arena, self.kelf_mark, self.fallback_kelf).find_map(|(core, g)| {
+            let definition = arena.str(g.definition);
+            let dir = dir_of(definition);
+            if !dir.is_empty() && !member.strip_prefix(dir).is_some_and(|r| r.starts_with('/')) {
+                return None;
+            }
+            let (def_pos, def) = index.def(arena, definition)?;
+            if def.failed.is_some() {
+                return None;
+            }
+            self.role_in(member, core, def_pos, &def)
+        })
+    }
+
+    /// The role definition `def` (record `def_pos`, on `core`) gives `member`, if any.
+    fn role_in(&self, member: &str, core: u8, def_pos: u32, def: &super::index::ManifestRec) -> Option<Role> {
+        let arena = &self.arena;
+        let index = &self.index;
         let dir = dir_of(arena.str(def.member));
         let role = |usage, align, expect_len, instr| Some(Role { usage, align, core, expect_len, instr, var: None });
         if let Some((pos, v)) =
@@ -80,11 +89,11 @@ impl Loader<'_> {
             return role(UsageClass::UcodeLib, INSTR_ALIGN, None, false);
         }
         for engine in ENGINE_KEYS {
-            let Some((json_pos, json)) = index.engine_of(arena, &def, engine) else { continue };
+            let Some((json_pos, json)) = index.engine_of(arena, def, engine) else { continue };
             if json.failed.is_some() {
                 continue;
             }
-            if index.instr_of(arena, &def, Some(&json), engine).is_some_and(|i| is_joined(member, dir, i)) {
+            if index.instr_of(arena, def, Some(&json), engine).is_some_and(|i| is_joined(member, dir, i)) {
                 return role(usage_of(engine), INSTR_ALIGN, None, true);
             }
             if engine == EngineKey::Tpb(EngineType::Dve)

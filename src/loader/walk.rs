@@ -14,10 +14,8 @@
 
 use embedded_io::BufRead;
 
-use super::index::{
-    dir_of, push_str, FileVarRec, KelfNameRec, Landing, ManifestRec, NameKind, NameRec, NO_SLOT, TARGET_ANY,
-};
-use super::index::{usage_code, PayloadRec};
+use super::index::{dir_of, push_str, FileVarRec, KelfNameRec, Landing, ManifestRec, NameKind, NameRec, TARGET_ANY};
+use super::index::{usage_code, PayloadRec, ReplayRec};
 use super::place::hal_error;
 use super::PayloadState;
 use super::{Counting, Loader, Manifest, ManifestKind, Observer, Scratch, MEMBER_PATH};
@@ -129,6 +127,40 @@ fn starts_object<R: BufRead<Error = Error>>(body: &mut R) -> Result<bool, Error>
     Ok(chunk.iter().find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r')) == Some(&b'{'))
 }
 
+/// A member's bytes read back from the replay store.
+struct Replayed<'b>(&'b [u8]);
+
+impl embedded_io::ErrorType for Replayed<'_> {
+    type Error = Error;
+}
+
+impl embedded_io::Read for Replayed<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize, Error> {
+        let n = self.0.len().min(buf.len());
+        if let (Some(dst), Some(src)) = (buf.get_mut(..n), self.0.get(..n)) {
+            dst.copy_from_slice(src);
+        }
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+impl BufRead for Replayed<'_> {
+    fn fill_buf(&mut self) -> Result<&[u8], Error> {
+        Ok(self.0)
+    }
+
+    fn consume(&mut self, amt: usize) {
+        self.0 = self.0.get(amt..).unwrap_or_default();
+    }
+}
+
+/// The replay store was too small for a member the chain names as another kind than it was
+/// first read as.
+fn replay_capacity(capacity: usize) -> ErrorKind {
+    ErrorKind::Capacity(crate::error::CapacityError { limit: "REPLAY", capacity: capacity as u64 })
+}
+
 /// A member body read by the manifest parser while every byte it consumes also streams into
 /// a device region (and a digest), as a payload's would.
 struct Tee<'r, R: BufRead<Error = Error>, H: Hal> {
@@ -141,6 +173,11 @@ struct Tee<'r, R: BufRead<Error = Error>, H: Hal> {
     digest: Digest64,
     /// The first device or archive error met while consuming (`consume` cannot return one).
     error: Option<Error>,
+    /// The free part of the replay store, and how much of it the member filled; `overflow`
+    /// once the member did not fit.
+    replay: &'r mut [u8],
+    kept: usize,
+    overflow: bool,
 }
 
 impl<R: BufRead<Error = Error>, H: Hal> Tee<'_, R, H> {
@@ -190,6 +227,14 @@ impl<R: BufRead<Error = Error>, H: Hal> BufRead for Tee<'_, R, H> {
                 }
                 self.digest.update(bytes);
                 self.written = self.written.saturating_add(bytes.len() as u64);
+                let end = self.kept.checked_add(bytes.len()).filter(|_| !self.overflow);
+                match end.and_then(|end| self.replay.get_mut(self.kept..end)) {
+                    Some(dst) => {
+                        dst.copy_from_slice(bytes);
+                        self.kept = self.kept.saturating_add(bytes.len());
+                    }
+                    None => self.overflow = true,
+                }
             }
             Err(e) => self.error = self.error.or(Some(e)),
         }
@@ -361,6 +406,7 @@ impl Loader<'_> {
                 Route::Manifest(kind) => {
                     report.manifests = report.manifests.saturating_add(1);
                     self.read_manifest(kind, &name, &mut member, observer, sink)?;
+                    self.settle_replays(observer, sink)?;
                     self.release_manifest_copies(hal)?;
                 }
                 Route::Payload => {
@@ -373,6 +419,7 @@ impl Loader<'_> {
                     // if the chain gives it a payload role (the report counts what it places).
                     let seq = report.payloads.saturating_add(1);
                     self.read_either(kind, &name, size, seq, &mut member, hal, observer, sink)?;
+                    self.settle_replays(observer, sink)?;
                     self.release_manifest_copies(hal)?;
                 }
             }
@@ -401,6 +448,95 @@ impl Loader<'_> {
             return Route::Skip;
         }
         Route::Either(guess(name))
+    }
+
+    /// Settles each member waiting in the replay store that the manifests read so far name:
+    /// named as the kind it was read as, or as a payload, its first reading stands; named as
+    /// another kind, it is read again as that kind. Either way its bytes leave the store.
+    /// Repeats while a new reading names more.
+    // A frame of its own: the stack is the deepest path, not the sum of the stages.
+    #[inline(never)]
+    fn settle_replays<S: WarningSink>(
+        &mut self,
+        observer: &mut impl Observer,
+        sink: &mut Counting<'_, S>,
+    ) -> Result<(), Error> {
+        loop {
+            let mut again = false;
+            let mut pos = self.index.replays.first();
+            while pos != NIL {
+                let next = crate::arena::List::<ReplayRec>::next_after(&self.arena, pos);
+                let rec = self.index.replays.get(&self.arena, pos);
+                let mut name: heapless::String<MEMBER_PATH> = heapless::String::new();
+                let _ = name.push_str(self.arena.str(rec.member));
+                let named = self.index.named_as(&self.arena, &name);
+                if named.is_none() && self.role_of(&name).is_none() {
+                    pos = next;
+                    continue;
+                }
+                if let Some(kind) = named.filter(|k| *k != rec.kind) {
+                    self.reread(&rec, kind, &name, observer, sink)?;
+                    again = true;
+                }
+                self.drop_replay(pos, &rec);
+                pos = next;
+            }
+            if !again {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Reads a member again from the replay store as `kind` (or, when its bytes did not fit,
+    /// records that reading as failed for want of room).
+    fn reread<S: WarningSink>(
+        &mut self,
+        rec: &ReplayRec,
+        kind: ManifestKind,
+        name: &str,
+        observer: &mut impl Observer,
+        sink: &mut Counting<'_, S>,
+    ) -> Result<(), Error> {
+        if rec.lost {
+            let stage = stage_of(kind);
+            let e = Error::in_member(stage, name, 0, replay_capacity(self.replay.len()));
+            self.supersede(name);
+            let member = push_str(&mut self.arena, name, stage, name)?;
+            let mut failed = ManifestRec::new(member, kind);
+            failed.failed = Some(self.keep_error(e));
+            self.index.manifests.push(&mut self.arena, &failed).map_err(|k| Error::in_member(stage, name, 0, k))?;
+            return Ok(());
+        }
+        let replay = core::mem::take(&mut self.replay);
+        let start = usize::try_from(rec.at).unwrap_or(usize::MAX);
+        let end = start.saturating_add(usize::try_from(rec.len).unwrap_or(usize::MAX));
+        let mut body = Replayed(replay.get(start..end).unwrap_or_default());
+        let read = self.read_manifest_as(kind, name, &mut body, true, observer, sink);
+        self.replay = replay;
+        read
+    }
+
+    /// Removes a settled member from the replay store, closing the gap its bytes leave.
+    fn drop_replay(&mut self, pos: u32, rec: &ReplayRec) {
+        let (at, len) = (usize::try_from(rec.at).unwrap_or(0), usize::try_from(rec.len).unwrap_or(0));
+        if let Some(end) = at.checked_add(len).filter(|&end| end <= self.replay_used && len != 0) {
+            // The bytes after it move down over it.
+            if let Some(tail) = self.replay.get_mut(at..self.replay_used) {
+                tail.copy_within(end.saturating_sub(at).., 0);
+            }
+            self.replay_used = self.replay_used.saturating_sub(len);
+            let mut p = self.index.replays.first();
+            while p != NIL {
+                let next = crate::arena::List::<ReplayRec>::next_after(&self.arena, p);
+                let mut later = self.index.replays.get(&self.arena, p);
+                if later.at > rec.at && !later.lost {
+                    later.at = later.at.saturating_sub(rec.len);
+                    self.index.replays.set(&mut self.arena, p, &later);
+                }
+                p = next;
+            }
+        }
+        self.index.replays.unlink(&mut self.arena, pos);
     }
 
     /// Releases the staged copy of each member read both ways that a manifest now names as a
@@ -454,10 +590,36 @@ impl Loader<'_> {
                 Some(hal.alloc(&req).map_err(|e| hal_error(name, 0, e))?)
             }
         };
-        let mut tee =
-            Tee { inner: body, hal: &mut *hal, region, member: name, written: 0, digest: Digest64::new(), error: None };
+        // The replay store is lent to the tee while the loader reads the member.
+        let replay = core::mem::take(&mut self.replay);
+        let window = replay.get_mut(self.replay_used..).unwrap_or_default();
+        let mut tee = Tee {
+            inner: body,
+            hal: &mut *hal,
+            region,
+            member: name,
+            written: 0,
+            digest: Digest64::new(),
+            error: None,
+            replay: window,
+            kept: 0,
+            overflow: false,
+        };
         let read = self.read_manifest(kind, name, &mut tee, observer, sink).and_then(|()| tee.drain());
         let (written, digest, tee_error) = (tee.written, tee.digest.finish(), tee.error);
+        let (kept, lost) = (tee.kept, tee.overflow);
+        self.replay = replay;
+        if read.is_ok() && tee_error.is_none() {
+            let fail = |k: ErrorKind| Error::in_member(stage_of(kind), name, 0, k);
+            let at = u32::try_from(self.replay_used).map_err(|_| fail(replay_capacity(self.replay.len())))?;
+            let len =
+                if lost { 0 } else { u32::try_from(kept).map_err(|_| fail(replay_capacity(self.replay.len())))? };
+            let member = self.arena.push_str(name).map_err(fail)?;
+            self.index.replays.push(&mut self.arena, &ReplayRec { member, kind, at, len, lost }).map_err(fail)?;
+            if !lost {
+                self.replay_used = self.replay_used.saturating_add(kept);
+            }
+        }
         let release = |hal: &mut H| {
             if let Some(r) = region {
                 let _ = hal.release(r);
@@ -505,8 +667,23 @@ impl Loader<'_> {
         observer: &mut impl Observer,
         sink: &mut Counting<'_, S>,
     ) -> Result<(), Error> {
+        self.read_manifest_as(kind, name, body, false, observer, sink)
+    }
+
+    /// [`Self::read_manifest`]; `rereading`: the member is read again from the replay store
+    /// as the kind the chain names it as, replacing its first reading (no duplicate).
+    #[inline(never)]
+    fn read_manifest_as<B: BufRead<Error = Error>, S: WarningSink>(
+        &mut self,
+        kind: ManifestKind,
+        name: &str,
+        body: &mut B,
+        rereading: bool,
+        observer: &mut impl Observer,
+        sink: &mut Counting<'_, S>,
+    ) -> Result<(), Error> {
         let stage = stage_of(kind);
-        if self.index.supersede_manifest(&mut self.arena, name) {
+        if self.supersede(name) && !rereading {
             // The later copy wins, as in the runtime's member map.
             sink.warn(&Warning::in_member(stage, name, 0, WarningKind::Chain(ChainWarning::DuplicateMember)));
         }
@@ -543,12 +720,17 @@ impl Loader<'_> {
     }
 
     /// Keeps the error of a manifest read until the chain reaches it; returns its slot
-    /// ([`NO_SLOT`] past [`DEFERRED_ERRORS`](super::DEFERRED_ERRORS)).
-    pub(super) fn keep_error(&mut self, e: Error) -> u8 {
-        match self.deferred.push(e) {
-            Ok(()) => u8::try_from(self.deferred.len().saturating_sub(1)).unwrap_or(NO_SLOT),
-            Err(_) => NO_SLOT,
+    /// (`NO_SLOT` when every slot is taken).
+    pub(super) fn keep_error(&mut self, e: Error) -> u16 {
+        self.deferred.keep(e)
+    }
+
+    /// Marks the current record of `name` replaced, freeing its deferred error's slot.
+    fn supersede(&mut self, name: &str) -> bool {
+        if let Some(slot) = self.index.manifest(&self.arena, name).and_then(|(_, r)| r.failed) {
+            self.deferred.free(slot);
         }
+        self.index.supersede_manifest(&mut self.arena, name)
     }
 
     /// Marks the manifest read at record `pos` as failed with `e` (found after its read).

@@ -27,7 +27,8 @@ impl DmaDesc {
     /// True for a type-converting copy: `"op": "cast"` (what real NEFFs write, §15.21) or the
     /// `cast` flag beside another op (§11.6). Its [`desc_op`](Self::desc_op) is COPY.
     pub fn is_cast(&self) -> bool {
-        self.cast == Some(true) || self.op.as_str() == "cast"
+        // The op value is spelled as the flag's key.
+        self.cast == Some(true) || self.op.as_str() == Self::KEY_CAST
     }
 }
 

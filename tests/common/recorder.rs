@@ -4,12 +4,15 @@
 
 use neff::archive::Archive;
 use neff::hal::{Hal, RegionId, USAGE_CLASS_COUNT};
-use neff::loader::{LoadOptions, LoadReport, Loader, Observer, PayloadReport, PayloadState, SubgraphReport};
+use neff::loader::{LoadOptions, LoadReport, Loader, Observer, PayloadReport, PayloadState, Storage, SubgraphReport};
 use neff::manifest::{Arch, IoKind, IoTensor, UsageClass};
 use neff::{Error, Warning};
 
 /// Bytes of arena the tests lend (the real NEFFs need a few KiB).
 pub const TEST_ARENA: usize = 1 << 20;
+
+/// Bytes of replay store the tests lend (the JSON members of the real NEFFs fit).
+pub const TEST_REPLAY: usize = 1 << 20;
 
 /// One payload, owned.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -130,7 +133,10 @@ pub fn run<R: embedded_io::BufRead, H: Hal>(
     sink: &mut impl FnMut(&Warning),
 ) -> (Result<(), Error>, Report) {
     let mut buf = vec![0u8; arena];
-    let mut loader = Box::new(Loader::new(&mut buf, options));
+    let mut replay = vec![0u8; TEST_REPLAY];
+    let mut deferred = vec![None; 64];
+    let storage = Storage { arena: &mut buf, replay: &mut replay, deferred: &mut deferred };
+    let mut loader = Box::new(Loader::with_storage(storage, options));
     let mut summary = LoadReport::new();
     let mut rec = Recorder::default();
     let result = match (hal, check) {

@@ -14,7 +14,9 @@ use std::time::{Duration, Instant};
 
 use neff::archive::OpenOptions;
 use neff::hal::{RegionId, USAGE_CLASS_COUNT};
-use neff::loader::{LoadOptions, LoadReport, Loader, Manifest, Observer, PayloadReport, PayloadState, SubgraphReport};
+use neff::loader::{
+    LoadOptions, LoadReport, Loader, Manifest, Observer, PayloadReport, PayloadState, Storage, SubgraphReport,
+};
 use neff::manifest::def::{EngineKey, ENGINE_KEYS};
 use neff::manifest::{Arch, Entry, IoKind, IoTensor, UsageClass};
 use neff::sim::SimDevice;
@@ -32,6 +34,13 @@ pub const DEVICE_REGIONS: usize = 8192;
 /// The arena lent to the loader: 256 MiB of address space, of which a load touches only what
 /// it uses (`LoadReport::arena_peak`: a few KiB for the real NEFFs).
 pub const ARENA_BYTES: usize = 256 << 20;
+/// The replay store lent to the loader: 256 MiB of address space for the bytes of members met
+/// before the manifest naming them, kept until the chain names them (touched only as far as
+/// they need: the JSON members of a NEFF, at most).
+pub const REPLAY_BYTES: usize = 256 << 20;
+/// Error slots lent to the loader for members read before the manifest naming them, whose
+/// reading failed (kept until the chain says whether it reaches them; 296 bytes each).
+pub const DEFERRED_SLOTS: usize = 4096;
 /// The simulated device on the host.
 pub type HostDevice<'m> = SimDevice<'m, DEVICE_REGIONS>;
 
@@ -593,7 +602,10 @@ fn run_here(
     let header = HeaderView::from(archive.header());
     // Zeroed by the allocator: pages the load never touches cost no memory.
     let mut arena = vec![0u8; ARENA_BYTES];
-    let mut loader = Box::new(Loader::new(&mut arena, LoadOptions { allow_legacy }));
+    let mut replay = vec![0u8; REPLAY_BYTES];
+    let mut deferred = vec![None; DEFERRED_SLOTS];
+    let storage = Storage { arena: &mut arena, replay: &mut replay, deferred: &mut deferred };
+    let mut loader = Box::new(Loader::with_storage(storage, LoadOptions { allow_legacy }));
     let mut summary = LoadReport::new();
     // Only `info` (a check whose observer keeps the details) prints the manifests' entries.
     let mut collected = Collected { details, ..Collected::default() };
