@@ -419,6 +419,12 @@ impl<R: BufRead, const NAME: usize, const PAX: usize> Archive<R, NAME, PAX> {
         }
     }
 
+    /// Yield tar members whose name is not UTF-8 instead of skipping them (with a warning):
+    /// see [`TarReader::set_raw_names`]. Off by default (the loader's setting).
+    pub fn set_raw_names(&mut self, yes: bool) {
+        self.tar.set_raw_names(yes);
+    }
+
     /// The next regular tar member, or `None` after the last one (or after `finish`).
     ///
     /// The member borrows the archive; drop it (read or not) before calling again.

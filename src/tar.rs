@@ -23,7 +23,8 @@
 //! historic signed one are accepted. Extensions read here:
 //!
 //! * PAX `x` (next member): records `"<len> <key>=<value>\n"`; `path` and `size` override the
-//!   ustar fields, `GNU.sparse.*` is refused, other keys are ignored. `X` (old Solaris) is read
+//!   ustar fields, `GNU.sparse.*` marks the next member sparse (skipped, see below;
+//!   `GNU.sparse.name` names it), other keys are ignored. `X` (old Solaris) is read
 //!   the same way.
 //! * PAX `g` (global): parsed and validated, then ignored, as libarchive (the runtime's reader)
 //!   does; a global `path` or `size` gets a [`TarWarning::GlobalPaxIgnored`].
@@ -32,9 +33,19 @@
 //! Member rules (the runtime's member table, §3.3): regular members are typeflag `0`, NUL and
 //! `7`, plus unknown types (read as regular with a warning, as libarchive does); directories
 //! (`5`, or a regular name ending in `/`), links, devices, FIFOs and GNU dumpdirs are skipped;
-//! sparse `S`, multivolume `M` and label `V` are refused. One leading `./` is stripped;
-//! members whose name ends in `wavegraph-bin.json` are dropped. Names that are absolute,
-//! contain a `..` component or a NUL, or are not UTF-8 are refused.
+//! sparse members (GNU `S`, with its extension blocks, or PAX `GNU.sparse.*`) are skipped with
+//! a [`TarWarning::SparseSkipped`] naming them (spec §3.2: no NEFF writer makes one, and
+//! their holes are no bytes the loader could place); multivolume `M` and label `V` are
+//! refused. One leading `./` is stripped; members whose name ends in `wavegraph-bin.json` are
+//! dropped. Names that are absolute, contain a `..` component or a NUL are refused. A name
+//! that is not UTF-8 is no error: no manifest (JSON text is UTF-8) can name such a member, so
+//! by default it is skipped with a [`TarWarning::NameNotUtf8`] naming it; a walker told
+//! [`TarReader::set_raw_names`] yields it instead, with [`Member::name_bytes`] (for tools
+//! that extract every member, such as `neff unpack`).
+//!
+//! **End of archive.** Two zero blocks end it; one is a warning, none (the stream ends at a
+//! header boundary, or inside the zero padding after the last body, as Go's reader accepts) is
+//! a [`TarWarning::MissingEndOfArchive`].
 //!
 //! **Duplicates.** The walker keeps no list of names (that would need unbounded memory), so a
 //! name that appears twice is yielded twice; the loader, which keeps the names it cares
@@ -67,6 +78,10 @@ pub const DEFAULT_NAME_CAPACITY: usize = 1024;
 /// Default capacity of the PAX extended-header buffer: a `path` record of a 1 KiB name plus
 /// the `mtime`/`atime`/`ctime` records writers add.
 pub const DEFAULT_PAX_CAPACITY: usize = 1536;
+/// Offset of `isextended` in an old GNU sparse (`S`) header.
+const GNU_IS_EXTENDED: usize = 482;
+/// Offset of `isextended` in an old GNU sparse extension block.
+const GNU_EXT_IS_EXTENDED: usize = 504;
 /// Members whose path ends with this are dropped, as the runtime does.
 pub const DROPPED_SUFFIX: &str = "wavegraph-bin.json";
 
@@ -111,9 +126,9 @@ pub enum TarError {
         /// Field name.
         field: &'static str,
     },
-    /// A sparse (`S` or PAX `GNU.sparse.*`), multivolume (`M`) or label (`V`) member.
+    /// A multivolume (`M`) or label (`V`) member.
     UnsupportedType {
-        /// The typeflag (`S` for PAX sparse keys).
+        /// The typeflag.
         typeflag: u8,
     },
     /// A PAX record is malformed (length, separator or newline).
@@ -128,8 +143,6 @@ pub enum TarError {
     ParentComponent,
     /// The member name contains a NUL byte.
     NulInName,
-    /// The member name is not UTF-8.
-    NameNotUtf8,
 }
 
 impl fmt::Display for TarError {
@@ -142,7 +155,6 @@ impl fmt::Display for TarError {
             TarError::NumberOutOfRange { field } => write!(f, "tar header field {field} is negative or too large"),
             TarError::UnsupportedType { typeflag } => {
                 let what = match typeflag {
-                    b'S' => "sparse",
                     b'M' => "multivolume",
                     b'V' => "volume label",
                     _ => "unsupported",
@@ -155,7 +167,6 @@ impl fmt::Display for TarError {
             TarError::AbsoluteName => f.write_str("tar member name is an absolute path"),
             TarError::ParentComponent => f.write_str("tar member name has a '..' component"),
             TarError::NulInName => f.write_str("tar member name contains a NUL byte"),
-            TarError::NameNotUtf8 => f.write_str("tar member name is not UTF-8"),
         }
     }
 }
@@ -182,6 +193,11 @@ pub enum TarWarning {
     },
     /// The header checksum only matches the historic signed-byte sum.
     SignedChecksum,
+    /// A sparse member (GNU `S` or PAX `GNU.sparse.*`) was skipped; the warning names it.
+    SparseSkipped,
+    /// A member whose name is not UTF-8 was skipped (no manifest can name it); the warning
+    /// names it, each byte that is not ASCII shown as `?`.
+    NameNotUtf8,
 }
 
 impl fmt::Display for TarWarning {
@@ -197,6 +213,10 @@ impl fmt::Display for TarWarning {
                 write!(f, "unknown tar member type '{}' read as a regular file", char::from(typeflag))
             }
             TarWarning::SignedChecksum => f.write_str("tar header checksum uses the historic signed sum"),
+            TarWarning::SparseSkipped => f.write_str("sparse tar member skipped (not supported)"),
+            TarWarning::NameNotUtf8 => {
+                f.write_str("tar member skipped: its name is not UTF-8, so no manifest can name it")
+            }
         }
     }
 }
@@ -229,6 +249,8 @@ pub struct TarReader<S, const NAME: usize = DEFAULT_NAME_CAPACITY, const PAX: us
     pax: [u8; PAX],
     pending_name: PendingName,
     pending_size: Option<u64>,
+    pending_sparse: bool,
+    raw_names: bool,
     body_remaining: u64,
     body_padding: u64,
     ended: bool,
@@ -251,6 +273,7 @@ impl<S, const NAME: usize, const PAX: usize> fmt::Debug for TarReader<S, NAME, P
 /// Dropping it half-read is fine: the next [`TarReader::next_member`] skips the rest.
 pub struct Member<'a, S> {
     name: &'a str,
+    raw_name: &'a [u8],
     size: u64,
     header_offset: u64,
     stream: &'a mut S,
@@ -262,6 +285,7 @@ impl<S> fmt::Debug for Member<'_, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Member")
             .field("name", &self.name)
+            .field("raw_name", &self.raw_name)
             .field("size", &self.size)
             .field("header_offset", &self.header_offset)
             .field("remaining", &*self.remaining)
@@ -270,9 +294,21 @@ impl<S> fmt::Debug for Member<'_, S> {
 }
 
 impl<S> Member<'_, S> {
-    /// The normalised path (one leading `./` stripped).
+    /// The normalised path (one leading `./` stripped). Empty for a name that is not UTF-8,
+    /// which only a walker told [`TarReader::set_raw_names`] yields: see [`Member::name_bytes`].
     pub fn name(&self) -> &str {
         self.name
+    }
+
+    /// The normalised path as the archive stores it (one leading `./` stripped); the same
+    /// bytes as [`Member::name`] when the name is UTF-8.
+    pub fn name_bytes(&self) -> &[u8] {
+        self.raw_name
+    }
+
+    /// False for a name that is not UTF-8 (yielded only with [`TarReader::set_raw_names`]).
+    pub fn name_is_utf8(&self) -> bool {
+        !self.name.is_empty()
     }
 
     /// Body size in bytes (PAX `size` if given).
@@ -309,10 +345,10 @@ impl<S: BufRead<Error = Error>> BufRead for Member<'_, S> {
         }
         let remaining = *self.remaining;
         let at = *self.offset;
-        let name = self.name;
-        let buf = self.stream.fill_buf().map_err(|e| e.with_member(name))?;
+        let name = member_text(self.raw_name);
+        let buf = self.stream.fill_buf().map_err(|e| Error { member: name, ..e })?;
         if buf.is_empty() {
-            return Err(Error::at_archive(Stage::Tar, at, ErrorKind::Truncated).with_member(name));
+            return Err(Error { member: name, ..Error::at_archive(Stage::Tar, at, ErrorKind::Truncated) });
         }
         let n = usize::try_from(remaining).unwrap_or(usize::MAX).min(buf.len());
         Ok(buf.get(..n).unwrap_or(&[]))
@@ -360,8 +396,24 @@ fn tar_error(offset: u64, kind: TarError) -> Error {
 }
 
 fn warn(sink: &mut (impl WarningSink + ?Sized), offset: u64, kind: TarWarning) {
-    let warning =
-        Warning { offset_base: OffsetBase::Archive, ..Warning::at_file(Stage::Tar, offset, WarningKind::Tar(kind)) };
+    warn_member(sink, offset, kind, &[]);
+}
+
+/// A member name for an error or warning: as it is when UTF-8, else lossy.
+fn member_text<const N: usize>(name: &[u8]) -> Text<N> {
+    match core::str::from_utf8(name) {
+        Ok(text) => Text::new(text),
+        Err(_) => Text::from_bytes_lossy(name),
+    }
+}
+
+/// A warning about the member named `name` (shown lossy), at its header.
+fn warn_member(sink: &mut (impl WarningSink + ?Sized), offset: u64, kind: TarWarning, name: &[u8]) {
+    let warning = Warning {
+        offset_base: OffsetBase::Archive,
+        member: member_text(name),
+        ..Warning::at_file(Stage::Tar, offset, WarningKind::Tar(kind))
+    };
     sink.warn(&warning);
 }
 
@@ -505,8 +557,8 @@ fn copy_name<const N: usize>(dst: &mut [u8; N], len: &mut usize, parts: &[&[u8]]
     Ok(())
 }
 
-/// Checks a normalised member name.
-fn validate_name(name: &[u8]) -> Result<&str, TarError> {
+/// Checks a normalised member name; `Ok(None)` for a safe name that is not UTF-8.
+fn validate_name(name: &[u8]) -> Result<Option<&str>, TarError> {
     if name.is_empty() {
         return Err(TarError::EmptyName);
     }
@@ -519,7 +571,7 @@ fn validate_name(name: &[u8]) -> Result<&str, TarError> {
     if name.split(|&b| b == b'/').any(|c| c == b"..") {
         return Err(TarError::ParentComponent);
     }
-    core::str::from_utf8(name).map_err(|_| TarError::NameNotUtf8)
+    Ok(core::str::from_utf8(name).ok())
 }
 
 /// Fills `dst` from the stream, advancing `offset`; an early end is `Truncated`.
@@ -543,11 +595,21 @@ fn read_exact<S: BufRead<Error = Error>>(stream: &mut S, offset: &mut u64, dst: 
     Ok(filled)
 }
 
-fn skip<S: BufRead<Error = Error>>(stream: &mut S, offset: &mut u64, mut n: u64) -> Result<(), Error> {
+/// Skips `n` bytes; an early end is `Truncated`.
+fn skip<S: BufRead<Error = Error>>(stream: &mut S, offset: &mut u64, n: u64) -> Result<(), Error> {
+    if skip_up_to(stream, offset, n)? {
+        Ok(())
+    } else {
+        Err(Error::at_archive(Stage::Tar, *offset, ErrorKind::Truncated))
+    }
+}
+
+/// Skips `n` bytes, or fewer when the stream ends first (`Ok(false)`).
+fn skip_up_to<S: BufRead<Error = Error>>(stream: &mut S, offset: &mut u64, mut n: u64) -> Result<bool, Error> {
     while n > 0 {
         let buf = stream.fill_buf()?;
         if buf.is_empty() {
-            return Err(Error::at_archive(Stage::Tar, *offset, ErrorKind::Truncated));
+            return Ok(false);
         }
         let k = usize::try_from(n).unwrap_or(usize::MAX).min(buf.len());
         stream.consume(k);
@@ -555,7 +617,7 @@ fn skip<S: BufRead<Error = Error>>(stream: &mut S, offset: &mut u64, mut n: u64)
         n = n.saturating_sub(k as u64);
         *offset = offset.saturating_add(k as u64);
     }
-    Ok(())
+    Ok(true)
 }
 
 impl<S: BufRead<Error = Error>, const NAME: usize, const PAX: usize> TarReader<S, NAME, PAX> {
@@ -570,12 +632,21 @@ impl<S: BufRead<Error = Error>, const NAME: usize, const PAX: usize> TarReader<S
             pax: [0; PAX],
             pending_name: PendingName::None,
             pending_size: None,
+            pending_sparse: false,
+            raw_names: false,
             body_remaining: 0,
             body_padding: 0,
             ended: false,
             after_end: AfterEnd::default(),
             members: 0,
         }
+    }
+
+    /// Yield members whose name is not UTF-8 (see [`Member::name_bytes`]) instead of
+    /// skipping them with a [`TarWarning::NameNotUtf8`]. Off by default: no manifest can name
+    /// such a member, so the loader has no use for it; an extracting tool wants it.
+    pub fn set_raw_names(&mut self, yes: bool) {
+        self.raw_names = yes;
     }
 
     /// Bytes of the tar stream consumed so far.
@@ -637,12 +708,17 @@ impl<S: BufRead<Error = Error>, const NAME: usize, const PAX: usize> TarReader<S
         sink: &mut (impl WarningSink + ?Sized),
     ) -> Result<(), Error> {
         let mut path: Option<(usize, usize)> = None;
+        let mut sparse_name: Option<(usize, usize)> = None;
         let mut size = None;
         let mut sparse = false;
         let data = self.pax.get(..len).unwrap_or(&[]);
         for_each_pax_record(data, |key, value, start| {
             match key {
                 b"path" => path = Some((start, value.len())),
+                b"GNU.sparse.name" => {
+                    sparse = true;
+                    sparse_name = Some((start, value.len()));
+                }
                 b"size" => size = Some(checked_size(parse_decimal(value)?, "PAX size")?),
                 _ if key.starts_with(b"GNU.sparse.") => sparse = true,
                 _ => {}
@@ -650,9 +726,6 @@ impl<S: BufRead<Error = Error>, const NAME: usize, const PAX: usize> TarReader<S
             Ok(())
         })
         .map_err(|e| tar_error(offset, e))?;
-        if sparse {
-            return Err(tar_error(offset, TarError::UnsupportedType { typeflag: b'S' }));
-        }
         if global {
             if path.is_some() || size.is_some() {
                 warn(sink, offset, TarWarning::GlobalPaxIgnored);
@@ -662,7 +735,9 @@ impl<S: BufRead<Error = Error>, const NAME: usize, const PAX: usize> TarReader<S
         if let Some(size) = size {
             self.pending_size = Some(size);
         }
-        if let Some((start, value_len)) = path {
+        self.pending_sparse |= sparse;
+        // A sparse member's real name is `GNU.sparse.name` (its `path` is a placeholder).
+        if let Some((start, value_len)) = sparse_name.or(path) {
             let end = start.checked_add(value_len).ok_or_else(|| tar_error(offset, TarError::BadPaxRecord))?;
             let value = self.pax.get(start..end).unwrap_or(&[]);
             copy_name(&mut self.name, &mut self.name_len, &[value], offset)?;
@@ -679,8 +754,13 @@ impl<S: BufRead<Error = Error>, const NAME: usize, const PAX: usize> TarReader<S
         if self.ended {
             return Ok(None);
         }
-        self.skip_body()?;
         loop {
+            if !self.skip_body()? {
+                // The stream ended inside the padding after the last body.
+                warn(sink, self.offset, TarWarning::MissingEndOfArchive);
+                self.ended = true;
+                return Ok(None);
+            }
             let header_offset = self.offset;
             if !self.read_block()? {
                 warn(sink, header_offset, TarWarning::MissingEndOfArchive);
@@ -718,9 +798,10 @@ impl<S: BufRead<Error = Error>, const NAME: usize, const PAX: usize> TarReader<S
                     skip(&mut self.stream, &mut self.offset, padding(header_size))?;
                     continue;
                 }
-                b'S' | b'M' | b'V' => {
+                b'M' | b'V' => {
                     return Err(tar_error(header_offset, TarError::UnsupportedType { typeflag }));
                 }
+                b'S' => self.pending_sparse = true,
                 _ => {}
             }
             let size = self.pending_size.take().unwrap_or(header_size);
@@ -733,12 +814,24 @@ impl<S: BufRead<Error = Error>, const NAME: usize, const PAX: usize> TarReader<S
                 let parts: &[&[u8]] = if is_posix && !prefix.is_empty() { &[prefix, b"/", name] } else { &[name] };
                 copy_name(&mut self.name, &mut self.name_len, parts, header_offset)?;
             }
+            if typeflag == b'S' {
+                // Old GNU sparse: extension blocks follow while `isextended` is set.
+                let mut extended = self.block.get(GNU_IS_EXTENDED).is_some_and(|&b| b != 0);
+                while extended {
+                    let at = self.offset;
+                    if !self.read_block()? {
+                        return Err(Error::at_archive(Stage::Tar, at, ErrorKind::Truncated));
+                    }
+                    extended = self.block.get(GNU_EXT_IS_EXTENDED).is_some_and(|&b| b != 0);
+                }
+            }
             self.body_remaining = size;
             self.body_padding = padding(size);
+            let sparse = core::mem::take(&mut self.pending_sparse);
             let full = self.name.get(..self.name_len).unwrap_or(&[]);
             let is_dir = typeflag == b'5' || full.last() == Some(&b'/');
             let regular = match typeflag {
-                b'0' | 0 | b'7' => true,
+                b'0' | 0 | b'7' | b'S' => true,
                 b'1' | b'2' | b'3' | b'4' | b'5' | b'6' | b'D' => false,
                 other => {
                     warn(sink, header_offset, TarWarning::UnknownType { typeflag: other });
@@ -746,13 +839,21 @@ impl<S: BufRead<Error = Error>, const NAME: usize, const PAX: usize> TarReader<S
                 }
             };
             if !regular || is_dir {
-                self.skip_body()?;
                 continue;
             }
             let strip = if full.starts_with(b"./") { 2 } else { 0 };
             let normalised = full.get(strip..).unwrap_or(&[]);
+            if sparse {
+                warn_member(sink, header_offset, TarWarning::SparseSkipped, normalised);
+                continue;
+            }
             let dropped = match validate_name(normalised) {
-                Ok(name) => name.ends_with(DROPPED_SUFFIX),
+                Ok(Some(name)) => name.ends_with(DROPPED_SUFFIX),
+                Ok(None) if self.raw_names => false,
+                Ok(None) => {
+                    warn_member(sink, header_offset, TarWarning::NameNotUtf8, normalised);
+                    continue;
+                }
                 Err(kind) => {
                     let mut e = tar_error(header_offset, kind);
                     e.member = Text::from_bytes_lossy(normalised);
@@ -760,24 +861,26 @@ impl<S: BufRead<Error = Error>, const NAME: usize, const PAX: usize> TarReader<S
                 }
             };
             if dropped {
-                self.skip_body()?;
                 continue;
             }
             // A count for reports: 2^32 members would take 2 TiB of headers; it saturates.
             self.members = self.members.saturating_add(1);
             let Self { stream, offset, body_remaining, name: name_buf, name_len, .. } = self;
-            let name = name_buf.get(strip..*name_len).and_then(|b| core::str::from_utf8(b).ok()).unwrap_or("");
-            return Ok(Some(Member { name, size, header_offset, stream, remaining: body_remaining, offset }));
+            let raw_name = name_buf.get(strip..*name_len).unwrap_or(&[]);
+            let name = core::str::from_utf8(raw_name).unwrap_or("");
+            return Ok(Some(Member { name, raw_name, size, header_offset, stream, remaining: body_remaining, offset }));
         }
     }
 
-    fn skip_body(&mut self) -> Result<(), Error> {
+    /// Skips what is left of the current body and its padding; `Ok(false)` when the stream
+    /// ends inside the padding (a short body is `Truncated`).
+    fn skip_body(&mut self) -> Result<bool, Error> {
         // Two skips rather than one of the sum: no addition, whatever the sizes.
         let (body, padding) = (self.body_remaining, self.body_padding);
         self.body_remaining = 0;
         self.body_padding = 0;
         skip(&mut self.stream, &mut self.offset, body)?;
-        skip(&mut self.stream, &mut self.offset, padding)
+        skip_up_to(&mut self.stream, &mut self.offset, padding)
     }
 
     /// After a first zero block: expects a second; tolerates one missing (warning).
@@ -1096,10 +1199,6 @@ mod tests {
 
     #[test]
     fn pax_errors() {
-        let mut tar = pax(b'x', &[("GNU.sparse.map", "0,1")]);
-        tar.extend(entry("a", b"1"));
-        assert_eq!(tar_kind(&walk(&tar).unwrap_err()), TarError::UnsupportedType { typeflag: b'S' });
-
         let mut tar = pax(b'x', &[("size", "12x")]);
         tar.extend(entry("a", b"1"));
         assert_eq!(tar_kind(&walk(&tar).unwrap_err()), TarError::BadPaxSize);
@@ -1170,7 +1269,7 @@ mod tests {
         assert_eq!(names(&w), ["kelf-0.json", "sg00/contig.bin", "vendor.bin"]);
         assert_eq!(warnings, [TarWarning::UnknownType { typeflag: b'Z' }]);
 
-        for t in [b'S', b'M', b'V'] {
+        for t in [b'M', b'V'] {
             let mut tar = header("x", 0, t).to_vec();
             tar.extend(end());
             assert_eq!(tar_kind(&walk(&tar).unwrap_err()), TarError::UnsupportedType { typeflag: t });
@@ -1179,12 +1278,11 @@ mod tests {
 
     #[test]
     fn unsafe_names_are_refused_with_the_name_attached() {
-        let cases: [(&[u8], TarError); 5] = [
+        let cases: [(&[u8], TarError); 4] = [
             (b"/etc/passwd", TarError::AbsoluteName),
             (b"sg00/../../x", TarError::ParentComponent),
             (b"..", TarError::ParentComponent),
             (b"./", TarError::EmptyName),
-            (b"bad\xff.bin", TarError::NameNotUtf8),
         ];
         for (name, want) in cases {
             // "./" alone is a directory by its trailing slash; use typeflag 0 and no slash test.
@@ -1274,6 +1372,104 @@ mod tests {
         let mut tar = entry("a", b"1");
         tar.extend([0u8; 100]);
         assert_eq!(walk(&tar).unwrap_err().kind, ErrorKind::Truncated);
+
+        // The stream ends inside the zero padding after the last body (or right after the
+        // body): no end-of-archive blocks, a warning, as Go's reader reads it.
+        for cut in [1, 2, 100, 511] {
+            let tar = &entry("a", b"1")[..512 + cut];
+            let (w, warnings, after) = walk(tar).unwrap();
+            assert_eq!(w, [("a".into(), b"1".to_vec())], "cut {cut}");
+            assert_eq!(
+                (warnings, after),
+                (std::vec![TarWarning::MissingEndOfArchive], AfterEnd::default()),
+                "cut {cut}"
+            );
+        }
+        // A body cut short stays an error.
+        let tar = &entry("a", b"12")[..513];
+        assert_eq!(walk(tar).unwrap_err().kind, ErrorKind::Truncated);
+    }
+
+    /// Raw names and bodies; warnings with the member each names.
+    type Named = (Vec<(Vec<u8>, Vec<u8>)>, Vec<(TarWarning, String)>);
+
+    /// Every warning with the member it names.
+    fn walk_named(tar: &[u8], raw: bool) -> Result<Named, Error> {
+        let stream = Decoder::sniff(tar, 0, DEFAULT_MAX_INFLATED)?;
+        let mut reader: TarReader<_, 256, 512> = TarReader::new(stream);
+        reader.set_raw_names(raw);
+        let mut warnings = Vec::new();
+        let mut sink = |w: &Warning| {
+            if let WarningKind::Tar(t) = w.kind {
+                warnings.push((t, String::from(w.member.as_str())))
+            }
+        };
+        let mut out = Vec::new();
+        while let Some(mut m) = reader.next_member(&mut sink)? {
+            let mut data = std::vec![0u8; m.size() as usize];
+            let mut at = 0;
+            while at < data.len() {
+                at += m.read(&mut data[at..])?;
+            }
+            assert_eq!(m.name_is_utf8(), core::str::from_utf8(m.name_bytes()).is_ok());
+            if m.name_is_utf8() {
+                assert_eq!(m.name().as_bytes(), m.name_bytes());
+            } else {
+                assert_eq!(m.name(), "");
+            }
+            out.push((m.name_bytes().to_vec(), data));
+        }
+        reader.drain(&mut sink)?;
+        Ok((out, warnings))
+    }
+
+    #[test]
+    fn sparse_members_are_skipped_with_a_warning_naming_them() {
+        // Old GNU `S` with one extension block (isextended set in the header), then a body.
+        let mut s = header_with(b"sparse.bin", 600, b'S', Magic::Gnu, b"");
+        s[GNU_IS_EXTENDED] = 1;
+        seal(&mut s);
+        let mut tar = s.to_vec();
+        let mut ext = [0u8; 512];
+        ext[0..4].copy_from_slice(b"0001"); // an extension block is no header: any bytes
+        tar.extend(ext);
+        tar.extend(body(&[b's'; 600]));
+        // PAX 1.0 sparse: the real name in GNU.sparse.name, a placeholder path.
+        tar.extend(pax(b'x', &[("GNU.sparse.major", "1"), ("GNU.sparse.name", "real.bin")]));
+        let mut p = header("GNUSparseFile.0/real.bin", 3, b'0').to_vec();
+        p.extend(body(b"map"));
+        tar.extend(p);
+        tar.extend(entry("after.json", b"{}"));
+        tar.extend(end());
+        let (w, warnings) = walk_named(&tar, false).unwrap();
+        assert_eq!(w, [(b"after.json".to_vec(), b"{}".to_vec())]);
+        assert_eq!(
+            warnings,
+            [(TarWarning::SparseSkipped, "sparse.bin".into()), (TarWarning::SparseSkipped, "real.bin".into())]
+        );
+        // Without its extension block the archive is cut short.
+        let mut s = header_with(b"sparse.bin", 0, b'S', Magic::Gnu, b"");
+        s[GNU_IS_EXTENDED] = 1;
+        seal(&mut s);
+        assert_eq!(walk(&s).unwrap_err().kind, ErrorKind::Truncated);
+    }
+
+    #[test]
+    fn names_that_are_not_utf8_are_skipped_or_yielded_raw() {
+        let mut tar = header_with(b"bad\xff.bin", 2, b'0', Magic::Posix, b"").to_vec();
+        tar.extend(body(b"hi"));
+        tar.extend(entry("ok.json", b"{}"));
+        tar.extend(end());
+        let (w, warnings) = walk_named(&tar, false).unwrap();
+        assert_eq!(w, [(b"ok.json".to_vec(), b"{}".to_vec())]);
+        assert_eq!(warnings, [(TarWarning::NameNotUtf8, "bad?.bin".into())]);
+        let (w, warnings) = walk_named(&tar, true).unwrap();
+        assert_eq!(w, [(b"bad\xff.bin".to_vec(), b"hi".to_vec()), (b"ok.json".to_vec(), b"{}".to_vec())]);
+        assert!(warnings.is_empty());
+        // Unsafe stays unsafe whatever the encoding.
+        let mut tar = header_with(b"/\xff", 0, b'0', Magic::Posix, b"").to_vec();
+        tar.extend(end());
+        assert_eq!(tar_kind(&walk_named(&tar, true).unwrap_err()), TarError::AbsoluteName);
     }
 
     #[test]

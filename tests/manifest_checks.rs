@@ -496,3 +496,37 @@ fn engine_dma_checks() {
     let plain = parse::<EngineJson>(good.as_bytes(), "sg00/PE.json").unwrap();
     assert_eq!(plain.entries.descs[0].to_kbin_dtype(), None, "absent, not defaulted in the struct");
 }
+
+/// The runtime parses a whole document (simdjson) before it reads a key: a document that is
+/// not valid JSON gets the syntax error, wherever it is, never the schema error met first.
+#[test]
+fn a_schema_error_does_not_hide_a_syntax_error() {
+    let json = |e: &Error| match e.kind {
+        ErrorKind::Json(j) => j,
+        other => panic!("expected a JSON syntax error, got {other:?} ({e})"),
+    };
+    // A def.json that is an array cut short: the schema refuses `[` first.
+    let e = def("[1,").0.unwrap_err();
+    assert_eq!((json(&e), e.offset), (neff::json::JsonError::UnexpectedEnd, 3), "{e}");
+    // Trailing garbage after the closing brace of a document with a schema error inside.
+    let e = kelf(r#"{"nodes": 5} x"#).unwrap_err();
+    assert_eq!((json(&e), e.offset, e.key_path.as_str()), (neff::json::JsonError::TrailingData, 13, ""), "{e}");
+    // Trailing data: a second value after the document.
+    let e = kelf(r#"{"nodes": 5} {}"#).unwrap_err();
+    assert_eq!((json(&e), e.offset), (neff::json::JsonError::TrailingData, 13), "{e}");
+    // A syntax error deep inside the rest of the document, past the schema error.
+    let e = kelf(r#"{"nodes": 5, "x": [{"a": [1, 2,]}]}"#).unwrap_err();
+    assert!(matches!(e.kind, ErrorKind::Json(_)), "{e}");
+    assert_eq!(e.offset, 31, "{e}");
+    // Valid JSON with the same schema error: the schema error, unchanged (offset, key path).
+    let valid = r#"{"nodes": 5, "x": [{"a": [1, 2]}]}"#;
+    let e = kelf(valid).unwrap_err();
+    assert!(!matches!(e.kind, ErrorKind::Json(_)), "{e}");
+    // (the missing `version`, found at the closing brace)
+    assert_eq!((e.offset, e.key_path.as_str()), (valid.len() as u64 - 1, "version"), "{e}");
+    // Also when the schema error comes mid-document, inside containers.
+    let e = neff(&NEFF.replace(r#""arg_nodes":[0]"#, r#""arg_nodes":[-1]"#)).0.unwrap_err();
+    assert_eq!(msg(&e), "arg_nodes[0]: expected an unsigned integer, found negative integer");
+    let e = neff(&NEFF.replace(r#""arg_nodes":[0]"#, r#""arg_nodes":[-1, [}]"#)).0.unwrap_err();
+    assert!(matches!(e.kind, ErrorKind::Json(_)), "{e}");
+}

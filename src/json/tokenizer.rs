@@ -261,6 +261,11 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
         self.pos
     }
 
+    /// The fault that spent the tokenizer, if any (every later call repeats it).
+    pub fn fault(&self) -> Option<Fault> {
+        self.fault
+    }
+
     /// How many containers are open now (1 right after the top-level `BeginObject`).
     pub fn depth(&self) -> u16 {
         self.depth

@@ -520,15 +520,60 @@ pub fn read_tagged<T: JsonValue, R: BufRead, const S: usize, const D: u16>(
 }
 
 /// Reads a whole document into `value` and checks that nothing follows it.
+///
+/// A schema or semantic error does not hide a syntax error: the runtime parses the whole
+/// document (simdjson) before it looks at any key, so for a document that is not valid JSON
+/// it reports the syntax error. After such an error the rest of the document is skipped
+/// through the tokenizer; a JSON syntax fault anywhere in it (or data after it) is returned
+/// instead, at its own offset (with an empty key path: the skip keeps none); otherwise the
+/// schema error is returned unchanged. An error of the tokenizer itself (syntax, depth,
+/// capacity, the stream) is returned as it is.
 pub fn read_document<T: JsonValue, R: BufRead, const S: usize, const D: u16>(
     cx: &mut Cx<'_, R, S, D>,
     value: &mut T,
 ) -> Result<(), Error> {
-    read(cx, value, Lim::NONE)?;
+    if let Err(schema) = read(cx, value, Lim::NONE) {
+        if cx.tok.fault().is_some() {
+            return Err(schema);
+        }
+        return Err(match skip_rest(cx) {
+            Some(fault) => {
+                // The skip keeps no key path: the syntax error's is the document's root.
+                cx.ctx.path = KeyPath::new();
+                cx.ctx.fault(fault)
+            }
+            None => schema,
+        });
+    }
     match cx.tok.next(cx.src) {
         Ok(Event::End) => Ok(()),
         Ok(_) => Err(cx.error(ErrorKind::Json(JsonError::TrailingData))),
         Err(f) => Err(cx.ctx.fault(f)),
+    }
+}
+
+/// Skips the rest of the document from wherever reading stopped (maybe inside containers:
+/// the tokenizer's depth says how many are open) and checks that nothing follows it.
+/// Returns the JSON syntax fault found, if any; a fault of another kind (the stream) is no
+/// verdict on the document's syntax and gives `None`.
+fn skip_rest<R: BufRead, const S: usize, const D: u16>(cx: &mut Cx<'_, R, S, D>) -> Option<Fault> {
+    let outcome = (|| -> Result<Option<JsonError>, Fault> {
+        // Each round either skips one value or closes one container: the document is finite.
+        while cx.tok.depth() > 0 {
+            if !cx.tok.skip_value(cx.src)? {
+                cx.tok.next(cx.src)?;
+            }
+        }
+        match cx.tok.next(cx.src)? {
+            Event::End => Ok(None),
+            _ => Ok(Some(JsonError::TrailingData)),
+        }
+    })();
+    match outcome {
+        Ok(None) => None,
+        Ok(Some(trailing)) => Some(Fault::json(cx.tok.offset(), trailing)),
+        Err(f) if matches!(f.kind, ErrorKind::Json(_)) => Some(f),
+        Err(_) => None,
     }
 }
 

@@ -22,10 +22,11 @@ use crate::source::InputSource;
 pub trait Visitor {
     /// Called once, after the header gates passed.
     fn header(&mut self, header: &HeaderView) -> Result<(), CliError>;
-    /// Called for each regular-file member. `body` yields exactly `size` bytes unless the
+    /// Called for each regular-file member, by its name as the archive stores it (a name
+    /// that is not UTF-8 included: such a member is walked too). `body` yields exactly `size` bytes unless the
     /// archive is damaged, in which case a read fails; map such failures with
     /// [`body_error`].
-    fn member(&mut self, name: &str, size: u64, body: &mut dyn Read) -> Result<(), CliError>;
+    fn member(&mut self, name: &[u8], size: u64, body: &mut dyn Read) -> Result<(), CliError>;
 }
 
 /// What a walk saw.
@@ -94,10 +95,11 @@ pub fn walk(src: InputSource, file_size: u64, visitor: &mut dyn Visitor) -> Resu
     };
     let mut archive =
         open_archive(src, file_size, &OpenOptions::default(), Inflation::for_this_host(file_size), &mut sink)?;
+    archive.set_raw_names(true);
     visitor.header(&HeaderView::from(archive.header()))?;
     let mut summary = WalkSummary::default();
     while let Some(mut member) = archive.next_member(&mut sink)? {
-        let name = member.name().to_owned();
+        let name = member.name_bytes().to_owned();
         let size = member.size();
         visitor.member(&name, size, &mut Body(&mut member))?;
         summary.members += 1;

@@ -302,3 +302,46 @@ fn a_member_named_header_json_is_refused() {
     let line = assert_one_line_error(&out, 1);
     assert!(line.contains("header.json"), "{line}");
 }
+
+/// A ustar member `name` (raw bytes, up to 100) with `body`, its checksum sealed.
+fn raw_named_member(name: &[u8], body: &[u8]) -> Vec<u8> {
+    let placeholder = "n".repeat(name.len());
+    let mut m = raw_tar_member(&placeholder, body, b'0');
+    m[..name.len()].copy_from_slice(name);
+    m[148..156].fill(b' ');
+    let sum: u32 = m[..512].iter().map(|&b| u32::from(b)).sum();
+    m[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
+    m
+}
+
+#[test]
+fn unpack_writes_a_member_whose_name_is_not_utf8_under_its_raw_name() {
+    use std::os::unix::ffi::OsStrExt;
+    let raw: &[u8] = b"sg00/hi\x80\x81\x82\x83bye";
+    let mut tar_stream = raw_tar_member("kelf-0.json", b"{}", b'0');
+    tar_stream.extend(raw_named_member(raw, b"raw body"));
+    tar_stream.extend([0u8; 1024]);
+    let f = tempfile::NamedTempFile::new().unwrap();
+    fs::write(f.path(), neff_around_tar(&tar_stream)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out = neff_p(&[&"unpack", &f.path(), &"-o", &dir.path()]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let path = dir.path().join(std::ffi::OsStr::from_bytes(raw));
+    assert_eq!(fs::read(&path).unwrap(), b"raw body", "written under its raw name");
+    assert_eq!(fs::read_dir(dir.path().join("sg00")).unwrap().count(), 1);
+
+    // Still never outside DIR: a `..` component is refused whatever the encoding.
+    for evil in [&b"\xff/../../evil\xfe"[..], b"../\xffevil"] {
+        let mut tar_stream = raw_tar_member("kelf-0.json", b"{}", b'0');
+        tar_stream.extend(raw_named_member(evil, b"owned"));
+        tar_stream.extend([0u8; 1024]);
+        fs::write(f.path(), neff_around_tar(&tar_stream)).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let out_dir = dir.path().join("out");
+        let out = neff_p(&[&"unpack", &f.path(), &"-o", &out_dir]);
+        let line = assert_one_line_error(&out, 1);
+        assert!(line.contains("'..' component"), "{line}");
+        assert_eq!(files_under(&out_dir), ["kelf-0.json"], "{evil:?}");
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1, "only out/ in the parent");
+    }
+}

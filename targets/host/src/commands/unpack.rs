@@ -6,10 +6,13 @@
 //! are created one level at a time); files are created with `create_new`, so nothing that
 //! was in DIR before is overwritten and no dangling symlink is followed. A member that occurs
 //! twice is rewritten (the later copy wins, as in the runtime's member map) with a warning.
-//! Each body streams to its file through one fixed buffer.
+//! A name that is not UTF-8 (no manifest can name it, but it is in the archive) is written
+//! under its raw bytes on Unix, with the same checks; elsewhere it is refused. Messages show
+//! it lossy. Each body streams to its file through one fixed buffer.
 #![deny(clippy::arithmetic_side_effects)]
 
 use std::collections::HashSet;
+use std::ffi::OsStr;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
@@ -63,28 +66,61 @@ impl std::error::Error for UnsafePath {}
 /// output directory. Accepted paths are relative and made of normal components only: joined
 /// with `/`, the components are the path again.
 pub fn safe_components(name: &str) -> Result<Vec<&str>, UnsafePath> {
+    safe_components_raw(name.as_bytes())?;
+    Ok(name.split('/').collect())
+}
+
+/// [`safe_components`] over a member name's raw bytes (which need not be UTF-8).
+pub fn safe_components_raw(name: &[u8]) -> Result<Vec<&[u8]>, UnsafePath> {
     if name.is_empty() {
         return Err(UnsafePath::Empty);
     }
-    if name.starts_with('/') {
+    if name.starts_with(b"/") {
         return Err(UnsafePath::Absolute);
     }
-    if name.contains('\\') {
+    if name.contains(&b'\\') {
         return Err(UnsafePath::Backslash);
     }
-    if name.contains('\0') {
+    if name.contains(&0) {
         return Err(UnsafePath::Nul);
     }
-    let parts: Vec<&str> = name.split('/').collect();
+    let parts: Vec<&[u8]> = name.split(|&b| b == b'/').collect();
     for part in &parts {
         match *part {
-            "" => return Err(UnsafePath::EmptyComponent),
-            "." => return Err(UnsafePath::DotComponent),
-            ".." => return Err(UnsafePath::ParentComponent),
+            b"" => return Err(UnsafePath::EmptyComponent),
+            b"." => return Err(UnsafePath::DotComponent),
+            b".." => return Err(UnsafePath::ParentComponent),
             _ => {}
         }
     }
     Ok(parts)
+}
+
+/// A path component from a member name's raw bytes: as they are on Unix; elsewhere only UTF-8.
+fn os_component<'a>(shown: &str, part: &'a [u8]) -> Result<&'a OsStr, CliError> {
+    #[cfg(unix)]
+    {
+        let _ = shown;
+        Ok(std::os::unix::ffi::OsStrExt::from_bytes(part))
+    }
+    #[cfg(not(unix))]
+    {
+        std::str::from_utf8(part).map(OsStr::new).map_err(|_| {
+            CliError::rejected(format!("{shown}: a member name that is not UTF-8 has no path on this host"))
+        })
+    }
+}
+
+/// A path relative to DIR, as raw bytes (the key that tells a repeated member).
+fn rel_bytes(rel: &Path) -> Vec<u8> {
+    #[cfg(unix)]
+    {
+        std::os::unix::ffi::OsStrExt::as_bytes(rel.as_os_str()).to_vec()
+    }
+    #[cfg(not(unix))]
+    {
+        rel.to_string_lossy().into_owned().into_bytes()
+    }
 }
 
 /// Writes members under `root` as they stream past.
@@ -92,7 +128,7 @@ pub struct Unpacker {
     root: PathBuf,
     header: Option<HeaderView>,
     members: Vec<String>,
-    written: HashSet<String>,
+    written: HashSet<Vec<u8>>,
     made_dirs: HashSet<PathBuf>,
     buffer: Vec<u8>,
 }
@@ -111,16 +147,16 @@ impl Unpacker {
     }
 
     /// The member paths written, in archive order (a repeated member is listed once, at
-    /// its first position).
+    /// its first position; a name that is not UTF-8 shown lossy).
     pub fn members(&self) -> &[String] {
         &self.members
     }
 
     /// Creates (or walks into) the directories of `parts[..last]`, refusing symlinks.
-    fn parent_dir(&mut self, name: &str, parts: &[&str]) -> Result<PathBuf, CliError> {
+    fn parent_dir(&mut self, name: &str, parts: &[&[u8]]) -> Result<PathBuf, CliError> {
         let mut dir = self.root.clone();
         for part in parts {
-            dir.push(part);
+            dir.push(os_component(name, part)?);
             match fs::symlink_metadata(&dir) {
                 Ok(meta) if meta.file_type().is_symlink() => {
                     return Err(CliError::Path {
@@ -151,11 +187,11 @@ impl Unpacker {
     }
 
     fn made_by_us(&self, path: &Path) -> bool {
-        path.strip_prefix(&self.root).ok().and_then(|rel| rel.to_str()).is_some_and(|rel| self.written.contains(rel))
+        path.strip_prefix(&self.root).ok().is_some_and(|rel| self.written.contains(&rel_bytes(rel)))
     }
 
-    fn create(&mut self, name: &str, path: &Path) -> Result<File, CliError> {
-        if self.written.contains(name) {
+    fn create(&mut self, name: &str, raw: &[u8], path: &Path) -> Result<File, CliError> {
+        if self.written.contains(raw) {
             print_warning(&format!("{name}: duplicate member: the later copy replaces the earlier one"));
             // We made this regular file ourselves; still never follow a symlink put there since.
             let meta = fs::symlink_metadata(path).map_err(|e| CliError::path(path, &e))?;
@@ -186,8 +222,10 @@ impl Visitor for Unpacker {
         Ok(())
     }
 
-    fn member(&mut self, name: &str, size: u64, body: &mut dyn Read) -> Result<(), CliError> {
-        let parts = safe_components(name).map_err(|why| {
+    fn member(&mut self, raw: &[u8], size: u64, body: &mut dyn Read) -> Result<(), CliError> {
+        let shown = String::from_utf8_lossy(raw);
+        let name: &str = &shown;
+        let parts = safe_components_raw(raw).map_err(|why| {
             CliError::rejected_with_hint(format!("{name}: {why}"), "unpack writes only inside the output directory")
         })?;
         if name == HEADER_JSON {
@@ -198,8 +236,8 @@ impl Visitor for Unpacker {
         let (file_name, dirs) =
             parts.split_last().ok_or_else(|| CliError::rejected(format!("{name}: empty member path")))?;
         let dir = self.parent_dir(name, dirs)?;
-        let path = dir.join(file_name);
-        let mut file = self.create(name, &path)?;
+        let path = dir.join(os_component(name, file_name)?);
+        let mut file = self.create(name, raw, &path)?;
         let mut copied = 0u64;
         loop {
             let n = body.read(&mut self.buffer).map_err(|e| body_error(name, &e))?;
@@ -215,7 +253,7 @@ impl Visitor for Unpacker {
                 "{name}: unexpected end of input: {copied} of {size} bytes (byte {copied})"
             )));
         }
-        if self.written.insert(name.to_owned()) {
+        if self.written.insert(raw.to_owned()) {
             self.members.push(name.to_owned());
         }
         Ok(())
