@@ -91,7 +91,7 @@ done
 if [ -d targets/qemu-m4 ]; then
   step "firmware image under qemu-system-arm (Cortex-M4, mps2-an386)"
   # The image embeds the real NEFFs from ../shared, which is never copied into the repository.
-  if [ -d ../shared/fixtures/public/nkipy ]; then
+  if [ -d ../shared/fixtures/public/nkipy ] && [ -d ../shared/fixtures/public/trainium-kernel-fusion ]; then
     (cd targets/qemu-m4 && cargo build --release)
     # The run takes about a second; the timeout turns a hung emulator into a failure.
     (cd targets/qemu-m4 && timeout 120 cargo run --release)
@@ -115,7 +115,10 @@ if [ -d targets/qemu-m4 ]; then
     expect_line 'WARN  matmul_small-unknown-dtype.neff (variant): Warning { stage: DefJson, member: "sg00/def.json", key_path: "var.output0.dtype", offset: 3562, offset_base: Member, kind: Manifest(UnknownValue { key: "dtype", value: "float99" }) }'
     expect_line 'ERROR matmul_small-size-as-string.neff (variant, must be rejected): rejected: Error { stage: DefJson, member: "sg00/def.json", key_path: "var.output0.size", offset: 3461, offset_base: Member, kind: Manifest(WrongType { expected: UnsignedInteger, found: String, message: "" }) }'
     expect_line 'INFO  matmul_small.neff: summary: LoadReport { device_arch: Some(Cayman), target: "cayman", subgraphs: 2, payloads: 24, placed: 24, bytes_placed: 186368, inputs: 2, outputs: 1, manifests: 18, released: 0, warnings: 0, inflated_bytes: 356864, compressed_bytes: 53601, members: 72, padding_bytes: 7839, trailing_bytes: 0, integrity: Some(NotRequested), arena_peak: 3547 }'
-    expect_line 'firmware: 5 passed, 0 failed'
+    # The bf16 real NEFF: its `<V2` weights load on the controller, every digest checked.
+    expect_line 'INFO  trainium-kernel-fusion/baseline_bf16_s512: summary: LoadReport { device_arch: Some(Cayman), target: "cayman", subgraphs: 2, payloads: 24, placed: 24, bytes_placed: 292672, inputs: 3, outputs: 1, manifests: 17, released: 0, warnings: 0, inflated_bytes: 434688, compressed_bytes: 39900, members: 67, padding_bytes: 1060, trailing_bytes: 0, integrity: Some(NotRequested), arena_peak: 3470 }'
+    expect_line 'INFO  trainium-kernel-fusion/baseline_bf16_s512: OK: 67 members, 24 payloads placed, 292672 bytes placed, 24 digests checked (report and device), 0 warnings, arena 3470 of 55296 bytes'
+    expect_line 'firmware: 6 passed, 0 failed'
   elif [ "${CI:-}" = true ]; then
     echo "error: ../shared/fixtures is absent: the firmware image needs the real NEFFs under CI" >&2
     exit 1

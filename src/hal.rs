@@ -174,6 +174,11 @@ pub trait Hal {
 
     /// The architecture the load's target gate compares with: [`Hal::arch`], or `None` for a
     /// device that stands for no hardware ([`NullDevice`] without an arch).
+    ///
+    /// The loader asks when it binds, once the archive is read: the target gate and the
+    /// target's rules apply there, and nothing before needs the arch. So a device may learn
+    /// its arch while the NEFF streams past (the host's `neff load` without `--arch` takes the
+    /// KELF target as it is read).
     fn device_arch(&self) -> Option<Arch> {
         Some(self.arch())
     }

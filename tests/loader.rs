@@ -1153,3 +1153,62 @@ fn a_missing_activation_table_is_named_by_its_own_key() {
         assert_eq!((e.stage, e.member.as_str(), e.key_path.as_str()), (Stage::Chain, "sg00/exp_and_others.json", key));
     }
 }
+
+/// A simulated device whose arch turns from `before` to `after` at its first allocation
+/// (as a device learning its arch from the NEFF as it streams would).
+struct Turning<'m> {
+    dev: SimDevice<'m>,
+    before: Arch,
+    after: Arch,
+    allocated: bool,
+}
+
+impl neff::hal::Hal for Turning<'_> {
+    fn arch(&self) -> Arch {
+        if self.allocated {
+            self.after
+        } else {
+            self.before
+        }
+    }
+    fn alloc(&mut self, req: &neff::hal::AllocRequest) -> Result<neff::hal::RegionId, neff::hal::HalError> {
+        self.allocated = true;
+        self.dev.alloc(req)
+    }
+    fn write(&mut self, r: neff::hal::RegionId, off: u64, bytes: &[u8]) -> Result<(), neff::hal::HalError> {
+        self.dev.write(r, off, bytes)
+    }
+    fn adopt(
+        &mut self,
+        staged: neff::hal::RegionId,
+        req: &neff::hal::AllocRequest,
+    ) -> Result<neff::hal::RegionId, neff::hal::HalError> {
+        self.dev.adopt(staged, req)
+    }
+    fn release(&mut self, r: neff::hal::RegionId) -> Result<(), neff::hal::HalError> {
+        self.dev.release(r)
+    }
+    fn address(&self, r: neff::hal::RegionId) -> Result<u64, neff::hal::HalError> {
+        self.dev.address(r)
+    }
+}
+
+#[test]
+fn the_device_arch_is_asked_when_binding() {
+    let Some(bytes) = common::fixture_bytes("public/nkipy/matmul_small.neff") else { return };
+    // The gate and the report take the arch the device has once the archive is read, not the
+    // one it had when the load began: the host's `load` learns it from the KELF on the way.
+    for (before, after, want) in [
+        (Arch::Sunda, Arch::Cayman, Ok(())),
+        (Arch::Cayman, Arch::Sunda, Err(ManifestError::ArchMismatch { neff: 3, device: 2 })),
+    ] {
+        let mut memory = vec![0u8; 32 << 20];
+        let mut dev = Turning { dev: SimDevice::new(&mut memory, before), before, after, allocated: false };
+        let mut sink = |_: &Warning| {};
+        let mut archive =
+            Archive::<&[u8]>::open(&bytes, Some(bytes.len() as u64), &OpenOptions::default(), &mut sink).unwrap();
+        let (result, report) = run(&mut archive, Some(&mut dev), None, LoadOptions::default(), TEST_ARENA, &mut sink);
+        assert_eq!(result.map_err(|e| e.kind), want.map_err(ErrorKind::Manifest), "{before:?} then {after:?}");
+        assert_eq!(report.summary.device_arch, Some(after), "{before:?} then {after:?}");
+    }
+}

@@ -131,6 +131,7 @@ impl Loader<'_> {
         observer: &mut impl Observer,
         sink: &mut Counting<'_, S>,
     ) -> Result<(), Error> {
+        self.device_arch = hal.device_arch();
         self.choose_kelfs(sink)?;
         self.check_manifests(sink)?;
         self.place_all(hal, sink)?;

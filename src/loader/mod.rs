@@ -300,13 +300,13 @@ impl<'a> Loader<'a> {
         self.reset(hal.device_arch(), archive.header().lnc_size);
         self.neff_name = chain::MemberText::from_bytes_lossy(archive.header().name().0);
         report.clear();
-        report.device_arch = self.device_arch;
         let mut sink = Counting { sink, count: 0 };
         let result = self.walk(archive, hal, report, observer, &mut sink).and_then(|()| {
             let finish = archive.finish(&mut sink)?;
             report.finish(&finish);
             self.bind(hal, report, observer, &mut sink)
         });
+        report.device_arch = self.device_arch;
         report.warnings = sink.count;
         (report.inputs, report.outputs) = self.io_counts;
         report.arena_peak = self.arena.peak() as u64;

@@ -354,7 +354,10 @@ fn neff_inline(neff: &Path) {
     use neff_cli::source::{FileSource, InputSource};
     let source = FileSource::open(neff).unwrap();
     let size = source.size();
-    let target = Target::DigestOnly { arch: neff::manifest::Arch::Cayman, capacity: 64 << 30 };
+    let target = Target::DigestOnly {
+        arch: neff_cli::loading::DeviceArch::Pinned(neff::manifest::Arch::Cayman),
+        capacity: 64 << 30,
+    };
     let pass =
         run_with(InputSource::File(source), size, target, false, Inflation::Inline).unwrap_or_else(|e| panic!("{}", e));
     assert!(pass.report.inflated_bytes > 0);

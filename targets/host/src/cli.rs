@@ -66,8 +66,8 @@ pub struct CheckArgs {
 pub struct LoadArgs {
     /// The NEFF file (default: the built-in sample).
     pub file: Option<PathBuf>,
-    /// The simulated device's arch (sunda|v2, cayman|v3, mariana|v4; default: cayman, a Trn2).
-    /// The NEFF's KELF target must match it.
+    /// Pins the simulated device's arch (sunda|v2, cayman|v3, mariana|v4); the NEFF's KELF
+    /// target must match it. Default: the NEFF's own KELF target (cayman, a Trn2, for `*`).
     #[arg(long, value_enum)]
     pub arch: Option<Arch>,
     /// Size of the simulated device memory, in host memory: bytes, or with a suffix K, M, G

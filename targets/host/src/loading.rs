@@ -8,12 +8,21 @@
 //! what `info` prints. The input streams through the source's fixed buffer and is inflated by
 //! zlib-rs, in a thread of its own on a host with two cores or more ([`crate::inflate`]); what
 //! grows with the NEFF is the simulated device's memory and, for `info`, the collected tables.
+//!
+//! The simulated device of a `load` has the arch `--arch` pins, or else the NEFF's own: the
+//! target of the chain's first KELF ([`DeviceArch::NeffTarget`]). That target is known only
+//! once the KELF has streamed past, and the loader needs the device's arch only when it binds,
+//! after the archive (the target gate and the target's rules apply there; see
+//! [`neff::hal::Hal::device_arch`]). So the arch is learnt on the way, in the one pass: the
+//! observer notes the chain's first KELF target as `neff.json` and the KELFs are read
+//! ([`Collected::neff_target`]), and the device ([`LearntArch`]) answers with it when asked.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use neff::archive::OpenOptions;
-use neff::hal::{RegionId, USAGE_CLASS_COUNT};
+use neff::hal::{AllocRequest, Hal, HalError, RegionId, USAGE_CLASS_COUNT};
 use neff::loader::{
     LoadOptions, LoadReport, Loader, Manifest, Observer, PayloadReport, PayloadState, Storage, SubgraphReport,
 };
@@ -44,6 +53,9 @@ pub const DEFERRED_SLOTS: usize = 4096;
 /// The simulated device on the host.
 pub type HostDevice<'m> = SimDevice<'m, DEVICE_REGIONS>;
 
+/// The arch of a simulated device whose NEFF's target is `*` (or which has no KELF): a Trn2.
+pub const DEFAULT_ARCH: Arch = Arch::Cayman;
+
 /// Where the payloads go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Target {
@@ -53,17 +65,49 @@ pub enum Target {
     /// A simulated device storing every byte in `bytes` of host memory.
     Memory {
         /// The device's arch.
-        arch: Arch,
+        arch: DeviceArch,
         /// Its memory size.
         bytes: u64,
     },
     /// A simulated device keeping allocation records and digests only.
     DigestOnly {
         /// The device's arch.
-        arch: Arch,
+        arch: DeviceArch,
         /// Its address-space size.
         capacity: u64,
     },
+}
+
+/// Which arch a simulated device has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeviceArch {
+    /// This one, whatever the NEFF (`--arch`): the KELF target gate applies.
+    Pinned(Arch),
+    /// The NEFF's own: the target of its chain's first KELF, learnt as the KELF is read
+    /// ([`DEFAULT_ARCH`] for a target `*`).
+    NeffTarget,
+}
+
+/// Where a simulated device's arch came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArchSource {
+    /// `--arch`.
+    Pinned,
+    /// The NEFF's KELF target.
+    NeffTarget,
+    /// [`DEFAULT_ARCH`]: the NEFF's target is `*` (any arch), or it has none.
+    Default,
+}
+
+impl ArchSource {
+    /// The name in `load --json` (`device.arch_source`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ArchSource::Pinned => "--arch",
+            ArchSource::NeffTarget => "neff-target",
+            ArchSource::Default => "default",
+        }
+    }
 }
 
 /// The simulated device after a load.
@@ -73,6 +117,8 @@ pub struct DeviceSummary {
     pub mode: &'static str,
     /// The device's arch.
     pub arch: Arch,
+    /// Where it came from.
+    pub arch_source: ArchSource,
     /// Its size in bytes.
     pub capacity: u64,
     /// Bytes live at the end.
@@ -92,6 +138,8 @@ pub struct KelfInfo {
     pub target: Option<String>,
     /// The `al_hal_tpb_arch_type` value; `None` for `*`.
     pub arch: Option<u32>,
+    /// The arch of the target; `None` for `*`.
+    pub target_arch: Option<Arch>,
     /// `(name, definition)` of each graph, in order.
     pub graphs: Vec<(String, String)>,
 }
@@ -369,6 +417,14 @@ impl Collected {
         &mut self.pending
     }
 
+    /// The NEFF's own target as far as it is read: the target of the chain's first KELF
+    /// ([`chain_kelfs`]); `None` for `*`, or while that KELF is not read yet. Once the
+    /// archive is read, the target the loader binds with.
+    pub fn neff_target(&self) -> Option<Arch> {
+        let first = chain_kelfs(self).into_iter().next()?;
+        self.kelfs.get(&first)?.target_arch
+    }
+
     fn take_pending(&mut self, member: &str) -> Pending {
         let p = std::mem::take(&mut self.pending);
         if p.member == member {
@@ -450,6 +506,7 @@ impl Observer for Collected {
                     version: doc.version.to_string(),
                     target: doc.target.as_ref().map(|t| t.to_string()),
                     arch: doc.arch_value().map(Arch::value),
+                    target_arch: doc.arch_value(),
                     graphs: pending.graphs,
                 };
                 self.kelfs.insert(member.to_owned(), info);
@@ -517,6 +574,109 @@ impl Observer for Collected {
             bytes_by_usage: s.bytes_by_usage,
         });
     }
+}
+
+/// The observer of a load onto a device: [`Collected`], which also notes the NEFF's target
+/// in `target` each time `neff.json` or a KELF is read (the device answers with it).
+struct Learning<'a> {
+    collected: &'a mut Collected,
+    target: &'a Cell<Option<Arch>>,
+}
+
+impl Observer for Learning<'_> {
+    fn manifest(&mut self, member: &str, manifest: Manifest<'_>) {
+        self.collected.manifest(member, manifest);
+        if matches!(manifest, Manifest::Neff(_) | Manifest::Kelf(_)) {
+            self.target.set(self.collected.neff_target());
+        }
+    }
+    fn entry(&mut self, member: &str, entry: &Entry<'_>) {
+        self.collected.entry(member, entry);
+    }
+    fn io_tensor(&mut self, tensor: &IoTensor<'_>) {
+        self.collected.io_tensor(tensor);
+    }
+    fn payload(&mut self, payload: &PayloadReport<'_>) {
+        self.collected.payload(payload);
+    }
+    fn subgraph(&mut self, subgraph: &SubgraphReport<'_>) {
+        self.collected.subgraph(subgraph);
+    }
+}
+
+/// The simulated device with its arch pinned, or learnt from the NEFF as it streams
+/// ([`DeviceArch`]): the loader asks for the arch when it binds, after the KELF is read.
+struct LearntArch<'d, 'm> {
+    dev: &'d mut HostDevice<'m>,
+    arch: DeviceArch,
+    learnt: &'d Cell<Option<Arch>>,
+}
+
+impl LearntArch<'_, '_> {
+    /// The arch now, and where it comes from.
+    fn current(&self) -> (Arch, ArchSource) {
+        match (self.arch, self.learnt.get()) {
+            (DeviceArch::Pinned(arch), _) => (arch, ArchSource::Pinned),
+            (DeviceArch::NeffTarget, Some(arch)) => (arch, ArchSource::NeffTarget),
+            (DeviceArch::NeffTarget, None) => (DEFAULT_ARCH, ArchSource::Default),
+        }
+    }
+
+    fn summary(&self, mode: &'static str) -> DeviceSummary {
+        let (arch, arch_source) = self.current();
+        DeviceSummary {
+            mode,
+            arch,
+            arch_source,
+            capacity: self.dev.capacity(),
+            live_bytes: self.dev.live_bytes(),
+            peak_bytes: self.dev.peak_bytes(),
+            live_regions: self.dev.live_regions().count(),
+        }
+    }
+}
+
+impl Hal for LearntArch<'_, '_> {
+    fn arch(&self) -> Arch {
+        self.current().0
+    }
+    fn alloc(&mut self, req: &AllocRequest) -> Result<RegionId, HalError> {
+        self.dev.alloc(req)
+    }
+    fn write(&mut self, region: RegionId, offset: u64, bytes: &[u8]) -> Result<(), HalError> {
+        self.dev.write(region, offset, bytes)
+    }
+    fn adopt(&mut self, staged: RegionId, req: &AllocRequest) -> Result<RegionId, HalError> {
+        self.dev.adopt(staged, req)
+    }
+    fn release(&mut self, region: RegionId) -> Result<(), HalError> {
+        self.dev.release(region)
+    }
+    fn address(&self, region: RegionId) -> Result<u64, HalError> {
+        self.dev.address(region)
+    }
+    fn keeps_nothing(&self) -> bool {
+        self.dev.keeps_nothing()
+    }
+}
+
+/// Loads `archive` onto `sim`, its arch as `arch` says; the device's figures after.
+#[allow(clippy::too_many_arguments)]
+fn load_onto(
+    loader: &mut Loader<'_>,
+    archive: &mut neff::archive::Archive<crate::inflate::HostTar>,
+    sim: &mut HostDevice<'_>,
+    arch: DeviceArch,
+    mode: &'static str,
+    summary: &mut LoadReport,
+    collected: &mut Collected,
+    sink: &mut impl neff::error::WarningSink,
+) -> Result<DeviceSummary, CliError> {
+    let learnt = Cell::new(None);
+    let mut dev = LearntArch { dev: sim, arch, learnt: &learnt };
+    let mut observer = Learning { collected, target: &learnt };
+    loader.load(archive, &mut dev, summary, &mut observer, sink)?;
+    Ok(dev.summary(mode))
 }
 
 /// What one pass produced.
@@ -614,15 +774,17 @@ fn run_here(
             loader.check(&mut *archive, arch, &mut summary, &mut collected, &mut sink)?;
             None
         }
+        // The device's own arch field is the pinned one or the default; what the loader sees
+        // is the wrapper's (`LearntArch`), which may learn the NEFF's target.
         Target::Memory { arch, .. } => {
-            let mut dev: Box<HostDevice<'_>> = Box::new(SimDevice::new(&mut memory, arch));
-            loader.load(&mut *archive, &mut *dev, &mut summary, &mut collected, &mut sink)?;
-            Some(summary_of(&dev, "memory", arch))
+            let mut dev: Box<HostDevice<'_>> = Box::new(SimDevice::new(&mut memory, arch.initial()));
+            let (l, a, c) = (&mut *loader, &mut *archive, &mut collected);
+            Some(load_onto(l, a, &mut dev, arch, "memory", &mut summary, c, &mut sink)?)
         }
         Target::DigestOnly { arch, capacity } => {
-            let mut dev: Box<HostDevice<'_>> = Box::new(SimDevice::digest_only(capacity, arch));
-            loader.load(&mut *archive, &mut *dev, &mut summary, &mut collected, &mut sink)?;
-            Some(summary_of(&dev, "digest-only", arch))
+            let mut dev: Box<HostDevice<'_>> = Box::new(SimDevice::digest_only(capacity, arch.initial()));
+            let (l, a, c) = (&mut *loader, &mut *archive, &mut collected);
+            Some(load_onto(l, a, &mut dev, arch, "digest-only", &mut summary, c, &mut sink)?)
         }
     };
     let elapsed = started.elapsed();
@@ -641,14 +803,13 @@ fn run_here(
     Ok(Pass { header, report, collected, device, finish, elapsed, warnings })
 }
 
-fn summary_of(dev: &HostDevice<'_>, mode: &'static str, arch: Arch) -> DeviceSummary {
-    DeviceSummary {
-        mode,
-        arch,
-        capacity: dev.capacity(),
-        live_bytes: dev.live_bytes(),
-        peak_bytes: dev.peak_bytes(),
-        live_regions: dev.live_regions().count(),
+impl DeviceArch {
+    /// The arch before the NEFF says anything: the pinned one, or [`DEFAULT_ARCH`].
+    pub fn initial(self) -> Arch {
+        match self {
+            DeviceArch::Pinned(arch) => arch,
+            DeviceArch::NeffTarget => DEFAULT_ARCH,
+        }
     }
 }
 

@@ -57,8 +57,12 @@ const SPILL_SIZE: u64 = 16384;
 /// In which order members go into the tar.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MemberOrder {
-    /// As `neuronx-cc` writes: byte-wise sorted, `neff.json` last.
+    /// As `neuronx-cc` 2.21 and 2.23 write: byte-wise sorted, `neff.json` last.
     Real,
+    /// Byte-wise sorted, `neff.json` among the others (as `neuronx-cc` 2.0 and 2.18 write
+    /// for trn1: after `hlo_stats.json`, `info.json`, `kelf-0.json` and `metrics.json`, the
+    /// fifth member; spec §15.21).
+    Sorted,
     /// Manifests first (`neff.json`, `kelf-*.json`, `def.json`s, engine JSONs), then the rest.
     ManifestsFirst,
     /// The real order reversed (`neff.json` first, payloads after the JSON that names them).
@@ -248,6 +252,7 @@ fn missing(name: &str) -> io::Error {
 pub fn sort_members(members: &mut [(String, Vec<u8>)], order: MemberOrder) {
     match order {
         MemberOrder::Real => members.sort_by(|a, b| real_order_key(&a.0).cmp(&real_order_key(&b.0))),
+        MemberOrder::Sorted => members.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes())),
         MemberOrder::Reversed => {
             members.sort_by(|a, b| real_order_key(&a.0).cmp(&real_order_key(&b.0)));
             members.reverse();
@@ -325,11 +330,11 @@ pub fn pseudo_random(label: &str, size: usize, engine: Option<u8>) -> Vec<u8> {
     out
 }
 
-/// A NumPy v1 `.npy` file of little-endian float16 values with the given shape.
-pub fn npy_f16(shape: &[u64], label: &str) -> Vec<u8> {
+/// A NumPy v1 `.npy` file: the header for `descr` and `shape`, then `data` as given.
+pub fn npy(descr: &str, shape: &[u64], data: &[u8]) -> Vec<u8> {
     let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
     let shape_text = if dims.len() == 1 { format!("({},)", dims[0]) } else { format!("({})", dims.join(", ")) };
-    let mut dict = format!("{{'descr': '<f2', 'fortran_order': False, 'shape': {shape_text}, }}");
+    let mut dict = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape_text}, }}");
     // The header (magic 6 + version 2 + length 2 + dict + '\n') is padded with spaces to 64.
     let unpadded = 10 + dict.len() + 1;
     dict.push_str(&" ".repeat(unpadded.next_multiple_of(64) - unpadded));
@@ -337,9 +342,15 @@ pub fn npy_f16(shape: &[u64], label: &str) -> Vec<u8> {
     let mut out = b"\x93NUMPY\x01\x00".to_vec();
     out.extend_from_slice(&(dict.len() as u16).to_le_bytes());
     out.extend_from_slice(dict.as_bytes());
-    let elements: u64 = shape.iter().product();
+    out.extend_from_slice(data);
+    out
+}
+
+/// `count` deterministic small finite float16 values (little-endian).
+pub fn f16_values(count: u64, label: &str) -> Vec<u8> {
     let mut state = seed(label);
-    for _ in 0..elements {
+    let mut out = Vec::new();
+    for _ in 0..count {
         // Small finite float16 values: sign, exponent 0b01100..0b01110, random mantissa.
         let r = next(&mut state);
         let exp = 12 + (r % 3) as u16;
@@ -347,6 +358,11 @@ pub fn npy_f16(shape: &[u64], label: &str) -> Vec<u8> {
         out.extend_from_slice(&half.to_le_bytes());
     }
     out
+}
+
+/// A NumPy v1 `.npy` file of little-endian float16 values with the given shape.
+pub fn npy_f16(shape: &[u64], label: &str) -> Vec<u8> {
+    npy("<f2", shape, &f16_values(shape.iter().product(), label))
 }
 
 fn list(values: impl IntoIterator<Item = u64>) -> String {

@@ -9,13 +9,105 @@
 //! members, `neff.json` last, so payloads arrive both before and after the `def.json` that
 //! names them.
 //!
+//! The shapes are those of a compiler generation ([`Generation`]): by default `neuronx-cc`
+//! 2.21/2.23 for Trn2 (`cayman`), or with the `trn1` preset those of the fifty trn1 NEFFs of
+//! `neuronx-cc` 2.0 and 2.18 that spec §15.21 describes (not copied: no license).
+//!
 //! `cargo run -p neff-cli --example scale-neff -- <preset> <out.neff>` writes one
 //! ([`ScaleSpec::preset`] lists the presets); the tests and the firmware image use it.
 
 use std::io;
 
-use crate::sample::{npy_f16, pseudo_random, sort_members, MemberOrder};
+use crate::sample::{f16_values, npy, pseudo_random, sort_members, MemberOrder};
 use crate::writer::{self, HeaderFields};
+
+/// The compiler generation whose shapes a generated NEFF has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Generation {
+    /// `neuronx-cc` 2.21 and 2.23 for Trn2: target `cayman`, NEFF version 2.0, `lnc_size` the
+    /// subgraph count with the `vnc` feature bit (0x400), the cayman state-buffer carveout,
+    /// `dynamic` DMA queue sets, float16 weights, `neff.json` last in the tar.
+    Trn2,
+    /// `neuronx-cc` 2.0 and 2.18 for Trn1 (spec §15.21): target `sunda`, NEFF version 1.0,
+    /// `feature_bits` 0, `lnc_size` the subgraph count (1 in the preset), no
+    /// `runtime_statebuffer_reservation`; the tar byte-wise sorted with `neff.json` fifth
+    /// (after `hlo_stats.json`, `info.json`, `kelf-0.json`, `metrics.json`); besides the
+    /// `dynamic` sets, an `in` queue set `qPoolIO0` of 16 queues with its 16 semaphores and an
+    /// `out` set `qSPIO0`; weights cycling through int8, float16, float32 and bfloat16 (a
+    /// `.npy` whose `descr` is `<V2`, as ml_dtypes writes it), each moved to the state buffer
+    /// by a Pool DMA descriptor on the `in` queue: `"op": "cast"` with `from_dtype` and
+    /// `to_dtype` `float32` (a plain copy for the float32 ones).
+    Trn1,
+}
+
+/// A weight's element type ([`Generation::Trn1`] cycles through them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WeightDtype {
+    /// `int8`, `.npy` `|i1`.
+    Int8,
+    /// `float16`, `<f2`.
+    Float16,
+    /// `float32`, `<f4`.
+    Float32,
+    /// `bfloat16`, `<V2` (ml_dtypes' bfloat16 has no NumPy type code).
+    Bfloat16,
+}
+
+impl WeightDtype {
+    /// The dtype string of `def.json` and DMA descriptors (§11.2).
+    pub fn name(self) -> &'static str {
+        match self {
+            WeightDtype::Int8 => "int8",
+            WeightDtype::Float16 => "float16",
+            WeightDtype::Float32 => "float32",
+            WeightDtype::Bfloat16 => "bfloat16",
+        }
+    }
+
+    /// The `.npy` `descr`.
+    pub fn descr(self) -> &'static str {
+        match self {
+            WeightDtype::Int8 => "|i1",
+            WeightDtype::Float16 => "<f2",
+            WeightDtype::Float32 => "<f4",
+            WeightDtype::Bfloat16 => "<V2",
+        }
+    }
+
+    /// Bytes per element.
+    pub fn size(self) -> u64 {
+        match self {
+            WeightDtype::Int8 => 1,
+            WeightDtype::Float16 | WeightDtype::Bfloat16 => 2,
+            WeightDtype::Float32 => 4,
+        }
+    }
+
+    /// `count` deterministic values: random bytes for int8, small finite floats otherwise.
+    fn values(self, count: u64, label: &str) -> Vec<u8> {
+        if self == WeightDtype::Int8 {
+            return pseudo_random(label, count as usize, None);
+        }
+        let halves = f16_values(count, label);
+        if self == WeightDtype::Float16 {
+            return halves;
+        }
+        let mut out = Vec::with_capacity((count * self.size()) as usize);
+        for h in halves.chunks_exact(2).map(|b| u32::from(u16::from_le_bytes([b[0], b[1]]))) {
+            // The same value widened to float32 (finite, normal: exponent 12..14 of 15).
+            let single = (h & 0x8000) << 16 | (((h >> 10) & 0x1f) + 112) << 23 | (h & 0x03ff) << 13;
+            match self {
+                WeightDtype::Float32 => out.extend_from_slice(&single.to_le_bytes()),
+                _ => out.extend_from_slice(&((single >> 16) as u16).to_le_bytes()),
+            }
+        }
+        out
+    }
+}
+
+/// The `in` and `out` queue sets of a [`Generation::Trn1`] `def.json`: name, type, owner,
+/// first semaphore (16 queues, 16 semaphores each).
+const TRN1_IO_QUEUES: [(&str, &str, &str, usize); 2] = [("qPoolIO0", "in", "pool", 40), ("qSPIO0", "out", "sp", 56)];
 
 /// How big a generated NEFF is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,6 +136,8 @@ pub struct ScaleSpec {
     pub semaphores: usize,
     /// Activation function sets of each subgraph's activation engine.
     pub act_sets: usize,
+    /// Whose shapes: Trn2 (the default) or Trn1.
+    pub generation: Generation,
 }
 
 impl ScaleSpec {
@@ -62,12 +156,14 @@ impl ScaleSpec {
             queues_per_set: 16,
             semaphores: 16,
             act_sets: 1,
+            generation: Generation::Trn2,
         }
     }
 
     /// A named preset: `small`, one per host bar of the scale issue (`io`, `vars`, `weights`,
-    /// `subgraphs`, `names`, `queues`, `act-sets`), `host` (all of them at once) and
-    /// `firmware` (what the Cortex-M4 image embeds).
+    /// `subgraphs`, `names`, `queues`, `act-sets`), `host` (all of them at once),
+    /// `firmware` (what the Cortex-M4 image embeds) and `trn1` (the shapes of the trn1 NEFFs,
+    /// [`Generation::Trn1`]: one subgraph, eight weights, two of each dtype).
     pub fn preset(name: &str) -> Option<Self> {
         let s = Self::small();
         Some(match name {
@@ -92,6 +188,7 @@ impl ScaleSpec {
                 queues_per_set: 16,
                 semaphores: 32,
                 act_sets: 8,
+                generation: Generation::Trn2,
             },
             "firmware" => Self {
                 inputs: 384,
@@ -102,13 +199,14 @@ impl ScaleSpec {
                 weights: 500,
                 ..s
             },
+            "trn1" => Self { subgraphs: 1, weights: 8, generation: Generation::Trn1, ..s },
             _ => return None,
         })
     }
 
     /// The preset names [`ScaleSpec::preset`] knows.
-    pub const PRESETS: [&'static str; 10] =
-        ["small", "io", "vars", "weights", "subgraphs", "names", "queues", "act-sets", "host", "firmware"];
+    pub const PRESETS: [&'static str; 11] =
+        ["small", "io", "vars", "weights", "subgraphs", "names", "queues", "act-sets", "host", "firmware", "trn1"];
 
     /// Changes one field from a `field=value` argument (`weights=2`).
     pub fn set(&mut self, arg: &str) -> Result<(), String> {
@@ -160,20 +258,58 @@ impl ScaleSpec {
         w % self.subgraphs.max(1)
     }
 
+    /// The element type of weight `w`: float16 for Trn2; for Trn1 int8, float16, float32,
+    /// bfloat16 in turn.
+    pub fn weight_dtype(&self, w: usize) -> WeightDtype {
+        match self.generation {
+            Generation::Trn2 => WeightDtype::Float16,
+            Generation::Trn1 => {
+                [WeightDtype::Int8, WeightDtype::Float16, WeightDtype::Float32, WeightDtype::Bfloat16][w % 4]
+            }
+        }
+    }
+
+    /// The bytes of weight `w`'s array.
+    fn weight_bytes(&self, w: usize) -> u64 {
+        WEIGHT_SHAPE.iter().product::<u64>() * self.weight_dtype(w).size()
+    }
+
+    /// The KELF target.
+    fn target(&self) -> &'static str {
+        match self.generation {
+            Generation::Trn2 => "cayman",
+            Generation::Trn1 => "sunda",
+        }
+    }
+
     /// The shape of entry `eid`: `1 + eid % max_dims` dimensions of 2.
     fn shape(&self, eid: usize) -> Vec<u64> {
         vec![2; 1 + eid % self.max_dims.max(1)]
     }
 
-    /// Every member, in the real NEFFs' order.
+    /// Every member, in the real NEFFs' order (that of the generation).
     pub fn members(&self) -> Vec<(String, Vec<u8>)> {
         let mut m: Vec<(String, Vec<u8>)> = Vec::new();
         m.push(("kelf-0.json".into(), self.kelf_json().into_bytes()));
+        if self.generation == Generation::Trn1 {
+            // What the compiler writes beside the manifests, read by no loader.
+            let h = self.header();
+            m.push(("hlo_stats.json".into(), TRN1_HLO_STATS.as_bytes().to_vec()));
+            m.push((
+                "info.json".into(),
+                format!(
+                    "{{\"kelp_version\":\"Dynamic\",\"name\":\"{}\",\"num_tpb\":{},\"num_tpb_per_node\":[1],\"tool_version\":\"neff-cli scale trn1\"}}\n",
+                    h.name, h.num_tpb
+                )
+                .into_bytes(),
+            ));
+            m.push(("metrics.json".into(), TRN1_METRICS.as_bytes().to_vec()));
+        }
         for sg in 0..self.subgraphs {
             let dir = self.dir(sg);
             for (key, stem, size, engine) in ENGINES {
                 m.push((format!("{dir}/{stem}.bin"), pseudo_random(&format!("scale/{sg}/{stem}"), size, Some(engine))));
-                m.push((format!("{dir}/{stem}.json"), self.engine_json(key, stem).into_bytes()));
+                m.push((format!("{dir}/{stem}.json"), self.engine_json(sg, key, stem).into_bytes()));
             }
             for a in 0..self.act_sets {
                 m.push((format!("{dir}/set{a}.json"), set_json(a).into_bytes()));
@@ -187,17 +323,30 @@ impl ScaleSpec {
         }
         for w in 0..self.weights {
             let dir = self.dir(self.weight_sg(w));
-            m.push((format!("{dir}/{}", self.weight_file(w)), npy_f16(&WEIGHT_SHAPE, &format!("scale/w{w}"))));
+            let dtype = self.weight_dtype(w);
+            let data = dtype.values(WEIGHT_SHAPE.iter().product(), &format!("scale/w{w}"));
+            m.push((format!("{dir}/{}", self.weight_file(w)), npy(dtype.descr(), &WEIGHT_SHAPE, &data)));
         }
         m.push(("neff.json".into(), self.neff_json().into_bytes()));
-        sort_members(&mut m, MemberOrder::Real);
+        let order = match self.generation {
+            Generation::Trn2 => MemberOrder::Real,
+            Generation::Trn1 => MemberOrder::Sorted,
+        };
+        sort_members(&mut m, order);
         m
     }
 
-    /// The header: `cayman` style, `lnc_size` the subgraph count.
+    /// The header: `lnc_size` the subgraph count; Trn2: version 2.0, the `vnc` feature bit;
+    /// Trn1: version 1.0, no feature bit.
     pub fn header(&self) -> HeaderFields {
         let mut h = HeaderFields::new("scale.neff", [0x5c; 16], u32::try_from(self.subgraphs).unwrap_or(u32::MAX));
-        h.feature_bits = 0x400;
+        match self.generation {
+            Generation::Trn2 => h.feature_bits = 0x400,
+            Generation::Trn1 => {
+                h.name = "scale-trn1.neff".into();
+                h.neff_version_major = 1;
+            }
+        }
         h
     }
 
@@ -210,11 +359,14 @@ impl ScaleSpec {
         let graphs: Vec<String> = (0..self.subgraphs)
             .map(|sg| format!("{{\"definition\":\"{}/def.json\",\"name\":\"sg{sg:02}\"}}", self.dir(sg)))
             .collect();
-        format!("{{\"graphs\":[{}],\"target\":\"cayman\",\"version\":\"0.5\"}}\n", graphs.join(","))
+        format!("{{\"graphs\":[{}],\"target\":\"{}\",\"version\":\"0.5\"}}\n", graphs.join(","), self.target())
     }
 
-    fn engine_json(&self, key: &str, stem: &str) -> String {
+    fn engine_json(&self, sg: usize, key: &str, stem: &str) -> String {
         match key {
+            "pool" if self.generation == Generation::Trn1 => {
+                format!("{{\"dma\":[{}],\"instr\":\"{stem}.bin\",\"name\":\"{stem}.json\"}}", self.weight_dma(sg))
+            }
             "act" => {
                 let sets: Vec<String> = (0..self.act_sets).map(|a| format!("\"set{a}\"")).collect();
                 format!(
@@ -233,6 +385,34 @@ impl ScaleSpec {
         }
     }
 
+    /// The Trn1 Pool engine's DMA block: each weight of subgraph `sg` moved from its file var
+    /// to the state buffer on the `in` queue, cast to float32 (copied, when it is float32).
+    fn weight_dma(&self, sg: usize) -> String {
+        let [rows, cols] = WEIGHT_SHAPE;
+        let mut descs = Vec::new();
+        for (i, w) in (0..self.weights).filter(|&w| self.weight_sg(w) == sg).enumerate() {
+            let dtype = self.weight_dtype(w);
+            let op = if dtype == WeightDtype::Float32 { "copy" } else { "cast" };
+            let row = cols * dtype.size();
+            descs.push(format!(
+                concat!(
+                    "{{\"from\":\"weight{w:05}\",\"from_dtype\":\"{from}\",\"from_off\":0,\"from_sizes\":[{row},{rows}],",
+                    "\"from_steps\":[1,{row}],\"num_tiling_dimensions\":1,\"op\":\"{op}\",\"to\":\"SB\",",
+                    "\"to_dtype\":\"float32\",\"to_off\":{to_off},\"to_sizes\":[{to_row},{rows}],\"to_steps\":[1,262144]}}"
+                ),
+                w = w,
+                from = dtype.name(),
+                row = row,
+                rows = rows,
+                op = op,
+                to_off = i as u64 * cols * 4,
+                to_row = cols * 4,
+            ));
+        }
+        let (queue, ..) = TRN1_IO_QUEUES[0];
+        format!("{{\"desc\":[{}],\"id\":0,\"queue\":\"{queue}\"}}", descs.join(","))
+    }
+
     fn def_json(&self, sg: usize) -> String {
         let mut s = String::with_capacity(128 * (self.vars_per_subgraph + self.weights / self.subgraphs.max(1)));
         s.push_str("{\"cc_streams\":{\"num_streams\":0},\"dma_queue\":{");
@@ -249,24 +429,37 @@ impl ScaleSpec {
                 sems.join(",")
             ));
         }
+        if self.generation == Generation::Trn1 {
+            for (name, kind, owner, first) in TRN1_IO_QUEUES {
+                let sems: Vec<String> = (first..first + 16).map(|x| x.to_string()).collect();
+                let comma = if self.queue_sets > 0 || name != TRN1_IO_QUEUES[0].0 { "," } else { "" };
+                s.push_str(&format!(
+                    "{comma}\"{name}\":{{\"fabric_path\":\"main\",\"num_queues\":16,\"owner\":\"{owner}\",\"semaphore_set\":[{}],\"type\":\"{kind}\"}}",
+                    sems.join(",")
+                ));
+            }
+        }
         s.push_str("},\"name\":\"definition\"");
         for (key, stem, _, _) in ENGINES {
             s.push_str(&format!(",\"{key}\":\"{stem}.json\",\"{key}_instr\":\"{stem}.bin\""));
         }
-        s.push_str(
-            ",\"runtime_statebuffer_reservation\":[{\"base_partition\":0,\"offset\":229368,\"partitions\":128,\"size\":8,\"type\":\"evtaccel\"}]",
-        );
+        // Trn1 NEFFs have no state-buffer carveout (a cayman rule).
+        if self.generation == Generation::Trn2 {
+            s.push_str(
+                ",\"runtime_statebuffer_reservation\":[{\"base_partition\":0,\"offset\":229368,\"partitions\":128,\"size\":8,\"type\":\"evtaccel\"}]",
+            );
+        }
         s.push_str(",\"var\":{\"SB\":{\"type\":\"state-buffer\",\"var_id\":0},\"output0\":{\"size\":64,\"type\":\"output\",\"var_id\":1}");
         let mut id = 2usize;
         for v in 0..self.vars_per_subgraph.saturating_sub(2) {
             s.push_str(&format!(",\"t{v:06}\":{{\"size\":{},\"type\":\"tmp-buf\",\"var_id\":{id}}}", 64 + v % 64));
             id += 1;
         }
-        let weight_bytes = WEIGHT_SHAPE.iter().product::<u64>() * 2;
         for w in (0..self.weights).filter(|&w| self.weight_sg(w) == sg) {
             s.push_str(&format!(
-                ",\"weight{w:05}\":{{\"alignment\":64,\"file_name\":\"{}\",\"size\":{weight_bytes},\"type\":\"file\",\"var_id\":{id}}}",
-                self.weight_file(w)
+                ",\"weight{w:05}\":{{\"alignment\":64,\"file_name\":\"{}\",\"size\":{},\"type\":\"file\",\"var_id\":{id}}}",
+                self.weight_file(w),
+                self.weight_bytes(w)
             ));
             id += 1;
         }
@@ -318,8 +511,13 @@ const ENGINES: [(&str, &str, usize, u8); 5] = [
 const DVE_TABLES: [(&str, &str, usize); 2] =
     [("datapath_table", "datapath_table.bin", 512), ("opcode_table", "opcode_table.bin", 256)];
 
-/// Every weight's shape (float16): 64 bytes of data.
+/// Every weight's shape: 32 elements (64 bytes of float16).
 const WEIGHT_SHAPE: [u64; 2] = [4, 8];
+
+/// `hlo_stats.json` of a Trn1 NEFF (informational).
+const TRN1_HLO_STATS: &str = "{\"HloMacCount\":4096,\"Traffic\":1024}\n";
+/// `metrics.json` of a Trn1 NEFF (informational).
+const TRN1_METRICS: &str = "{\"compile_time_s\":1.0,\"neff_size\":0}\n";
 
 fn set_json(a: usize) -> String {
     format!("{{\"bkt_bin\":\"set{a}_bkt.bin\",\"ctl_bin\":\"set{a}_ctrl.bin\",\"profile_meta_data\":[]}}\n")

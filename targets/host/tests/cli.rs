@@ -47,6 +47,7 @@ fn help_and_version_exit_0() {
     assert_eq!(code(&out), 0);
     assert!(stdout(&out).contains("--device-mem"));
     assert!(stdout(&out).contains("cayman|v3"));
+    assert!(stdout(&out).contains("Default: the NEFF's own KELF target"), "{}", stdout(&out));
     assert_eq!(code(&neff(&["--version"])), 0);
 }
 

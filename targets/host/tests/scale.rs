@@ -80,3 +80,106 @@ fn eight_activation_sets() {
     // Bucket and control tables of 8 sets in 2 subgraphs, each an activation table.
     assert_eq!(text.lines().filter(|l| l.contains("ACT_TABLE") && l.contains("placed")).count(), 2 * 8 * 2);
 }
+
+/// `(descr, shape, data)` of a `.npy` v1 member, read here.
+fn npy_parts(npy: &[u8]) -> (String, Vec<u64>, &[u8]) {
+    assert!(npy.starts_with(b"\x93NUMPY\x01\x00"), "a v1 .npy");
+    let len = usize::from(u16::from_le_bytes([npy[8], npy[9]]));
+    let dict = std::str::from_utf8(&npy[10..10 + len]).unwrap();
+    let field = |key: &str, close: char| {
+        let at = dict.find(&format!("'{key}': ")).unwrap() + key.len() + 4;
+        let end = at + 1 + dict[at + 1..].find(close).unwrap();
+        dict[at + 1..end].to_owned()
+    };
+    let shape_text = field("shape", ')');
+    let shape = shape_text.split(',').map(str::trim).filter(|d| !d.is_empty()).map(|d| d.parse().unwrap());
+    (field("descr", '\''), shape.collect(), &npy[10 + len..])
+}
+
+#[test]
+fn the_trn1_preset_has_the_shapes_of_the_trn1_neffs() {
+    let bytes = ScaleSpec::preset("trn1").unwrap().build().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trn1.neff");
+    std::fs::write(&path, &bytes).unwrap();
+
+    // check, info and load (on its own arch, sunda) pass with nothing on stderr.
+    for verb in [&["check"][..], &["info"][..], &["info", "--json"][..], &["load"][..], &["load", "--json"][..]] {
+        let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> =
+            verb.iter().map(|a| a as &dyn AsRef<std::ffi::OsStr>).collect();
+        args.push(&path);
+        let out = neff_p(&args);
+        assert_eq!(code(&out), 0, "{verb:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(out.stderr.is_empty(), "{verb:?}: no warning: {}", String::from_utf8_lossy(&out.stderr));
+        if verb == ["load", "--json"] {
+            let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(doc["device_arch"], "sunda");
+            assert_eq!(doc["device"]["arch_source"], "neff-target");
+            assert_eq!(doc["warnings"], 0);
+            let weights = doc["payloads"].as_array().unwrap().iter().filter(|p| p["usage"] == "WEIGHT");
+            assert!(weights.clone().all(|p| p["state"] == "placed"));
+            assert_eq!(weights.count(), 8);
+        }
+        if verb == ["check"] {
+            assert!(stdout(&out).contains("target \"sunda\", 1 subgraphs") && stdout(&out).ends_with(", 0 warnings\n"));
+        }
+    }
+
+    // The header, read here: version 1.0, feature_bits 0, lnc_size 1.
+    let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
+    assert_eq!((u64_at(24), u64_at(32)), (1, 0), "NEFF version 1.0");
+    assert_eq!(u64_at(544), 0, "feature_bits");
+    assert_eq!(u32::from_le_bytes(bytes[552..556].try_into().unwrap()), 1, "lnc_size");
+
+    // The tar, read with tar + flate2: neff.json is the fifth member, the order byte-wise.
+    let members = support::members_of(&bytes);
+    let names: Vec<&str> = members.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names[..5], ["hlo_stats.json", "info.json", "kelf-0.json", "metrics.json", "neff.json"]);
+    assert!(names.windows(2).all(|w| w[0].as_bytes() < w[1].as_bytes()), "{names:?}");
+    let member = |name: &str| &members.iter().find(|(n, _)| n == name).unwrap_or_else(|| panic!("{name}")).1;
+    let json = |name: &str| -> serde_json::Value { serde_json::from_slice(member(name)).unwrap() };
+    assert_eq!(json("kelf-0.json")["target"], "sunda");
+
+    let def = json("sg00/def.json");
+    assert!(def.get("runtime_statebuffer_reservation").is_none(), "no carveout on trn1");
+    let queue = &def["dma_queue"]["qPoolIO0"];
+    assert_eq!(queue["type"], "in");
+    assert_eq!(queue["num_queues"], 16);
+    assert_eq!(queue["owner"], "pool");
+    assert_eq!(queue["fabric_path"], "main");
+    assert_eq!(queue["semaphore_set"], serde_json::json!((40..56).collect::<Vec<u32>>()));
+
+    // Every weight is cast (a float32 one copied) to the state buffer on the `in` queue; its
+    // from_dtype is its .npy's dtype, its size the var's.
+    let pool = json("sg00/Pool.json");
+    let block = &pool["dma"][0];
+    assert_eq!(block["queue"], "qPoolIO0");
+    let descs = block["desc"].as_array().unwrap();
+    assert_eq!(descs.len(), 8);
+    let mut descrs = std::collections::BTreeSet::new();
+    for d in descs {
+        let var = &def["var"][d["from"].as_str().unwrap()];
+        assert_eq!(var["type"], "file", "{d}");
+        let (descr, shape, data) = npy_parts(member(&format!("sg00/{}", var["file_name"].as_str().unwrap())));
+        let (dtype, size) = match descr.as_str() {
+            "|i1" => ("int8", 1),
+            "<f2" => ("float16", 2),
+            "<f4" => ("float32", 4),
+            "<V2" => ("bfloat16", 2),
+            other => panic!("unexpected descr {other}"),
+        };
+        assert_eq!(d["from_dtype"], dtype, "{d}");
+        assert_eq!(d["to_dtype"], "float32", "{d}");
+        assert_eq!(d["to"], "SB", "{d}");
+        assert_eq!(d["op"], if dtype == "float32" { "copy" } else { "cast" }, "{d}");
+        assert_eq!(d["from_sizes"][0], shape[1] * size, "{d}: the innermost size is a row in bytes");
+        assert_eq!(var["size"], data.len(), "{d}");
+        assert_eq!(data.len() as u64, shape.iter().product::<u64>() * size);
+        descrs.insert(descr);
+    }
+    assert_eq!(
+        descrs.into_iter().collect::<Vec<_>>(),
+        ["<V2", "<f2", "<f4", "|i1"],
+        "int8, fp16, fp32 and bf16 weights"
+    );
+}

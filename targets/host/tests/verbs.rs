@@ -534,6 +534,8 @@ fn load_json_digests_are_those_of_the_members() {
         let doc = ok_json(&out);
         assert_digests_match_the_members(&doc, &members, name);
         assert_eq!(doc["device_arch"], "cayman");
+        assert_eq!(doc["device"]["arch"], "cayman");
+        assert_eq!(doc["device"]["arch_source"], "neff-target", "{name}: no --arch, the NEFF's own target");
         assert_eq!(doc["device"]["mode"], "memory");
         assert_eq!(doc["device"]["capacity"], 64u64 << 20);
         assert_eq!(doc["device"]["live_regions"], 24);
@@ -586,6 +588,7 @@ fn load_of_the_sample_is_clean_and_human_readable() {
         text.starts_with("loaded built-in sample NEFF into a simulated cayman device (memory, 64 MiB) in "),
         "{text}"
     );
+    assert_eq!(text.lines().nth(1), Some("device: cayman (the NEFF's target; --arch pins one)"), "{text}");
     assert!(text.contains("\nsg01 (core 1): 12 allocations, 40768 bytes\n"), "{text}");
     for (member, usage, len, digest) in placed(&doc) {
         let line = text
@@ -609,6 +612,85 @@ fn load_refuses_a_wrong_arch_and_a_device_too_small() {
     let line = assert_one_line_error(&out, 1);
     assert!(line.starts_with("error: sg00/PE.bin: device out of memory: requested 1361216 bytes"), "{line}");
     assert!(stderr(&out).contains("hint: the simulated device is too small"), "{}", stderr(&out));
+}
+
+/// `load` on `builder`'s NEFF with `args`: the JSON report and the human one.
+fn load_both_ways(builder: &SampleBuilder, args: &[&str]) -> (Value, String) {
+    let f = write_temp(&builder.build().unwrap());
+    let path = f.path().to_path_buf();
+    let run = |json: bool| {
+        let mut all: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![&"load", &path];
+        for a in args {
+            all.push(a);
+        }
+        if json {
+            all.push(&"--json");
+        }
+        let out = neff_p(&all);
+        assert_eq!(code(&out), 0, "{args:?}: {}", stderr(&out));
+        assert!(out.stderr.is_empty(), "{args:?}: no warning: {}", stderr(&out));
+        out
+    };
+    let doc = ok_json(&run(true));
+    (doc, stdout(&run(false)))
+}
+
+#[test]
+fn load_without_arch_simulates_the_neffs_own_target() {
+    // The KELF target arrives mid-stream: before the def.jsons in the real order (neff.json
+    // last), after everything in the reversed one (neff.json first, kelf-0.json last). Either
+    // way the device takes it before it binds, and says so.
+    for order in [MemberOrder::Real, MemberOrder::Reversed, MemberOrder::ManifestsFirst] {
+        for (target, arch) in [("sunda", "sunda"), ("v2", "sunda"), ("cayman", "cayman"), ("v4", "mariana")] {
+            let what = format!("{target} {order:?}");
+            let (doc, text) = load_both_ways(&SampleBuilder::new().target(target).order(order), &[]);
+            assert_eq!(doc["device_arch"], arch, "{what}");
+            assert_eq!(doc["device"]["arch"], arch, "{what}");
+            assert_eq!(doc["device"]["arch_source"], "neff-target", "{what}");
+            assert_eq!(placed(&doc).len(), 24, "{what}: every payload placed");
+            let first = format!("into a simulated {arch} device (memory, 64 MiB) in ");
+            assert!(text.lines().next().unwrap().contains(&first), "{what}: {text}");
+            let device = format!("device: {arch} (the NEFF's target; --arch pins one)");
+            assert_eq!(text.lines().nth(1), Some(device.as_str()), "{what}: {text}");
+        }
+    }
+    // `--arch` pins the device, and says so; the gate then applies.
+    let (doc, text) = load_both_ways(&SampleBuilder::new().target("sunda"), &["--arch", "v2"]);
+    assert_eq!((&doc["device_arch"], &doc["device"]["arch_source"]), (&json!("sunda"), &json!("--arch")));
+    assert_eq!(text.lines().nth(1), Some("device: sunda (--arch)"), "{text}");
+    let (line, _) = rejected(SampleBuilder::new().target("sunda"), &["load", "--arch", "cayman"]);
+    assert!(line.ends_with("NEFF arch: v2, instance arch: v3 (byte 0)"), "{line}");
+}
+
+#[test]
+fn load_of_a_target_any_neff_keeps_the_default_cayman_and_its_rules() {
+    let any = || SampleBuilder::new().target("*");
+    let (doc, text) = load_both_ways(&any(), &[]);
+    assert_eq!(doc["device_arch"], "cayman");
+    assert_eq!(doc["device"]["arch_source"], "default");
+    assert_eq!(doc["target"], "*");
+    assert_eq!(
+        text.lines().nth(1),
+        Some("device: cayman (the default: the NEFF's target is \"*\"; --arch pins one)"),
+        "{text}"
+    );
+    // `*` takes the device's rules (§15.19): without the carveout, the default cayman device
+    // refuses it, as a pinned cayman does; a pinned sunda takes it.
+    let bare = || any().replace_text("sg00/def.json", "\"runtime_statebuffer_reservation\"", "\"reservation_x\"");
+    for args in [&["load"][..], &["load", "--arch", "cayman"][..]] {
+        let (line, _) = rejected(bare(), args);
+        assert!(line.contains("Missing or corrupted runtime_statebuffer_reservation field"), "{args:?}: {line}");
+    }
+    let (doc, _) = load_both_ways(&bare(), &["--arch", "sunda", "--digest-only"]);
+    assert_eq!(doc["device_arch"], "sunda");
+    // A sunda NEFF without the carveout loads on its own target: the cayman rules are not its.
+    let sunda_bare = SampleBuilder::new().target("sunda").replace_text(
+        "sg00/def.json",
+        "\"runtime_statebuffer_reservation\"",
+        "\"x\"",
+    );
+    let (doc, _) = load_both_ways(&sunda_bare, &[]);
+    assert_eq!(doc["device_arch"], "sunda");
 }
 
 #[test]

@@ -7,7 +7,8 @@
 //! adds the device: a [`neff::sim::SimDevice`] of `--device-mem` bytes of host memory
 //! ([`DEFAULT_DEVICE_MEM`] by default), or with `--digest-only` one that keeps allocation
 //! records and digests of a [`DIGEST_ONLY_CAPACITY`] address space. The device's arch is
-//! `--arch`, `cayman` by default (like a Trn2 host), so the KELF target gate applies.
+//! `--arch` (and the KELF target gate applies), or without it the NEFF's own KELF target,
+//! learnt as the KELF streams past (`cayman`, a Trn2, for a target `*`); the report says which.
 
 use std::fmt::Write as _;
 
@@ -16,15 +17,13 @@ use neff::manifest::Arch;
 
 use crate::cli::{CheckArgs, LoadArgs};
 use crate::error::{print_stdout, CliError};
-use crate::loading::{self, arch_of, Pass, Target};
+use crate::loading::{self, arch_of, ArchSource, DeviceArch, DeviceSummary, Pass, Target};
 
 /// Device memory of `neff load` without `--device-mem`: room for the real NEFFs' payloads
 /// and their staging. Host pages are touched only where payloads land.
 pub const DEFAULT_DEVICE_MEM: u64 = 64 << 20;
 /// Address space of the `--digest-only` device.
 pub const DIGEST_ONLY_CAPACITY: u64 = 64 << 30;
-/// The device arch of `neff load` without `--arch`.
-pub const DEFAULT_ARCH: Arch = Arch::Cayman;
 
 /// Runs `neff check`.
 pub fn check(args: &CheckArgs) -> Result<(), CliError> {
@@ -50,7 +49,7 @@ pub fn check(args: &CheckArgs) -> Result<(), CliError> {
 
 /// The device a `load` asks for.
 pub fn target_of(args: &LoadArgs) -> Target {
-    let arch = args.arch.map_or(DEFAULT_ARCH, arch_of);
+    let arch = args.arch.map_or(DeviceArch::NeffTarget, |a| DeviceArch::Pinned(arch_of(a)));
     if args.digest_only {
         Target::DigestOnly { arch, capacity: DIGEST_ONLY_CAPACITY }
     } else {
@@ -128,6 +127,7 @@ pub fn report_json(pass: &Pass) -> Result<serde_json::Value, CliError> {
                 serde_json::json!({
                     "mode": d.mode,
                     "arch": d.arch.as_str(),
+                    "arch_source": d.arch_source.as_str(),
                     "capacity": d.capacity,
                     "live_bytes": d.live_bytes,
                     "peak_bytes": d.peak_bytes,
@@ -167,6 +167,16 @@ pub fn human_bytes(n: u64) -> String {
     }
 }
 
+/// Which arch the device has and why: `sunda (the NEFF's target; --arch pins one)`.
+pub fn device_line(d: &DeviceSummary, target: &str) -> String {
+    let arch = d.arch.as_str();
+    match d.arch_source {
+        ArchSource::Pinned => format!("{arch} (--arch)"),
+        ArchSource::NeffTarget => format!("{arch} (the NEFF's target; --arch pins one)"),
+        ArchSource::Default => format!("{arch} (the default: the NEFF's target is {target:?}; --arch pins one)"),
+    }
+}
+
 /// The human-readable load report.
 pub fn human(label: &str, pass: &Pass) -> String {
     let r = &pass.report;
@@ -180,6 +190,7 @@ pub fn human(label: &str, pass: &Pass) -> String {
             human_bytes(d.capacity),
             millis(pass)
         );
+        let _ = writeln!(out, "device: {}", device_line(d, &r.target));
         let _ = writeln!(
             out,
             "target {:?}; {} subgraphs; {} payloads, {} released; {} bytes placed in {} regions (peak {} bytes with staging)",
