@@ -17,6 +17,7 @@ pub mod progress;
 pub mod sample;
 pub mod scale;
 pub mod source;
+pub mod tap;
 pub mod walk;
 pub mod writer;
 

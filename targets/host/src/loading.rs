@@ -14,15 +14,18 @@ use std::time::{Duration, Instant};
 
 use neff::archive::OpenOptions;
 use neff::hal::{RegionId, USAGE_CLASS_COUNT};
-use neff::loader::{LoadOptions, LoadReport, Loader, Manifest, Observer, PayloadReport, PayloadState, SubgraphReport};
+use neff::loader::{
+    LoadOptions, LoadReport, Loader, Manifest, NoObserver, Observer, PayloadReport, PayloadState, SubgraphReport,
+};
 use neff::manifest::def::{EngineKey, ENGINE_KEYS};
 use neff::manifest::{Arch, Entry, IoKind, IoTensor, UsageClass};
 use neff::sim::SimDevice;
 
 use crate::error::{print_warning, CliError};
 use crate::header_view::HeaderView;
-use crate::inflate::{open_archive, Inflation};
+use crate::inflate::{open_archive_with, Inflation};
 use crate::source::InputSource;
+use crate::tap::{MemberLog, TapHandle, TapOptions, Tapped, Tee};
 
 /// Stack of the thread the loader runs on (the manifest slots and the archive reader live in
 /// the loader's frames).
@@ -526,6 +529,8 @@ pub struct Pass {
     pub elapsed: Duration,
     /// Warnings, as printed.
     pub warnings: Vec<String>,
+    /// What the tar tap saw (`None` for a pass without one; see [`crate::tap`]).
+    pub members: Option<MemberLog>,
 }
 
 /// Runs the loader over `source` (a NEFF of `size` bytes) on a thread with a large stack.
@@ -533,10 +538,30 @@ pub fn run(source: InputSource, size: u64, target: Target, allow_legacy: bool) -
     run_with(source, size, target, allow_legacy, Inflation::for_this_host(size))
 }
 
-/// `neff info`'s pass: a check that keeps every manifest entry `info` prints.
+/// `neff info`'s pass: a check that keeps every manifest entry `info` prints, and `info.json`
+/// (the compiler's version) from the tar tap.
 pub fn run_info(source: InputSource, size: u64) -> Result<Pass, CliError> {
     let inflation = Inflation::for_this_host(size);
-    spawn(move || run_here(source, size, Target::Check(None), false, inflation, true))
+    let tap = Some(TapOptions::producer());
+    spawn(move || run_here(source, size, Target::Check(None), false, inflation, true, tap, &mut NoObserver))
+}
+
+/// A pass whose observations also go to `extra` (after the pass's own collection), with the
+/// tar tap `tap` when given ([`Pass::members`]). `details` keeps the manifests' entries in
+/// [`Collected`] as `info` does; an `extra` that keeps only what it needs keeps memory flat.
+pub fn run_observed<O: Observer + Send + 'static>(
+    source: InputSource,
+    size: u64,
+    target: Target,
+    details: bool,
+    tap: Option<TapOptions>,
+    mut extra: O,
+) -> Result<(Pass, O), CliError> {
+    let inflation = Inflation::for_this_host(size);
+    spawn(move || {
+        let pass = run_here(source, size, target, false, inflation, details, tap, &mut extra)?;
+        Ok((pass, extra))
+    })
 }
 
 /// [`run`], inflating as `inflation` says (tests compare both ways).
@@ -547,11 +572,11 @@ pub fn run_with(
     allow_legacy: bool,
     inflation: Inflation,
 ) -> Result<Pass, CliError> {
-    spawn(move || run_here(source, size, target, allow_legacy, inflation, false))
+    spawn(move || run_here(source, size, target, allow_legacy, inflation, false, None, &mut NoObserver))
 }
 
 /// Runs `pass` on a thread with a large stack ([`LOADER_STACK`]).
-fn spawn(pass: impl FnOnce() -> Result<Pass, CliError> + Send + 'static) -> Result<Pass, CliError> {
+fn spawn<T: Send + 'static>(pass: impl FnOnce() -> Result<T, CliError> + Send + 'static) -> Result<T, CliError> {
     let worker = std::thread::Builder::new()
         .name("neff-loader".into())
         .stack_size(LOADER_STACK)
@@ -563,6 +588,7 @@ fn spawn(pass: impl FnOnce() -> Result<Pass, CliError> + Send + 'static) -> Resu
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run_here(
     source: InputSource,
     size: u64,
@@ -570,6 +596,8 @@ fn run_here(
     allow_legacy: bool,
     inflation: Inflation,
     details: bool,
+    tap: Option<TapOptions>,
+    extra: &mut dyn Observer,
 ) -> Result<Pass, CliError> {
     let mut warnings = Vec::new();
     let mut sink = |w: &neff::Warning| {
@@ -589,7 +617,16 @@ fn run_here(
         _ => Vec::new(),
     };
     let started = Instant::now();
-    let mut archive = open_archive(source, size, &OpenOptions::default(), inflation, &mut sink)?;
+    let mut tap_handle: Option<TapHandle> = None;
+    let wrap = |tar| match tap {
+        Some(options) => {
+            let (tapped, handle) = Tapped::with_tap(tar, options);
+            tap_handle = Some(handle);
+            tapped
+        }
+        None => Tapped::plain(tar),
+    };
+    let mut archive = open_archive_with(source, size, &OpenOptions::default(), inflation, &mut sink, wrap)?;
     let header = HeaderView::from(archive.header());
     // Zeroed by the allocator: pages the load never touches cost no memory.
     let mut arena = vec![0u8; ARENA_BYTES];
@@ -597,25 +634,29 @@ fn run_here(
     let mut summary = LoadReport::new();
     // Only `info` (a check whose observer keeps the details) prints the manifests' entries.
     let mut collected = Collected { details, ..Collected::default() };
+    let mut observer = Tee(&mut collected, extra);
     let device = match target {
         Target::Check(arch) => {
-            loader.check(&mut *archive, arch, &mut summary, &mut collected, &mut sink)?;
+            loader.check(&mut *archive, arch, &mut summary, &mut observer, &mut sink)?;
             None
         }
         Target::Memory { arch, .. } => {
             let mut dev: Box<HostDevice<'_>> = Box::new(SimDevice::new(&mut memory, arch));
-            loader.load(&mut *archive, &mut *dev, &mut summary, &mut collected, &mut sink)?;
+            loader.load(&mut *archive, &mut *dev, &mut summary, &mut observer, &mut sink)?;
             Some(summary_of(&dev, "memory", arch))
         }
         Target::DigestOnly { arch, capacity } => {
             let mut dev: Box<HostDevice<'_>> = Box::new(SimDevice::digest_only(capacity, arch));
-            loader.load(&mut *archive, &mut *dev, &mut summary, &mut collected, &mut sink)?;
+            loader.load(&mut *archive, &mut *dev, &mut summary, &mut observer, &mut sink)?;
             Some(summary_of(&dev, "digest-only", arch))
         }
     };
     let elapsed = started.elapsed();
     // The loader finished the archive; asking again returns the same figures.
     let finish = archive.finish(&mut sink)?;
+    // Dropping the archive closes the tap's stream; then its walk ends.
+    drop(archive);
+    let members = tap_handle.map(TapHandle::finish);
     let report = Box::new(HostReport {
         summary,
         // In tar order, as the core's reports are not (weights come last).
@@ -626,7 +667,7 @@ fn run_here(
         },
         subgraphs: std::mem::take(&mut collected.subgraphs),
     });
-    Ok(Pass { header, report, collected, device, finish, elapsed, warnings })
+    Ok(Pass { header, report, collected, device, finish, elapsed, warnings, members })
 }
 
 fn summary_of(dev: &HostDevice<'_>, mode: &'static str, arch: Arch) -> DeviceSummary {
