@@ -35,6 +35,16 @@ pub enum Command {
     Pack(PackArgs),
     /// Print the manifest keys the loader consumes, as generated from schema/.
     Schema(SchemaArgs),
+    /// Device memory per physical NeuronCore before loading, in the runtime's categories.
+    ///
+    /// Each core's figure is what the NEFF itself holds (exact: weights, instruction streams,
+    /// tables, the shared scratchpad its virtual vars reach, the I/O tensors on the first
+    /// core) plus the runtime's own overhead on that arch, labelled as such: constants measured
+    /// from ten neuron-profile reports on a trn2.3xlarge (neuronx-cc 2.23, driver 2.26; the
+    /// profile.json files of ../shared/fixtures/public/trainium-kernel-fusion). Only cayman
+    /// (Trn2) has measured constants. Several files: also their sum on the same cores and the
+    /// largest.
+    Mem(crate::commands::mem::MemArgs),
 }
 
 /// `neff info`.

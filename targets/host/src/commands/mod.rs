@@ -10,6 +10,7 @@ use crate::source::{FileSource, InputSource};
 
 pub mod info;
 pub mod load;
+pub mod mem;
 pub mod pack;
 pub mod schema;
 pub mod unpack;
@@ -23,6 +24,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Unpack(args) => unpack::run(&args),
         Command::Pack(args) => pack::run(&args),
         Command::Schema(args) => schema::run(&args),
+        Command::Mem(args) => mem::run(&args),
     }
 }
 
