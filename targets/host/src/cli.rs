@@ -45,6 +45,13 @@ pub enum Command {
     /// (Trn2) has measured constants. Several files: also their sum on the same cores and the
     /// largest.
     Mem(crate::commands::mem::MemArgs),
+    /// What differs between two NEFFs: header, members, consumed manifest keys, I/O, payloads.
+    ///
+    /// Members are compared by the XXH3 digest of their bytes (debug data and producer metadata
+    /// included); manifest keys by member and key path, with both values; payloads by the
+    /// digest of the bytes that land. Exit status as diff(1): 0 the same, 1 different, 2 a
+    /// usage error, an unreadable path or a NEFF the loader refuses.
+    Diff(crate::commands::diff::DiffArgs),
 }
 
 /// `neff info`.

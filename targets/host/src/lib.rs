@@ -9,6 +9,7 @@
 
 pub mod cli;
 pub mod commands;
+pub mod consumed;
 pub mod error;
 pub mod header_view;
 pub mod inflate;

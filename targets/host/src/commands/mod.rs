@@ -8,6 +8,7 @@ use crate::error::CliError;
 use crate::progress::Progress;
 use crate::source::{FileSource, InputSource};
 
+pub mod diff;
 pub mod info;
 pub mod load;
 pub mod mem;
@@ -25,6 +26,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Pack(args) => pack::run(&args),
         Command::Schema(args) => schema::run(&args),
         Command::Mem(args) => mem::run(&args),
+        Command::Diff(args) => diff::run(&args),
     }
 }
 
