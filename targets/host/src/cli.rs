@@ -52,6 +52,14 @@ pub enum Command {
     /// digest of the bytes that land. Exit status as diff(1): 0 the same, 1 different, 2 a
     /// usage error, an unreadable path or a NEFF the loader refuses.
     Diff(crate::commands::diff::DiffArgs),
+    /// List the members with their size and role (the key that reached each), like `tar -tv`.
+    Ls(crate::commands::ls::LsArgs),
+    /// Write one member to stdout, streamed (--data: a .npy member's array bytes only).
+    Cat(crate::commands::cat::CatArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(crate::commands::shell::CompletionsArgs),
+    /// Print the man page (roff), of neff or of one verb.
+    Man(crate::commands::shell::ManArgs),
 }
 
 /// `neff info`.
