@@ -60,6 +60,14 @@ pub enum Command {
     Completions(crate::commands::shell::CompletionsArgs),
     /// Print the man page (roff), of neff or of one verb.
     Man(crate::commands::shell::ManArgs),
+    /// Check a Neuron compile cache: each entry's state, compiler, size, device memory.
+    ///
+    /// libneuronxla's neuronxcc-<version>/MODULE_<hash>/ entries (model.neff, model.done,
+    /// model.log, *.lock) and vllm-neuron's <hash>/graph_<hash>.neff (.compilation_complete).
+    /// States: ok (check accepts the NEFF), failed (a log, no usable NEFF), broken (check
+    /// refuses the NEFF), incomplete (no done marker), locked (a lock file is held). `clean`
+    /// removes whole entries inside DIR, never following a link, never one whose lock is held.
+    Cache(crate::commands::cache::CacheArgs),
 }
 
 /// `neff info`.

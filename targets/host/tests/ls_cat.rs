@@ -107,7 +107,21 @@ fn cat_refuses_a_missing_member_and_data_of_a_non_npy() {
 
 #[test]
 fn completions_and_man_pages_come_from_the_command_line() {
-    let verbs = ["info", "check", "load", "unpack", "pack", "schema", "mem", "diff", "ls", "cat", "completions", "man"];
+    let verbs = [
+        "info",
+        "check",
+        "load",
+        "unpack",
+        "pack",
+        "schema",
+        "mem",
+        "diff",
+        "ls",
+        "cat",
+        "completions",
+        "man",
+        "cache",
+    ];
     for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
         let out = neff(&["completions", shell]);
         assert_eq!(code(&out), 0, "{shell}");

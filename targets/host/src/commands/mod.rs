@@ -8,6 +8,7 @@ use crate::error::CliError;
 use crate::progress::Progress;
 use crate::source::{FileSource, InputSource};
 
+pub mod cache;
 pub mod cat;
 pub mod diff;
 pub mod info;
@@ -34,6 +35,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Cat(args) => cat::run(&args),
         Command::Completions(args) => shell::run_completions(&args),
         Command::Man(args) => shell::run_man(&args),
+        Command::Cache(args) => cache::run(&args),
     }
 }
 
