@@ -171,7 +171,9 @@ fn walk_copy(mut reader: ChannelReader, options: &TapOptions) -> MemberLog {
                 if chunk.is_empty() {
                     break;
                 }
-                digest.update(chunk);
+                if options.list {
+                    digest.update(chunk);
+                }
                 if let Some(k) = kept.as_mut() {
                     k.extend_from_slice(chunk);
                 }
