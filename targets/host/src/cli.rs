@@ -35,6 +35,39 @@ pub enum Command {
     Pack(PackArgs),
     /// Print the manifest keys the loader consumes, as generated from schema/.
     Schema(SchemaArgs),
+    /// Device memory per physical NeuronCore before loading, in the runtime's categories.
+    ///
+    /// Each core's figure is what the NEFF itself holds (exact: weights, instruction streams,
+    /// tables, the shared scratchpad its virtual vars reach, the I/O tensors on the first
+    /// core) plus the runtime's own overhead on that arch, labelled as such: constants measured
+    /// from ten neuron-profile reports on a trn2.3xlarge (neuronx-cc 2.23, driver 2.26; the
+    /// profile.json files of ../shared/fixtures/public/trainium-kernel-fusion). Only cayman
+    /// (Trn2) has measured constants. Several files: also their sum on the same cores and the
+    /// largest.
+    Mem(crate::commands::mem::MemArgs),
+    /// What differs between two NEFFs: header, members, consumed manifest keys, I/O, payloads.
+    ///
+    /// Members are compared by the XXH3 digest of their bytes (debug data and producer metadata
+    /// included); manifest keys by member and key path, with both values; payloads by the
+    /// digest of the bytes that land. Exit status as diff(1): 0 the same, 1 different, 2 a
+    /// usage error, an unreadable path or a NEFF the loader refuses.
+    Diff(crate::commands::diff::DiffArgs),
+    /// List the members with their size and role (the key that reached each), like `tar -tv`.
+    Ls(crate::commands::ls::LsArgs),
+    /// Write one member to stdout, streamed (--data: a .npy member's array bytes only).
+    Cat(crate::commands::cat::CatArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(crate::commands::shell::CompletionsArgs),
+    /// Print the man page (roff), of neff or of one verb.
+    Man(crate::commands::shell::ManArgs),
+    /// Check a Neuron compile cache: each entry's state, compiler, size, device memory.
+    ///
+    /// libneuronxla's neuronxcc-<version>/MODULE_<hash>/ entries (model.neff, model.done,
+    /// model.log, *.lock) and vllm-neuron's <hash>/graph_<hash>.neff (.compilation_complete).
+    /// States: ok (check accepts the NEFF), failed (a log, no usable NEFF), broken (check
+    /// refuses the NEFF), incomplete (no done marker), locked (a lock file is held). `clean`
+    /// removes whole entries inside DIR, never following a link, never one whose lock is held.
+    Cache(crate::commands::cache::CacheArgs),
 }
 
 /// `neff info`.

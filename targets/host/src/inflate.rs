@@ -124,13 +124,26 @@ pub fn open_archive(
     inflation: Inflation,
     sink: &mut (impl WarningSink + ?Sized),
 ) -> Result<Box<Archive<HostTar>>, Error> {
+    open_archive_with(source, size, opts, inflation, sink, |tar| tar)
+}
+
+/// [`open_archive`], with the tar stream wrapped by `wrap` before the archive reads it (the
+/// tar tap of [`crate::tap`]).
+pub fn open_archive_with<W: InflatedSource>(
+    source: InputSource,
+    size: u64,
+    opts: &OpenOptions,
+    inflation: Inflation,
+    sink: &mut (impl WarningSink + ?Sized),
+    wrap: impl FnOnce(HostTar) -> W,
+) -> Result<Box<Archive<W>>, Error> {
     let container: Box<HostContainer> = Box::new(Container::open(source, Some(size), opts, ZlibRs::new(), sink)?);
     let opened = container.opened();
     let tar = match inflation {
         Inflation::Inline => HostTar::Inline(container),
         Inflation::Threaded => HostTar::Threaded(Box::new(Relay::spawn(container))),
     };
-    Ok(Box::new(Archive::open_inflated(opened, tar)))
+    Ok(Box::new(Archive::open_inflated(opened, wrap(tar))))
 }
 
 /// A container error, carried through `embedded_io` to the archive, which passes it on (it

@@ -9,6 +9,7 @@
 
 pub mod cli;
 pub mod commands;
+pub mod consumed;
 pub mod error;
 pub mod header_view;
 pub mod inflate;
@@ -17,6 +18,7 @@ pub mod progress;
 pub mod sample;
 pub mod scale;
 pub mod source;
+pub mod tap;
 pub mod walk;
 pub mod writer;
 

@@ -24,7 +24,8 @@ use std::time::{Duration, Instant};
 use neff::archive::OpenOptions;
 use neff::hal::{AllocRequest, Hal, HalError, RegionId, USAGE_CLASS_COUNT};
 use neff::loader::{
-    LoadOptions, LoadReport, Loader, Manifest, Observer, PayloadReport, PayloadState, Storage, SubgraphReport,
+    LoadOptions, LoadReport, Loader, Manifest, NoObserver, Observer, PayloadReport, PayloadState, Storage,
+    SubgraphReport,
 };
 use neff::manifest::def::{EngineKey, ENGINE_KEYS};
 use neff::manifest::{Arch, Entry, IoKind, IoTensor, UsageClass};
@@ -32,8 +33,9 @@ use neff::sim::SimDevice;
 
 use crate::error::{print_warning, CliError};
 use crate::header_view::HeaderView;
-use crate::inflate::{open_archive, Inflation};
+use crate::inflate::{open_archive_with, Inflation};
 use crate::source::InputSource;
+use crate::tap::{MemberLog, TapHandle, TapOptions, Tapped, Tee};
 
 /// Stack of the thread the loader runs on (the manifest slots and the archive reader live in
 /// the loader's frames).
@@ -578,29 +580,29 @@ impl Observer for Collected {
 
 /// The observer of a load onto a device: [`Collected`], which also notes the NEFF's target
 /// in `target` each time `neff.json` or a KELF is read (the device answers with it).
-struct Learning<'a> {
-    collected: &'a mut Collected,
+struct Learning<'a, 'b, D: Observer + ?Sized> {
+    observer: &'a mut Tee<'b, Collected, D>,
     target: &'a Cell<Option<Arch>>,
 }
 
-impl Observer for Learning<'_> {
+impl<D: Observer + ?Sized> Observer for Learning<'_, '_, D> {
     fn manifest(&mut self, member: &str, manifest: Manifest<'_>) {
-        self.collected.manifest(member, manifest);
+        self.observer.manifest(member, manifest);
         if matches!(manifest, Manifest::Neff(_) | Manifest::Kelf(_)) {
-            self.target.set(self.collected.neff_target());
+            self.target.set(self.observer.0.neff_target());
         }
     }
     fn entry(&mut self, member: &str, entry: &Entry<'_>) {
-        self.collected.entry(member, entry);
+        self.observer.entry(member, entry);
     }
     fn io_tensor(&mut self, tensor: &IoTensor<'_>) {
-        self.collected.io_tensor(tensor);
+        self.observer.io_tensor(tensor);
     }
     fn payload(&mut self, payload: &PayloadReport<'_>) {
-        self.collected.payload(payload);
+        self.observer.payload(payload);
     }
     fn subgraph(&mut self, subgraph: &SubgraphReport<'_>) {
-        self.collected.subgraph(subgraph);
+        self.observer.subgraph(subgraph);
     }
 }
 
@@ -664,17 +666,17 @@ impl Hal for LearntArch<'_, '_> {
 #[allow(clippy::too_many_arguments)]
 fn load_onto(
     loader: &mut Loader<'_>,
-    archive: &mut neff::archive::Archive<crate::inflate::HostTar>,
+    archive: &mut neff::archive::Archive<Tapped<crate::inflate::HostTar>>,
     sim: &mut HostDevice<'_>,
     arch: DeviceArch,
     mode: &'static str,
     summary: &mut LoadReport,
-    collected: &mut Collected,
+    observer: &mut Tee<'_, Collected, impl Observer + ?Sized>,
     sink: &mut impl neff::error::WarningSink,
 ) -> Result<DeviceSummary, CliError> {
     let learnt = Cell::new(None);
     let mut dev = LearntArch { dev: sim, arch, learnt: &learnt };
-    let mut observer = Learning { collected, target: &learnt };
+    let mut observer = Learning { observer, target: &learnt };
     loader.load(archive, &mut dev, summary, &mut observer, sink)?;
     Ok(dev.summary(mode))
 }
@@ -695,6 +697,8 @@ pub struct Pass {
     pub elapsed: Duration,
     /// Warnings, as printed.
     pub warnings: Vec<String>,
+    /// What the tar tap saw (`None` for a pass without one; see [`crate::tap`]).
+    pub members: Option<MemberLog>,
 }
 
 /// Runs the loader over `source` (a NEFF of `size` bytes) on a thread with a large stack.
@@ -702,10 +706,30 @@ pub fn run(source: InputSource, size: u64, target: Target, allow_legacy: bool) -
     run_with(source, size, target, allow_legacy, Inflation::for_this_host(size))
 }
 
-/// `neff info`'s pass: a check that keeps every manifest entry `info` prints.
+/// `neff info`'s pass: a check that keeps every manifest entry `info` prints, and `info.json`
+/// (the compiler's version) from the tar tap.
 pub fn run_info(source: InputSource, size: u64) -> Result<Pass, CliError> {
     let inflation = Inflation::for_this_host(size);
-    spawn(move || run_here(source, size, Target::Check(None), false, inflation, true))
+    let tap = Some(TapOptions::producer());
+    spawn(move || run_here(source, size, Target::Check(None), false, inflation, true, tap, &mut NoObserver))
+}
+
+/// A pass whose observations also go to `extra` (after the pass's own collection), with the
+/// tar tap `tap` when given ([`Pass::members`]). `details` keeps the manifests' entries in
+/// [`Collected`] as `info` does; an `extra` that keeps only what it needs keeps memory flat.
+pub fn run_observed<O: Observer + Send + 'static>(
+    source: InputSource,
+    size: u64,
+    target: Target,
+    details: bool,
+    tap: Option<TapOptions>,
+    mut extra: O,
+) -> Result<(Pass, O), CliError> {
+    let inflation = Inflation::for_this_host(size);
+    spawn(move || {
+        let pass = run_here(source, size, target, false, inflation, details, tap, &mut extra)?;
+        Ok((pass, extra))
+    })
 }
 
 /// [`run`], inflating as `inflation` says (tests compare both ways).
@@ -716,11 +740,11 @@ pub fn run_with(
     allow_legacy: bool,
     inflation: Inflation,
 ) -> Result<Pass, CliError> {
-    spawn(move || run_here(source, size, target, allow_legacy, inflation, false))
+    spawn(move || run_here(source, size, target, allow_legacy, inflation, false, None, &mut NoObserver))
 }
 
 /// Runs `pass` on a thread with a large stack ([`LOADER_STACK`]).
-fn spawn(pass: impl FnOnce() -> Result<Pass, CliError> + Send + 'static) -> Result<Pass, CliError> {
+fn spawn<T: Send + 'static>(pass: impl FnOnce() -> Result<T, CliError> + Send + 'static) -> Result<T, CliError> {
     let worker = std::thread::Builder::new()
         .name("neff-loader".into())
         .stack_size(LOADER_STACK)
@@ -732,6 +756,7 @@ fn spawn(pass: impl FnOnce() -> Result<Pass, CliError> + Send + 'static) -> Resu
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run_here(
     source: InputSource,
     size: u64,
@@ -739,6 +764,8 @@ fn run_here(
     allow_legacy: bool,
     inflation: Inflation,
     details: bool,
+    tap: Option<TapOptions>,
+    extra: &mut dyn Observer,
 ) -> Result<Pass, CliError> {
     let mut warnings = Vec::new();
     let mut sink = |w: &neff::Warning| {
@@ -758,7 +785,16 @@ fn run_here(
         _ => Vec::new(),
     };
     let started = Instant::now();
-    let mut archive = open_archive(source, size, &OpenOptions::default(), inflation, &mut sink)?;
+    let mut tap_handle: Option<TapHandle> = None;
+    let wrap = |tar| match tap {
+        Some(options) => {
+            let (tapped, handle) = Tapped::with_tap(tar, options);
+            tap_handle = Some(handle);
+            tapped
+        }
+        None => Tapped::plain(tar),
+    };
+    let mut archive = open_archive_with(source, size, &OpenOptions::default(), inflation, &mut sink, wrap)?;
     let header = HeaderView::from(archive.header());
     // Zeroed by the allocator: pages the load never touches cost no memory.
     let mut arena = vec![0u8; ARENA_BYTES];
@@ -769,27 +805,31 @@ fn run_here(
     let mut summary = LoadReport::new();
     // Only `info` (a check whose observer keeps the details) prints the manifests' entries.
     let mut collected = Collected { details, ..Collected::default() };
+    let mut observer = Tee(&mut collected, extra);
     let device = match target {
         Target::Check(arch) => {
-            loader.check(&mut *archive, arch, &mut summary, &mut collected, &mut sink)?;
+            loader.check(&mut *archive, arch, &mut summary, &mut observer, &mut sink)?;
             None
         }
         // The device's own arch field is the pinned one or the default; what the loader sees
         // is the wrapper's (`LearntArch`), which may learn the NEFF's target.
         Target::Memory { arch, .. } => {
             let mut dev: Box<HostDevice<'_>> = Box::new(SimDevice::new(&mut memory, arch.initial()));
-            let (l, a, c) = (&mut *loader, &mut *archive, &mut collected);
-            Some(load_onto(l, a, &mut dev, arch, "memory", &mut summary, c, &mut sink)?)
+            let (l, a) = (&mut *loader, &mut *archive);
+            Some(load_onto(l, a, &mut dev, arch, "memory", &mut summary, &mut observer, &mut sink)?)
         }
         Target::DigestOnly { arch, capacity } => {
             let mut dev: Box<HostDevice<'_>> = Box::new(SimDevice::digest_only(capacity, arch.initial()));
-            let (l, a, c) = (&mut *loader, &mut *archive, &mut collected);
-            Some(load_onto(l, a, &mut dev, arch, "digest-only", &mut summary, c, &mut sink)?)
+            let (l, a) = (&mut *loader, &mut *archive);
+            Some(load_onto(l, a, &mut dev, arch, "digest-only", &mut summary, &mut observer, &mut sink)?)
         }
     };
     let elapsed = started.elapsed();
     // The loader finished the archive; asking again returns the same figures.
     let finish = archive.finish(&mut sink)?;
+    // Dropping the archive closes the tap's stream; then its walk ends.
+    drop(archive);
+    let members = tap_handle.map(TapHandle::finish);
     let report = Box::new(HostReport {
         summary,
         // In tar order, as the core's reports are not (weights come last).
@@ -800,7 +840,7 @@ fn run_here(
         },
         subgraphs: std::mem::take(&mut collected.subgraphs),
     });
-    Ok(Pass { header, report, collected, device, finish, elapsed, warnings })
+    Ok(Pass { header, report, collected, device, finish, elapsed, warnings, members })
 }
 
 impl DeviceArch {

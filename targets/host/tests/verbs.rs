@@ -222,7 +222,7 @@ fn info_json_of_the_real_neffs_equals_what_their_members_say() {
         let Some(path) = real(name) else { return };
         let members = members_of(&std::fs::read(&path).unwrap());
         let doc = ok_json(&neff_p(&[&"info", &path, &"--json"]));
-        assert_eq!(keys(&doc), ["header", "kelf", "inputs", "outputs", "subgraphs"], "{name}");
+        assert_eq!(keys(&doc), ["header", "kelf", "inputs", "outputs", "subgraphs", "compiler_version"], "{name}");
         let want = expected_info(name, &members);
         for key in ["kelf", "inputs", "outputs"] {
             assert_eq!(doc[key], want[key], "{name}: {key}");

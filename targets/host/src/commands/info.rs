@@ -26,6 +26,9 @@ pub struct InfoJson {
     pub outputs: Vec<TensorJson>,
     /// One per graph of every KELF.
     pub subgraphs: Vec<SubgraphJson>,
+    /// The compiler that wrote the NEFF: `info.json`'s `tool_version` (producer metadata the
+    /// loader skips; read from the pass's tar tap), `null` without one.
+    pub compiler_version: Option<String>,
 }
 
 /// A KELF node.
@@ -288,7 +291,8 @@ pub fn info_json(pass: &mut Pass) -> InfoJson {
             }),
         });
     }
-    InfoJson { header: pass.header.to_json(), kelf, inputs, outputs, subgraphs }
+    let compiler_version = pass.members.as_ref().and_then(|m| m.tool_version());
+    InfoJson { header: pass.header.to_json(), kelf, inputs, outputs, subgraphs, compiler_version }
 }
 
 /// Runs `neff info`.
@@ -368,6 +372,9 @@ pub fn write_human(out: &mut impl std::fmt::Write, label: &str, size: u64, pass:
         pass.collected.manifests,
         report.payloads.len()
     );
+    if let Some(version) = &doc.compiler_version {
+        let _ = writeln!(out, "compiler: {version} (info.json tool_version)");
+    }
 
     for k in &doc.kelf {
         let arch = k.arch.map_or_else(|| "any arch".to_owned(), |a| format!("arch {a}"));

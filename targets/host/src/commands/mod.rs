@@ -8,10 +8,16 @@ use crate::error::CliError;
 use crate::progress::Progress;
 use crate::source::{FileSource, InputSource};
 
+pub mod cache;
+pub mod cat;
+pub mod diff;
 pub mod info;
 pub mod load;
+pub mod ls;
+pub mod mem;
 pub mod pack;
 pub mod schema;
+pub mod shell;
 pub mod unpack;
 
 /// Runs one command line.
@@ -23,6 +29,13 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Unpack(args) => unpack::run(&args),
         Command::Pack(args) => pack::run(&args),
         Command::Schema(args) => schema::run(&args),
+        Command::Mem(args) => mem::run(&args),
+        Command::Diff(args) => diff::run(&args),
+        Command::Ls(args) => ls::run(&args),
+        Command::Cat(args) => cat::run(&args),
+        Command::Completions(args) => shell::run_completions(&args),
+        Command::Man(args) => shell::run_man(&args),
+        Command::Cache(args) => cache::run(&args),
     }
 }
 

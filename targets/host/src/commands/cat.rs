@@ -1,0 +1,140 @@
+//! `neff cat FILE MEMBER [--data]`: one member to stdout, streamed.
+//!
+//! The archive is walked as `unpack` walks it (header gates, gzip, tar, the trailer checked
+//! at the end); the member's bytes go to stdout as they are inflated, through a fixed buffer.
+//! `--data` writes a `.npy` member's array data only (what the loader places on the device),
+//! its header parsed by the core's `.npy` parser and its length checked against the shape. A
+//! name that appears twice in the tar: the first copy is written, and a warning says so.
+
+use std::io::{self, Read, Write};
+use std::path::PathBuf;
+
+use clap::Args;
+use neff::npy::{NpyFeed, NpyParser};
+
+use crate::error::{io_message, print_warning, CliError};
+use crate::header_view::HeaderView;
+use crate::walk::{self, body_error, Visitor};
+
+/// `neff cat`.
+#[derive(Debug, Args)]
+pub struct CatArgs {
+    /// The NEFF file.
+    pub file: PathBuf,
+    /// The member's path in the archive (as `neff ls` prints it).
+    pub member: String,
+    /// Write a `.npy` member's array data only, without its header.
+    #[arg(long)]
+    pub data: bool,
+}
+
+/// Bytes read from a member at a time.
+const CHUNK: usize = 64 * 1024;
+
+struct Cat<W: Write> {
+    want: String,
+    data: bool,
+    copies: u32,
+    out: W,
+    /// stdout was closed (`neff cat ... | head -c 10`): stop writing, quietly.
+    closed: bool,
+}
+
+impl<W: Write> Cat<W> {
+    fn write(&mut self, bytes: &[u8]) -> Result<(), CliError> {
+        if self.closed {
+            return Ok(());
+        }
+        match self.out.write_all(bytes) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
+                self.closed = true;
+                Ok(())
+            }
+            Err(e) => Err(CliError::Path { path: "<stdout>".into(), message: io_message(&e) }),
+        }
+    }
+
+    fn copy(&mut self, name: &str, body: &mut dyn Read) -> Result<(), CliError> {
+        let mut buf = vec![0u8; CHUNK];
+        let mut npy = self.data.then(NpyParser::<256>::new);
+        let mut header = None;
+        let mut data_bytes = 0u64;
+        loop {
+            let n = body.read(&mut buf).map_err(|e| body_error(name, &e))?;
+            if n == 0 {
+                break;
+            }
+            let chunk = &buf[..n];
+            let Some(parser) = npy.as_mut() else {
+                self.write(chunk)?;
+                continue;
+            };
+            let data = match parser.feed(chunk).map_err(|e| CliError::rejected(format!("{name}: --data: {e}")))? {
+                NpyFeed::NeedMore => &[][..],
+                NpyFeed::Complete { header: h, header_bytes } => {
+                    header = Some(h);
+                    &chunk[header_bytes..]
+                }
+            };
+            data_bytes += data.len() as u64;
+            self.write(data)?;
+        }
+        if let Some(parser) = &npy {
+            let h = match header {
+                Some(h) => h,
+                None => parser.finish().map_err(|e| CliError::rejected(format!("{name}: --data: {e}")))?,
+            };
+            let want = h.data_len().map_err(|e| CliError::rejected(format!("{name}: --data: {e}")))?;
+            if data_bytes != want {
+                return Err(CliError::rejected(format!(
+                    "{name}: --data: the shape says {want} bytes of array data, the member holds {data_bytes}"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<W: Write> Visitor for Cat<W> {
+    fn header(&mut self, _header: &HeaderView) -> Result<(), CliError> {
+        Ok(())
+    }
+
+    fn member(&mut self, name: &[u8], _size: u64, body: &mut dyn Read) -> Result<(), CliError> {
+        // A name that is not UTF-8 cannot be asked for on the command line as text: no match.
+        let Ok(name) = std::str::from_utf8(name) else { return Ok(()) };
+        if name != self.want {
+            return Ok(());
+        }
+        self.copies += 1;
+        if self.copies > 1 {
+            print_warning(&format!("{name}: the archive holds this name again; the first copy was written"));
+            return Ok(());
+        }
+        self.copy(name, body)
+    }
+}
+
+/// Runs `neff cat`.
+pub fn run(args: &CatArgs) -> Result<(), CliError> {
+    let source = super::open_input(&args.file, "cat")?;
+    let size = source.size();
+    let out = io::BufWriter::with_capacity(CHUNK, io::stdout().lock());
+    let mut cat = Cat { want: args.member.clone(), data: args.data, copies: 0, out, closed: false };
+    let summary = walk::walk(source, size, &mut cat)?;
+    if !cat.closed {
+        if let Err(e) = cat.out.flush() {
+            if e.kind() != io::ErrorKind::BrokenPipe {
+                return Err(CliError::Path { path: "<stdout>".into(), message: io_message(&e) });
+            }
+        }
+    }
+    if cat.copies == 0 {
+        return Err(CliError::rejected_with_hint(
+            format!("{}: no such member ({} members)", args.member, summary.members),
+            "`neff ls FILE` lists the members",
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,224 @@
+//! `neff ls FILE [--json]`: every member with its size and role, like `tar -tv`.
+//!
+//! One streaming pass: the loader's check, the tar tap listing every member (debug data and
+//! producer metadata included), and the consumed values of every manifest
+//! ([`crate::consumed`]). A member's role is the key that reached it: starting at the chain's
+//! root (`neff.json`, or without it the KELF the loader falls back to), a manifest reached so
+//! far reaches every member one of its string values names, relative to the manifest's
+//! directory (an activation set by its name plus `.json`), and so on. A member nothing reached
+//! is listed as `not reached`. Payloads carry the usage class and core the loader placed them
+//! with.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use clap::Args;
+use serde_json::{json, Value};
+
+use crate::consumed::ConsumedValues;
+use crate::error::{print_stdout, CliError};
+use crate::loading::{self, dir_of, join, Target};
+use crate::tap::TapOptions;
+
+/// `neff ls`.
+#[derive(Debug, Args)]
+pub struct LsArgs {
+    /// The NEFF file.
+    pub file: PathBuf,
+    /// One JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A key of a manifest that names a member.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Reference {
+    /// The manifest member.
+    pub member: String,
+    /// The key path in it.
+    pub key: String,
+}
+
+/// The strings of a consumed value (`"PE.bin"`, or `["exp_and_others"]`).
+fn strings(value: &str) -> Vec<String> {
+    match serde_json::from_str::<Value>(value) {
+        Ok(Value::String(s)) => vec![s],
+        Ok(Value::Array(items)) => items.into_iter().filter_map(|v| v.as_str().map(str::to_owned)).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Every member reached from the chain's root, with the keys that reached it (the root has
+/// none). `manifests` are the consumed values by member; `members` every member in the tar.
+pub fn reached(
+    manifests: &BTreeMap<String, BTreeMap<String, String>>,
+    members: &BTreeSet<&str>,
+) -> BTreeMap<String, Vec<Reference>> {
+    let mut out: BTreeMap<String, Vec<Reference>> = BTreeMap::new();
+    let root = ["neff.json", "kelf-0.json", "kelf-a.json"].into_iter().find(|r| manifests.contains_key(*r));
+    let Some(root) = root else { return out };
+    out.insert(root.to_owned(), Vec::new());
+    let mut queue = VecDeque::from([root.to_owned()]);
+    let mut done = BTreeSet::new();
+    while let Some(manifest) = queue.pop_front() {
+        if !done.insert(manifest.clone()) {
+            continue;
+        }
+        let Some(values) = manifests.get(&manifest) else { continue };
+        let dir = dir_of(&manifest);
+        for (key, value) in values {
+            for s in strings(value) {
+                let named = join(dir, &s);
+                let target = if members.contains(named.as_str()) {
+                    named
+                } else {
+                    let set = format!("{named}.json");
+                    if !members.contains(set.as_str()) {
+                        continue;
+                    }
+                    set
+                };
+                if target == manifest {
+                    continue;
+                }
+                out.entry(target.clone()).or_default().push(Reference { member: manifest.clone(), key: key.clone() });
+                if manifests.contains_key(&target) {
+                    queue.push_back(target);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Runs `neff ls`.
+pub fn run(args: &LsArgs) -> Result<(), CliError> {
+    let source = super::open_input(&args.file, "ls")?;
+    let size = source.size();
+    let (pass, consumed) = loading::run_observed(
+        source,
+        size,
+        Target::Check(None),
+        false,
+        Some(TapOptions::members()),
+        ConsumedValues::new(),
+    )?;
+    let log = pass.members.as_ref().map(|m| m.members.as_slice()).unwrap_or_default();
+    let names: BTreeSet<&str> = log.iter().map(|m| m.name.as_str()).collect();
+    let reach = reached(&consumed.values, &names);
+    let payloads: HashMap<&str, _> = pass.report.payloads.iter().map(|p| (p.member.as_str(), p)).collect();
+    let mut rows = Vec::new();
+    for m in log {
+        let refs = reach.get(&m.name);
+        let payload = payloads.get(m.name.as_str());
+        let role = match (refs, payload) {
+            (Some(_), _) if consumed.values.contains_key(&m.name) => Some("manifest"),
+            (_, Some(_)) => Some("payload"),
+            (Some(_), None) => Some("named"),
+            (None, None) => None,
+        };
+        rows.push(json!({
+            "name": m.name,
+            "size": m.size,
+            "digest": format!("{:016x}", m.digest),
+            "role": role,
+            "usage": payload.map(|p| p.usage.as_str()),
+            "core": payload.and_then(|p| p.core),
+            "reached_by": refs.map(|r| r.iter().map(|r| json!({"member": r.member, "key": r.key})).collect::<Vec<_>>()),
+        }));
+    }
+    if args.json {
+        let doc = json!({"file": args.file.display().to_string(), "members": rows});
+        let mut t = serde_json::to_string_pretty(&doc).map_err(|e| CliError::rejected(e.to_string()))?;
+        t.push('\n');
+        return print_stdout(&t);
+    }
+    let mut out = String::new();
+    let width = log.iter().map(|m| m.size.to_string().len()).max().unwrap_or(1);
+    let (mut manifests, mut placed, mut unreached) = (0, 0, 0);
+    for r in &rows {
+        let kind = match (r["role"].as_str(), r["usage"].as_str()) {
+            (Some("manifest"), _) => {
+                manifests += 1;
+                "manifest".to_owned()
+            }
+            (_, Some(usage)) => {
+                placed += 1;
+                format!("{usage} {}", r["core"].as_u64().map_or_else(|| "-".to_owned(), |c| c.to_string()))
+            }
+            (Some(role), None) => role.to_owned(),
+            (None, None) => {
+                unreached += 1;
+                "-".to_owned()
+            }
+        };
+        let by = match r["reached_by"].as_array() {
+            None => "  (not reached)".to_owned(),
+            Some(refs) if refs.is_empty() => "  (the chain's root)".to_owned(),
+            Some(refs) => format!(
+                "  <- {}",
+                refs.iter()
+                    .map(|x| format!("{} {}", x["member"].as_str().unwrap_or(""), x["key"].as_str().unwrap_or("")))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        let size = r["size"].as_u64().unwrap_or(0);
+        let _ = writeln!(out, "{size:>width$}  {kind:<12}  {}{by}", r["name"].as_str().unwrap_or(""));
+    }
+    let total: u64 = log.iter().map(|m| m.size).sum();
+    let _ = writeln!(
+        out,
+        "{} members, {total} bytes: {manifests} manifests, {placed} payloads, {unreached} not reached",
+        log.len()
+    );
+    print_stdout(&out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reach_follows_names_from_the_root_only() {
+        let mut manifests = BTreeMap::new();
+        let values = |pairs: &[(&str, &str)]| pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+        manifests.insert("neff.json".to_owned(), values(&[("nodes[0].attrs.kelf", "\"kelf-0.json\"")]));
+        manifests.insert("kelf-0.json".to_owned(), values(&[("graphs[0].definition", "\"sg00/def.json\"")]));
+        manifests.insert(
+            "sg00/def.json".to_owned(),
+            values(&[("pe", "\"PE.json\""), ("sets", "[\"exp\"]"), ("name", "\"def.json\"")]),
+        );
+        manifests.insert("sg00/PE.json".to_owned(), values(&[("instr", "\"PE.bin\"")]));
+        // Parsed on spec, but nothing reached names it.
+        manifests.insert("sg09/def.json".to_owned(), values(&[("pe", "\"PE.json\"")]));
+        let members: BTreeSet<&str> = [
+            "neff.json",
+            "kelf-0.json",
+            "sg00/def.json",
+            "sg00/PE.json",
+            "sg00/PE.bin",
+            "sg00/exp.json",
+            "sg09/def.json",
+            "sg09/PE.json",
+        ]
+        .into_iter()
+        .collect();
+        let r = reached(&manifests, &members);
+        assert_eq!(r["neff.json"], []);
+        assert_eq!(r["sg00/PE.bin"], [Reference { member: "sg00/PE.json".into(), key: "instr".into() }]);
+        assert_eq!(r["sg00/exp.json"][0].key, "sets");
+        assert!(!r.contains_key("sg09/def.json") && !r.contains_key("sg09/PE.json"));
+        // A manifest naming itself does not reach itself.
+        assert_eq!(r["sg00/def.json"].len(), 1);
+    }
+
+    #[test]
+    fn strings_of_values() {
+        assert_eq!(strings("\"a.bin\""), ["a.bin"]);
+        assert_eq!(strings("[\"x\", \"y\"]"), ["x", "y"]);
+        assert!(strings("16").is_empty());
+        assert!(strings("[1, 2]").is_empty());
+    }
+}
