@@ -71,13 +71,23 @@ use crate::{Error, ErrorKind, Stage, Warning, WarningKind, WarningSink};
 /// Tar block size.
 pub const BLOCK_SIZE: usize = 512;
 const BLOCK_SIZE_U64: u64 = BLOCK_SIZE as u64;
-/// Default capacity of the member name buffer: a path of up to 1 KiB (a ustar name holds 255
-/// bytes, `prefix` 155 + `/` + `name` 100; longer ones come through PAX or GNU `L` records, and
-/// real models nest long directory and member names: spec §15.20).
+/// Default capacity of the member name buffer: on a controller a path of up to 1 KiB (a ustar
+/// name holds 255 bytes, `prefix` 155 + `/` + `name` 100; longer ones come through PAX or GNU
+/// `L` records, and real models nest long directory and member names: spec §15.20); on a
+/// hosted target 16 KiB, four times Linux's `PATH_MAX`.
+#[cfg(target_os = "none")]
 pub const DEFAULT_NAME_CAPACITY: usize = 1024;
-/// Default capacity of the PAX extended-header buffer: a `path` record of a 1 KiB name plus
-/// the `mtime`/`atime`/`ctime` records writers add.
+/// Default capacity of the member name buffer (see the firmware profile's doc).
+#[cfg(not(target_os = "none"))]
+pub const DEFAULT_NAME_CAPACITY: usize = 16 * 1024;
+/// Default capacity of the PAX extended-header buffer: a `path` record of a name of
+/// [`DEFAULT_NAME_CAPACITY`] plus the `mtime`/`atime`/`ctime` records writers add; on a hosted
+/// target 64 KiB, room for sparse maps and extended attributes too.
+#[cfg(target_os = "none")]
 pub const DEFAULT_PAX_CAPACITY: usize = 1536;
+/// Default capacity of the PAX extended-header buffer (see the firmware profile's doc).
+#[cfg(not(target_os = "none"))]
+pub const DEFAULT_PAX_CAPACITY: usize = 64 * 1024;
 /// Offset of `isextended` in an old GNU sparse (`S`) header.
 const GNU_IS_EXTENDED: usize = 482;
 /// Offset of `isextended` in an old GNU sparse extension block.

@@ -238,6 +238,7 @@ fn check_json(case: &str, j: &JsonRefusal, e: &Error) {
                 JsonError::UnexpectedByte { found, .. } => assert_eq!(body[at], found, "{case}: {e}"),
                 JsonError::ControlCharInString => assert!(body[at] < 0x20, "{case}: {e}"),
                 JsonError::InvalidEscape => assert_eq!(body[at - 1], b'\\', "{case}: {e}"),
+                JsonError::TrailingData => assert!(!b" \t\r\n".contains(&body[at]), "{case}: {e}"),
                 _ => panic!("{case}: no rule for {e} (serde_json: {})", j.serde),
             }
         }
@@ -515,20 +516,8 @@ impl Clean {
         let after: Value = match serde_json::from_slice(body) {
             Ok(v) => v,
             Err(serde) => {
-                // A root that is not an object is refused as soon as it is read, whatever follows.
-                let first = serde_json::Deserializer::from_slice(body).into_iter::<Value>().next();
-                if let Some(Ok(root)) = first.filter(|v| !matches!(v, Ok(Value::Object(_)))) {
-                    let found = match root {
-                        Value::String(_) => JsonType::String,
-                        Value::Array(_) => JsonType::Array,
-                        Value::Bool(_) => JsonType::Bool,
-                        Value::Null => JsonType::Null,
-                        Value::Number(_) => panic!("{name}: no rule for a number at the root"),
-                        Value::Object(_) => unreachable!(),
-                    };
-                    let start = body.iter().position(|b| !b" \t\r\n".contains(b)).unwrap() as u64;
-                    return Want::RootNotObject { stage, member: name.into(), offset: start, found };
-                }
+                // Not JSON: the syntax error wins over any schema error before it (libnrt parses
+                // the whole document first), a root that is not an object included.
                 let first_change = (0..body.len()).find(|&i| original.get(i) != Some(&body[i])).unwrap_or(body.len());
                 return Want::Json(JsonRefusal {
                     stage,

@@ -236,7 +236,9 @@ pub const ARCHIVE_SIZE: usize = core::mem::size_of::<Archive<&[u8]>>();
 pub const LOAD_FOOTPRINT: usize = LOADER_SIZE + ARCHIVE_SIZE;
 
 // One load fits a management controller's budget whatever the model: what grows is in the
-// arena, whose size the caller chooses. A change that breaks this fails the build everywhere.
+// arena, whose size the caller chooses. A change that breaks this fails the firmware build.
+// Hosted targets read single values (names, paths) into larger slots (`manifest::cap`).
+#[cfg(target_os = "none")]
 const _: () = assert!(LOAD_FOOTPRINT < 64 * 1024);
 
 /// Counts the warnings that pass through to the caller's sink.

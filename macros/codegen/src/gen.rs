@@ -26,7 +26,7 @@ struct ObjRef<'a> {
 pub struct Checked<'a> {
     files: &'a [SchemaFile],
     /// Capacities in declaration order: name -> (default, doc).
-    caps: Vec<(String, usize, String)>,
+    caps: Vec<(String, usize, Option<usize>, String)>,
     objects: BTreeMap<String, ObjRef<'a>>,
     enums: BTreeMap<String, (&'a SchemaFile, &'a EnumToml)>,
     layouts: BTreeMap<String, (&'a SchemaFile, &'a LayoutToml)>,
@@ -44,7 +44,7 @@ fn is_ident(s: &str) -> bool {
 /// Checks every cross-reference of the schema; the first problem is returned with its
 /// `file:line:col`.
 pub fn check(files: &[SchemaFile]) -> Result<Checked<'_>, SchemaError> {
-    let mut caps: Vec<(String, usize, String)> = Vec::new();
+    let mut caps: Vec<(String, usize, Option<usize>, String)> = Vec::new();
     let mut type_names: BTreeSet<String> = BTreeSet::new();
     let mut enums = BTreeMap::new();
     let mut layouts = BTreeMap::new();
@@ -64,13 +64,16 @@ pub fn check(files: &[SchemaFile]) -> Result<Checked<'_>, SchemaError> {
             if !is_ident(name) || name.chars().any(|ch| ch.is_ascii_lowercase()) {
                 return Err(f.error_at(c.name.span(), format!("capacity `{name}` must be an UPPER_CASE identifier")));
             }
-            if caps.iter().any(|(n, _, _)| n == name) {
+            if caps.iter().any(|(n, ..)| n == name) {
                 return Err(f.error_at(c.name.span(), format!("capacity `{name}` is declared twice")));
             }
             if c.default == 0 {
                 return Err(f.error_at(c.name.span(), format!("capacity `{name}` needs a default above 0")));
             }
-            caps.push((name.clone(), c.default, c.doc.clone()));
+            if c.hosted.is_some_and(|h| h < c.default) {
+                return Err(f.error_at(c.name.span(), format!("capacity `{name}`: `hosted` is below the default")));
+            }
+            caps.push((name.clone(), c.default, c.hosted, c.doc.clone()));
         }
         for e in &f.toml.enums {
             let name = e.name.get_ref();
@@ -115,7 +118,7 @@ pub fn check(files: &[SchemaFile]) -> Result<Checked<'_>, SchemaError> {
         }
     }
 
-    let cap_known = |c: &str| caps.iter().any(|(n, _, _)| n == c);
+    let cap_known = |c: &str| caps.iter().any(|(n, ..)| n == c);
     let mut objects: BTreeMap<String, ObjRef> = BTreeMap::new();
     let mut entry_names: BTreeSet<String> = BTreeSet::new();
     for (f, o) in &raw_objects {
@@ -963,11 +966,29 @@ impl Checked<'_> {
         let caps: Vec<TokenStream> = self
             .caps
             .iter()
-            .map(|(name, value, doc)| {
+            .map(|(name, value, hosted, doc)| {
                 let id = format_ident!("{}", name);
-                let d = doc_attr(doc);
                 let lit = Literal::usize_unsuffixed(*value);
-                quote!(#d pub const #id: usize = #lit;)
+                match hosted {
+                    None => {
+                        let d = doc_attr(doc);
+                        quote!(#d pub const #id: usize = #lit;)
+                    }
+                    Some(hosted) => {
+                        let d = doc_attr(&format!(
+                            "{doc} {value} on bare-metal targets (the firmware profile), {hosted} on hosted ones."
+                        ));
+                        let host = Literal::usize_unsuffixed(*hosted);
+                        quote! {
+                            #d
+                            #[cfg(target_os = "none")]
+                            pub const #id: usize = #lit;
+                            #d
+                            #[cfg(not(target_os = "none"))]
+                            pub const #id: usize = #host;
+                        }
+                    }
+                }
             })
             .collect();
         out.extend(quote! {

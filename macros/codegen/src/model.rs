@@ -82,8 +82,12 @@ pub struct FileToml {
 pub struct CapacityToml {
     /// Upper-case name of the const parameter.
     pub name: Spanned<String>,
-    /// Its default value.
+    /// Its value on bare-metal targets (`target_os = "none"`: the firmware profile).
     pub default: usize,
+    /// Its value on hosted targets, where no valid NEFF may be refused for its size (spec
+    /// §15.20); absent: the default everywhere.
+    #[serde(default)]
+    pub hosted: Option<usize>,
     /// What it bounds.
     pub doc: String,
 }
