@@ -194,8 +194,8 @@ pub fn human(label: &str, pass: &Pass) -> String {
     }
     let integrity = match r.integrity {
         None | Some(neff::header::Integrity::NotRequested) => "not requested",
-        Some(neff::header::Integrity::Match(_)) => "match",
-        Some(neff::header::Integrity::Mismatch(_)) => "MISMATCH",
+        Some(neff::header::Integrity::Match { .. }) => "match",
+        Some(neff::header::Integrity::Mismatch { .. }) => "MISMATCH",
         Some(neff::header::Integrity::NotApplicable) => "not applicable",
     };
     let _ = writeln!(
