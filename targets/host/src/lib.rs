@@ -12,6 +12,7 @@ pub mod commands;
 pub mod error;
 pub mod header_view;
 pub mod inflate;
+pub mod integrity;
 pub mod loading;
 pub mod progress;
 pub mod sample;

@@ -14,10 +14,12 @@ use std::time::{Duration, Instant};
 
 use neff::archive::OpenOptions;
 use neff::hal::{RegionId, USAGE_CLASS_COUNT};
+use neff::header::HeaderWarning;
 use neff::loader::{LoadOptions, LoadReport, Loader, Manifest, Observer, PayloadReport, PayloadState, SubgraphReport};
 use neff::manifest::def::{EngineKey, ENGINE_KEYS};
 use neff::manifest::{Arch, Entry, IoKind, IoTensor, UsageClass};
 use neff::sim::SimDevice;
+use neff::WarningKind;
 
 use crate::error::{print_warning, CliError};
 use crate::header_view::HeaderView;
@@ -528,15 +530,26 @@ pub struct Pass {
     pub warnings: Vec<String>,
 }
 
+/// What a pass is asked for besides its target.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PassOptions {
+    /// Accept what `NEURON_RT_ALLOW_LEGACY_NEFF=1` accepts (`--allow-legacy`).
+    pub allow_legacy: bool,
+    /// Verify the header hash while the payload streams (`--verify`): the outcome is in
+    /// [`Pass::finish`], and a mismatch ends the pass with the rejection of
+    /// [`crate::integrity::mismatch_error`] instead of a warning.
+    pub verify: bool,
+}
+
 /// Runs the loader over `source` (a NEFF of `size` bytes) on a thread with a large stack.
-pub fn run(source: InputSource, size: u64, target: Target, allow_legacy: bool) -> Result<Pass, CliError> {
-    run_with(source, size, target, allow_legacy, Inflation::for_this_host(size))
+pub fn run(source: InputSource, size: u64, target: Target, options: PassOptions) -> Result<Pass, CliError> {
+    run_with(source, size, target, options, Inflation::for_this_host(size))
 }
 
 /// `neff info`'s pass: a check that keeps every manifest entry `info` prints.
-pub fn run_info(source: InputSource, size: u64) -> Result<Pass, CliError> {
+pub fn run_info(source: InputSource, size: u64, options: PassOptions) -> Result<Pass, CliError> {
     let inflation = Inflation::for_this_host(size);
-    spawn(move || run_here(source, size, Target::Check(None), false, inflation, true))
+    spawn(move || run_here(source, size, Target::Check(None), options, inflation, true))
 }
 
 /// [`run`], inflating as `inflation` says (tests compare both ways).
@@ -544,10 +557,10 @@ pub fn run_with(
     source: InputSource,
     size: u64,
     target: Target,
-    allow_legacy: bool,
+    options: PassOptions,
     inflation: Inflation,
 ) -> Result<Pass, CliError> {
-    spawn(move || run_here(source, size, target, allow_legacy, inflation, false))
+    spawn(move || run_here(source, size, target, options, inflation, false))
 }
 
 /// Runs `pass` on a thread with a large stack ([`LOADER_STACK`]).
@@ -567,12 +580,17 @@ fn run_here(
     source: InputSource,
     size: u64,
     target: Target,
-    allow_legacy: bool,
+    options: PassOptions,
     inflation: Inflation,
     details: bool,
 ) -> Result<Pass, CliError> {
+    let PassOptions { allow_legacy, verify } = options;
     let mut warnings = Vec::new();
     let mut sink = |w: &neff::Warning| {
+        // Asked for, a mismatch is the pass's error (with both values), not also a warning.
+        if verify && matches!(w.kind, WarningKind::Header(HeaderWarning::IntegrityMismatch { .. })) {
+            return;
+        }
         let text = w.to_string();
         print_warning(&text);
         warnings.push(text);
@@ -589,7 +607,8 @@ fn run_here(
         _ => Vec::new(),
     };
     let started = Instant::now();
-    let mut archive = open_archive(source, size, &OpenOptions::default(), inflation, &mut sink)?;
+    let open = OpenOptions { verify_integrity: verify, ..OpenOptions::default() };
+    let mut archive = open_archive(source, size, &open, inflation, &mut sink)?;
     let header = HeaderView::from(archive.header());
     // Zeroed by the allocator: pages the load never touches cost no memory.
     let mut arena = vec![0u8; ARENA_BYTES];
@@ -616,6 +635,11 @@ fn run_here(
     let elapsed = started.elapsed();
     // The loader finished the archive; asking again returns the same figures.
     let finish = archive.finish(&mut sink)?;
+    if verify {
+        if let Some(e) = crate::integrity::mismatch_error(&finish.integrity) {
+            return Err(e);
+        }
+    }
     let report = Box::new(HostReport {
         summary,
         // In tar order, as the core's reports are not (weights come last).
