@@ -330,8 +330,7 @@ fn close<R: BufRead, I: Inflate>(
         let e = HeaderError::DataSizePastEnd { data_size, available: data_size.saturating_sub(payload.remaining()) };
         return Err(Error::at_file(Stage::Header, (HEADER_SIZE as u64).saturating_add(consumed), ErrorKind::Header(e)));
     }
-    let hasher = core::mem::replace(&mut payload.hasher, PayloadHasher::Off { requested: false });
-    let integrity = hasher.finish(header);
+    let integrity = payload.hasher.finish_in_place(header);
     if let Integrity::Mismatch { computed, .. } = integrity {
         let kind = HeaderWarning::IntegrityMismatch { algorithm: computed.algorithm() };
         header_warning(sink, crate::header::field::HASH.start as u64, kind);

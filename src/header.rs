@@ -285,7 +285,6 @@ pub fn word_swapped(md5: &[u8; 16]) -> [u8; 16] {
 /// A digest of the payload, as computed or as stored in the header: `algorithm` and its
 /// [`digest_len`](HashAlgorithm::digest_len) bytes.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct HashValue {
     algorithm: HashAlgorithm,
     /// Room for the longest digest; bytes past `digest_len` stay zero.
@@ -329,6 +328,14 @@ impl fmt::Display for HashValue {
 impl fmt::Debug for HashValue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{:?}({self:x})", self.algorithm)
+    }
+}
+
+#[cfg(feature = "defmt")]
+impl defmt::Format for HashValue {
+    /// The digest's bytes only (not the zero room after an MD5), in hex.
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(f, "{}({=[u8]:02x})", self.algorithm, self.as_bytes());
     }
 }
 
@@ -620,12 +627,19 @@ impl PayloadHasher {
 
     /// Compares the digest with the header's `hash`: MD5 in either order real compilers
     /// write ([`DigestOrder`]; plain first), SHA-256 as is.
-    pub fn finish(self, header: &NeffHeader) -> Integrity {
+    pub fn finish(mut self, header: &NeffHeader) -> Integrity {
+        self.finish_in_place(header)
+    }
+
+    /// [`PayloadHasher::finish`] where the hasher lies, leaving it `Off`: finalising by value
+    /// would copy the digest state (up to 112 bytes) into another stack frame, and the
+    /// firmware's stack has little room to spare.
+    pub(crate) fn finish_in_place(&mut self, header: &NeffHeader) -> Integrity {
         let (computed, order) = match self {
             PayloadHasher::Off { requested: false } => return Integrity::NotRequested,
             PayloadHasher::Off { requested: true } => return Integrity::NotApplicable,
             PayloadHasher::Md5(h) => {
-                let digest: [u8; 16] = h.finalize().into();
+                let digest: [u8; 16] = h.finalize_reset().into();
                 let stored = header.expected_digest(HashAlgorithm::Md5);
                 let order = if stored == digest.as_slice() {
                     Some(DigestOrder::Plain)
@@ -637,11 +651,12 @@ impl PayloadHasher {
                 (HashValue::new(HashAlgorithm::Md5, &digest), order)
             }
             PayloadHasher::Sha256(h) => {
-                let digest = h.finalize();
+                let digest = h.finalize_reset();
                 let matches = digest.as_slice() == header.expected_digest(HashAlgorithm::Sha256);
                 (HashValue::new(HashAlgorithm::Sha256, &digest), matches.then_some(DigestOrder::Plain))
             }
         };
+        *self = PayloadHasher::Off { requested: false };
         match order {
             Some(order) => Integrity::Match { order, computed },
             None => {
