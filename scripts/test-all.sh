@@ -114,7 +114,7 @@ if [ -d targets/qemu-m4 ]; then
     }
     expect_line 'WARN  matmul_small-unknown-dtype.neff (variant): Warning { stage: DefJson, member: "sg00/def.json", key_path: "var.output0.dtype", offset: 3562, offset_base: Member, kind: Manifest(UnknownValue { key: "dtype", value: "float99" }) }'
     expect_line 'ERROR matmul_small-size-as-string.neff (variant, must be rejected): rejected: Error { stage: DefJson, member: "sg00/def.json", key_path: "var.output0.size", offset: 3461, offset_base: Member, kind: Manifest(WrongType { expected: UnsignedInteger, found: String, message: "" }) }'
-    expect_line 'INFO  matmul_small.neff: summary: LoadReport { device_arch: Some(Cayman), target: "cayman", subgraphs: 2, payloads: 24, placed: 24, bytes_placed: 186368, inputs: 2, outputs: 1, manifests: 18, released: 0, warnings: 0, inflated_bytes: 356864, compressed_bytes: 53601, members: 72, padding_bytes: 7839, trailing_bytes: 0, integrity: Some(NotRequested), arena_peak: 3547 }'
+    expect_line 'INFO  matmul_small.neff: summary: LoadReport { device_arch: Some(Cayman), target: "cayman", subgraphs: 2, payloads: 24, placed: 24, bytes_placed: 186368, inputs: 2, outputs: 1, manifests: 18, released: 0, warnings: 0, inflated_bytes: 356864, compressed_bytes: 53601, members: 72, padding_bytes: 7839, trailing_bytes: 0, integrity: Some(Match { order: WordSwapped, computed: Md5([ef, e9, b3, bc, 98, 16, 30, 77, b9, 4c, 8b, cd, ac, f5, 1f, 47]) }), arena_peak: 3547 }'
     expect_line 'firmware: 5 passed, 0 failed'
   elif [ "${CI:-}" = true ]; then
     echo "error: ../shared/fixtures is absent: the firmware image needs the real NEFFs under CI" >&2
