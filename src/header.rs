@@ -26,9 +26,9 @@
 //! no header field tells apart, so both are tried ([`DigestOrder`]):
 //!
 //! ```text
-//! MD5 of the payload            ef e9 b3 bc | 98 16 30 77 | b9 4c 8b cd | ac f5 1f 47
-//! neuronx-cc 2.0   (Plain)      ef e9 b3 bc | 98 16 30 77 | b9 4c 8b cd | ac f5 1f 47
-//! neuronx-cc 2.18+ (WordSwapped) bc b3 e9 ef | 77 30 16 98 | cd 8b 4c b9 | 47 1f f5 ac
+//! MD5 of the payload               ef e9 b3 bc | 98 16 30 77 | b9 4c 8b cd | ac f5 1f 47
+//! neuronx-cc 2.0   (Plain)         ef e9 b3 bc | 98 16 30 77 | b9 4c 8b cd | ac f5 1f 47
+//! neuronx-cc 2.18+ (WordSwapped)   bc b3 e9 ef | 77 30 16 98 | cd 8b 4c b9 | 47 1f f5 ac
 //! ```
 //!
 //! Every size in the header is a `u64` from the file: the gates compare them and never add to
