@@ -60,9 +60,11 @@ use crate::{Error, ErrorKind, Stage, Warning, WarningKind, WarningSink};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct OpenOptions {
-    /// Compute MD5 (pkg 2) / SHA-256 (pkg 1) over the payload and compare with the header's
-    /// `hash`. The outcome is in [`Finish::integrity`]; a mismatch is a warning, never an error
-    /// (real neuronx-cc 2.23 NEFFs do not match; neff-format.md §2.6). Default off.
+    /// Compute MD5 (pkg 2) / SHA-256 (pkg 1) over the payload `data[0..data_size]` as it
+    /// streams past and compare it with the header's `hash` (MD5 in either byte order real
+    /// compilers write: neff-format.md §2.6). The outcome is in [`Finish::integrity`]; a
+    /// mismatch is a warning, never an error: a caller that wants it fatal checks the outcome.
+    /// Default off (the runtime verifies only when asked, too).
     pub verify_integrity: bool,
     /// Accept a `header_size` other than 1024 (with a warning). The payload is still read at
     /// offset 1024, as the runtime does. Default off.
@@ -200,9 +202,10 @@ impl<S: WarningSink + ?Sized> WarningSink for Forward<'_, S> {
 /// A NEFF opened as a stream of tar members.
 ///
 /// `NAME` and `PAX` are the tar walker's name and PAX-header capacities. With the defaults
-/// (1024, 1536), `size_of::<Archive<&[u8]>>()` is **47 320 bytes** on x86-64 (asserted in a
+/// (1024, 1536), `size_of::<Archive<&[u8]>>()` is **47 384 bytes** on x86-64 (asserted in a
 /// test): the 32 KiB inflate window, miniz_oxide's `DecompressorOxide` (~10.3 KiB), the
-/// decoded header, a 512-byte tar block, the name and PAX buffers, and the digest state.
+/// decoded header, a 512-byte tar block, the name and PAX buffers, the digest state, and the
+/// closing figures (with the integrity outcome: the computed and stored digests, 64 bytes).
 pub struct Archive<R, const NAME: usize = DEFAULT_NAME_CAPACITY, const PAX: usize = DEFAULT_PAX_CAPACITY> {
     header: NeffHeader,
     file_size: Option<u64>,
@@ -328,10 +331,10 @@ fn close<R: BufRead, I: Inflate>(
         let e = HeaderError::DataSizePastEnd { data_size, available: data_size.saturating_sub(payload.remaining()) };
         return Err(Error::at_file(Stage::Header, (HEADER_SIZE as u64).saturating_add(consumed), ErrorKind::Header(e)));
     }
-    let hasher = core::mem::replace(&mut payload.hasher, PayloadHasher::Off { requested: false });
-    let integrity = hasher.finish(header);
-    if let Integrity::Mismatch(algorithm) = integrity {
-        header_warning(sink, crate::header::field::HASH.start as u64, HeaderWarning::IntegrityMismatch { algorithm });
+    let integrity = payload.hasher.finish_in_place(header);
+    if let Integrity::Mismatch { computed, .. } = integrity {
+        let kind = HeaderWarning::IntegrityMismatch { algorithm: computed.algorithm() };
+        header_warning(sink, crate::header::field::HASH.start as u64, kind);
     }
     // Saturating: `data_size` comes from the file.
     let payload_end = (HEADER_SIZE as u64).saturating_add(data_size);
@@ -751,7 +754,9 @@ mod tests {
             step = step * 3 % 997 + 1;
         }
         assert_eq!(total, 4000);
-        assert_eq!(payload.hasher.clone().finish(&header), Integrity::Match(crate::header::HashAlgorithm::Md5));
+        let computed = crate::header::HashValue::new(crate::header::HashAlgorithm::Md5, &md5);
+        let order = crate::header::DigestOrder::Plain;
+        assert_eq!(payload.hasher.clone().finish(&header), Integrity::Match { order, computed });
     }
 
     /// The tar stream of a [`Container`] read in the same thread, as an [`InflatedSource`]:

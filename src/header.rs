@@ -18,7 +18,18 @@
 //! [`NeffHeader::validate`] applies the runtime's gates (§2.5) in the runtime's order, each a
 //! distinct [`HeaderError`] with the runtime's wording and status. The optional integrity
 //! check (§2.6) is a [`PayloadHasher`] fed while the payload streams past; it reports an
-//! [`Integrity`] and never fails a load (a mismatch is a [`HeaderWarning`]).
+//! [`Integrity`] and never fails a load (a mismatch is a [`HeaderWarning`]; a caller that wants
+//! it fatal says so itself, as `neff check --verify` does).
+//!
+//! What real compilers store (§2.6, all 62 real NEFFs): `hash[0..16]` is the MD5 of the payload
+//! `data[0..data_size]` (the gzip stream with its zero padding), in one of two byte orders that
+//! no header field tells apart, so both are tried ([`DigestOrder`]):
+//!
+//! ```text
+//! MD5 of the payload               ef e9 b3 bc | 98 16 30 77 | b9 4c 8b cd | ac f5 1f 47
+//! neuronx-cc 2.0   (Plain)         ef e9 b3 bc | 98 16 30 77 | b9 4c 8b cd | ac f5 1f 47
+//! neuronx-cc 2.18+ (WordSwapped)   bc b3 e9 ef | 77 30 16 98 | cd 8b 4c b9 | 47 1f f5 ac
+//! ```
 //!
 //! Every size in the header is a `u64` from the file: the gates compare them and never add to
 //! them (the reader's `1024 + data_size` is checked where it is formed).
@@ -240,18 +251,136 @@ impl fmt::Display for HeaderWarning {
     }
 }
 
+/// How the stored digest's bytes are laid out (neff-format.md §2.6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum DigestOrder {
+    /// The digest's bytes as the algorithm defines them: neuronx-cc 2.0, and every SHA-256.
+    Plain,
+    /// Each 4-byte word of the MD5 digest reversed (its four state words written big-endian):
+    /// neuronx-cc 2.18, 2.21 and 2.23, and `neff pack`.
+    WordSwapped,
+}
+
+impl DigestOrder {
+    /// `plain` or `word-swapped`, as the command and its JSON print it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            DigestOrder::Plain => "plain",
+            DigestOrder::WordSwapped => "word-swapped",
+        }
+    }
+}
+
+/// An MD5 digest with each 4-byte word reversed ([`DigestOrder::WordSwapped`]). Applied twice
+/// it gives the digest back.
+pub fn word_swapped(md5: &[u8; 16]) -> [u8; 16] {
+    let mut out = *md5;
+    for word in out.chunks_exact_mut(4) {
+        word.reverse();
+    }
+    out
+}
+
+/// A digest of the payload, as computed or as stored in the header: `algorithm` and its
+/// [`digest_len`](HashAlgorithm::digest_len) bytes.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct HashValue {
+    algorithm: HashAlgorithm,
+    /// Room for the longest digest; bytes past `digest_len` stay zero.
+    bytes: [u8; 32],
+}
+
+impl HashValue {
+    /// The first `algorithm.digest_len()` bytes of `bytes` (zero-filled when shorter).
+    pub fn new(algorithm: HashAlgorithm, bytes: &[u8]) -> Self {
+        let mut value = Self { algorithm, bytes: [0; 32] };
+        for (dst, src) in value.bytes.iter_mut().zip(bytes.iter().take(algorithm.digest_len())) {
+            *dst = *src;
+        }
+        value
+    }
+
+    /// Which digest.
+    pub fn algorithm(&self) -> HashAlgorithm {
+        self.algorithm
+    }
+
+    /// The digest's bytes (16 for MD5, 32 for SHA-256).
+    pub fn as_bytes(&self) -> &[u8] {
+        self.bytes.get(..self.algorithm.digest_len()).unwrap_or(&self.bytes)
+    }
+}
+
+impl fmt::LowerHex for HashValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.as_bytes().iter().try_for_each(|b| write!(f, "{b:02x}"))
+    }
+}
+
+impl fmt::Display for HashValue {
+    /// Lowercase hex, as `md5sum` and `sha256sum` print a digest.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::LowerHex::fmt(self, f)
+    }
+}
+
+impl fmt::Debug for HashValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}({self:x})", self.algorithm)
+    }
+}
+
+#[cfg(feature = "defmt")]
+impl defmt::Format for HashValue {
+    /// The digest's bytes only (not the zero room after an MD5), in hex.
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(f, "{}({=[u8]:02x})", self.algorithm, self.as_bytes());
+    }
+}
+
 /// Outcome of the optional integrity check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Integrity {
     /// The check was not requested.
     NotRequested,
-    /// The digest of the payload equals the header's `hash`.
-    Match(HashAlgorithm),
-    /// It does not (reported as a warning; the load goes on).
-    Mismatch(HashAlgorithm),
+    /// The digest of the payload equals the header's `hash`, in `order`.
+    Match {
+        /// The byte order the header stores it in (always `Plain` for SHA-256).
+        order: DigestOrder,
+        /// The digest of the payload (in its plain order).
+        computed: HashValue,
+    },
+    /// It does not, in any order real compilers write (reported as a warning; the load goes on).
+    Mismatch {
+        /// The digest of the payload (in its plain order).
+        computed: HashValue,
+        /// The header's `hash` bytes that were compared, as stored.
+        stored: HashValue,
+    },
     /// Requested, but this `pkg_version` names no digest.
     NotApplicable,
+}
+
+impl Integrity {
+    /// The digest checked, when one was.
+    pub fn algorithm(&self) -> Option<HashAlgorithm> {
+        match self {
+            Integrity::Match { computed, .. } | Integrity::Mismatch { computed, .. } => Some(computed.algorithm()),
+            Integrity::NotRequested | Integrity::NotApplicable => None,
+        }
+    }
+
+    /// `not-requested`, `match`, `mismatch` or `not-applicable`, as the JSON reports print it.
+    pub const fn as_str(&self) -> &'static str {
+        match self {
+            Integrity::NotRequested => "not-requested",
+            Integrity::Match { .. } => "match",
+            Integrity::Mismatch { .. } => "mismatch",
+            Integrity::NotApplicable => "not-applicable",
+        }
+    }
 }
 
 /// The NEFF UUID: 16 raw bytes, shown as 32 lowercase hex digits without dashes.
@@ -496,24 +625,44 @@ impl PayloadHasher {
         }
     }
 
-    /// Compares the digest with the header's `hash`.
-    pub fn finish(self, header: &NeffHeader) -> Integrity {
-        let (algorithm, matches) = match self {
+    /// Compares the digest with the header's `hash`: MD5 in either order real compilers
+    /// write ([`DigestOrder`]; plain first), SHA-256 as is.
+    pub fn finish(mut self, header: &NeffHeader) -> Integrity {
+        self.finish_in_place(header)
+    }
+
+    /// [`PayloadHasher::finish`] where the hasher lies, leaving it `Off`: finalising by value
+    /// would copy the digest state (up to 112 bytes) into another stack frame, and the
+    /// firmware's stack has little room to spare.
+    pub(crate) fn finish_in_place(&mut self, header: &NeffHeader) -> Integrity {
+        let (computed, order) = match self {
             PayloadHasher::Off { requested: false } => return Integrity::NotRequested,
             PayloadHasher::Off { requested: true } => return Integrity::NotApplicable,
             PayloadHasher::Md5(h) => {
-                let algorithm = HashAlgorithm::Md5;
-                (algorithm, h.finalize().as_slice() == header.expected_digest(algorithm))
+                let digest: [u8; 16] = h.finalize_reset().into();
+                let stored = header.expected_digest(HashAlgorithm::Md5);
+                let order = if stored == digest.as_slice() {
+                    Some(DigestOrder::Plain)
+                } else if stored == word_swapped(&digest).as_slice() {
+                    Some(DigestOrder::WordSwapped)
+                } else {
+                    None
+                };
+                (HashValue::new(HashAlgorithm::Md5, &digest), order)
             }
             PayloadHasher::Sha256(h) => {
-                let algorithm = HashAlgorithm::Sha256;
-                (algorithm, h.finalize().as_slice() == header.expected_digest(algorithm))
+                let digest = h.finalize_reset();
+                let matches = digest.as_slice() == header.expected_digest(HashAlgorithm::Sha256);
+                (HashValue::new(HashAlgorithm::Sha256, &digest), matches.then_some(DigestOrder::Plain))
             }
         };
-        if matches {
-            Integrity::Match(algorithm)
-        } else {
-            Integrity::Mismatch(algorithm)
+        *self = PayloadHasher::Off { requested: false };
+        match order {
+            Some(order) => Integrity::Match { order, computed },
+            None => {
+                let stored = HashValue::new(computed.algorithm(), header.expected_digest(computed.algorithm()));
+                Integrity::Mismatch { computed, stored }
+            }
         }
     }
 }
@@ -697,35 +846,110 @@ pub(crate) mod tests {
         assert!(matches!(gate(&h, Some(2048)), Err(HeaderError::UnsupportedPackager { .. })));
     }
 
-    #[test]
-    fn integrity_md5_compares_16_bytes_and_sha256_32() {
-        let payload = b"payload bytes";
-        let mut h = header_bytes(payload.len() as u64);
-        let md5: [u8; 16] = md5::Md5::digest(payload).into();
-        h[field::HASH][..16].copy_from_slice(&md5);
-        h[field::HASH][16..].fill(b'0'); // the tail is not compared
+    /// `data_size`-byte payload `payload` under a header whose `hash` is `stored` (pkg 2: 16
+    /// bytes, the tail as given; pkg 1: 32 bytes), checked after feeding `fed`.
+    fn check(pkg: u64, stored: &[u8], fed: &[&[u8]]) -> Integrity {
+        let mut h = header_bytes(fed.iter().map(|f| f.len() as u64).sum());
+        set_u64(&mut h, field::PKG_VERSION, pkg);
+        h[field::HASH][..stored.len()].copy_from_slice(stored);
         let parsed = NeffHeader::parse(&h);
         let mut hasher = PayloadHasher::for_header(&parsed, true);
-        hasher.update(&payload[..4]);
-        hasher.update(&payload[4..]);
-        assert_eq!(hasher.finish(&parsed), Integrity::Match(HashAlgorithm::Md5));
-        let mut hasher = PayloadHasher::for_header(&parsed, true);
-        hasher.update(b"other");
-        assert_eq!(hasher.finish(&parsed), Integrity::Mismatch(HashAlgorithm::Md5));
+        for f in fed {
+            hasher.update(f);
+        }
+        hasher.finish(&parsed)
+    }
 
-        set_u64(&mut h, field::PKG_VERSION, 1);
+    #[test]
+    fn word_swapping_reverses_each_word_as_the_spec_example_shows() {
+        // neff-format.md §2.6, NKIPY matmul_small: its MD5 and what its header stores.
+        let md5: [u8; 16] =
+            [0xef, 0xe9, 0xb3, 0xbc, 0x98, 0x16, 0x30, 0x77, 0xb9, 0x4c, 0x8b, 0xcd, 0xac, 0xf5, 0x1f, 0x47];
+        let stored: [u8; 16] =
+            [0xbc, 0xb3, 0xe9, 0xef, 0x77, 0x30, 0x16, 0x98, 0xcd, 0x8b, 0x4c, 0xb9, 0x47, 0x1f, 0xf5, 0xac];
+        assert_eq!(word_swapped(&md5), stored);
+        assert_eq!(word_swapped(&stored), md5);
+        // The same as writing the four little-endian state words big-endian.
+        let mut be = [0u8; 16];
+        for (dst, src) in be.chunks_exact_mut(4).zip(md5.chunks_exact(4)) {
+            dst.copy_from_slice(&u32::from_le_bytes(src.try_into().unwrap()).to_be_bytes());
+        }
+        assert_eq!(be, stored);
+    }
+
+    #[test]
+    fn md5_matches_in_either_order_and_names_it() {
+        let payload = b"payload bytes";
+        let md5: [u8; 16] = md5::Md5::digest(payload).into();
+        let computed = HashValue::new(HashAlgorithm::Md5, &md5);
+        // The two orders side by side, each fed in pieces; the tail is never compared.
+        for (stored, order) in [(md5, DigestOrder::Plain), (word_swapped(&md5), DigestOrder::WordSwapped)] {
+            let mut with_tail = [b'0'; 32];
+            with_tail[..16].copy_from_slice(&stored);
+            assert_eq!(check(2, &with_tail, &[&payload[..4], &payload[4..]]), Integrity::Match { order, computed });
+            assert_eq!(check(2, &stored, &[payload]), Integrity::Match { order, computed });
+        }
+        assert_eq!(computed.as_bytes(), md5.as_slice());
+        assert_eq!(std::format!("{computed}"), "964ee5c7d5d3cabd4f6448d45817e27f");
+        assert_eq!(Integrity::Match { order: DigestOrder::Plain, computed }.algorithm(), Some(HashAlgorithm::Md5));
+    }
+
+    #[test]
+    fn md5_mismatch_carries_both_values() {
+        let payload = b"payload bytes";
+        let md5: [u8; 16] = md5::Md5::digest(payload).into();
+        // Other bytes fed, and one byte of the stored digest changed, in either order.
+        let other: [u8; 16] = md5::Md5::digest(b"payload byteS").into();
+        let mut one_off = word_swapped(&md5);
+        one_off[15] ^= 1;
+        let mut other_words = md5;
+        other_words.swap(0, 4); // neither order: words moved, not reversed
+        for stored in [other, one_off, other_words] {
+            let got = check(2, &stored, &[payload]);
+            let want = Integrity::Mismatch {
+                computed: HashValue::new(HashAlgorithm::Md5, &md5),
+                stored: HashValue::new(HashAlgorithm::Md5, &stored),
+            };
+            assert_eq!(got, want);
+            assert_eq!(got.as_str(), "mismatch");
+            let Integrity::Mismatch { computed, stored: s } = got else { unreachable!() };
+            assert_eq!((computed.as_bytes(), s.as_bytes()), (md5.as_slice(), stored.as_slice()));
+        }
+    }
+
+    #[test]
+    fn sha256_compares_32_bytes_in_the_plain_order_only() {
+        let payload = b"payload bytes";
         let sha: [u8; 32] = sha2::Sha256::digest(payload).into();
-        h[field::HASH].copy_from_slice(&sha);
-        let parsed = NeffHeader::parse(&h);
-        let mut hasher = PayloadHasher::for_header(&parsed, true);
-        hasher.update(payload);
-        assert_eq!(hasher.finish(&parsed), Integrity::Match(HashAlgorithm::Sha256));
-        h[field::HASH][31] ^= 1;
-        let parsed = NeffHeader::parse(&h);
-        let mut hasher = PayloadHasher::for_header(&parsed, true);
-        hasher.update(payload);
-        assert_eq!(hasher.finish(&parsed), Integrity::Mismatch(HashAlgorithm::Sha256));
-        assert_eq!(PayloadHasher::for_header(&parsed, false).finish(&parsed), Integrity::NotRequested);
+        let computed = HashValue::new(HashAlgorithm::Sha256, &sha);
+        assert_eq!(check(1, &sha, &[payload]), Integrity::Match { order: DigestOrder::Plain, computed });
+        assert_eq!(computed.as_bytes().len(), 32);
+        // The last byte counts (32 are compared), and no word order is tried for SHA-256.
+        let mut last = sha;
+        last[31] ^= 1;
+        let mut swapped = sha;
+        for word in swapped.chunks_exact_mut(4) {
+            word.reverse();
+        }
+        for stored in [last, swapped] {
+            let want = Integrity::Mismatch { computed, stored: HashValue::new(HashAlgorithm::Sha256, &stored) };
+            assert_eq!(check(1, &stored, &[payload]), want);
+        }
+    }
+
+    #[test]
+    fn integrity_is_never_computed_unless_requested() {
+        let h = NeffHeader::parse(&header_bytes(5));
+        let mut off = PayloadHasher::for_header(&h, false);
+        assert!(!off.is_active());
+        off.update(b"bytes");
+        assert_eq!(off.finish(&h), Integrity::NotRequested);
+        assert_eq!(Integrity::NotRequested.algorithm(), None);
+        // A packager with no digest (the gates refuse it before any load; the hasher still says so).
+        let mut h = header_bytes(5);
+        set_u64(&mut h, field::PKG_VERSION, 3);
+        let h = NeffHeader::parse(&h);
+        assert_eq!(PayloadHasher::for_header(&h, true).finish(&h), Integrity::NotApplicable);
     }
 
     #[test]

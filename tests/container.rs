@@ -13,7 +13,7 @@ use flate2::write::GzEncoder;
 use neff::archive::{Archive, Finish, OpenOptions};
 use neff::error::{CapacityError, OffsetBase};
 use neff::gzip::{Compression, GzipError, GzipWarning};
-use neff::header::{field, HashAlgorithm, HeaderError, HeaderWarning, Integrity};
+use neff::header::{field, DigestOrder, HashAlgorithm, HashValue, HeaderError, HeaderWarning, Integrity};
 use neff::tar::TarWarning;
 use neff::{Error, ErrorKind, Stage, Warning, WarningKind};
 use sha2::{Digest, Sha256};
@@ -178,31 +178,81 @@ fn real_neffs_match_tar_and_flate2() {
 }
 
 #[test]
-fn real_neff_hashes_do_not_match_and_that_is_only_a_warning() {
-    // neff-format.md §2.6: neuronx-cc 2.23 files carry a digest of unknown input.
+fn every_real_neff_hash_matches_word_swapped() {
+    // neff-format.md §2.6: neuronx-cc 2.23 stores the payload's MD5 with each word reversed.
     let opts = OpenOptions { verify_integrity: true, ..OpenOptions::default() };
-    for (name, bytes) in common::real_neffs() {
+    let neffs = common::public_neffs();
+    for (name, path) in &neffs {
+        let bytes = std::fs::read(path).unwrap();
+        let data_size = u64::from_le_bytes(bytes[field::DATA_SIZE].try_into().unwrap()) as usize;
+        let md5: [u8; 16] = md5::Md5::digest(&bytes[1024..1024 + data_size]).into();
+        let computed = HashValue::new(HashAlgorithm::Md5, &md5);
+        let want = Integrity::Match { order: DigestOrder::WordSwapped, computed };
         let got = walk(&bytes, &opts).unwrap();
-        assert_eq!(got.finish.integrity, Integrity::Mismatch(HashAlgorithm::Md5), "{name}");
-        let w = got.warnings.iter().find(|w| matches!(w.kind, WarningKind::Header(_))).unwrap();
-        assert_eq!(w.to_string(), "header: MD5 mismatch!");
+        assert_eq!(got.finish.integrity, want, "{name}");
+        assert!(got.warnings.is_empty(), "{name}: {:?}", got.warnings);
+        // Streamed in odd pieces with no file size: the same digest, each byte fed once.
+        let streamed = walk_source(Chunked { data: &bytes, next: 1 }, None, &opts).unwrap();
+        assert_eq!(streamed.finish.integrity, want, "{name} streamed");
+        println!("{name}: MD5 {computed} matches, {}", DigestOrder::WordSwapped.as_str());
+    }
+    if !neffs.is_empty() {
+        assert!(neffs.len() >= 12, "{} real NEFFs found", neffs.len());
+    }
+}
+
+#[test]
+fn a_flipped_byte_in_a_real_payload_is_a_mismatch_and_only_a_warning() {
+    let Some(clean) = common::fixture_bytes("public/nkipy/matmul_small.neff") else { return };
+    let opts = OpenOptions { verify_integrity: true, ..OpenOptions::default() };
+    let stream_end = 1024 + walk(&clean, &opts).unwrap().finish.compressed_bytes as usize;
+    // One byte of the zero padding after the gzip stream (inside data_size, so hashed), and one
+    // of the gzip header's MTIME (in the stream, read by nobody): the archive still loads.
+    for (what, at) in [("padding", stream_end + 100), ("gzip MTIME", 1024 + 5)] {
+        let mut bytes = clean.clone();
+        bytes[at] ^= 0x20;
+        let got = walk(&bytes, &opts).unwrap_or_else(|e| panic!("{what}: {e}"));
+        let data_size = u64::from_le_bytes(bytes[field::DATA_SIZE].try_into().unwrap()) as usize;
+        let md5: [u8; 16] = md5::Md5::digest(&bytes[1024..1024 + data_size]).into();
+        let want = Integrity::Mismatch {
+            computed: HashValue::new(HashAlgorithm::Md5, &md5),
+            stored: HashValue::new(HashAlgorithm::Md5, &bytes[field::HASH][..16]),
+        };
+        assert_eq!(got.finish.integrity, want, "{what}");
+        let header = |w: &&Warning| w.stage == Stage::Header;
+        let said: Vec<String> = got.warnings.iter().filter(header).map(|w| w.to_string()).collect();
+        assert_eq!(said, ["header: MD5 mismatch!"], "{what}");
+        // Without the request, nothing is computed and the header says nothing (a non-zero
+        // padding byte is still the gzip layer's warning, either way).
+        let quiet = walk(&bytes, &OpenOptions::default()).unwrap();
+        assert_eq!(quiet.finish.integrity, Integrity::NotRequested, "{what}");
+        assert!(!quiet.warnings.iter().any(|w| header(&w)), "{what}: {:?}", quiet.warnings);
+        assert_eq!(quiet.warnings.len() + 1, got.warnings.len(), "{what}");
     }
 }
 
 #[test]
 fn integrity_matches_when_the_digest_is_right() {
     let tar = fixture_tar("ustar");
-    // pkg 2: MD5 of the compressed payload (what the 2.0.21884 toolchain wrote).
-    let mut bytes = neff(&gzip(&tar), 2);
-    let md5: [u8; 16] = md5::Md5::digest(&bytes[1024..]).into();
-    bytes[field::HASH][..16].copy_from_slice(&md5);
-    bytes[field::HASH][16..].fill(b'0');
     let opts = OpenOptions { verify_integrity: true, ..OpenOptions::default() };
-    let got = walk(&bytes, &opts).unwrap();
-    assert_eq!(got.finish.integrity, Integrity::Match(HashAlgorithm::Md5));
-    // Same through a chunked stream (the digest is fed from fill_buf, each byte once).
-    let got = walk_source(Chunked { data: &bytes, next: 3 }, None, &opts).unwrap();
-    assert_eq!(got.finish.integrity, Integrity::Match(HashAlgorithm::Md5));
+    // pkg 2: MD5 of the compressed payload, in both orders side by side: plain (neuronx-cc 2.0,
+    // and the 2.0.21884 toolchain with a '0' x 16 tail) and word-swapped (2.18 and later).
+    let plain = neff(&gzip(&tar), 2);
+    let md5: [u8; 16] = md5::Md5::digest(&plain[1024..]).into();
+    let computed = HashValue::new(HashAlgorithm::Md5, &md5);
+    for (stored, tail, order) in
+        [(md5, b'0', DigestOrder::Plain), (neff::header::word_swapped(&md5), 0, DigestOrder::WordSwapped)]
+    {
+        let mut bytes = plain.clone();
+        bytes[field::HASH][..16].copy_from_slice(&stored);
+        bytes[field::HASH][16..].fill(tail);
+        let got = walk(&bytes, &opts).unwrap();
+        assert_eq!(got.finish.integrity, Integrity::Match { order, computed }, "{order:?}");
+        assert!(got.warnings.is_empty(), "{order:?}: {:?}", got.warnings);
+        // Same through a chunked stream (the digest is fed from fill_buf, each byte once).
+        let got = walk_source(Chunked { data: &bytes, next: 3 }, None, &opts).unwrap();
+        assert_eq!(got.finish.integrity, Integrity::Match { order, computed }, "{order:?}");
+    }
 
     // pkg 1: SHA-256 over a raw tar.
     let mut bytes = neff(&tar, 1);
@@ -210,10 +260,16 @@ fn integrity_matches_when_the_digest_is_right() {
     bytes[field::HASH].copy_from_slice(&sha);
     let got = walk(&bytes, &opts).unwrap();
     assert_eq!(got.finish.compression, Compression::None);
-    assert_eq!(got.finish.integrity, Integrity::Match(HashAlgorithm::Sha256));
+    let computed = HashValue::new(HashAlgorithm::Sha256, &sha);
+    assert_eq!(got.finish.integrity, Integrity::Match { order: DigestOrder::Plain, computed });
     bytes[1024 + 600] ^= 0x55; // inside PE.bin's body: the tar still walks
     let got = walk(&bytes, &opts).unwrap();
-    assert_eq!(got.finish.integrity, Integrity::Mismatch(HashAlgorithm::Sha256));
+    let damaged: [u8; 32] = Sha256::digest(&bytes[1024..]).into();
+    let want = Integrity::Mismatch {
+        computed: HashValue::new(HashAlgorithm::Sha256, &damaged),
+        stored: HashValue::new(HashAlgorithm::Sha256, &sha),
+    };
+    assert_eq!(got.finish.integrity, want);
     assert!(got
         .warnings
         .iter()
@@ -425,5 +481,5 @@ fn archive_size_is_fixed_and_well_under_64k() {
     println!("size_of::<Archive<&[u8]>>() = {size}");
     assert!(size < 48 * 1024, "{size}");
     #[cfg(target_pointer_width = "64")]
-    assert_eq!(size, 47_320, "update the figure in Archive's doc comment");
+    assert_eq!(size, 47_384, "update the figure in Archive's doc comment");
 }

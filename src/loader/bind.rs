@@ -221,26 +221,7 @@ impl Loader<'_> {
             let Some((json_pos, json)) = self.named(path.as_str(), ManifestKind::Engine)? else {
                 return Err(missing(member, Stage::DefJson, engine.as_str(), path.as_str()));
             };
-            // §15.15: the engine JSON's `instr` wins over `<eng>_instr`; a difference is worth a
-            // warning, and with neither the stream cannot be found.
-            let def_instr =
-                self.index.def_ext(arena, def).engine_instrs.get(engine.slot()).map_or("", |s| arena.str(*s));
-            match (json.has_instr, def_instr) {
-                (false, "") => {
-                    let e = ManifestError::MissingKey { key: &INSTR, within: crate::error::Text::new(path.as_str()) };
-                    let e = Error::in_member(Stage::Engine, path.as_str(), 0, ErrorKind::Manifest(e));
-                    return Err(e.with_key_path(EngineJson::KEY_INSTR));
-                }
-                (true, d) if !d.is_empty() && d != arena.str(json.instr) => {
-                    if let EngineKey::Tpb(engine) = engine {
-                        let (def_instr, engine_instr) = (Text::new(d), Text::new(arena.str(json.instr)));
-                        let w = ManifestWarning::InstrMismatch { engine, def_instr, engine_instr };
-                        let w = Warning::in_member(Stage::Engine, path.as_str(), 0, WarningKind::Manifest(w));
-                        sink.warn(&w.with_key_path(EngineJson::KEY_INSTR));
-                    }
-                }
-                _ => {}
-            }
+            self.check_instr(def, engine, &json, path.as_str(), sink)?;
             if engine != EngineKey::Tpb(EngineType::Act) {
                 continue;
             }
@@ -269,6 +250,39 @@ impl Loader<'_> {
             }
         }
         Ok(())
+    }
+
+    /// §15.15: the engine JSON's `instr` wins over `<eng>_instr`; a difference is worth a
+    /// warning, and with neither the stream cannot be found.
+    // A frame of its own: its warning and error stay off the deeper paths of `check_def`.
+    #[inline(never)]
+    fn check_instr(
+        &self,
+        def: &ManifestRec,
+        engine: EngineKey,
+        json: &ManifestRec,
+        path: &str,
+        sink: &mut impl WarningSink,
+    ) -> Result<(), Error> {
+        let arena = &self.arena;
+        let def_instr = self.index.def_ext(arena, def).engine_instrs.get(engine.slot()).map_or("", |s| arena.str(*s));
+        match (json.has_instr, def_instr) {
+            (false, "") => {
+                let e = ManifestError::MissingKey { key: &INSTR, within: Text::new(path) };
+                let e = Error::in_member(Stage::Engine, path, 0, ErrorKind::Manifest(e));
+                Err(e.with_key_path(EngineJson::KEY_INSTR))
+            }
+            (true, d) if !d.is_empty() && d != arena.str(json.instr) => {
+                if let EngineKey::Tpb(engine) = engine {
+                    let (def_instr, engine_instr) = (Text::new(d), Text::new(arena.str(json.instr)));
+                    let w = ManifestWarning::InstrMismatch { engine, def_instr, engine_instr };
+                    let w = Warning::in_member(Stage::Engine, path, 0, WarningKind::Manifest(w));
+                    sink.warn(&w.with_key_path(EngineJson::KEY_INSTR));
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
     }
 
     /// `dir/name` for messages and lookups (a longer path is cut: it then matches nothing).

@@ -304,8 +304,7 @@ impl<'a> Loader<'a> {
         report.clear();
         let mut sink = Counting { sink, count: 0 };
         let result = self.walk(archive, hal, report, observer, &mut sink).and_then(|()| {
-            let finish = archive.finish(&mut sink)?;
-            report.finish(&finish);
+            finish_archive(archive, report, &mut sink)?;
             self.bind(hal, report, observer, &mut sink)
         });
         report.device_arch = self.device_arch;
@@ -361,4 +360,18 @@ impl<'a> Loader<'a> {
         self.index.payloads.update_each(&mut self.arena, |_, rec| release(hal, &mut rec.landing));
         self.index.file_vars.update_each(&mut self.arena, |_, rec| release(hal, &mut rec.landing));
     }
+}
+
+/// The archive's closing checks (CRC-32, padding, the integrity digest) into `report`. A frame
+/// of its own: the closing figures and their `Result` (an `Error` is ~300 bytes) would
+/// otherwise hold stack in the frame that binds the chain, the firmware's deepest.
+#[inline(never)]
+fn finish_archive<R: BufRead>(
+    archive: &mut Archive<R>,
+    report: &mut LoadReport,
+    sink: &mut impl WarningSink,
+) -> Result<(), Error> {
+    let finish = archive.finish(sink)?;
+    report.finish(&finish);
+    Ok(())
 }

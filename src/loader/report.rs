@@ -259,12 +259,7 @@ impl Serialize for TensorJson<'_> {
 
 impl Serialize for LoadReport {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let integrity = match self.integrity {
-            None | Some(Integrity::NotRequested) => "not-requested",
-            Some(Integrity::Match(_)) => "match",
-            Some(Integrity::Mismatch(_)) => "mismatch",
-            Some(Integrity::NotApplicable) => "not-applicable",
-        };
+        let integrity = self.integrity.unwrap_or(Integrity::NotRequested).as_str();
         let mut st = s.serialize_struct("LoadReport", 18)?;
         st.serialize_field("device_arch", &self.device_arch.map(Arch::as_str))?;
         st.serialize_field("target", self.target.as_str())?;

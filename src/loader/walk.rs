@@ -171,8 +171,12 @@ struct Tee<'r, R: BufRead<Error = Error>, H: Hal> {
     /// Bytes consumed (and written) so far.
     written: u64,
     digest: Digest64,
-    /// The first device or archive error met while consuming (`consume` cannot return one).
-    error: Option<Error>,
+    /// The first device error met while consuming (`consume` cannot return one), and where;
+    /// kept small: the tee lives on the deepest path of a load.
+    hal_error: Option<(crate::hal::HalError, u64)>,
+    /// Asking the member again for the bytes being consumed failed (it never does: the bytes
+    /// are buffered), so not all of them reached the device.
+    lost_bytes: bool,
     /// The free part of the replay store, and how much of it the member filled; `overflow`
     /// once the member did not fit.
     replay: &'r mut [u8],
@@ -185,10 +189,19 @@ impl<R: BufRead<Error = Error>, H: Hal> Tee<'_, R, H> {
     fn drain(&mut self) -> Result<(), Error> {
         loop {
             let n = self.fill_buf()?.len();
-            if n == 0 || self.error.is_some() {
+            if n == 0 || self.hal_error.is_some() {
                 return Ok(());
             }
             self.consume(n);
+        }
+    }
+
+    /// The error of the copy to the device, if it failed.
+    fn error(&self) -> Option<Error> {
+        match (self.hal_error, self.lost_bytes) {
+            (Some((e, offset)), _) => Some(hal_error(self.member, offset, e)),
+            (None, true) => Some(Error::in_member(Stage::Payload, self.member, self.written, ErrorKind::Truncated)),
+            (None, false) => None,
         }
     }
 }
@@ -220,9 +233,9 @@ impl<R: BufRead<Error = Error>, H: Hal> BufRead for Tee<'_, R, H> {
         match self.inner.fill_buf() {
             Ok(chunk) => {
                 let bytes = chunk.get(..amt).unwrap_or(chunk);
-                if let (Some(region), None) = (self.region, self.error) {
+                if let (Some(region), None) = (self.region, self.hal_error) {
                     if let Err(e) = self.hal.write(region, self.written, bytes) {
-                        self.error = Some(hal_error(self.member, self.written, e));
+                        self.hal_error = Some((e, self.written));
                     }
                 }
                 self.digest.update(bytes);
@@ -236,7 +249,7 @@ impl<R: BufRead<Error = Error>, H: Hal> BufRead for Tee<'_, R, H> {
                     None => self.overflow = true,
                 }
             }
-            Err(e) => self.error = self.error.or(Some(e)),
+            Err(_) => self.lost_bytes = true,
         }
         self.inner.consume(amt);
     }
@@ -454,9 +467,22 @@ impl Loader<'_> {
     /// named as the kind it was read as, or as a payload, its first reading stands; named as
     /// another kind, it is read again as that kind. Either way its bytes leave the store.
     /// Repeats while a new reading names more.
+    #[inline]
+    fn settle_replays<S: WarningSink>(
+        &mut self,
+        observer: &mut impl Observer,
+        sink: &mut Counting<'_, S>,
+    ) -> Result<(), Error> {
+        if self.index.replays.len() == 0 {
+            return Ok(());
+        }
+        self.settle_waiting(observer, sink)
+    }
+
+    /// [`Self::settle_replays`] with members waiting.
     // A frame of its own: the stack is the deepest path, not the sum of the stages.
     #[inline(never)]
-    fn settle_replays<S: WarningSink>(
+    fn settle_waiting<S: WarningSink>(
         &mut self,
         observer: &mut impl Observer,
         sink: &mut Counting<'_, S>,
@@ -600,25 +626,25 @@ impl Loader<'_> {
             member: name,
             written: 0,
             digest: Digest64::new(),
-            error: None,
+            hal_error: None,
+            lost_bytes: false,
             replay: window,
             kept: 0,
             overflow: false,
         };
         let read = self.read_manifest(kind, name, &mut tee, observer, sink).and_then(|()| tee.drain());
-        let (written, digest, tee_error) = (tee.written, tee.digest.finish(), tee.error);
+        let (written, digest, tee_error) = (tee.written, tee.digest.finish(), tee.error());
         let (kept, lost) = (tee.kept, tee.overflow);
         self.replay = replay;
-        if read.is_ok() && tee_error.is_none() {
+        // Kept for a second reading when it fit (a member that did not, or a loader lent no
+        // replay store, has only its first: named as another kind, the binder refuses it).
+        let member = self.index.manifest(&self.arena, name).map(|(_, r)| r.member);
+        if let (true, None, false, Some(member)) = (read.is_ok(), tee_error, lost, member) {
             let fail = |k: ErrorKind| Error::in_member(stage_of(kind), name, 0, k);
             let at = u32::try_from(self.replay_used).map_err(|_| fail(replay_capacity(self.replay.len())))?;
-            let len =
-                if lost { 0 } else { u32::try_from(kept).map_err(|_| fail(replay_capacity(self.replay.len())))? };
-            let member = self.arena.push_str(name).map_err(fail)?;
+            let len = u32::try_from(kept).map_err(|_| fail(replay_capacity(self.replay.len())))?;
             self.index.replays.push(&mut self.arena, &ReplayRec { member, kind, at, len, lost }).map_err(fail)?;
-            if !lost {
-                self.replay_used = self.replay_used.saturating_add(kept);
-            }
+            self.replay_used = self.replay_used.saturating_add(kept);
         }
         let release = |hal: &mut H| {
             if let Some(r) = region {
@@ -641,7 +667,12 @@ impl Loader<'_> {
             header_len: 0,
             digest,
         };
-        let stored = self.arena.push_str(name).and_then(|member| {
+        // The manifest record's copy of the name serves the payload record too.
+        let stored = match member {
+            Some(member) => Ok(member),
+            None => self.arena.push_str(name),
+        }
+        .and_then(|member| {
             let rec = PayloadRec { member, landing, superseded: false, manifest_too: true, failed: None };
             self.index.payloads.push(&mut self.arena, &rec)
         });
@@ -657,8 +688,7 @@ impl Loader<'_> {
 
     /// Reads one manifest member as `kind`. Its outcome is recorded; an error is returned only
     /// when it ends the load (the archive failed, the arena is full, `neff.json` is bad).
-    // A frame of its own: the stack is the deepest path, not the sum of the stages.
-    #[inline(never)]
+    #[inline]
     fn read_manifest<B: BufRead<Error = Error>, S: WarningSink>(
         &mut self,
         kind: ManifestKind,
@@ -672,12 +702,15 @@ impl Loader<'_> {
 
     /// [`Self::read_manifest`]; `rereading`: the member is read again from the replay store
     /// as the kind the chain names it as, replacing its first reading (no duplicate).
+    ///
+    /// The body is a trait object: a member comes from the archive, through the tee, or from
+    /// the replay store, and one copy of the parsers serves all three (flash on a controller).
     #[inline(never)]
-    fn read_manifest_as<B: BufRead<Error = Error>, S: WarningSink>(
+    fn read_manifest_as<S: WarningSink>(
         &mut self,
         kind: ManifestKind,
         name: &str,
-        body: &mut B,
+        mut body: &mut dyn BufRead<Error = Error>,
         rereading: bool,
         observer: &mut impl Observer,
         sink: &mut Counting<'_, S>,
@@ -698,7 +731,7 @@ impl Loader<'_> {
             self.index.kelf_names = Default::default();
         }
         let names_mark = self.arena.mark_top();
-        let outcome = self.parse(kind, pos, name, body, observer, sink);
+        let outcome = self.parse(kind, pos, name, &mut body, observer, sink);
         let outcome = match outcome {
             Ok(()) if kind == ManifestKind::Def => self.settle_dma_names(pos, name, names_mark),
             other => other,

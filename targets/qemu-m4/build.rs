@@ -8,7 +8,9 @@
 //!    length and digest, the tar member count and the inflated tar length. These expected
 //!    values share no code with the core (the digest is the same crate's one-shot function, not
 //!    the core's streaming wrapper), so a bug in the core's inflater, tar walker, `.npy` reader
-//!    or digest streaming shows up as a mismatch under QEMU.
+//!    or digest streaming shows up as a mismatch under QEMU. The same goes for the header hash:
+//!    the MD5 of the payload `data[0..data_size]` (`md-5`, one shot) and the byte order the
+//!    header stores it in (spec §2.6), which the firmware's `--verify`-like check must report.
 //! 3. Generates a big model with the project's own generator (`targets/host/src/scale.rs`,
 //!    its `firmware` preset: 512 I/O tensors, 10,000 vars, 500 weights, 8 subgraphs) into
 //!    `$OUT_DIR`, and computes the same expected values for it with the same code.
@@ -102,6 +104,26 @@ fn is_payload(name: &str) -> bool {
     !name.starts_with("debug_info/") && (name.ends_with(".bin") || name.ends_with(".npy"))
 }
 
+/// The MD5 of the payload `data[0..data_size]` of `bytes` and the order its header stores it
+/// in, as Rust source (`DigestOrder::Plain` or `WordSwapped`, spec §2.6). Panics when the
+/// header holds neither: such a file is not what a compiler writes.
+fn header_md5(path: &Path, bytes: &[u8]) -> ([u8; 16], &'static str) {
+    use md5::Digest as _;
+    let data_size = u64::from_le_bytes(bytes[16..24].try_into().expect("data_size")) as usize;
+    let md5: [u8; 16] = md5::Md5::digest(&bytes[HEADER_SIZE..HEADER_SIZE + data_size]).into();
+    // Each 4-byte word reversed, as neuronx-cc 2.18 and later write it.
+    let swapped: Vec<u8> = md5.chunks(4).flat_map(|w| w.iter().rev().copied()).collect();
+    let stored = &bytes[172..188];
+    let order = if stored == md5 {
+        "Plain"
+    } else if stored == swapped.as_slice() {
+        "WordSwapped"
+    } else {
+        panic!("{}: the header hash is neither the payload's MD5 nor its word-swapped form", path.display())
+    };
+    (md5, order)
+}
+
 /// Expected values of one NEFF (`bytes`, read from `path`), as Rust source.
 fn expected(name: &str, path: &Path, bytes: &[u8]) -> String {
     let mut tar_stream = Vec::new();
@@ -132,9 +154,11 @@ fn expected(name: &str, path: &Path, bytes: &[u8]) -> String {
         )
         .unwrap();
     }
+    let (md5, order) = header_md5(path, bytes);
     format!(
         "    Fixture {{\n        name: {name:?},\n        bytes: include_bytes!({path:?}),\n        members: {members},\n        \
-         inflated_bytes: {inflated},\n        payloads: &[\n{payloads}        ],\n    }},\n",
+         inflated_bytes: {inflated},\n        md5: {md5:#04x?},\n        md5_order: DigestOrder::{order},\n        \
+         payloads: &[\n{payloads}        ],\n    }},\n",
         path = path.display().to_string(),
         inflated = tar_stream.len(),
     )

@@ -50,3 +50,32 @@ pub fn real_neffs() -> Vec<(&'static str, Vec<u8>)> {
         .filter_map(|n| fixture_bytes(&format!("public/nkipy/{n}.neff")).map(|b| (n, b)))
         .collect()
 }
+
+/// Every real NEFF of `../shared/fixtures/public/`: `nkipy/*.neff` and
+/// `trainium-kernel-fusion/*/*.neff` (12 files, all neuronx-cc 2.23), as `(path relative to
+/// public/, full path)`, sorted. Empty (with a note) when `../shared` is absent; under
+/// `CI=true` that, or a group with no file, is a failure (see [`fixture`]).
+pub fn public_neffs() -> Vec<(String, PathBuf)> {
+    let Some(public) = fixture("public") else { return Vec::new() };
+    let mut out = Vec::new();
+    for (group, depth) in [("nkipy", 1), ("trainium-kernel-fusion", 2)] {
+        let before = out.len();
+        let mut dirs = vec![(public.join(group), format!("{group}/"), depth)];
+        while let Some((dir, rel, depth)) = dirs.pop() {
+            let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()));
+            for entry in entries {
+                let entry = entry.unwrap();
+                let name = entry.file_name().into_string().unwrap();
+                let path = entry.path();
+                if depth > 1 && path.is_dir() {
+                    dirs.push((path, format!("{rel}{name}/"), depth - 1));
+                } else if depth == 1 && name.ends_with(".neff") && path.is_file() {
+                    out.push((format!("{rel}{name}"), path));
+                }
+            }
+        }
+        assert!(out.len() > before, "no NEFF under ../shared/fixtures/public/{group}");
+    }
+    out.sort();
+    out
+}

@@ -350,7 +350,7 @@ fn eager(neff: &Path) -> Vec<(String, u64)> {
 /// The `neff` command's load, with the container inflating in the loading thread.
 fn neff_inline(neff: &Path) {
     use neff_cli::inflate::Inflation;
-    use neff_cli::loading::{run_with, Target};
+    use neff_cli::loading::{run_with, PassOptions, Target};
     use neff_cli::source::{FileSource, InputSource};
     let source = FileSource::open(neff).unwrap();
     let size = source.size();
@@ -358,8 +358,8 @@ fn neff_inline(neff: &Path) {
         arch: neff_cli::loading::DeviceArch::Pinned(neff::manifest::Arch::Cayman),
         capacity: 64 << 30,
     };
-    let pass =
-        run_with(InputSource::File(source), size, target, false, Inflation::Inline).unwrap_or_else(|e| panic!("{}", e));
+    let pass = run_with(InputSource::File(source), size, target, PassOptions::default(), Inflation::Inline)
+        .unwrap_or_else(|e| panic!("{}", e));
     assert!(pass.report.inflated_bytes > 0);
 }
 

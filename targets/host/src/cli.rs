@@ -78,6 +78,11 @@ pub struct InfoArgs {
     /// One JSON object on stdout (keys as in the CLI contract).
     #[arg(long)]
     pub json: bool,
+    /// Compute the payload's MD5 (pkg_version 2) or SHA-256 (pkg_version 1) while streaming
+    /// and compare it with the header's hash, in either byte order real compilers write
+    /// (spec §2.6); print the result. A mismatch exits 1 (`MD5 mismatch!`).
+    #[arg(long)]
+    pub verify: bool,
 }
 
 /// `neff check`.
@@ -92,6 +97,11 @@ pub struct CheckArgs {
     /// Accept what NEURON_RT_ALLOW_LEGACY_NEFF=1 accepts (older arch, missing carveout).
     #[arg(long)]
     pub allow_legacy: bool,
+    /// Compute the payload's MD5 (pkg_version 2) or SHA-256 (pkg_version 1) while streaming
+    /// and compare it with the header's hash, in either byte order real compilers write
+    /// (spec §2.6); print the result. A mismatch exits 1 (`MD5 mismatch!`).
+    #[arg(long)]
+    pub verify: bool,
 }
 
 /// `neff load`.
@@ -115,6 +125,11 @@ pub struct LoadArgs {
     /// Print the load report as one JSON object on stdout.
     #[arg(long)]
     pub json: bool,
+    /// Compute the payload's MD5 (pkg_version 2) or SHA-256 (pkg_version 1) while streaming
+    /// and compare it with the header's hash, in either byte order real compilers write
+    /// (spec §2.6); print the result. A mismatch exits 1 (`MD5 mismatch!`).
+    #[arg(long)]
+    pub verify: bool,
 }
 
 /// `neff unpack`.

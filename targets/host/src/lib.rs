@@ -13,6 +13,7 @@ pub mod consumed;
 pub mod error;
 pub mod header_view;
 pub mod inflate;
+pub mod integrity;
 pub mod loading;
 pub mod progress;
 pub mod sample;

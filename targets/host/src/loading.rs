@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 
 use neff::archive::OpenOptions;
 use neff::hal::{AllocRequest, Hal, HalError, RegionId, USAGE_CLASS_COUNT};
+use neff::header::HeaderWarning;
 use neff::loader::{
     LoadOptions, LoadReport, Loader, Manifest, NoObserver, Observer, PayloadReport, PayloadState, Storage,
     SubgraphReport,
@@ -30,6 +31,7 @@ use neff::loader::{
 use neff::manifest::def::{EngineKey, ENGINE_KEYS};
 use neff::manifest::{Arch, Entry, IoKind, IoTensor, UsageClass};
 use neff::sim::SimDevice;
+use neff::WarningKind;
 
 use crate::error::{print_warning, CliError};
 use crate::header_view::HeaderView;
@@ -701,17 +703,28 @@ pub struct Pass {
     pub members: Option<MemberLog>,
 }
 
+/// What a pass is asked for besides its target.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PassOptions {
+    /// Accept what `NEURON_RT_ALLOW_LEGACY_NEFF=1` accepts (`--allow-legacy`).
+    pub allow_legacy: bool,
+    /// Verify the header hash while the payload streams (`--verify`): the outcome is in
+    /// [`Pass::finish`], and a mismatch ends the pass with the rejection of
+    /// [`crate::integrity::mismatch_error`] instead of a warning.
+    pub verify: bool,
+}
+
 /// Runs the loader over `source` (a NEFF of `size` bytes) on a thread with a large stack.
-pub fn run(source: InputSource, size: u64, target: Target, allow_legacy: bool) -> Result<Pass, CliError> {
-    run_with(source, size, target, allow_legacy, Inflation::for_this_host(size))
+pub fn run(source: InputSource, size: u64, target: Target, options: PassOptions) -> Result<Pass, CliError> {
+    run_with(source, size, target, options, Inflation::for_this_host(size))
 }
 
 /// `neff info`'s pass: a check that keeps every manifest entry `info` prints, and `info.json`
 /// (the compiler's version) from the tar tap.
-pub fn run_info(source: InputSource, size: u64) -> Result<Pass, CliError> {
+pub fn run_info(source: InputSource, size: u64, options: PassOptions) -> Result<Pass, CliError> {
     let inflation = Inflation::for_this_host(size);
     let tap = Some(TapOptions::producer());
-    spawn(move || run_here(source, size, Target::Check(None), false, inflation, true, tap, &mut NoObserver))
+    spawn(move || run_here(source, size, Target::Check(None), options, inflation, true, tap, &mut NoObserver))
 }
 
 /// A pass whose observations also go to `extra` (after the pass's own collection), with the
@@ -727,7 +740,7 @@ pub fn run_observed<O: Observer + Send + 'static>(
 ) -> Result<(Pass, O), CliError> {
     let inflation = Inflation::for_this_host(size);
     spawn(move || {
-        let pass = run_here(source, size, target, false, inflation, details, tap, &mut extra)?;
+        let pass = run_here(source, size, target, PassOptions::default(), inflation, details, tap, &mut extra)?;
         Ok((pass, extra))
     })
 }
@@ -737,10 +750,10 @@ pub fn run_with(
     source: InputSource,
     size: u64,
     target: Target,
-    allow_legacy: bool,
+    options: PassOptions,
     inflation: Inflation,
 ) -> Result<Pass, CliError> {
-    spawn(move || run_here(source, size, target, allow_legacy, inflation, false, None, &mut NoObserver))
+    spawn(move || run_here(source, size, target, options, inflation, false, None, &mut NoObserver))
 }
 
 /// Runs `pass` on a thread with a large stack ([`LOADER_STACK`]).
@@ -761,14 +774,19 @@ fn run_here(
     source: InputSource,
     size: u64,
     target: Target,
-    allow_legacy: bool,
+    options: PassOptions,
     inflation: Inflation,
     details: bool,
     tap: Option<TapOptions>,
     extra: &mut dyn Observer,
 ) -> Result<Pass, CliError> {
+    let PassOptions { allow_legacy, verify } = options;
     let mut warnings = Vec::new();
     let mut sink = |w: &neff::Warning| {
+        // Asked for, a mismatch is the pass's error (with both values), not also a warning.
+        if verify && matches!(w.kind, WarningKind::Header(HeaderWarning::IntegrityMismatch { .. })) {
+            return;
+        }
         let text = w.to_string();
         print_warning(&text);
         warnings.push(text);
@@ -794,7 +812,8 @@ fn run_here(
         }
         None => Tapped::plain(tar),
     };
-    let mut archive = open_archive_with(source, size, &OpenOptions::default(), inflation, &mut sink, wrap)?;
+    let open = OpenOptions { verify_integrity: verify, ..OpenOptions::default() };
+    let mut archive = open_archive_with(source, size, &open, inflation, &mut sink, wrap)?;
     let header = HeaderView::from(archive.header());
     // Zeroed by the allocator: pages the load never touches cost no memory.
     let mut arena = vec![0u8; ARENA_BYTES];
@@ -830,6 +849,11 @@ fn run_here(
     // Dropping the archive closes the tap's stream; then its walk ends.
     drop(archive);
     let members = tap_handle.map(TapHandle::finish);
+    if verify {
+        if let Some(e) = crate::integrity::mismatch_error(&finish.integrity) {
+            return Err(e);
+        }
+    }
     let report = Box::new(HostReport {
         summary,
         // In tar order, as the core's reports are not (weights come last).

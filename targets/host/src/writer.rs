@@ -18,8 +18,10 @@
 //!
 //! The tar is deterministic: POSIX ustar headers (the `tar` crate), regular files only, mode
 //! 0664, uid/gid 0, mtime 0, in the order the caller appends them. The integrity hash is
-//! written the way the runtime would verify it (§2.5 check 8): pkg 2 stores the MD5 of
-//! `data[0..data_size]` in `hash[0..16]` (the rest zero), pkg 1 the SHA-256 in `hash[0..32]`.
+//! written the way current compilers write it (§2.6): pkg 2 stores the MD5 of
+//! `data[0..data_size]` in `hash[0..16]` word-swapped, as neuronx-cc 2.18 and later do (each
+//! 4-byte word of the digest reversed: the four MD5 state words big-endian), the rest zero;
+//! pkg 1 the SHA-256 in `hash[0..32]`, as is.
 //!
 //! The writer streams: members go through a fixed buffer into the tar, the tar into the
 //! compressor, the compressed bytes through the digest into the output. The header's
@@ -339,7 +341,7 @@ impl<W: Write + Seek> NeffWriter<W> {
         }
         let mut hash = [0u8; 32];
         match tap.hasher {
-            Hasher::Md5(h) => hash[..16].copy_from_slice(&h.finalize()),
+            Hasher::Md5(h) => hash[..16].copy_from_slice(&md5_word_swapped(&h.finalize().into())),
             Hasher::Sha256(h) => hash.copy_from_slice(&h.finalize()),
         }
         let header = self.fields.encode(padded, &hash)?;
@@ -351,6 +353,17 @@ impl<W: Write + Seek> NeffWriter<W> {
         out.flush()?;
         Ok((out, Written { data_size: padded, stream_size, hash, header, members: self.members }))
     }
+}
+
+/// An MD5 digest as neuronx-cc 2.18 and later store it in the header: each 4-byte word
+/// reversed (spec §2.6). This module is shared with build scripts, so it does not call the
+/// core's `neff::header::word_swapped`; the tests check that the core accepts what it writes.
+pub fn md5_word_swapped(digest: &[u8; 16]) -> [u8; 16] {
+    let mut out = *digest;
+    for word in out.chunks_exact_mut(4) {
+        word.reverse();
+    }
+    out
 }
 
 /// Reads at most `left` bytes from `inner`, so a member never takes more than its size.

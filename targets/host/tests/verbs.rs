@@ -222,7 +222,20 @@ fn info_json_of_the_real_neffs_equals_what_their_members_say() {
         let Some(path) = real(name) else { return };
         let members = members_of(&std::fs::read(&path).unwrap());
         let doc = ok_json(&neff_p(&[&"info", &path, &"--json"]));
-        assert_eq!(keys(&doc), ["header", "kelf", "inputs", "outputs", "subgraphs", "compiler_version"], "{name}");
+        // The contract's five keys in order, then the header hash (not verified: no --verify)
+        // and the compiler version.
+        assert_eq!(
+            keys(&doc),
+            ["header", "kelf", "inputs", "outputs", "subgraphs", "hash", "compiler_version"],
+            "{name}"
+        );
+        let bytes = std::fs::read(&path).unwrap();
+        let stored: String = bytes[172..188].iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(
+            doc["hash"],
+            json!({"algorithm": "md5", "stored": stored, "result": "not-requested", "order": null, "computed": null}),
+            "{name}"
+        );
         let want = expected_info(name, &members);
         for key in ["kelf", "inputs", "outputs"] {
             assert_eq!(doc[key], want[key], "{name}: {key}");

@@ -26,9 +26,10 @@ use neff::digest::Digest64;
 use neff::hal::{AllocRequest, Hal, HalError, RegionId};
 use neff::manifest::Arch;
 
-/// Region records: one per payload of the generated big model (572) with room for staging (a
-/// load that needs more fails with `RegionTableFull`, naming this limit).
-pub const REGIONS: usize = 640;
+/// Region records (never reused): one per payload of the generated big model (572), with room
+/// for staging, the staged copies of its 57 JSON members met before the manifest naming them
+/// included (a load that needs more fails with `RegionTableFull`, naming this limit).
+pub const REGIONS: usize = 704;
 /// Payloads the checker can follow (the generated big model has 572).
 pub const CHECKED_PAYLOADS: usize = 640;
 /// The device's address space.

@@ -7,6 +7,7 @@ use device::{DigestDevice, SeenTable, Tables};
 use neff::archive::{Archive, Finish, OpenOptions};
 use neff::error::WarningSink;
 use neff::hal::RegionId;
+use neff::header::{DigestOrder, HashAlgorithm, HashValue, Integrity};
 use neff::loader::{LoadOptions, LoadReport, Loader, Observer, PayloadReport, PayloadState};
 use neff::manifest::Arch;
 
@@ -28,6 +29,11 @@ pub struct Fixture {
     pub members: u32,
     /// Length of the gunzipped tar stream.
     pub inflated_bytes: u64,
+    /// The MD5 of the payload `data[0..data_size]`.
+    pub md5: [u8; 16],
+    /// How the header stores it (word-swapped in every NEFF here: neuronx-cc 2.23 and the
+    /// project's writer).
+    pub md5_order: DigestOrder,
     pub payloads: &'static [Payload],
 }
 
@@ -81,6 +87,8 @@ pub enum Failure {
     TooManyPayloads,
     /// A payload was reported twice.
     ReportedTwice { member: &'static str },
+    /// The header hash check did not report the expected match.
+    Integrity { expected_order: DigestOrder, found: Integrity },
 }
 
 impl From<neff::Error> for Failure {
@@ -96,6 +104,8 @@ pub struct Summary {
     pub bytes_placed: u64,
     pub warnings: u32,
     pub arena_peak: u64,
+    /// The order the header hash matched in.
+    pub md5_order: DigestOrder,
 }
 
 /// The observer: checks each payload the loader reports against `build.rs`'s expectation as
@@ -211,6 +221,7 @@ fn load_and_check(
         bytes_placed: report.bytes_placed,
         warnings: report.warnings,
         arena_peak: report.arena_peak,
+        md5_order: fixture.md5_order,
     })
 }
 
@@ -218,10 +229,12 @@ fn load_and_check(
 // slot, and the temporaries the core builds on the way stay in a frame of their own, gone
 // before the next step.
 
-/// Opens the NEFF in flash (header gates, gzip sniff).
+/// Opens the NEFF in flash (header gates, gzip sniff), asking for the header hash check: its
+/// digest state is part of the archive whether asked or not, so it costs time, not RAM.
 #[inline(never)]
 fn open(fixture: &Fixture, sink: &mut impl WarningSink) -> Result<FwArchive, neff::Error> {
-    Archive::open(fixture.bytes, Some(fixture.bytes.len() as u64), &OpenOptions::default(), sink)
+    let options = OpenOptions { verify_integrity: true, ..OpenOptions::default() };
+    Archive::open(fixture.bytes, Some(fixture.bytes.len() as u64), &options, sink)
 }
 
 /// An empty default-capacity report.
@@ -250,8 +263,9 @@ fn load(
     loader.load(archive, device, report, checker, sink)
 }
 
-/// Compares what landed with what `build.rs` computed: the archive's figures, every expected
-/// payload reported once, and the device's digest of each.
+/// Compares what landed with what `build.rs` computed: the archive's figures, the header hash
+/// (the payload's MD5, matched in the order the header stores it), every expected payload
+/// reported once, and the device's digest of each.
 #[inline(never)]
 fn check(
     fixture: &Fixture,
@@ -265,6 +279,10 @@ fn check(
     }
     if finish.inflated_bytes != fixture.inflated_bytes {
         return Err(Failure::Inflated { expected: fixture.inflated_bytes, found: finish.inflated_bytes });
+    }
+    let computed = HashValue::new(HashAlgorithm::Md5, &fixture.md5);
+    if finish.integrity != (Integrity::Match { order: fixture.md5_order, computed }) {
+        return Err(Failure::Integrity { expected_order: fixture.md5_order, found: finish.integrity });
     }
     if checker.reported != fixture.payloads.len() {
         return Err(Failure::PayloadCount { expected: fixture.payloads.len(), found: checker.reported });

@@ -13,7 +13,9 @@
 //!   the image is linked with (`memory.x`);
 //! * the load is right: every payload's landed length and digest, as the loader reports it
 //!   (streamed to an observer, one payload at a time) and on the device, equals what
-//!   `build.rs` computed with other code (`flate2` + `tar` + `xxhash-rust`'s one-shot XXH3).
+//!   `build.rs` computed with other code (`flate2` + `tar` + `xxhash-rust`'s one-shot XXH3);
+//!   and the header hash check, asked for on every load, matches the payload's MD5 that
+//!   `build.rs` computed (`md-5`), in the byte order the header stores it (spec §2.6).
 //!
 //! The device is this image's own digest-only HAL ([`device::DigestDevice`]): a 64 GiB
 //! address space that stores no byte, only a digest per region, as a management controller
@@ -76,6 +78,9 @@ impl fmt::Display for Failure {
             Failure::JsonTooLong => write!(f, "the JSON summary is longer than {JSON_CAPACITY} bytes"),
             Failure::TooManyPayloads => write!(f, "more than {CHECKED_PAYLOADS} payloads expected"),
             Failure::ReportedTwice { member } => write!(f, "{member}: reported twice"),
+            Failure::Integrity { expected_order, found } => {
+                write!(f, "header hash: {found:?}, expected an MD5 match, {}", expected_order.as_str())
+            }
         }
     }
 }
@@ -101,12 +106,13 @@ fn main() -> ! {
             Ok(s) => {
                 passed += 1;
                 hprintln!(
-                    "{}: OK: {} members, {} payloads placed, {} bytes placed, {} digests checked (report and device), {} warnings, arena {} of {} bytes",
+                    "{}: OK: {} members, {} payloads placed, {} bytes placed, {} digests checked (report and device), header MD5 match ({}), {} warnings, arena {} of {} bytes",
                     fixture.name,
                     s.members,
                     s.placed,
                     s.bytes_placed,
                     fixture.payloads.len(),
+                    s.md5_order.as_str(),
                     s.warnings,
                     s.arena_peak,
                     ARENA_BYTES,

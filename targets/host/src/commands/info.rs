@@ -3,15 +3,17 @@
 //! One streaming pass of the core loader without a device (everything a load checks, so a
 //! NEFF that `info` shows is one `check` accepts), with an observer that copies what is
 //! printed out of each manifest as it is parsed. `--json` is the object of
-//! `spec/cli-contract.md`, key by key and in order; the human form shows the same facts plus
-//! the archive figures and the payload table.
+//! `spec/cli-contract.md`, key by key and in order, then a `hash` object (the stored header
+//! hash and the outcome of `--verify`); the human form shows the same facts plus the archive
+//! figures and the payload table.
 
 use serde::Serialize;
 
 use crate::cli::InfoArgs;
 use crate::error::{CliError, StdoutText};
 use crate::header_view::HeaderJson;
-use crate::loading::{self, chain_kelfs, dir_of, join, Collected, Pass, TensorInfo};
+use crate::integrity::{hash_json, verify_text, HashJson};
+use crate::loading::{self, chain_kelfs, dir_of, join, Collected, Pass, PassOptions, TensorInfo};
 
 /// The `info --json` document.
 #[derive(Debug, Serialize)]
@@ -26,6 +28,9 @@ pub struct InfoJson {
     pub outputs: Vec<TensorJson>,
     /// One per graph of every KELF.
     pub subgraphs: Vec<SubgraphJson>,
+    /// The header hash: the stored value, and the outcome of `--verify` (a key after the
+    /// contract's five).
+    pub hash: HashJson,
     /// The compiler that wrote the NEFF: `info.json`'s `tool_version` (producer metadata the
     /// loader skips; read from the pass's tar tap), `null` without one.
     pub compiler_version: Option<String>,
@@ -292,14 +297,15 @@ pub fn info_json(pass: &mut Pass) -> InfoJson {
         });
     }
     let compiler_version = pass.members.as_ref().and_then(|m| m.tool_version());
-    InfoJson { header: pass.header.to_json(), kelf, inputs, outputs, subgraphs, compiler_version }
+    let hash = hash_json(&pass.header, &pass.finish.integrity);
+    InfoJson { header: pass.header.to_json(), kelf, inputs, outputs, subgraphs, hash, compiler_version }
 }
 
 /// Runs `neff info`.
 pub fn run(args: &InfoArgs) -> Result<(), CliError> {
     let (source, label) = super::open_input_or_sample(args.file.as_deref(), "info")?;
     let size = source.size();
-    let mut pass = loading::run_info(source, size)?;
+    let mut pass = loading::run_info(source, size, PassOptions { allow_legacy: false, verify: args.verify })?;
     let doc = info_json(&mut pass);
     let mut out = StdoutText::new();
     if args.json {
@@ -358,6 +364,9 @@ pub fn write_human(out: &mut impl std::fmt::Write, label: &str, size: u64, pass:
     let _ = write!(out, "{label} ({size} bytes)\n\nheader\n");
     for (key, value) in header.human_lines() {
         let _ = writeln!(out, "  {key:<20} {value}");
+    }
+    if pass.finish.integrity != neff::header::Integrity::NotRequested {
+        let _ = writeln!(out, "  {:<20} {}", "verify", verify_text(&pass.header, &pass.finish.integrity));
     }
     let packing = if header.pkg_version == 1 { "raw tar" } else { "gzip'd tar" };
     let f = &pass.finish;

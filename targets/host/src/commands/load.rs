@@ -17,7 +17,8 @@ use neff::manifest::Arch;
 
 use crate::cli::{CheckArgs, LoadArgs};
 use crate::error::{print_stdout, CliError};
-use crate::loading::{self, arch_of, ArchSource, DeviceArch, DeviceSummary, Pass, Target};
+use crate::integrity::{hash_json, verify_text};
+use crate::loading::{self, arch_of, ArchSource, DeviceArch, DeviceSummary, Pass, PassOptions, Target};
 
 /// Device memory of `neff load` without `--device-mem`: room for the real NEFFs' payloads
 /// and their staging. Host pages are touched only where payloads land.
@@ -30,11 +31,12 @@ pub fn check(args: &CheckArgs) -> Result<(), CliError> {
     let source = super::open_input(&args.file, "check")?;
     let size = source.size();
     let arch = args.arch.map(arch_of);
-    let pass = loading::run(source, size, Target::Check(arch), args.allow_legacy)?;
+    let options = PassOptions { allow_legacy: args.allow_legacy, verify: args.verify };
+    let pass = loading::run(source, size, Target::Check(arch), options)?;
     let r = &pass.report;
     let bytes: u64 = r.payloads.iter().map(|p| p.len).sum();
     let gate = arch.map_or_else(String::new, |a| format!(", runs on {}", a.as_str()));
-    print_stdout(&format!(
+    let mut out = format!(
         "ok: {}: target {:?}{gate}, {} subgraphs, {} members: {} manifests, {} payloads ({bytes} bytes), tar {} bytes, {}\n",
         args.file.display(),
         r.target.as_str(),
@@ -44,7 +46,11 @@ pub fn check(args: &CheckArgs) -> Result<(), CliError> {
         r.payloads.len(),
         r.inflated_bytes,
         plural(r.warnings, "warning")
-    ))
+    );
+    if args.verify {
+        let _ = writeln!(out, "verify: {}", verify_text(&pass.header, &pass.finish.integrity));
+    }
+    print_stdout(&out)
 }
 
 /// The device a `load` asks for.
@@ -61,7 +67,7 @@ pub fn target_of(args: &LoadArgs) -> Target {
 pub fn load(args: &LoadArgs) -> Result<(), CliError> {
     let (source, label) = super::open_input_or_sample(args.file.as_deref(), "load")?;
     let size = source.size();
-    let pass = loading::run(source, size, target_of(args), false)?;
+    let pass = loading::run(source, size, target_of(args), PassOptions { allow_legacy: false, verify: args.verify })?;
     if args.json {
         let doc = report_json(&pass)?;
         let text = serde_json::to_string_pretty(&doc).map_err(|e| CliError::rejected(e.to_string()))?;
@@ -77,8 +83,8 @@ fn millis(pass: &Pass) -> f64 {
 }
 
 /// The load report as JSON: the core's summary and the placements it streamed (each
-/// serialised by the core's `Serialize` impls), the I/O tensors, plus `time_ms` and the
-/// `device` object.
+/// serialised by the core's `Serialize` impls), the I/O tensors, the header `hash` object
+/// (stored value, and the outcome of `--verify`), plus `time_ms` and the `device` object.
 pub fn report_json(pass: &Pass) -> Result<serde_json::Value, CliError> {
     let r = &pass.report;
     let json = |e: serde_json::Error| CliError::rejected(format!("load report: {e}"));
@@ -117,6 +123,7 @@ pub fn report_json(pass: &Pass) -> Result<serde_json::Value, CliError> {
         "padding_bytes": r.padding_bytes,
         "trailing_bytes": r.trailing_bytes,
         "integrity": integrity,
+        "hash": hash_json(&pass.header, &pass.finish.integrity),
         "arena_peak": r.arena_peak,
     });
     if let Some(map) = value.as_object_mut() {
@@ -205,8 +212,8 @@ pub fn human(label: &str, pass: &Pass) -> String {
     }
     let integrity = match r.integrity {
         None | Some(neff::header::Integrity::NotRequested) => "not requested",
-        Some(neff::header::Integrity::Match(_)) => "match",
-        Some(neff::header::Integrity::Mismatch(_)) => "MISMATCH",
+        Some(neff::header::Integrity::Match { .. }) => "match",
+        Some(neff::header::Integrity::Mismatch { .. }) => "MISMATCH",
         Some(neff::header::Integrity::NotApplicable) => "not applicable",
     };
     let _ = writeln!(
@@ -216,6 +223,9 @@ pub fn human(label: &str, pass: &Pass) -> String {
         r.compressed_bytes,
         plural(r.warnings, "warning")
     );
+    if pass.finish.integrity != neff::header::Integrity::NotRequested {
+        let _ = writeln!(out, "verify: {}", verify_text(&pass.header, &pass.finish.integrity));
+    }
     for sg in r.subgraphs.iter() {
         let _ = writeln!(
             out,

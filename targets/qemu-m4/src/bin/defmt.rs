@@ -33,6 +33,8 @@ use defmt_semihosting as _;
 use device::Tables;
 use load::{Failure, Fixture, Payload, Summary, ARENA_BYTES, FIXTURES};
 use neff::error::Warning;
+// Named by the generated `variants.rs`.
+use neff::header::DigestOrder;
 
 /// A NEFF the loader must refuse, with what its error must name.
 struct Rejected {
@@ -149,12 +151,13 @@ fn run(fixture: &Fixture, tables: &mut Tables) -> Result<Summary, Failure> {
 /// The line of a NEFF that loaded and passed every check.
 fn log_ok(fixture: &Fixture, s: &Summary) {
     defmt::info!(
-        "{=str}: OK: {=u32} members, {=u32} payloads placed, {=u64} bytes placed, {=usize} digests checked (report and device), {=u32} warnings, arena {=u64} of {=usize} bytes",
+        "{=str}: OK: {=u32} members, {=u32} payloads placed, {=u64} bytes placed, {=usize} digests checked (report and device), header MD5 match ({=str}), {=u32} warnings, arena {=u64} of {=usize} bytes",
         fixture.name,
         s.members,
         s.placed,
         s.bytes_placed,
         fixture.payloads.len(),
+        s.md5_order.as_str(),
         s.warnings,
         s.arena_peak,
         ARENA_BYTES,
