@@ -1212,3 +1212,85 @@ fn the_device_arch_is_asked_when_binding() {
         assert_eq!(report.summary.device_arch, Some(after), "{before:?} then {after:?}");
     }
 }
+
+#[test]
+fn a_host_takes_long_names_and_paths_the_firmware_profile_would_refuse() {
+    // Spec §15.20: size is not a reason to refuse on a host. Names past the firmware's
+    // capacities (var and node names over 256 bytes, a queue name over 128, a dtype over 16,
+    // heads of 4 elements, a 3,980-byte PAX path and a 1,412-byte GNU long name).
+    let Some(bytes) = common::fixture_bytes("public/nkipy/matmul_small.neff") else { return };
+    let input = format!("x_{}", "long_input_name_".repeat(20));
+    let queue = format!("q_{}", "PoolDynamicQueue".repeat(20));
+    let pax_dir = "p".repeat(3960);
+    let gnu_dir = "g".repeat(1390);
+    assert!((input.len(), queue.len()) > (256, 128));
+    let mut list = members(&bytes);
+    let json = |list: &[(String, Vec<u8>)], m: &str| -> serde_json::Value {
+        serde_json::from_slice(&list.iter().find(|(n, _)| n == m).unwrap().1).unwrap()
+    };
+    let set = |list: &mut Vec<(String, Vec<u8>)>, m: &str, v: &serde_json::Value| {
+        list.iter_mut().find(|(n, _)| n == m).unwrap().1 = serde_json::to_vec(v).unwrap();
+    };
+    let mut neff = json(&list, "neff.json");
+    neff["nodes"][0]["name"] = input.clone().into();
+    neff["nodes"][0]["output_names"] = serde_json::json!([input]);
+    for head in neff["heads"].as_array_mut().unwrap() {
+        head.as_array_mut().unwrap().push(7.into());
+    }
+    set(&mut list, "neff.json", &neff);
+    let weight = "value_sg0000_identity_82_CRSM.npy";
+    for (sg, dir) in [("sg00", &pax_dir), ("sg01", &gnu_dir)] {
+        let member = format!("{sg}/def.json");
+        let mut def = json(&list, &member);
+        let vars = def["var"].as_object_mut().unwrap();
+        let x = vars.remove("x").unwrap();
+        vars.insert(input.clone(), x);
+        vars["output0"]["dtype"] = "float16_with_a_long_suffix".into();
+        let var = vars.values_mut().find(|v| v["file_name"] == weight).unwrap();
+        var["file_name"] = format!("{dir}/{weight}").into();
+        let queues = def["dma_queue"].as_object_mut().unwrap();
+        let q = queues.remove("qPoolDynamic").unwrap();
+        queues.insert(queue.clone(), q);
+        set(&mut list, &member, &def);
+        list.iter_mut().find(|(n, _)| *n == format!("{sg}/{weight}")).unwrap().0 = format!("{sg}/{dir}/{weight}");
+    }
+    // sg00's weight through a PAX `path` record (the helper writes GNU long names).
+    let pax_member = format!("sg00/{pax_dir}/{weight}");
+    let at = list.iter().position(|(n, _)| *n == pax_member).unwrap();
+    let (name, body) = list.remove(at);
+    let mut neff_bytes = pack(&bytes, &list);
+    {
+        let tar_bytes = common::corpus::inflated(&neff_bytes);
+        let mut builder = tar::Builder::new(Vec::new());
+        builder.append_pax_extensions([("path", name.as_bytes())]).unwrap();
+        let mut h = tar::Header::new_ustar();
+        h.set_path("pax-named").unwrap();
+        h.set_size(body.len() as u64);
+        h.set_mode(0o664);
+        h.set_cksum();
+        builder.append(&h, body.as_slice()).unwrap();
+        // Without the end-of-archive blocks, then the PAX member and its own.
+        let mut all = tar_bytes;
+        while all.len() >= 512 && all[all.len() - 512..].iter().all(|&b| b == 0) {
+            all.truncate(all.len() - 512);
+        }
+        all.extend_from_slice(&builder.into_inner().unwrap());
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        std::io::Write::write_all(&mut gz, &all).unwrap();
+        let payload = gz.finish().unwrap();
+        neff_bytes.truncate(1024);
+        neff_bytes[16..24].copy_from_slice(&(payload.len() as u64).to_le_bytes());
+        neff_bytes.extend_from_slice(&payload);
+    }
+    assert!(pax_member.len() >= 3980 && format!("sg01/{gnu_dir}/{weight}").len() >= 1412);
+    let out = load(&neff_bytes);
+    out.result.as_ref().unwrap_or_else(|e| panic!("{e}"));
+    let warnings: Vec<_> = out.warnings.iter().map(|w| w.to_string()).collect();
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    // The value is named (its end: a warning keeps a few bytes of it, issue 21 asks for more).
+    assert!(warnings.iter().all(|w| w.contains("unknown dtype") && w.contains("a_long_suffix")), "{warnings:?}");
+    let w = out.report.payloads.iter().find(|p| p.member == pax_member).unwrap();
+    assert_eq!((w.usage, w.state), (UsageClass::Weight, PayloadState::Placed));
+    assert_eq!(out.report.io.inputs.iter().filter(|t| t.name == input).count(), 1);
+}
+
