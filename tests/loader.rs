@@ -1293,4 +1293,3 @@ fn a_host_takes_long_names_and_paths_the_firmware_profile_would_refuse() {
     assert_eq!((w.usage, w.state), (UsageClass::Weight, PayloadState::Placed));
     assert_eq!(out.report.io.inputs.iter().filter(|t| t.name == input).count(), 1);
 }
-

@@ -66,6 +66,10 @@ fn neff_json_checks() {
         msg(&e),
         "nodes[1].attrs.kelf: KELF attribute is not a string: expected a string, found unsigned integer"
     );
+    // Only the KELF node's `attrs.kelf` must be a string: another node's is not read.
+    let other = NEFF.replace(r#"{"op":"null","name":"x"}"#, r#"{"op":"null","name":"x","attrs":{"kelf":[1,{"a":2}]}}"#);
+    let (io, kelfs) = neff(&other).0.unwrap();
+    assert_eq!((io[0].name.as_str(), kelfs.len()), ("x", 1));
     let e = neff(&NEFF.replace("__kelf", "other")).0.unwrap_err();
     assert_eq!(msg(&e), "nodes: No KELF node found in NEFF JSON");
     // §5.2: a second KELF node must name its member too.

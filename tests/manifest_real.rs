@@ -212,8 +212,11 @@ fn engine_jsons_of_small() {
 #[test]
 fn manifest_slots_are_small_whatever_the_model() {
     use std::mem::size_of;
-    // One slot per document and per streamed key: the firmware budget holds them beside the
-    // 32 KiB inflate window, and no count of vars, queues or nodes changes these sizes.
+    // One slot per document and per streamed key: no count of vars, queues or nodes changes
+    // these sizes, only the capacities of single values. On the firmware's (256-byte names)
+    // that is under 8 KiB, beside the 32 KiB inflate window (the firmware build asserts the
+    // whole `LOAD_FOOTPRINT`); hosted targets read names into slots 16 times as large.
+    let bound = 8 * 1024 * (neff::manifest::cap::FILE_NAME / 256);
     for (name, size) in [
         ("NeffJson", size_of::<neff::manifest::NeffJson>()),
         ("Kelf", size_of::<Kelf>()),
@@ -221,6 +224,6 @@ fn manifest_slots_are_small_whatever_the_model() {
         ("EngineJson", size_of::<EngineJson>()),
     ] {
         println!("{name} {size}");
-        assert!(size < 8 * 1024, "{name} is {size} bytes");
+        assert!(size < bound, "{name} is {size} bytes");
     }
 }

@@ -38,6 +38,9 @@ use crate::error::{ErrorKind, Text};
 use crate::json::Tokenizer;
 use crate::{Error, Stage, WarningSink};
 
+/// The runtime's message for a KELF node whose `attrs.kelf` is not a string.
+const KELF_NOT_STRING: &str = "KELF attribute is not a string";
+
 /// The marker of the KELF node, in `attrs.func_name` (or `op`, as a fallback).
 const KELF_MARKER: &str = "__kelf";
 
@@ -64,7 +67,12 @@ pub fn kelf_mark(node: &Node) -> Option<KelfMark> {
 
 /// The `attrs.kelf` member a node names.
 pub fn kelf_member(node: &Node) -> Option<&str> {
-    node.attrs.as_ref()?.kelf.as_deref()
+    node.attrs.as_ref()?.kelf.as_ref()?.as_str()
+}
+
+/// The type of a node's `attrs.kelf` when it is not a string.
+fn kelf_not_string(node: &Node) -> Option<super::JsonType> {
+    node.attrs.as_ref()?.kelf.as_ref()?.other
 }
 
 /// What the checks of one `neff.json` learned: the KELF node.
@@ -81,6 +89,8 @@ pub struct NeffFacts {
     pub unnamed_by_func: Option<u64>,
     /// Index of the first node marked by `op` that names no member.
     pub unnamed_by_op: Option<u64>,
+    /// The first KELF node (either mark) whose `attrs.kelf` is not a string, and its type.
+    pub kelf_not_string: Option<(u64, super::JsonType)>,
 }
 
 impl NeffFacts {
@@ -103,6 +113,9 @@ impl NeffFacts {
             }
         };
         let named = kelf_member(node).is_some();
+        if let (None, Some(found)) = (self.kelf_not_string, kelf_not_string(node)) {
+            self.kelf_not_string = Some((self.nodes, found));
+        }
         if slot.is_none() {
             *slot = Some((self.nodes, named));
         }
@@ -159,6 +172,12 @@ impl Document for NeffJson {
             (None, Some((i, _))) => (i, true, facts.unnamed_by_op),
             (None, None) => return Err(fail(Self::KEY_NODES, ManifestError::NoKelfNode)),
         };
+        // The KELF node's `attrs.kelf` is a string; another node's is not read.
+        if let Some((node, found)) = facts.kelf_not_string {
+            let path = indexed(Self::KEY_NODES, node, &[Node::KEY_ATTRS, NodeAttrs::KEY_KELF]);
+            let e = ManifestError::WrongType { expected: super::JsonType::String, found, message: KELF_NOT_STRING };
+            return Err(fail(&path, e));
+        }
         // Every KELF node must name its member, not only the first (spec §5.2).
         if let Some(unnamed) = unnamed {
             let path = indexed(Self::KEY_NODES, unnamed, &[Node::KEY_ATTRS, NodeAttrs::KEY_KELF]);

@@ -928,6 +928,59 @@ impl JsonValue for Present {
     }
 }
 
+/// A string, or any other value whose type is kept (the value itself is skipped, but
+/// validated): for a key whose type only some elements constrain.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct StrOrOther<const N: usize> {
+    /// The string, when the value is one.
+    pub text: Option<heapless::String<N>>,
+    /// The value's type, when it is not a string.
+    pub other: Option<JsonType>,
+}
+
+impl<const N: usize> StrOrOther<N> {
+    /// The string, when the value is one.
+    pub fn as_str(&self) -> Option<&str> {
+        self.text.as_deref()
+    }
+}
+
+impl<const N: usize> JsonValue for StrOrOther<N> {
+    const EXPECTED: JsonType = JsonType::String;
+    fn start(&mut self, ev: &Event<'_>, lim: Lim) -> Result<Flow, Issue> {
+        self.clear();
+        match ev {
+            Event::Str(s) => {
+                let mut text = heapless::String::new();
+                copy_str(&mut text, s, lim.first())?;
+                self.text = Some(text);
+                Ok(Flow::Done)
+            }
+            other => {
+                self.other = Some(found_type(other));
+                match other {
+                    Event::BeginArray | Event::BeginObject => Ok(Flow::Body),
+                    _ => Ok(Flow::Done),
+                }
+            }
+        }
+    }
+
+    fn body<R: BufRead, const S: usize, const D: u16>(
+        &mut self,
+        cx: &mut Cx<'_, R, S, D>,
+        lim: Lim,
+    ) -> Result<(), Error> {
+        Present::default().body(cx, lim)
+    }
+
+    fn clear(&mut self) {
+        self.text = None;
+        self.other = None;
+    }
+}
+
 /// The first event of an object value.
 pub fn start_object(ev: &Event<'_>) -> Result<Flow, Issue> {
     match ev {

@@ -415,6 +415,10 @@ impl Checked<'_> {
             }
             Ty::Count => quote!(crate::manifest::rt::ArrayLen),
             Ty::Present => quote!(crate::manifest::rt::Present),
+            Ty::StrOrOther(c) => {
+                let c = cap_tokens(c);
+                quote!(crate::manifest::rt::StrOrOther<#c>)
+            }
             Ty::Tagged(_, t) => self.rust_type(t),
             Ty::Object(o) => self.object_type(o),
         }
@@ -427,7 +431,7 @@ impl Checked<'_> {
             Cap::Lit(n) => format!("{key} length {n}"),
         };
         match ty {
-            Ty::Str(c) => out.push(name(c)),
+            Ty::Str(c) | Ty::StrOrOther(c) => out.push(name(c)),
             Ty::Array(t, c) => {
                 out.push(name(c));
                 self.limit_names(t, key, out);

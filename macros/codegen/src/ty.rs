@@ -3,6 +3,7 @@
 //! ```text
 //! ty   := scalar | "string<" cap ">" | "array<" ty "," cap ">" | "map<" Object "," cap ">"
 //!       | "each<" ty ">" | "each_map<" Object ">" | "count" | "present" | "tagged<" tag "," ty ">"
+//!       | "string_or_other<" cap ">"
 //!       | Object
 //! scalar := u8 | u16 | u32 | u64 | i64 | bool | f64
 //! cap  := CAPACITY_NAME | integer
@@ -65,6 +66,9 @@ pub enum Ty {
     Scalar(Scalar),
     /// A string of at most `Cap` bytes.
     Str(Cap),
+    /// A string of at most `Cap` bytes, or any other value (skipped, its type kept): for a key
+    /// whose type matters only on some elements (`attrs.kelf`, on the KELF node alone).
+    StrOrOther(Cap),
     /// An array.
     Array(Box<Ty>, Cap),
     /// An object keyed by name.
@@ -103,6 +107,7 @@ impl Ty {
             Ty::Scalar(Scalar::I64) => "integer".into(),
             Ty::Scalar(_) => "unsigned integer".into(),
             Ty::Str(_) => "string".into(),
+            Ty::StrOrOther(_) => "string (other types kept as such)".into(),
             Ty::Array(t, _) => format!("array of {}", t.json_name()),
             Ty::Map(o, _) => format!("object of name -> {o}"),
             Ty::Each(t) => match t.as_ref() {
@@ -120,7 +125,7 @@ impl Ty {
     /// The capacities this type uses directly (not through nested objects).
     pub fn caps(&self, out: &mut Vec<String>) {
         match self {
-            Ty::Str(Cap::Param(c)) | Ty::Map(_, Cap::Param(c)) => out.push(c.clone()),
+            Ty::Str(Cap::Param(c)) | Ty::StrOrOther(Cap::Param(c)) | Ty::Map(_, Cap::Param(c)) => out.push(c.clone()),
             Ty::Array(t, c) => {
                 if let Cap::Param(c) = c {
                     out.push(c.clone());
@@ -232,6 +237,12 @@ impl Parser<'_> {
                 self.expect(">")?;
                 Ok(Ty::Str(c))
             }
+            "string_or_other" => {
+                self.expect("<")?;
+                let c = self.cap()?;
+                self.expect(">")?;
+                Ok(Ty::StrOrOther(c))
+            }
             "array" => {
                 self.expect("<")?;
                 let t = self.ty()?;
@@ -271,7 +282,7 @@ impl Parser<'_> {
                 Ok(Ty::Tagged(tag, Box::new(t)))
             }
             _ if w.starts_with(|c: char| c.is_ascii_uppercase()) => Ok(Ty::Object(w)),
-            _ => Err(format!("unknown type `{w}` (expected u8, u16, u32, u64, i64, bool, f64, string<..>, array<..>, map<..>, each<..>, each_map<..>, count, present, tagged<..> or an Object name)")),
+            _ => Err(format!("unknown type `{w}` (expected u8, u16, u32, u64, i64, bool, f64, string<..>, array<..>, map<..>, each<..>, each_map<..>, count, present, tagged<..> string_or_other<..> or an Object name)")),
         }
     }
 
