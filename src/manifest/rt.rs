@@ -929,14 +929,25 @@ impl JsonValue for Present {
 }
 
 /// A string, or any other value whose type is kept (the value itself is skipped, but
-/// validated): for a key whose type only some elements constrain.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+/// validated): for a key whose type only some elements constrain. Its `Debug` form is the
+/// string's (`"kelf-0.json"`), or the other value's type (`<UnsignedInteger>`).
+#[derive(Clone, PartialEq, Eq, Default)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct StrOrOther<const N: usize> {
     /// The string, when the value is one.
     pub text: Option<heapless::String<N>>,
     /// The value's type, when it is not a string.
     pub other: Option<JsonType>,
+}
+
+impl<const N: usize> core::fmt::Debug for StrOrOther<N> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match (&self.text, self.other) {
+            (Some(text), _) => core::fmt::Debug::fmt(text.as_str(), f),
+            (None, Some(other)) => write!(f, "<{other:?}>"),
+            (None, None) => f.write_str("<none>"),
+        }
+    }
 }
 
 impl<const N: usize> StrOrOther<N> {

@@ -105,7 +105,7 @@ impl From<neff::Error> for CliError {
             }
             K::Capacity(_) => Some("a fixed capacity of the loader was exceeded; nothing was truncated"),
             K::Manifest(M::ArchMismatch { .. }) => {
-                Some("the KELF target must match the device arch (--arch; without it `load` takes the NEFF's own target); --allow-legacy accepts a NEFF for an older arch")
+                Some("the KELF target must match the device arch (--arch; without it `load` takes the NEFF's own target); --allow-legacy accepts a NEFF for an older arch (NEURON_RT_ALLOW_LEGACY_NEFF=1)")
             }
             K::Manifest(M::MissingCarveout) => Some("--allow-legacy accepts a legacy NEFF without the carveout (NEURON_RT_ALLOW_LEGACY_NEFF=1)"),
             K::Hal(neff::hal::HalError::OutOfMemory { .. }) => {

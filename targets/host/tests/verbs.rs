@@ -416,6 +416,11 @@ fn check_applies_the_arch_gate_only_when_asked() {
     let line = assert_one_line_error(&out, 1);
     assert_eq!(line, "error: kelf-0.json: target: Loading a NEFF compiled for a different arch is not allowed, NEFF arch: v3, instance arch: v2 (byte 0)");
     assert!(stderr(&out).contains("hint: the KELF target must match the device arch"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("--allow-legacy accepts a NEFF for an older arch (NEURON_RT_ALLOW_LEGACY_NEFF=1)"),
+        "{}",
+        stderr(&out)
+    );
 
     // A sunda NEFF: fine without --arch, refused on cayman, accepted there with --allow-legacy.
     let sunda = || SampleBuilder::new().target("sunda");
