@@ -473,7 +473,7 @@ impl Loader<'_> {
         observer: &mut impl Observer,
         sink: &mut Counting<'_, S>,
     ) -> Result<(), Error> {
-        if self.index.replays.len() == 0 {
+        if self.index.replays.is_empty() {
             return Ok(());
         }
         self.settle_waiting(observer, sink)

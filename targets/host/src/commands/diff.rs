@@ -26,8 +26,7 @@ use serde_json::{json, Value};
 use crate::consumed::ConsumedValues;
 use crate::error::{print_stdout, CliError, EXIT_REJECTED};
 use crate::header_view::hex;
-use crate::loading::{self, Pass, Target, TensorInfo};
-use crate::tap::TapOptions;
+use crate::loading::{Pass, TensorInfo};
 
 /// `neff diff`.
 #[derive(Debug, Args)]
@@ -100,17 +99,7 @@ pub fn read_side(path: &Path) -> Result<Side, CliError> {
         CliError::Rejected { message, .. } => CliError::usage(format!("{}: {message}", path.display())),
         other => other,
     };
-    let source = super::open_input(path, "diff")?;
-    let size = source.size();
-    let (pass, consumed) = loading::run_observed(
-        source,
-        size,
-        Target::Check(None),
-        false,
-        Some(TapOptions::members()),
-        ConsumedValues::new(),
-    )
-    .map_err(trouble)?;
+    let (pass, consumed) = super::consumed_pass(path, "diff").map_err(trouble)?;
     side(path.display().to_string(), &pass, consumed)
 }
 

@@ -16,10 +16,8 @@ use std::path::PathBuf;
 use clap::Args;
 use serde_json::{json, Value};
 
-use crate::consumed::ConsumedValues;
 use crate::error::{print_stdout, CliError};
-use crate::loading::{self, dir_of, join, Target};
-use crate::tap::TapOptions;
+use crate::loading::{dir_of, join};
 
 /// `neff ls`.
 #[derive(Debug, Args)]
@@ -94,16 +92,7 @@ pub fn reached(
 
 /// Runs `neff ls`.
 pub fn run(args: &LsArgs) -> Result<(), CliError> {
-    let source = super::open_input(&args.file, "ls")?;
-    let size = source.size();
-    let (pass, consumed) = loading::run_observed(
-        source,
-        size,
-        Target::Check(None),
-        false,
-        Some(TapOptions::members()),
-        ConsumedValues::new(),
-    )?;
+    let (pass, consumed) = super::consumed_pass(&args.file, "ls")?;
     let log = pass.members.as_ref().map(|m| m.members.as_slice()).unwrap_or_default();
     let names: BTreeSet<&str> = log.iter().map(|m| m.name.as_str()).collect();
     let reach = reached(&consumed.values, &names);

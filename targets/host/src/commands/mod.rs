@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use crate::cli::{Cli, Command};
+use crate::consumed::ConsumedValues;
 use crate::error::CliError;
 use crate::progress::Progress;
 use crate::source::{FileSource, InputSource};
@@ -37,6 +38,20 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Man(args) => shell::run_man(&args),
         Command::Cache(args) => cache::run(&args),
     }
+}
+/// One check pass over `path` that keeps the consumed manifest values and the member log:
+/// what `ls` and `diff` read of a NEFF.
+pub fn consumed_pass(path: &Path, what: &str) -> Result<(crate::loading::Pass, ConsumedValues), CliError> {
+    let source = open_input(path, what)?;
+    let size = source.size();
+    crate::loading::run_observed(
+        source,
+        size,
+        crate::loading::Target::Check(None),
+        false,
+        Some(crate::tap::TapOptions::members()),
+        ConsumedValues::new(),
+    )
 }
 
 /// Opens FILE for streaming (exit 2 when it cannot be opened), with a progress bar labelled
