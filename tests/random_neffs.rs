@@ -64,7 +64,8 @@ const KNOWN_FAILURES: &[(u64, &str)] = &[
 ];
 
 /// The part of a known bug's message that every seed hitting it shows: the main test counts
-/// such a seed as a known failure (it is the same bug as a seed of [`KNOWN_FAILURES`]).
+/// such a seed as a known failure (it is the same bug as a seed of [`KNOWN_FAILURES`]) and runs
+/// it again without what triggers bug `i` (bit `1 << i` of `generate`'s `avoid`).
 const KNOWN_BUGS: &[(&str, &str)] = &[
     (
         "A: an activation set read as another kind",
@@ -136,6 +137,8 @@ const LEADING: &[u8] = b"abcdefhkpqrtvwxyz";
 struct Namer {
     used: BTreeSet<String>,
     uniq: u32,
+    /// No subdirectories below `dir` (a known bug's workaround).
+    flat: bool,
 }
 
 impl Namer {
@@ -170,7 +173,7 @@ impl Namer {
     /// `suffixes`.
     fn name(&mut self, rng: &mut Rng, dir: &str, suffixes: &[&str], decoys: &[&str]) -> (String, String) {
         loop {
-            let sub = Self::dirs(rng);
+            let sub = if self.flat { String::new() } else { Self::dirs(rng) };
             let file = if !decoys.is_empty() && rng.chance(25) {
                 rng.pick(decoys).to_string()
             } else {
@@ -271,10 +274,15 @@ const ENGINES: [&str; 5] = ["pe", "act", "pool", "dve", "sp"];
 const DVE_KEYS: [&str; 5] =
     ["opcode_table", "datapath_table", "control_table", "control_fast_table", "control_slow_table"];
 
-fn generate(seed: u64, header: &[u8], base_list: &[(String, Vec<u8>)]) -> Case {
+/// Bit `i` of `avoid`: do not build what triggers `KNOWN_BUGS[i]` (the rest of the case is
+/// still tested while the bug is open).
+const AVOID_BUG_A: u32 = 1;
+const AVOID_BUG_C: u32 = 2;
+
+fn generate(seed: u64, avoid: u32, header: &[u8], base_list: &[(String, Vec<u8>)]) -> Case {
     let mut rng = Rng::new(seed);
     let base: BTreeMap<String, Vec<u8>> = base_list.iter().cloned().collect();
-    let mut namer = Namer { used: BTreeSet::new(), uniq: 0 };
+    let mut namer = Namer { used: BTreeSet::new(), uniq: 0, flat: false };
     // Members kept under their own names (metadata, debug data) are taken first.
     let drop_debug = rng.chance(30);
     let mut list: Vec<(String, Vec<u8>, Role)> = Vec::new();
@@ -317,12 +325,15 @@ fn generate(seed: u64, header: &[u8], base_list: &[(String, Vec<u8>)]) -> Case {
         let mut def = parse(&base, &orig_def);
         for eng in ENGINES {
             let orig_engine = join(&orig_dir, def[eng].as_str().unwrap());
+            // Workaround of bug A: the Activation engine JSON directly in the subgraph directory.
+            namer.flat = eng == "act" && avoid & AVOID_BUG_A != 0;
             let (rel, engine_name) = namer.name(
                 &mut rng,
                 &dir,
                 &[".json", "", ".engine"],
                 &["PE.json", "def.json", "Pool.json", "Activation.json"],
             );
+            namer.flat = false;
             def[eng] = rel.into();
             let mut ej = parse(&base, &orig_engine);
             let instr_orig = join(&orig_dir, ej["instr"].as_str().unwrap());
@@ -414,7 +425,11 @@ fn generate(seed: u64, header: &[u8], base_list: &[(String, Vec<u8>)]) -> Case {
                         &mut rng,
                         &dir,
                         &[".bin", ".json", "", ".npy.raw"],
-                        &["def.json", "PE.json", "info.json"],
+                        if avoid & AVOID_BUG_C != 0 {
+                            &["def.json", "PE.json"]
+                        } else {
+                            &["def.json", "PE.json", "info.json"]
+                        },
                     );
                     if !full.ends_with(".npy") {
                         break (rel, full);
@@ -665,8 +680,8 @@ fn expected(list: &[(String, Vec<u8>, Role)]) -> Result<BTreeMap<String, (Vec<u8
 // One case.
 
 /// Generates and loads `seed`'s NEFF; `Err` says what went wrong (with the case description).
-fn run_case(seed: u64, header: &[u8], base: &[(String, Vec<u8>)], verbose: bool) -> Result<(), String> {
-    let case = generate(seed, header, base);
+fn run_case(seed: u64, avoid: u32, header: &[u8], base: &[(String, Vec<u8>)], verbose: bool) -> Result<(), String> {
+    let case = generate(seed, avoid, header, base);
     if verbose {
         for (n, b, r) in &case.list {
             println!("  {r:?} {} ({} bytes)", short(n), b.len());
@@ -775,7 +790,7 @@ fn base() -> Option<(Vec<u8>, Members)> {
 fn random_neffs_load_as_the_chain_says() {
     let Some((header, base)) = base() else { return };
     if let Some(seed) = std::env::var("RANDOM_NEFFS_SEED").ok().and_then(|s| s.parse().ok()) {
-        run_case(seed, &header, &base, true).unwrap_or_else(|e| panic!("{e}"));
+        run_case(seed, 0, &header, &base, true).unwrap_or_else(|e| panic!("{e}"));
         println!("random NEFFs: seed {seed} passed");
         return;
     }
@@ -783,19 +798,34 @@ fn random_neffs_load_as_the_chain_says() {
     let mut failures = Vec::new();
     let mut known: Vec<Vec<u64>> = vec![Vec::new(); KNOWN_BUGS.len()];
     let mut passed = 0;
+    let mut worked_around = 0;
     for seed in 0..cases {
-        match run_case(seed, &header, &base, false) {
-            Ok(()) => passed += 1,
-            Err(e) => match KNOWN_BUGS.iter().position(|(_, m)| e.contains(m)) {
-                Some(bug) => known[bug].push(seed),
-                None => {
-                    println!("FAILED {e}");
-                    failures.push(seed);
-                }
-            },
+        // A seed that hits a known bug runs again without what triggers it (bit i of
+        // `avoid` for KNOWN_BUGS[i]): the rest of the case must pass.
+        let mut avoid = 0;
+        loop {
+            match run_case(seed, avoid, &header, &base, false) {
+                Ok(()) if avoid == 0 => passed += 1,
+                Ok(()) => worked_around += 1,
+                Err(e) => match KNOWN_BUGS.iter().position(|(_, m)| e.contains(m)) {
+                    Some(bug) if avoid & (1 << bug) == 0 => {
+                        if avoid == 0 {
+                            known[bug].push(seed);
+                        }
+                        avoid |= 1 << bug;
+                        continue;
+                    }
+                    _ => {
+                        println!("FAILED (avoiding known bugs {avoid:#b}) {e}");
+                        failures.push(seed);
+                    }
+                },
+            }
+            break;
         }
     }
     println!("random NEFFs: {cases} cases, {passed} passed");
+    println!("  {worked_around} more pass once built without what triggers a known loader bug");
     for ((bug, _), seeds) in KNOWN_BUGS.iter().zip(&known) {
         println!("  known loader bug {bug}: {} seeds {seeds:?}", seeds.len());
     }
@@ -806,7 +836,7 @@ fn random_neffs_load_as_the_chain_says() {
 fn random_neff_regressions_pass() {
     let Some((header, base)) = base() else { return };
     for &seed in REGRESSIONS {
-        run_case(seed, &header, &base, false).unwrap_or_else(|e| panic!("{e}"));
+        run_case(seed, 0, &header, &base, false).unwrap_or_else(|e| panic!("{e}"));
     }
 }
 
@@ -816,7 +846,7 @@ fn known_loader_failures_still_fail() {
     // test fails, so that the seed moves to REGRESSIONS.
     let Some((header, base)) = base() else { return };
     for &(seed, message) in KNOWN_FAILURES {
-        match run_case(seed, &header, &base, false) {
+        match run_case(seed, 0, &header, &base, false) {
             Ok(()) => panic!("seed {seed} passes now: move it from KNOWN_FAILURES to REGRESSIONS"),
             Err(e) => assert!(e.contains(message), "seed {seed} fails otherwise now: {e}"),
         }
