@@ -132,6 +132,8 @@ fn join(dir: &str, rel: &str) -> String {
 /// debug marker (`dbg`, `.asm`, `debug_info`), which the loader never reads.
 const ALPHABET: &[u8] = b"abcdef0123456789_-.";
 const LEADING: &[u8] = b"abcdefhkpqrtvwxyz";
+/// Rarely, in a name part: what JSON escapes, spaces, and characters beyond ASCII.
+const EXOTIC: &[char] = &[' ', '"', '\\', '+', '#', '~', 'é', 'Ω', '名'];
 
 /// Gives every generated member a name used once.
 struct Namer {
@@ -139,21 +141,32 @@ struct Namer {
     uniq: u32,
     /// No subdirectories below `dir` (a known bug's workaround).
     flat: bool,
+    /// The stream that picks exotic characters.
+    alt: Rng,
 }
 
 impl Namer {
-    fn component(rng: &mut Rng, long: bool) -> String {
+    fn component(&mut self, rng: &mut Rng, long: bool) -> String {
         let len = if long { 100 + rng.below(900) } else { 1 + rng.below(10) };
+        // Exotic characters come from a stream of their own, so that the rest of every case
+        // (and the seeds listed above) stays as it was before they were added.
+        let exotic = self.alt.chance(5);
         let mut s = String::with_capacity(len);
         s.push(*rng.pick(LEADING) as char);
         for _ in 1..len {
-            s.push(*rng.pick(ALPHABET) as char);
+            let c = *rng.pick(ALPHABET) as char;
+            if exotic && self.alt.chance(20) {
+                // Characters JSON escapes (`"`, `\`) or that are not ASCII.
+                s.push(*self.alt.pick(EXOTIC));
+            } else {
+                s.push(c);
+            }
         }
         s
     }
 
     /// 0 to 3 directory components, at most one of them long.
-    fn dirs(rng: &mut Rng) -> String {
+    fn dirs(&mut self, rng: &mut Rng) -> String {
         let n = *rng.pick(&[0usize, 0, 0, 1, 1, 2, 3]);
         let long_at = if rng.chance(15) { rng.below(n.max(1)) } else { usize::MAX };
         let parts: Vec<String> = (0..n)
@@ -161,7 +174,7 @@ impl Namer {
                 if rng.chance(10) {
                     rng.pick(&["sg00", "sg01", "w", "a.b", "tables", "sg05", "kelf"]).to_string()
                 } else {
-                    Self::component(rng, i == long_at)
+                    self.component(rng, i == long_at)
                 }
             })
             .collect();
@@ -173,13 +186,13 @@ impl Namer {
     /// `suffixes`.
     fn name(&mut self, rng: &mut Rng, dir: &str, suffixes: &[&str], decoys: &[&str]) -> (String, String) {
         loop {
-            let sub = if self.flat { String::new() } else { Self::dirs(rng) };
+            let sub = if self.flat { String::new() } else { self.dirs(rng) };
             let file = if !decoys.is_empty() && rng.chance(25) {
                 rng.pick(decoys).to_string()
             } else {
                 self.uniq += 1;
                 let stem = if rng.chance(10) {
-                    Self::component(rng, true)
+                    self.component(rng, true)
                 } else {
                     rng.pick(&[
                         "w",
@@ -282,7 +295,7 @@ const AVOID_BUG_C: u32 = 2;
 fn generate(seed: u64, avoid: u32, header: &[u8], base_list: &[(String, Vec<u8>)]) -> Case {
     let mut rng = Rng::new(seed);
     let base: BTreeMap<String, Vec<u8>> = base_list.iter().cloned().collect();
-    let mut namer = Namer { used: BTreeSet::new(), uniq: 0, flat: false };
+    let mut namer = Namer { used: BTreeSet::new(), uniq: 0, flat: false, alt: Rng::new(!seed) };
     // Members kept under their own names (metadata, debug data) are taken first.
     let drop_debug = rng.chance(30);
     let mut list: Vec<(String, Vec<u8>, Role)> = Vec::new();
@@ -373,7 +386,7 @@ fn generate(seed: u64, avoid: u32, header: &[u8], base_list: &[(String, Vec<u8>)
                         let s = if rng.chance(25) {
                             rng.pick(&["def", "PE", "kelf-0", "exp_and_others"]).to_string()
                         } else if rng.chance(10) {
-                            Namer::component(&mut rng, true)
+                            namer.component(&mut rng, true)
                         } else {
                             namer.uniq += 1;
                             format!("set{}{}", namer.uniq, rng.pick(&["", ".json", "_and_others"]))
@@ -462,7 +475,7 @@ fn generate(seed: u64, avoid: u32, header: &[u8], base_list: &[(String, Vec<u8>)
             join(&sg, "exp_and_others.json"),
             join(&sg, "orphan.npy"),
             join(&sg, "stray.bin"),
-            join(&sg, &format!("{}/def.json", Namer::component(&mut rng, false))),
+            join(&sg, &format!("{}/def.json", namer.component(&mut rng, false))),
         ];
         let name = rng.pick(&candidates).clone();
         if !namer.used.insert(name.clone()) {
@@ -526,11 +539,12 @@ fn generate(seed: u64, avoid: u32, header: &[u8], base_list: &[(String, Vec<u8>)
     let bytes = pack(&mut rng, header, &list, format, dirs);
     let desc = format!(
         "order {order:?}, tar {format:?}, directory entries {dirs:?}, KELF {:?}, {} members ({} names over 255 \
-         bytes, longest {}), {raw_weights} raw weights, {} debug members, strays {strays:?}",
+         bytes, longest {}), {raw_weights} raw weights, {} names with exotic characters, {} debug members, strays {strays:?}",
         short(&list.iter().find(|e| e.2 == Role::Kelf).unwrap().0),
         list.len(),
         long_names,
         list.iter().map(|e| e.0.len()).max().unwrap_or(0),
+        list.iter().filter(|e| e.0.chars().any(|c| EXOTIC.contains(&c))).count(),
         if drop_debug { "without" } else { "with" },
     );
     Case { bytes, list, strays, desc }
@@ -541,7 +555,9 @@ fn short(name: &str) -> String {
     if name.len() <= 60 {
         name.to_string()
     } else {
-        format!("{}…({} bytes)…{}", &name[..20], name.len(), &name[name.len() - 20..])
+        let head: String = name.chars().take(20).collect();
+        let tail: String = name.chars().rev().take(20).collect::<Vec<_>>().into_iter().rev().collect();
+        format!("{head}…({} bytes)…{tail}", name.len())
     }
 }
 
