@@ -5,8 +5,16 @@
 //! that walks the chain with `serde_json`; the loader must place exactly that, without error,
 //! and warn only about the stray members the generator added.
 //!
-//! `RANDOM_NEFFS_SEED=<n>` runs one seed and prints its member names; `RANDOM_NEFFS_CASES=<n>`
+//! `RANDOM_NEFFS_SEED=<n>` runs one seed and prints its member names (with
+//! `RANDOM_NEFFS_SHRINK=1`, also the fewest members that still fail); `RANDOM_NEFFS_CASES=<n>`
 //! changes the number of cases.
+//!
+//! Not covered yet: other base NEFFs (one graph, DMA blocks and their queue/var names, ucode
+//! libraries, Q7 engines, `<V2` weights, npy v2/v3 headers); renamed vars and queues; graph
+//! counts other than the header's; duplicate members; no `neff.json` (the KELF fallback);
+//! `./`-prefixed or `\uXXXX`-escaped names; names with debug markers (`.dbg`, `.asm`,
+//! `_dbg`), which the loader never reads; two graphs in one directory (refused by decision);
+//! `check` without a device, other arches, the firmware profile's capacities.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -31,8 +39,9 @@ use neff::manifest::{Arch, ManifestWarning, UsageClass};
 use neff::sim::SimDevice;
 use serde_json::Value;
 
-/// Cases of the main test (seeds `0..CASES`).
-const CASES: u64 = 300;
+/// Cases of the main test (seeds `0..CASES`; about 25 s in the dev profile, with the reruns of
+/// the seeds that hit a known bug). `RANDOM_NEFFS_CASES=2000` for a longer hunt.
+const CASES: u64 = 200;
 
 /// Seeds that once failed and pass now: always run. 270, 283, 299: the generator put both
 /// graphs in one directory, which the loader refuses by a documented decision
