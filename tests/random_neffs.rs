@@ -43,45 +43,29 @@ use serde_json::Value;
 /// the seeds that hit a known bug). `RANDOM_NEFFS_CASES=2000` for a longer hunt.
 const CASES: u64 = 200;
 
-/// Seeds that once failed and pass now: always run. 270, 283, 299: the generator put both
-/// graphs in one directory, which the loader refuses by a documented decision
-/// (docs/refusals.md `DuplicateSubgraph`); the generator now gives each graph its own.
-const REGRESSIONS: &[u64] = &[270, 283, 299];
+/// Seeds that once failed and pass now: always run.
+/// - 270, 283, 299: the generator put both graphs in one directory, which the loader refuses by
+///   a documented decision (docs/refusals.md `DuplicateSubgraph`); the generator now gives each
+///   graph its own.
+/// - 48, 298 (loader bug A, fixed): an Activation engine JSON in a subdirectory of its
+///   subgraph directory (`"act": "x/w_5.engine"`) names a set `S` whose member
+///   `<subgraph dir>/S.json` was met earlier and read as the kind its name suggests; the set
+///   was looked for in the engine JSON's directory, so it was never read again as an engine
+///   JSON (§4, §8.3, §15.18).
+/// - 275 (loader bug C, fixed): a raw weight named `info.json`, a producer metadata name, met
+///   before the definition naming it, was skipped by its name and then missing (§15.18).
+const REGRESSIONS: &[u64] = &[270, 283, 299, 48, 298, 275];
 
 /// LOADER BUGS (for the core's owner; issue 21). Seeds the loader gets wrong (not the
 /// generator), with the message they fail with: run, and asserted to still fail so. When the
 /// loader is fixed, move the seed to [`REGRESSIONS`] (and drop its line of [`KNOWN_BUGS`]).
-const KNOWN_FAILURES: &[(u64, &str)] = &[
-    // Bug A (§4, §8.3, §15.18): an Activation engine JSON in a subdirectory of its subgraph
-    // directory (`"act": "x/w_5.engine"`), read before its definition names it, names a set
-    // `S` whose member `<subgraph dir>/S.json` was met earlier still and read as the kind its
-    // name suggests (a KELF at the root, a definition for `*/def.json`). The set is never read
-    // again as the engine JSON the chain names it as, and the load is refused.
-    (
-        298,
-        "set20.json.json: the chain names this member as a engine JSON, but it came before the manifest naming \
-         it and was read as a KELF descriptor",
-    ),
-    (
-        48,
-        "bf/def.json: the chain names this member as a engine JSON, but it came before the manifest naming it \
-         and was read as a subgraph definition",
-    ),
-    // Bug C (§15.18): a raw weight named `info.json` (a producer metadata name), met before
-    // the definition naming it is reached, is skipped by its name and then missing.
-    (275, "def.json: var.file_name: member h7.e1/r/fde11-/info.json is missing from the archive"),
-];
+/// None now.
+const KNOWN_FAILURES: &[(u64, &str)] = &[];
 
 /// The part of a known bug's message that every seed hitting it shows: the main test counts
 /// such a seed as a known failure (it is the same bug as a seed of [`KNOWN_FAILURES`]) and runs
-/// it again without what triggers bug `i` (bit `1 << i` of `generate`'s `avoid`).
-const KNOWN_BUGS: &[(&str, &str)] = &[
-    (
-        "A: an activation set read as another kind",
-        "the chain names this member as a engine JSON, but it came before the manifest naming it and was read as a",
-    ),
-    ("C: a weight named info.json skipped", "info.json is missing from the archive"),
-];
+/// it again without what triggers bug `i` (bit `1 << i` of `generate`'s `avoid`). None now.
+const KNOWN_BUGS: &[(&str, &str)] = &[];
 
 // ---------------------------------------------------------------------------------------------
 // A small deterministic PRNG (SplitMix64).

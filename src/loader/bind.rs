@@ -318,7 +318,7 @@ impl Loader<'_> {
                     let warning = WarningKind::Chain(ChainWarning::Unreferenced);
                     sink.warn(&Warning::in_member(Stage::Chain, member, 0, warning));
                 } else {
-                    self.place_one(hal, member, &mut p.landing, p.manifest_too, sink)?;
+                    self.place_one(hal, member, &mut p.landing, p.quiet, sink)?;
                     self.index.payloads.set(&mut self.arena, pos, &p);
                 }
             }
@@ -360,7 +360,7 @@ impl Loader<'_> {
         hal: &mut H,
         member: &str,
         p: &mut Landing,
-        manifest_too: bool,
+        quiet: bool,
         sink: &mut impl WarningSink,
     ) -> Result<(), Error> {
         let fail = |stage, k| Error::in_member(stage, member, 0, k);
@@ -371,7 +371,7 @@ impl Loader<'_> {
             }
             p.region = NIL;
             p.state = PayloadState::Released.code();
-            if !manifest_too {
+            if !quiet {
                 let warning = WarningKind::Chain(ChainWarning::Unreferenced);
                 sink.warn(&Warning::in_member(Stage::Chain, member, 0, warning));
             }
@@ -554,7 +554,7 @@ impl Loader<'_> {
         // A member read both ways that the chain took as a manifest is no payload to report.
         let released = PayloadState::Released.code();
         let payloads = self.index.payloads.iter(arena);
-        for (_, p) in payloads.filter(|(_, p)| !(p.superseded || p.manifest_too && p.landing.state == released)) {
+        for (_, p) in payloads.filter(|(_, p)| !(p.superseded || p.quiet && p.landing.state == released)) {
             emit(arena.str(p.member), &p.landing)?;
         }
         for (_, v) in self.index.file_vars.iter(arena).filter(|(_, v)| v.landing.state != Landing::NOT_LANDED) {

@@ -481,9 +481,10 @@ pub(crate) struct PayloadRec {
     pub landing: Landing,
     /// A later copy of the member replaced this one.
     pub superseded: bool,
-    /// The member was also read as a manifest (nothing had named it yet, and it may be one):
-    /// when the chain gives it no payload role, its staged copy goes quietly.
-    pub manifest_too: bool,
+    /// Nothing had named the member when it came, and it may be no payload: it was also read
+    /// as a manifest, or it bears a producer metadata name. When the chain gives it no
+    /// payload role, its staged copy goes without an `unreferenced` warning.
+    pub quiet: bool,
     /// Reading it failed (a `.npy` header) before anything named it: the deferred error's slot,
     /// reported only if the chain reaches the member ([`NO_SLOT`]: not kept).
     pub failed: Option<u16>,
@@ -496,7 +497,7 @@ impl Record for PayloadRec {
         w.span(self.member);
         self.landing.write(&mut w);
         let flag = |on: bool, bit: u8| if on { bit } else { 0 };
-        let flags = flag(self.superseded, 1) | flag(self.manifest_too, 2) | flag(self.failed.is_some(), 4);
+        let flags = flag(self.superseded, 1) | flag(self.quiet, 2) | flag(self.failed.is_some(), 4);
         w.u8(flags).u16(self.failed.unwrap_or(NO_SLOT));
     }
     fn decode(bytes: &[u8]) -> Self {
@@ -509,7 +510,7 @@ impl Record for PayloadRec {
             member,
             landing,
             superseded: flags & 1 != 0,
-            manifest_too: flags & 2 != 0,
+            quiet: flags & 2 != 0,
             failed: (flags & 4 != 0).then_some(slot),
         }
     }
@@ -691,6 +692,17 @@ impl Index {
         }
     }
 
+    /// The directories of the definitions read so far that name `engine_json` as an engine.
+    pub fn def_dirs_of<'s>(&'s self, arena: &'s Arena<'_>, engine_json: &'s str) -> impl Iterator<Item = &'s str> + 's {
+        self.manifests.iter(arena).filter(|(_, m)| !m.superseded && m.kind == ManifestKind::Def).filter_map(
+            move |(_, d)| {
+                let dir = dir_of(arena.str(d.member));
+                let names = self.def_ext(arena, &d).engines;
+                names.iter().any(|s| s.len != 0 && is_joined(engine_json, dir, arena.str(*s))).then_some(dir)
+            },
+        )
+    }
+
     /// Whether any manifest read so far names `member` as a manifest, and as what.
     pub fn named_as(&self, arena: &Arena<'_>, member: &str) -> Option<ManifestKind> {
         if self.kelf_names.iter(arena).any(|(_, k)| arena.eq(k.name, member)) {
@@ -704,10 +716,15 @@ impl Index {
                 let dir = dir_of(arena.str(m.member));
                 self.def_ext(arena, &m).engines.iter().any(|s| s.len != 0 && is_joined(member, dir, arena.str(*s)))
             });
-        // An activation set: found from the name, whose record says which engine JSON gave it.
+        // An activation set `S` is member `S.json` of the subgraph directory: the directory of
+        // the definition naming the engine JSON that lists it (§8.3), which need not be the
+        // engine JSON's own (`"act": "e/Activation.json"`).
         let by_act = self.names.iter(arena).filter(|(_, n)| n.kind == NameKind::ActSet).any(|(_, n)| {
             let by = self.manifests.get(arena, n.by);
-            !by.superseded && is_joined_json(member, dir_of(arena.str(by.member)), arena.str(n.name))
+            !by.superseded
+                && self
+                    .def_dirs_of(arena, arena.str(by.member))
+                    .any(|dir| is_joined_json(member, dir, arena.str(n.name)))
         });
         if by_def || by_act {
             return Some(ManifestKind::Engine);

@@ -131,6 +131,7 @@ impl Loader<'_> {
         name: &str,
         member_len: u64,
         seq: u32,
+        quiet: bool,
         body: &mut B,
         hal: &mut H,
         sink: &mut Counting<'_, S>,
@@ -157,13 +158,8 @@ impl Loader<'_> {
             Err(e) if role.is_none() && matches!(e.kind, ErrorKind::Npy(_)) => {
                 let failed = Some(self.keep_error(e));
                 let member = self.arena.push_str(name).map_err(fail)?;
-                let rec = PayloadRec {
-                    member,
-                    landing: Landing { seq, ..Landing::NONE },
-                    superseded: false,
-                    manifest_too: false,
-                    failed,
-                };
+                let rec =
+                    PayloadRec { member, landing: Landing { seq, ..Landing::NONE }, superseded: false, quiet, failed };
                 self.index.payloads.push(&mut self.arena, &rec).map_err(fail)?;
                 return Ok(());
             }
@@ -203,7 +199,7 @@ impl Loader<'_> {
         }
         // Refuse before keeping a region the index cannot list: it would leak.
         let stored = self.arena.push_str(name).and_then(|member| {
-            let rec = PayloadRec { member, landing, superseded: false, manifest_too: false, failed: None };
+            let rec = PayloadRec { member, landing, superseded: false, quiet, failed: None };
             self.index.payloads.push(&mut self.arena, &rec)
         });
         if let Err(k) = stored {

@@ -10,7 +10,7 @@
 //! root member as a KELF, `*/def.json` as a definition, any other as an engine JSON), while its
 //! bytes stream to a staging region as a payload's would. The chain then takes whichever it
 //! names; an error of the manifest read is kept until the chain reaches it. Debug members are
-//! never read, and known producer metadata is skipped unless a manifest named it.
+//! never read, and known producer metadata (`info.json`, ...) is staged as a payload, not parsed.
 
 use embedded_io::BufRead;
 
@@ -56,11 +56,14 @@ pub(super) enum Route {
     Manifest(ManifestKind),
     /// Named as a payload, or not JSON: streamed to the device.
     Payload,
+    /// Producer metadata nothing names yet (`info.json`, ...): streamed to the device as a
+    /// payload met before its `def.json` would be, and released without a warning if nothing
+    /// names it (a weight may bear such a name: §15.18).
+    Metadata,
     /// Nothing names it yet and it may be a manifest: read as one of this kind (its name's
     /// suggestion) while its bytes stream to the device as a payload would, so that the chain
     /// can later name it either way (§15.18: the naming key decides, not the suffix).
     Either(ManifestKind),
-    Skip,
 }
 
 /// Debug data (`debug_info/…`, `*.dbg`, `*.asm`): never read (§15.18).
@@ -414,17 +417,18 @@ impl Loader<'_> {
             let _ = name.push_str(member.name());
             let size = member.size();
             let starts_object = starts_object(&mut member)?;
-            match self.route(&name, starts_object) {
-                Route::Skip => {}
+            let route = self.route(&name, starts_object);
+            match route {
                 Route::Manifest(kind) => {
                     report.manifests = report.manifests.saturating_add(1);
                     self.read_manifest(kind, &name, &mut member, observer, sink)?;
                     self.settle_replays(observer, sink)?;
                     self.release_manifest_copies(hal)?;
                 }
-                Route::Payload => {
+                Route::Payload | Route::Metadata => {
                     report.payloads = report.payloads.saturating_add(1);
-                    self.read_payload(&name, size, report.payloads, &mut member, hal, sink)?;
+                    let quiet = route == Route::Metadata;
+                    self.read_payload(&name, size, report.payloads, quiet, &mut member, hal, sink)?;
                 }
                 Route::Either(kind) => {
                     report.manifests = report.manifests.saturating_add(1);
@@ -458,7 +462,7 @@ impl Loader<'_> {
         }
         let file = name.get(dir_of(name).len()..).unwrap_or(name).trim_start_matches('/');
         if json_name && METADATA_NAMES.contains(&file) {
-            return Route::Skip;
+            return Route::Metadata;
         }
         Route::Either(guess(name))
     }
@@ -576,7 +580,7 @@ impl Loader<'_> {
         while pos != NIL {
             let next = crate::arena::List::<PayloadRec>::next_after(&self.arena, pos);
             let mut p = self.index.payloads.get(&self.arena, pos);
-            let open = p.manifest_too && !p.superseded && p.landing.region != NIL && p.landing.state != released;
+            let open = p.quiet && !p.superseded && p.landing.region != NIL && p.landing.state != released;
             if open && self.index.named_as(&self.arena, self.arena.str(p.member)).is_some() {
                 hal.release(RegionId(p.landing.region)).map_err(|e| hal_error(self.arena.str(p.member), 0, e))?;
                 p.landing.region = NIL;
@@ -673,7 +677,7 @@ impl Loader<'_> {
             None => self.arena.push_str(name),
         }
         .and_then(|member| {
-            let rec = PayloadRec { member, landing, superseded: false, manifest_too: true, failed: None };
+            let rec = PayloadRec { member, landing, superseded: false, quiet: true, failed: None };
             self.index.payloads.push(&mut self.arena, &rec)
         });
         if let Err(k) = stored {
