@@ -126,6 +126,7 @@ impl Loader<'_> {
     /// `seq` is its position among the payload members.
     // A frame of its own: the stack is the deepest path, not the sum of the stages.
     #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn read_payload<B: BufRead<Error = Error>, H: Hal, S: WarningSink>(
         &mut self,
         name: &str,

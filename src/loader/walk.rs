@@ -417,18 +417,22 @@ impl Loader<'_> {
             let _ = name.push_str(member.name());
             let size = member.size();
             let starts_object = starts_object(&mut member)?;
-            let route = self.route(&name, starts_object);
-            match route {
+            match self.route(&name, starts_object) {
                 Route::Manifest(kind) => {
                     report.manifests = report.manifests.saturating_add(1);
                     self.read_manifest(kind, &name, &mut member, observer, sink)?;
                     self.settle_replays(observer, sink)?;
                     self.release_manifest_copies(hal)?;
                 }
-                Route::Payload | Route::Metadata => {
+                Route::Payload => {
                     report.payloads = report.payloads.saturating_add(1);
-                    let quiet = route == Route::Metadata;
-                    self.read_payload(&name, size, report.payloads, quiet, &mut member, hal, sink)?;
+                    self.read_payload(&name, size, report.payloads, false, &mut member, hal, sink)?;
+                }
+                Route::Metadata => {
+                    // Counted as a payload only if the chain makes it one (as a member read
+                    // both ways): its sequence number is the next one.
+                    let seq = report.payloads.saturating_add(1);
+                    self.read_payload(&name, size, seq, true, &mut member, hal, sink)?;
                 }
                 Route::Either(kind) => {
                     report.manifests = report.manifests.saturating_add(1);
