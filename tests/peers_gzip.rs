@@ -19,41 +19,15 @@
 
 mod common;
 
+use common::peers::{b64, score};
+
 use embedded_io::BufRead as _;
 use neff::gzip::{Compression, Decoder, GzipError, DEFAULT_MAX_INFLATED};
 use neff::ErrorKind;
 
-fn b64(s: &str) -> Vec<u8> {
-    let val = |c: u8| match c {
-        b'A'..=b'Z' => c - b'A',
-        b'a'..=b'z' => c - b'a' + 26,
-        b'0'..=b'9' => c - b'0' + 52,
-        b'+' => 62,
-        b'/' => 63,
-        _ => panic!("base64 {c}"),
-    };
-    let mut out = Vec::new();
-    let (mut acc, mut bits) = (0u32, 0);
-    for c in s.bytes().filter(|&c| c != b'=' && !c.is_ascii_whitespace()) {
-        acc = (acc << 6) | u32::from(val(c));
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-        }
-    }
-    out
-}
-
 fn unhex(s: &str) -> Vec<u8> {
     assert!(s.len() % 2 == 0, "hex {s}");
     (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
-}
-
-/// Prints the score and fails listing the wrong cases.
-fn score(suite: &str, total: usize, wrong: &[String]) {
-    println!("{suite}: {} of {total} right", total - wrong.len());
-    assert!(wrong.is_empty(), "{suite}: {} wrong:\n{}", wrong.len(), wrong.join("\n"));
 }
 
 /// What the core's gzip layer made of a byte stream.

@@ -8,6 +8,7 @@ pub mod chunked;
 pub mod corpus;
 pub mod docs;
 pub mod neff;
+pub mod peers;
 pub mod recorder;
 
 use std::path::PathBuf;
