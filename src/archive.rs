@@ -155,13 +155,7 @@ impl<R: BufRead> BufRead for Payload<R> {
 
 impl<R: BufRead> Read for Payload<R> {
     fn read(&mut self, buf: &mut [u8]) -> Result<usize, R::Error> {
-        let available = self.fill_buf()?;
-        let n = available.len().min(buf.len());
-        if let (Some(dst), Some(src)) = (buf.get_mut(..n), available.get(..n)) {
-            dst.copy_from_slice(src);
-        }
-        self.consume(n);
-        Ok(n)
+        crate::read_buffered(self, buf)
     }
 }
 

@@ -375,13 +375,7 @@ impl<S: BufRead<Error = Error>> BufRead for Member<'_, S> {
 
 impl<S: BufRead<Error = Error>> Read for Member<'_, S> {
     fn read(&mut self, buf: &mut [u8]) -> Result<usize, Error> {
-        let available = self.fill_buf()?;
-        let n = available.len().min(buf.len());
-        if let (Some(dst), Some(src)) = (buf.get_mut(..n), available.get(..n)) {
-            dst.copy_from_slice(src);
-        }
-        self.consume(n);
-        Ok(n)
+        crate::read_buffered(self, buf)
     }
 }
 

@@ -64,16 +64,17 @@ impl Loader<'_> {
         }
         match rec.failed {
             None => Ok(()),
-            Some(slot) if slot != NO_SLOT => match self.deferred.get(slot) {
-                Some(e) => Err(*e),
-                None => Err(self.lost(rec)),
-            },
-            Some(_) => Err(self.lost(rec)),
+            Some(slot) => Err(self.kept_error(slot, stage_of(rec.kind), member)),
         }
     }
 
-    fn lost(&self, rec: &ManifestRec) -> Error {
-        lost_error(stage_of(rec.kind), self.arena.str(rec.member), self.deferred.capacity())
+    /// The error kept in deferred `slot` for `member`, or, when the store was full
+    /// ([`NO_SLOT`]), the capacity error that says so.
+    fn kept_error(&self, slot: u16, stage: Stage, member: &str) -> Error {
+        match self.deferred.get(slot) {
+            Some(e) if slot != NO_SLOT => *e,
+            _ => lost_error(stage, member, self.deferred.capacity()),
+        }
     }
 
     /// The manifest at `path` that the chain names as `kind`, checked; `Ok(None)` when absent.
@@ -310,10 +311,10 @@ impl Loader<'_> {
             let mut p = self.index.payloads.get(&self.arena, pos);
             if !p.superseded {
                 let member = self.arena.str(p.member);
-                if p.failed.is_some() {
+                if let Some(slot) = p.failed {
                     // Its read failed before anything named it: an error only if it is reached.
                     if self.role_of(member).is_some() {
-                        return Err(self.missing_payload(member, "", member));
+                        return Err(self.kept_error(slot, Stage::Payload, member));
                     }
                     let warning = WarningKind::Chain(ChainWarning::Unreferenced);
                     sink.warn(&Warning::in_member(Stage::Chain, member, 0, warning));
@@ -423,10 +424,7 @@ impl Loader<'_> {
             .filter(|(_, p)| !p.superseded && arena.eq(p.member, path))
             .find_map(|(_, p)| p.failed);
         match failed {
-            Some(slot) => match self.deferred.get(slot) {
-                Some(e) if slot != NO_SLOT => *e,
-                _ => lost_error(Stage::Payload, path, self.deferred.capacity()),
-            },
+            Some(slot) => self.kept_error(slot, Stage::Payload, path),
             None => missing(by, Stage::Chain, key, path),
         }
     }

@@ -139,12 +139,7 @@ impl embedded_io::ErrorType for Replayed<'_> {
 
 impl embedded_io::Read for Replayed<'_> {
     fn read(&mut self, buf: &mut [u8]) -> Result<usize, Error> {
-        let n = self.0.len().min(buf.len());
-        if let (Some(dst), Some(src)) = (buf.get_mut(..n), self.0.get(..n)) {
-            dst.copy_from_slice(src);
-        }
-        self.consume(n);
-        Ok(n)
+        crate::read_buffered(self, buf)
     }
 }
 
@@ -215,13 +210,7 @@ impl<R: BufRead<Error = Error>, H: Hal> embedded_io::ErrorType for Tee<'_, R, H>
 
 impl<R: BufRead<Error = Error>, H: Hal> embedded_io::Read for Tee<'_, R, H> {
     fn read(&mut self, buf: &mut [u8]) -> Result<usize, Error> {
-        let chunk = self.fill_buf()?;
-        let n = chunk.len().min(buf.len());
-        if let (Some(dst), Some(src)) = (buf.get_mut(..n), chunk.get(..n)) {
-            dst.copy_from_slice(src);
-        }
-        self.consume(n);
-        Ok(n)
+        crate::read_buffered(self, buf)
     }
 }
 
