@@ -306,7 +306,7 @@ fn parse_doc<D: Document, R: BufRead>(mut src: R, member: &str) -> Result<(u64, 
     let mut tok: Tokenizer<STRING_SCRATCH> = Tokenizer::new();
     let mut warnings = 0u32;
     let mut entries = 0u64;
-    let mut visit = |_: Entry<'_>, _: &EntryAt<'_>| -> Result<(), neff::Error> {
+    let mut visit = |_: Entry<'_>, _: &EntryAt<'_>| -> Result<(), neff::manifest::DocFault> {
         entries += 1;
         Ok(())
     };

@@ -28,11 +28,11 @@ use crate::hal::{AllocRequest, Hal, RegionId};
 use crate::manifest::kelf::KelfTarget;
 use crate::manifest::neff::{kelf_mark, kelf_member, IoJoin};
 use crate::manifest::UsageClass;
-use crate::manifest::{Document, Entry, EntryAt, ManifestWarning, MrType, Visitor};
+use crate::manifest::{DocFault, Document, Entry, EntryAt, ManifestWarning, MrType, Visitor};
 
 use super::chain::ChainWarning;
 use super::dma::{
-    block_refs, desc_refs, fingerprint, unresolved_error, DmaRefRec, NameSpace, NameTable, RefKey, FINGERPRINT,
+    block_refs, desc_refs, fingerprint, DmaRefRec, NameSpace, NameTable, RefKey, FINGERPRINT,
 };
 use super::index::{CarveoutFacts, DefExt, Index};
 use super::report::LoadReport;
@@ -315,7 +315,7 @@ impl<O: Observer> Recorder<'_, '_, O> {
 impl<O: Observer> Recorder<'_, '_, O> {
     /// DMA names (spec §8.2, [`super::dma`]): a definition's queue and variable names are
     /// collected; a reference is checked against its definition's names, or waits for them.
-    fn dma(&mut self, entry: &Entry<'_>, at: &EntryAt<'_>) -> Result<(), Error> {
+    fn dma(&mut self, entry: &Entry<'_>, at: &EntryAt<'_>) -> Result<(), DocFault> {
         let fail = |k| at.error(k);
         match *entry {
             Entry::Var(v) if self.kind == ManifestKind::Def => self.collect(NameSpace::Var, &v.name).map_err(fail),
@@ -337,12 +337,12 @@ impl<O: Observer> Recorder<'_, '_, O> {
         Ok(())
     }
 
-    fn reference(&mut self, key: RefKey, name: &str, at: &EntryAt<'_>) -> Result<(), Error> {
+    fn reference(&mut self, key: RefKey, name: &str, at: &EntryAt<'_>) -> Result<(), DocFault> {
         if let Some(names) = self.dma_names {
             if names.contains(self.arena, fingerprint(key.space(), name)) {
                 return Ok(());
             }
-            return Err(unresolved_error(stage_of(self.kind), self.member, at.offset(), at.key_path(), key, name));
+            return Err(at.error(ErrorKind::Manifest(key.unresolved(name))).about(key.key()));
         }
         let fail = |k| at.error(k);
         let path = self.arena.push_str(at.key_path()).map_err(fail)?;
@@ -354,7 +354,7 @@ impl<O: Observer> Recorder<'_, '_, O> {
 }
 
 impl<O: Observer> Visitor for Recorder<'_, '_, O> {
-    fn entry(&mut self, entry: Entry<'_>, at: &EntryAt<'_>) -> Result<(), Error> {
+    fn entry(&mut self, entry: Entry<'_>, at: &EntryAt<'_>) -> Result<(), DocFault> {
         self.record(&entry).map_err(|k| at.error(k))?;
         self.dma(&entry, at)?;
         self.observer.entry(self.member, &entry);

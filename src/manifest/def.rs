@@ -30,6 +30,7 @@ use super::{
 };
 use crate::error::{ErrorKind, Text};
 use crate::json::Tokenizer;
+use super::DocFault;
 use crate::{Error, Stage, WarningSink};
 
 /// Whether [`DefFacts::check_carveouts`] applies the cayman rules.
@@ -284,16 +285,11 @@ struct Checks<'v> {
 }
 
 /// An error about key `key` of the entry at `at`.
-pub(crate) fn entry_error(at: &EntryAt<'_>, key: &str, e: ManifestError) -> Error {
-    at.error(ErrorKind::Manifest(e)).with_key_path(&child_path(at.key_path(), key))
+pub(crate) fn entry_error(at: &EntryAt<'_>, key: &'static str, e: ManifestError) -> DocFault {
+    at.error(ErrorKind::Manifest(e)).about(key)
 }
 
-/// `path.key`: the key path of key `key` of the element at `path`.
-pub(crate) fn child_path(path: &str, key: &str) -> heapless::String<{ crate::error::KEY_PATH_TEXT }> {
-    let mut out = heapless::String::new();
-    let _ = core::fmt::write(&mut out, format_args!("{path}.{key}"));
-    out
-}
+pub(crate) use super::rt::child_path;
 
 /// Warns of `value`, which the spec's lists for key `key` of the element at `at` do not have,
 /// naming it: accepted, as the spec does not say to refuse it.
@@ -308,7 +304,7 @@ impl Checks<'_> {
         warn_unknown(self.sink, at, key, value);
     }
 
-    fn check(&mut self, entry: &Entry<'_>, at: &EntryAt<'_>) -> Result<(), Error> {
+    fn check(&mut self, entry: &Entry<'_>, at: &EntryAt<'_>) -> Result<(), DocFault> {
         match *entry {
             Entry::Var(v) => {
                 // `dge-table` is known but has no published `kbin_mr_type` (spec §17.6).
@@ -381,7 +377,7 @@ const BACKING_BUFS: [&str; 2] = ["main", "sharded"];
 
 /// A var's `size` (spec §7.3): required for the types that occupy device memory, and 8 bytes
 /// for a pointer.
-fn check_var_size(v: &Var, at: &EntryAt<'_>) -> Result<(), Error> {
+fn check_var_size(v: &Var, at: &EntryAt<'_>) -> Result<(), DocFault> {
     let needs_size = matches!(
         v.mr_type(),
         Some(MrType::Input | MrType::Output | MrType::Buffer | MrType::TmpBuf | MrType::VirtualTmpBuf | MrType::Ptr)
@@ -399,7 +395,7 @@ fn check_var_size(v: &Var, at: &EntryAt<'_>) -> Result<(), Error> {
 }
 
 /// The runtime's rules for one DMA queue set (spec §7.4).
-fn check_queue(q: &DmaQueue, at: &EntryAt<'_>) -> Result<(), Error> {
+fn check_queue(q: &DmaQueue, at: &EntryAt<'_>) -> Result<(), DocFault> {
     let queue = Text::new(&q.name);
     if let Some(owner) = &q.owner {
         if EngineType::from_json(owner).is_none() {
@@ -436,7 +432,7 @@ fn check_queue(q: &DmaQueue, at: &EntryAt<'_>) -> Result<(), Error> {
 
 /// The runtime's rules for one `ucode_lib` entry (spec §7.6); a library named twice is the
 /// loader's check across entries.
-fn check_ucode_lib(lib: &UcodeLib, at: &EntryAt<'_>) -> Result<(), Error> {
+fn check_ucode_lib(lib: &UcodeLib, at: &EntryAt<'_>) -> Result<(), DocFault> {
     let library = Text::new(&lib.library);
     let major = lib.ulib_to_ucode_version.split('.').next().and_then(|m| m.parse::<u32>().ok());
     if major != Some(UCODE_MAJOR) {
@@ -454,7 +450,7 @@ fn check_ucode_lib(lib: &UcodeLib, at: &EntryAt<'_>) -> Result<(), Error> {
 }
 
 impl Visitor for Checks<'_> {
-    fn entry(&mut self, entry: Entry<'_>, at: &EntryAt<'_>) -> Result<(), Error> {
+    fn entry(&mut self, entry: Entry<'_>, at: &EntryAt<'_>) -> Result<(), DocFault> {
         self.check(&entry, at)?;
         super::engine::warn_unknown_dtypes(&entry, at, self.sink);
         self.inner.entry(entry, at)

@@ -21,6 +21,7 @@ use super::{
 };
 use crate::error::Text;
 use crate::json::Tokenizer;
+use super::DocFault;
 use crate::{Error, Stage, WarningSink};
 
 impl DmaDesc {
@@ -43,7 +44,7 @@ impl EngineJson {
 /// each side's steps and sizes have the same length, a descriptor reads `from` a variable
 /// unless it is a CCE one (`from_arr`, at most 16 sources). Used by engine JSONs and by a
 /// `def.json`'s top-level `dma`.
-pub(crate) fn check_desc(d: &DmaDesc, at: &EntryAt<'_>) -> Result<(), Error> {
+pub(crate) fn check_desc(d: &DmaDesc, at: &EntryAt<'_>) -> Result<(), DocFault> {
     match d.from_arr.as_ref().map(|sources| sources.count) {
         Some(n) if n > super::MAX_CCE_SOURCES => {
             return Err(super::def::entry_error(at, DmaDesc::KEY_FROM_ARR, ManifestError::TooManyCceSources(n)));
@@ -69,7 +70,7 @@ pub(crate) fn check_desc(d: &DmaDesc, at: &EntryAt<'_>) -> Result<(), Error> {
 static FROM_OFF: super::RequiredKey = super::RequiredKey { key: DmaDesc::KEY_FROM_OFF, message: "" };
 
 /// One source of a CCE descriptor's `from_arr`: the `from` side's rules, and its dtype.
-pub(crate) fn check_cce_source(s: &CceSource, at: &EntryAt<'_>) -> Result<(), Error> {
+pub(crate) fn check_cce_source(s: &CceSource, at: &EntryAt<'_>) -> Result<(), DocFault> {
     if s.from_dtype.is_none() {
         return Err(super::def::entry_error(at, CceSource::KEY_FROM_DTYPE, ManifestError::CceWithoutDtype));
     }
@@ -83,9 +84,9 @@ type Dims<T> = Option<heapless::Vec<T, { super::cap::DESC_DIMS }>>;
 /// One side of a transfer: no size is 0, as many steps as sizes.
 fn check_side(
     at: &EntryAt<'_>,
-    (sizes_key, sizes): (&str, &Dims<u64>),
-    (steps_key, steps): (&str, &Dims<i64>),
-) -> Result<(), Error> {
+    (sizes_key, sizes): (&'static str, &Dims<u64>),
+    (steps_key, steps): (&'static str, &Dims<i64>),
+) -> Result<(), DocFault> {
     if sizes.as_ref().is_some_and(|s| s.contains(&0)) {
         return Err(super::def::entry_error(at, sizes_key, ManifestError::ZeroDescSize));
     }
@@ -127,7 +128,7 @@ struct Checks<'v> {
 }
 
 impl Visitor for Checks<'_> {
-    fn entry(&mut self, entry: Entry<'_>, at: &EntryAt<'_>) -> Result<(), Error> {
+    fn entry(&mut self, entry: Entry<'_>, at: &EntryAt<'_>) -> Result<(), DocFault> {
         match entry {
             Entry::DmaDesc(d) => check_desc(d, at)?,
             Entry::CceSource(s) => check_cce_source(s, at)?,

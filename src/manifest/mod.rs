@@ -49,6 +49,7 @@ pub use def::DefFacts;
 pub use def::TargetCheck;
 pub use document::Document;
 pub use kelf::KelfTarget;
+pub use rt::DocFault;
 pub use neff::{IoJoin, IoKind, IoTensor, KelfMark, NeffFacts};
 
 neff_macros::schema!("schema");
@@ -108,8 +109,8 @@ impl EntryAt<'_> {
     }
 
     /// An error about this element (its stage, member, key path and offset).
-    pub fn error(&self, kind: crate::ErrorKind) -> crate::Error {
-        self.ctx.error(self.offset, kind)
+    pub fn error(&self, kind: crate::ErrorKind) -> DocFault {
+        DocFault::new(self.offset, kind)
     }
 
     /// A warning about this element.
@@ -123,7 +124,7 @@ impl EntryAt<'_> {
 /// tabulated; an error returned here ends the read.
 pub trait Visitor {
     /// One element; `at` says where it was read.
-    fn entry(&mut self, entry: Entry<'_>, at: &EntryAt<'_>) -> Result<(), crate::Error>;
+    fn entry(&mut self, entry: Entry<'_>, at: &EntryAt<'_>) -> Result<(), DocFault>;
 }
 
 /// A visitor that looks at nothing.
@@ -131,13 +132,13 @@ pub trait Visitor {
 pub struct NoVisitor;
 
 impl Visitor for NoVisitor {
-    fn entry(&mut self, _entry: Entry<'_>, _at: &EntryAt<'_>) -> Result<(), crate::Error> {
+    fn entry(&mut self, _entry: Entry<'_>, _at: &EntryAt<'_>) -> Result<(), DocFault> {
         Ok(())
     }
 }
 
-impl<F: FnMut(Entry<'_>, &EntryAt<'_>) -> Result<(), crate::Error>> Visitor for F {
-    fn entry(&mut self, entry: Entry<'_>, at: &EntryAt<'_>) -> Result<(), crate::Error> {
+impl<F: FnMut(Entry<'_>, &EntryAt<'_>) -> Result<(), DocFault>> Visitor for F {
+    fn entry(&mut self, entry: Entry<'_>, at: &EntryAt<'_>) -> Result<(), DocFault> {
         self(entry, at)
     }
 }

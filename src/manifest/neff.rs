@@ -36,6 +36,7 @@ use super::{
 use crate::arena::{Arena, Span};
 use crate::error::{ErrorKind, Text};
 use crate::json::Tokenizer;
+use super::DocFault;
 use crate::{Error, Stage, WarningSink};
 
 /// The runtime's message for a KELF node whose `attrs.kelf` is not a string.
@@ -143,7 +144,7 @@ struct Checks<'v> {
 }
 
 impl Visitor for Checks<'_> {
-    fn entry(&mut self, entry: Entry<'_>, at: &EntryAt<'_>) -> Result<(), Error> {
+    fn entry(&mut self, entry: Entry<'_>, at: &EntryAt<'_>) -> Result<(), DocFault> {
         if let Entry::Node(node) = entry {
             self.facts.see(node);
         }
@@ -861,7 +862,7 @@ mod tests {
                     kelfs.push(kelf_member(n).unwrap_or("").to_string());
                 }
             }
-            join.see(&mut arena, &e).map_err(|k| Error::at_file(Stage::NeffJson, 0, k))
+            join.see(&mut arena, &e).map_err(|k| DocFault::new(0, k))
         };
         NeffJson::parse(&mut tok, &mut src, "neff.json", &mut IgnoreWarnings, &mut visit)?;
         let mut io = Vec::new();

@@ -174,8 +174,55 @@ impl ErrCtx<'_> {
         }
     }
 
-    fn fault(&self, f: Fault) -> Error {
-        self.error(f.offset, f.kind)
+    /// The crate error for `f`, a failure of this read: the stage, member and key path (with
+    /// the fault's own key, if it names one) added once.
+    pub fn attach(&self, f: DocFault) -> Error {
+        match f.key {
+            None => self.error(f.offset, f.kind),
+            Some(key) => Error::in_member(self.stage, self.member, f.offset, f.kind)
+                .with_key_path(&child_path(self.path.as_str(), key)),
+        }
+    }
+}
+
+/// `path.key`: the key path of key `key` of the element at `path`.
+pub(crate) fn child_path(path: &str, key: &str) -> heapless::String<KEY_PATH_TEXT> {
+    let mut out = heapless::String::new();
+    let _ = core::fmt::write(&mut out, format_args!("{path}.{key}"));
+    out
+}
+
+/// A failure inside a document, before the document's context is added: where (bytes into
+/// the member's body), what, and the key it concerns below the current key path (an entry's
+/// check names the entry's own key: `var.x` and `size`). It is small (tens of bytes, where a
+/// crate [`Error`] carries its member and key path inline), so the nested readers' frames do not
+/// each hold a full error: [`read_document`] adds the stage, member and key path once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DocFault {
+    /// Bytes from the start of the member's body.
+    pub offset: u64,
+    /// What went wrong.
+    pub kind: ErrorKind,
+    /// A key below the current path that the failure is about, if any.
+    pub key: Option<&'static str>,
+}
+
+impl DocFault {
+    /// A failure of `kind` at `offset`, about the current value.
+    pub const fn new(offset: u64, kind: ErrorKind) -> Self {
+        Self { offset, kind, key: None }
+    }
+
+    /// The same failure, about key `key` of the current value.
+    pub const fn about(mut self, key: &'static str) -> Self {
+        self.key = Some(key);
+        self
+    }
+}
+
+impl From<Fault> for DocFault {
+    fn from(f: Fault) -> Self {
+        Self::new(f.offset, f.kind)
     }
 }
 
@@ -206,23 +253,23 @@ impl<'a, R: BufRead, const S: usize, const D: u16> Cx<'a, R, S, D> {
     }
 
     /// Hands `value`, the element just read, to the visitor when `lim` is a streamed key's.
-    fn emit(&mut self, value: &dyn core::any::Any, lim: Lim) -> Result<(), Error> {
+    fn emit(&mut self, value: &dyn core::any::Any, lim: Lim) -> Result<(), DocFault> {
         let Some(entry) = lim.rules.entry.and_then(|f| f(value)) else { return Ok(()) };
         let at = EntryAt { ctx: &self.ctx, offset: self.tok.offset() };
         self.visitor.entry(entry, &at)
     }
 
     /// An error of `kind` at the tokenizer's current offset.
-    pub fn error(&self, kind: ErrorKind) -> Error {
-        self.ctx.error(self.tok.offset(), kind)
+    pub fn error(&self, kind: ErrorKind) -> DocFault {
+        DocFault::new(self.tok.offset(), kind)
     }
 
     /// A manifest error at the tokenizer's current offset.
-    pub fn manifest_error(&self, e: ManifestError) -> Error {
+    pub fn manifest_error(&self, e: ManifestError) -> DocFault {
         self.error(ErrorKind::Manifest(e))
     }
 
-    fn issue(&self, issue: Issue, lim: Lim) -> Error {
+    fn issue(&self, issue: Issue, lim: Lim) -> DocFault {
         let kind = match issue {
             Issue::WrongType { expected, found } => {
                 ErrorKind::Manifest(ManifestError::WrongType { expected, found, message: lim.rules.type_error })
@@ -342,7 +389,7 @@ pub trait JsonValue: Default {
         &mut self,
         _cx: &mut Cx<'_, R, S, D>,
         _lim: Lim,
-    ) -> Result<(), Error> {
+    ) -> Result<(), DocFault> {
         Ok(())
     }
 
@@ -460,7 +507,7 @@ impl<T: JsonValue> JsonValue for Option<T> {
         &mut self,
         cx: &mut Cx<'_, R, S, D>,
         lim: Lim,
-    ) -> Result<(), Error> {
+    ) -> Result<(), DocFault> {
         match self {
             Some(v) => v.body(cx, lim),
             None => Ok(()),
@@ -476,10 +523,10 @@ pub fn read<T: JsonValue, R: BufRead, const S: usize, const D: u16>(
     cx: &mut Cx<'_, R, S, D>,
     value: &mut T,
     lim: Lim,
-) -> Result<(), Error> {
+) -> Result<(), DocFault> {
     let flow = match cx.tok.next(cx.src) {
         Ok(ev) => value.start(&ev, lim),
-        Err(f) => return Err(cx.ctx.fault(f)),
+        Err(f) => return Err(DocFault::from(f)),
     };
     match flow {
         Ok(Flow::Done) => Ok(()),
@@ -495,18 +542,18 @@ pub fn read_tagged<T: JsonValue, R: BufRead, const S: usize, const D: u16>(
     value: &mut T,
     tag: &str,
     lim: Lim,
-) -> Result<(), Error> {
+) -> Result<(), DocFault> {
     let message = if lim.rules.format_error.is_empty() { "malformed typed list" } else { lim.rules.format_error };
     let bad = |cx: &Cx<'_, R, S, D>| cx.manifest_error(ManifestError::BadFormat { message });
     match cx.tok.next(cx.src) {
         Ok(Event::BeginArray) => {}
         Ok(_) => return Err(bad(cx)),
-        Err(f) => return Err(cx.ctx.fault(f)),
+        Err(f) => return Err(DocFault::from(f)),
     }
     match cx.tok.next(cx.src) {
         Ok(Event::Str(s)) if s == tag => {}
         Ok(_) => return Err(bad(cx)),
-        Err(f) => return Err(cx.ctx.fault(f)),
+        Err(f) => return Err(DocFault::from(f)),
     }
     let mark = cx.ctx.path.mark();
     cx.ctx.path.push_index(1);
@@ -515,7 +562,7 @@ pub fn read_tagged<T: JsonValue, R: BufRead, const S: usize, const D: u16>(
     match cx.tok.next(cx.src) {
         Ok(Event::EndArray) => Ok(()),
         Ok(_) => Err(bad(cx)),
-        Err(f) => Err(cx.ctx.fault(f)),
+        Err(f) => Err(DocFault::from(f)),
     }
 }
 
@@ -532,6 +579,14 @@ pub fn read_document<T: JsonValue, R: BufRead, const S: usize, const D: u16>(
     cx: &mut Cx<'_, R, S, D>,
     value: &mut T,
 ) -> Result<(), Error> {
+    read_whole(cx, value).map_err(|f| cx.ctx.attach(f))
+}
+
+/// [`read_document`] before the context is added.
+fn read_whole<T: JsonValue, R: BufRead, const S: usize, const D: u16>(
+    cx: &mut Cx<'_, R, S, D>,
+    value: &mut T,
+) -> Result<(), DocFault> {
     if let Err(schema) = read(cx, value, Lim::NONE) {
         if cx.tok.fault().is_some() {
             return Err(schema);
@@ -540,7 +595,7 @@ pub fn read_document<T: JsonValue, R: BufRead, const S: usize, const D: u16>(
             Some(fault) => {
                 // The skip keeps no key path: the syntax error's is the document's root.
                 cx.ctx.path = KeyPath::new();
-                cx.ctx.fault(fault)
+                DocFault::from(fault)
             }
             None => schema,
         });
@@ -548,7 +603,7 @@ pub fn read_document<T: JsonValue, R: BufRead, const S: usize, const D: u16>(
     match cx.tok.next(cx.src) {
         Ok(Event::End) => Ok(()),
         Ok(_) => Err(cx.error(ErrorKind::Json(JsonError::TrailingData))),
-        Err(f) => Err(cx.ctx.fault(f)),
+        Err(f) => Err(DocFault::from(f)),
     }
 }
 
@@ -593,7 +648,7 @@ impl<T: JsonValue, const N: usize> JsonValue for heapless::Vec<T, N> {
         &mut self,
         cx: &mut Cx<'_, R, S, D>,
         lim: Lim,
-    ) -> Result<(), Error> {
+    ) -> Result<(), DocFault> {
         let limit = lim.first();
         let inner = lim.rest();
         let checks_runtime_max = lim.rules.overflow.is_some() && lim.rules.overflow_limit == limit;
@@ -611,7 +666,7 @@ impl<T: JsonValue, const N: usize> JsonValue for heapless::Vec<T, N> {
                     if self.is_full() {
                         if !checks_runtime_max {
                             let capacity = CapacityError { limit, capacity: N as u64 };
-                            return Err(cx.ctx.error(cx.tok.offset(), ErrorKind::Capacity(capacity)));
+                            return Err(DocFault::new(cx.tok.offset(), ErrorKind::Capacity(capacity)));
                         }
                         // Keep reading into a spare slot: the runtime's own message needs the count.
                         let slot = spare.get_or_insert_with(T::default);
@@ -626,7 +681,7 @@ impl<T: JsonValue, const N: usize> JsonValue for heapless::Vec<T, N> {
                         }
                     }
                 }
-                Err(f) => return Err(cx.ctx.fault(f)),
+                Err(f) => return Err(DocFault::from(f)),
             };
             match flow {
                 Ok(Flow::Done) => {}
@@ -698,7 +753,7 @@ impl<T: MapEntry, const N: usize> JsonValue for Map<T, N> {
         &mut self,
         cx: &mut Cx<'_, R, S, D>,
         lim: Lim,
-    ) -> Result<(), Error> {
+    ) -> Result<(), DocFault> {
         let limit = lim.first();
         let key_limit = lim.rest().first();
         let value_lim = lim.rest().rest();
@@ -718,7 +773,7 @@ impl<T: MapEntry, const N: usize> JsonValue for Map<T, N> {
                         }
                     }
                 }
-                Err(f) => return Err(cx.ctx.fault(f)),
+                Err(f) => return Err(DocFault::from(f)),
             };
             if let Err(issue) = step {
                 return Err(cx.issue(issue, lim));
@@ -767,7 +822,7 @@ impl<T: JsonValue + Default + core::any::Any> JsonValue for Each<T> {
         &mut self,
         cx: &mut Cx<'_, R, S, D>,
         lim: Lim,
-    ) -> Result<(), Error> {
+    ) -> Result<(), DocFault> {
         let mut slot = T::default();
         loop {
             let mark = cx.ctx.path.mark();
@@ -778,7 +833,7 @@ impl<T: JsonValue + Default + core::any::Any> JsonValue for Each<T> {
                     return Ok(());
                 }
                 Ok(true) => {}
-                Err(f) => return Err(cx.ctx.fault(f)),
+                Err(f) => return Err(DocFault::from(f)),
             }
             slot.clear();
             read(cx, &mut slot, lim)?;
@@ -817,7 +872,7 @@ impl<T: MapEntry + Default + core::any::Any> JsonValue for EachMap<T> {
         &mut self,
         cx: &mut Cx<'_, R, S, D>,
         lim: Lim,
-    ) -> Result<(), Error> {
+    ) -> Result<(), DocFault> {
         let key_limit = lim.first();
         let value_lim = lim.rest();
         let mut slot = T::default();
@@ -830,7 +885,7 @@ impl<T: MapEntry + Default + core::any::Any> JsonValue for EachMap<T> {
                     slot.clear();
                     slot.set_key(key, key_limit)
                 }
-                Err(f) => return Err(cx.ctx.fault(f)),
+                Err(f) => return Err(DocFault::from(f)),
             };
             if let Err(issue) = step {
                 return Err(cx.issue(issue, lim));
@@ -867,17 +922,17 @@ impl JsonValue for ArrayLen {
         &mut self,
         cx: &mut Cx<'_, R, S, D>,
         _lim: Lim,
-    ) -> Result<(), Error> {
+    ) -> Result<(), DocFault> {
         loop {
             match cx.tok.skip_value(cx.src) {
                 Ok(true) => self.0 = self.0.saturating_add(1),
                 Ok(false) => break,
-                Err(f) => return Err(cx.ctx.fault(f)),
+                Err(f) => return Err(DocFault::from(f)),
             }
         }
         match cx.tok.next(cx.src) {
             Ok(_) => Ok(()),
-            Err(f) => Err(cx.ctx.fault(f)),
+            Err(f) => Err(DocFault::from(f)),
         }
     }
 
@@ -909,17 +964,17 @@ impl JsonValue for Present {
         &mut self,
         cx: &mut Cx<'_, R, S, D>,
         _lim: Lim,
-    ) -> Result<(), Error> {
+    ) -> Result<(), DocFault> {
         loop {
             match cx.tok.skip_value(cx.src) {
                 Ok(true) => {}
                 Ok(false) => break,
-                Err(f) => return Err(cx.ctx.fault(f)),
+                Err(f) => return Err(DocFault::from(f)),
             }
         }
         match cx.tok.next(cx.src) {
             Ok(_) => Ok(()),
-            Err(f) => Err(cx.ctx.fault(f)),
+            Err(f) => Err(DocFault::from(f)),
         }
     }
 
@@ -982,7 +1037,7 @@ impl<const N: usize> JsonValue for StrOrOther<N> {
         &mut self,
         cx: &mut Cx<'_, R, S, D>,
         lim: Lim,
-    ) -> Result<(), Error> {
+    ) -> Result<(), DocFault> {
         Present::default().body(cx, lim)
     }
 
@@ -1015,22 +1070,22 @@ pub enum KeyStep {
 pub fn next_key<R: BufRead, const S: usize, const D: u16>(
     cx: &mut Cx<'_, R, S, D>,
     slot_of: fn(&str) -> Option<u8>,
-) -> Result<KeyStep, Error> {
+) -> Result<KeyStep, DocFault> {
     match cx.tok.next_key(cx.src) {
         Ok(None) => Ok(KeyStep::End),
         Ok(Some(key)) => {
             cx.ctx.path.push_key(key);
             Ok(slot_of(key).map_or(KeyStep::Unknown, KeyStep::Known))
         }
-        Err(f) => Err(cx.ctx.fault(f)),
+        Err(f) => Err(DocFault::from(f)),
     }
 }
 
 /// Skips (and validates) the value of an unconsumed key.
-pub fn skip<R: BufRead, const S: usize, const D: u16>(cx: &mut Cx<'_, R, S, D>) -> Result<(), Error> {
+pub fn skip<R: BufRead, const S: usize, const D: u16>(cx: &mut Cx<'_, R, S, D>) -> Result<(), DocFault> {
     match cx.tok.skip_value(cx.src) {
         Ok(_) => Ok(()),
-        Err(f) => Err(cx.ctx.fault(f)),
+        Err(f) => Err(DocFault::from(f)),
     }
 }
 
@@ -1040,7 +1095,7 @@ pub fn mark_seen<R: BufRead, const S: usize, const D: u16>(
     seen: &mut u64,
     slot: u8,
     keys: &[&'static str],
-) -> Result<(), Error> {
+) -> Result<(), DocFault> {
     let bit = 1u64 << (slot & 63);
     if *seen & bit != 0 {
         let key = keys.get(usize::from(slot)).copied().unwrap_or("");
@@ -1057,7 +1112,7 @@ pub fn check_required<R: BufRead, const S: usize, const D: u16>(
     seen: u64,
     required: u64,
     keys: &'static [super::RequiredKey],
-) -> Result<(), Error> {
+) -> Result<(), DocFault> {
     let absent = required & !seen;
     if absent == 0 {
         return Ok(());
@@ -1079,7 +1134,7 @@ pub fn check_known<R: BufRead, const S: usize, const D: u16>(
     value: &str,
     known: bool,
     error: fn(super::Name) -> ManifestError,
-) -> Result<(), Error> {
+) -> Result<(), DocFault> {
     if known {
         Ok(())
     } else {

@@ -50,7 +50,7 @@ impl Entries {
 }
 
 impl Visitor for Entries {
-    fn entry(&mut self, entry: Entry<'_>, _at: &EntryAt<'_>) -> Result<(), Error> {
+    fn entry(&mut self, entry: Entry<'_>, _at: &EntryAt<'_>) -> Result<(), neff::manifest::DocFault> {
         self.count += 1;
         match entry {
             Entry::Var(v) => {

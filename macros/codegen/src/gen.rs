@@ -689,7 +689,7 @@ impl Checked<'_> {
                     &mut self,
                     cx: &mut crate::manifest::rt::Cx<'_, R, S, D>,
                     _lim: crate::manifest::rt::Lim,
-                ) -> ::core::result::Result<(), crate::Error> {
+                ) -> ::core::result::Result<(), crate::manifest::DocFault> {
                     fn slot_of(key: &str) -> ::core::option::Option<u8> {
                         match key {
                             #(#slot_arms)*
