@@ -19,7 +19,7 @@ const VARS: usize = 110_000;
 struct CountVars(usize);
 
 impl Visitor for CountVars {
-    fn entry(&mut self, entry: Entry<'_>, _at: &EntryAt<'_>) -> Result<(), neff::Error> {
+    fn entry(&mut self, entry: Entry<'_>, _at: &EntryAt<'_>) -> Result<(), neff::manifest::DocFault> {
         if let Entry::Var(_) = entry {
             self.0 += 1;
         }
