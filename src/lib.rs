@@ -56,6 +56,10 @@
 //! [`loader::LOAD_FOOTPRINT`] (loader state plus archive reader, without the arena) is asserted
 //! under 64 KiB at compile time; `targets/qemu-m4` runs this path on a Cortex-M4 in 128 KiB of
 //! RAM.
+//!
+//! Section signs (`§N`, "spec §N") in these docs and in the code's comments refer to the
+//! sections of `docs/format.md` in the repository: the NEFF format, its sources, and the
+//! decisions this crate follows.
 #![no_std]
 #![forbid(unsafe_code)]
 // `Error` is `Copy` and carries its context inline (member, key path, offset: about 280 bytes)
