@@ -11,6 +11,24 @@
 
 use core::fmt;
 
+mod chain;
+mod gzip;
+mod hal;
+mod header;
+mod json;
+mod manifest;
+mod npy;
+mod tar;
+
+pub use chain::{ChainError, ChainWarning, ManifestKind, MemberText, ShortText};
+pub use gzip::{GzipError, GzipWarning};
+pub use hal::{HalError, RegionId};
+pub use header::{HashAlgorithm, HeaderError, HeaderWarning};
+pub use json::{Expected, JsonError, TokenKind};
+pub use manifest::{JsonType, ManifestError, ManifestWarning, Name, QueueKind, RequiredKey};
+pub use npy::NpyError;
+pub use tar::{TarError, TarWarning};
+
 /// Where in the data path something happened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -242,21 +260,21 @@ pub enum ErrorKind {
         needed: u64,
     },
     /// A header gate failed.
-    Header(crate::header::HeaderError),
+    Header(HeaderError),
     /// The gzip wrapper or the deflate stream is bad.
-    Gzip(crate::gzip::GzipError),
+    Gzip(GzipError),
     /// The tar stream is bad.
-    Tar(crate::tar::TarError),
+    Tar(TarError),
     /// A manifest is not valid JSON.
-    Json(crate::json::JsonError),
+    Json(JsonError),
     /// A manifest is valid JSON but not what the runtime accepts.
-    Manifest(crate::manifest::ManifestError),
+    Manifest(ManifestError),
     /// The manifest chain is inconsistent.
-    Chain(crate::loader::ChainError),
+    Chain(ChainError),
     /// The device refused.
-    Hal(crate::hal::HalError),
+    Hal(HalError),
     /// A `.npy` payload's header is bad or disagrees with its variable.
-    Npy(crate::npy::NpyError),
+    Npy(NpyError),
 }
 
 impl ErrorKind {
@@ -281,7 +299,7 @@ impl ErrorKind {
     /// for another architecture), next to [`ErrorKind::status`].
     pub fn cause(&self) -> Option<&'static str> {
         match self {
-            ErrorKind::Manifest(crate::manifest::ManifestError::ArchMismatch { .. }) => Some("NEFF_ARCH_INCOMPAT"),
+            ErrorKind::Manifest(ManifestError::ArchMismatch { .. }) => Some("NEFF_ARCH_INCOMPAT"),
             _ => None,
         }
     }
@@ -414,15 +432,15 @@ pub type Result<T, E = Error> = core::result::Result<T, E>;
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum WarningKind {
     /// From the header (trailing bytes, integrity mismatch, ...).
-    Header(crate::header::HeaderWarning),
+    Header(HeaderWarning),
     /// From the gzip layer (data after the trailer, ...).
-    Gzip(crate::gzip::GzipWarning),
+    Gzip(GzipWarning),
     /// From the tar walker (duplicate member, lone end block, ...).
-    Tar(crate::tar::TarWarning),
+    Tar(TarWarning),
     /// From a manifest (unknown dtype, missing engine, ...).
-    Manifest(crate::manifest::ManifestWarning),
+    Manifest(ManifestWarning),
     /// From the chain checks (graph count vs lnc_size, instruction size, ...).
-    Chain(crate::loader::ChainWarning),
+    Chain(ChainWarning),
 }
 
 impl fmt::Display for WarningKind {

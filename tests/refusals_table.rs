@@ -21,19 +21,19 @@ const WARNING_ROOT: &str = "WarningKind";
 /// roots (a new layer is picked up without editing this list); this list only guards the
 /// parser: if it stops finding one of these, the parser broke or a layer was removed.
 const KNOWN_LAYERS: &[(&str, &str)] = &[
-    ("src/header.rs", "HeaderError"),
-    ("src/gzip.rs", "GzipError"),
-    ("src/tar.rs", "TarError"),
-    ("src/json/error.rs", "JsonError"),
-    ("src/manifest/mod.rs", "ManifestError"),
-    ("src/loader/chain.rs", "ChainError"),
-    ("src/hal.rs", "HalError"),
-    ("src/npy.rs", "NpyError"),
-    ("src/header.rs", "HeaderWarning"),
-    ("src/gzip.rs", "GzipWarning"),
-    ("src/tar.rs", "TarWarning"),
-    ("src/manifest/mod.rs", "ManifestWarning"),
-    ("src/loader/chain.rs", "ChainWarning"),
+    ("src/error/header.rs", "HeaderError"),
+    ("src/error/gzip.rs", "GzipError"),
+    ("src/error/tar.rs", "TarError"),
+    ("src/error/json.rs", "JsonError"),
+    ("src/error/manifest.rs", "ManifestError"),
+    ("src/error/chain.rs", "ChainError"),
+    ("src/error/hal.rs", "HalError"),
+    ("src/error/npy.rs", "NpyError"),
+    ("src/error/header.rs", "HeaderWarning"),
+    ("src/error/gzip.rs", "GzipWarning"),
+    ("src/error/tar.rs", "TarWarning"),
+    ("src/error/manifest.rs", "ManifestWarning"),
+    ("src/error/chain.rs", "ChainWarning"),
 ];
 
 /// The values of the basis column, in the order of the counts table.

@@ -276,7 +276,7 @@ impl Loader<'_> {
             (true, d) if !d.is_empty() && d != arena.str(json.instr) => {
                 if let EngineKey::Tpb(engine) = engine {
                     let (def_instr, engine_instr) = (Text::new(d), Text::new(arena.str(json.instr)));
-                    let w = ManifestWarning::InstrMismatch { engine, def_instr, engine_instr };
+                    let w = ManifestWarning::InstrMismatch { engine: engine.value(), def_instr, engine_instr };
                     let w = Warning::in_member(Stage::Engine, path, 0, WarningKind::Manifest(w));
                     sink.warn(&w.with_key_path(EngineJson::KEY_INSTR));
                 }

@@ -16,55 +16,10 @@ use crate::error::{Error, ErrorKind};
 use crate::manifest::def::EngineKey;
 use crate::manifest::neff::KelfMark;
 use crate::manifest::{Arch, UsageClass};
+pub use crate::error::ManifestKind;
 
 /// Engine slots of a definition ([`crate::manifest::def::ENGINE_KEYS`]).
 pub(crate) const ENGINE_SLOTS: usize = crate::manifest::def::ENGINE_KEYS.len();
-
-/// What a manifest member is, by the key that names it (or, read before that, by its name).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum ManifestKind {
-    /// Tier 1, `neff.json`.
-    Neff,
-    /// Tier 2, a KELF descriptor (`attrs.kelf` names it).
-    Kelf,
-    /// Tier 3, a subgraph definition (`graphs[].definition` names it).
-    Def,
-    /// An engine JSON or an activation set JSON (a `def.json` engine key or an activation
-    /// engine's `activation_function_sets` names it).
-    Engine,
-}
-
-impl ManifestKind {
-    fn code(self) -> u8 {
-        match self {
-            ManifestKind::Neff => 1,
-            ManifestKind::Kelf => 2,
-            ManifestKind::Def => 3,
-            ManifestKind::Engine => 4,
-        }
-    }
-
-    fn from_code(c: u8) -> Option<Self> {
-        match c {
-            1 => Some(ManifestKind::Neff),
-            2 => Some(ManifestKind::Kelf),
-            3 => Some(ManifestKind::Def),
-            4 => Some(ManifestKind::Engine),
-            _ => None,
-        }
-    }
-
-    /// As printed.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            ManifestKind::Neff => "neff.json",
-            ManifestKind::Kelf => "KELF descriptor",
-            ManifestKind::Def => "subgraph definition",
-            ManifestKind::Engine => "engine JSON",
-        }
-    }
-}
 
 /// A manifest member that was read, with its outcome.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -28,7 +28,7 @@ use super::{
     Fp8ConversionInfo, KbinFp8ConvCfg, ManifestError, ManifestWarning, MrType, QueueKind, SbCarveout, UcodeLib, Var,
     Visitor, EVTACCEL_OFFSET, EVTACCEL_PARTITIONS, MAX_QUEUES_PER_SET, UCODE_MAJOR,
 };
-use crate::error::{ErrorKind, Text};
+use crate::error::Text;
 use crate::json::Tokenizer;
 use super::DocFault;
 use crate::{Error, Stage, WarningSink};
@@ -181,19 +181,6 @@ impl DefJson {
         s.as_deref()
     }
 
-    /// The instruction stream named by `pe_instr`, `act_instr`, ... (the engine JSON's
-    /// `instr` takes precedence, see [`super::engine::resolve_instr`]).
-    pub fn engine_instr(&self, engine: EngineType) -> Option<&str> {
-        let s = match engine {
-            EngineType::Pe => &self.pe_instr,
-            EngineType::Act => &self.act_instr,
-            EngineType::Pool => &self.pool_instr,
-            EngineType::Dve => &self.dve_instr,
-            EngineType::Sp => &self.sp_instr,
-        };
-        s.as_deref()
-    }
-
     /// The collective stream count: `num_streams` (the runtime's key) if present, else
     /// `cc_streams.num_streams` (real files).
     pub fn num_streams(&self) -> Option<u64> {
@@ -284,24 +271,12 @@ struct Checks<'v> {
     sink: &'v mut dyn WarningSink,
 }
 
-/// An error about key `key` of the entry at `at`.
-pub(crate) fn entry_error(at: &EntryAt<'_>, key: &'static str, e: ManifestError) -> DocFault {
-    at.error(ErrorKind::Manifest(e)).about(key)
-}
-
 pub(crate) use super::rt::child_path;
-
-/// Warns of `value`, which the spec's lists for key `key` of the element at `at` do not have,
-/// naming it: accepted, as the spec does not say to refuse it.
-pub(crate) fn warn_unknown(sink: &mut dyn WarningSink, at: &EntryAt<'_>, key: &'static str, value: &str) {
-    let w = ManifestWarning::UnknownValue { key, value: Text::new(value) };
-    sink.warn(&at.warning(crate::WarningKind::Manifest(w)).with_key_path(&child_path(at.key_path(), key)));
-}
 
 impl Checks<'_> {
     /// Warns of a value the spec's maps do not have, naming it.
     fn unknown(&mut self, at: &EntryAt<'_>, key: &'static str, value: &str) {
-        warn_unknown(self.sink, at, key, value);
+        at.warn_unknown(self.sink, key, value);
     }
 
     fn check(&mut self, entry: &Entry<'_>, at: &EntryAt<'_>) -> Result<(), DocFault> {
@@ -323,7 +298,7 @@ impl Checks<'_> {
                 let f = &mut self.facts;
                 if let Some(a) = v.alignment {
                     if a != 0 && !a.is_power_of_two() {
-                        return Err(entry_error(at, Var::KEY_ALIGNMENT, ManifestError::AlignmentNotPowerOfTwo(a)));
+                        return Err(at.key_error(Var::KEY_ALIGNMENT, ManifestError::AlignmentNotPowerOfTwo(a)));
                     }
                 }
                 check_var_size(v, at)?;
@@ -385,10 +360,10 @@ fn check_var_size(v: &Var, at: &EntryAt<'_>) -> Result<(), DocFault> {
     match v.size {
         None if needs_size => {
             let e = ManifestError::VarWithoutSize { var: Text::new(&v.name), var_type: Text::new(&v.var_type) };
-            Err(entry_error(at, Var::KEY_SIZE, e))
+            Err(at.key_error(Var::KEY_SIZE, e))
         }
         Some(size) if v.mr_type() == Some(MrType::Ptr) && size != super::POINTER_SIZE => {
-            Err(entry_error(at, Var::KEY_SIZE, ManifestError::PointerSize { var: Text::new(&v.name), size }))
+            Err(at.key_error(Var::KEY_SIZE, ManifestError::PointerSize { var: Text::new(&v.name), size }))
         }
         _ => Ok(()),
     }
@@ -400,7 +375,7 @@ fn check_queue(q: &DmaQueue, at: &EntryAt<'_>) -> Result<(), DocFault> {
     if let Some(owner) = &q.owner {
         if EngineType::from_json(owner).is_none() {
             let e = ManifestError::InvalidOwner { owner: Text::new(owner), queue };
-            return Err(entry_error(at, DmaQueue::KEY_OWNER, e));
+            return Err(at.key_error(DmaQueue::KEY_OWNER, e));
         }
     }
     let kind = match q.base_ring_type() {
@@ -411,20 +386,20 @@ fn check_queue(q: &DmaQueue, at: &EntryAt<'_>) -> Result<(), DocFault> {
     };
     if let (Some(kind), Some(_)) = (kind, &q.queue_instances) {
         let e = ManifestError::QueueInstancesNotSupported { kind, queue };
-        return Err(entry_error(at, DmaQueue::KEY_QUEUE_INSTANCES, e));
+        return Err(at.key_error(DmaQueue::KEY_QUEUE_INSTANCES, e));
     }
     // `num_queues` is accepted on every kind: real NEFFs write 16 on `in` queues (§15.21).
     if q.num_queues > MAX_QUEUES_PER_SET {
         let e = ManifestError::TooManyQueues { count: q.num_queues, queue };
-        return Err(entry_error(at, DmaQueue::KEY_NUM_QUEUES, e));
+        return Err(at.key_error(DmaQueue::KEY_NUM_QUEUES, e));
     }
     if kind == Some(QueueKind::EmbeddingUpdate) && q.embedding_update_sync_semaphore.is_none() {
         let e = ManifestError::MissingSyncSemaphore(queue);
-        return Err(entry_error(at, DmaQueue::KEY_EMBEDDING_UPDATE_SYNC_SEMAPHORE, e));
+        return Err(at.key_error(DmaQueue::KEY_EMBEDDING_UPDATE_SYNC_SEMAPHORE, e));
     }
     if let Some(d) = &q.dynamic_dma {
         if d.sb_scratch_partition_offset.is_none() || d.sb_scratch_partition_size.is_none() {
-            return Err(entry_error(at, DmaQueue::KEY_DYNAMIC_DMA, ManifestError::DynamicDmaScratch(queue)));
+            return Err(at.key_error(DmaQueue::KEY_DYNAMIC_DMA, ManifestError::DynamicDmaScratch(queue)));
         }
     }
     Ok(())
@@ -437,14 +412,14 @@ fn check_ucode_lib(lib: &UcodeLib, at: &EntryAt<'_>) -> Result<(), DocFault> {
     let major = lib.ulib_to_ucode_version.split('.').next().and_then(|m| m.parse::<u32>().ok());
     if major != Some(UCODE_MAJOR) {
         let e = ManifestError::UcodeVersionMismatch(library);
-        return Err(entry_error(at, UcodeLib::KEY_ULIB_TO_UCODE_VERSION, e));
+        return Err(at.key_error(UcodeLib::KEY_ULIB_TO_UCODE_VERSION, e));
     }
     if let Some(cpu_id) = lib.cpu_id.filter(|&c| c != 0) {
-        return Err(entry_error(at, UcodeLib::KEY_CPU_ID, ManifestError::UcodeCpuId { library, cpu_id }));
+        return Err(at.key_error(UcodeLib::KEY_CPU_ID, ManifestError::UcodeCpuId { library, cpu_id }));
     }
     if let Some(total_cpus) = lib.total_cpus.filter(|c| !matches!(c, 0 | 1 | 8)) {
         let e = ManifestError::UcodeTotalCpus { library, total_cpus };
-        return Err(entry_error(at, UcodeLib::KEY_TOTAL_CPUS, e));
+        return Err(at.key_error(UcodeLib::KEY_TOTAL_CPUS, e));
     }
     Ok(())
 }
@@ -507,7 +482,7 @@ impl Document for DefJson {
                     member,
                     end,
                     engine.as_str(),
-                    ManifestWarning::EngineMissing { engine, neff: Text::EMPTY },
+                    ManifestWarning::EngineMissing { engine: engine.value(), neff: Text::EMPTY },
                 );
             }
         }

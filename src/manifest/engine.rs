@@ -24,6 +24,21 @@ use crate::json::Tokenizer;
 use super::DocFault;
 use crate::{Error, Stage, WarningSink};
 
+impl DefJson {
+    /// The instruction stream named by `pe_instr`, `act_instr`, ... (the engine JSON's
+    /// `instr` takes precedence, see [`super::engine::resolve_instr`]).
+    pub fn engine_instr(&self, engine: EngineType) -> Option<&str> {
+        let s = match engine {
+            EngineType::Pe => &self.pe_instr,
+            EngineType::Act => &self.act_instr,
+            EngineType::Pool => &self.pool_instr,
+            EngineType::Dve => &self.dve_instr,
+            EngineType::Sp => &self.sp_instr,
+        };
+        s.as_deref()
+    }
+}
+
 impl DmaDesc {
     /// True for a type-converting copy: `"op": "cast"` (what real NEFFs write, §15.21) or the
     /// `cast` flag beside another op (§11.6). Its [`desc_op`](Self::desc_op) is COPY.
@@ -47,18 +62,18 @@ impl EngineJson {
 pub(crate) fn check_desc(d: &DmaDesc, at: &EntryAt<'_>) -> Result<(), DocFault> {
     match d.from_arr.as_ref().map(|sources| sources.count) {
         Some(n) if n > super::MAX_CCE_SOURCES => {
-            return Err(super::def::entry_error(at, DmaDesc::KEY_FROM_ARR, ManifestError::TooManyCceSources(n)));
+            return Err(at.key_error(DmaDesc::KEY_FROM_ARR, ManifestError::TooManyCceSources(n)));
         }
         // A CCE descriptor's access patterns carry their dtype; the runtime refuses one without.
         Some(_) if d.to_dtype.is_none() => {
-            return Err(super::def::entry_error(at, DmaDesc::KEY_TO_DTYPE, ManifestError::CceWithoutDtype));
+            return Err(at.key_error(DmaDesc::KEY_TO_DTYPE, ManifestError::CceWithoutDtype));
         }
         None if d.from.is_none() => {
-            return Err(super::def::entry_error(at, DmaDesc::KEY_FROM, ManifestError::DescWithoutSource));
+            return Err(at.key_error(DmaDesc::KEY_FROM, ManifestError::DescWithoutSource));
         }
         None if d.from_off.is_none() => {
             let e = ManifestError::MissingKey { key: &FROM_OFF, within: Text::new(at.name()) };
-            return Err(super::def::entry_error(at, DmaDesc::KEY_FROM_OFF, e));
+            return Err(at.key_error(DmaDesc::KEY_FROM_OFF, e));
         }
         _ => {}
     }
@@ -72,7 +87,7 @@ static FROM_OFF: super::RequiredKey = super::RequiredKey { key: DmaDesc::KEY_FRO
 /// One source of a CCE descriptor's `from_arr`: the `from` side's rules, and its dtype.
 pub(crate) fn check_cce_source(s: &CceSource, at: &EntryAt<'_>) -> Result<(), DocFault> {
     if s.from_dtype.is_none() {
-        return Err(super::def::entry_error(at, CceSource::KEY_FROM_DTYPE, ManifestError::CceWithoutDtype));
+        return Err(at.key_error(CceSource::KEY_FROM_DTYPE, ManifestError::CceWithoutDtype));
     }
     check_side(at, (CceSource::KEY_FROM_SIZES, &s.from_sizes), (CceSource::KEY_FROM_STEPS, &s.from_steps))
 }
@@ -88,12 +103,12 @@ fn check_side(
     (steps_key, steps): (&'static str, &Dims<i64>),
 ) -> Result<(), DocFault> {
     if sizes.as_ref().is_some_and(|s| s.contains(&0)) {
-        return Err(super::def::entry_error(at, sizes_key, ManifestError::ZeroDescSize));
+        return Err(at.key_error(sizes_key, ManifestError::ZeroDescSize));
     }
     if let (Some(sizes), Some(steps)) = (sizes, steps) {
         if sizes.len() != steps.len() {
             let e = ManifestError::StepsSizesMismatch { steps: steps.len() as u8, sizes: sizes.len() as u8 };
-            return Err(super::def::entry_error(at, steps_key, e));
+            return Err(at.key_error(steps_key, e));
         }
     }
     Ok(())
@@ -105,7 +120,7 @@ fn check_side(
 pub(crate) fn warn_unknown_dtypes(entry: &Entry<'_>, at: &EntryAt<'_>, sink: &mut dyn WarningSink) {
     let mut check = |key: &'static str, value: &Option<ShortString>, listed: fn(&str) -> bool| {
         if let Some(v) = value.as_deref().filter(|v| !listed(v)) {
-            super::def::warn_unknown(sink, at, key, v);
+            at.warn_unknown(sink, key, v);
         }
     };
     let kbin = |d: &str| super::KbinDtype::from_json(d).is_some();
@@ -168,7 +183,7 @@ pub fn resolve_instr<'a>(
     match (def_instr, engine_instr) {
         (Some(d), Some(e)) => {
             if d != e {
-                let w = ManifestWarning::InstrMismatch { engine, def_instr: Text::new(d), engine_instr: Text::new(e) };
+                let w = ManifestWarning::InstrMismatch { engine: engine.value(), def_instr: Text::new(d), engine_instr: Text::new(e) };
                 warn(sink, Stage::Engine, member, 0, EngineJson::KEY_INSTR, w);
             }
             Some(e)

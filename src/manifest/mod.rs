@@ -35,7 +35,6 @@
 
 use core::fmt;
 
-use crate::error::Text;
 
 pub mod def;
 pub mod doc;
@@ -51,6 +50,7 @@ pub use document::Document;
 pub use kelf::KelfTarget;
 pub use rt::DocFault;
 pub use neff::{IoJoin, IoKind, IoTensor, KelfMark, NeffFacts};
+pub use crate::error::{JsonType, ManifestError, ManifestWarning, Name, QueueKind, RequiredKey};
 
 neff_macros::schema!("schema");
 
@@ -113,6 +113,19 @@ impl EntryAt<'_> {
         DocFault::new(self.offset, kind)
     }
 
+    /// An error about key `key` of this element (`var.x` and `size`: `var.x.size`).
+    pub fn key_error(&self, key: &'static str, e: ManifestError) -> DocFault {
+        self.error(crate::ErrorKind::Manifest(e)).about(key)
+    }
+
+    /// Warns of `value`, which the spec's lists for key `key` of this element do not have,
+    /// naming it: accepted, as the spec does not say to refuse it.
+    pub fn warn_unknown(&self, sink: &mut dyn crate::WarningSink, key: &'static str, value: &str) {
+        let w = ManifestWarning::UnknownValue { key, value: crate::error::Text::new(value) };
+        let path = rt::child_path(self.key_path(), key);
+        sink.warn(&self.warning(crate::WarningKind::Manifest(w)).with_key_path(&path));
+    }
+
     /// A warning about this element.
     pub fn warning(&self, kind: crate::WarningKind) -> crate::Warning {
         crate::Warning::in_member(self.ctx.stage, self.ctx.member, self.offset, kind).with_key_path(self.key_path())
@@ -140,62 +153,6 @@ impl Visitor for NoVisitor {
 impl<F: FnMut(Entry<'_>, &EntryAt<'_>) -> Result<(), DocFault>> Visitor for F {
     fn entry(&mut self, entry: Entry<'_>, at: &EntryAt<'_>) -> Result<(), DocFault> {
         self(entry, at)
-    }
-}
-
-/// JSON value types, as named in type errors.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum JsonType {
-    /// `{...}`
-    Object,
-    /// `[...]`
-    Array,
-    /// `"..."`
-    String,
-    /// A non-negative integer.
-    UnsignedInteger,
-    /// An integer that may be negative.
-    Integer,
-    /// Any number (with a fraction or an exponent when found).
-    Number,
-    /// `true` / `false`.
-    Bool,
-    /// `null`.
-    Null,
-    /// The end of the document.
-    Nothing,
-}
-
-impl JsonType {
-    /// The name with its article, as expected: `an unsigned integer`.
-    pub const fn with_article(self) -> &'static str {
-        match self {
-            JsonType::Object => "an object",
-            JsonType::Array => "an array",
-            JsonType::String => "a string",
-            JsonType::UnsignedInteger => "an unsigned integer",
-            JsonType::Integer => "an integer",
-            JsonType::Number => "a number",
-            JsonType::Bool => "a bool",
-            JsonType::Null => "null",
-            JsonType::Nothing => "nothing",
-        }
-    }
-
-    /// The bare name, as found: `string`.
-    pub const fn name(self) -> &'static str {
-        match self {
-            JsonType::Object => "object",
-            JsonType::Array => "array",
-            JsonType::String => "string",
-            JsonType::UnsignedInteger => "unsigned integer",
-            JsonType::Integer => "negative integer",
-            JsonType::Number => "fractional number",
-            JsonType::Bool => "bool",
-            JsonType::Null => "null",
-            JsonType::Nothing => "end of input",
-        }
     }
 }
 
@@ -250,227 +207,7 @@ pub struct LayoutInfo {
     pub fields: &'static [LayoutField],
 }
 
-/// Short context strings kept in errors and warnings (the tail of longer ones). Small on
-/// purpose: every `Error`, and the tokenizer's stored fault, holds a `ManifestError`.
-pub type Name = Text<16>;
 
-/// A required key and the runtime's message when it is absent (empty: none).
-#[derive(Debug, PartialEq, Eq)]
-pub struct RequiredKey {
-    /// The key.
-    pub key: &'static str,
-    /// The runtime's message, or empty.
-    pub message: &'static str,
-}
-
-#[cfg(feature = "defmt")]
-impl defmt::Format for RequiredKey {
-    fn format(&self, f: defmt::Formatter<'_>) {
-        defmt::write!(f, "{=str}", self.key)
-    }
-}
-
-/// Which kind of queue `queue_instances` is refused on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum QueueKind {
-    /// `in`
-    Input,
-    /// `out`
-    Output,
-    /// `embedding_update`
-    EmbeddingUpdate,
-}
-
-impl QueueKind {
-    /// As the runtime writes it.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            QueueKind::Input => "input",
-            QueueKind::Output => "output",
-            QueueKind::EmbeddingUpdate => "embedding update",
-        }
-    }
-}
-
-/// A manifest that is valid JSON but not what the runtime accepts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum ManifestError {
-    /// A required key is absent (with the runtime's wording when it has one).
-    MissingKey {
-        /// The key, with the runtime's message.
-        key: &'static RequiredKey,
-        /// The object it is missing from: its name in a keyed map (`dma_queue.<name>`), or the
-        /// last segment of its path (a message's `%s`).
-        within: Name,
-    },
-    /// A value has the wrong JSON type.
-    WrongType {
-        /// What the schema asks for.
-        expected: JsonType,
-        /// What the document has.
-        found: JsonType,
-        /// The runtime's message, or empty.
-        message: &'static str,
-    },
-    /// A consumed key appears twice in one object.
-    DuplicateKey {
-        /// The key.
-        key: &'static str,
-    },
-    /// A TVM typed list is malformed (`Invalid dltype data format`).
-    BadFormat {
-        /// The runtime's message.
-        message: &'static str,
-    },
-    /// A DMA descriptor `op` the runtime does not know.
-    UnknownDmaOperation(Name),
-    /// A carveout `type` other than `evtaccel`.
-    InvalidCarveoutType(Name),
-    /// An integer above the type's range.
-    OutOfRange {
-        /// The largest allowed value.
-        max: u64,
-    },
-    /// `neff.json`: a shape with more than 32 dimensions.
-    TooManyDimensions(u64),
-    /// `neff.json`: an entry id past `attrs.dltype` / `attrs.shape`.
-    EidOutOfBounds(u64),
-    /// `neff.json`: a head naming a node that does not exist.
-    OutputNodeOutOfBounds(u64),
-    /// `neff.json`: an `arg_nodes` entry naming a node that does not exist.
-    InputNodeOutOfBounds(u64),
-    /// `neff.json`: `node_row_ptr` has no entry for a node.
-    RowPtrOutOfBounds(u64),
-    /// `neff.json`: a tensor's byte size does not fit in 64 bits.
-    SizeOverflow,
-    /// `neff.json`: the KELF node has no `attrs.kelf`.
-    KelfAttributeMissing,
-    /// `neff.json`: an input node (an `arg_nodes` entry) without `name`.
-    InputWithoutName(u64),
-    /// `neff.json`: no node is a KELF node.
-    NoKelfNode,
-    /// `kelf`: `version` has no `.` (or no numbers around it).
-    InvalidVersion(Name),
-    /// `kelf`: an unknown `target`.
-    InvalidTarget(Name),
-    /// `kelf`: the device has another architecture.
-    ArchMismatch {
-        /// The NEFF's arch value.
-        neff: u32,
-        /// The device's arch value.
-        device: u32,
-    },
-    /// `def.json`: a var of a type that occupies device memory without a `size`.
-    VarWithoutSize {
-        /// The var.
-        var: Name,
-        /// Its `type`.
-        var_type: Text<12>,
-    },
-    /// `def.json`: a `pointer` var whose `size` is not 8.
-    PointerSize {
-        /// The var.
-        var: Name,
-        /// Its `size`.
-        size: u64,
-    },
-    /// `def.json`: an `alignment` that is not a power of two.
-    AlignmentNotPowerOfTwo(u64),
-    /// `def.json`: var ids are not `0..number of vars`.
-    UnexpectedVarIds {
-        /// The largest var id.
-        max: u32,
-        /// The number of vars.
-        size: u64,
-    },
-    /// `def.json`: two vars share an id.
-    DuplicateVarId(u32),
-    /// `def.json`: no var of type `output`.
-    NoOutputs,
-    /// `def.json`: a queue `owner` that is not an engine.
-    InvalidOwner {
-        /// The owner as written.
-        owner: Name,
-        /// The queue set.
-        queue: Name,
-    },
-    /// `def.json`: `queue_instances` on an input, output or embedding-update queue.
-    QueueInstancesNotSupported {
-        /// The queue's kind.
-        kind: QueueKind,
-        /// The queue set.
-        queue: Name,
-    },
-    /// `def.json`: a queue set with more than 32 semaphores.
-    TooManySemaphores(u64),
-    /// `def.json`: a queue set with more than 16 queues.
-    TooManyQueues {
-        /// `num_queues`.
-        count: u32,
-        /// The queue set.
-        queue: Name,
-    },
-    /// `def.json`: an `embedding_update` queue without `embedding_update_sync_semaphore`.
-    MissingSyncSemaphore(Name),
-    /// `def.json`: a `dynamic_dma` queue without both scratch-partition fields.
-    DynamicDmaScratch(Name),
-    /// `def.json`: a `ucode_lib` whose version's major is not the runtime's.
-    UcodeVersionMismatch(Name),
-    /// `def.json`: a `ucode_lib` with a `cpu_id` other than 0.
-    UcodeCpuId {
-        /// The library.
-        library: Name,
-        /// Its `cpu_id`.
-        cpu_id: u32,
-    },
-    /// `def.json`: a `ucode_lib` whose `total_cpus` is not 0, 1 or 8.
-    UcodeTotalCpus {
-        /// The library.
-        library: Name,
-        /// Its `total_cpus`.
-        total_cpus: u32,
-    },
-    /// `def.json`: the same `ucode_lib` library twice.
-    UcodeLibTwice(Name),
-    /// `def.json`: `ext_isa_ucode_lib_def` with more ops than the runtime's 18.
-    TooManyExtIsaOps(u64),
-    /// A CCE DMA descriptor with more `from_arr` sources than the runtime's 16.
-    TooManyCceSources(u64),
-    /// A DMA descriptor with neither `from` nor (CCE) `from_arr`.
-    DescWithoutSource,
-    /// A CCE descriptor (or one of its `from_arr` sources) without its dtype.
-    CceWithoutDtype,
-    /// A DMA block's `queue` that is no queue set of its subgraph's `def.json` (spec §8.2).
-    UnknownDmaQueue(Name),
-    /// A DMA descriptor's `from` or `to` that is no variable of its subgraph's `def.json`.
-    UnknownDmaVariable {
-        /// `to` (true) or `from`.
-        to: bool,
-        /// The name as written.
-        name: Name,
-    },
-    /// A DMA descriptor with a size of 0 in `from_sizes` or `to_sizes`.
-    ZeroDescSize,
-    /// A DMA descriptor whose `*_steps` and `*_sizes` have different lengths.
-    StepsSizesMismatch {
-        /// Entries of the steps.
-        steps: u8,
-        /// Entries of the sizes.
-        sizes: u8,
-    },
-    /// `def.json`: cayman needs `runtime_statebuffer_reservation`.
-    MissingCarveout,
-    /// `def.json`: the event-accelerator carveout does not start at partition 0.
-    CarveoutStartPartition(u64),
-    /// `def.json`: the event-accelerator carveout does not span 128 partitions.
-    CarveoutPartitionCount(u64),
-    /// `def.json`: the event-accelerator carveout is not at offset 0x37ff8.
-    CarveoutOffset(u64),
-    /// `def.json`: the event-accelerator carveout is not 8 bytes.
-    CarveoutSize(u64),
-}
 
 /// The event-accelerator carveout offset the runtime requires on cayman.
 pub const EVTACCEL_OFFSET: u64 = 0x37FF8;
@@ -494,11 +231,22 @@ pub const MAX_EXT_ISA_OPS: u64 = 18;
 /// Sources (`from_arr`) a CCE DMA descriptor may have (spec §8.2).
 pub const MAX_CCE_SOURCES: u64 = 16;
 
-impl ManifestError {
-    /// The runtime status (`NRT_INVALID` for all of them).
-    pub fn status(&self) -> crate::Status {
-        crate::Status::Invalid
-    }
+/// Sends a manifest warning to `sink`.
+pub(crate) fn warn(
+    sink: &mut impl crate::WarningSink,
+    stage: crate::Stage,
+    member: &str,
+    offset: u64,
+    path: &str,
+    w: ManifestWarning,
+) {
+    let warning = crate::Warning::in_member(stage, member, offset, crate::WarningKind::Manifest(w)).with_key_path(path);
+    sink.warn(&warning);
+}
+
+/// A semantic error after a document was read (offset: the end of the document).
+pub(crate) fn semantic(stage: crate::Stage, member: &str, offset: u64, path: &str, e: ManifestError) -> crate::Error {
+    crate::Error::in_member(stage, member, offset, crate::ErrorKind::Manifest(e)).with_key_path(path)
 }
 
 impl fmt::Display for ManifestError {
@@ -606,41 +354,6 @@ impl fmt::Display for ManifestError {
     }
 }
 
-/// Something in a manifest worth telling that does not fail a load.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum ManifestWarning {
-    /// `neff.json`: a dtype string the runtime does not know; sized 1 byte per element.
-    UnknownDtype(Text<16>),
-    /// `def.json`: a value the spec's maps do not have (a var `type`, a queue `type`, a var
-    /// `dtype`); accepted, as the spec does not say to refuse it.
-    UnknownValue {
-        /// The key.
-        key: &'static str,
-        /// The value as written.
-        value: Name,
-    },
-    /// `neff.json`: the KELF node was found by `op == "__kelf"` (no `attrs.func_name`).
-    KelfNodeByOp,
-    /// `def.json`: an engine key is absent; the runtime uses an empty instruction set.
-    EngineMissing {
-        /// The engine.
-        engine: EngineType,
-        /// The NEFF's name (its header's), when the reader knows it (a loader does; a lone
-        /// `def.json` parse does not, and leaves it empty).
-        neff: Text<24>,
-    },
-    /// `def.json` `<eng>_instr` differs from the engine JSON's `instr` (which wins).
-    InstrMismatch {
-        /// The engine.
-        engine: EngineType,
-        /// `def.json`'s `<eng>_instr`.
-        def_instr: Name,
-        /// The engine JSON's `instr`.
-        engine_instr: Name,
-    },
-}
-
 impl fmt::Display for ManifestWarning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -650,33 +363,16 @@ impl fmt::Display for ManifestWarning {
             }
             ManifestWarning::KelfNodeByOp => f.write_str("KELF node found by op \"__kelf\" (no attrs.func_name)"),
             ManifestWarning::EngineMissing { engine, neff } if neff.as_str().is_empty() => {
-                write!(f, "Engine {engine} not found in NEFF, using empty placeholder")
+                write!(f, "Engine {} not found in NEFF, using empty placeholder", EngineType::from_value(*engine).map_or("?", EngineType::as_str))
             }
             ManifestWarning::EngineMissing { engine, neff } => {
-                write!(f, "Engine {engine} not found in NEFF {neff}, using empty placeholder")
+                write!(f, "Engine {} not found in NEFF {neff}, using empty placeholder", EngineType::from_value(*engine).map_or("?", EngineType::as_str))
             }
             ManifestWarning::InstrMismatch { engine, def_instr, engine_instr } => write!(
                 f,
-                "{engine}_instr \"{def_instr}\" differs from the engine JSON's instr \"{engine_instr}\"; using the engine JSON's"
+                "{}_instr \"{def_instr}\" differs from the engine JSON's instr \"{engine_instr}\"; using the engine JSON's",
+                EngineType::from_value(*engine).map_or("?", EngineType::as_str)
             ),
         }
     }
-}
-
-/// Sends a manifest warning to `sink`.
-pub(crate) fn warn(
-    sink: &mut impl crate::WarningSink,
-    stage: crate::Stage,
-    member: &str,
-    offset: u64,
-    path: &str,
-    w: ManifestWarning,
-) {
-    let warning = crate::Warning::in_member(stage, member, offset, crate::WarningKind::Manifest(w)).with_key_path(path);
-    sink.warn(&warning);
-}
-
-/// A semantic error after a document was read (offset: the end of the document).
-pub(crate) fn semantic(stage: crate::Stage, member: &str, offset: u64, path: &str, e: ManifestError) -> crate::Error {
-    crate::Error::in_member(stage, member, offset, crate::ErrorKind::Manifest(e)).with_key_path(path)
 }

@@ -1,0 +1,324 @@
+//! The core's import graph runs one way: from the loader down to the layers, from the layers
+//! down to `error` (the catalogue of what can go wrong, a leaf). These tests read the `crate::`
+//! and `super::` paths of every file of `src/` (test modules left out) and fail on:
+//!
+//! - a layer module (anything outside `src/loader/`) that names the loader;
+//! - `error` naming any other module of the crate;
+//! - a circle between the crate's top-level modules;
+//! - a circle between the files of one directory (`src/loader/`, `src/manifest/`, ...), a file's
+//!   own parent module (`mod.rs`, which declares and re-exports it) aside.
+//!
+//! So the 17-file circle this crate once had (`error.rs` named every layer's kinds, every layer
+//! named `error.rs`) cannot come back unnoticed.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// A source file: its module path (`["loader", "walk"]`) and its code without test modules.
+struct SourceFile {
+    module: Vec<String>,
+    rel: String,
+    code: String,
+}
+
+fn sources() -> Vec<SourceFile> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    collect(&root, &mut files);
+    files
+        .into_iter()
+        .map(|path| {
+            let rel = path.strip_prefix(&root).unwrap().to_string_lossy().replace('\\', "/");
+            let mut module: Vec<String> = rel.trim_end_matches(".rs").split('/').map(str::to_owned).collect();
+            if module.last().is_some_and(|m| m == "mod") {
+                module.pop();
+            }
+            if module == ["lib"] {
+                module.clear();
+            }
+            let code = without_tests(&std::fs::read_to_string(&path).unwrap());
+            SourceFile { module, rel, code }
+        })
+        .collect()
+}
+
+fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            collect(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The code before the first `#[cfg(test)]` item and without comments: test modules may
+/// reach anywhere, and docs name modules in prose.
+fn without_tests(code: &str) -> String {
+    let mut kept = String::new();
+    for line in code.lines() {
+        let t = line.trim_start();
+        if t.starts_with("#[cfg(test)]") {
+            break;
+        }
+        if t.starts_with("//") {
+            continue;
+        }
+        kept.push_str(line.split("//").next().unwrap_or(""));
+        kept.push('\n');
+    }
+    kept
+}
+
+/// The module paths a file names, resolved to the longest prefix that is a module of the crate.
+fn references(file: &SourceFile, modules: &BTreeSet<Vec<String>>) -> BTreeSet<Vec<String>> {
+    let mut out = BTreeSet::new();
+    let bytes = file.code.as_bytes();
+    for (anchor, base) in [("crate::", Vec::new()), ("super::", parent(&file.module))] {
+        let mut from = 0;
+        while let Some(at) = file.code[from..].find(anchor) {
+            let start = from + at;
+            from = start + anchor.len();
+            // `crate::` inside `$crate::` or a longer identifier is not a path of this crate.
+            if start > 0 && (bytes[start - 1].is_ascii_alphanumeric() || bytes[start - 1] == b'_' || bytes[start - 1] == b'$') {
+                continue;
+            }
+            for path in paths_at(&file.code[from..]) {
+                let mut full = base.clone();
+                full.extend(path);
+                if let Some(m) = longest_module(&full, modules) {
+                    out.insert(m);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The paths written after an anchor: `a::b::C` gives one, `{a::X, b::{Y, Z}}` gives several.
+fn paths_at(rest: &str) -> Vec<Vec<String>> {
+    let mut segments = Vec::new();
+    let mut chars = rest.char_indices().peekable();
+    let mut word = String::new();
+    while let Some(&(i, c)) = chars.peek() {
+        if c.is_ascii_alphanumeric() || c == '_' {
+            word.push(c);
+            chars.next();
+        } else if rest[i..].starts_with("::") {
+            segments.push(std::mem::take(&mut word));
+            chars.next();
+            chars.next();
+        } else if c == '{' && word.is_empty() {
+            // A group: each member is a path relative to the segments so far.
+            let close = matching_brace(&rest[i..]).map_or(rest.len(), |n| i + n);
+            let mut out = Vec::new();
+            for part in split_top_level(&rest[i + 1..close]) {
+                for tail in paths_at(part.trim()) {
+                    let mut p = segments.clone();
+                    p.extend(tail);
+                    out.push(p);
+                }
+            }
+            return out;
+        } else {
+            break;
+        }
+    }
+    if !word.is_empty() {
+        segments.push(word);
+    }
+    vec![segments]
+}
+
+fn matching_brace(s: &str) -> Option<usize> {
+    let mut depth = 0usize;
+    for (i, c) in s.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+fn split_top_level(s: &str) -> Vec<&str> {
+    let (mut depth, mut start, mut parts) = (0usize, 0, Vec::new());
+    for (i, c) in s.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                parts.push(&s[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&s[start..]);
+    parts
+}
+
+fn parent(module: &[String]) -> Vec<String> {
+    module[..module.len().saturating_sub(1)].to_vec()
+}
+
+fn longest_module(path: &[String], modules: &BTreeSet<Vec<String>>) -> Option<Vec<String>> {
+    (1..=path.len()).rev().map(|n| path[..n].to_vec()).find(|p| modules.contains(p))
+}
+
+/// The edges between files: module -> the modules it names (itself left out).
+fn graph() -> (BTreeMap<Vec<String>, BTreeSet<Vec<String>>>, BTreeMap<Vec<String>, String>) {
+    let files = sources();
+    let modules: BTreeSet<Vec<String>> = files.iter().map(|f| f.module.clone()).collect();
+    let mut edges = BTreeMap::new();
+    let mut names = BTreeMap::new();
+    for f in &files {
+        let mut refs = references(f, &modules);
+        refs.remove(&f.module);
+        names.insert(f.module.clone(), f.rel.clone());
+        edges.insert(f.module.clone(), refs);
+    }
+    (edges, names)
+}
+
+/// A circle of `edges`, if there is one, as the nodes along it.
+fn find_circle<N: Ord + Clone>(edges: &BTreeMap<N, BTreeSet<N>>) -> Option<Vec<N>> {
+    fn visit<N: Ord + Clone>(
+        n: &N,
+        edges: &BTreeMap<N, BTreeSet<N>>,
+        state: &mut BTreeMap<N, u8>,
+        stack: &mut Vec<N>,
+    ) -> Option<Vec<N>> {
+        state.insert(n.clone(), 1);
+        stack.push(n.clone());
+        for m in edges.get(n).into_iter().flatten() {
+            match state.get(m).copied().unwrap_or(0) {
+                1 => {
+                    let at = stack.iter().position(|s| s == m).unwrap_or(0);
+                    let mut circle = stack[at..].to_vec();
+                    circle.push(m.clone());
+                    return Some(circle);
+                }
+                0 => {
+                    if let Some(c) = visit(m, edges, state, stack) {
+                        return Some(c);
+                    }
+                }
+                _ => {}
+            }
+        }
+        stack.pop();
+        state.insert(n.clone(), 2);
+        None
+    }
+    let mut state = BTreeMap::new();
+    for n in edges.keys() {
+        if state.get(n).copied().unwrap_or(0) == 0 {
+            if let Some(c) = visit(n, edges, &mut state, &mut Vec::new()) {
+                return Some(c);
+            }
+        }
+    }
+    None
+}
+
+fn top(m: &[String]) -> String {
+    m.first().cloned().unwrap_or_else(|| "lib".into())
+}
+
+#[test]
+fn no_layer_module_names_the_loader() {
+    let (edges, names) = graph();
+    let offenders: Vec<String> = edges
+        .iter()
+        .filter(|(m, _)| !m.is_empty() && top(m) != "loader")
+        .filter(|(_, refs)| refs.iter().any(|r| top(r) == "loader"))
+        .map(|(m, _)| names[m].clone())
+        .collect();
+    assert!(offenders.is_empty(), "layer modules that name the loader: {offenders:?}");
+}
+
+#[test]
+fn error_is_a_leaf() {
+    let (edges, names) = graph();
+    let names = &names;
+    let offenders: Vec<String> = edges
+        .iter()
+        .filter(|(m, _)| top(m) == "error")
+        .flat_map(|(m, refs)| refs.iter().filter(|r| top(r) != "error").map(move |r| format!("{} -> {}", names[m], r.join("::"))))
+        .collect();
+    assert!(offenders.is_empty(), "error must name no other module: {offenders:?}");
+}
+
+#[test]
+fn the_top_level_modules_form_no_circle() {
+    let (edges, _) = graph();
+    let mut tops: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (m, refs) in &edges {
+        if m.is_empty() {
+            continue; // lib.rs declares and re-exports every module
+        }
+        let entry = tops.entry(top(m)).or_default();
+        entry.extend(refs.iter().filter(|r| !r.is_empty()).map(|r| top(r)).filter(|r| *r != top(m)));
+    }
+    assert!(tops.len() > 8, "the module graph was not read: {tops:?}");
+    assert!(tops["loader"].contains("manifest"), "the reader lost an edge it must see: {tops:?}");
+    if let Some(circle) = find_circle(&tops) {
+        panic!("a circle between top-level modules: {}", circle.join(" -> "));
+    }
+}
+
+#[test]
+fn the_files_of_one_directory_form_no_circle() {
+    let (edges, names) = graph();
+    // Siblings only: a file's parent module declares and re-exports it, which is containment.
+    let mut siblings: BTreeMap<Vec<String>, BTreeSet<Vec<String>>> = BTreeMap::new();
+    for (m, refs) in &edges {
+        let same_dir: BTreeSet<Vec<String>> =
+            refs.iter().filter(|r| r.len() == m.len() && parent(r) == parent(m) && !m.is_empty()).cloned().collect();
+        siblings.insert(m.clone(), same_dir);
+    }
+    if let Some(circle) = find_circle(&siblings) {
+        let files: Vec<&str> = circle.iter().map(|m| names[m].as_str()).collect();
+        panic!("a circle between the files of one directory: {}", files.join(" -> "));
+    }
+}
+
+#[test]
+fn the_reader_sees_grouped_and_nested_paths() {
+    let modules: BTreeSet<Vec<String>> =
+        [vec!["error".to_string()], vec!["loader".into()], vec!["loader".into(), "dma".into()], vec!["manifest".into()]]
+            .into_iter()
+            .collect();
+    let file = SourceFile {
+        module: vec!["loader".into(), "index".into()],
+        rel: "loader/index.rs".into(),
+        code: "use super::{dma::NameTable, Loader};\nuse crate::{error::Text, manifest};\n// crate::sim\n".into(),
+    };
+    let refs = references(&SourceFile { code: without_tests(&file.code), ..file }, &modules);
+    let want: BTreeSet<Vec<String>> = [
+        vec!["loader".to_string(), "dma".into()],
+        vec!["loader".into()],
+        vec!["error".into()],
+        vec!["manifest".into()],
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(refs, want);
+}
+
+#[test]
+fn a_circle_is_found() {
+    let edges: BTreeMap<u8, BTreeSet<u8>> =
+        [(1, [2].into()), (2, [3].into()), (3, [1].into()), (4, BTreeSet::new())].into_iter().collect();
+    assert_eq!(find_circle(&edges), Some(vec![1, 2, 3, 1]));
+    let dag: BTreeMap<u8, BTreeSet<u8>> = [(1, [2, 3].into()), (2, [3].into()), (3, BTreeSet::new())].into_iter().collect();
+    assert_eq!(find_circle(&dag), None);
+}
