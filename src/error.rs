@@ -237,10 +237,21 @@ impl<const N: usize> defmt::Format for Text<N> {
     }
 }
 
-/// Capacity of the member name kept in an [`Error`] or [`Warning`].
+/// Capacity of the member name kept in an [`Error`] or [`Warning`]: on a controller, the tail
+/// of a longer name (its file part, the useful one) with a leading `…`; a hosted build keeps
+/// whole any name a real compiler writes (the longest seen is under 100 bytes).
+#[cfg(target_os = "none")]
 pub const MEMBER_TEXT: usize = 128;
-/// Capacity of the key path kept in an [`Error`] or [`Warning`].
+/// Capacity of the member name kept in an [`Error`] or [`Warning`] (see the controller's).
+#[cfg(not(target_os = "none"))]
+pub const MEMBER_TEXT: usize = 1024;
+/// Capacity of the key path kept in an [`Error`] or [`Warning`] and built while a manifest is
+/// read: on a controller a longer path ends with `…`; a hosted build keeps deeper paths whole.
+#[cfg(target_os = "none")]
 pub const KEY_PATH_TEXT: usize = 96;
+/// Capacity of the key path kept in an [`Error`] or [`Warning`] (see the controller's).
+#[cfg(not(target_os = "none"))]
+pub const KEY_PATH_TEXT: usize = 512;
 
 /// Everything that can go wrong, by layer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1184,13 +1184,13 @@ mod tests {
     #[test]
     fn a_cut_path_is_shortened_on_a_char_boundary() {
         let mut path = KeyPath::new();
-        path.push_key(&"é".repeat(KEY_PATH_TEXT / 2 - 1)); // 94 bytes
+        path.push_key(&"é".repeat(KEY_PATH_TEXT / 2 - 1)); // 2 bytes short of the buffer
         path.push_key("next");
         assert!(path.is_cut());
         let ctx = ErrCtx { stage: Stage::DefJson, member: "sg00/def.json", path };
         let e = ctx.error(5, ErrorKind::Truncated);
-        // 93 bytes are kept at most, down to a boundary (92), then the ellipsis.
-        assert_eq!(e.key_path.as_str(), format!("{}…", "é".repeat(46)));
+        // KEY_PATH_TEXT - 3 bytes are kept at most, down to a char boundary, then the ellipsis.
+        assert_eq!(e.key_path.as_str(), format!("{}…", "é".repeat((KEY_PATH_TEXT - 3) / 2)));
         assert!(!e.key_path.is_elided());
     }
 }
