@@ -92,6 +92,8 @@ pub enum OffsetBase {
     Archive,
     /// From the first byte of the member's body.
     Member,
+    /// No byte position: the error is about a member, or the chain, as a whole.
+    None,
 }
 
 /// The runtime's status codes (`NRT_STATUS` in `nrt_status.h`) that a load error maps to.
@@ -371,6 +373,16 @@ impl Error {
         Self { member: Text::new(member), offset_base: OffsetBase::Member, ..Self::at_file(stage, offset, kind) }
     }
 
+    /// An error about `member` as a whole, at no byte of it (a chain check, a device refusal).
+    pub fn about_member(stage: Stage, member: &str, kind: ErrorKind) -> Self {
+        Self { offset_base: OffsetBase::None, ..Self::in_member(stage, member, 0, kind) }
+    }
+
+    /// The byte offset and what it is counted from, if the error has a position.
+    pub fn position(&self) -> Option<(u64, OffsetBase)> {
+        (self.offset_base != OffsetBase::None).then_some((self.offset, self.offset_base))
+    }
+
     /// The same error with a key path attached.
     pub fn with_key_path(mut self, path: &str) -> Self {
         self.key_path = Text::new(path);
@@ -401,9 +413,9 @@ impl fmt::Display for Error {
             write!(f, "{}: ", self.key_path)?;
         }
         let base = match self.offset_base {
-            OffsetBase::File => "byte",
+            OffsetBase::File | OffsetBase::Member => "byte",
             OffsetBase::Archive => "tar byte",
-            OffsetBase::Member => "byte",
+            OffsetBase::None => return write!(f, "{}", self.kind),
         };
         write!(f, "{} ({base} {})", self.kind, self.offset)
     }
@@ -488,6 +500,11 @@ impl Warning {
     /// A warning outside any member, at a file offset.
     pub fn at_file(stage: Stage, offset: u64, kind: WarningKind) -> Self {
         Self { stage, member: Text::EMPTY, key_path: Text::EMPTY, offset, offset_base: OffsetBase::File, kind }
+    }
+
+    /// A warning about `member` as a whole, at no byte of it.
+    pub fn about_member(stage: Stage, member: &str, kind: WarningKind) -> Self {
+        Self { offset_base: OffsetBase::None, ..Self::in_member(stage, member, 0, kind) }
     }
 
     /// A warning about `member`, at an offset in its body.

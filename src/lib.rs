@@ -79,6 +79,7 @@ pub mod manifest;
 pub mod npy;
 pub mod sim;
 pub mod tar;
+pub mod varlog;
 #[cfg(test)]
 #[allow(clippy::indexing_slicing)]
 mod testutil;

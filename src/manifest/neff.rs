@@ -34,6 +34,7 @@ use super::{
     NrtDtype, Visitor, MAX_DIMS,
 };
 use crate::arena::{Arena, Span};
+use crate::varlog::{push_head, push_text, push_varint, Cursor};
 use crate::error::{ErrorKind, Text};
 use crate::json::Tokenizer;
 use super::DocFault;
@@ -284,126 +285,45 @@ enum Item {
     },
 }
 
-/// LEB128 `v` into `out`, returning the byte count.
-fn leb128(mut v: u128, out: &mut [u8; 19]) -> usize {
-    let mut n = 0;
-    for (b, len) in out.iter_mut().zip(1..) {
-        let low = (v & 0x7f) as u8;
-        v >>= 7;
-        n = len;
-        if v == 0 {
-            *b = low;
-            break;
+/// The next item of the join's log, or `None` at its end.
+fn next_item(c: &mut Cursor<'_, '_>) -> Option<Item> {
+    let (item_tag, value) = c.head()?;
+    Some(match item_tag {
+        tag::OUTPUT => Item::Output(c.text(value)?),
+        tag::NODE => Item::Node(c.text(value / 2)?, value % 2 == 1),
+        tag::ARG => Item::Arg(value),
+        tag::HEAD => Item::Head { node: value, output: c.u64()? },
+        tag::ROW => Item::Row(value),
+        tag::DTYPE => {
+            let code = u32::try_from(value).ok()?;
+            let name = if code == 0 {
+                let len = c.u64()?;
+                c.text(len)?
+            } else {
+                Span::EMPTY
+            };
+            Item::Dtype { code, name }
         }
-        *b = low | 0x80;
-    }
-    n
-}
-
-/// Appends a varint to the log: the bytes go in reverse, so that walking down reads them in
-/// LEB128 order.
-fn push_varint(arena: &mut Arena<'_>, v: u128) -> Result<(), ErrorKind> {
-    let mut fwd = [0u8; 19];
-    let n = leb128(v, &mut fwd);
-    let mut rev = [0u8; 19];
-    for (dst, src) in rev.iter_mut().zip(fwd.get(..n).unwrap_or(&[]).iter().rev()) {
-        *dst = *src;
-    }
-    let at = arena.alloc_top(n)?;
-    arena.write(at, rev.get(..n).unwrap_or(&[]));
-    Ok(())
-}
-
-/// Appends an item header: `value` with its tag in the low three bits.
-fn push_head(arena: &mut Arena<'_>, tag: u8, value: u64) -> Result<(), ErrorKind> {
-    push_varint(arena, (u128::from(value) << 3) | u128::from(tag))
-}
-
-/// Appends a tagged string: its length in the header, then the bytes (in order, below it).
-fn push_text(arena: &mut Arena<'_>, tag: u8, s: &str) -> Result<(), ErrorKind> {
-    push_head(arena, tag, s.len() as u64)?;
-    arena.push_str_top(s).map(|_| ())
-}
-
-/// A reader of the log, walking down from `pos` to `lo`.
-struct Cursor<'j, 'b> {
-    arena: &'j Arena<'b>,
-    pos: u32,
-    lo: u32,
-}
-
-impl Cursor<'_, '_> {
-    fn byte(&mut self) -> Option<u8> {
-        let at = self.pos.checked_sub(1).filter(|&a| a >= self.lo)?;
-        self.pos = at;
-        let [b] = self.arena.read::<1>(at);
-        Some(b)
-    }
-
-    fn varint(&mut self) -> Option<u128> {
-        let mut v: u128 = 0;
-        for shift in (0..19 * 7).step_by(7) {
-            let b = self.byte()?;
-            v |= u128::from(b & 0x7f).checked_shl(shift)?;
-            if b & 0x80 == 0 {
-                return Some(v);
+        tag::SHAPE => {
+            let at = c.pos();
+            for _ in 0..value {
+                c.varint()?;
             }
+            Item::Shape { dims: value, at }
         }
-        None
-    }
+        _ => return None,
+    })
+}
 
-    fn u64(&mut self) -> Option<u64> {
-        u64::try_from(self.varint()?).ok()
-    }
-
-    fn text(&mut self, len: u64) -> Option<Span> {
-        let len = u32::try_from(len).ok()?;
-        let at = self.pos.checked_sub(len).filter(|&a| a >= self.lo)?;
-        self.pos = at;
-        Some(Span { at, len })
-    }
-
-    /// The next item, or `None` at the end of the log.
-    fn item(&mut self) -> Option<Item> {
-        let head = self.varint()?;
-        let value = u64::try_from(head >> 3).ok()?;
-        Some(match (head & 7) as u8 {
-            tag::OUTPUT => Item::Output(self.text(value)?),
-            tag::NODE => Item::Node(self.text(value / 2)?, value % 2 == 1),
-            tag::ARG => Item::Arg(value),
-            tag::HEAD => Item::Head { node: value, output: self.u64()? },
-            tag::ROW => Item::Row(value),
-            tag::DTYPE => {
-                let code = u32::try_from(value).ok()?;
-                let name = if code == 0 {
-                    let len = self.u64()?;
-                    self.text(len)?
-                } else {
-                    Span::EMPTY
-                };
-                Item::Dtype { code, name }
-            }
-            tag::SHAPE => {
-                let at = self.pos;
-                for _ in 0..value {
-                    self.varint()?;
-                }
-                Item::Shape { dims: value, at }
-            }
-            _ => return None,
-        })
-    }
-
-    fn tag_of(item: &Item) -> u8 {
-        match item {
-            Item::Output(_) => tag::OUTPUT,
-            Item::Node(..) => tag::NODE,
-            Item::Arg(_) => tag::ARG,
-            Item::Head { .. } => tag::HEAD,
-            Item::Row(_) => tag::ROW,
-            Item::Dtype { .. } => tag::DTYPE,
-            Item::Shape { .. } => tag::SHAPE,
-        }
+fn tag_of(item: &Item) -> u8 {
+    match item {
+        Item::Output(_) => tag::OUTPUT,
+        Item::Node(..) => tag::NODE,
+        Item::Arg(_) => tag::ARG,
+        Item::Head { .. } => tag::HEAD,
+        Item::Row(_) => tag::ROW,
+        Item::Dtype { .. } => tag::DTYPE,
+        Item::Shape { .. } => tag::SHAPE,
     }
 }
 
@@ -633,15 +553,15 @@ struct Join<'j, 'b> {
 
 impl<'j, 'b> Join<'j, 'b> {
     fn cursor(&self, pos: u32) -> Cursor<'_, 'b> {
-        Cursor { arena: self.arena, pos, lo: self.lo }
+        Cursor::new(self.arena, pos, self.lo)
     }
 
     /// The first head at or below `pos`, and the position after it.
     fn next_head(&self, pos: u32) -> Option<((u64, u64), u32)> {
         let mut c = self.cursor(pos);
-        while let Some(item) = c.item() {
+        while let Some(item) = next_item(&mut c) {
             if let Item::Head { node, output } = item {
-                return Some(((node, output), c.pos));
+                return Some(((node, output), c.pos()));
             }
         }
         None
@@ -650,8 +570,8 @@ impl<'j, 'b> Join<'j, 'b> {
     /// Counts the items of each kind, then lays out their skip tables below the log.
     fn build_skips(arena: &mut Arena<'_>, hi: u32, lo: u32) -> Result<Skips, ErrorKind> {
         let mut skips = Skips::default();
-        let mut c = Cursor { arena, pos: hi, lo };
-        while let Some(item) = c.item() {
+        let mut c = Cursor::new(arena, hi, lo);
+        while let Some(item) = next_item(&mut c) {
             let count = match item {
                 Item::Node(..) => &mut skips.nodes.count,
                 Item::Row(_) => &mut skips.rows.count,
@@ -672,9 +592,9 @@ impl<'j, 'b> Join<'j, 'b> {
         let mut marks: heapless::Vec<(u32, u64), 8> = heapless::Vec::new();
         loop {
             let start = pos;
-            let mut c = Cursor { arena, pos, lo };
-            let Some(item) = c.item() else { break };
-            pos = c.pos;
+            let mut c = Cursor::new(arena, pos, lo);
+            let Some(item) = next_item(&mut c) else { break };
+            pos = c.pos();
             let (kind, at) = match item {
                 // A node's entry is where its group starts, just after the previous node.
                 Item::Node(..) => (0, group),
@@ -719,7 +639,7 @@ impl<'j, 'b> Join<'j, 'b> {
     /// Every item of one kind, in document order.
     fn all(&self, kind: u8) -> impl Iterator<Item = Item> + '_ {
         let mut c = self.cursor(self.hi);
-        core::iter::from_fn(move || c.item()).filter(move |i| Cursor::tag_of(i) == kind)
+        core::iter::from_fn(move || next_item(&mut c)).filter(move |i| tag_of(i) == kind)
     }
 
     /// Item `i` of one kind (rows, dtypes, shapes), from its skip table.
@@ -730,8 +650,8 @@ impl<'j, 'b> Join<'j, 'b> {
         let k = i / SKIP;
         let mut left = i % SKIP;
         let mut c = self.cursor(skip.get(self.arena, k));
-        while let Some(item) = c.item() {
-            if Cursor::tag_of(&item) != kind {
+        while let Some(item) = next_item(&mut c) {
+            if tag_of(&item) != kind {
                 continue;
             }
             match left.checked_sub(1) {
@@ -750,13 +670,13 @@ impl<'j, 'b> Join<'j, 'b> {
         let mut group = self.skips.nodes.get(self.arena, id / SKIP);
         let mut c = self.cursor(group);
         let mut outputs = 0u64;
-        while let Some(item) = c.item() {
+        while let Some(item) = next_item(&mut c) {
             match item {
                 Item::Output(_) => outputs = outputs.saturating_add(1),
                 Item::Node(name, named) => match left.checked_sub(1) {
                     Some(rest) => {
                         left = rest;
-                        group = c.pos;
+                        group = c.pos();
                         outputs = 0;
                     }
                     None => return Some(NodeView { group, outputs, name, named }),
@@ -771,7 +691,7 @@ impl<'j, 'b> Join<'j, 'b> {
     fn output_name(&self, node: &NodeView, o: u64) -> Option<Span> {
         let mut c = self.cursor(node.group);
         let mut left = o;
-        while let Some(item) = c.item() {
+        while let Some(item) = next_item(&mut c) {
             match item {
                 Item::Output(name) => match left.checked_sub(1) {
                     Some(rest) => left = rest,
