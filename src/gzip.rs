@@ -52,9 +52,9 @@ use miniz_oxide::inflate::core::{decompress, inflate_flags, DecompressorOxide};
 use miniz_oxide::inflate::TINFLStatus;
 
 use crate::error::{source_error, CapacityError};
+pub use crate::error::{GzipError, GzipWarning};
 use crate::{Error, ErrorKind, Stage};
 use crc32fast::Hasher as Crc32;
-pub use crate::error::{GzipError, GzipWarning};
 
 /// Size of the inflate window: the deflate maximum distance, a power of two.
 pub const WINDOW_SIZE: usize = miniz_oxide::inflate::core::TINFL_LZ_DICT_SIZE;

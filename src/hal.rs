@@ -29,9 +29,8 @@
 //! arithmetic on them (`clippy::arithmetic_side_effects` is denied).
 #![deny(clippy::arithmetic_side_effects)]
 
-
-use crate::manifest::{Arch, UsageClass};
 pub use crate::error::{HalError, RegionId};
+use crate::manifest::{Arch, UsageClass};
 
 /// What a region is for and how it must be placed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

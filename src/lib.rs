@@ -79,10 +79,10 @@ pub mod manifest;
 pub mod npy;
 pub mod sim;
 pub mod tar;
-pub mod varlog;
 #[cfg(test)]
 #[allow(clippy::indexing_slicing)]
 mod testutil;
+pub mod varlog;
 
 pub use error::{Error, ErrorKind, Result, Stage, Status, Warning, WarningKind, WarningSink};
 

@@ -28,8 +28,8 @@
 
 use core::fmt;
 
-use crate::error::{CapacityError, Text};
 pub use crate::error::NpyError;
+use crate::error::{CapacityError, Text};
 
 /// The magic that opens every `.npy` file.
 pub const MAGIC: [u8; 6] = *b"\x93NUMPY";

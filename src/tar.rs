@@ -66,8 +66,8 @@ use core::fmt;
 use embedded_io::{BufRead, ErrorType, Read};
 
 use crate::error::{CapacityError, OffsetBase, Text};
-use crate::{Error, ErrorKind, Stage, Warning, WarningKind, WarningSink};
 pub use crate::error::{TarError, TarWarning};
+use crate::{Error, ErrorKind, Stage, Warning, WarningKind, WarningSink};
 
 /// Tar block size.
 pub const BLOCK_SIZE: usize = 512;

@@ -82,7 +82,9 @@ fn references(file: &SourceFile, modules: &BTreeSet<Vec<String>>) -> BTreeSet<Ve
             let start = from + at;
             from = start + anchor.len();
             // `crate::` inside `$crate::` or a longer identifier is not a path of this crate.
-            if start > 0 && (bytes[start - 1].is_ascii_alphanumeric() || bytes[start - 1] == b'_' || bytes[start - 1] == b'$') {
+            if start > 0
+                && (bytes[start - 1].is_ascii_alphanumeric() || bytes[start - 1] == b'_' || bytes[start - 1] == b'$')
+            {
                 continue;
             }
             for path in paths_at(&file.code[from..]) {
@@ -259,7 +261,9 @@ fn error_is_a_leaf() {
     let offenders: Vec<String> = edges
         .iter()
         .filter(|(m, _)| top(m) == "error")
-        .flat_map(|(m, refs)| refs.iter().filter(|r| top(r) != "error").map(move |r| format!("{} -> {}", names[m], r.join("::"))))
+        .flat_map(|(m, refs)| {
+            refs.iter().filter(|r| top(r) != "error").map(move |r| format!("{} -> {}", names[m], r.join("::")))
+        })
         .collect();
     assert!(offenders.is_empty(), "error must name no other module: {offenders:?}");
 }
@@ -300,10 +304,14 @@ fn the_files_of_one_directory_form_no_circle() {
 
 #[test]
 fn the_reader_sees_grouped_and_nested_paths() {
-    let modules: BTreeSet<Vec<String>> =
-        [vec!["error".to_string()], vec!["loader".into()], vec!["loader".into(), "dma".into()], vec!["manifest".into()]]
-            .into_iter()
-            .collect();
+    let modules: BTreeSet<Vec<String>> = [
+        vec!["error".to_string()],
+        vec!["loader".into()],
+        vec!["loader".into(), "dma".into()],
+        vec!["manifest".into()],
+    ]
+    .into_iter()
+    .collect();
     let file = SourceFile {
         module: vec!["loader".into(), "index".into()],
         rel: "loader/index.rs".into(),
@@ -326,6 +334,7 @@ fn a_circle_is_found() {
     let edges: BTreeMap<u8, BTreeSet<u8>> =
         [(1, [2].into()), (2, [3].into()), (3, [1].into()), (4, BTreeSet::new())].into_iter().collect();
     assert_eq!(find_circle(&edges), Some(vec![1, 2, 3, 1]));
-    let dag: BTreeMap<u8, BTreeSet<u8>> = [(1, [2, 3].into()), (2, [3].into()), (3, BTreeSet::new())].into_iter().collect();
+    let dag: BTreeMap<u8, BTreeSet<u8>> =
+        [(1, [2, 3].into()), (2, [3].into()), (3, BTreeSet::new())].into_iter().collect();
     assert_eq!(find_circle(&dag), None);
 }

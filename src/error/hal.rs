@@ -2,7 +2,6 @@
 
 use core::fmt;
 
-
 /// Why the device refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]

@@ -1,7 +1,6 @@
 //! What a manifest refuses and notices once it is valid JSON: the runtime's rules per key,
 //! with its wording (docs/format.md §12A), and the JSON types named in type errors.
 
-
 use super::Text;
 
 /// JSON value types, as named in type errors.

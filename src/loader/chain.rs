@@ -1,6 +1,5 @@
 //! Errors and warnings of the chain checks: what the manifests name against what the tar holds.
 
-
 pub use crate::error::{ChainError, ChainWarning, MemberText, ShortText};
 
 /// The runtime's checks on an instruction stream's size: a whole number of 64-byte slots

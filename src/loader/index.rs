@@ -12,11 +12,11 @@
 
 use super::dma::{DmaRefRec, NameTable};
 use crate::arena::{Arena, List, Reader, Record, Span, Writer, NIL};
+pub use crate::error::ManifestKind;
 use crate::error::{Error, ErrorKind};
 use crate::manifest::def::EngineKey;
 use crate::manifest::neff::KelfMark;
 use crate::manifest::{Arch, UsageClass};
-pub use crate::error::ManifestKind;
 
 /// Engine slots of a definition ([`crate::manifest::def::ENGINE_KEYS`]).
 pub(crate) const ENGINE_SLOTS: usize = crate::manifest::def::ENGINE_KEYS.len();

@@ -31,9 +31,7 @@ use crate::manifest::UsageClass;
 use crate::manifest::{DocFault, Document, Entry, EntryAt, ManifestWarning, MrType, Visitor};
 
 use super::chain::ChainWarning;
-use super::dma::{
-    block_refs, desc_refs, fingerprint, DmaRefRec, NameSpace, NameTable, RefKey, FINGERPRINT,
-};
+use super::dma::{block_refs, desc_refs, fingerprint, DmaRefRec, NameSpace, NameTable, RefKey, FINGERPRINT};
 use super::index::{CarveoutFacts, DefExt, Index};
 use super::report::LoadReport;
 

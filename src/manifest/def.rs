@@ -23,6 +23,7 @@
 
 use embedded_io::BufRead;
 
+use super::DocFault;
 use super::{
     semantic, warn, Arch, Carveout, CarveoutType, DefJson, DmaQueue, DmaRingType, Document, EngineType, Entry, EntryAt,
     Fp8ConversionInfo, KbinFp8ConvCfg, ManifestError, ManifestWarning, MrType, QueueKind, SbCarveout, UcodeLib, Var,
@@ -30,7 +31,6 @@ use super::{
 };
 use crate::error::Text;
 use crate::json::Tokenizer;
-use super::DocFault;
 use crate::{Error, Stage, WarningSink};
 
 /// Whether [`DefFacts::check_carveouts`] applies the cayman rules.

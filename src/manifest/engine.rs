@@ -15,13 +15,13 @@
 
 use embedded_io::BufRead;
 
+use super::DocFault;
 use super::{
     warn, CceSource, DefJson, DmaDesc, Document, EngineJson, EngineType, Entry, EntryAt, ManifestError,
     ManifestWarning, Visitor,
 };
 use crate::error::Text;
 use crate::json::Tokenizer;
-use super::DocFault;
 use crate::{Error, Stage, WarningSink};
 
 impl DefJson {
@@ -183,7 +183,11 @@ pub fn resolve_instr<'a>(
     match (def_instr, engine_instr) {
         (Some(d), Some(e)) => {
             if d != e {
-                let w = ManifestWarning::InstrMismatch { engine: engine.value(), def_instr: Text::new(d), engine_instr: Text::new(e) };
+                let w = ManifestWarning::InstrMismatch {
+                    engine: engine.value(),
+                    def_instr: Text::new(d),
+                    engine_instr: Text::new(e),
+                };
                 warn(sink, Stage::Engine, member, 0, EngineJson::KEY_INSTR, w);
             }
             Some(e)

@@ -35,7 +35,6 @@
 
 use core::fmt;
 
-
 pub mod def;
 pub mod doc;
 pub mod document;
@@ -44,13 +43,13 @@ pub mod kelf;
 pub mod neff;
 pub mod rt;
 
+pub use crate::error::{JsonType, ManifestError, ManifestWarning, Name, QueueKind, RequiredKey};
 pub use def::DefFacts;
 pub use def::TargetCheck;
 pub use document::Document;
 pub use kelf::KelfTarget;
-pub use rt::DocFault;
 pub use neff::{IoJoin, IoKind, IoTensor, KelfMark, NeffFacts};
-pub use crate::error::{JsonType, ManifestError, ManifestWarning, Name, QueueKind, RequiredKey};
+pub use rt::DocFault;
 
 neff_macros::schema!("schema");
 
@@ -206,8 +205,6 @@ pub struct LayoutInfo {
     /// Fields.
     pub fields: &'static [LayoutField],
 }
-
-
 
 /// The event-accelerator carveout offset the runtime requires on cayman.
 pub const EVTACCEL_OFFSET: u64 = 0x37FF8;

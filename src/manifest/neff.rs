@@ -29,15 +29,15 @@
 
 use embedded_io::BufRead;
 
+use super::DocFault;
 use super::{
     semantic, warn, Document, Entry, EntryAt, IoNodeInfo, ManifestError, ManifestWarning, NeffJson, Node, NodeAttrs,
     NrtDtype, Visitor, MAX_DIMS,
 };
 use crate::arena::{Arena, Span};
-use crate::varlog::{push_head, push_text, push_varint, Cursor};
 use crate::error::{ErrorKind, Text};
 use crate::json::Tokenizer;
-use super::DocFault;
+use crate::varlog::{push_head, push_text, push_varint, Cursor};
 use crate::{Error, Stage, WarningSink};
 
 /// The runtime's message for a KELF node whose `attrs.kelf` is not a string.
