@@ -124,10 +124,27 @@ pub const fn usage_index(usage: UsageClass) -> usize {
     }
 }
 
+/// What a device's own error tells the loader: the kind of refusal it stands for, which the
+/// loader reports (with its runtime status), as embedded-hal's `Error::kind` does. A backend
+/// keeps whatever detail it likes in its own type; [`HalError`] is its own kind.
+pub trait DeviceError: core::fmt::Debug {
+    /// The kind of refusal.
+    fn kind(&self) -> HalError;
+}
+
+impl DeviceError for HalError {
+    fn kind(&self) -> HalError {
+        *self
+    }
+}
+
 /// The accelerator, as the loader sees it.
 ///
 /// See the [module documentation](self) for the contract shared by every method.
 pub trait Hal {
+    /// The device's own error; the loader reports its [`DeviceError::kind`].
+    type Error: DeviceError;
+
     /// The device architecture, compared with the `kelf` target.
     fn arch(&self) -> Arch;
 
@@ -135,14 +152,14 @@ pub trait Hal {
     ///
     /// Errors: [`HalError::ZeroSize`], [`HalError::BadAlignment`], [`HalError::OutOfMemory`],
     /// or a backend limit such as [`HalError::RegionTableFull`].
-    fn alloc(&mut self, req: &AllocRequest) -> Result<RegionId, HalError>;
+    fn alloc(&mut self, req: &AllocRequest) -> Result<RegionId, Self::Error>;
 
     /// Writes `bytes` at `offset` bytes into `region`.
     ///
     /// Loaders write each region in order, chunk after chunk; a backend may require it
     /// ([`HalError::OutOfOrderWrite`]). A chunk that would end past the region is refused
     /// whole ([`HalError::OutOfBounds`]).
-    fn write(&mut self, region: RegionId, offset: u64, bytes: &[u8]) -> Result<(), HalError>;
+    fn write(&mut self, region: RegionId, offset: u64, bytes: &[u8]) -> Result<(), Self::Error>;
 
     /// Gives the whole `staged` region the role described by `req`, and returns its new id.
     ///
@@ -152,13 +169,13 @@ pub trait Hal {
     /// ([`HalError::AdoptTooSmall`]); bytes past the staged size are zero.
     ///
     /// On success `staged` is consumed: it behaves as released. On error it is untouched.
-    fn adopt(&mut self, staged: RegionId, req: &AllocRequest) -> Result<RegionId, HalError>;
+    fn adopt(&mut self, staged: RegionId, req: &AllocRequest) -> Result<RegionId, Self::Error>;
 
     /// Frees `region`. Its id is never valid again.
-    fn release(&mut self, region: RegionId) -> Result<(), HalError>;
+    fn release(&mut self, region: RegionId) -> Result<(), Self::Error>;
 
     /// The device address of `region` (for the load report and descriptors).
-    fn address(&self, region: RegionId) -> Result<u64, HalError>;
+    fn address(&self, region: RegionId) -> Result<u64, Self::Error>;
 
     /// The architecture the load's target gate compares with: [`Hal::arch`], or `None` for a
     /// device that stands for no hardware ([`NullDevice`] without an arch).
@@ -194,6 +211,8 @@ impl NullDevice {
 }
 
 impl Hal for NullDevice {
+    type Error = HalError;
+
     fn arch(&self) -> Arch {
         // Only reached through `device_arch`, which this device overrides; any value serves.
         self.arch.unwrap_or(Arch::Cayman)
@@ -232,27 +251,29 @@ impl Hal for NullDevice {
 }
 
 impl<H: Hal + ?Sized> Hal for &mut H {
+    type Error = H::Error;
+
     fn arch(&self) -> Arch {
         (**self).arch()
     }
 
-    fn alloc(&mut self, req: &AllocRequest) -> Result<RegionId, HalError> {
+    fn alloc(&mut self, req: &AllocRequest) -> Result<RegionId, H::Error> {
         (**self).alloc(req)
     }
 
-    fn write(&mut self, region: RegionId, offset: u64, bytes: &[u8]) -> Result<(), HalError> {
+    fn write(&mut self, region: RegionId, offset: u64, bytes: &[u8]) -> Result<(), H::Error> {
         (**self).write(region, offset, bytes)
     }
 
-    fn adopt(&mut self, staged: RegionId, req: &AllocRequest) -> Result<RegionId, HalError> {
+    fn adopt(&mut self, staged: RegionId, req: &AllocRequest) -> Result<RegionId, H::Error> {
         (**self).adopt(staged, req)
     }
 
-    fn release(&mut self, region: RegionId) -> Result<(), HalError> {
+    fn release(&mut self, region: RegionId) -> Result<(), H::Error> {
         (**self).release(region)
     }
 
-    fn address(&self, region: RegionId) -> Result<u64, HalError> {
+    fn address(&self, region: RegionId) -> Result<u64, H::Error> {
         (**self).address(region)
     }
 

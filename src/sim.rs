@@ -497,6 +497,8 @@ impl<'m, const REGIONS: usize, const STREAMS: usize> SimDevice<'m, REGIONS, STRE
 }
 
 impl<const REGIONS: usize, const STREAMS: usize> Hal for SimDevice<'_, REGIONS, STREAMS> {
+    type Error = HalError;
+
     fn arch(&self) -> Arch {
         self.arch
     }

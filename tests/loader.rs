@@ -1164,6 +1164,8 @@ struct Turning<'m> {
 }
 
 impl neff::hal::Hal for Turning<'_> {
+    type Error = neff::hal::HalError;
+
     fn arch(&self) -> Arch {
         if self.allocated {
             self.after
@@ -1191,6 +1193,75 @@ impl neff::hal::Hal for Turning<'_> {
     fn address(&self, r: neff::hal::RegionId) -> Result<u64, neff::hal::HalError> {
         self.dev.address(r)
     }
+}
+
+/// A device with an error type of its own (an errno, as a C driver returns), which refuses
+/// its third allocation: the loader reports the refusal's kind, as embedded-hal's `kind()`.
+struct Errno<'m> {
+    dev: SimDevice<'m>,
+    allocs: u32,
+}
+
+/// A driver's error: its own code, and the kind it stands for.
+#[derive(Debug)]
+struct DriverError {
+    errno: i32,
+}
+
+impl neff::hal::DeviceError for DriverError {
+    fn kind(&self) -> neff::hal::HalError {
+        match self.errno {
+            12 => neff::hal::HalError::OutOfMemory { requested: 0, align: 0, free: 0, largest_free: 0 },
+            _ => neff::hal::HalError::IdsExhausted,
+        }
+    }
+}
+
+impl neff::hal::Hal for Errno<'_> {
+    type Error = DriverError;
+
+    fn arch(&self) -> Arch {
+        self.dev.arch()
+    }
+    fn alloc(&mut self, req: &neff::hal::AllocRequest) -> Result<neff::hal::RegionId, DriverError> {
+        self.allocs += 1;
+        if self.allocs == 3 {
+            return Err(DriverError { errno: 12 });
+        }
+        self.dev.alloc(req).map_err(|_| DriverError { errno: 5 })
+    }
+    fn write(&mut self, r: neff::hal::RegionId, off: u64, bytes: &[u8]) -> Result<(), DriverError> {
+        self.dev.write(r, off, bytes).map_err(|_| DriverError { errno: 5 })
+    }
+    fn adopt(
+        &mut self,
+        staged: neff::hal::RegionId,
+        req: &neff::hal::AllocRequest,
+    ) -> Result<neff::hal::RegionId, DriverError> {
+        self.dev.adopt(staged, req).map_err(|_| DriverError { errno: 5 })
+    }
+    fn release(&mut self, r: neff::hal::RegionId) -> Result<(), DriverError> {
+        self.dev.release(r).map_err(|_| DriverError { errno: 5 })
+    }
+    fn address(&self, r: neff::hal::RegionId) -> Result<u64, DriverError> {
+        self.dev.address(r).map_err(|_| DriverError { errno: 5 })
+    }
+}
+
+#[test]
+fn a_device_error_of_its_own_type_is_reported_by_its_kind() {
+    let Some(bytes) = common::fixture_bytes("public/nkipy/matmul_small.neff") else { return };
+    let mut memory = vec![0u8; 32 << 20];
+    let mut dev = Errno { dev: SimDevice::new(&mut memory, Arch::Cayman), allocs: 0 };
+    let mut sink = |_: &Warning| {};
+    let mut archive =
+        Archive::<&[u8]>::open(&bytes, Some(bytes.len() as u64), &OpenOptions::default(), &mut sink).unwrap();
+    let (result, _) = run(&mut archive, Some(&mut dev), None, LoadOptions::default(), TEST_ARENA, &mut sink);
+    let e = result.unwrap_err();
+    assert_eq!(e.stage, Stage::Hal);
+    assert!(matches!(e.kind, ErrorKind::Hal(neff::hal::HalError::OutOfMemory { .. })), "{e:?}");
+    assert!(!e.member.is_empty(), "the member being placed is named: {e:?}");
+    assert_eq!(e.status(), neff::Status::Resource);
 }
 
 #[test]

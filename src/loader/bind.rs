@@ -20,7 +20,7 @@ use super::walk::stage_of;
 use super::{Counting, Loader, Observer};
 use crate::arena::{List, NIL};
 use crate::error::{CapacityError, Error, ErrorKind, Stage, Text, Warning, WarningKind, WarningSink};
-use crate::hal::{AllocRequest, Hal, RegionId, USAGE_CLASS_COUNT};
+use crate::hal::{AllocRequest, DeviceError, Hal, RegionId, USAGE_CLASS_COUNT};
 use crate::manifest::def::{EngineKey, TargetCheck, ENGINE_KEYS};
 use crate::manifest::{
     DefJson, EngineJson, EngineType, Graph, Kelf, ManifestError, ManifestWarning, NeffJson, Node, NodeAttrs,
@@ -368,7 +368,7 @@ impl Loader<'_> {
         let state = PayloadState::from_code(p.state);
         let Some(role) = self.role_of(member) else {
             if p.region != NIL {
-                hal.release(RegionId(p.region)).map_err(|e| fail(Stage::Hal, ErrorKind::Hal(e)))?;
+                hal.release(RegionId(p.region)).map_err(|e| fail(Stage::Hal, ErrorKind::Hal(e.kind())))?;
             }
             p.region = NIL;
             p.state = PayloadState::Released.code();
@@ -394,14 +394,14 @@ impl Loader<'_> {
         // Staged payloads take their role now; a payload placed on arrival is placed again if
         // the full chain gives it another class, core or alignment.
         let usage = super::index::usage_code(role.usage);
-        let address = |hal: &H| hal.address(RegionId(p.region)).map_err(|e| fail(Stage::Hal, ErrorKind::Hal(e)));
+        let address = |hal: &H| hal.address(RegionId(p.region)).map_err(|e| fail(Stage::Hal, ErrorKind::Hal(e.kind())));
         let misplaced = state == PayloadState::Staged
             || p.usage != usage
             || p.core != role.core
             || (p.region != NIL && address(hal)?.checked_rem(role.align) != Some(0));
         if misplaced && p.region != NIL {
             let req = AllocRequest { size: p.len, align: role.align, usage: role.usage, core: role.core };
-            let region = hal.adopt(RegionId(p.region), &req).map_err(|e| fail(Stage::Hal, ErrorKind::Hal(e)))?;
+            let region = hal.adopt(RegionId(p.region), &req).map_err(|e| fail(Stage::Hal, ErrorKind::Hal(e.kind())))?;
             p.region = region.0;
         }
         if state == PayloadState::Staged {
@@ -522,9 +522,9 @@ impl Loader<'_> {
             let state = PayloadState::from_code(p.state);
             let region = (p.region != NIL).then_some(RegionId(p.region));
             let address = match region {
-                Some(r) => {
-                    Some(hal.address(r).map_err(|e| Error::in_member(Stage::Hal, member, 0, ErrorKind::Hal(e)))?)
-                }
+                Some(r) => Some(
+                    hal.address(r).map_err(|e| Error::in_member(Stage::Hal, member, 0, ErrorKind::Hal(e.kind())))?,
+                ),
                 None => None,
             };
             let entry = PayloadReport {

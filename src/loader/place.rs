@@ -392,8 +392,8 @@ fn npy_header_error(member: &str, e: NpyError) -> Error {
 }
 
 /// A HAL error while placing `member`.
-pub(crate) fn hal_error(member: &str, offset: u64, e: crate::hal::HalError) -> Error {
-    Error::in_member(Stage::Hal, member, offset, ErrorKind::Hal(e))
+pub(crate) fn hal_error(member: &str, offset: u64, e: impl crate::hal::DeviceError) -> Error {
+    Error::in_member(Stage::Hal, member, offset, ErrorKind::Hal(e.kind()))
 }
 
 #[cfg(test)]

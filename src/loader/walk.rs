@@ -24,7 +24,7 @@ use crate::arena::Arena;
 use crate::arena::NIL;
 use crate::digest::Digest64;
 use crate::error::{Error, ErrorKind, Stage, Warning, WarningKind, WarningSink};
-use crate::hal::{AllocRequest, Hal, RegionId};
+use crate::hal::{AllocRequest, DeviceError, Hal, RegionId};
 use crate::manifest::kelf::KelfTarget;
 use crate::manifest::neff::{kelf_mark, kelf_member, IoJoin};
 use crate::manifest::UsageClass;
@@ -225,7 +225,7 @@ impl<R: BufRead<Error = Error>, H: Hal> BufRead for Tee<'_, R, H> {
                 let bytes = chunk.get(..amt).unwrap_or(chunk);
                 if let (Some(region), None) = (self.region, self.hal_error) {
                     if let Err(e) = self.hal.write(region, self.written, bytes) {
-                        self.hal_error = Some((e, self.written));
+                        self.hal_error = Some((e.kind(), self.written));
                     }
                 }
                 self.digest.update(bytes);

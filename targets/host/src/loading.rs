@@ -642,6 +642,8 @@ impl LearntArch<'_, '_> {
 }
 
 impl Hal for LearntArch<'_, '_> {
+    type Error = neff::hal::HalError;
+
     fn arch(&self) -> Arch {
         self.current().0
     }

@@ -168,6 +168,8 @@ impl<'t> DigestDevice<'t> {
 }
 
 impl Hal for DigestDevice<'_> {
+    type Error = neff::hal::HalError;
+
     fn arch(&self) -> Arch {
         self.arch
     }
