@@ -30,7 +30,7 @@
 #![deny(clippy::arithmetic_side_effects)]
 
 pub use crate::error::{HalError, RegionId};
-use crate::manifest::{Arch, UsageClass};
+use crate::vocab::{Arch, UsageClass};
 
 /// What a region is for and how it must be placed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

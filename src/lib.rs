@@ -83,6 +83,7 @@ pub mod tar;
 #[allow(clippy::indexing_slicing)]
 mod testutil;
 pub mod varlog;
+pub mod vocab;
 
 pub use error::{Error, ErrorKind, Result, Stage, Status, Warning, WarningKind, WarningSink};
 

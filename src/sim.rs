@@ -52,7 +52,7 @@ use core::fmt;
 
 use crate::digest::{digest64, Digest64};
 use crate::hal::{usage_index, AllocRequest, Hal, HalError, RegionId, USAGE_CLASS_COUNT};
-use crate::manifest::{Arch, UsageClass};
+use crate::vocab::{Arch, UsageClass};
 
 /// The region-table capacity of a plain `SimDevice`.
 pub const DEFAULT_REGIONS: usize = 128;

@@ -3,7 +3,8 @@
 //! and `super::` paths of every file of `src/` (test modules left out) and fail on:
 //!
 //! - a layer module (anything outside `src/loader/`) that names the loader;
-//! - `error` naming any other module of the crate;
+//! - `error` or `vocab` (the schema's shared enums) naming any other module of the crate;
+//! - the device layer (`hal`, `sim`) naming the manifest tier;
 //! - a circle between the crate's top-level modules;
 //! - a circle between the files of one directory (`src/loader/`, `src/manifest/`, ...), a file's
 //!   own parent module (`mod.rs`, which declares and re-exports it) aside.
@@ -255,17 +256,32 @@ fn no_layer_module_names_the_loader() {
 }
 
 #[test]
-fn error_is_a_leaf() {
+fn error_and_vocab_are_leaves() {
     let (edges, names) = graph();
     let names = &names;
-    let offenders: Vec<String> = edges
-        .iter()
-        .filter(|(m, _)| top(m) == "error")
-        .flat_map(|(m, refs)| {
-            refs.iter().filter(|r| top(r) != "error").map(move |r| format!("{} -> {}", names[m], r.join("::")))
-        })
-        .collect();
-    assert!(offenders.is_empty(), "error must name no other module: {offenders:?}");
+    for leaf in ["error", "vocab"] {
+        let offenders: Vec<String> = edges
+            .iter()
+            .filter(|(m, _)| top(m) == leaf)
+            .flat_map(|(m, refs)| {
+                refs.iter().filter(|r| top(r) != leaf).map(move |r| format!("{} -> {}", names[m], r.join("::")))
+            })
+            .collect();
+        assert!(offenders.is_empty(), "{leaf} must name no other module: {offenders:?}");
+    }
+}
+
+#[test]
+fn the_device_layer_does_not_reach_into_the_manifest_tier() {
+    let (edges, _) = graph();
+    for device in [vec!["hal".to_string()], vec!["sim".to_string()]] {
+        let refs = &edges[&device];
+        assert!(refs.iter().all(|r| top(r) != "manifest"), "{device:?} names the manifest tier: {refs:?}");
+        assert!(
+            refs.iter().any(|r| top(r) == "vocab"),
+            "{device:?} should take Arch and UsageClass from vocab: {refs:?}"
+        );
+    }
 }
 
 #[test]

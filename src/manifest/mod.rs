@@ -51,6 +51,8 @@ pub use kelf::KelfTarget;
 pub use neff::{IoJoin, IoKind, IoTensor, KelfMark, NeffFacts};
 pub use rt::DocFault;
 
+pub use crate::vocab::*;
+
 neff_macros::schema!("schema");
 
 /// Bytes of the tokenizer's string scratch a manifest reader needs: the longest string any

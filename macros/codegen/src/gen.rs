@@ -965,7 +965,26 @@ impl Checked<'_> {
     }
 
     /// Every generated item.
+    /// Every item: [`Checked::generate_enums`] and [`Checked::generate_readers`].
     pub fn generate(&self) -> TokenStream {
+        let mut out = self.generate_enums();
+        out.extend(self.generate_readers());
+        out
+    }
+
+    /// The discriminator enums alone: they name nothing of the crate, so they can be expanded
+    /// in a leaf module that every layer may use (the device's `Arch` and `UsageClass`).
+    pub fn generate_enums(&self) -> TokenStream {
+        let mut out = TokenStream::new();
+        for (_, e) in self.enums.values() {
+            out.extend(self.gen_enum(e));
+        }
+        out
+    }
+
+    /// Everything but the enums: capacities, entries, layouts, objects and their readers, the
+    /// key tables. Expanded inside `neff::manifest`, with the enums in scope.
+    pub fn generate_readers(&self) -> TokenStream {
         let mut out = TokenStream::new();
         let caps: Vec<TokenStream> = self
             .caps
@@ -1004,9 +1023,6 @@ impl Checked<'_> {
             }
         });
         out.extend(self.gen_entry());
-        for (_, e) in self.enums.values() {
-            out.extend(self.gen_enum(e));
-        }
         for (_, l) in self.layouts.values() {
             out.extend(self.gen_layout(l));
         }

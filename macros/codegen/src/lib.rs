@@ -21,11 +21,27 @@ pub fn generate(files: &[SchemaFile]) -> Result<TokenStream, SchemaError> {
     Ok(gen::check(files)?.generate())
 }
 
-/// Loads `dir` (every `*.toml`, sorted), generates every item, and adds one
+/// Which items of a schema to expand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    /// Every item.
+    All,
+    /// The discriminator enums alone (a leaf module's).
+    Enums,
+    /// Everything but the enums (the manifest tier's).
+    Readers,
+}
+
+/// Loads `dir` (every `*.toml`, sorted), generates `part`'s items, and adds one
 /// `include_bytes!` per file so that editing a schema file rebuilds the crate.
-pub fn expand_dir(dir: &Path, display_prefix: &str) -> Result<TokenStream, SchemaError> {
+pub fn expand_dir(dir: &Path, display_prefix: &str, part: Part) -> Result<TokenStream, SchemaError> {
     let files = model::load_dir(dir, display_prefix)?;
-    let mut out = generate(&files)?;
+    let checked = gen::check(&files)?;
+    let mut out = match part {
+        Part::All => checked.generate(),
+        Part::Enums => checked.generate_enums(),
+        Part::Readers => checked.generate_readers(),
+    };
     for f in &files {
         let p = f.path.to_string_lossy().into_owned();
         out.extend(quote!(
