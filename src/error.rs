@@ -359,21 +359,29 @@ pub struct Error {
 
 impl Error {
     /// An error at `offset` bytes into the file, outside any member.
+    #[cold]
+    #[inline(never)]
     pub fn at_file(stage: Stage, offset: u64, kind: ErrorKind) -> Self {
         Self { stage, member: Text::EMPTY, key_path: Text::EMPTY, offset, offset_base: OffsetBase::File, kind }
     }
 
     /// An error at `offset` bytes into the inflated tar stream.
+    #[cold]
+    #[inline(never)]
     pub fn at_archive(stage: Stage, offset: u64, kind: ErrorKind) -> Self {
         Self { offset_base: OffsetBase::Archive, ..Self::at_file(stage, offset, kind) }
     }
 
     /// An error at `offset` bytes into the body of `member`.
+    #[cold]
+    #[inline(never)]
     pub fn in_member(stage: Stage, member: &str, offset: u64, kind: ErrorKind) -> Self {
         Self { member: Text::new(member), offset_base: OffsetBase::Member, ..Self::at_file(stage, offset, kind) }
     }
 
     /// An error about `member` as a whole, at no byte of it (a chain check, a device refusal).
+    #[cold]
+    #[inline(never)]
     pub fn about_member(stage: Stage, member: &str, kind: ErrorKind) -> Self {
         Self { offset_base: OffsetBase::None, ..Self::in_member(stage, member, 0, kind) }
     }
@@ -384,12 +392,16 @@ impl Error {
     }
 
     /// The same error with a key path attached.
+    #[cold]
+    #[inline(never)]
     pub fn with_key_path(mut self, path: &str) -> Self {
         self.key_path = Text::new(path);
         self
     }
 
     /// The same error with a member name attached.
+    #[cold]
+    #[inline(never)]
     pub fn with_member(mut self, member: &str) -> Self {
         self.member = Text::new(member);
         self
@@ -498,21 +510,29 @@ pub struct Warning {
 
 impl Warning {
     /// A warning outside any member, at a file offset.
+    #[cold]
+    #[inline(never)]
     pub fn at_file(stage: Stage, offset: u64, kind: WarningKind) -> Self {
         Self { stage, member: Text::EMPTY, key_path: Text::EMPTY, offset, offset_base: OffsetBase::File, kind }
     }
 
     /// A warning about `member` as a whole, at no byte of it.
+    #[cold]
+    #[inline(never)]
     pub fn about_member(stage: Stage, member: &str, kind: WarningKind) -> Self {
         Self { offset_base: OffsetBase::None, ..Self::in_member(stage, member, 0, kind) }
     }
 
     /// A warning about `member`, at an offset in its body.
+    #[cold]
+    #[inline(never)]
     pub fn in_member(stage: Stage, member: &str, offset: u64, kind: WarningKind) -> Self {
         Self { member: Text::new(member), offset_base: OffsetBase::Member, ..Self::at_file(stage, offset, kind) }
     }
 
     /// The same warning with a key path attached.
+    #[cold]
+    #[inline(never)]
     pub fn with_key_path(mut self, path: &str) -> Self {
         self.key_path = Text::new(path);
         self

@@ -110,11 +110,15 @@ impl EntryAt<'_> {
     }
 
     /// An error about this element (its stage, member, key path and offset).
+    #[cold]
+    #[inline(never)]
     pub fn error(&self, kind: crate::ErrorKind) -> DocFault {
         DocFault::new(self.offset, kind)
     }
 
     /// An error about key `key` of this element (`var.x` and `size`: `var.x.size`).
+    #[cold]
+    #[inline(never)]
     pub fn key_error(&self, key: &'static str, e: ManifestError) -> DocFault {
         self.error(crate::ErrorKind::Manifest(e)).about(key)
     }

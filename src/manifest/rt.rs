@@ -176,6 +176,8 @@ impl ErrCtx<'_> {
 
     /// The crate error for `f`, a failure of this read: the stage, member and key path (with
     /// the fault's own key, if it names one) added once.
+    #[cold]
+    #[inline(never)]
     pub fn attach(&self, f: DocFault) -> Error {
         match f.key {
             None => self.error(f.offset, f.kind),
@@ -221,6 +223,8 @@ impl DocFault {
 }
 
 impl From<Fault> for DocFault {
+    #[cold]
+    #[inline(never)]
     fn from(f: Fault) -> Self {
         Self::new(f.offset, f.kind)
     }
@@ -260,15 +264,21 @@ impl<'a, R: BufRead, const S: usize, const D: u16> Cx<'a, R, S, D> {
     }
 
     /// An error of `kind` at the tokenizer's current offset.
+    #[cold]
+    #[inline(never)]
     pub fn error(&self, kind: ErrorKind) -> DocFault {
         DocFault::new(self.tok.offset(), kind)
     }
 
     /// A manifest error at the tokenizer's current offset.
+    #[cold]
+    #[inline(never)]
     pub fn manifest_error(&self, e: ManifestError) -> DocFault {
         self.error(ErrorKind::Manifest(e))
     }
 
+    #[cold]
+    #[inline(never)]
     fn issue(&self, issue: Issue, lim: Lim) -> DocFault {
         let kind = match issue {
             Issue::WrongType { expected, found } => {
