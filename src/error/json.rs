@@ -140,9 +140,10 @@ pub enum JsonError {
     },
     /// The input ended inside the document (this includes an empty document).
     UnexpectedEnd,
-    /// Containers nest deeper than the tokenizer's `DEPTH`.
+    /// Containers nest deeper than the tokenizer's depth limit.
     DepthLimit {
-        /// The tokenizer's `DEPTH`: the most containers open at once.
+        /// The tokenizer's depth limit (as applied, at most 256): the most containers open
+        /// at once.
         limit: u16,
     },
     /// A `\` escape other than `\" \\ \/ \b \f \n \r \t \uXXXX`, or a `\u` without four hex digits.
