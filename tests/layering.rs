@@ -10,6 +10,7 @@
 //!
 //! So the 17-file circle this crate once had (`error.rs` named every layer's kinds, every layer
 //! named `error.rs`) cannot come back unnoticed.
+#![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -173,8 +174,11 @@ fn longest_module(path: &[String], modules: &BTreeSet<Vec<String>>) -> Option<Ve
     (1..=path.len()).rev().map(|n| path[..n].to_vec()).find(|p| modules.contains(p))
 }
 
+/// Module -> the modules it names.
+type Edges = BTreeMap<Vec<String>, BTreeSet<Vec<String>>>;
+
 /// The edges between files: module -> the modules it names (itself left out).
-fn graph() -> (BTreeMap<Vec<String>, BTreeSet<Vec<String>>>, BTreeMap<Vec<String>, String>) {
+fn graph() -> (Edges, BTreeMap<Vec<String>, String>) {
     let files = sources();
     let modules: BTreeSet<Vec<String>> = files.iter().map(|f| f.module.clone()).collect();
     let mut edges = BTreeMap::new();
