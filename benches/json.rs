@@ -200,7 +200,7 @@ struct VarRow {
 }
 
 /// (a): every event, touching its text.
-fn walk_all<R: BufRead>(tok: &mut Tokenizer<256, 128>, src: &mut R) -> u64 {
+fn walk_all<R: BufRead>(tok: &mut Tokenizer<'_>, src: &mut R) -> u64 {
     tok.reset();
     let mut checksum = 0u64;
     loop {
@@ -214,7 +214,7 @@ fn walk_all<R: BufRead>(tok: &mut Tokenizer<256, 128>, src: &mut R) -> u64 {
 }
 
 /// (b): the consumed keys by hand, as the generated parser will read them.
-fn consumed_keys<R: BufRead>(tok: &mut Tokenizer<256, 128>, src: &mut R, rows: &mut Vec<VarRow>) {
+fn consumed_keys<R: BufRead>(tok: &mut Tokenizer<'_>, src: &mut R, rows: &mut Vec<VarRow>) {
     tok.reset();
     rows.clear();
     tok.begin_object(src).unwrap();
@@ -294,7 +294,9 @@ fn main() {
     let mb = doc.len() as f64 / 1e6;
     println!("document: {:.1} MB, {VARS} vars", mb);
 
-    let mut tok = Box::new(Tokenizer::<256, 128>::new());
+    let mut tok_scratch = [0; 256];
+
+    let mut tok = Tokenizer::new(&mut tok_scratch, 128);
     let mut rows = Vec::with_capacity(VARS);
 
     // Both readers must agree with serde_json before anything is timed.
@@ -310,12 +312,14 @@ fn main() {
     let mut walk = || {
         black_box(walk_all(&mut tok, &mut black_box(&doc_ref[..])));
     };
-    let mut tok_b = Box::new(Tokenizer::<256, 128>::new());
+    let mut tok_b_scratch = [0; 256];
+    let mut tok_b = Tokenizer::new(&mut tok_b_scratch, 128);
     let mut consumed = || {
         consumed_keys(&mut tok_b, &mut black_box(&doc_ref[..]), &mut rows);
         black_box(&rows);
     };
-    let mut tok_b32k = Box::new(Tokenizer::<256, 128>::new());
+    let mut tok_b32k_scratch = [0; 256];
+    let mut tok_b32k = Tokenizer::new(&mut tok_b32k_scratch, 128);
     let mut rows_b32k = Vec::with_capacity(VARS);
     let mut consumed_32k = || {
         consumed_keys(&mut tok_b32k, &mut Chunked::<32768> { data: black_box(doc_ref), pos: 0 }, &mut rows_b32k);

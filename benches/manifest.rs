@@ -137,7 +137,8 @@ fn main() {
             let doc = generate(VARS - 1000);
             let mb = doc.len() as f64 / 1e6;
             let mut big = DefJson::default();
-            let mut tok = Tokenizer::<{ neff::manifest::STRING_SCRATCH }, 128>::new();
+            let mut scratch = vec![0; neff::manifest::STRING_SCRATCH];
+            let mut tok = Tokenizer::new(&mut scratch, neff::manifest::DEPTH_LIMIT);
             let mut count = CountVars::default();
             let runs = 7;
 

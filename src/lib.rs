@@ -39,7 +39,8 @@
 //! // `archive`: keep it in a long-lived frame or a static cell on a small target.
 //! let mut archive = Archive::open(neff_bytes, Some(neff_bytes.len() as u64), &OpenOptions::default(), &mut sink)?;
 //! let mut device: SimDevice = SimDevice::digest_only(64 << 30, Arch::Cayman);
-//! let mut arena = [0u8; 16 * 1024];
+//! // The tokenizer's string scratch, then what binding keeps (see `Storage::arena`).
+//! let mut arena = [0u8; neff::manifest::STRING_SCRATCH + 16 * 1024];
 //! let mut loader = Loader::new(&mut arena, LoadOptions { allow_legacy: false });
 //! let mut report = LoadReport::new();
 //! let mut placements = Placements(0);

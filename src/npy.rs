@@ -38,7 +38,9 @@ pub const MAGIC: [u8; 6] = *b"\x93NUMPY";
 /// header, enough for any shape of a few dozen dimensions.
 pub const DEFAULT_HEADER_CAP: usize = 256;
 
-/// The most dimensions a header may hold (the runtime's `io_node_info_t` keeps 32).
+/// The most dimensions a header may hold (the runtime's `io_node_info_t` keeps 32); more is
+/// a [`CapacityError`] naming `MAX_DIMS`. Fixed rather than a parameter: a smaller bound
+/// would save a few hundred bytes of one header at most, and no caller wants one.
 pub const MAX_DIMS_LIMIT: usize = 32;
 
 /// Byte order of the array data, from the first character of `descr`.
@@ -178,7 +180,7 @@ pub struct NpyVersion {
 /// A parsed `.npy` header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct NpyHeader<const MAX_DIMS: usize = MAX_DIMS_LIMIT> {
+pub struct NpyHeader {
     /// The format version.
     pub version: NpyVersion,
     /// The element type.
@@ -187,11 +189,11 @@ pub struct NpyHeader<const MAX_DIMS: usize = MAX_DIMS_LIMIT> {
     pub fortran_order: bool,
     /// Bytes from the start of the file to the first byte of array data.
     pub data_offset: u64,
-    dims: [u64; MAX_DIMS],
+    dims: [u64; MAX_DIMS_LIMIT],
     ndim: u8,
 }
 
-impl<const MAX_DIMS: usize> NpyHeader<MAX_DIMS> {
+impl NpyHeader {
     /// The dimensions; empty for a scalar.
     pub fn shape(&self) -> &[u64] {
         self.dims.get(..usize::from(self.ndim)).unwrap_or(&[])
@@ -211,7 +213,10 @@ impl<const MAX_DIMS: usize> NpyHeader<MAX_DIMS> {
 /// What a chunk fed to [`NpyParser::feed`] gave.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum NpyFeed<const MAX_DIMS: usize = MAX_DIMS_LIMIT> {
+// `Complete` carries the header by value (no heap to box it into); the size is what the
+// generic default had, where the lint did not look.
+#[allow(clippy::large_enum_variant)]
+pub enum NpyFeed {
     /// The whole chunk was header; feed more.
     NeedMore,
     /// The header is complete. The first `header_bytes` of this chunk were header; the
@@ -219,7 +224,7 @@ pub enum NpyFeed<const MAX_DIMS: usize = MAX_DIMS_LIMIT> {
     /// (`header_bytes == 0`).
     Complete {
         /// The header.
-        header: NpyHeader<MAX_DIMS>,
+        header: NpyHeader,
         /// How many bytes of this chunk belonged to the header.
         header_bytes: usize,
     },
@@ -227,34 +232,29 @@ pub enum NpyFeed<const MAX_DIMS: usize = MAX_DIMS_LIMIT> {
 
 /// Parses a `.npy` header from chunks; see the [module documentation](self).
 ///
-/// `HEADER_CAP` bounds the dict's length in bytes, `MAX_DIMS` (at most
-/// [`MAX_DIMS_LIMIT`]) the number of dimensions. `size_of::<NpyParser>()` with the defaults
-/// (256, 32) is 584 bytes on a 64-bit host and 568 on thumbv7em: the dict buffer plus one
+/// `HEADER_CAP` bounds the dict's length in bytes, [`MAX_DIMS_LIMIT`] the number of
+/// dimensions. `size_of::<NpyParser>()` with the default (256) is 584 bytes on a 64-bit host and 568 on thumbv7em: the dict buffer plus one
 /// [`NpyHeader`] (272 bytes).
 #[derive(Debug, Clone)]
-pub struct NpyParser<const HEADER_CAP: usize = DEFAULT_HEADER_CAP, const MAX_DIMS: usize = MAX_DIMS_LIMIT> {
+pub struct NpyParser<const HEADER_CAP: usize = DEFAULT_HEADER_CAP> {
     preamble: [u8; 12],
     preamble_len: usize,
     dict: [u8; HEADER_CAP],
     dict_len: usize,
     header_len: Option<usize>,
     consumed: u64,
-    outcome: Option<Result<NpyHeader<MAX_DIMS>, NpyError>>,
+    outcome: Option<Result<NpyHeader, NpyError>>,
 }
 
-impl<const HEADER_CAP: usize, const MAX_DIMS: usize> Default for NpyParser<HEADER_CAP, MAX_DIMS> {
+impl<const HEADER_CAP: usize> Default for NpyParser<HEADER_CAP> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<const HEADER_CAP: usize, const MAX_DIMS: usize> NpyParser<HEADER_CAP, MAX_DIMS> {
-    const DIMS_WITHIN_LIMIT: () = assert!(MAX_DIMS <= MAX_DIMS_LIMIT, "MAX_DIMS must be at most 32");
-
+impl<const HEADER_CAP: usize> NpyParser<HEADER_CAP> {
     /// A parser at the first byte of a `.npy` file.
     pub fn new() -> Self {
-        #[allow(clippy::let_unit_value)]
-        let () = Self::DIMS_WITHIN_LIMIT;
         Self {
             preamble: [0; 12],
             preamble_len: 0,
@@ -269,7 +269,7 @@ impl<const HEADER_CAP: usize, const MAX_DIMS: usize> NpyParser<HEADER_CAP, MAX_D
     /// Feeds the next chunk of the file.
     ///
     /// Errors are sticky: after one, every call returns it again.
-    pub fn feed(&mut self, chunk: &[u8]) -> Result<NpyFeed<MAX_DIMS>, NpyError> {
+    pub fn feed(&mut self, chunk: &[u8]) -> Result<NpyFeed, NpyError> {
         match self.outcome {
             Some(Ok(header)) => return Ok(NpyFeed::Complete { header, header_bytes: 0 }),
             Some(Err(e)) => return Err(e),
@@ -283,7 +283,7 @@ impl<const HEADER_CAP: usize, const MAX_DIMS: usize> NpyParser<HEADER_CAP, MAX_D
     }
 
     /// The header, at the end of the member: [`NpyError::Truncated`] if it never completed.
-    pub fn finish(&self) -> Result<NpyHeader<MAX_DIMS>, NpyError> {
+    pub fn finish(&self) -> Result<NpyHeader, NpyError> {
         match self.outcome {
             Some(outcome) => outcome,
             None if self.preamble_len < MAGIC.len()
@@ -322,7 +322,7 @@ impl<const HEADER_CAP: usize, const MAX_DIMS: usize> NpyParser<HEADER_CAP, MAX_D
         }
     }
 
-    fn consume(&mut self, chunk: &[u8]) -> Result<NpyFeed<MAX_DIMS>, NpyError> {
+    fn consume(&mut self, chunk: &[u8]) -> Result<NpyFeed, NpyError> {
         let mut rest = chunk;
         while self.header_len.is_none() && !rest.is_empty() {
             let want = self.preamble_target().saturating_sub(self.preamble_len).min(rest.len());
@@ -381,7 +381,7 @@ impl<const HEADER_CAP: usize, const MAX_DIMS: usize> NpyParser<HEADER_CAP, MAX_D
         Ok(())
     }
 
-    fn parse_dict(&self) -> Result<NpyHeader<MAX_DIMS>, NpyError> {
+    fn parse_dict(&self) -> Result<NpyHeader, NpyError> {
         let version = NpyVersion {
             major: self.preamble.get(6).copied().unwrap_or(0),
             minor: self.preamble.get(7).copied().unwrap_or(0),
@@ -391,7 +391,7 @@ impl<const HEADER_CAP: usize, const MAX_DIMS: usize> NpyParser<HEADER_CAP, MAX_D
         let mut cursor = Cursor { bytes, pos: 0, base: preamble };
         let mut descr = None;
         let mut fortran_order = None;
-        let mut shape: Option<([u64; MAX_DIMS], u8)> = None;
+        let mut shape: Option<([u64; MAX_DIMS_LIMIT], u8)> = None;
 
         cursor.skip_whitespace();
         cursor.expect(b'{', "'{'")?;
@@ -416,7 +416,7 @@ impl<const HEADER_CAP: usize, const MAX_DIMS: usize> NpyParser<HEADER_CAP, MAX_D
                     set_once(&mut fortran_order, value, "fortran_order")?;
                 }
                 b"shape" => {
-                    let value = cursor.shape::<MAX_DIMS>()?;
+                    let value = cursor.shape()?;
                     set_once(&mut shape, value, "shape")?;
                 }
                 _ => return Err(NpyError::UnknownKey { offset: key_offset }),
@@ -446,10 +446,8 @@ impl<const HEADER_CAP: usize, const MAX_DIMS: usize> NpyParser<HEADER_CAP, MAX_D
 }
 
 /// Parses a header from a slice holding at least the whole header (a whole file, say).
-pub fn parse_header<const HEADER_CAP: usize, const MAX_DIMS: usize>(
-    bytes: &[u8],
-) -> Result<NpyHeader<MAX_DIMS>, NpyError> {
-    let mut parser = NpyParser::<HEADER_CAP, MAX_DIMS>::new();
+pub fn parse_header<const HEADER_CAP: usize>(bytes: &[u8]) -> Result<NpyHeader, NpyError> {
+    let mut parser = NpyParser::<HEADER_CAP>::new();
     parser.feed(bytes)?;
     parser.finish()
 }
@@ -556,8 +554,8 @@ impl<'a> Cursor<'a> {
     }
 
     /// A tuple of integers: `()`, `(5,)`, `(128, 128, 1, 1)`, with an optional trailing comma.
-    fn shape<const MAX_DIMS: usize>(&mut self) -> Result<([u64; MAX_DIMS], u8), NpyError> {
-        let mut dims = [0u64; MAX_DIMS];
+    fn shape(&mut self) -> Result<([u64; MAX_DIMS_LIMIT], u8), NpyError> {
+        let mut dims = [0u64; MAX_DIMS_LIMIT];
         let mut ndim = 0usize;
         self.expect(b'(', "'(' opening the shape")?;
         self.skip_whitespace();
@@ -569,9 +567,9 @@ impl<'a> Cursor<'a> {
             let dim = self.integer()?;
             let slot = dims
                 .get_mut(ndim)
-                .ok_or(NpyError::Capacity(CapacityError { limit: "MAX_DIMS", capacity: MAX_DIMS as u64 }))?;
+                .ok_or(NpyError::Capacity(CapacityError { limit: "MAX_DIMS", capacity: MAX_DIMS_LIMIT as u64 }))?;
             *slot = dim;
-            // Below MAX_DIMS: the slot above exists.
+            // Below MAX_DIMS_LIMIT: the slot above exists.
             ndim = ndim.saturating_add(1);
             self.skip_whitespace();
             match self.peek() {
@@ -646,7 +644,7 @@ mod tests {
     #[test]
     fn small_header_in_one_chunk() {
         let file = v1("{'descr': '<i4', 'fortran_order': True, 'shape': (2, 3), }\n");
-        let header = parse_header::<64, 4>(&file).unwrap();
+        let header = parse_header::<64>(&file).unwrap();
         assert_eq!(header.shape(), &[2, 3]);
         assert!(header.fortran_order);
         assert_eq!(header.data_len(), Ok(24));
@@ -662,8 +660,17 @@ mod tests {
 
     #[test]
     fn too_many_dims_names_max_dims() {
-        let file = v1("{'descr': '<i4', 'fortran_order': False, 'shape': (1, 2, 3), }\n");
-        let err = parse_header::<64, 2>(&file).unwrap_err();
-        assert_eq!(err, NpyError::Capacity(CapacityError { limit: "MAX_DIMS", capacity: 2 }));
+        let dict = |n: usize| {
+            let mut d = heapless::String::<512>::new();
+            d.push_str("{'descr': '<i4', 'fortran_order': False, 'shape': (").unwrap();
+            for i in 0..n {
+                d.push_str(if i == 0 { "1" } else { ", 1" }).unwrap();
+            }
+            d.push_str("), }\n").unwrap();
+            d
+        };
+        assert_eq!(parse_header::<256>(&v1(&dict(32))).map(|h| h.shape().len()), Ok(32));
+        let err = parse_header::<256>(&v1(&dict(33))).unwrap_err();
+        assert_eq!(err, NpyError::Capacity(CapacityError { limit: "MAX_DIMS", capacity: 32 }));
     }
 }

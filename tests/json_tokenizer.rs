@@ -80,7 +80,7 @@ fn own(event: Event<'_>) -> Owned {
 type Stream = (Vec<(u64, Owned)>, Option<Fault>);
 
 /// Every event with its offset, up to `End` or the first fault.
-fn stream(tok: &mut Tokenizer<SCRATCH, DEPTH>, doc: &[u8], chunk: usize) -> Stream {
+fn stream(tok: &mut Tokenizer<'_>, doc: &[u8], chunk: usize) -> Stream {
     tok.reset();
     let mut src = ChunkedReader::new(doc, chunk);
     let mut events = Vec::new();
@@ -99,7 +99,7 @@ fn stream(tok: &mut Tokenizer<SCRATCH, DEPTH>, doc: &[u8], chunk: usize) -> Stre
 }
 
 /// The stream of `doc`, checked identical for chunks of 1, 7 and 4096 bytes.
-fn stream_all_chunkings(tok: &mut Tokenizer<SCRATCH, DEPTH>, doc: &[u8]) -> Stream {
+fn stream_all_chunkings(tok: &mut Tokenizer<'_>, doc: &[u8]) -> Stream {
     let whole = stream(tok, doc, 4096);
     for chunk in [1, 7] {
         let other = stream(tok, doc, chunk);
@@ -161,7 +161,7 @@ fn rebuild((events, fault): &Stream) -> Result<Value, Refusal> {
 }
 
 /// Skips the whole document with `skip_value`, then expects `End`.
-fn skip_document(tok: &mut Tokenizer<SCRATCH, DEPTH>, doc: &[u8], chunk: usize) -> Result<(), Fault> {
+fn skip_document(tok: &mut Tokenizer<'_>, doc: &[u8], chunk: usize) -> Result<(), Fault> {
     tok.reset();
     let mut src = ChunkedReader::new(doc, chunk);
     assert!(tok.skip_value(&mut src)?, "a document starts with a value or is an error");
@@ -406,7 +406,8 @@ fn is_capacity(refusal: &Result<Value, Refusal>) -> bool {
 
 #[test]
 fn generated_documents_match_serde_json() {
-    let mut tok = Box::new(Tokenizer::<SCRATCH, DEPTH>::new());
+    let mut scratch = vec![0; SCRATCH];
+    let mut tok = Tokenizer::new(&mut scratch, DEPTH);
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     let (mut valid, mut invalid, mut mutated_valid) = (0, 0, 0);
     for index in 0..3000 {
@@ -476,7 +477,8 @@ fn real_manifests_rebuild_to_serde_json_values() {
     }
     files.sort();
     assert!(files.len() >= 10, "found only {} JSON files under {}", files.len(), root.display());
-    let mut tok = Box::new(Tokenizer::<SCRATCH, DEPTH>::new());
+    let mut scratch = vec![0; SCRATCH];
+    let mut tok = Tokenizer::new(&mut scratch, DEPTH);
     let mut bytes = 0;
     for path in &files {
         let doc = std::fs::read(path).expect("fixture");
@@ -501,7 +503,8 @@ fn a_hundred_thousand_levels_in_a_skipped_value_hit_the_depth_limit_on_a_small_s
                 for _ in 0..100_000 {
                     doc.extend_from_slice(open);
                 }
-                let mut tok = Tokenizer::<256, 128>::new();
+                let mut scratch = [0; 256];
+                let mut tok = Tokenizer::new(&mut scratch, 128);
                 let mut src = ChunkedReader::new(&doc, 4096);
                 assert_eq!(tok.next(&mut src), Ok(Event::BeginObject));
                 loop {

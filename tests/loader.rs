@@ -604,11 +604,33 @@ fn a_full_arena_is_a_capacity_error_that_says_how_much() {
     let mut memory = vec![0u8; 8 << 20];
     let mut dev: SimDevice = SimDevice::new(&mut memory, Arch::Cayman);
     let mut archive = Archive::<&[u8]>::open(&bytes[..], None, &OpenOptions::default(), &mut |_: &Warning| {}).unwrap();
-    let (result, _) = run(&mut archive, Some(&mut dev), None, LoadOptions::default(), 600, &mut |_: &Warning| {});
+    // The tokenizer's scratch comes off the front; 600 bytes are left for the records.
+    let arena = neff::manifest::STRING_SCRATCH + 600;
+    let (result, _) = run(&mut archive, Some(&mut dev), None, LoadOptions::default(), arena, &mut |_: &Warning| {});
     let e = result.unwrap_err();
     assert!(matches!(e.kind, ErrorKind::ArenaFull { capacity: 600, needed } if needed > 600), "{e}");
     assert!(e.to_string().contains("the load arena of 600 bytes is full"), "{e}");
     assert_eq!(dev.live_regions().count(), 0, "a failed load releases what it placed");
+}
+
+#[test]
+fn an_arena_shorter_than_the_string_scratch_is_an_error_not_a_panic() {
+    let Some(bytes) = common::fixture_bytes("public/nkipy/matmul_small.neff") else { return };
+    for arena in [0, 5, 600] {
+        let mut archive =
+            Archive::<&[u8]>::open(&bytes[..], None, &OpenOptions::default(), &mut |_: &Warning| {}).unwrap();
+        let none = None::<&mut SimDevice>;
+        let (result, _) = run(&mut archive, none, Some(None), LoadOptions::default(), arena, &mut |_: &Warning| {});
+        // The tokenizer takes all of it: no room for records, or a string longer than it.
+        let e = result.unwrap_err();
+        let scratch =
+            |c: &neff::error::CapacityError| c.limit == neff::json::SCRATCH_LIMIT && c.capacity == arena as u64;
+        assert!(
+            matches!(e.kind, ErrorKind::ArenaFull { capacity: 0, .. })
+                || matches!(&e.kind, ErrorKind::Capacity(c) if scratch(c)),
+            "{arena}: {e}"
+        );
+    }
 }
 
 #[test]

@@ -126,7 +126,8 @@ fn expected(doc: &str) -> Vec<VarRow> {
 /// Parses `doc` fed in chunks of `chunk` bytes into `out`, returning the streamed vars in
 /// var_id order, with their `list` entries (streamed before their var).
 fn parsed(doc: &str, chunk: usize, out: &mut DefJson) -> Vec<VarRow> {
-    let mut tok = Tokenizer::<256, 128>::new();
+    let mut scratch = [0; 256];
+    let mut tok = Tokenizer::new(&mut scratch, 128);
     let mut src = Chunked::new(doc.as_bytes(), chunk);
     let mut rows = Vec::new();
     let mut list: Vec<u32> = Vec::new();
@@ -162,7 +163,8 @@ fn parsed(doc: &str, chunk: usize, out: &mut DefJson) -> Vec<VarRow> {
 
 /// The first DMA queue set and carveout of `doc`.
 fn first_queue_and_carveout(doc: &str) -> (Vec<u32>, u64) {
-    let mut tok = Tokenizer::<256, 128>::new();
+    let mut scratch = [0; 256];
+    let mut tok = Tokenizer::new(&mut scratch, 128);
     let (mut sems, mut offset) = (None, None);
     let mut visit = |e: Entry<'_>, _: &EntryAt<'_>| {
         match e {
@@ -228,7 +230,8 @@ fn a_name_past_its_capacity_names_the_limit() {
     let doc = format!(
         r#"{{"var":{{"o":{{"type":"output","var_id":0,"size":4}},"{long}":{{"type":"input","var_id":1,"size":4}}}}}}"#
     );
-    let mut tok = Tokenizer::<{ neff::manifest::STRING_SCRATCH }, 128>::new();
+    let mut scratch = vec![0; neff::manifest::STRING_SCRATCH];
+    let mut tok = Tokenizer::new(&mut scratch, neff::manifest::DEPTH_LIMIT);
     let mut d = DefJson::default();
     let e = d
         .parse_into(&mut tok, &mut doc.as_bytes(), "sg00/def.json", &mut neff::error::IgnoreWarnings, &mut NoVisitor)
@@ -247,7 +250,8 @@ fn deep_nesting_in_an_unconsumed_key_is_a_depth_error_on_a_small_stack() {
             doc.push_str(&"[".repeat(100_000));
             doc.push_str(&"]".repeat(100_000));
             doc.push('}');
-            let mut tok = Tokenizer::<256, 128>::new();
+            let mut scratch = [0; 256];
+            let mut tok = Tokenizer::new(&mut scratch, 128);
             let mut d = <DefJson>::default();
             let e = d
                 .parse_into(

@@ -27,7 +27,8 @@ use neff::{ErrorKind, Warning, WarningKind};
 
 /// `Ok` when the tokenizer reads the whole document to `End`, else the fault's text.
 fn tokenize(doc: &[u8]) -> Result<(), String> {
-    let mut tok: Box<Tokenizer<{ 1 << 16 }, 128>> = Box::default();
+    let mut scratch = vec![0; 1 << 16];
+    let mut tok = Tokenizer::new(&mut scratch, 128);
     let mut src = doc;
     loop {
         match tok.next(&mut src) {

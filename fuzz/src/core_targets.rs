@@ -23,7 +23,9 @@ use neff::gzip::Decoder;
 use neff::header::{NeffHeader, HEADER_SIZE};
 use neff::json::Tokenizer;
 use neff::loader::{JsonLines, LoadOptions, LoadReport, Loader};
-use neff::manifest::{DefJson, Document, EngineJson, Entry, EntryAt, IoJoin, Kelf, NeffJson, STRING_SCRATCH};
+use neff::manifest::{
+    DefJson, Document, EngineJson, Entry, EntryAt, IoJoin, Kelf, NeffJson, DEPTH_LIMIT, STRING_SCRATCH,
+};
 use neff::npy::{NpyFeed, NpyParser};
 use neff::tar::TarReader;
 use neff::{ErrorKind, Warning};
@@ -225,7 +227,8 @@ fn walk_archive(
 
 /// Every event of a document (or the fault that ended it), as text.
 fn tokens<R: BufRead>(mut src: R) -> (Vec<String>, Option<String>) {
-    let mut tok = Tokenizer::<64, 16>::new();
+    let mut scratch = [0; 64];
+    let mut tok = Tokenizer::new(&mut scratch, 16);
     let mut events = Vec::new();
     loop {
         match tok.next(&mut src) {
@@ -243,8 +246,9 @@ fn tokens<R: BufRead>(mut src: R) -> (Vec<String>, Option<String>) {
 
 /// Skips the top-level value, then expects the end; the fault, if any.
 fn skipped<R: BufRead>(mut src: R) -> Option<String> {
-    let mut tok = Tokenizer::<64, 16>::new();
-    let run = |tok: &mut Tokenizer<64, 16>, src: &mut R| -> Result<(), neff::json::Fault> {
+    let mut scratch = [0; 64];
+    let mut tok = Tokenizer::new(&mut scratch, 16);
+    let run = |tok: &mut Tokenizer<'_>, src: &mut R| -> Result<(), neff::json::Fault> {
         tok.skip_value(src)?;
         match tok.next(src)? {
             neff::json::Event::End => Ok(()),
@@ -303,7 +307,8 @@ pub const MANIFEST_MEMBERS: [&str; 4] = ["neff.json", "kelf-0.json", "sg00/def.j
 /// Parses `src` as document `D` (member `member`), counting entries and warnings; the outcome
 /// as text (the error's kind and key path) so two parses can be compared.
 fn parse_doc<D: Document, R: BufRead>(mut src: R, member: &str) -> Result<(u64, u32), String> {
-    let mut tok: Tokenizer<STRING_SCRATCH> = Tokenizer::new();
+    let mut scratch = vec![0; STRING_SCRATCH];
+    let mut tok = Tokenizer::new(&mut scratch, DEPTH_LIMIT);
     let mut warnings = 0u32;
     let mut entries = 0u64;
     let mut visit = |_: Entry<'_>, _: &EntryAt<'_>| -> Result<(), neff::manifest::DocFault> {
@@ -332,7 +337,8 @@ type JoinedTensor = (String, String, Vec<u32>, u64);
 /// `neff.json` parsed with the I/O join over an arena of `arena_size` bytes: the tensors, or
 /// the error.
 fn neff_io(data: &[u8], arena_size: usize) -> Result<Vec<JoinedTensor>, neff::Error> {
-    let mut tok: Tokenizer<STRING_SCRATCH> = Tokenizer::new();
+    let mut scratch = vec![0; STRING_SCRATCH];
+    let mut tok = Tokenizer::new(&mut scratch, DEPTH_LIMIT);
     let mut buf = vec![0u8; arena_size];
     let mut arena = Arena::new(&mut buf);
     // What the caller keeps in the bottom part stays through the join.
@@ -391,15 +397,17 @@ pub fn manifest(data: &[u8]) {
     }
 }
 
-/// The arena of the `loader_check` bodies.
+/// The arena records of the `loader_check` bodies (the lent arena is this plus the
+/// tokenizer's string scratch).
 pub const FUZZ_LOADER_ARENA: usize = 64 << 10;
 
-/// `Loader::check` over `data` as a whole NEFF (header + gzip'd tar) with a 64 KiB arena; the
-/// report and a per-event JSON-lines observer are written out too. The error, if any.
+/// `Loader::check` over `data` as a whole NEFF (header + gzip'd tar) with 64 KiB of arena
+/// records; the report and a per-event JSON-lines observer are written out too. The error, if
+/// any.
 pub fn check_neff(data: &[u8]) -> Result<LoadReport, neff::Error> {
     let options = OpenOptions { max_inflated: FUZZ_MAX_INFLATED, ..OpenOptions::default() };
     let mut archive: Archive<&[u8]> = Archive::open(data, Some(data.len() as u64), &options, &mut IgnoreWarnings)?;
-    let mut arena = vec![0u8; FUZZ_LOADER_ARENA];
+    let mut arena = vec![0u8; STRING_SCRATCH + FUZZ_LOADER_ARENA];
     let allow_legacy = data.get(HEADER_SIZE + 4).is_some_and(|b| b & 1 == 1);
     let mut loader = Loader::new(&mut arena, LoadOptions { allow_legacy });
     let mut report = LoadReport::new();

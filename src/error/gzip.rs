@@ -30,7 +30,7 @@ pub enum GzipError {
     },
     /// The deflate stream is invalid.
     Inflate {
-        /// The inflater's status code ([`InflateStatus::Invalid`]); 1 when it stopped making
+        /// The inflater's status code ([`InflateStatus::Invalid`](crate::gzip::InflateStatus::Invalid)); 1 when it stopped making
         /// progress with input left.
         status: i8,
     },

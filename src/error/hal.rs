@@ -118,7 +118,7 @@ impl fmt::Display for HalError {
     }
 }
 
-/// Handle to one device region, issued by a [`Hal`].
+/// Handle to one device region, issued by a [`Hal`](crate::hal::Hal).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct RegionId(pub u32);

@@ -27,19 +27,19 @@ pub enum Expected {
     False,
     /// The rest of the literal `null`.
     Null,
-    /// An object (`{`), asked for by [`Tokenizer::begin_object`](super::Tokenizer::begin_object).
+    /// An object (`{`), asked for by [`Tokenizer::begin_object`](crate::json::Tokenizer::begin_object).
     Object,
-    /// An array (`[`), asked for by [`Tokenizer::begin_array`](super::Tokenizer::begin_array).
+    /// An array (`[`), asked for by [`Tokenizer::begin_array`](crate::json::Tokenizer::begin_array).
     Array,
-    /// A string value ([`Tokenizer::read_str`](super::Tokenizer::read_str)).
+    /// A string value ([`Tokenizer::read_str`](crate::json::Tokenizer::read_str)).
     String,
-    /// A non-negative integer ([`Tokenizer::read_u64`](super::Tokenizer::read_u64)).
+    /// A non-negative integer ([`Tokenizer::read_u64`](crate::json::Tokenizer::read_u64)).
     UnsignedInteger,
-    /// An integer ([`Tokenizer::read_i64`](super::Tokenizer::read_i64)).
+    /// An integer ([`Tokenizer::read_i64`](crate::json::Tokenizer::read_i64)).
     Integer,
-    /// Any number ([`Tokenizer::read_f64`](super::Tokenizer::read_f64)).
+    /// Any number ([`Tokenizer::read_f64`](crate::json::Tokenizer::read_f64)).
     Number,
-    /// `true` or `false` ([`Tokenizer::read_bool`](super::Tokenizer::read_bool)).
+    /// `true` or `false` ([`Tokenizer::read_bool`](crate::json::Tokenizer::read_bool)).
     Bool,
 }
 
@@ -67,8 +67,8 @@ impl fmt::Display for Expected {
     }
 }
 
-/// The kind of the next token, as [`Tokenizer::peek_kind`](super::Tokenizer::peek_kind)
-/// reports it without consuming anything. One per [`Event`](super::Event) variant.
+/// The kind of the next token, as [`Tokenizer::peek_kind`](crate::json::Tokenizer::peek_kind)
+/// reports it without consuming anything. One per [`Event`](crate::json::Event) variant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum TokenKind {
@@ -119,7 +119,7 @@ impl fmt::Display for TokenKind {
 }
 
 /// Syntax-level errors: the document is not RFC 8259 JSON, or a number does not fit the type
-/// asked for. Carried by [`ErrorKind::Json`].
+/// asked for. Carried by [`ErrorKind::Json`](crate::ErrorKind::Json).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum JsonError {
@@ -131,7 +131,7 @@ pub enum JsonError {
         expected: Expected,
     },
     /// A well-formed token the caller's protocol does not allow here (for example
-    /// [`Tokenizer::begin_object`](super::Tokenizer::begin_object) meeting a string).
+    /// [`Tokenizer::begin_object`](crate::json::Tokenizer::begin_object) meeting a string).
     UnexpectedToken {
         /// The token found (not consumed).
         found: TokenKind,
@@ -140,9 +140,10 @@ pub enum JsonError {
     },
     /// The input ended inside the document (this includes an empty document).
     UnexpectedEnd,
-    /// Containers nest deeper than the tokenizer's `DEPTH`.
+    /// Containers nest deeper than the tokenizer's depth limit.
     DepthLimit {
-        /// The tokenizer's `DEPTH`: the most containers open at once.
+        /// The tokenizer's depth limit (as applied, at most 256): the most containers open
+        /// at once.
         limit: u16,
     },
     /// A `\` escape other than `\" \\ \/ \b \f \n \r \t \uXXXX`, or a `\u` without four hex digits.

@@ -16,12 +16,13 @@
 //! with the byte offset from the start of the document.
 //!
 //! It holds no heap and never recurses: containers are tracked by a depth counter and a bit
-//! stack, bounded by `DEPTH` ([`JsonError::DepthLimit`]), so even a value nested 100,000 levels
-//! deep inside a skipped key ends in an error, not a stack overflow. Strings and keys the caller
-//! receives are unescaped into a `SCRATCH`-byte buffer, numbers into a
-//! [`NUMBER_CAPACITY`]-byte one; exceeding either is a capacity error (limits
-//! [`SCRATCH_LIMIT`] and [`NUMBER_LIMIT`]), never a truncation. Skipped values may hold strings
-//! and numbers of any length.
+//! stack, bounded by the depth limit the caller sets (at most [`MAX_DEPTH`];
+//! [`JsonError::DepthLimit`]), so even a value nested 100,000 levels deep inside a skipped key
+//! ends in an error, not a stack overflow. Strings and keys the caller receives are unescaped
+//! into a scratch buffer the caller lends, numbers into a [`NUMBER_CAPACITY`]-byte one of its
+//! own; exceeding either is a capacity error (limits [`SCRATCH_LIMIT`], with the lent length,
+//! and [`NUMBER_LIMIT`]), never a truncation. Skipped values may hold strings and numbers of
+//! any length.
 //!
 //! # Protocol
 //!
@@ -56,7 +57,9 @@
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let mut src: &[u8] = br#"{"a":[1,2],"b":"x"}"#;
-//! let mut tok = Tokenizer::<64, 8>::new();
+//! // Strings and keys up to 64 bytes, containers 8 deep.
+//! let mut scratch = [0u8; 64];
+//! let mut tok = Tokenizer::new(&mut scratch, 8);
 //! let mut a = heapless::Vec::<u64, 4>::new();
 //!
 //! tok.begin_object(&mut src)?;

@@ -19,7 +19,8 @@ use embedded_io::{BufRead, Error as _};
 use super::{Expected, Fault, JsonError, Number, TokenKind};
 use crate::error::{CapacityError, ErrorKind};
 
-/// The largest `DEPTH` a [`Tokenizer`] accepts (its container stack is a fixed 256-bit set).
+/// The largest depth limit a [`Tokenizer`] applies (its container stack is a fixed 256-bit
+/// set); [`Tokenizer::new`] clamps a larger one to it.
 pub const MAX_DEPTH: u16 = 256;
 
 /// Capacity of the buffer holding a number the caller receives (limit `"JSON number length"`).
@@ -169,32 +170,31 @@ enum NumState {
 /// A streaming, non-recursive JSON pull tokenizer (see the [module docs](super) for the
 /// protocol).
 ///
-/// `SCRATCH` bytes hold one unescaped string or key the caller receives; `DEPTH` is the most
-/// containers open at once (at most [`MAX_DEPTH`], checked at compile time). The tokenizer
-/// holds no reference to its source: each call takes the [`BufRead`] to pull from, so one
-/// tokenizer can be reused across documents with [`Tokenizer::reset`].
+/// The caller lends the `scratch` buffer that holds one unescaped string or key it receives
+/// (a longer one is a capacity error naming [`SCRATCH_LIMIT`], with the lent length as its
+/// capacity), and sets the most containers open at once, `depth_limit`. Both are runtime
+/// values so that one tokenizer type (and one copy of the generated parsers) serves every
+/// buffer size and limit. The tokenizer holds no reference to its source: each call takes
+/// the [`BufRead`] to pull from, so one tokenizer can be reused across documents with
+/// [`Tokenizer::reset`].
 ///
-/// Size: `SCRATCH + 168` bytes on 64-bit hosts, whatever `DEPTH` is
-/// (`size_of::<Tokenizer<256, 128>>()` is 424): the string scratch, the
-/// 48-byte number buffer, a 32-byte container bit stack, offsets, lengths, the grammar state
-/// and the kept fault.
+/// Size: 184 bytes on 64-bit hosts, whatever the scratch's length or the depth limit
+/// (the scratch is borrowed): the scratch reference, the 48-byte number buffer, a 32-byte
+/// container bit stack, offsets, lengths, the grammar state and the kept fault.
 ///
 /// After any [`Fault`] the tokenizer is spent: every later call returns the same fault until
 /// [`Tokenizer::reset`].
-///
-/// A `DEPTH` above [`MAX_DEPTH`] does not compile:
-///
-/// ```compile_fail
-/// let tok = neff::json::Tokenizer::<64, 300>::new();
-/// ```
-pub struct Tokenizer<const SCRATCH: usize = 256, const DEPTH: u16 = 128> {
-    scratch: [u8; SCRATCH],
+pub struct Tokenizer<'s> {
+    /// The lent buffer strings and keys are unescaped into.
+    scratch: &'s mut [u8],
     scratch_len: usize,
     number: [u8; NUMBER_CAPACITY],
     number_len: u8,
     /// Bit `d` is set when the container at depth `d + 1` is an object.
     containers: [u8; STACK_BYTES],
     depth: u16,
+    /// The most containers open at once; at most [`MAX_DEPTH`].
+    depth_limit: u16,
     state: State,
     /// Bytes consumed from the source since the document started.
     pos: u64,
@@ -203,39 +203,51 @@ pub struct Tokenizer<const SCRATCH: usize = 256, const DEPTH: u16 = 128> {
     fault: Option<Fault>,
 }
 
-impl<const SCRATCH: usize, const DEPTH: u16> Default for Tokenizer<SCRATCH, DEPTH> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl<const SCRATCH: usize, const DEPTH: u16> fmt::Debug for Tokenizer<SCRATCH, DEPTH> {
+impl fmt::Debug for Tokenizer<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Tokenizer")
             .field("state", &self.state)
             .field("depth", &self.depth)
+            .field("depth_limit", &self.depth_limit)
+            .field("scratch", &self.scratch.len())
             .field("pos", &self.pos)
             .field("fault", &self.fault)
             .finish_non_exhaustive()
     }
 }
 
-impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
-    /// A tokenizer ready for a document.
-    pub const fn new() -> Self {
-        const { assert!(DEPTH <= MAX_DEPTH, "Tokenizer DEPTH is above MAX_DEPTH (256)") };
+impl<'s> Tokenizer<'s> {
+    /// A tokenizer ready for a document, unescaping received strings and keys into `scratch`
+    /// and allowing `depth_limit` containers open at once.
+    ///
+    /// The container stack is a fixed [`MAX_DEPTH`]-bit set, so a `depth_limit` above
+    /// [`MAX_DEPTH`] is clamped to it ([`Tokenizer::depth_limit`] says what applies). A limit
+    /// of 0 admits scalars only.
+    pub const fn new(scratch: &'s mut [u8], depth_limit: u16) -> Self {
+        let depth_limit = if depth_limit > MAX_DEPTH { MAX_DEPTH } else { depth_limit };
         Self {
-            scratch: [0; SCRATCH],
+            scratch,
             scratch_len: 0,
             number: [0; NUMBER_CAPACITY],
             number_len: 0,
             containers: [0; STACK_BYTES],
             depth: 0,
+            depth_limit,
             state: State::Start,
             pos: 0,
             token_start: 0,
             fault: None,
         }
+    }
+
+    /// The depth limit in force (the one given to [`Tokenizer::new`], clamped to [`MAX_DEPTH`]).
+    pub fn depth_limit(&self) -> u16 {
+        self.depth_limit
+    }
+
+    /// Bytes of the lent scratch: the longest string or key the caller can receive.
+    pub fn scratch_capacity(&self) -> usize {
+        self.scratch.len()
     }
 
     /// Forgets the current document (and any fault): ready for a new one, offsets from 0.
@@ -301,7 +313,7 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
     ///   following [`Tokenizer::next`] returns its `EndArray`/`EndObject`.
     ///
     /// Nesting is tracked by the depth counter and the container bit stack, never by
-    /// recursion: a value nested deeper than `DEPTH` is [`JsonError::DepthLimit`].
+    /// recursion: a value nested deeper than the depth limit is [`JsonError::DepthLimit`].
     pub fn skip_value<R: BufRead>(&mut self, src: &mut R) -> Result<bool, Fault> {
         self.track(|t| t.skip(src))
     }
@@ -685,8 +697,8 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
     }
 
     fn push(&mut self, object: bool) -> Result<(), Stop> {
-        if self.depth >= DEPTH {
-            return Err(self.fail_json(self.pos, JsonError::DepthLimit { limit: DEPTH }));
+        if self.depth >= self.depth_limit {
+            return Err(self.fail_json(self.pos, JsonError::DepthLimit { limit: self.depth_limit }));
         }
         let level = usize::from(self.depth);
         if let Some(bits) = self.containers.get_mut(level / 8) {
@@ -697,7 +709,7 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
                 *bits &= !mask;
             }
         }
-        // Below DEPTH (checked above), so at most MAX_DEPTH after this.
+        // Below the limit (checked above), which is at most MAX_DEPTH: at most MAX_DEPTH after this.
         self.depth = self.depth.saturating_add(1);
         Ok(())
     }
@@ -879,7 +891,7 @@ impl<const SCRATCH: usize, const DEPTH: u16> Tokenizer<SCRATCH, DEPTH> {
                 self.scratch_len = end;
                 Ok(())
             }
-            None => Err(self.capacity(SCRATCH_LIMIT, SCRATCH)),
+            None => Err(self.capacity(SCRATCH_LIMIT, self.scratch.len())),
         }
     }
 
@@ -1197,8 +1209,9 @@ mod tests {
     type Stream = (Vec<(u64, Owned)>, Option<Fault>);
 
     /// All events (with their offsets) up to `End` or the first fault, in `chunk`-byte chunks.
-    fn stream_chunked<const S: usize, const D: u16>(doc: &[u8], chunk: usize) -> Stream {
-        let mut tok = Tokenizer::<S, D>::new();
+    fn stream_chunked(scratch: usize, depth: u16, doc: &[u8], chunk: usize) -> Stream {
+        let mut buf = vec![0; scratch];
+        let mut tok = Tokenizer::new(&mut buf, depth);
         let mut src = ChunkedReader::new(doc, chunk);
         let mut out = Vec::new();
         loop {
@@ -1222,16 +1235,21 @@ mod tests {
     }
 
     /// The stream of `doc`, checked identical for chunks of 1, 7 and 4096 bytes.
-    fn stream_with<const S: usize, const D: u16>(doc: &[u8]) -> Stream {
-        let whole = stream_chunked::<S, D>(doc, 4096);
+    fn stream_with(scratch: usize, depth: u16, doc: &[u8]) -> Stream {
+        let whole = stream_chunked(scratch, depth, doc, 4096);
         for chunk in [1, 7] {
-            assert_eq!(stream_chunked::<S, D>(doc, chunk), whole, "chunk {chunk}: {:?}", String::from_utf8_lossy(doc));
+            assert_eq!(
+                stream_chunked(scratch, depth, doc, chunk),
+                whole,
+                "chunk {chunk}: {:?}",
+                String::from_utf8_lossy(doc)
+            );
         }
         whole
     }
 
     fn stream(doc: &[u8]) -> Stream {
-        stream_with::<256, 32>(doc)
+        stream_with(256, 32, doc)
     }
 
     fn events(doc: &[u8]) -> Vec<Owned> {
@@ -1255,19 +1273,19 @@ mod tests {
     fn an_overflow_before_a_syntax_error_is_the_fault_whatever_the_chunking() {
         let scratch = ErrorKind::Capacity(CapacityError { limit: SCRATCH_LIMIT, capacity: 8 });
         for doc in [&b"{\"0123456789\x9b\":1}"[..], b"[\"0123456789\x01\"]", b"[\"0123456789\xc3\x28\"]"] {
-            let (_, fault) = stream_with::<8, 4>(doc);
+            let (_, fault) = stream_with(8, 4, doc);
             assert_eq!(fault.map(|f| (f.offset, f.kind)), Some((1, scratch)), "{doc:?}");
         }
         let number = ErrorKind::Capacity(CapacityError { limit: NUMBER_LIMIT, capacity: NUMBER_CAPACITY as u64 });
         for tail in [&b".e]"[..], b"-]", b"e+]"] {
             let doc = [&b"[1"[..], &[b'2'; 60], tail].concat();
-            let (_, fault) = stream_with::<8, 4>(&doc);
+            let (_, fault) = stream_with(8, 4, &doc);
             assert_eq!(fault.map(|f| (f.offset, f.kind)), Some((1, number)), "{tail:?}");
         }
         // Before the buffer is full, the syntax error is the fault.
-        let (_, fault) = stream_with::<8, 4>(b"[\"0123\x01\"]");
+        let (_, fault) = stream_with(8, 4, b"[\"0123\x01\"]");
         assert_eq!(fault.map(|f| (f.offset, f.kind)), Some(json(6, JsonError::ControlCharInString)));
-        let (_, fault) = stream_with::<8, 4>(b"[12.e]");
+        let (_, fault) = stream_with(8, 4, b"[12.e]");
         assert_eq!(fault.map(|f| (f.offset, f.kind)), Some(json(4, JsonError::InvalidNumber)));
     }
 
@@ -1492,9 +1510,9 @@ mod tests {
 
     #[test]
     fn depth_beyond_the_limit_is_refused_at_the_opening_bracket() {
-        let (_, fault) = stream_with::<16, 4>(b"[[[[1]]]]");
+        let (_, fault) = stream_with(16, 4, b"[[[[1]]]]");
         assert_eq!(fault, None);
-        let (events, fault) = stream_with::<16, 4>(b"[[{\"a\":[[1]]}]]");
+        let (events, fault) = stream_with(16, 4, b"[[{\"a\":[[1]]}]]");
         assert_eq!(events.len(), 5);
         assert_eq!(fault, Some(Fault::json(8, JsonError::DepthLimit { limit: 4 })));
     }
@@ -1504,7 +1522,8 @@ mod tests {
         let mut doc = Vec::new();
         doc.extend_from_slice(b"{\"deep\":");
         doc.extend(core::iter::repeat_n(b'[', 100_000));
-        let mut tok = Tokenizer::<16, 128>::new();
+        let mut scratch = [0; 16];
+        let mut tok = Tokenizer::new(&mut scratch, 128);
         let mut src = &doc[..];
         assert_eq!(tok.next(&mut src), Ok(Event::BeginObject));
         assert_eq!(tok.next(&mut src), Ok(Event::Key("deep")));
@@ -1517,12 +1536,15 @@ mod tests {
     fn capacities_apply_to_received_text_only() {
         let doc = br#"["abcd", "abcde", 123456789012345678901234567890123456789012345678, 1234567890123456789012345678901234567890123456789]"#;
         // Skipping validates but stores nothing: any length is fine.
-        let mut tok = Tokenizer::<4, 4>::new();
+        let mut scratch = [0; 4];
+        let mut tok = Tokenizer::new(&mut scratch, 4);
         let mut src = ChunkedReader::new(doc, 3);
         assert_eq!(tok.skip_value(&mut src), Ok(true));
         assert_eq!(tok.next(&mut src), Ok(Event::End));
 
-        let mut tok = Tokenizer::<4, 4>::new();
+        let mut scratch = [0; 4];
+
+        let mut tok = Tokenizer::new(&mut scratch, 4);
         let mut src = ChunkedReader::new(doc, 3);
         assert_eq!(tok.next(&mut src), Ok(Event::BeginArray));
         assert_eq!(tok.next(&mut src), Ok(Event::Str("abcd")));
@@ -1530,7 +1552,9 @@ mod tests {
         let scratch = CapacityError { limit: SCRATCH_LIMIT, capacity: 4 };
         assert_eq!(fault, Fault { offset: 9, kind: ErrorKind::Capacity(scratch) });
 
-        let mut tok = Tokenizer::<4, 4>::new();
+        let mut scratch = [0; 4];
+
+        let mut tok = Tokenizer::new(&mut scratch, 4);
         let mut src = ChunkedReader::new(doc, 3);
         assert_eq!(tok.next(&mut src), Ok(Event::BeginArray));
         assert_eq!(tok.skip_value(&mut src), Ok(true));
@@ -1544,7 +1568,8 @@ mod tests {
 
     #[test]
     fn numbers_convert_through_events() {
-        let mut tok = Tokenizer::<16, 4>::new();
+        let mut scratch = [0; 16];
+        let mut tok = Tokenizer::new(&mut scratch, 4);
         let mut src: &[u8] = b"[18446744073709551616, -1, 2.5]";
         tok.begin_array(&mut src).unwrap();
         let Ok(Event::Num(n)) = tok.next(&mut src) else { panic!("not a number") };
@@ -1559,7 +1584,8 @@ mod tests {
     fn source_failures_carry_their_kind_and_offset() {
         let doc = br#"{"key": "a long string value"}"#;
         for fail_at in [0, 3, 12, 29] {
-            let mut tok = Tokenizer::<64, 4>::new();
+            let mut scratch = [0; 64];
+            let mut tok = Tokenizer::new(&mut scratch, 4);
             let mut src = ChunkedReader { fail_at: Some(fail_at), ..ChunkedReader::new(doc, 5) };
             let fault = loop {
                 match tok.next(&mut src) {
@@ -1577,7 +1603,8 @@ mod tests {
     fn skip_value_stops_before_the_end_of_a_container() {
         let doc = br#"{"a": [1, {"x": [2, "y"]}, []], "b": 5, "c": {"d": null}}"#;
         for chunk in [1, 7, 4096] {
-            let mut tok = Tokenizer::<8, 8>::new();
+            let mut scratch = [0; 8];
+            let mut tok = Tokenizer::new(&mut scratch, 8);
             let mut src = ChunkedReader::new(doc, chunk);
             assert_eq!(tok.next(&mut src), Ok(Event::BeginObject));
             assert_eq!(tok.next(&mut src), Ok(Event::Key("a")));
@@ -1616,7 +1643,8 @@ mod tests {
             (br#"{"skip": "\uDD00", "k": 1}"#, json(10, JsonError::LoneSurrogate)),
         ] {
             for chunk in [1, 7, 4096] {
-                let mut tok = Tokenizer::<8, 8>::new();
+                let mut scratch = [0; 8];
+                let mut tok = Tokenizer::new(&mut scratch, 8);
                 let mut src = ChunkedReader::new(doc, chunk);
                 assert_eq!(tok.next(&mut src), Ok(Event::BeginObject));
                 assert_eq!(tok.next(&mut src), Ok(Event::Key("skip")));
@@ -1629,7 +1657,8 @@ mod tests {
     #[test]
     fn peek_kind_consumes_nothing_of_the_token() {
         let doc = br#"[{}, [], "s", 1, true, null] "#;
-        let mut tok = Tokenizer::<8, 8>::new();
+        let mut scratch = [0; 8];
+        let mut tok = Tokenizer::new(&mut scratch, 8);
         let mut src = ChunkedReader::new(doc, 1);
         let mut kinds = Vec::new();
         loop {
@@ -1647,7 +1676,8 @@ mod tests {
             kinds,
             vec![BeginArray, BeginObject, EndObject, BeginArray, EndArray, Str, Num, Bool, Null, EndArray, End]
         );
-        let mut tok = Tokenizer::<8, 8>::new();
+        let mut scratch = [0; 8];
+        let mut tok = Tokenizer::new(&mut scratch, 8);
         let mut src: &[u8] = br#"{"k": 1}"#;
         tok.begin_object(&mut src).unwrap();
         assert_eq!(tok.peek_kind(&mut src), Ok(Key));
@@ -1656,14 +1686,15 @@ mod tests {
         assert_eq!(tok.peek_kind(&mut src), Ok(Num));
         assert_eq!((tok.offset(), tok.position()), (1, 6));
         let bad = Fault::json(1, JsonError::UnexpectedByte { found: b'x', expected: Expected::Value });
-        assert_eq!(Tokenizer::<8, 8>::new().peek_kind(&mut &b" x"[..]), Err(bad));
+        assert_eq!(Tokenizer::new(&mut [0; 8], 8).peek_kind(&mut &b" x"[..]), Err(bad));
     }
 
     #[test]
     fn helpers_iterate_objects_and_arrays() {
         let doc = br#"{"a": [10, {"skip": 1}, 20], "b": "x", "c": {}}"#;
         for chunk in [1, 7, 4096] {
-            let mut tok = Tokenizer::<8, 8>::new();
+            let mut scratch = [0; 8];
+            let mut tok = Tokenizer::new(&mut scratch, 8);
             let mut src = ChunkedReader::new(doc, chunk);
             let mut keys = Vec::new();
             let mut numbers = Vec::new();
@@ -1701,21 +1732,28 @@ mod tests {
         fn unexpected<T>(offset: u64, found: TokenKind, expected: Expected) -> Result<T, Fault> {
             Err(Fault::json(offset, JsonError::UnexpectedToken { found, expected }))
         }
-        let mut tok = Tokenizer::<8, 8>::new();
+        let mut scratch = [0; 8];
+        let mut tok = Tokenizer::new(&mut scratch, 8);
         let mut src: &[u8] = br#"  "text""#;
         assert_eq!(tok.begin_object(&mut src), unexpected(2, TokenKind::Str, Expected::Object));
         assert_eq!(tok.next(&mut src), unexpected(2, TokenKind::Str, Expected::Object).map(|()| Event::End));
 
-        let mut tok = Tokenizer::<8, 8>::new();
+        let mut scratch = [0; 8];
+
+        let mut tok = Tokenizer::new(&mut scratch, 8);
         let mut src: &[u8] = br#"{"k": [1]}"#;
         assert_eq!(tok.begin_array(&mut src), unexpected(0, TokenKind::BeginObject, Expected::Array));
 
-        let mut tok = Tokenizer::<8, 8>::new();
+        let mut scratch = [0; 8];
+
+        let mut tok = Tokenizer::new(&mut scratch, 8);
         let mut src: &[u8] = br#"{"k": [1]}"#;
         tok.begin_object(&mut src).unwrap();
         assert_eq!(tok.next_element(&mut src), unexpected(1, TokenKind::Key, Expected::ValueOrEndArray));
 
-        let mut tok = Tokenizer::<8, 8>::new();
+        let mut scratch = [0; 8];
+
+        let mut tok = Tokenizer::new(&mut scratch, 8);
         let mut src: &[u8] = br#"{"k": [1]}"#;
         tok.begin_object(&mut src).unwrap();
         assert_eq!(tok.next_key(&mut src).map(|k| k.map(str::len)), Ok(Some(1)));
@@ -1726,7 +1764,8 @@ mod tests {
     fn typed_readers_refuse_the_wrong_type_before_consuming_it() {
         let doc = br#"{"s": "text", "u": 18446744073709551615, "i": -9223372036854775808, "f": 2.5e-1, "b": false}"#;
         for chunk in [1, 7, 4096] {
-            let mut tok = Tokenizer::<8, 8>::new();
+            let mut scratch = [0; 8];
+            let mut tok = Tokenizer::new(&mut scratch, 8);
             let mut src = ChunkedReader::new(doc, chunk);
             tok.begin_object(&mut src).unwrap();
             assert_eq!(tok.next_key(&mut src), Ok(Some("s")));
@@ -1743,8 +1782,9 @@ mod tests {
             assert_eq!(tok.next(&mut src), Ok(Event::End));
         }
 
-        let refused = |doc: &[u8], read: &dyn Fn(&mut Tokenizer<8, 8>, &mut &[u8]) -> Option<Fault>| {
-            let mut tok = Tokenizer::<8, 8>::new();
+        let refused = |doc: &[u8], read: &dyn Fn(&mut Tokenizer<'_>, &mut &[u8]) -> Option<Fault>| {
+            let mut scratch = [0; 8];
+            let mut tok = Tokenizer::new(&mut scratch, 8);
             let mut src = doc;
             tok.begin_array(&mut src).unwrap();
             let fault = read(&mut tok, &mut src).expect("refused");
@@ -1768,7 +1808,8 @@ mod tests {
 
     #[test]
     fn reset_starts_a_new_document_after_a_fault() {
-        let mut tok = Tokenizer::<8, 8>::new();
+        let mut scratch = [0; 8];
+        let mut tok = Tokenizer::new(&mut scratch, 8);
         let mut src: &[u8] = b"[1,]";
         assert_eq!(tok.skip_value(&mut src), Err(Fault::json(3, JsonError::TrailingComma)));
         assert_eq!(tok.peek_kind(&mut src), Err(Fault::json(3, JsonError::TrailingComma)));
@@ -1817,11 +1858,44 @@ mod tests {
 
     #[test]
     fn tokenizer_stays_small() {
-        // SCRATCH + number buffer (48) + container bits (32) + offsets, lengths, state and
-        // the kept fault. The bound is documented on `Tokenizer`.
-        // The kept fault holds an `ErrorKind` (48 bytes on 64-bit hosts).
-        assert!(core::mem::size_of::<Tokenizer<256, 128>>() <= 424);
-        assert_eq!(core::mem::size_of::<Tokenizer<1024, 128>>() - core::mem::size_of::<Tokenizer<256, 128>>(), 768);
-        assert_eq!(core::mem::size_of::<Tokenizer<256, 4>>(), core::mem::size_of::<Tokenizer<256, 256>>());
+        // The scratch reference (16) + number buffer (48) + container bits (32) + offsets,
+        // lengths, limit, state and the kept fault (an `ErrorKind`, 48 bytes on 64-bit
+        // hosts). The bound is documented on `Tokenizer`; the scratch is lent, so no size
+        // depends on it.
+        assert!(core::mem::size_of::<Tokenizer<'_>>() <= 184, "{}", core::mem::size_of::<Tokenizer<'_>>());
+    }
+
+    #[test]
+    fn the_depth_limit_is_clamped_to_the_bit_stack() {
+        let mut scratch = [0; 8];
+        assert_eq!(Tokenizer::new(&mut scratch, 300).depth_limit(), MAX_DEPTH);
+        assert_eq!(Tokenizer::new(&mut scratch, 7).depth_limit(), 7);
+        // A clamped limit refuses the level past MAX_DEPTH, reporting the limit applied.
+        let mut doc = vec![b'['; 300];
+        doc.extend(core::iter::repeat_n(b']', 300));
+        let mut tok = Tokenizer::new(&mut scratch, u16::MAX);
+        let fault = tok.skip_value(&mut &doc[..]).unwrap_err();
+        assert_eq!(fault, Fault::json(256, JsonError::DepthLimit { limit: MAX_DEPTH }));
+        // Exactly MAX_DEPTH levels fit.
+        let mut doc = vec![b'['; 256];
+        doc.extend(core::iter::repeat_n(b']', 256));
+        tok.reset();
+        assert_eq!(tok.skip_value(&mut &doc[..]), Ok(true));
+        // Limit 0: scalars only.
+        let mut tok = Tokenizer::new(&mut scratch, 0);
+        assert_eq!(tok.next(&mut &b"[]"[..]), Err(Fault::json(0, JsonError::DepthLimit { limit: 0 })));
+        tok.reset();
+        assert_eq!(tok.read_u64(&mut &b"7"[..]), Ok(7));
+    }
+
+    #[test]
+    fn an_empty_scratch_receives_only_empty_strings() {
+        let mut tok = Tokenizer::new(&mut [], 4);
+        assert_eq!(tok.scratch_capacity(), 0);
+        let mut src: &[u8] = br#"["", "a"]"#;
+        assert_eq!(tok.next(&mut src), Ok(Event::BeginArray));
+        assert_eq!(tok.next(&mut src), Ok(Event::Str("")));
+        let scratch = CapacityError { limit: SCRATCH_LIMIT, capacity: 0 };
+        assert_eq!(tok.next(&mut src), Err(Fault { offset: 5, kind: ErrorKind::Capacity(scratch) }));
     }
 }

@@ -18,9 +18,10 @@
 //!   instruction and weight sizes; it places what was staged, releases what nothing
 //!   references, and reports each placement to the observer.
 //!
-//! What grows with the model lives in the arena the caller lends ([`Loader::new`]); the
-//! loader's own state is fixed: one manifest's scalar keys, the tokenizer, and a few deferred
-//! errors. A check without a device is a load onto a [`NullDevice`].
+//! What grows with the model lives in the arena the caller lends ([`Loader::new`]), and so
+//! does the tokenizer's string scratch (split off its front); the loader's own state is fixed:
+//! one manifest's scalar keys, the tokenizer's state, and a few deferred errors. A check
+//! without a device is a load onto a [`NullDevice`].
 //!
 //! Every loader module denies `clippy::arithmetic_side_effects`: sizes, offsets and
 //! alignments from the NEFF go through checked arithmetic ending in a typed error, and the
@@ -48,7 +49,7 @@ use crate::hal::{Hal, NullDevice, RegionId};
 use crate::json::Tokenizer;
 use crate::manifest::def::DefFacts;
 use crate::manifest::neff::KelfMark;
-use crate::manifest::{Arch, DefJson, EngineJson, Entry, IoTensor, Kelf, NeffJson};
+use crate::manifest::{Arch, DefJson, EngineJson, Entry, IoTensor, Kelf, NeffJson, STRING_SCRATCH};
 use crate::Error;
 use index::Index;
 
@@ -185,6 +186,15 @@ enum Scratch {
 pub struct Storage<'a> {
     /// What binding must remember (names, records): a few KiB for small models; see
     /// [`LoadReport::arena_peak`] for what a NEFF took.
+    ///
+    /// Its first [`STRING_SCRATCH`] bytes are the tokenizer's string scratch (the longest
+    /// string a manifest value may hold), the rest the records: lend
+    /// `STRING_SCRATCH + arena_peak` bytes. A shorter arena is no error by itself: the
+    /// tokenizer gets all of it, so the records get nothing ([`ErrorKind::ArenaFull`]
+    /// at the first one) and a string longer than the arena is refused as too long for the
+    /// scratch.
+    ///
+    /// [`ErrorKind::ArenaFull`]: crate::ErrorKind::ArenaFull
     pub arena: &'a mut [u8],
     /// The bytes of each member read before the manifest naming it (the tar order need not
     /// be the chain's). Such a member is read at once as the manifest its name suggests; if
@@ -201,7 +211,7 @@ pub struct Storage<'a> {
 /// The loader: fixed state plus the storage the caller lends. See the module docs.
 pub struct Loader<'a> {
     options: LoadOptions,
-    tok: Tokenizer<{ crate::manifest::STRING_SCRATCH }>,
+    tok: Tokenizer<'a>,
     scratch: Scratch,
     arena: Arena<'a>,
     index: Index,
@@ -256,7 +266,8 @@ impl<S: WarningSink + ?Sized> WarningSink for Counting<'_, S> {
 
 impl<'a> Loader<'a> {
     /// A loader keeping what binding needs in `arena` (a few KiB for small models; see
-    /// [`LoadReport::arena_peak`] for what a NEFF took).
+    /// [`LoadReport::arena_peak`] for what a NEFF took), after the tokenizer's string scratch,
+    /// its first [`STRING_SCRATCH`] bytes ([`Storage::arena`]).
     pub fn new(arena: &'a mut [u8], options: LoadOptions) -> Self {
         Self::with_storage(Storage { arena, replay: &mut [], deferred: &mut [] }, options)
     }
@@ -264,9 +275,12 @@ impl<'a> Loader<'a> {
     /// A loader with the storage the caller lends ([`Storage`]).
     pub fn with_storage(storage: Storage<'a>, options: LoadOptions) -> Self {
         let Storage { arena, replay, deferred } = storage;
+        // The scratch is lent like the records, so the loader's own size does not grow with
+        // the longest string; `min` keeps a short arena from panicking (see `Storage::arena`).
+        let (scratch, arena) = arena.split_at_mut(arena.len().min(STRING_SCRATCH));
         Self {
             options,
-            tok: Tokenizer::new(),
+            tok: Tokenizer::new(scratch, crate::manifest::DEPTH_LIMIT),
             scratch: Scratch::Empty,
             arena: Arena::new(arena),
             index: Index::default(),
@@ -283,7 +297,7 @@ impl<'a> Loader<'a> {
         }
     }
 
-    /// Bytes of the lent arena.
+    /// Bytes of the lent arena left for the records, after the tokenizer's string scratch.
     pub fn arena_capacity(&self) -> usize {
         self.arena.capacity()
     }

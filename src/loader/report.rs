@@ -155,7 +155,9 @@ pub struct LoadReport {
     pub trailing_bytes: u64,
     /// The integrity check's outcome.
     pub integrity: Option<Integrity>,
-    /// The most bytes of the lent arena in use at once.
+    /// The most bytes of the lent arena's records in use at once; the tokenizer's string
+    /// scratch before them ([`STRING_SCRATCH`](crate::manifest::STRING_SCRATCH) bytes, see
+    /// [`Storage::arena`](super::Storage::arena)) is not counted.
     pub arena_peak: u64,
 }
 

@@ -435,9 +435,9 @@ impl Visitor for Checks<'_> {
 impl Document for DefJson {
     type Facts = DefFacts;
 
-    fn parse_into<R: BufRead, const S: usize, const D: u16>(
+    fn parse_into<R: BufRead>(
         &mut self,
-        tok: &mut Tokenizer<S, D>,
+        tok: &mut Tokenizer<'_>,
         src: &mut R,
         member: &str,
         sink: &mut impl WarningSink,

@@ -17,9 +17,9 @@ pub trait Document: Default {
     type Facts;
 
     /// Parses and checks a document from `src` (the body of `member`) into `self`.
-    fn parse_into<R: BufRead, const S: usize, const D: u16>(
+    fn parse_into<R: BufRead>(
         &mut self,
-        tok: &mut Tokenizer<S, D>,
+        tok: &mut Tokenizer<'_>,
         src: &mut R,
         member: &str,
         sink: &mut impl WarningSink,
@@ -27,8 +27,8 @@ pub trait Document: Default {
     ) -> Result<Self::Facts, Error>;
 
     /// [`Document::parse_into`] into a fresh value.
-    fn parse<R: BufRead, const S: usize, const D: u16>(
-        tok: &mut Tokenizer<S, D>,
+    fn parse<R: BufRead>(
+        tok: &mut Tokenizer<'_>,
         src: &mut R,
         member: &str,
         sink: &mut impl WarningSink,

@@ -158,9 +158,9 @@ impl Document for EngineJson {
     /// Nothing beyond the document itself.
     type Facts = ();
 
-    fn parse_into<R: BufRead, const S: usize, const D: u16>(
+    fn parse_into<R: BufRead>(
         &mut self,
-        tok: &mut Tokenizer<S, D>,
+        tok: &mut Tokenizer<'_>,
         src: &mut R,
         member: &str,
         sink: &mut impl WarningSink,

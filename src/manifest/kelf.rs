@@ -77,9 +77,9 @@ impl Document for Kelf {
     /// The number of graphs.
     type Facts = u64;
 
-    fn parse_into<R: BufRead, const S: usize, const D: u16>(
+    fn parse_into<R: BufRead>(
         &mut self,
-        tok: &mut Tokenizer<S, D>,
+        tok: &mut Tokenizer<'_>,
         src: &mut R,
         member: &str,
         _sink: &mut impl WarningSink,

@@ -59,6 +59,11 @@ neff_macros::schema!("schema");
 /// schema capacity holds (a key is read through the same scratch).
 pub const STRING_SCRATCH: usize = cap::GRAPH_PATH;
 
+/// The most JSON containers a manifest reader allows open at once (the tokenizer's depth
+/// limit): the manifests nest a few levels, so only a hostile document reaches it, and it ends
+/// that read with [`JsonError::DepthLimit`](crate::json::JsonError::DepthLimit).
+pub const DEPTH_LIMIT: u16 = 128;
+
 // Every string capacity fits the scratch: a string too long for its capacity is then always
 // reported against that capacity, by name.
 const _: () = {

@@ -156,9 +156,9 @@ impl Visitor for Checks<'_> {
 impl Document for NeffJson {
     type Facts = NeffFacts;
 
-    fn parse_into<R: BufRead, const S: usize, const D: u16>(
+    fn parse_into<R: BufRead>(
         &mut self,
-        tok: &mut Tokenizer<S, D>,
+        tok: &mut Tokenizer<'_>,
         src: &mut R,
         member: &str,
         sink: &mut impl WarningSink,
@@ -770,7 +770,8 @@ mod tests {
     type Io = Vec<(IoKind, String, String, Vec<u32>, u64)>;
 
     fn parse(doc: &str) -> Result<(Io, Vec<String>), Error> {
-        let mut tok = Tokenizer::<256, 64>::new();
+        let mut scratch = [0; 256];
+        let mut tok = Tokenizer::new(&mut scratch, 64);
         let mut src = doc.as_bytes();
         let mut buf = std::vec![0u8; 1 << 20];
         let mut arena = Arena::new(&mut buf);
@@ -904,7 +905,8 @@ mod tests {
 
     #[test]
     fn a_full_arena_is_an_error_not_a_truncation() {
-        let mut tok = Tokenizer::<256, 64>::new();
+        let mut scratch = [0; 256];
+        let mut tok = Tokenizer::new(&mut scratch, 64);
         let mut src = GOOD.as_bytes();
         let mut buf = [0u8; 16];
         let mut arena = Arena::new(&mut buf);

@@ -232,9 +232,12 @@ impl From<Fault> for DocFault {
 
 /// A read in progress: the tokenizer, the source, the error context and the visitor that
 /// streamed elements go to.
-pub struct Cx<'a, R, const S: usize, const D: u16> {
+///
+/// `'a` is the read's borrows; `'t` is the tokenizer's lent scratch, a lifetime of its own
+/// because the tokenizer is reborrowed for each document (`&mut` cannot shorten it).
+pub struct Cx<'a, 't, R> {
     /// The tokenizer.
-    pub tok: &'a mut Tokenizer<S, D>,
+    pub tok: &'a mut Tokenizer<'t>,
     /// The byte source.
     pub src: &'a mut R,
     /// Stage, member and key path.
@@ -243,10 +246,10 @@ pub struct Cx<'a, R, const S: usize, const D: u16> {
     pub visitor: &'a mut dyn Visitor,
 }
 
-impl<'a, R: BufRead, const S: usize, const D: u16> Cx<'a, R, S, D> {
+impl<'a, 't, R: BufRead> Cx<'a, 't, R> {
     /// A read of `member` at the start of its document.
     pub fn new(
-        tok: &'a mut Tokenizer<S, D>,
+        tok: &'a mut Tokenizer<'t>,
         src: &'a mut R,
         stage: Stage,
         member: &'a str,
@@ -395,11 +398,7 @@ pub trait JsonValue: Default {
     fn start(&mut self, ev: &Event<'_>, lim: Lim) -> Result<Flow, Issue>;
 
     /// Reads the rest of a container opened by [`JsonValue::start`].
-    fn body<R: BufRead, const S: usize, const D: u16>(
-        &mut self,
-        _cx: &mut Cx<'_, R, S, D>,
-        _lim: Lim,
-    ) -> Result<(), DocFault> {
+    fn body<R: BufRead>(&mut self, _cx: &mut Cx<'_, '_, R>, _lim: Lim) -> Result<(), DocFault> {
         Ok(())
     }
 
@@ -513,11 +512,7 @@ impl<T: JsonValue> JsonValue for Option<T> {
         v.clear();
         v.start(ev, lim)
     }
-    fn body<R: BufRead, const S: usize, const D: u16>(
-        &mut self,
-        cx: &mut Cx<'_, R, S, D>,
-        lim: Lim,
-    ) -> Result<(), DocFault> {
+    fn body<R: BufRead>(&mut self, cx: &mut Cx<'_, '_, R>, lim: Lim) -> Result<(), DocFault> {
         match self {
             Some(v) => v.body(cx, lim),
             None => Ok(()),
@@ -529,11 +524,7 @@ impl<T: JsonValue> JsonValue for Option<T> {
 }
 
 /// Reads the next value into `value`.
-pub fn read<T: JsonValue, R: BufRead, const S: usize, const D: u16>(
-    cx: &mut Cx<'_, R, S, D>,
-    value: &mut T,
-    lim: Lim,
-) -> Result<(), DocFault> {
+pub fn read<T: JsonValue, R: BufRead>(cx: &mut Cx<'_, '_, R>, value: &mut T, lim: Lim) -> Result<(), DocFault> {
     let flow = match cx.tok.next(cx.src) {
         Ok(ev) => value.start(&ev, lim),
         Err(f) => return Err(DocFault::from(f)),
@@ -547,14 +538,14 @@ pub fn read<T: JsonValue, R: BufRead, const S: usize, const D: u16>(
 
 /// Reads a TVM typed list `["tag", value]` into `value`; any other shape is the key's
 /// `format_error`.
-pub fn read_tagged<T: JsonValue, R: BufRead, const S: usize, const D: u16>(
-    cx: &mut Cx<'_, R, S, D>,
+pub fn read_tagged<T: JsonValue, R: BufRead>(
+    cx: &mut Cx<'_, '_, R>,
     value: &mut T,
     tag: &str,
     lim: Lim,
 ) -> Result<(), DocFault> {
     let message = if lim.rules.format_error.is_empty() { "malformed typed list" } else { lim.rules.format_error };
-    let bad = |cx: &Cx<'_, R, S, D>| cx.manifest_error(ManifestError::BadFormat { message });
+    let bad = |cx: &Cx<'_, '_, R>| cx.manifest_error(ManifestError::BadFormat { message });
     match cx.tok.next(cx.src) {
         Ok(Event::BeginArray) => {}
         Ok(_) => return Err(bad(cx)),
@@ -585,18 +576,12 @@ pub fn read_tagged<T: JsonValue, R: BufRead, const S: usize, const D: u16>(
 /// instead, at its own offset (with an empty key path: the skip keeps none); otherwise the
 /// schema error is returned unchanged. An error of the tokenizer itself (syntax, depth,
 /// capacity, the stream) is returned as it is.
-pub fn read_document<T: JsonValue, R: BufRead, const S: usize, const D: u16>(
-    cx: &mut Cx<'_, R, S, D>,
-    value: &mut T,
-) -> Result<(), Error> {
+pub fn read_document<T: JsonValue, R: BufRead>(cx: &mut Cx<'_, '_, R>, value: &mut T) -> Result<(), Error> {
     read_whole(cx, value).map_err(|f| cx.ctx.attach(f))
 }
 
 /// [`read_document`] before the context is added.
-fn read_whole<T: JsonValue, R: BufRead, const S: usize, const D: u16>(
-    cx: &mut Cx<'_, R, S, D>,
-    value: &mut T,
-) -> Result<(), DocFault> {
+fn read_whole<T: JsonValue, R: BufRead>(cx: &mut Cx<'_, '_, R>, value: &mut T) -> Result<(), DocFault> {
     if let Err(schema) = read(cx, value, Lim::NONE) {
         if cx.tok.fault().is_some() {
             return Err(schema);
@@ -621,7 +606,7 @@ fn read_whole<T: JsonValue, R: BufRead, const S: usize, const D: u16>(
 /// the tokenizer's depth says how many are open) and checks that nothing follows it.
 /// Returns the JSON syntax fault found, if any; a fault of another kind (the stream) is no
 /// verdict on the document's syntax and gives `None`.
-fn skip_rest<R: BufRead, const S: usize, const D: u16>(cx: &mut Cx<'_, R, S, D>) -> Option<Fault> {
+fn skip_rest<R: BufRead>(cx: &mut Cx<'_, '_, R>) -> Option<Fault> {
     let outcome = (|| -> Result<Option<JsonError>, Fault> {
         // Each round either skips one value or closes one container: the document is finite.
         while cx.tok.depth() > 0 {
@@ -654,11 +639,7 @@ impl<T: JsonValue, const N: usize> JsonValue for heapless::Vec<T, N> {
         }
     }
 
-    fn body<R: BufRead, const S: usize, const D: u16>(
-        &mut self,
-        cx: &mut Cx<'_, R, S, D>,
-        lim: Lim,
-    ) -> Result<(), DocFault> {
+    fn body<R: BufRead>(&mut self, cx: &mut Cx<'_, '_, R>, lim: Lim) -> Result<(), DocFault> {
         let limit = lim.first();
         let inner = lim.rest();
         let checks_runtime_max = lim.rules.overflow.is_some() && lim.rules.overflow_limit == limit;
@@ -759,11 +740,7 @@ impl<T: MapEntry, const N: usize> JsonValue for Map<T, N> {
         start_object(ev)
     }
 
-    fn body<R: BufRead, const S: usize, const D: u16>(
-        &mut self,
-        cx: &mut Cx<'_, R, S, D>,
-        lim: Lim,
-    ) -> Result<(), DocFault> {
+    fn body<R: BufRead>(&mut self, cx: &mut Cx<'_, '_, R>, lim: Lim) -> Result<(), DocFault> {
         let limit = lim.first();
         let key_limit = lim.rest().first();
         let value_lim = lim.rest().rest();
@@ -828,11 +805,7 @@ impl<T: JsonValue + Default + core::any::Any> JsonValue for Each<T> {
 
     // A frame of its own: the slot's stack is taken only while this key is read.
     #[inline(never)]
-    fn body<R: BufRead, const S: usize, const D: u16>(
-        &mut self,
-        cx: &mut Cx<'_, R, S, D>,
-        lim: Lim,
-    ) -> Result<(), DocFault> {
+    fn body<R: BufRead>(&mut self, cx: &mut Cx<'_, '_, R>, lim: Lim) -> Result<(), DocFault> {
         let mut slot = T::default();
         loop {
             let mark = cx.ctx.path.mark();
@@ -878,11 +851,7 @@ impl<T: MapEntry + Default + core::any::Any> JsonValue for EachMap<T> {
 
     // A frame of its own: the slot's stack is taken only while this key is read.
     #[inline(never)]
-    fn body<R: BufRead, const S: usize, const D: u16>(
-        &mut self,
-        cx: &mut Cx<'_, R, S, D>,
-        lim: Lim,
-    ) -> Result<(), DocFault> {
+    fn body<R: BufRead>(&mut self, cx: &mut Cx<'_, '_, R>, lim: Lim) -> Result<(), DocFault> {
         let key_limit = lim.first();
         let value_lim = lim.rest();
         let mut slot = T::default();
@@ -928,11 +897,7 @@ impl JsonValue for ArrayLen {
         }
     }
 
-    fn body<R: BufRead, const S: usize, const D: u16>(
-        &mut self,
-        cx: &mut Cx<'_, R, S, D>,
-        _lim: Lim,
-    ) -> Result<(), DocFault> {
+    fn body<R: BufRead>(&mut self, cx: &mut Cx<'_, '_, R>, _lim: Lim) -> Result<(), DocFault> {
         loop {
             match cx.tok.skip_value(cx.src) {
                 Ok(true) => self.0 = self.0.saturating_add(1),
@@ -970,11 +935,7 @@ impl JsonValue for Present {
         }
     }
 
-    fn body<R: BufRead, const S: usize, const D: u16>(
-        &mut self,
-        cx: &mut Cx<'_, R, S, D>,
-        _lim: Lim,
-    ) -> Result<(), DocFault> {
+    fn body<R: BufRead>(&mut self, cx: &mut Cx<'_, '_, R>, _lim: Lim) -> Result<(), DocFault> {
         loop {
             match cx.tok.skip_value(cx.src) {
                 Ok(true) => {}
@@ -1043,11 +1004,7 @@ impl<const N: usize> JsonValue for StrOrOther<N> {
         }
     }
 
-    fn body<R: BufRead, const S: usize, const D: u16>(
-        &mut self,
-        cx: &mut Cx<'_, R, S, D>,
-        lim: Lim,
-    ) -> Result<(), DocFault> {
+    fn body<R: BufRead>(&mut self, cx: &mut Cx<'_, '_, R>, lim: Lim) -> Result<(), DocFault> {
         Present::default().body(cx, lim)
     }
 
@@ -1077,10 +1034,7 @@ pub enum KeyStep {
 }
 
 /// Reads the next key of an object (pushing it on the key path) and looks up its slot.
-pub fn next_key<R: BufRead, const S: usize, const D: u16>(
-    cx: &mut Cx<'_, R, S, D>,
-    slot_of: fn(&str) -> Option<u8>,
-) -> Result<KeyStep, DocFault> {
+pub fn next_key<R: BufRead>(cx: &mut Cx<'_, '_, R>, slot_of: fn(&str) -> Option<u8>) -> Result<KeyStep, DocFault> {
     match cx.tok.next_key(cx.src) {
         Ok(None) => Ok(KeyStep::End),
         Ok(Some(key)) => {
@@ -1092,7 +1046,7 @@ pub fn next_key<R: BufRead, const S: usize, const D: u16>(
 }
 
 /// Skips (and validates) the value of an unconsumed key.
-pub fn skip<R: BufRead, const S: usize, const D: u16>(cx: &mut Cx<'_, R, S, D>) -> Result<(), DocFault> {
+pub fn skip<R: BufRead>(cx: &mut Cx<'_, '_, R>) -> Result<(), DocFault> {
     match cx.tok.skip_value(cx.src) {
         Ok(_) => Ok(()),
         Err(f) => Err(DocFault::from(f)),
@@ -1100,8 +1054,8 @@ pub fn skip<R: BufRead, const S: usize, const D: u16>(cx: &mut Cx<'_, R, S, D>) 
 }
 
 /// Records that `slot` was seen; a second time is a duplicate-key error.
-pub fn mark_seen<R: BufRead, const S: usize, const D: u16>(
-    cx: &Cx<'_, R, S, D>,
+pub fn mark_seen<R: BufRead>(
+    cx: &Cx<'_, '_, R>,
     seen: &mut u64,
     slot: u8,
     keys: &[&'static str],
@@ -1117,8 +1071,8 @@ pub fn mark_seen<R: BufRead, const S: usize, const D: u16>(
 
 /// At the end of an object: the first required key not seen is an error (with the runtime's
 /// message where the schema gives one).
-pub fn check_required<R: BufRead, const S: usize, const D: u16>(
-    cx: &mut Cx<'_, R, S, D>,
+pub fn check_required<R: BufRead>(
+    cx: &mut Cx<'_, '_, R>,
     seen: u64,
     required: u64,
     keys: &'static [super::RequiredKey],
@@ -1139,8 +1093,8 @@ pub fn check_required<R: BufRead, const S: usize, const D: u16>(
 }
 
 /// A string a `strict` discriminator map does not know is the schema's error variant.
-pub fn check_known<R: BufRead, const S: usize, const D: u16>(
-    cx: &Cx<'_, R, S, D>,
+pub fn check_known<R: BufRead>(
+    cx: &Cx<'_, '_, R>,
     value: &str,
     known: bool,
     error: fn(super::Name) -> ManifestError,

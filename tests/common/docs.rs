@@ -86,7 +86,8 @@ pub struct Parsed<D: Document> {
 
 /// Parses `bytes` as member `member`.
 pub fn parse<D: Document>(bytes: &[u8], member: &str) -> Result<Parsed<D>, Error> {
-    let mut tok: Tokenizer = Tokenizer::new();
+    let mut scratch = [0; 256];
+    let mut tok = Tokenizer::new(&mut scratch, 128);
     let mut warnings = Vec::new();
     let mut entries = Entries::default();
     let mut src = bytes;
@@ -117,7 +118,8 @@ pub fn neff_io(bytes: &[u8]) -> (Result<IoAndKelfs, Error>, Vec<Warning>) {
 }
 
 fn neff_io_into(bytes: &[u8], warnings: &mut Vec<Warning>) -> Result<IoAndKelfs, Error> {
-    let mut tok: Tokenizer = Tokenizer::new();
+    let mut scratch = [0; 256];
+    let mut tok = Tokenizer::new(&mut scratch, 128);
     let mut buf = vec![0u8; 1 << 20];
     let mut arena = Arena::new(&mut buf);
     let mut join = IoJoin::new(&arena);

@@ -628,9 +628,9 @@ impl Checked<'_> {
                     /// Reads one whole document into `self` (cleared first): the consumed keys only,
                     /// every other value skipped but validated, every element of a streamed key
                     /// handed to `visitor` as it is read. Semantic checks are not made here.
-                    pub fn read_document<R: ::embedded_io::BufRead, const S: usize, const D: u16>(
+                    pub fn read_document<R: ::embedded_io::BufRead>(
                         &mut self,
-                        tok: &mut crate::json::Tokenizer<S, D>,
+                        tok: &mut crate::json::Tokenizer<'_>,
                         src: &mut R,
                         member: &str,
                         visitor: &mut dyn crate::manifest::Visitor,
@@ -685,9 +685,9 @@ impl Checked<'_> {
                 }
 
                 #[allow(clippy::too_many_lines)]
-                fn body<R: ::embedded_io::BufRead, const S: usize, const D: u16>(
+                fn body<R: ::embedded_io::BufRead>(
                     &mut self,
-                    cx: &mut crate::manifest::rt::Cx<'_, R, S, D>,
+                    cx: &mut crate::manifest::rt::Cx<'_, '_, R>,
                     _lim: crate::manifest::rt::Lim,
                 ) -> ::core::result::Result<(), crate::manifest::DocFault> {
                     fn slot_of(key: &str) -> ::core::option::Option<u8> {

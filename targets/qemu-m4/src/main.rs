@@ -8,7 +8,8 @@
 //!   weights, 8 subgraphs) load, one after the other, within a fixed RAM budget
 //!   (`memory.x`): the linker enforces it for statics, and the stack region sits above
 //!   unmapped memory so an overflow faults instead of corrupting anything. What binding remembers lives in an arena of
-//!   [`ARENA_BYTES`] lent by this image; the arena bytes each NEFF used are printed. The
+//!   [`ARENA_BYTES`] lent by this image (the tokenizer's string scratch, then [`RECORD_BYTES`]
+//!   of records); the record bytes each NEFF used are printed. The
 //!   stack's high-water mark is measured, and RAM used is printed against the 128 KiB budget
 //!   the image is linked with (`memory.x`);
 //! * the load is right: every payload's landed length and digest, as the loader reports it
@@ -41,7 +42,7 @@ use core::mem::size_of;
 use cortex_m_rt::{entry, exception, ExceptionFrame};
 use cortex_m_semihosting::{debug, hprintln};
 use device::{SeenTable, CHECKED_PAYLOADS};
-use load::{Failure, Fixture, FwArchive, FwDevice, FwLoader, FwReport, ARENA_BYTES, FIXTURES};
+use load::{Failure, Fixture, FwArchive, FwDevice, FwLoader, FwReport, ARENA_BYTES, FIXTURES, RECORD_BYTES};
 use neff::error::Warning;
 use neff::loader::LOAD_FOOTPRINT;
 use panic_semihosting as _;
@@ -89,11 +90,13 @@ impl fmt::Display for Failure {
 fn main() -> ! {
     hprintln!("neff firmware: Cortex-M4 (thumbv7em-none-eabihf), {} NEFFs embedded", FIXTURES.len());
     hprintln!(
-        "sizes: LOAD_FOOTPRINT {} = Loader {} + Archive<&[u8]> {}; arena {}; LoadReport {}; JSON buffer {}; device (digest-only, its table on the device side) {}",
+        "sizes: LOAD_FOOTPRINT {} = Loader {} + Archive<&[u8]> {}; arena {} (string scratch {} + records {}); LoadReport {}; JSON buffer {}; device (digest-only, its table on the device side) {}",
         LOAD_FOOTPRINT,
         size_of::<FwLoader<'static>>(),
         size_of::<FwArchive>(),
         ARENA_BYTES,
+        ARENA_BYTES - RECORD_BYTES,
+        RECORD_BYTES,
         size_of::<FwReport>(),
         JSON_CAPACITY,
         size_of::<FwDevice<'static>>(),
@@ -115,7 +118,7 @@ fn main() -> ! {
                     s.md5_order.as_str(),
                     s.warnings,
                     s.arena_peak,
-                    ARENA_BYTES,
+                    RECORD_BYTES,
                 );
             }
             Err(failure) => {

@@ -31,7 +31,7 @@ use cortex_m_rt::{entry, exception, ExceptionFrame};
 use cortex_m_semihosting::debug;
 use defmt_semihosting as _;
 use device::Tables;
-use load::{Failure, Fixture, Payload, Summary, ARENA_BYTES, FIXTURES};
+use load::{Failure, Fixture, Payload, Summary, FIXTURES, RECORD_BYTES};
 use neff::error::Warning;
 // Named by the generated `variants.rs`.
 use neff::header::DigestOrder;
@@ -160,7 +160,7 @@ fn log_ok(fixture: &Fixture, s: &Summary) {
         s.md5_order.as_str(),
         s.warnings,
         s.arena_peak,
-        ARENA_BYTES,
+        RECORD_BYTES,
     );
 }
 
