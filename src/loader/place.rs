@@ -10,14 +10,13 @@
 
 use embedded_io::BufRead;
 
-use super::index::{dir_of, is_joined, is_joined_json, usage_code, Landing, ManifestKind, NameKind, PayloadRec};
+use super::index::{dir_of, is_joined, usage_code, Landing, PayloadRec, PayloadRef, RefKind};
 use super::{Counting, Loader, PayloadState, INSTR_ALIGN};
 use crate::arena::NIL;
 use crate::digest::Digest64;
 use crate::error::{Error, ErrorKind, Stage, Warning, WarningKind, WarningSink};
 use crate::hal::{AllocRequest, Hal, RegionId};
-use crate::manifest::def::{EngineKey, ENGINE_KEYS};
-use crate::manifest::{EngineType, UsageClass};
+use crate::manifest::UsageClass;
 use crate::npy::{NpyError, NpyFeed, NpyHeader, NpyParser};
 
 /// A payload's role, once the manifests have given it one.
@@ -34,23 +33,26 @@ pub(super) struct Role {
     pub var: Option<u32>,
 }
 
-fn usage_of(engine: EngineKey) -> UsageClass {
-    match engine {
-        EngineKey::Tpb(EngineType::Pe) => UsageClass::InstrPe,
-        EngineKey::Tpb(EngineType::Act) => UsageClass::InstrAct,
-        EngineKey::Tpb(EngineType::Pool) => UsageClass::InstrPool,
-        EngineKey::Tpb(EngineType::Dve) => UsageClass::InstrDve,
-        EngineKey::Tpb(EngineType::Sp) => UsageClass::InstrSp,
-        // §11.8 publishes no class for Vision-Q7 instructions.
-        EngineKey::Q7 => UsageClass::Generic,
+impl Role {
+    /// The role reference `r` gives, on `core`.
+    fn of(r: &PayloadRef<'_>, core: u8) -> Self {
+        Role {
+            usage: r.usage(),
+            align: r.var.map_or(INSTR_ALIGN, |(_, v)| v.align()),
+            core,
+            expect_len: r.var.and_then(|(_, v)| v.size),
+            instr: r.kind == RefKind::Instr,
+            var: r.var.map(|(pos, _)| pos),
+        }
     }
 }
 
 impl Loader<'_> {
     /// The role the chain read so far gives `member`, if it gives it one: a def reached from
     /// the chain's KELFs (before `neff.json` is read, a lone KELF stands for the chain) names
-    /// it. While walking this is a first answer (the binder moves a payload if the full chain
-    /// disagrees); when binding, it is the answer.
+    /// it, by the first of its references ([`Index::payload_refs`](super::index::Index::payload_refs))
+    /// that does. While walking this is a first answer (the binder moves a payload if the full
+    /// chain disagrees); when binding, it is the answer.
     pub(super) fn role_of(&self, member: &str) -> Option<Role> {
         let arena = &self.arena;
         let index = &self.index;
@@ -67,59 +69,9 @@ impl Loader<'_> {
             if def.failed.is_some() {
                 return None;
             }
-            self.role_in(member, core, def_pos, &def)
+            let dir = dir_of(arena.str(def.member));
+            index.payload_refs(arena, def_pos, &def, &mut |r| is_joined(member, dir, r.name).then(|| Role::of(r, core)))
         })
-    }
-
-    /// The role definition `def` (record `def_pos`, on `core`) gives `member`, if any.
-    fn role_in(&self, member: &str, core: u8, def_pos: u32, def: &super::index::ManifestRec) -> Option<Role> {
-        let arena = &self.arena;
-        let index = &self.index;
-        let dir = dir_of(arena.str(def.member));
-        let role = |usage, align, expect_len, instr| Some(Role { usage, align, core, expect_len, instr, var: None });
-        if let Some((pos, v)) =
-            index.file_vars.iter(arena).find(|(_, v)| v.def == def_pos && is_joined(member, dir, arena.str(v.file)))
-        {
-            return Some(Role { var: Some(pos), ..role(UsageClass::Weight, v.align(), v.size, false)? });
-        }
-        let names_by = |by: u32, kind: NameKind| {
-            index.names.iter(arena).filter(move |(_, n)| n.by == by && n.kind == kind).map(|(_, n)| n.name)
-        };
-        if names_by(def_pos, NameKind::UcodeLib).any(|n| is_joined(member, dir, arena.str(n))) {
-            return role(UsageClass::UcodeLib, INSTR_ALIGN, None, false);
-        }
-        for engine in ENGINE_KEYS {
-            let Some((json_pos, json)) = index.engine_of(arena, def, engine) else { continue };
-            if json.failed.is_some() {
-                continue;
-            }
-            if index.instr_of(arena, def, Some(&json), engine).is_some_and(|i| is_joined(member, dir, i)) {
-                return role(usage_of(engine), INSTR_ALIGN, None, true);
-            }
-            if engine == EngineKey::Tpb(EngineType::Dve)
-                && names_by(json_pos, NameKind::DveTable).any(|n| is_joined(member, dir, arena.str(n)))
-            {
-                // §11.8 publishes no DVE-table class.
-                return role(UsageClass::Generic, INSTR_ALIGN, None, false);
-            }
-            if engine == EngineKey::Tpb(EngineType::Act) {
-                for set in names_by(json_pos, NameKind::ActSet) {
-                    let set_json = index
-                        .manifests
-                        .iter(arena)
-                        .filter(|(_, m)| m.kind == ManifestKind::Engine && !m.superseded && m.failed.is_none())
-                        .find(|(_, m)| is_joined_json(arena.str(m.member), dir, arena.str(set)));
-                    if let Some((set_pos, _)) = set_json {
-                        let mut tables = names_by(set_pos, NameKind::ActBucketTable)
-                            .chain(names_by(set_pos, NameKind::ActControlTable));
-                        if tables.any(|n| is_joined(member, dir, arena.str(n))) {
-                            return role(UsageClass::ActTable, INSTR_ALIGN, None, false);
-                        }
-                    }
-                }
-            }
-        }
-        None
     }
 
     /// Streams one payload member: into its final region when its role is known, else staged.
@@ -157,7 +109,7 @@ impl Loader<'_> {
             // A `.npy` nothing has named yet may be a member no manifest ever reaches (§15.18):
             // its error waits for the chain, as a speculative manifest read's does.
             Err(e) if role.is_none() && matches!(e.kind, ErrorKind::Npy(_)) => {
-                let failed = Some(self.keep_error(e));
+                let failed = Some(self.deferred.keep(e));
                 let member = self.arena.push_str(name).map_err(fail)?;
                 let rec =
                     PayloadRec { member, landing: Landing { seq, ..Landing::NONE }, superseded: false, quiet, failed };
@@ -192,10 +144,13 @@ impl Loader<'_> {
             header_len,
             digest: placed.digest,
         };
-        if let Some(var) = role.and_then(|r| r.var) {
-            let mut rec = self.index.file_vars.get(&self.arena, var);
+        // A weight lands in its variable, unless it has not the declared size: then it is kept
+        // as any other payload, with both sizes, for the binder to refuse.
+        let var = role.filter(|r| r.expect_len.is_none_or(|len| len == placed.len)).and_then(|r| r.var);
+        if let Some(var) = var {
+            let mut rec = self.index.var(&self.arena, var);
             rec.landing = landing;
-            self.index.file_vars.set(&mut self.arena, var, &rec);
+            self.index.set_var(&mut self.arena, var, &rec);
             return Ok(());
         }
         // Refuse before keeping a region the index cannot list: it would leak.
@@ -234,20 +189,21 @@ impl Loader<'_> {
             self.index.payloads.unlink(&mut self.arena, pos);
             return Ok(true);
         }
-        let landed = self.index.file_vars.iter(&self.arena).find(|(_, v)| {
+        let landed = self.index.all_vars(&self.arena).find(|(_, ext, _, v)| {
             v.landing.state != Landing::NOT_LANDED && {
-                let def = self.index.manifests.get(&self.arena, v.def);
+                let def = self.index.manifests.get(&self.arena, ext.def);
                 is_joined(name, dir_of(self.arena.str(def.member)), self.arena.str(v.file))
             }
         });
-        if let Some((pos, mut var)) = landed {
+        if let Some((ext_pos, mut ext, pos, mut var)) = landed {
             // The file variable waits for the new copy, which takes its place; one of a
             // replaced def.json waits for nothing and leaves the list.
             release(hal, &mut var.landing)?;
             var.landing = Landing::NONE;
-            self.index.file_vars.set(&mut self.arena, pos, &var);
-            if self.index.manifests.get(&self.arena, var.def).superseded {
-                self.index.file_vars.unlink(&mut self.arena, pos);
+            self.index.set_var(&mut self.arena, pos, &var);
+            if self.index.manifests.get(&self.arena, ext.def).superseded {
+                ext.vars.unlink(&mut self.arena, pos);
+                self.index.def_exts.set(&mut self.arena, ext_pos, &ext);
             }
             return Ok(true);
         }
