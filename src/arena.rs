@@ -438,6 +438,12 @@ impl<T: Record> List<T> {
         Ok(at)
     }
 
+    /// Appends `value` in a slot allocated before (one a record left for good: its bytes are
+    /// overwritten).
+    pub fn relink(&mut self, arena: &mut Arena<'_>, at: u32, value: &T) {
+        self.link(arena, at, value);
+    }
+
     /// Appends `value` followed by `tail` (its name), in one allocation: the record encodes
     /// the tail's length only and learns where it is when read ([`Record::tail_at`]).
     pub fn push_with_tail(&mut self, arena: &mut Arena<'_>, value: &T, tail: &[u8]) -> Result<u32, ErrorKind> {

@@ -286,19 +286,17 @@ impl Loader<'_> {
             }
             let next = List::<PayloadRec>::next_after(&self.arena, pos);
             let mut p = self.index.payloads.get(&self.arena, pos);
-            if !p.superseded {
-                let member = self.arena.str(p.member);
-                if let Some(slot) = p.failed {
-                    // Its read failed before anything named it: an error only if it is reached.
-                    if self.role_of(member).is_some() {
-                        return Err(self.kept_error(slot, Stage::Payload, member));
-                    }
-                    let warning = WarningKind::Chain(ChainWarning::Unreferenced);
-                    sink.warn(&Warning::in_member(Stage::Chain, member, 0, warning));
-                } else {
-                    self.place_one(hal, member, &mut p.landing, p.quiet, sink)?;
-                    self.index.payloads.set(&mut self.arena, pos, &p);
+            let member = self.arena.str(p.member);
+            if let Some(slot) = p.failed {
+                // Its read failed before anything named it: an error only if it is reached.
+                if self.role_of(member).is_some() {
+                    return Err(self.kept_error(slot, Stage::Payload, member));
                 }
+                let warning = WarningKind::Chain(ChainWarning::Unreferenced);
+                sink.warn(&Warning::in_member(Stage::Chain, member, 0, warning));
+            } else {
+                self.place_one(hal, member, &mut p.landing, p.quiet, sink)?;
+                self.index.payloads.set(&mut self.arena, pos, &p);
             }
             pos = next;
         }
@@ -403,12 +401,8 @@ impl Loader<'_> {
     /// read gave (kept while nothing named it), or `missing from the archive`.
     fn missing_payload(&self, by: &str, key: &str, path: &str) -> Error {
         let arena = &self.arena;
-        let failed = self
-            .index
-            .payloads
-            .iter(arena)
-            .filter(|(_, p)| !p.superseded && arena.eq(p.member, path))
-            .find_map(|(_, p)| p.failed);
+        let failed =
+            self.index.payloads.iter(arena).filter(|(_, p)| arena.eq(p.member, path)).find_map(|(_, p)| p.failed);
         match failed {
             Some(slot) => self.kept_error(slot, Stage::Payload, path),
             None => missing(by, Stage::Chain, key, path),
@@ -418,7 +412,7 @@ impl Loader<'_> {
     /// Whether the payload at member path `path` is present and kept.
     fn has_payload(&self, path: &str) -> bool {
         let arena = &self.arena;
-        self.index.payloads.iter(arena).any(|(_, p)| !p.superseded && p.landing.is_kept() && arena.eq(p.member, path))
+        self.index.payloads.iter(arena).any(|(_, p)| p.landing.is_kept() && arena.eq(p.member, path))
             || self.index.all_vars(arena).any(|(_, ext, _, v)| v.is_kept() && self.var_is(ext.def, &v, path))
     }
 
@@ -489,7 +483,7 @@ impl Loader<'_> {
         // A member read both ways that the chain took as a manifest is no payload to report.
         let released = PayloadState::Released.code();
         let payloads = self.index.payloads.iter(arena);
-        for (_, p) in payloads.filter(|(_, p)| !(p.superseded || p.quiet && p.landing.state == released)) {
+        for (_, p) in payloads.filter(|(_, p)| !(p.quiet && p.landing.state == released)) {
             emit(arena.str(p.member), &p.landing)?;
         }
         for (_, ext, _, v) in self.index.all_vars(arena).filter(|(.., v)| v.landing.state != Landing::NOT_LANDED) {
@@ -503,7 +497,7 @@ impl Loader<'_> {
                 bytes_placed: 0,
                 bytes_by_usage: [0; USAGE_CLASS_COUNT],
             };
-            let landings = self.index.payloads.iter(arena).filter(|(_, p)| !p.superseded).map(|(_, p)| p.landing);
+            let landings = self.index.payloads.iter(arena).map(|(_, p)| p.landing);
             for p in landings.chain(self.index.all_vars(arena).map(|(.., v)| v.landing)) {
                 if p.core == core && p.is_kept() {
                     sg.add(usage_of_code(p.usage), p.len);

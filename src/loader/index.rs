@@ -539,8 +539,6 @@ pub(crate) struct PayloadRec {
     /// Its path (a span of its own, or of the manifest record of a member read both ways).
     pub member: Span,
     pub landing: Landing,
-    /// A later copy of the member replaced this one.
-    pub superseded: bool,
     /// Nothing had named the member when it came, and it may be no payload: it was also read
     /// as a manifest, or it bears a producer metadata name. When the chain gives it no
     /// payload role, its staged copy goes without an `unreferenced` warning.
@@ -557,7 +555,7 @@ impl Record for PayloadRec {
         w.span(self.member);
         self.landing.write(&mut w);
         let flag = |on: bool, bit: u8| if on { bit } else { 0 };
-        let flags = flag(self.superseded, 1) | flag(self.quiet, 2) | flag(self.failed.is_some(), 4);
+        let flags = flag(self.quiet, 2) | flag(self.failed.is_some(), 4);
         w.u8(flags).u16(self.failed.unwrap_or(NO_SLOT));
     }
     fn decode(bytes: &[u8]) -> Self {
@@ -566,13 +564,7 @@ impl Record for PayloadRec {
         let landing = Landing::read(&mut r);
         let flags = r.u8();
         let slot = r.u16();
-        PayloadRec {
-            member,
-            landing,
-            superseded: flags & 1 != 0,
-            quiet: flags & 2 != 0,
-            failed: (flags & 4 != 0).then_some(slot),
-        }
+        PayloadRec { member, landing, quiet: flags & 2 != 0, failed: (flags & 4 != 0).then_some(slot) }
     }
 }
 
@@ -834,13 +826,29 @@ pub(crate) struct Index {
     /// The `file` variables of the definition being read, until it gets its [`DefExt`].
     pub reading_vars: List<FileVarRec>,
     pub names: List<NameRec>,
+    /// The payloads that are not weights landed in their variable, in tar order.
     pub payloads: List<PayloadRec>,
+    /// Slots of payload records that left [`Index::payloads`] for good.
+    pub free_payloads: FreeSlots,
     /// DMA references read before the definition they name into.
     pub dma_refs: List<DmaRefRec>,
     /// Members read as the kind their name suggests, waiting for the chain to name them.
     pub replays: List<ReplayRec>,
     /// The `neff.json` read (its manifest record), if any.
     pub neff: Option<u32>,
+}
+
+/// Slots of records that left their list for good, linked through their link word: the next
+/// record of the list takes one before the arena grows. (A replaced copy of a member, or the
+/// staged copy of a member read both ways that the chain named as a manifest, is never read
+/// again.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FreeSlots(u32);
+
+impl Default for FreeSlots {
+    fn default() -> Self {
+        Self(NIL)
+    }
 }
 
 /// `dir/name` compared with `path`, without building it.
@@ -896,6 +904,26 @@ impl Index {
             true
         } else {
             false
+        }
+    }
+
+    /// Appends a payload record, in the slot of one that left for good if there is one.
+    pub fn push_payload(&mut self, arena: &mut Arena<'_>, rec: &PayloadRec) -> Result<u32, ErrorKind> {
+        let at = self.free_payloads.0;
+        if at == NIL {
+            return self.payloads.push(arena, rec);
+        }
+        self.free_payloads.0 = List::<PayloadRec>::next_after(arena, at);
+        self.payloads.relink(arena, at, rec);
+        Ok(at)
+    }
+
+    /// Takes the payload record at `pos` out of the list for good: nothing reads it again, and
+    /// its slot serves the next payload.
+    pub fn drop_payload(&mut self, arena: &mut Arena<'_>, pos: u32) {
+        if self.payloads.unlink(arena, pos) {
+            arena.write(pos, &self.free_payloads.0.to_le_bytes());
+            self.free_payloads.0 = pos;
         }
     }
 
@@ -1210,7 +1238,7 @@ mod tests {
         let member = arena.push_str("sg00/PE.bin").unwrap();
         let mut payloads = List::<PayloadRec>::new();
         for (quiet, failed) in [(false, None), (true, Some(3)), (false, Some(NO_SLOT))] {
-            let p = PayloadRec { member, landing: landing(PayloadState::Staged), superseded: !quiet, quiet, failed };
+            let p = PayloadRec { member, landing: landing(PayloadState::Staged), quiet, failed };
             let pos = payloads.push(&mut arena, &p).unwrap();
             assert_eq!(payloads.get(&arena, pos), p);
         }

@@ -111,9 +111,8 @@ impl Loader<'_> {
             Err(e) if role.is_none() && matches!(e.kind, ErrorKind::Npy(_)) => {
                 let failed = Some(self.deferred.keep(e));
                 let member = self.arena.push_str(name).map_err(fail)?;
-                let rec =
-                    PayloadRec { member, landing: Landing { seq, ..Landing::NONE }, superseded: false, quiet, failed };
-                self.index.payloads.push(&mut self.arena, &rec).map_err(fail)?;
+                let rec = PayloadRec { member, landing: Landing { seq, ..Landing::NONE }, quiet, failed };
+                self.index.push_payload(&mut self.arena, &rec).map_err(fail)?;
                 return Ok(());
             }
             Err(e) => return Err(e),
@@ -155,8 +154,8 @@ impl Loader<'_> {
         }
         // Refuse before keeping a region the index cannot list: it would leak.
         let stored = self.arena.push_str(name).and_then(|member| {
-            let rec = PayloadRec { member, landing, superseded: false, quiet, failed: None };
-            self.index.payloads.push(&mut self.arena, &rec)
+            let rec = PayloadRec { member, landing, quiet, failed: None };
+            self.index.push_payload(&mut self.arena, &rec)
         });
         if let Err(k) = stored {
             release(hal);
@@ -175,18 +174,11 @@ impl Loader<'_> {
             landing.state = PayloadState::Released.code();
             Ok(())
         };
-        let earlier = self
-            .index
-            .payloads
-            .iter(&self.arena)
-            .filter(|(_, p)| !p.superseded && self.arena.eq(p.member, name))
-            .last();
+        let earlier = self.index.payloads.iter(&self.arena).filter(|(_, p)| self.arena.eq(p.member, name)).last();
         if let Some((pos, mut old)) = earlier {
             release(hal, &mut old.landing)?;
-            old.superseded = true;
-            self.index.payloads.set(&mut self.arena, pos, &old);
-            // Out of the list, so that scans stay as short as the distinct members.
-            self.index.payloads.unlink(&mut self.arena, pos);
+            // Out of the list for good: the new copy is the member now.
+            self.index.drop_payload(&mut self.arena, pos);
             return Ok(true);
         }
         let landed = self.index.all_vars(&self.arena).find(|(_, ext, _, v)| {

@@ -568,13 +568,12 @@ impl Loader<'_> {
         let mut pos = self.index.payloads.first();
         while pos != NIL {
             let next = crate::arena::List::<PayloadRec>::next_after(&self.arena, pos);
-            let mut p = self.index.payloads.get(&self.arena, pos);
-            let open = p.quiet && !p.superseded && p.landing.region != NIL && p.landing.state != released;
+            let p = self.index.payloads.get(&self.arena, pos);
+            let open = p.quiet && p.landing.region != NIL && p.landing.state != released;
             if open && self.index.named_as(&self.arena, self.arena.str(p.member)).is_some() {
                 hal.release(RegionId(p.landing.region)).map_err(|e| hal_error(self.arena.str(p.member), 0, e))?;
-                p.landing.region = NIL;
-                p.landing.state = released;
-                self.index.payloads.set(&mut self.arena, pos, &p);
+                // A manifest now, never a payload to place or report: its record leaves for good.
+                self.index.drop_payload(&mut self.arena, pos);
                 self.either_staged = self.either_staged.saturating_sub(1);
             }
             pos = next;
@@ -666,8 +665,8 @@ impl Loader<'_> {
             None => self.arena.push_str(name),
         }
         .and_then(|member| {
-            let rec = PayloadRec { member, landing, superseded: false, quiet: true, failed: None };
-            self.index.payloads.push(&mut self.arena, &rec)
+            let rec = PayloadRec { member, landing, quiet: true, failed: None };
+            self.index.push_payload(&mut self.arena, &rec)
         });
         if let Err(k) = stored {
             release(hal);
