@@ -413,7 +413,7 @@ impl Loader<'_> {
     fn has_payload(&self, path: &str) -> bool {
         let arena = &self.arena;
         self.index.payloads.iter(arena).any(|(_, p)| p.landing.is_kept() && arena.eq(p.member, path))
-            || self.index.all_vars(arena).any(|(_, ext, _, v)| v.is_kept() && self.var_is(ext.def, &v, path))
+            || self.index.find_var(arena, &mut |ext, v| v.is_kept() && self.var_is(ext.def, v, path)).is_some()
     }
 
     /// Every payload a reached manifest names must be in the archive: the references
@@ -433,7 +433,7 @@ impl Loader<'_> {
                 }
                 let path = Self::joined(dir, r.name);
                 let by = arena.str(r.by.member);
-                (!self.has_payload(&path)).then(|| self.missing_payload(by, &r.kind.key_path(), &path))
+                (!self.has_payload(&path)).then(|| self.missing_payload(by, &r.row.kind.key_path(), &path))
             });
             if let Some(e) = missing {
                 return Err(e);
@@ -486,9 +486,14 @@ impl Loader<'_> {
         for (_, p) in payloads.filter(|(_, p)| !(p.quiet && p.landing.state == released)) {
             emit(arena.str(p.member), &p.landing)?;
         }
-        for (_, ext, _, v) in self.index.all_vars(arena).filter(|(.., v)| v.landing.state != Landing::NOT_LANDED) {
-            emit(&self.var_member(ext.def, &v), &v.landing)?;
-        }
+        let mut emitted = Ok(());
+        self.index.find_var(arena, &mut |ext, v| {
+            if v.landing.state != Landing::NOT_LANDED {
+                emitted = emit(&self.var_member(ext.def, v), &v.landing);
+            }
+            emitted.is_err()
+        });
+        emitted?;
         for (core, graph) in self.index.chain_graphs(arena, self.kelf_mark, self.fallback_kelf) {
             let mut sg = SubgraphReport {
                 name: arena.str(graph.name),
@@ -497,12 +502,16 @@ impl Loader<'_> {
                 bytes_placed: 0,
                 bytes_by_usage: [0; USAGE_CLASS_COUNT],
             };
-            let landings = self.index.payloads.iter(arena).map(|(_, p)| p.landing);
-            for p in landings.chain(self.index.all_vars(arena).map(|(.., v)| v.landing)) {
+            let mut add = |p: &Landing| {
                 if p.core == core && p.is_kept() {
                     sg.add(usage_of_code(p.usage), p.len);
                 }
-            }
+            };
+            self.index.payloads.iter(arena).for_each(|(_, p)| add(&p.landing));
+            self.index.find_var(arena, &mut |_, v| {
+                add(&v.landing);
+                false
+            });
             report.subgraphs = report.subgraphs.saturating_add(1);
             observer.subgraph(&sg);
         }

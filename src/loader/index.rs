@@ -9,7 +9,7 @@
 //!
 //! The index answers two questions: which members the chain reaches from `neff.json` (spec
 //! §15.18: the chain, not file names, decides what is read), and what role a payload has. Both
-//! follow one table, [`RefKind::row`]: what names what, from which tier, as what.
+//! follow one table, [`REFS`]: what names what, from which tier, as what.
 //!
 //! **What it costs.** A weight is one [`FileVarRec`] and its name (4 + [`FileVarRec::SIZE`] +
 //! name bytes); any other payload one [`PayloadRec`] and its member path; a manifest one
@@ -524,7 +524,7 @@ impl Record for NameRec {
     fn decode(bytes: &[u8]) -> Self {
         let mut r = Reader::new(bytes);
         let by = r.u32();
-        let kind = RefKind::from_code(r.u8());
+        let kind = RefKind::from_code(r.u8()).unwrap_or(RefKind::DveTable);
         NameRec { by, kind, name: Span { at: 0, len: u32::from(r.u16()) } }
     }
     fn tail_at(&mut self, at: u32) {
@@ -616,7 +616,7 @@ pub(crate) type NameSink<'s> = dyn FnMut(&str) -> Result<(), ErrorKind> + 's;
 
 /// How the walk finds the names of a [`Store::Names`] kind while a manifest streams: from one
 /// of its entries, or from its scalar keys once it is read.
-#[derive(Clone, Copy)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) enum Source {
     /// Kept by another store.
     Other,
@@ -626,9 +626,10 @@ pub(crate) enum Source {
     Engine(fn(&EngineJson) -> Option<&str>),
 }
 
-/// One row of the table of references: a kind of key that names another member.
-#[derive(Clone, Copy)]
+/// One row of the table of references ([`REFS`]): a kind of key that names another member.
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct Row {
+    pub kind: RefKind,
     /// The naming key's path in the naming manifest (for messages); empty for an engine slot,
     /// whose key is the engine's ([`EngineKey::as_str`]).
     pub key: &'static [&'static str],
@@ -644,8 +645,7 @@ pub(crate) struct Row {
     pub source: Source,
 }
 
-/// A kind of reference: a row of [`RefKind::row`], the one table of what names what. Its code
-/// in a [`NameRec`] is its position in [`RefKind::ALL`].
+/// A kind of reference: a row of [`REFS`]. Its code in a [`NameRec`] is its row's position.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
 pub(crate) enum RefKind {
@@ -671,55 +671,52 @@ pub(crate) enum RefKind {
     ActControlTable,
 }
 
-impl RefKind {
-    /// Every kind, in table order: within a tier, the order references are walked in (and a
-    /// member named twice takes the first role).
-    pub const ALL: [RefKind; 10] = [
-        RefKind::Kelf,
-        RefKind::Definition,
-        RefKind::Engine,
-        RefKind::Weight,
-        RefKind::UcodeLib,
-        RefKind::Instr,
-        RefKind::DveTable,
-        RefKind::ActSet,
-        RefKind::ActBucketTable,
-        RefKind::ActControlTable,
-    ];
+const DVE: Tier = Tier::Engine(Some(EngineKey::Tpb(EngineType::Dve)));
+const ACT: Tier = Tier::Engine(Some(EngineKey::Tpb(EngineType::Act)));
 
-    /// The table: one row a kind. A new kind of payload is one row here (and, when its names
-    /// come from a new entry, the function that reads them).
-    pub const fn row(self) -> Row {
-        use Names::{Manifest, Payload};
-        use RefKind as K;
-        use Source::Other;
-        let dve = Tier::Engine(Some(EngineKey::Tpb(EngineType::Dve)));
-        let act = Tier::Engine(Some(EngineKey::Tpb(EngineType::Act)));
-        #[rustfmt::skip]
-        let r = match self {
-            K::Kelf => row(&[NeffJson::KEY_NODES, Node::KEY_ATTRS, NodeAttrs::KEY_KELF], Tier::Neff, Manifest(Tier::Kelf), Store::KelfNames, Other),
-            K::Definition => row(&[Kelf::KEY_GRAPHS, Graph::KEY_DEFINITION], Tier::Kelf, Manifest(Tier::Def), Store::Graphs, Other),
-            K::Engine => row(&[], Tier::Def, Manifest(Tier::Engine(None)), Store::EngineSlots, Other),
-            K::Weight => row(&[DefJson::KEY_VARS, Var::KEY_FILE_NAME], Tier::Def, Payload(Some(UsageClass::Weight)), Store::FileVars, Other),
-            K::UcodeLib => row(&[DefJson::KEY_UCODE_LIBS, UcodeLib::KEY_LIBRARY], Tier::Def, Payload(Some(UsageClass::UcodeLib)), Store::Names, Source::Entry(ucode_libs)),
-            K::Instr => row(&[EngineJson::KEY_INSTR], Tier::Engine(None), Payload(None), Store::Instr, Other),
-            // §11.8 publishes no DVE-table class.
-            K::DveTable => row(&[EngineJson::KEY_DVE_TABLES], dve, Payload(Some(UsageClass::Generic)), Store::Names, Source::Entry(dve_tables)),
-            K::ActSet => Row { suffix: ".json", ..row(&[EngineJson::KEY_ACTIVATION_FUNCTION_SETS], act, Manifest(Tier::ActSet), Store::Names, Source::Entry(act_sets)) },
-            K::ActBucketTable => row(&[EngineJson::KEY_BKT_BIN], Tier::ActSet, Payload(Some(UsageClass::ActTable)), Store::Names, Source::Engine(bkt_bin)),
-            K::ActControlTable => row(&[EngineJson::KEY_CTL_BIN], Tier::ActSet, Payload(Some(UsageClass::ActTable)), Store::Names, Source::Engine(ctl_bin)),
-        };
-        r
+/// The table of what names what: one row a kind of reference, in [`RefKind`] order. Within a
+/// tier, references are walked in this order (a member named twice takes the first role). A
+/// new kind of payload is one row here (and, when its names come from a new entry or key,
+/// the function that reads them).
+#[rustfmt::skip]
+pub(crate) static REFS: [Row; 10] = {
+    use Names::{Manifest, Payload};
+    use RefKind as K;
+    use Source::Other;
+    [
+        row(K::Kelf, &[NeffJson::KEY_NODES, Node::KEY_ATTRS, NodeAttrs::KEY_KELF], Tier::Neff, Manifest(Tier::Kelf), Store::KelfNames, Other),
+        row(K::Definition, &[Kelf::KEY_GRAPHS, Graph::KEY_DEFINITION], Tier::Kelf, Manifest(Tier::Def), Store::Graphs, Other),
+        row(K::Engine, &[], Tier::Def, Manifest(Tier::Engine(None)), Store::EngineSlots, Other),
+        row(K::Weight, &[DefJson::KEY_VARS, Var::KEY_FILE_NAME], Tier::Def, Payload(Some(UsageClass::Weight)), Store::FileVars, Other),
+        row(K::UcodeLib, &[DefJson::KEY_UCODE_LIBS, UcodeLib::KEY_LIBRARY], Tier::Def, Payload(Some(UsageClass::UcodeLib)), Store::Names, Source::Entry(ucode_libs)),
+        row(K::Instr, &[EngineJson::KEY_INSTR], Tier::Engine(None), Payload(None), Store::Instr, Other),
+        // §11.8 publishes no DVE-table class.
+        row(K::DveTable, &[EngineJson::KEY_DVE_TABLES], DVE, Payload(Some(UsageClass::Generic)), Store::Names, Source::Entry(dve_tables)),
+        Row { suffix: ".json", ..row(K::ActSet, &[EngineJson::KEY_ACTIVATION_FUNCTION_SETS], ACT, Manifest(Tier::ActSet), Store::Names, Source::Entry(act_sets)) },
+        row(K::ActBucketTable, &[EngineJson::KEY_BKT_BIN], Tier::ActSet, Payload(Some(UsageClass::ActTable)), Store::Names, Source::Engine(bkt_bin)),
+        row(K::ActControlTable, &[EngineJson::KEY_CTL_BIN], Tier::ActSet, Payload(Some(UsageClass::ActTable)), Store::Names, Source::Engine(ctl_bin)),
+    ]
+};
+
+/// A row with no suffix.
+const fn row(kind: RefKind, key: &'static [&'static str], by: Tier, names: Names, store: Store, source: Source) -> Row {
+    Row { kind, key, by, names, suffix: "", store, source }
+}
+
+impl RefKind {
+    /// Its row of [`REFS`].
+    pub fn row(self) -> Option<&'static Row> {
+        REFS.get(self as usize)
     }
 
-    fn from_code(c: u8) -> Self {
-        Self::ALL.get(usize::from(c)).copied().unwrap_or(RefKind::DveTable)
+    fn from_code(c: u8) -> Option<Self> {
+        REFS.get(usize::from(c)).map(|r| r.kind)
     }
 
     /// The naming key as a key path (`var.file_name`), for messages.
     pub fn key_path(self) -> heapless::String<64> {
         let mut out = heapless::String::new();
-        for (i, k) in self.row().key.iter().enumerate() {
+        for (i, k) in self.row().map_or(&[][..], |r| r.key).iter().enumerate() {
             if i > 0 {
                 let _ = out.push('.');
             }
@@ -727,11 +724,6 @@ impl RefKind {
         }
         out
     }
-}
-
-/// A row with no suffix.
-const fn row(key: &'static [&'static str], by: Tier, names: Names, store: Store, source: Source) -> Row {
-    Row { key, by, names, suffix: "", store, source }
 }
 
 fn ucode_libs(e: &Entry<'_>, f: &mut NameSink<'_>) -> Result<(), ErrorKind> {
@@ -784,7 +776,8 @@ pub(crate) fn usage_of_engine(engine: EngineKey) -> UsageClass {
 /// A payload a definition of the chain names, as [`Index::payload_refs`] finds it.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct PayloadRef<'a> {
-    pub kind: RefKind,
+    /// The row of [`REFS`] that names it.
+    pub row: &'static Row,
     /// The name as written, relative to the subgraph directory.
     pub name: &'a str,
     /// The naming manifest's record.
@@ -798,7 +791,7 @@ pub(crate) struct PayloadRef<'a> {
 impl PayloadRef<'_> {
     /// The usage class it is placed with.
     pub fn usage(&self) -> UsageClass {
-        match self.kind.row().names {
+        match self.row.names {
             Names::Payload(Some(usage)) => usage,
             _ => self.engine.map_or(UsageClass::Generic, usage_of_engine),
         }
@@ -937,11 +930,18 @@ impl Index {
         self.reading_vars.set(arena, pos, var);
     }
 
-    /// Every file variable of every definition read (those a replaced definition named that
-    /// landed included), in declaration order: `(definition's extension position, extension,
-    /// variable position, variable)`.
-    pub fn all_vars<'s>(&'s self, arena: &'s Arena<'_>) -> impl Iterator<Item = (u32, DefExt, u32, FileVarRec)> + 's {
-        self.def_exts.iter(arena).flat_map(move |(at, ext)| ext.vars.iter(arena).map(move |(pos, v)| (at, ext, pos, v)))
+    /// The first file variable, of every definition read (those a replaced definition named
+    /// that landed included) in declaration order, that `f` says yes to: `(definition's
+    /// extension position, extension, variable position, variable)`. A visit of every one
+    /// when `f` never does (one copy of the loop, whatever the caller wants of it).
+    pub fn find_var(
+        &self,
+        arena: &Arena<'_>,
+        f: &mut dyn FnMut(&DefExt, &FileVarRec) -> bool,
+    ) -> Option<(u32, DefExt, u32, FileVarRec)> {
+        self.def_exts
+            .iter(arena)
+            .find_map(|(at, ext)| ext.vars.iter(arena).find(|(_, v)| f(&ext, v)).map(|(pos, v)| (at, ext, pos, v)))
     }
 
     /// Calls `f` with every file variable of every definition read; a variable `f` changed
@@ -1083,23 +1083,28 @@ impl Index {
         def: &ManifestRec,
         f: &mut dyn FnMut(&PayloadRef<'a>) -> Option<T>,
     ) -> Option<T> {
-        self.refs_under(arena, Tier::Def, def, (def_pos, *def), None, f)
+        // One copy of the walk whatever `f` answers (flash on a controller).
+        let mut answer = None;
+        self.refs_under(arena, Tier::Def, def, (def_pos, *def), None, &mut |r| {
+            answer = f(r);
+            answer.is_some()
+        });
+        answer
     }
 
     /// [`Self::payload_refs`] from manifest `by` of `tier` (`engine`: the engine it stands
-    /// under).
-    fn refs_under<'a, T>(
+    /// under), until `f` answers true (then true).
+    fn refs_under<'a>(
         &self,
         arena: &'a Arena<'_>,
         tier: Tier,
         def: &ManifestRec,
         by: (u32, ManifestRec),
         engine: Option<EngineKey>,
-        f: &mut dyn FnMut(&PayloadRef<'a>) -> Option<T>,
-    ) -> Option<T> {
+        f: &mut dyn FnMut(&PayloadRef<'a>) -> bool,
+    ) -> bool {
         let dir = dir_of(arena.str(def.member));
-        for kind in RefKind::ALL {
-            let row = kind.row();
+        for row in &REFS {
             let applies = match (row.by, tier) {
                 (Tier::Engine(None), Tier::Engine(_)) => true,
                 (a, b) => a == b,
@@ -1107,39 +1112,39 @@ impl Index {
             if !applies {
                 continue;
             }
-            let payload = |name, var| PayloadRef { kind, name, by: by.1, engine, var };
+            let payload = |name, var| PayloadRef { row, name, by: by.1, engine, var };
             let found = match (row.store, row.names) {
                 (Store::FileVars, _) => self
                     .def_ext(arena, &by.1)
                     .vars
                     .iter(arena)
-                    .find_map(|(pos, v)| f(&payload(arena.str(v.file), Some((pos, v))))),
+                    .any(|(pos, v)| f(&payload(arena.str(v.file), Some((pos, v))))),
                 (Store::Instr, _) => engine
                     .and_then(|e| self.instr_of(arena, def, Some(&by.1), e))
-                    .and_then(|instr| f(&payload(instr, None))),
-                (Store::EngineSlots, _) => ENGINE_KEYS.into_iter().find_map(|e| {
-                    let json = self.engine_of(arena, &by.1, e).filter(|(_, j)| j.failed.is_none())?;
-                    self.refs_under(arena, Tier::Engine(Some(e)), def, json, Some(e), f)
+                    .is_some_and(|instr| f(&payload(instr, None))),
+                (Store::EngineSlots, _) => ENGINE_KEYS.into_iter().any(|e| {
+                    self.engine_of(arena, &by.1, e)
+                        .filter(|(_, j)| j.failed.is_none())
+                        .is_some_and(|json| self.refs_under(arena, Tier::Engine(Some(e)), def, json, Some(e), f))
                 }),
                 (Store::Names, Names::Payload(_)) => {
-                    self.names_by(arena, by.0, kind).find_map(|name| f(&payload(arena.str(name), None)))
+                    self.names_by(arena, by.0, row.kind).any(|name| f(&payload(arena.str(name), None)))
                 }
-                (Store::Names, Names::Manifest(next)) => self.names_by(arena, by.0, kind).find_map(|name| {
+                (Store::Names, Names::Manifest(next)) => self.names_by(arena, by.0, row.kind).any(|name| {
                     let name = arena.str(name);
-                    let named = self
-                        .manifests
+                    self.manifests
                         .iter(arena)
                         .filter(|(_, m)| m.kind == ManifestKind::Engine && !m.superseded && m.failed.is_none())
-                        .find(|(_, m)| is_joined_suffixed(arena.str(m.member), dir, name, row.suffix))?;
-                    self.refs_under(arena, next, def, named, engine, f)
+                        .find(|(_, m)| is_joined_suffixed(arena.str(m.member), dir, name, row.suffix))
+                        .is_some_and(|named| self.refs_under(arena, next, def, named, engine, f))
                 }),
-                (Store::KelfNames | Store::Graphs, _) => None,
+                (Store::KelfNames | Store::Graphs, _) => false,
             };
-            if found.is_some() {
-                return found;
+            if found {
+                return true;
             }
         }
-        None
+        false
     }
 
     /// The names of `kind` that the manifest at `by` gives ([`Store::Names`]).
@@ -1243,7 +1248,7 @@ mod tests {
             assert_eq!(payloads.get(&arena, pos), p);
         }
         let mut names = List::<NameRec>::new();
-        for kind in RefKind::ALL {
+        for kind in REFS.iter().map(|r| r.kind) {
             let rec = NameRec { by: 9, kind, name: Span { at: 0, len: 6 } };
             let pos = names.push_with_tail(&mut arena, &rec, b"set0_x").unwrap();
             let back = names.get(&arena, pos);
@@ -1253,10 +1258,10 @@ mod tests {
 
     #[test]
     fn the_table_has_a_row_a_kind_and_every_name_a_way_in() {
-        for (i, kind) in RefKind::ALL.into_iter().enumerate() {
-            assert_eq!(kind as usize, i, "a kind's code is its place in ALL");
-            assert_eq!(RefKind::from_code(i as u8), kind);
-            let row = kind.row();
+        for (i, row) in REFS.iter().enumerate() {
+            let kind = row.kind;
+            assert_eq!(kind as usize, i, "a kind's code is its row's place");
+            assert_eq!(RefKind::from_code(i as u8), Some(kind));
             // Names kept as name records are recorded from the manifest's entries or keys;
             // the other stores are filled by their own records.
             assert_eq!(row.store == Store::Names, !matches!(row.source, Source::Other), "{kind:?}");

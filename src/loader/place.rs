@@ -41,7 +41,7 @@ impl Role {
             align: r.var.map_or(INSTR_ALIGN, |(_, v)| v.align()),
             core,
             expect_len: r.var.and_then(|(_, v)| v.size),
-            instr: r.kind == RefKind::Instr,
+            instr: r.row.kind == RefKind::Instr,
             var: r.var.map(|(pos, _)| pos),
         }
     }
@@ -181,7 +181,7 @@ impl Loader<'_> {
             self.index.drop_payload(&mut self.arena, pos);
             return Ok(true);
         }
-        let landed = self.index.all_vars(&self.arena).find(|(_, ext, _, v)| {
+        let landed = self.index.find_var(&self.arena, &mut |ext, v| {
             v.landing.state != Landing::NOT_LANDED && {
                 let def = self.index.manifests.get(&self.arena, ext.def);
                 is_joined(name, dir_of(self.arena.str(def.member)), self.arena.str(v.file))

@@ -15,7 +15,7 @@
 use embedded_io::BufRead;
 
 use super::index::{dir_of, is_joined, push_str, FileVarRec, KelfNameRec, Landing, ManifestRec, NameRec, TARGET_ANY};
-use super::index::{usage_code, PayloadRec, RefKind, ReplayRec, Source};
+use super::index::{usage_code, PayloadRec, RefKind, ReplayRec, Source, REFS};
 use super::place::hal_error;
 use super::PayloadState;
 use super::{Counting, Loader, Manifest, ManifestKind, Observer, Scratch, MEMBER_PATH};
@@ -296,9 +296,9 @@ impl<O: Observer> Recorder<'_, '_, O> {
             _ => {}
         }
         // The names the table's rows take from entries.
-        for kind in RefKind::ALL {
-            if let Source::Entry(names) = kind.row().source {
-                names(entry, &mut |name| self.name(kind, name))?;
+        for row in &REFS {
+            if let Source::Entry(names) = row.source {
+                names(entry, &mut |name| self.name(row.kind, name))?;
             }
         }
         if let Some(join) = self.join.as_mut() {
@@ -851,12 +851,12 @@ impl Loader<'_> {
             Scratch::Kelf(doc) => recorder.observer.manifest(name, Manifest::Kelf(doc)),
             Scratch::Engine(doc) => {
                 // The names the table's rows take from an engine JSON's scalar keys.
-                for kind in RefKind::ALL {
-                    if let Some(table) = match kind.row().source {
+                for row in &REFS {
+                    if let Some(table) = match row.source {
                         Source::Engine(name_in) => name_in(doc),
                         _ => None,
                     } {
-                        recorder.name(kind, table).map_err(|k| Error::in_member(Stage::Engine, name, end, k))?;
+                        recorder.name(row.kind, table).map_err(|k| Error::in_member(Stage::Engine, name, end, k))?;
                     }
                 }
                 recorder.observer.manifest(name, Manifest::Engine(doc));
