@@ -11,6 +11,13 @@
 //! §15.18: the chain, not file names, decides what is read), and what role a payload has. Both
 //! follow one table, [`REFS`]: what names what, from which tier, as what.
 //!
+//! **Names are compared whole.** Every name the index keeps is printed at some point (a payload
+//! report names its member, an error the member a manifest names and the tar lacks, a warning
+//! both `instr` names), so a fingerprint in its place would save no byte, and no comparison here
+//! can mis-bind. The only fingerprints are the DMA names' ([`super::dma`]), where the names are
+//! never printed from the table and a collision could only let an unresolved name pass (2^-64
+//! a pair, stated there).
+//!
 //! **What it costs.** A weight is one [`FileVarRec`] and its name (4 + [`FileVarRec::SIZE`] +
 //! name bytes); any other payload one [`PayloadRec`] and its member path; a manifest one
 //! [`ManifestRec`] and its path. The README's memory section has the whole formula, and
@@ -1179,6 +1186,62 @@ impl Index {
             return Some(ManifestKind::Engine);
         }
         None
+    }
+}
+
+/// A payload's role, once the manifests have given it one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Role {
+    pub usage: UsageClass,
+    pub align: u64,
+    pub core: u8,
+    /// A `file` variable's declared size, checked against what lands.
+    pub expect_len: Option<u64>,
+    /// An instruction stream (size checks apply).
+    pub instr: bool,
+    /// A weight: the file variable's record, which keeps the landing.
+    pub var: Option<u32>,
+}
+
+impl Role {
+    /// The role reference `r` gives, on `core`.
+    fn of(r: &PayloadRef<'_>, core: u8) -> Self {
+        Role {
+            usage: r.usage(),
+            align: r.var.map_or(super::INSTR_ALIGN, |(_, v)| v.align()),
+            core,
+            expect_len: r.var.and_then(|(_, v)| v.size),
+            instr: r.row.kind == RefKind::Instr,
+            var: r.var.map(|(pos, _)| pos),
+        }
+    }
+}
+
+impl super::Loader<'_> {
+    /// The role the chain read so far gives `member`, if it gives it one: a def reached from
+    /// the chain's KELFs (before `neff.json` is read, a lone KELF stands for the chain) names
+    /// it, by the first of its references ([`Index::payload_refs`]) that does. While walking
+    /// this is a first answer (the binder moves a payload if the full chain disagrees); when
+    /// binding, it is the answer. Placement and the binder both ask it here, below them.
+    pub(crate) fn role_of(&self, member: &str) -> Option<Role> {
+        let arena = &self.arena;
+        let index = &self.index;
+        // The chain's graphs whose directory holds the member (by prefix: names in a def.json
+        // are relative to its directory and may have directories of their own, `w/x.npy`; a
+        // definition at the tar root holds every member, so the next graph is asked too).
+        index.chain_graphs(arena, self.kelf_mark, self.fallback_kelf).find_map(|(core, g)| {
+            let definition = arena.str(g.definition);
+            let dir = dir_of(definition);
+            if !dir.is_empty() && !member.strip_prefix(dir).is_some_and(|r| r.starts_with('/')) {
+                return None;
+            }
+            let (def_pos, def) = index.def(arena, definition)?;
+            if def.failed.is_some() {
+                return None;
+            }
+            let dir = dir_of(arena.str(def.member));
+            index.payload_refs(arena, def_pos, &def, &mut |r| is_joined(member, dir, r.name).then(|| Role::of(r, core)))
+        })
     }
 }
 

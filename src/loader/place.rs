@@ -10,7 +10,7 @@
 
 use embedded_io::BufRead;
 
-use super::index::{dir_of, is_joined, usage_code, Landing, PayloadRec, PayloadRef, RefKind};
+use super::index::{dir_of, is_joined, usage_code, Landing, PayloadRec};
 use super::{Counting, Loader, PayloadState, INSTR_ALIGN};
 use crate::arena::NIL;
 use crate::digest::Digest64;
@@ -19,61 +19,7 @@ use crate::hal::{AllocRequest, Hal, RegionId};
 use crate::manifest::UsageClass;
 use crate::npy::{NpyError, NpyFeed, NpyHeader, NpyParser};
 
-/// A payload's role, once the manifests have given it one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Role {
-    pub usage: UsageClass,
-    pub align: u64,
-    pub core: u8,
-    /// A `file` variable's declared size, checked against what lands.
-    pub expect_len: Option<u64>,
-    /// An instruction stream (size checks apply).
-    pub instr: bool,
-    /// A weight: the file variable's record, which keeps the landing.
-    pub var: Option<u32>,
-}
-
-impl Role {
-    /// The role reference `r` gives, on `core`.
-    fn of(r: &PayloadRef<'_>, core: u8) -> Self {
-        Role {
-            usage: r.usage(),
-            align: r.var.map_or(INSTR_ALIGN, |(_, v)| v.align()),
-            core,
-            expect_len: r.var.and_then(|(_, v)| v.size),
-            instr: r.row.kind == RefKind::Instr,
-            var: r.var.map(|(pos, _)| pos),
-        }
-    }
-}
-
 impl Loader<'_> {
-    /// The role the chain read so far gives `member`, if it gives it one: a def reached from
-    /// the chain's KELFs (before `neff.json` is read, a lone KELF stands for the chain) names
-    /// it, by the first of its references ([`Index::payload_refs`](super::index::Index::payload_refs))
-    /// that does. While walking this is a first answer (the binder moves a payload if the full
-    /// chain disagrees); when binding, it is the answer.
-    pub(super) fn role_of(&self, member: &str) -> Option<Role> {
-        let arena = &self.arena;
-        let index = &self.index;
-        // The chain's graphs whose directory holds the member (by prefix: names in a def.json
-        // are relative to its directory and may have directories of their own, `w/x.npy`; a
-        // definition at the tar root holds every member, so the next graph is asked too).
-        index.chain_graphs(arena, self.kelf_mark, self.fallback_kelf).find_map(|(core, g)| {
-            let definition = arena.str(g.definition);
-            let dir = dir_of(definition);
-            if !dir.is_empty() && !member.strip_prefix(dir).is_some_and(|r| r.starts_with('/')) {
-                return None;
-            }
-            let (def_pos, def) = index.def(arena, definition)?;
-            if def.failed.is_some() {
-                return None;
-            }
-            let dir = dir_of(arena.str(def.member));
-            index.payload_refs(arena, def_pos, &def, &mut |r| is_joined(member, dir, r.name).then(|| Role::of(r, core)))
-        })
-    }
-
     /// Streams one payload member: into its final region when its role is known, else staged.
     /// `seq` is its position among the payload members.
     // A frame of its own: the stack is the deepest path, not the sum of the stages.
