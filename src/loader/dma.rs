@@ -16,6 +16,10 @@
 //! released at its end unless an engine JSON follows. A fingerprint (XXH3-64 of the name,
 //! seeded by its namespace) stands for the name: two different names share one with
 //! probability 2⁻⁶⁴ per pair, the only case in which an unresolved name would pass.
+//!
+//! This module holds the records, the name table and the references' keys; the walk, which
+//! reads the manifests, collects, checks and settles them (`walk.rs`), and the index keeps the
+//! records: nothing here calls back into either.
 
 use crate::arena::{Arena, Reader, Record, Span, Writer};
 use crate::error::{Error, ErrorKind, Stage};

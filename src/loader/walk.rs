@@ -911,7 +911,7 @@ impl Loader<'_> {
     }
 }
 
-/// DMA names (spec §8.2, [`super::dma`]) at the end of a definition.
+// DMA names (spec §8.2, `dma.rs`) at the end of a definition.
 impl Loader<'_> {
     /// The end of a definition read (member `member`, record `pos`): its names, collected in
     /// the arena's scratch since `mark`, are sorted; every reference waiting for this
