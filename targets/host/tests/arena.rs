@@ -4,7 +4,7 @@
 //! I/O join. The formula is worked out here from the members of generated NEFFs of several
 //! sizes, in tar order, independently of the loader, and must equal the peak the loader
 //! reports (`LoadReport::arena_peak`) byte for byte.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, clippy::result_large_err)]
 
 mod support;
 
@@ -72,7 +72,7 @@ fn formula(members: &[(String, Vec<u8>)]) -> u64 {
     // Payload records whose slot a later one takes, and the staged copies holding one.
     let mut free_slots = 0u64;
     let mut staged_copies: Vec<String> = Vec::new();
-    let mut payload = |index: &mut u64, free_slots: &mut u64| {
+    let payload = |index: &mut u64, free_slots: &mut u64| {
         if *free_slots > 0 {
             *free_slots -= 1;
         } else {
