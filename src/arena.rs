@@ -267,6 +267,10 @@ pub trait Record: Sized {
     fn encode(&self, out: &mut [u8]);
     /// Decodes from `bytes` (exactly [`Record::SIZE`] bytes).
     fn decode(bytes: &[u8]) -> Self;
+    /// Where the record's tail starts, for a record pushed with [`List::push_with_tail`]: a
+    /// name stored right after it, of which the record encodes only the length (4 bytes fewer
+    /// than a [`Span`]). Called on every read; the default ignores it.
+    fn tail_at(&mut self, _at: u32) {}
 }
 
 /// Little-endian field writer for [`Record::encode`].
@@ -314,6 +318,11 @@ impl<'b> Writer<'b> {
     /// Appends a [`Span`].
     pub fn span(&mut self, s: Span) -> &mut Self {
         self.bytes(&s.encode())
+    }
+
+    /// Appends the head of a [`List`] ([`List::ENCODED`] bytes).
+    pub fn list<T>(&mut self, l: &List<T>) -> &mut Self {
+        self.u32(l.head).u32(l.tail).u32(l.len)
     }
 }
 
@@ -364,6 +373,11 @@ impl<'b> Reader<'b> {
     pub fn span(&mut self) -> Span {
         Span::decode(self.take())
     }
+
+    /// The next [`List`] head.
+    pub fn list<T>(&mut self) -> List<T> {
+        List { head: self.u32(), tail: self.u32(), len: self.u32(), _t: core::marker::PhantomData }
+    }
 }
 
 /// "No record": the end of a list, an absent link.
@@ -386,6 +400,9 @@ impl<T> Default for List<T> {
 }
 
 impl<T> List<T> {
+    /// Bytes of a list head stored in a record ([`Writer::list`]).
+    pub const ENCODED: usize = 12;
+
     /// The empty list.
     pub const fn new() -> Self {
         Self { head: NIL, tail: NIL, len: 0, _t: core::marker::PhantomData }
@@ -419,6 +436,29 @@ impl<T: Record> List<T> {
         let at = arena.alloc(4usize.saturating_add(T::SIZE))?;
         self.link(arena, at, value);
         Ok(at)
+    }
+
+    /// Appends `value` in a slot allocated before (one a record left for good: its bytes are
+    /// overwritten).
+    pub fn relink(&mut self, arena: &mut Arena<'_>, at: u32, value: &T) {
+        self.link(arena, at, value);
+    }
+
+    /// Appends `value` followed by `tail` (its name), in one allocation: the record encodes
+    /// the tail's length only and learns where it is when read ([`Record::tail_at`]).
+    pub fn push_with_tail(&mut self, arena: &mut Arena<'_>, value: &T, tail: &[u8]) -> Result<u32, ErrorKind> {
+        if tail.len() > Span::MAX_LEN {
+            return Err(too_long());
+        }
+        let at = arena.alloc(4usize.saturating_add(T::SIZE).saturating_add(tail.len()))?;
+        self.link(arena, at, value);
+        arena.write(Self::tail_of(at), tail);
+        Ok(at)
+    }
+
+    /// Where the tail of the record at `pos` starts.
+    fn tail_of(pos: u32) -> u32 {
+        pos.saturating_add(4).saturating_add(T::SIZE as u32)
     }
 
     /// Appends `value` in the arena's top (scratch) part.
@@ -512,7 +552,14 @@ impl<T: Record> List<T> {
 
     /// The record at `pos`.
     pub fn get(&self, arena: &Arena<'_>, pos: u32) -> T {
-        T::decode(arena.bytes(Span { at: pos.saturating_add(4), len: T::SIZE as u32 }))
+        Self::read(arena, pos)
+    }
+
+    /// The record at `pos` (of any list of `T`).
+    fn read(arena: &Arena<'_>, pos: u32) -> T {
+        let mut value = T::decode(arena.bytes(Span { at: pos.saturating_add(4), len: T::SIZE as u32 }));
+        value.tail_at(Self::tail_of(pos));
+        value
     }
 
     /// Overwrites the record at `pos`.
@@ -541,8 +588,12 @@ impl<T: Record> List<T> {
         }
     }
 
-    /// `(position, record)` in insertion order.
-    pub fn iter<'l, 'b>(&'l self, arena: &'l Arena<'b>) -> impl Iterator<Item = (u32, T)> + 'l {
+    /// `(position, record)` in insertion order. The iterator borrows the arena only: a list
+    /// head is a copy, so a record's list can be walked from the record.
+    pub fn iter<'l, 'b>(&self, arena: &'l Arena<'b>) -> impl Iterator<Item = (u32, T)> + 'l
+    where
+        T: 'l,
+    {
         let mut at = self.head;
         // Bounded by the count, so a damaged link can never loop.
         (0..self.len).map_while(move |_| {
@@ -551,7 +602,7 @@ impl<T: Record> List<T> {
             }
             let here = at;
             at = Self::next_after(arena, here);
-            Some((here, self.get(arena, here)))
+            Some((here, Self::read(arena, here)))
         })
     }
 }

@@ -166,6 +166,16 @@ impl ManifestKind {
         }
     }
 
+    /// The stage of errors in a manifest of this kind.
+    pub const fn stage(self) -> super::Stage {
+        match self {
+            ManifestKind::Neff => super::Stage::NeffJson,
+            ManifestKind::Kelf => super::Stage::Kelf,
+            ManifestKind::Def => super::Stage::DefJson,
+            ManifestKind::Engine => super::Stage::Engine,
+        }
+    }
+
     /// As printed.
     pub const fn as_str(self) -> &'static str {
         match self {

@@ -12,31 +12,16 @@
 
 use super::chain::{self, ChainError, ChainWarning, MemberText};
 use super::index::{
-    dir_of, is_joined_json, usage_of_code, FileVarRec, Landing, ManifestKind, ManifestRec, NameKind, PayloadRec,
-    NO_SLOT,
+    dir_of, is_joined, is_joined_json, usage_of_code, DefExt, FileVarRec, Landing, ManifestKind, ManifestRec,
+    PayloadRec, RefKind, NO_SLOT,
 };
 use super::report::{LoadReport, PayloadReport, PayloadState, SubgraphReport};
-use super::walk::stage_of;
 use super::{Counting, Loader, Observer};
 use crate::arena::{List, NIL};
 use crate::error::{CapacityError, Error, ErrorKind, Stage, Text, Warning, WarningKind, WarningSink};
 use crate::hal::{AllocRequest, DeviceError, Hal, RegionId, USAGE_CLASS_COUNT};
 use crate::manifest::def::{EngineKey, TargetCheck, ENGINE_KEYS};
-use crate::manifest::{
-    DefJson, EngineJson, EngineType, Graph, Kelf, ManifestError, ManifestWarning, NeffJson, Node, NodeAttrs,
-};
-
-/// `a.b.c` from generated key names (context for errors).
-fn key_path(keys: &[&str]) -> heapless::String<64> {
-    let mut out = heapless::String::new();
-    for (i, k) in keys.iter().enumerate() {
-        if i > 0 {
-            let _ = out.push('.');
-        }
-        let _ = out.push_str(k);
-    }
-    out
-}
+use crate::manifest::{EngineJson, EngineType, Kelf, ManifestError, ManifestWarning};
 
 fn missing(by: &str, stage: Stage, key: &str, path: &str) -> Error {
     Error::in_member(stage, by, 0, ErrorKind::Chain(ChainError::MemberMissing { member: MemberText::new(path) }))
@@ -60,11 +45,11 @@ impl Loader<'_> {
         let member = self.arena.str(rec.member);
         if rec.kind != named_as {
             let e = ChainError::ReadAsOther { read_as: rec.kind, named_as };
-            return Err(Error::in_member(stage_of(named_as), member, 0, ErrorKind::Chain(e)));
+            return Err(Error::in_member(named_as.stage(), member, 0, ErrorKind::Chain(e)));
         }
         match rec.failed {
             None => Ok(()),
-            Some(slot) => Err(self.kept_error(slot, stage_of(rec.kind), member)),
+            Some(slot) => Err(self.kept_error(slot, rec.kind.stage(), member)),
         }
     }
 
@@ -105,8 +90,7 @@ impl Loader<'_> {
         for (_, name) in self.index.kelf_names.iter(&self.arena).filter(|(_, k)| Some(k.mark) == self.kelf_mark) {
             let name = self.arena.str(name.name);
             if self.named(name, ManifestKind::Kelf)?.is_none() {
-                let key = key_path(&[NeffJson::KEY_NODES, Node::KEY_ATTRS, NodeAttrs::KEY_KELF]);
-                return Err(missing(neff_member, Stage::NeffJson, &key, name));
+                return Err(missing(neff_member, Stage::NeffJson, &RefKind::Kelf.key_path(), name));
             }
         }
         for (pos, rec) in self.index.manifests.iter(&self.arena) {
@@ -146,7 +130,7 @@ impl Loader<'_> {
     #[inline(never)]
     fn check_manifests(&self, sink: &mut impl WarningSink) -> Result<(), Error> {
         let arena = &self.arena;
-        let def_key = key_path(&[Kelf::KEY_GRAPHS, Graph::KEY_DEFINITION]);
+        let def_key = RefKind::Definition.key_path();
         for (kpos, kelf) in self.index.chain_kelfs(arena, self.kelf_mark, self.fallback_kelf) {
             self.reached(&kelf, ManifestKind::Kelf)?;
             let kname = arena.str(kelf.member);
@@ -203,13 +187,12 @@ impl Loader<'_> {
         )?;
         let dir = dir_of(member);
         // A library added twice (spec §7.6): the runtime's `UCode Library %s has already been added`.
-        let def_pos = self.index.def(arena, member).map(|(p, _)| p);
-        let libs =
-            || self.index.names.iter(arena).filter(move |(_, n)| Some(n.by) == def_pos && n.kind == NameKind::UcodeLib);
-        for (i, (_, lib)) in libs().enumerate() {
-            if libs().take(i).any(|(_, earlier)| arena.bytes(earlier.name) == arena.bytes(lib.name)) {
-                let e = ManifestError::UcodeLibTwice(crate::error::Text::new(arena.str(lib.name)));
-                let key = key_path(&[DefJson::KEY_UCODE_LIBS, crate::manifest::UcodeLib::KEY_LIBRARY]);
+        let def_pos = self.index.def(arena, member).map_or(NIL, |(p, _)| p);
+        let libs = || self.index.names_by(arena, def_pos, RefKind::UcodeLib);
+        for (i, lib) in libs().enumerate() {
+            if libs().take(i).any(|earlier| arena.bytes(earlier) == arena.bytes(lib)) {
+                let e = ManifestError::UcodeLibTwice(crate::error::Text::new(arena.str(lib)));
+                let key = RefKind::UcodeLib.key_path();
                 return Err(Error::in_member(Stage::DefJson, member, 0, ErrorKind::Manifest(e)).with_key_path(&key));
             }
         }
@@ -226,9 +209,8 @@ impl Loader<'_> {
             if engine != EngineKey::Tpb(EngineType::Act) {
                 continue;
             }
-            for (_, set) in self.index.names.iter(arena).filter(|(_, n)| n.by == json_pos && n.kind == NameKind::ActSet)
-            {
-                let set_name = arena.str(set.name);
+            for set in self.index.names_by(arena, json_pos, RefKind::ActSet) {
+                let set_name = arena.str(set);
                 let found = self
                     .index
                     .manifests
@@ -240,12 +222,7 @@ impl Loader<'_> {
                     None => {
                         let mut p = Self::joined(dir, set_name);
                         let _ = p.push_str(".json");
-                        return Err(missing(
-                            path.as_str(),
-                            Stage::Engine,
-                            EngineJson::KEY_ACTIVATION_FUNCTION_SETS,
-                            &p,
-                        ));
+                        return Err(missing(path.as_str(), Stage::Engine, &RefKind::ActSet.key_path(), &p));
                     }
                 }
             }
@@ -309,49 +286,56 @@ impl Loader<'_> {
             }
             let next = List::<PayloadRec>::next_after(&self.arena, pos);
             let mut p = self.index.payloads.get(&self.arena, pos);
-            if !p.superseded {
-                let member = self.arena.str(p.member);
-                if let Some(slot) = p.failed {
-                    // Its read failed before anything named it: an error only if it is reached.
-                    if self.role_of(member).is_some() {
-                        return Err(self.kept_error(slot, Stage::Payload, member));
-                    }
-                    let warning = WarningKind::Chain(ChainWarning::Unreferenced);
-                    sink.warn(&Warning::in_member(Stage::Chain, member, 0, warning));
-                } else {
-                    self.place_one(hal, member, &mut p.landing, p.quiet, sink)?;
-                    self.index.payloads.set(&mut self.arena, pos, &p);
+            let member = self.arena.str(p.member);
+            if let Some(slot) = p.failed {
+                // Its read failed before anything named it: an error only if it is reached.
+                if self.role_of(member).is_some() {
+                    return Err(self.kept_error(slot, Stage::Payload, member));
                 }
+                let warning = WarningKind::Chain(ChainWarning::Unreferenced);
+                sink.warn(&Warning::in_member(Stage::Chain, member, 0, warning));
+            } else {
+                self.place_one(hal, member, &mut p.landing, p.quiet, sink)?;
+                self.index.payloads.set(&mut self.arena, pos, &p);
             }
             pos = next;
         }
-        let mut pos = self.index.file_vars.first();
-        for _ in 0..self.index.file_vars.len() {
-            if pos == NIL {
+        let mut ext_pos = self.index.def_exts.first();
+        for _ in 0..self.index.def_exts.len() {
+            if ext_pos == NIL {
                 break;
             }
-            let next = List::<FileVarRec>::next_after(&self.arena, pos);
-            let mut v = self.index.file_vars.get(&self.arena, pos);
-            if v.landing.state != Landing::NOT_LANDED {
-                let member = self.var_member(&v);
-                self.place_one(hal, &member, &mut v.landing, false, sink)?;
-                self.index.file_vars.set(&mut self.arena, pos, &v);
+            let ext = self.index.def_exts.get(&self.arena, ext_pos);
+            let mut pos = ext.vars.first();
+            for _ in 0..ext.vars.len() {
+                if pos == NIL {
+                    break;
+                }
+                let next = List::<FileVarRec>::next_after(&self.arena, pos);
+                let mut v = self.index.var(&self.arena, pos);
+                if v.landing.state != Landing::NOT_LANDED {
+                    let member = self.var_member(ext.def, &v);
+                    self.place_one(hal, &member, &mut v.landing, false, sink)?;
+                    self.index.set_var(&mut self.arena, pos, &v);
+                }
+                pos = next;
             }
-            pos = next;
+            ext_pos = List::<DefExt>::next_after(&self.arena, ext_pos);
         }
         Ok(())
     }
 
-    /// The member path of a file variable (`dir/name`).
-    fn var_member(&self, v: &FileVarRec) -> heapless::String<{ super::MEMBER_PATH }> {
-        let def = self.index.manifests.get(&self.arena, v.def);
+    /// The member path of a file variable of the definition at `def` (`dir/name`).
+    fn var_member(&self, def: u32, v: &FileVarRec) -> heapless::String<{ super::MEMBER_PATH }> {
+        let def = self.index.manifests.get(&self.arena, def);
         Self::joined(dir_of(self.arena.str(def.member)), self.arena.str(v.file))
     }
 
-    /// Whether file variable `v` names member `path` (compared in place, not joined).
-    fn var_is(&self, v: &FileVarRec, path: &str) -> bool {
-        let def = self.index.manifests.get(&self.arena, v.def);
-        super::index::is_joined(path, dir_of(self.arena.str(def.member)), self.arena.str(v.file))
+    /// Whether file variable `v` of the definition at `def` names member `path` (compared in
+    /// place, not joined).
+    fn var_is(&self, def: u32, v: &FileVarRec, path: &str) -> bool {
+        let def = self.index.manifests.get(&self.arena, def);
+        is_joined(path, dir_of(self.arena.str(def.member)), self.arena.str(v.file))
     }
 
     /// Places one landed member by the role the chain gives it, or releases it when it has
@@ -417,12 +401,8 @@ impl Loader<'_> {
     /// read gave (kept while nothing named it), or `missing from the archive`.
     fn missing_payload(&self, by: &str, key: &str, path: &str) -> Error {
         let arena = &self.arena;
-        let failed = self
-            .index
-            .payloads
-            .iter(arena)
-            .filter(|(_, p)| !p.superseded && arena.eq(p.member, path))
-            .find_map(|(_, p)| p.failed);
+        let failed =
+            self.index.payloads.iter(arena).filter(|(_, p)| arena.eq(p.member, path)).find_map(|(_, p)| p.failed);
         match failed {
             Some(slot) => self.kept_error(slot, Stage::Payload, path),
             None => missing(by, Stage::Chain, key, path),
@@ -432,80 +412,31 @@ impl Loader<'_> {
     /// Whether the payload at member path `path` is present and kept.
     fn has_payload(&self, path: &str) -> bool {
         let arena = &self.arena;
-        self.index.payloads.iter(arena).any(|(_, p)| !p.superseded && p.landing.is_kept() && arena.eq(p.member, path))
-            || self.index.file_vars.iter(arena).any(|(_, v)| v.landing.is_kept() && self.var_is(&v, path))
+        self.index.payloads.iter(arena).any(|(_, p)| p.landing.is_kept() && arena.eq(p.member, path))
+            || self.index.find_var(arena, &mut |ext, v| v.is_kept() && self.var_is(ext.def, v, path)).is_some()
     }
 
-    /// Every payload a reached manifest names must be in the archive.
+    /// Every payload a reached manifest names must be in the archive: the references
+    /// placement reads ([`Index::payload_refs`](super::index::Index::payload_refs)), each
+    /// present, or the error of the first that is not.
     // A frame of its own: the stack is the deepest path, not the sum of the stages.
     #[inline(never)]
     fn check_payload_references(&self) -> Result<(), Error> {
         let arena = &self.arena;
         let index = &self.index;
-        let file_key = key_path(&[DefJson::KEY_VARS, crate::manifest::Var::KEY_FILE_NAME]);
-        let lib_key = key_path(&[DefJson::KEY_UCODE_LIBS, crate::manifest::UcodeLib::KEY_LIBRARY]);
         for (_, graph) in index.chain_graphs(arena, self.kelf_mark, self.fallback_kelf) {
             let Some((def_pos, def)) = index.def(arena, arena.str(graph.definition)) else { continue };
-            let def_member = arena.str(def.member);
-            let dir = dir_of(def_member);
-            for engine in ENGINE_KEYS {
-                let Some((json_pos, json)) = index.engine_of(arena, &def, engine) else { continue };
-                let json_member = arena.str(json.member);
-                if let Some(instr) = index.instr_of(arena, &def, Some(&json), engine) {
-                    let path = Self::joined(dir, instr);
-                    if !self.has_payload(&path) {
-                        return Err(self.missing_payload(json_member, EngineJson::KEY_INSTR, &path));
-                    }
+            let dir = dir_of(arena.str(def.member));
+            let missing = index.payload_refs(arena, def_pos, &def, &mut |r| {
+                if r.var.is_some_and(|(_, v)| v.is_kept()) {
+                    return None;
                 }
-                let named = |by: u32, kind: NameKind| {
-                    index
-                        .names
-                        .iter(arena)
-                        .filter(move |(_, n)| n.by == by && n.kind == kind)
-                        .map(|(_, n)| arena.str(n.name))
-                };
-                if engine == EngineKey::Tpb(EngineType::Dve) {
-                    for table in named(json_pos, NameKind::DveTable) {
-                        let path = Self::joined(dir, table);
-                        if !self.has_payload(&path) {
-                            return Err(self.missing_payload(json_member, EngineJson::KEY_DVE_TABLES, &path));
-                        }
-                    }
-                }
-                if engine == EngineKey::Tpb(EngineType::Act) {
-                    for set in named(json_pos, NameKind::ActSet) {
-                        let set_rec = index
-                            .manifests
-                            .iter(arena)
-                            .filter(|(_, m)| !m.superseded && m.kind == ManifestKind::Engine)
-                            .find(|(_, m)| is_joined_json(arena.str(m.member), dir, set));
-                        let Some((set_pos, set_rec)) = set_rec else { continue };
-                        let tables = [
-                            (NameKind::ActBucketTable, EngineJson::KEY_BKT_BIN),
-                            (NameKind::ActControlTable, EngineJson::KEY_CTL_BIN),
-                        ];
-                        for (kind, key) in tables {
-                            for table in named(set_pos, kind) {
-                                let path = Self::joined(dir, table);
-                                if !self.has_payload(&path) {
-                                    return Err(self.missing_payload(arena.str(set_rec.member), key, &path));
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-            for (_, v) in index.file_vars.iter(arena).filter(|(_, v)| v.def == def_pos) {
-                let path = Self::joined(dir, arena.str(v.file));
-                if !v.landing.is_kept() && !self.has_payload(&path) {
-                    return Err(self.missing_payload(def_member, &file_key, &path));
-                }
-            }
-            for (_, lib) in index.names.iter(arena).filter(|(_, n)| n.by == def_pos && n.kind == NameKind::UcodeLib) {
-                let path = Self::joined(dir, arena.str(lib.name));
-                if !self.has_payload(&path) {
-                    return Err(self.missing_payload(def_member, &lib_key, &path));
-                }
+                let path = Self::joined(dir, r.name);
+                let by = arena.str(r.by.member);
+                (!self.has_payload(&path)).then(|| self.missing_payload(by, &r.row.kind.key_path(), &path))
+            });
+            if let Some(e) = missing {
+                return Err(e);
             }
         }
         Ok(())
@@ -552,12 +483,17 @@ impl Loader<'_> {
         // A member read both ways that the chain took as a manifest is no payload to report.
         let released = PayloadState::Released.code();
         let payloads = self.index.payloads.iter(arena);
-        for (_, p) in payloads.filter(|(_, p)| !(p.superseded || p.quiet && p.landing.state == released)) {
+        for (_, p) in payloads.filter(|(_, p)| !(p.quiet && p.landing.state == released)) {
             emit(arena.str(p.member), &p.landing)?;
         }
-        for (_, v) in self.index.file_vars.iter(arena).filter(|(_, v)| v.landing.state != Landing::NOT_LANDED) {
-            emit(&self.var_member(&v), &v.landing)?;
-        }
+        let mut emitted = Ok(());
+        self.index.find_var(arena, &mut |ext, v| {
+            if v.landing.state != Landing::NOT_LANDED {
+                emitted = emit(&self.var_member(ext.def, v), &v.landing);
+            }
+            emitted.is_err()
+        });
+        emitted?;
         for (core, graph) in self.index.chain_graphs(arena, self.kelf_mark, self.fallback_kelf) {
             let mut sg = SubgraphReport {
                 name: arena.str(graph.name),
@@ -566,12 +502,16 @@ impl Loader<'_> {
                 bytes_placed: 0,
                 bytes_by_usage: [0; USAGE_CLASS_COUNT],
             };
-            let landings = self.index.payloads.iter(arena).filter(|(_, p)| !p.superseded).map(|(_, p)| p.landing);
-            for p in landings.chain(self.index.file_vars.iter(arena).map(|(_, v)| v.landing)) {
+            let mut add = |p: &Landing| {
                 if p.core == core && p.is_kept() {
                     sg.add(usage_of_code(p.usage), p.len);
                 }
-            }
+            };
+            self.index.payloads.iter(arena).for_each(|(_, p)| add(&p.landing));
+            self.index.find_var(arena, &mut |_, v| {
+                add(&v.landing);
+                false
+            });
             report.subgraphs = report.subgraphs.saturating_add(1);
             observer.subgraph(&sg);
         }

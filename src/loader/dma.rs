@@ -16,11 +16,13 @@
 //! released at its end unless an engine JSON follows. A fingerprint (XXH3-64 of the name,
 //! seeded by its namespace) stands for the name: two different names share one with
 //! probability 2⁻⁶⁴ per pair, the only case in which an unresolved name would pass.
+//!
+//! This module holds the records, the name table and the references' keys; the walk, which
+//! reads the manifests, collects, checks and settles them (`walk.rs`), and the index keeps the
+//! records: nothing here calls back into either.
 
-use super::index::{dir_of, is_joined, ManifestKind};
-use crate::arena::{Arena, List, Reader, Record, Span, Writer, NIL};
+use crate::arena::{Arena, Reader, Record, Span, Writer};
 use crate::error::{Error, ErrorKind, Stage};
-use crate::manifest::def::ENGINE_KEYS;
 use crate::manifest::{DmaBlock, DmaDesc, ManifestError};
 
 /// What a DMA name must resolve to.
@@ -215,72 +217,6 @@ pub(crate) fn block_refs(b: &DmaBlock) -> impl Iterator<Item = (RefKey, &str)> {
 /// The variables a DMA descriptor names.
 pub(crate) fn desc_refs(d: &DmaDesc) -> impl Iterator<Item = (RefKey, &str)> {
     d.from.as_deref().map(|f| (RefKey::From, f)).into_iter().chain(core::iter::once((RefKey::To, d.to.as_str())))
-}
-
-impl super::Loader<'_> {
-    /// The end of a definition read (member `member`, record `pos`): its names, collected in
-    /// the arena's scratch since `mark`, are sorted; every reference waiting for this
-    /// directory's definition is checked and let go (an engine JSON's first unresolved one
-    /// becomes that member's error, kept until the chain reaches it; the definition's own is
-    /// its error, returned); the names are kept if an engine JSON the definition names is
-    /// still to come.
-    pub(super) fn settle_dma_names(&mut self, pos: u32, member: &str, mark: usize) -> Result<(), Error> {
-        let scratch = self.arena.top_since_mut(mark);
-        sort_fingerprints(scratch);
-        let count = u32::try_from(scratch.len() / FINGERPRINT).unwrap_or(u32::MAX);
-        let names = NameTable { at: u32::try_from(self.arena.mark_top()).unwrap_or(u32::MAX), count };
-        let dir = dir_of(member);
-        let mut own = None;
-        let mut at = self.index.dma_refs.first();
-        for _ in 0..self.index.dma_refs.len() {
-            if at == NIL {
-                break;
-            }
-            let next = List::<DmaRefRec>::next_after(&self.arena, at);
-            let mut r = self.index.dma_refs.get(&self.arena, at);
-            let by = self.index.manifests.get(&self.arena, r.by);
-            let in_dir = by.kind == ManifestKind::Engine && dir_of(self.arena.str(by.member)) == dir;
-            if r.by == pos || in_dir {
-                if !names.contains(&self.arena, fingerprint(r.key.space(), self.arena.str(r.name))) {
-                    if r.by == pos {
-                        own = own.or_else(|| Some(r.error(&self.arena, Stage::DefJson, member)));
-                    } else if by.failed.is_none() {
-                        let e = r.error(&self.arena, Stage::Engine, self.arena.str(by.member));
-                        self.fail_manifest(r.by, e);
-                    }
-                }
-                r.by = NIL;
-                self.index.dma_refs.set(&mut self.arena, at, &r);
-            }
-            at = next;
-        }
-        self.index.dma_refs.retain(&mut self.arena, |r| r.by != NIL);
-        if self.engine_to_come(dir) {
-            let at = self.arena.keep_top(mark);
-            let rec = self.index.manifests.get(&self.arena, pos);
-            if rec.ext != NIL {
-                let mut ext = self.index.def_exts.get(&self.arena, rec.ext);
-                ext.names = Some(NameTable { at, count });
-                self.index.def_exts.set(&mut self.arena, rec.ext, &ext);
-            }
-        }
-        own.map_or(Ok(()), Err)
-    }
-
-    /// Whether the definition just read (in the scratch slot) names an engine JSON of `dir`
-    /// that has not been read yet.
-    fn engine_to_come(&self, dir: &str) -> bool {
-        let super::Scratch::Def(doc) = &self.scratch else {
-            return false;
-        };
-        ENGINE_KEYS.into_iter().filter_map(|e| doc.engine_member(e)).any(|json| {
-            !self
-                .index
-                .manifests
-                .iter(&self.arena)
-                .any(|(_, m)| !m.superseded && is_joined(self.arena.str(m.member), dir, json))
-        })
-    }
 }
 
 #[cfg(test)]

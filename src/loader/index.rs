@@ -4,19 +4,34 @@
 //! manifest, what each KELF, `def.json` and engine JSON names (graphs, engine JSONs,
 //! instruction streams, tables, weights with their sizes and alignments, ucode libraries), and
 //! what became of each payload. Everything else a manifest holds streams past. Each of these is
-//! a fixed-size [`Record`] in one [`List`] of the [`Arena`]; names are [`Span`]s of it, relative
-//! to their subgraph directory as the manifests write them.
+//! a fixed-size [`Record`] in one [`List`] of the [`Arena`]; names are [`Span`]s of it (or the
+//! record's own tail), relative to their subgraph directory as the manifests write them.
 //!
 //! The index answers two questions: which members the chain reaches from `neff.json` (spec
-//! §15.18: the chain, not file names, decides what is read), and what role a payload has.
+//! §15.18: the chain, not file names, decides what is read), and what role a payload has. Both
+//! follow one table, [`REFS`]: what names what, from which tier, as what.
+//!
+//! **Names are compared whole.** Every name the index keeps is printed at some point (a payload
+//! report names its member, an error the member a manifest names and the tar lacks, a warning
+//! both `instr` names), so a fingerprint in its place would save no byte, and no comparison here
+//! can mis-bind. The only fingerprints are the DMA names' ([`super::dma`]), where the names are
+//! never printed from the table and a collision could only let an unresolved name pass (2^-64
+//! a pair, stated there).
+//!
+//! **What it costs.** A weight is one [`FileVarRec`] and its name (4 + [`FileVarRec::SIZE`] +
+//! name bytes); any other payload one [`PayloadRec`] and its member path; a manifest one
+//! [`ManifestRec`] and its path. The README's memory section has the whole formula, and
+//! `targets/host/tests/arena.rs` checks it against the measured peak.
 
 use super::dma::{DmaRefRec, NameTable};
 use crate::arena::{Arena, List, Reader, Record, Span, Writer, NIL};
 pub use crate::error::ManifestKind;
 use crate::error::{Error, ErrorKind};
-use crate::manifest::def::EngineKey;
+use crate::manifest::def::{EngineKey, ENGINE_KEYS};
 use crate::manifest::neff::KelfMark;
-use crate::manifest::{Arch, UsageClass};
+use crate::manifest::{
+    Arch, DefJson, EngineJson, EngineType, Entry, Graph, Kelf, NeffJson, Node, NodeAttrs, UcodeLib, UsageClass, Var,
+};
 
 /// Engine slots of a definition ([`crate::manifest::def::ENGINE_KEYS`]).
 pub(crate) const ENGINE_SLOTS: usize = crate::manifest::def::ENGINE_KEYS.len();
@@ -44,8 +59,12 @@ pub(crate) struct ManifestRec {
 }
 
 /// What binding needs of a `def.json` besides its [`ManifestRec`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct DefExt {
+    /// The definition's manifest record.
+    pub def: u32,
+    /// Its `file` variables, in declaration order: the weights it names.
+    pub vars: List<FileVarRec>,
     /// Engine JSON names, then `<eng>_instr` names, in `ENGINE_KEYS` order (empty: absent).
     pub engines: [Span; ENGINE_SLOTS],
     pub engine_instrs: [Span; ENGINE_SLOTS],
@@ -56,10 +75,24 @@ pub(crate) struct DefExt {
     pub names: Option<NameTable>,
 }
 
+impl Default for DefExt {
+    fn default() -> Self {
+        Self {
+            def: NIL,
+            vars: List::new(),
+            engines: Default::default(),
+            engine_instrs: Default::default(),
+            carveouts: CarveoutFacts::default(),
+            names: None,
+        }
+    }
+}
+
 impl Record for DefExt {
-    const SIZE: usize = 2 * ENGINE_SLOTS * Span::ENCODED + 1 + 1 + 8 + 8 + 4 + 4;
+    const SIZE: usize = 4 + List::<FileVarRec>::ENCODED + 2 * ENGINE_SLOTS * Span::ENCODED + 1 + 1 + 8 + 8 + 4 + 4;
     fn encode(&self, out: &mut [u8]) {
         let mut w = Writer::new(out);
+        w.u32(self.def).list(&self.vars);
         for s in self.engines.iter().chain(self.engine_instrs.iter()) {
             w.span(*s);
         }
@@ -72,7 +105,7 @@ impl Record for DefExt {
     }
     fn decode(bytes: &[u8]) -> Self {
         let mut r = Reader::new(bytes);
-        let mut ext = DefExt::default();
+        let mut ext = DefExt { def: r.u32(), vars: r.list(), ..DefExt::default() };
         for s in ext.engines.iter_mut().chain(ext.engine_instrs.iter_mut()) {
             *s = r.span();
         }
@@ -261,49 +294,71 @@ impl Record for ReplayRec {
 }
 
 /// A `file` variable of a `def.json`: a weight, and, once its member has streamed in, what
-/// became of it.
+/// became of it. Kept in its definition's [`DefExt::vars`], its name (as the manifest writes
+/// it, relative to the directory) in its tail.
 ///
 /// A weight's placement lives here rather than in a [`PayloadRec`] of its own: the weights are
-/// most of a model's payloads, and this way each costs one record and one name (the
-/// manifest's, relative to its directory) instead of two of each.
+/// most of a model's payloads, and this way each costs one record and one name. The landed
+/// length shares the declared size's field: a weight lands here only with the declared size
+/// (or none declared); one that disagrees is kept as a [`PayloadRec`], and the binder refuses
+/// it there as it would here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct FileVarRec {
-    /// The def's manifest record.
-    pub def: u32,
+    /// Its `file_name` (the record's tail).
     pub file: Span,
     pub size: Option<u64>,
-    /// Alignment, as its base-2 logarithm (the def checks make it a power of two).
+    /// Alignment, as its base-2 logarithm (the def checks make it a power of two below 2^64).
     pub align_log2: u8,
     /// The member, once it streamed in ([`Landing::NONE`] before).
     pub landing: Landing,
 }
 
 impl FileVarRec {
+    /// Bit of the flags byte: a size is declared.
+    const HAS_SIZE: u8 = 0x40;
+
+    /// A variable of `file_len` name bytes, not landed.
+    pub fn new(file_len: usize, size: Option<u64>, align_log2: u8) -> Self {
+        let file = Span { at: 0, len: u32::try_from(file_len).unwrap_or(u32::MAX) };
+        Self { file, size, align_log2: align_log2 & 0x3f, landing: Landing::NONE }
+    }
+
     /// The alignment in bytes.
     pub fn align(&self) -> u64 {
         1u64.checked_shl(u32::from(self.align_log2)).unwrap_or(1)
     }
+
+    /// Whether its member streamed in and still holds its place.
+    pub fn is_kept(&self) -> bool {
+        self.landing.is_kept()
+    }
 }
 
 impl Record for FileVarRec {
-    const SIZE: usize = 4 + Span::ENCODED + 1 + 8 + 1 + Landing::SIZE;
+    const SIZE: usize = 2 + 8 + 1 + Landing::SIZE_WITHOUT_LEN;
     fn encode(&self, out: &mut [u8]) {
+        let landed = self.landing.state != Landing::NOT_LANDED;
+        // One length: the landed one equals the declared one when both exist (see above).
+        let bytes = if landed { self.landing.len } else { self.size.unwrap_or(0) };
+        let flags = self.align_log2 | if self.size.is_some() { Self::HAS_SIZE } else { 0 };
         let mut w = Writer::new(out);
-        w.u32(self.def)
-            .span(self.file)
-            .u8(u8::from(self.size.is_some()))
-            .u64(self.size.unwrap_or(0))
-            .u8(self.align_log2);
-        self.landing.write(&mut w);
+        w.u16(u16::try_from(self.file.len).unwrap_or(u16::MAX)).u64(bytes).u8(flags);
+        self.landing.write_without_len(&mut w);
     }
     fn decode(bytes: &[u8]) -> Self {
         let mut r = Reader::new(bytes);
-        let def = r.u32();
-        let file = r.span();
-        let has = r.u8() != 0;
-        let size = r.u64();
-        let align_log2 = r.u8();
-        FileVarRec { def, file, size: has.then_some(size), align_log2, landing: Landing::read(&mut r) }
+        let file = Span { at: 0, len: u32::from(r.u16()) };
+        let len = r.u64();
+        let flags = r.u8();
+        let mut landing = Landing::read_without_len(&mut r);
+        if landing.state != Landing::NOT_LANDED {
+            landing.len = len;
+        }
+        let size = (flags & Self::HAS_SIZE != 0).then_some(len);
+        FileVarRec { file, size, align_log2: flags & 0x3f, landing }
+    }
+    fn tail_at(&mut self, at: u32) {
+        self.file.at = at;
     }
 }
 
@@ -314,6 +369,7 @@ pub(crate) struct Landing {
     pub seq: u32,
     /// A [`PayloadState`](super::PayloadState) code, or [`Landing::NOT_LANDED`].
     pub state: u8,
+    /// A [`usage_code`].
     pub usage: u8,
     /// `u8::MAX`: no core yet.
     pub core: u8,
@@ -327,9 +383,16 @@ pub(crate) struct Landing {
 }
 
 impl Landing {
-    const SIZE: usize = 4 + 3 + 4 + 8 + 2 + 8;
+    /// Bytes of the encoded form, the length aside: sequence, state and usage in one byte
+    /// (3 bits and 5: [`USAGE_CLASS_COUNT`](crate::hal::USAGE_CLASS_COUNT) is below 32), core,
+    /// region, header length, digest.
+    const SIZE_WITHOUT_LEN: usize = 4 + 1 + 1 + 4 + 2 + 8;
+    /// Bytes of the encoded form.
+    const SIZE: usize = Self::SIZE_WITHOUT_LEN + 8;
     /// The state of a weight whose member has not streamed in.
     pub const NOT_LANDED: u8 = u8::MAX;
+    /// [`Landing::NOT_LANDED`] in the state's three bits.
+    const NOT_LANDED_BITS: u8 = 7;
     /// Nothing landed.
     pub const NONE: Landing = Landing {
         seq: 0,
@@ -352,79 +415,72 @@ impl Landing {
         self.len.saturating_add(u64::from(self.header_len))
     }
 
-    fn write(&self, w: &mut Writer<'_>) {
+    fn write_without_len(&self, w: &mut Writer<'_>) {
+        let state = if self.state == Self::NOT_LANDED { Self::NOT_LANDED_BITS } else { self.state & 7 };
         w.u32(self.seq)
-            .u8(self.state)
-            .u8(self.usage)
+            .u8(state | (self.usage << 3))
             .u8(self.core)
             .u32(self.region)
-            .u64(self.len)
             .u16(self.header_len)
             .u64(self.digest);
     }
 
-    fn read(r: &mut Reader<'_>) -> Self {
+    fn read_without_len(r: &mut Reader<'_>) -> Self {
+        let seq = r.u32();
+        let packed = r.u8();
+        let state = match packed & 7 {
+            Self::NOT_LANDED_BITS => Self::NOT_LANDED,
+            s => s,
+        };
         Landing {
-            seq: r.u32(),
-            state: r.u8(),
-            usage: r.u8(),
+            seq,
+            state,
+            usage: packed >> 3,
             core: r.u8(),
             region: r.u32(),
-            len: r.u64(),
+            len: 0,
             header_len: r.u16(),
             digest: r.u64(),
         }
     }
+
+    fn write(&self, w: &mut Writer<'_>) {
+        self.write_without_len(w);
+        w.u64(self.len);
+    }
+
+    fn read(r: &mut Reader<'_>) -> Self {
+        let mut landing = Self::read_without_len(r);
+        landing.len = r.u64();
+        landing
+    }
 }
 
-/// A name a manifest gives to another member: a ucode library of a `def.json`, an activation
-/// set, a table of an engine JSON.
+/// A name a manifest gives to another member, of a [`RefKind`] whose row keeps its names
+/// here ([`Store::Names`]): a ucode library of a `def.json`, an activation set, a table of an
+/// engine JSON. The name is the record's tail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct NameRec {
     /// The naming manifest's record.
     pub by: u32,
-    pub kind: NameKind,
+    pub kind: RefKind,
     pub name: Span,
 }
 
-/// What a [`NameRec`] names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum NameKind {
-    /// `def.json` `ucode_lib[].library`.
-    UcodeLib,
-    /// An activation set: `S` names member `S.json`.
-    ActSet,
-    /// An activation set JSON's bucket table (`bkt_bin`).
-    ActBucketTable,
-    /// An activation set JSON's control table (`ctl_bin`).
-    ActControlTable,
-    /// A DVE table.
-    DveTable,
-}
-
 impl Record for NameRec {
-    const SIZE: usize = 4 + 1 + Span::ENCODED;
+    const SIZE: usize = 4 + 1 + 2;
     fn encode(&self, out: &mut [u8]) {
-        let k = match self.kind {
-            NameKind::UcodeLib => 0,
-            NameKind::ActSet => 1,
-            NameKind::ActBucketTable => 2,
-            NameKind::DveTable => 3,
-            NameKind::ActControlTable => 4,
-        };
-        Writer::new(out).u32(self.by).u8(k).span(self.name);
+        let len = u16::try_from(self.name.len).unwrap_or(u16::MAX);
+        Writer::new(out).u32(self.by).u8(self.kind as u8).u16(len);
     }
     fn decode(bytes: &[u8]) -> Self {
         let mut r = Reader::new(bytes);
         let by = r.u32();
-        let kind = match r.u8() {
-            0 => NameKind::UcodeLib,
-            1 => NameKind::ActSet,
-            2 => NameKind::ActBucketTable,
-            4 => NameKind::ActControlTable,
-            _ => NameKind::DveTable,
-        };
-        NameRec { by, kind, name: r.span() }
+        let kind = RefKind::from_code(r.u8()).unwrap_or(RefKind::DveTable);
+        NameRec { by, kind, name: Span { at: 0, len: u32::from(r.u16()) } }
+    }
+    fn tail_at(&mut self, at: u32) {
+        self.name.at = at;
     }
 }
 
@@ -432,10 +488,9 @@ impl Record for NameRec {
 /// with what became of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct PayloadRec {
+    /// Its path (a span of its own, or of the manifest record of a member read both ways).
     pub member: Span,
     pub landing: Landing,
-    /// A later copy of the member replaced this one.
-    pub superseded: bool,
     /// Nothing had named the member when it came, and it may be no payload: it was also read
     /// as a manifest, or it bears a producer metadata name. When the chain gives it no
     /// payload role, its staged copy goes without an `unreferenced` warning.
@@ -446,13 +501,13 @@ pub(crate) struct PayloadRec {
 }
 
 impl Record for PayloadRec {
-    const SIZE: usize = Span::ENCODED + Landing::SIZE + 3 + 1;
+    const SIZE: usize = Span::ENCODED + Landing::SIZE + 1 + 2;
     fn encode(&self, out: &mut [u8]) {
         let mut w = Writer::new(out);
         w.span(self.member);
         self.landing.write(&mut w);
         let flag = |on: bool, bit: u8| if on { bit } else { 0 };
-        let flags = flag(self.superseded, 1) | flag(self.quiet, 2) | flag(self.failed.is_some(), 4);
+        let flags = flag(self.quiet, 2) | flag(self.failed.is_some(), 4);
         w.u8(flags).u16(self.failed.unwrap_or(NO_SLOT));
     }
     fn decode(bytes: &[u8]) -> Self {
@@ -461,12 +516,236 @@ impl Record for PayloadRec {
         let landing = Landing::read(&mut r);
         let flags = r.u8();
         let slot = r.u16();
-        PayloadRec {
-            member,
-            landing,
-            superseded: flags & 1 != 0,
-            quiet: flags & 2 != 0,
-            failed: (flags & 4 != 0).then_some(slot),
+        PayloadRec { member, landing, quiet: flags & 2 != 0, failed: (flags & 4 != 0).then_some(slot) }
+    }
+}
+
+/// A tier of the chain: the manifest that holds a naming key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Tier {
+    /// `neff.json`.
+    Neff,
+    /// A KELF descriptor.
+    Kelf,
+    /// A subgraph definition.
+    Def,
+    /// An engine JSON; `Some`: only that engine's.
+    Engine(Option<EngineKey>),
+    /// An activation set JSON.
+    ActSet,
+}
+
+/// What a reference names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Names {
+    /// A manifest of this tier.
+    Manifest(Tier),
+    /// A payload of this usage class; `None`: the class of the engine naming it
+    /// ([`usage_of_engine`]).
+    Payload(Option<UsageClass>),
+}
+
+/// Where the index keeps the names of one kind of reference.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Store {
+    /// [`KelfNameRec`]s.
+    KelfNames,
+    /// [`GraphRec`]s.
+    Graphs,
+    /// The definition's engine slots ([`DefExt::engines`]).
+    EngineSlots,
+    /// The definition's `file` variables ([`DefExt::vars`]).
+    FileVars,
+    /// The engine JSON's `instr` ([`ManifestRec::instr`]), else its definition's
+    /// `<eng>_instr` ([`DefExt::engine_instrs`]; spec §15.15).
+    Instr,
+    /// [`NameRec`]s of this kind, by the naming manifest.
+    Names,
+}
+
+/// Takes each name a streamed entry gives.
+pub(crate) type NameSink<'s> = dyn FnMut(&str) -> Result<(), ErrorKind> + 's;
+
+/// How the walk finds the names of a [`Store::Names`] kind while a manifest streams: from one
+/// of its entries, or from its scalar keys once it is read.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Source {
+    /// Kept by another store.
+    Other,
+    /// Each name an entry gives.
+    Entry(fn(&Entry<'_>, &mut NameSink<'_>) -> Result<(), ErrorKind>),
+    /// The name an engine JSON's scalar key gives.
+    Engine(fn(&EngineJson) -> Option<&str>),
+}
+
+/// One row of the table of references ([`REFS`]): a kind of key that names another member.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Row {
+    pub kind: RefKind,
+    /// The naming key's path in the naming manifest (for messages); empty for an engine slot,
+    /// whose key is the engine's ([`EngineKey::as_str`]).
+    pub key: &'static [&'static str],
+    /// The tier whose manifest holds the key.
+    pub by: Tier,
+    /// What it names.
+    pub names: Names,
+    /// Appended to the name to make the member's (`S` names `S.json`).
+    pub suffix: &'static str,
+    /// Where the index keeps the names.
+    pub store: Store,
+    /// How the walk records them ([`Store::Names`]).
+    pub source: Source,
+}
+
+/// A kind of reference: a row of [`REFS`]. Its code in a [`NameRec`] is its row's position.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum RefKind {
+    /// `neff.json` `nodes[].attrs.kelf`.
+    Kelf,
+    /// KELF `graphs[].definition`.
+    Definition,
+    /// A `def.json` engine key (`pe`, `act`, ..., `q7`).
+    Engine,
+    /// A `def.json` `var[].file_name`: a weight.
+    Weight,
+    /// A `def.json` `ucode_libs[].library`.
+    UcodeLib,
+    /// An engine JSON's `instr` (or its definition's `<eng>_instr`).
+    Instr,
+    /// A DVE engine JSON's `dve_tables[]` members.
+    DveTable,
+    /// An activation engine JSON's `activation_function_sets[]`: `S` names `S.json`.
+    ActSet,
+    /// An activation set JSON's `bkt_bin`.
+    ActBucketTable,
+    /// An activation set JSON's `ctl_bin`.
+    ActControlTable,
+}
+
+const DVE: Tier = Tier::Engine(Some(EngineKey::Tpb(EngineType::Dve)));
+const ACT: Tier = Tier::Engine(Some(EngineKey::Tpb(EngineType::Act)));
+
+/// The table of what names what: one row a kind of reference, in [`RefKind`] order. Within a
+/// tier, references are walked in this order (a member named twice takes the first role). A
+/// new kind of payload is one row here (and, when its names come from a new entry or key,
+/// the function that reads them).
+#[rustfmt::skip]
+pub(crate) static REFS: [Row; 10] = {
+    use Names::{Manifest, Payload};
+    use RefKind as K;
+    use Source::Other;
+    [
+        row(K::Kelf, &[NeffJson::KEY_NODES, Node::KEY_ATTRS, NodeAttrs::KEY_KELF], Tier::Neff, Manifest(Tier::Kelf), Store::KelfNames, Other),
+        row(K::Definition, &[Kelf::KEY_GRAPHS, Graph::KEY_DEFINITION], Tier::Kelf, Manifest(Tier::Def), Store::Graphs, Other),
+        row(K::Engine, &[], Tier::Def, Manifest(Tier::Engine(None)), Store::EngineSlots, Other),
+        row(K::Weight, &[DefJson::KEY_VARS, Var::KEY_FILE_NAME], Tier::Def, Payload(Some(UsageClass::Weight)), Store::FileVars, Other),
+        row(K::UcodeLib, &[DefJson::KEY_UCODE_LIBS, UcodeLib::KEY_LIBRARY], Tier::Def, Payload(Some(UsageClass::UcodeLib)), Store::Names, Source::Entry(ucode_libs)),
+        row(K::Instr, &[EngineJson::KEY_INSTR], Tier::Engine(None), Payload(None), Store::Instr, Other),
+        // §11.8 publishes no DVE-table class.
+        row(K::DveTable, &[EngineJson::KEY_DVE_TABLES], DVE, Payload(Some(UsageClass::Generic)), Store::Names, Source::Entry(dve_tables)),
+        Row { suffix: ".json", ..row(K::ActSet, &[EngineJson::KEY_ACTIVATION_FUNCTION_SETS], ACT, Manifest(Tier::ActSet), Store::Names, Source::Entry(act_sets)) },
+        row(K::ActBucketTable, &[EngineJson::KEY_BKT_BIN], Tier::ActSet, Payload(Some(UsageClass::ActTable)), Store::Names, Source::Engine(bkt_bin)),
+        row(K::ActControlTable, &[EngineJson::KEY_CTL_BIN], Tier::ActSet, Payload(Some(UsageClass::ActTable)), Store::Names, Source::Engine(ctl_bin)),
+    ]
+};
+
+/// A row with no suffix.
+const fn row(kind: RefKind, key: &'static [&'static str], by: Tier, names: Names, store: Store, source: Source) -> Row {
+    Row { kind, key, by, names, suffix: "", store, source }
+}
+
+impl RefKind {
+    /// Its row of [`REFS`].
+    pub fn row(self) -> Option<&'static Row> {
+        REFS.get(self as usize)
+    }
+
+    fn from_code(c: u8) -> Option<Self> {
+        REFS.get(usize::from(c)).map(|r| r.kind)
+    }
+
+    /// The naming key as a key path (`var.file_name`), for messages.
+    pub fn key_path(self) -> heapless::String<64> {
+        let mut out = heapless::String::new();
+        for (i, k) in self.row().map_or(&[][..], |r| r.key).iter().enumerate() {
+            if i > 0 {
+                let _ = out.push('.');
+            }
+            let _ = out.push_str(k);
+        }
+        out
+    }
+}
+
+fn ucode_libs(e: &Entry<'_>, f: &mut NameSink<'_>) -> Result<(), ErrorKind> {
+    match e {
+        Entry::UcodeLib(lib) => f(&lib.library),
+        _ => Ok(()),
+    }
+}
+
+fn act_sets(e: &Entry<'_>, f: &mut NameSink<'_>) -> Result<(), ErrorKind> {
+    match e {
+        Entry::ActSet(set) => f(set),
+        _ => Ok(()),
+    }
+}
+
+fn dve_tables(e: &Entry<'_>, f: &mut NameSink<'_>) -> Result<(), ErrorKind> {
+    match e {
+        Entry::DveTables(t) => {
+            [&t.opcode_table, &t.datapath_table, &t.control_table, &t.control_fast_table, &t.control_slow_table]
+                .into_iter()
+                .flatten()
+                .try_for_each(|table| f(table))
+        }
+        _ => Ok(()),
+    }
+}
+
+fn bkt_bin(doc: &EngineJson) -> Option<&str> {
+    doc.bkt_bin.as_deref()
+}
+
+fn ctl_bin(doc: &EngineJson) -> Option<&str> {
+    doc.ctl_bin.as_deref()
+}
+
+/// The usage class of an engine's instruction stream.
+pub(crate) fn usage_of_engine(engine: EngineKey) -> UsageClass {
+    match engine {
+        EngineKey::Tpb(EngineType::Pe) => UsageClass::InstrPe,
+        EngineKey::Tpb(EngineType::Act) => UsageClass::InstrAct,
+        EngineKey::Tpb(EngineType::Pool) => UsageClass::InstrPool,
+        EngineKey::Tpb(EngineType::Dve) => UsageClass::InstrDve,
+        EngineKey::Tpb(EngineType::Sp) => UsageClass::InstrSp,
+        // §11.8 publishes no class for Vision-Q7 instructions.
+        EngineKey::Q7 => UsageClass::Generic,
+    }
+}
+
+/// A payload a definition of the chain names, as [`Index::payload_refs`] finds it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PayloadRef<'a> {
+    /// The row of [`REFS`] that names it.
+    pub row: &'static Row,
+    /// The name as written, relative to the subgraph directory.
+    pub name: &'a str,
+    /// The naming manifest's record.
+    pub by: ManifestRec,
+    /// The engine whose JSON names it (or whose engine names the activation set naming it).
+    pub engine: Option<EngineKey>,
+    /// A weight: its file variable (position and record).
+    pub var: Option<(u32, FileVarRec)>,
+}
+
+impl PayloadRef<'_> {
+    /// The usage class it is placed with.
+    pub fn usage(&self) -> UsageClass {
+        match self.row.names {
+            Names::Payload(Some(usage)) => usage,
+            _ => self.engine.map_or(UsageClass::Generic, usage_of_engine),
         }
     }
 }
@@ -489,15 +768,32 @@ pub(crate) struct Index {
     pub def_exts: List<DefExt>,
     pub graphs: List<GraphRec>,
     pub kelf_names: List<KelfNameRec>,
-    pub file_vars: List<FileVarRec>,
+    /// The `file` variables of the definition being read, until it gets its [`DefExt`].
+    pub reading_vars: List<FileVarRec>,
     pub names: List<NameRec>,
+    /// The payloads that are not weights landed in their variable, in tar order.
     pub payloads: List<PayloadRec>,
+    /// Slots of payload records that left [`Index::payloads`] for good.
+    pub free_payloads: FreeSlots,
     /// DMA references read before the definition they name into.
     pub dma_refs: List<DmaRefRec>,
     /// Members read as the kind their name suggests, waiting for the chain to name them.
     pub replays: List<ReplayRec>,
     /// The `neff.json` read (its manifest record), if any.
     pub neff: Option<u32>,
+}
+
+/// Slots of records that left their list for good, linked through their link word: the next
+/// record of the list takes one before the arena grows. (A replaced copy of a member, or the
+/// staged copy of a member read both ways that the chain named as a manifest, is never read
+/// again.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FreeSlots(u32);
+
+impl Default for FreeSlots {
+    fn default() -> Self {
+        Self(NIL)
+    }
 }
 
 /// `dir/name` compared with `path`, without building it.
@@ -510,7 +806,12 @@ pub(crate) fn is_joined(path: &str, dir: &str, name: &str) -> bool {
 
 /// `dir/name.json` compared with `path` (an activation set's member).
 pub(crate) fn is_joined_json(path: &str, dir: &str, name: &str) -> bool {
-    path.strip_suffix(".json").is_some_and(|stem| is_joined(stem, dir, name))
+    is_joined_suffixed(path, dir, name, ".json")
+}
+
+/// `dir/name` + `suffix` compared with `path`.
+pub(crate) fn is_joined_suffixed(path: &str, dir: &str, name: &str, suffix: &str) -> bool {
+    path.strip_suffix(suffix).is_some_and(|stem| is_joined(stem, dir, name))
 }
 
 /// The directory of a member path (`sg00/def.json` -> `sg00`, `neff.json` -> ``).
@@ -539,11 +840,72 @@ impl Index {
             // What it named goes with it, but for weights that landed: they are reported.
             self.graphs.retain(arena, |g| g.kelf != pos);
             self.names.retain(arena, |n| n.by != pos);
-            self.file_vars.retain(arena, |v| v.def != pos || v.landing.state != Landing::NOT_LANDED);
+            if rec.ext != NIL {
+                let mut ext = self.def_exts.get(arena, rec.ext);
+                ext.vars.retain(arena, |v| v.landing.state != Landing::NOT_LANDED);
+                self.def_exts.set(arena, rec.ext, &ext);
+            }
             self.dma_refs.retain(arena, |r| r.by != pos);
             true
         } else {
             false
+        }
+    }
+
+    /// Appends a payload record, in the slot of one that left for good if there is one.
+    pub fn push_payload(&mut self, arena: &mut Arena<'_>, rec: &PayloadRec) -> Result<u32, ErrorKind> {
+        let at = self.free_payloads.0;
+        if at == NIL {
+            return self.payloads.push(arena, rec);
+        }
+        self.free_payloads.0 = List::<PayloadRec>::next_after(arena, at);
+        self.payloads.relink(arena, at, rec);
+        Ok(at)
+    }
+
+    /// Takes the payload record at `pos` out of the list for good: nothing reads it again, and
+    /// its slot serves the next payload.
+    pub fn drop_payload(&mut self, arena: &mut Arena<'_>, pos: u32) {
+        if self.payloads.unlink(arena, pos) {
+            arena.write(pos, &self.free_payloads.0.to_le_bytes());
+            self.free_payloads.0 = pos;
+        }
+    }
+
+    /// The file variable at `pos`.
+    pub fn var(&self, arena: &Arena<'_>, pos: u32) -> FileVarRec {
+        self.reading_vars.get(arena, pos)
+    }
+
+    /// Overwrites the file variable at `pos` (any [`List`] of them writes any of its records).
+    pub fn set_var(&self, arena: &mut Arena<'_>, pos: u32, var: &FileVarRec) {
+        self.reading_vars.set(arena, pos, var);
+    }
+
+    /// The first file variable, of every definition read (those a replaced definition named
+    /// that landed included) in declaration order, that `f` says yes to: `(definition's
+    /// extension position, extension, variable position, variable)`. A visit of every one
+    /// when `f` never does (one copy of the loop, whatever the caller wants of it).
+    pub fn find_var(
+        &self,
+        arena: &Arena<'_>,
+        f: &mut dyn FnMut(&DefExt, &FileVarRec) -> bool,
+    ) -> Option<(u32, DefExt, u32, FileVarRec)> {
+        self.def_exts
+            .iter(arena)
+            .find_map(|(at, ext)| ext.vars.iter(arena).find(|(_, v)| f(&ext, v)).map(|(pos, v)| (at, ext, pos, v)))
+    }
+
+    /// Calls `f` with every file variable of every definition read; a variable `f` changed
+    /// (returning true) is written back.
+    pub fn update_vars(&self, arena: &mut Arena<'_>, mut f: impl FnMut(&mut FileVarRec) -> bool) {
+        let mut at = self.def_exts.first();
+        for _ in 0..self.def_exts.len() {
+            if at == NIL {
+                break;
+            }
+            self.def_exts.get(arena, at).vars.update_each(arena, |_, v| f(v));
+            at = List::<DefExt>::next_after(arena, at);
         }
     }
 
@@ -658,6 +1020,90 @@ impl Index {
         )
     }
 
+    /// Calls `f` with each payload a chain definition names, walking the table from the
+    /// definition at `def_pos` down (its own keys, each engine JSON's in `ENGINE_KEYS` order,
+    /// each activation set's under its engine), in table order within a manifest, until `f`
+    /// answers `Some`. A manifest that failed to read names nothing; neither does an engine
+    /// JSON or activation set not read (yet).
+    ///
+    /// Placement and the binder's reference check both ask it: what gives a payload its role
+    /// is what the binder requires present.
+    pub fn payload_refs<'a, T>(
+        &self,
+        arena: &'a Arena<'_>,
+        def_pos: u32,
+        def: &ManifestRec,
+        f: &mut dyn FnMut(&PayloadRef<'a>) -> Option<T>,
+    ) -> Option<T> {
+        // One copy of the walk whatever `f` answers (flash on a controller).
+        let mut answer = None;
+        self.refs_under(arena, Tier::Def, def, (def_pos, *def), None, &mut |r| {
+            answer = f(r);
+            answer.is_some()
+        });
+        answer
+    }
+
+    /// [`Self::payload_refs`] from manifest `by` of `tier` (`engine`: the engine it stands
+    /// under), until `f` answers true (then true).
+    fn refs_under<'a>(
+        &self,
+        arena: &'a Arena<'_>,
+        tier: Tier,
+        def: &ManifestRec,
+        by: (u32, ManifestRec),
+        engine: Option<EngineKey>,
+        f: &mut dyn FnMut(&PayloadRef<'a>) -> bool,
+    ) -> bool {
+        let dir = dir_of(arena.str(def.member));
+        for row in &REFS {
+            let applies = match (row.by, tier) {
+                (Tier::Engine(None), Tier::Engine(_)) => true,
+                (a, b) => a == b,
+            };
+            if !applies {
+                continue;
+            }
+            let payload = |name, var| PayloadRef { row, name, by: by.1, engine, var };
+            let found = match (row.store, row.names) {
+                (Store::FileVars, _) => self
+                    .def_ext(arena, &by.1)
+                    .vars
+                    .iter(arena)
+                    .any(|(pos, v)| f(&payload(arena.str(v.file), Some((pos, v))))),
+                (Store::Instr, _) => engine
+                    .and_then(|e| self.instr_of(arena, def, Some(&by.1), e))
+                    .is_some_and(|instr| f(&payload(instr, None))),
+                (Store::EngineSlots, _) => ENGINE_KEYS.into_iter().any(|e| {
+                    self.engine_of(arena, &by.1, e)
+                        .filter(|(_, j)| j.failed.is_none())
+                        .is_some_and(|json| self.refs_under(arena, Tier::Engine(Some(e)), def, json, Some(e), f))
+                }),
+                (Store::Names, Names::Payload(_)) => {
+                    self.names_by(arena, by.0, row.kind).any(|name| f(&payload(arena.str(name), None)))
+                }
+                (Store::Names, Names::Manifest(next)) => self.names_by(arena, by.0, row.kind).any(|name| {
+                    let name = arena.str(name);
+                    self.manifests
+                        .iter(arena)
+                        .filter(|(_, m)| m.kind == ManifestKind::Engine && !m.superseded && m.failed.is_none())
+                        .find(|(_, m)| is_joined_suffixed(arena.str(m.member), dir, name, row.suffix))
+                        .is_some_and(|named| self.refs_under(arena, next, def, named, engine, f))
+                }),
+                (Store::KelfNames | Store::Graphs, _) => false,
+            };
+            if found {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// The names of `kind` that the manifest at `by` gives ([`Store::Names`]).
+    pub fn names_by<'s>(&'s self, arena: &'s Arena<'_>, by: u32, kind: RefKind) -> impl Iterator<Item = Span> + 's {
+        self.names.iter(arena).filter(move |(_, n)| n.by == by && n.kind == kind).map(|(_, n)| n.name)
+    }
+
     /// Whether any manifest read so far names `member` as a manifest, and as what.
     pub fn named_as(&self, arena: &Arena<'_>, member: &str) -> Option<ManifestKind> {
         if self.kelf_names.iter(arena).any(|(_, k)| arena.eq(k.name, member)) {
@@ -674,7 +1120,7 @@ impl Index {
         // An activation set `S` is member `S.json` of the subgraph directory: the directory of
         // the definition naming the engine JSON that lists it (§8.3), which need not be the
         // engine JSON's own (`"act": "e/Activation.json"`).
-        let by_act = self.names.iter(arena).filter(|(_, n)| n.kind == NameKind::ActSet).any(|(_, n)| {
+        let by_act = self.names.iter(arena).filter(|(_, n)| n.kind == RefKind::ActSet).any(|(_, n)| {
             let by = self.manifests.get(arena, n.by);
             !by.superseded
                 && self
@@ -688,7 +1134,154 @@ impl Index {
     }
 }
 
+/// A payload's role, once the manifests have given it one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Role {
+    pub usage: UsageClass,
+    pub align: u64,
+    pub core: u8,
+    /// A `file` variable's declared size, checked against what lands.
+    pub expect_len: Option<u64>,
+    /// An instruction stream (size checks apply).
+    pub instr: bool,
+    /// A weight: the file variable's record, which keeps the landing.
+    pub var: Option<u32>,
+}
+
+impl Role {
+    /// The role reference `r` gives, on `core`.
+    fn of(r: &PayloadRef<'_>, core: u8) -> Self {
+        Role {
+            usage: r.usage(),
+            align: r.var.map_or(super::INSTR_ALIGN, |(_, v)| v.align()),
+            core,
+            expect_len: r.var.and_then(|(_, v)| v.size),
+            instr: r.row.kind == RefKind::Instr,
+            var: r.var.map(|(pos, _)| pos),
+        }
+    }
+}
+
+impl super::Loader<'_> {
+    /// The role the chain read so far gives `member`, if it gives it one: a def reached from
+    /// the chain's KELFs (before `neff.json` is read, a lone KELF stands for the chain) names
+    /// it, by the first of its references ([`Index::payload_refs`]) that does. While walking
+    /// this is a first answer (the binder moves a payload if the full chain disagrees); when
+    /// binding, it is the answer. Placement and the binder both ask it here, below them.
+    pub(crate) fn role_of(&self, member: &str) -> Option<Role> {
+        let arena = &self.arena;
+        let index = &self.index;
+        // The chain's graphs whose directory holds the member (by prefix: names in a def.json
+        // are relative to its directory and may have directories of their own, `w/x.npy`; a
+        // definition at the tar root holds every member, so the next graph is asked too).
+        index.chain_graphs(arena, self.kelf_mark, self.fallback_kelf).find_map(|(core, g)| {
+            let definition = arena.str(g.definition);
+            let dir = dir_of(definition);
+            if !dir.is_empty() && !member.strip_prefix(dir).is_some_and(|r| r.starts_with('/')) {
+                return None;
+            }
+            let (def_pos, def) = index.def(arena, definition)?;
+            if def.failed.is_some() {
+                return None;
+            }
+            let dir = dir_of(arena.str(def.member));
+            index.payload_refs(arena, def_pos, &def, &mut |r| is_joined(member, dir, r.name).then(|| Role::of(r, core)))
+        })
+    }
+}
+
 /// Pushes a string, turning a full arena into an error about `member`.
 pub(crate) fn push_str(arena: &mut Arena<'_>, s: &str, stage: crate::Stage, member: &str) -> Result<Span, Error> {
     arena.push_str(s).map_err(|k: ErrorKind| Error::in_member(stage, member, 0, k))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::arithmetic_side_effects)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use crate::loader::PayloadState;
+
+    fn landing(state: PayloadState) -> Landing {
+        Landing {
+            seq: 70_000,
+            state: state.code(),
+            usage: usage_code(UsageClass::Weight),
+            core: 7,
+            region: 123_456,
+            len: 5 << 33,
+            header_len: 268,
+            digest: 0x0123_4567_89ab_cdef,
+        }
+    }
+
+    #[test]
+    fn a_weight_round_trips_with_its_name_in_its_tail() {
+        let mut buf = [0u8; 512];
+        let mut arena = Arena::new(&mut buf);
+        let mut vars = List::<FileVarRec>::new();
+        let declared = FileVarRec::new(12, Some(5 << 33), 15);
+        let undeclared = FileVarRec::new(3, None, 0);
+        let a = vars.push_with_tail(&mut arena, &declared, b"w00000_n.npy").unwrap();
+        let b = vars.push_with_tail(&mut arena, &undeclared, b"x.y").unwrap();
+        assert_eq!(arena.used(), 2 * (4 + FileVarRec::SIZE) + 15, "a record, its link and its name: no span");
+        let got = vars.get(&arena, a);
+        assert_eq!(
+            (arena.str(got.file), got.size, got.align(), got.landing),
+            ("w00000_n.npy", Some(5 << 33), 1 << 15, Landing::NONE)
+        );
+        // Landed with the declared size, or with none declared: one length serves both.
+        for (pos, size) in [(a, Some(5 << 33)), (b, None)] {
+            for state in [PayloadState::Placed, PayloadState::Released, PayloadState::Checked, PayloadState::Staged] {
+                let mut v = vars.get(&arena, pos);
+                v.landing = landing(state);
+                vars.set(&mut arena, pos, &v);
+                let back = vars.get(&arena, pos);
+                assert_eq!(back, v, "{state:?}");
+                assert_eq!(back.size, size);
+            }
+        }
+        assert_eq!(arena.str(vars.get(&arena, b).file), "x.y");
+    }
+
+    #[test]
+    fn payloads_and_names_round_trip() {
+        let mut buf = [0u8; 512];
+        let mut arena = Arena::new(&mut buf);
+        let member = arena.push_str("sg00/PE.bin").unwrap();
+        let mut payloads = List::<PayloadRec>::new();
+        for (quiet, failed) in [(false, None), (true, Some(3)), (false, Some(NO_SLOT))] {
+            let p = PayloadRec { member, landing: landing(PayloadState::Staged), quiet, failed };
+            let pos = payloads.push(&mut arena, &p).unwrap();
+            assert_eq!(payloads.get(&arena, pos), p);
+        }
+        let mut names = List::<NameRec>::new();
+        for kind in REFS.iter().map(|r| r.kind) {
+            let rec = NameRec { by: 9, kind, name: Span { at: 0, len: 6 } };
+            let pos = names.push_with_tail(&mut arena, &rec, b"set0_x").unwrap();
+            let back = names.get(&arena, pos);
+            assert_eq!((back.by, back.kind, arena.str(back.name)), (9, kind, "set0_x"));
+        }
+    }
+
+    #[test]
+    fn the_table_has_a_row_a_kind_and_every_name_a_way_in() {
+        for (i, row) in REFS.iter().enumerate() {
+            let kind = row.kind;
+            assert_eq!(kind as usize, i, "a kind's code is its row's place");
+            assert_eq!(RefKind::from_code(i as u8), Some(kind));
+            // Names kept as name records are recorded from the manifest's entries or keys;
+            // the other stores are filled by their own records.
+            assert_eq!(row.store == Store::Names, !matches!(row.source, Source::Other), "{kind:?}");
+            // Every key is the schema's (only an engine slot's is the engine's own).
+            assert_eq!(row.key.is_empty(), row.store == Store::EngineSlots, "{kind:?}");
+            // A manifest is named from the tier above it.
+            if let Names::Manifest(tier) = row.names {
+                assert_ne!(tier, row.by, "{kind:?}");
+            }
+        }
+        assert_eq!(RefKind::Weight.key_path().as_str(), "var.file_name");
+        assert_eq!(RefKind::UcodeLib.key_path().as_str(), "ucode_lib.library");
+        assert_eq!(RefKind::Kelf.key_path().as_str(), "nodes.attrs.kelf");
+    }
 }

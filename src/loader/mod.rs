@@ -372,7 +372,7 @@ impl<'a> Loader<'a> {
             true
         };
         self.index.payloads.update_each(&mut self.arena, |_, rec| release(hal, &mut rec.landing));
-        self.index.file_vars.update_each(&mut self.arena, |_, rec| release(hal, &mut rec.landing));
+        self.index.update_vars(&mut self.arena, |rec| release(hal, &mut rec.landing));
     }
 }
 

@@ -10,118 +10,16 @@
 
 use embedded_io::BufRead;
 
-use super::index::{dir_of, is_joined, is_joined_json, usage_code, Landing, ManifestKind, NameKind, PayloadRec};
+use super::index::{dir_of, is_joined, usage_code, Landing, PayloadRec};
 use super::{Counting, Loader, PayloadState, INSTR_ALIGN};
 use crate::arena::NIL;
 use crate::digest::Digest64;
 use crate::error::{Error, ErrorKind, Stage, Warning, WarningKind, WarningSink};
 use crate::hal::{AllocRequest, Hal, RegionId};
-use crate::manifest::def::{EngineKey, ENGINE_KEYS};
-use crate::manifest::{EngineType, UsageClass};
+use crate::manifest::UsageClass;
 use crate::npy::{NpyError, NpyFeed, NpyHeader, NpyParser};
 
-/// A payload's role, once the manifests have given it one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Role {
-    pub usage: UsageClass,
-    pub align: u64,
-    pub core: u8,
-    /// A `file` variable's declared size, checked against what lands.
-    pub expect_len: Option<u64>,
-    /// An instruction stream (size checks apply).
-    pub instr: bool,
-    /// A weight: the file variable's record, which keeps the landing.
-    pub var: Option<u32>,
-}
-
-fn usage_of(engine: EngineKey) -> UsageClass {
-    match engine {
-        EngineKey::Tpb(EngineType::Pe) => UsageClass::InstrPe,
-        EngineKey::Tpb(EngineType::Act) => UsageClass::InstrAct,
-        EngineKey::Tpb(EngineType::Pool) => UsageClass::InstrPool,
-        EngineKey::Tpb(EngineType::Dve) => UsageClass::InstrDve,
-        EngineKey::Tpb(EngineType::Sp) => UsageClass::InstrSp,
-        // §11.8 publishes no class for Vision-Q7 instructions.
-        EngineKey::Q7 => UsageClass::Generic,
-    }
-}
-
 impl Loader<'_> {
-    /// The role the chain read so far gives `member`, if it gives it one: a def reached from
-    /// the chain's KELFs (before `neff.json` is read, a lone KELF stands for the chain) names
-    /// it. While walking this is a first answer (the binder moves a payload if the full chain
-    /// disagrees); when binding, it is the answer.
-    pub(super) fn role_of(&self, member: &str) -> Option<Role> {
-        let arena = &self.arena;
-        let index = &self.index;
-        // The chain's graphs whose directory holds the member (by prefix: names in a def.json
-        // are relative to its directory and may have directories of their own, `w/x.npy`; a
-        // definition at the tar root holds every member, so the next graph is asked too).
-        index.chain_graphs(arena, self.kelf_mark, self.fallback_kelf).find_map(|(core, g)| {
-            let definition = arena.str(g.definition);
-            let dir = dir_of(definition);
-            if !dir.is_empty() && !member.strip_prefix(dir).is_some_and(|r| r.starts_with('/')) {
-                return None;
-            }
-            let (def_pos, def) = index.def(arena, definition)?;
-            if def.failed.is_some() {
-                return None;
-            }
-            self.role_in(member, core, def_pos, &def)
-        })
-    }
-
-    /// The role definition `def` (record `def_pos`, on `core`) gives `member`, if any.
-    fn role_in(&self, member: &str, core: u8, def_pos: u32, def: &super::index::ManifestRec) -> Option<Role> {
-        let arena = &self.arena;
-        let index = &self.index;
-        let dir = dir_of(arena.str(def.member));
-        let role = |usage, align, expect_len, instr| Some(Role { usage, align, core, expect_len, instr, var: None });
-        if let Some((pos, v)) =
-            index.file_vars.iter(arena).find(|(_, v)| v.def == def_pos && is_joined(member, dir, arena.str(v.file)))
-        {
-            return Some(Role { var: Some(pos), ..role(UsageClass::Weight, v.align(), v.size, false)? });
-        }
-        let names_by = |by: u32, kind: NameKind| {
-            index.names.iter(arena).filter(move |(_, n)| n.by == by && n.kind == kind).map(|(_, n)| n.name)
-        };
-        if names_by(def_pos, NameKind::UcodeLib).any(|n| is_joined(member, dir, arena.str(n))) {
-            return role(UsageClass::UcodeLib, INSTR_ALIGN, None, false);
-        }
-        for engine in ENGINE_KEYS {
-            let Some((json_pos, json)) = index.engine_of(arena, def, engine) else { continue };
-            if json.failed.is_some() {
-                continue;
-            }
-            if index.instr_of(arena, def, Some(&json), engine).is_some_and(|i| is_joined(member, dir, i)) {
-                return role(usage_of(engine), INSTR_ALIGN, None, true);
-            }
-            if engine == EngineKey::Tpb(EngineType::Dve)
-                && names_by(json_pos, NameKind::DveTable).any(|n| is_joined(member, dir, arena.str(n)))
-            {
-                // §11.8 publishes no DVE-table class.
-                return role(UsageClass::Generic, INSTR_ALIGN, None, false);
-            }
-            if engine == EngineKey::Tpb(EngineType::Act) {
-                for set in names_by(json_pos, NameKind::ActSet) {
-                    let set_json = index
-                        .manifests
-                        .iter(arena)
-                        .filter(|(_, m)| m.kind == ManifestKind::Engine && !m.superseded && m.failed.is_none())
-                        .find(|(_, m)| is_joined_json(arena.str(m.member), dir, arena.str(set)));
-                    if let Some((set_pos, _)) = set_json {
-                        let mut tables = names_by(set_pos, NameKind::ActBucketTable)
-                            .chain(names_by(set_pos, NameKind::ActControlTable));
-                        if tables.any(|n| is_joined(member, dir, arena.str(n))) {
-                            return role(UsageClass::ActTable, INSTR_ALIGN, None, false);
-                        }
-                    }
-                }
-            }
-        }
-        None
-    }
-
     /// Streams one payload member: into its final region when its role is known, else staged.
     /// `seq` is its position among the payload members.
     // A frame of its own: the stack is the deepest path, not the sum of the stages.
@@ -157,11 +55,10 @@ impl Loader<'_> {
             // A `.npy` nothing has named yet may be a member no manifest ever reaches (§15.18):
             // its error waits for the chain, as a speculative manifest read's does.
             Err(e) if role.is_none() && matches!(e.kind, ErrorKind::Npy(_)) => {
-                let failed = Some(self.keep_error(e));
+                let failed = Some(self.deferred.keep(e));
                 let member = self.arena.push_str(name).map_err(fail)?;
-                let rec =
-                    PayloadRec { member, landing: Landing { seq, ..Landing::NONE }, superseded: false, quiet, failed };
-                self.index.payloads.push(&mut self.arena, &rec).map_err(fail)?;
+                let rec = PayloadRec { member, landing: Landing { seq, ..Landing::NONE }, quiet, failed };
+                self.index.push_payload(&mut self.arena, &rec).map_err(fail)?;
                 return Ok(());
             }
             Err(e) => return Err(e),
@@ -192,16 +89,19 @@ impl Loader<'_> {
             header_len,
             digest: placed.digest,
         };
-        if let Some(var) = role.and_then(|r| r.var) {
-            let mut rec = self.index.file_vars.get(&self.arena, var);
+        // A weight lands in its variable, unless it has not the declared size: then it is kept
+        // as any other payload, with both sizes, for the binder to refuse.
+        let var = role.filter(|r| r.expect_len.is_none_or(|len| len == placed.len)).and_then(|r| r.var);
+        if let Some(var) = var {
+            let mut rec = self.index.var(&self.arena, var);
             rec.landing = landing;
-            self.index.file_vars.set(&mut self.arena, var, &rec);
+            self.index.set_var(&mut self.arena, var, &rec);
             return Ok(());
         }
         // Refuse before keeping a region the index cannot list: it would leak.
         let stored = self.arena.push_str(name).and_then(|member| {
-            let rec = PayloadRec { member, landing, superseded: false, quiet, failed: None };
-            self.index.payloads.push(&mut self.arena, &rec)
+            let rec = PayloadRec { member, landing, quiet, failed: None };
+            self.index.push_payload(&mut self.arena, &rec)
         });
         if let Err(k) = stored {
             release(hal);
@@ -220,34 +120,28 @@ impl Loader<'_> {
             landing.state = PayloadState::Released.code();
             Ok(())
         };
-        let earlier = self
-            .index
-            .payloads
-            .iter(&self.arena)
-            .filter(|(_, p)| !p.superseded && self.arena.eq(p.member, name))
-            .last();
+        let earlier = self.index.payloads.iter(&self.arena).filter(|(_, p)| self.arena.eq(p.member, name)).last();
         if let Some((pos, mut old)) = earlier {
             release(hal, &mut old.landing)?;
-            old.superseded = true;
-            self.index.payloads.set(&mut self.arena, pos, &old);
-            // Out of the list, so that scans stay as short as the distinct members.
-            self.index.payloads.unlink(&mut self.arena, pos);
+            // Out of the list for good: the new copy is the member now.
+            self.index.drop_payload(&mut self.arena, pos);
             return Ok(true);
         }
-        let landed = self.index.file_vars.iter(&self.arena).find(|(_, v)| {
+        let landed = self.index.find_var(&self.arena, &mut |ext, v| {
             v.landing.state != Landing::NOT_LANDED && {
-                let def = self.index.manifests.get(&self.arena, v.def);
+                let def = self.index.manifests.get(&self.arena, ext.def);
                 is_joined(name, dir_of(self.arena.str(def.member)), self.arena.str(v.file))
             }
         });
-        if let Some((pos, mut var)) = landed {
+        if let Some((ext_pos, mut ext, pos, mut var)) = landed {
             // The file variable waits for the new copy, which takes its place; one of a
             // replaced def.json waits for nothing and leaves the list.
             release(hal, &mut var.landing)?;
             var.landing = Landing::NONE;
-            self.index.file_vars.set(&mut self.arena, pos, &var);
-            if self.index.manifests.get(&self.arena, var.def).superseded {
-                self.index.file_vars.unlink(&mut self.arena, pos);
+            self.index.set_var(&mut self.arena, pos, &var);
+            if self.index.manifests.get(&self.arena, ext.def).superseded {
+                ext.vars.unlink(&mut self.arena, pos);
+                self.index.def_exts.set(&mut self.arena, ext_pos, &ext);
             }
             return Ok(true);
         }

@@ -14,24 +14,27 @@
 
 use embedded_io::BufRead;
 
-use super::index::{dir_of, push_str, FileVarRec, KelfNameRec, Landing, ManifestRec, NameKind, NameRec, TARGET_ANY};
-use super::index::{usage_code, PayloadRec, ReplayRec};
+use super::index::{dir_of, is_joined, push_str, FileVarRec, KelfNameRec, Landing, ManifestRec, NameRec, TARGET_ANY};
+use super::index::{usage_code, PayloadRec, RefKind, ReplayRec, Source, REFS};
 use super::place::hal_error;
 use super::PayloadState;
 use super::{Counting, Loader, Manifest, ManifestKind, Observer, Scratch, MEMBER_PATH};
 use crate::archive::Archive;
-use crate::arena::Arena;
-use crate::arena::NIL;
+use crate::arena::{Arena, List, Span, NIL};
 use crate::digest::Digest64;
 use crate::error::{Error, ErrorKind, Stage, Warning, WarningKind, WarningSink};
 use crate::hal::{AllocRequest, DeviceError, Hal, RegionId};
+use crate::manifest::def::ENGINE_KEYS;
 use crate::manifest::kelf::KelfTarget;
 use crate::manifest::neff::{kelf_mark, kelf_member, IoJoin};
 use crate::manifest::UsageClass;
 use crate::manifest::{DocFault, Document, Entry, EntryAt, ManifestWarning, MrType, Visitor};
 
 use super::chain::ChainWarning;
-use super::dma::{block_refs, desc_refs, fingerprint, DmaRefRec, NameSpace, NameTable, RefKey, FINGERPRINT};
+use super::dma::{
+    block_refs, desc_refs, fingerprint, sort_fingerprints, unresolved_error, DmaRefRec, NameSpace, NameTable, RefKey,
+    FINGERPRINT,
+};
 use super::index::{CarveoutFacts, DefExt, Index};
 use super::report::LoadReport;
 
@@ -261,9 +264,10 @@ struct Recorder<'r, 'a, O: Observer> {
 }
 
 impl<O: Observer> Recorder<'_, '_, O> {
-    fn name(&mut self, kind: NameKind, name: &str) -> Result<(), ErrorKind> {
-        let name = self.arena.push_str(name)?;
-        self.index.names.push(self.arena, &NameRec { by: self.by, kind, name })?;
+    /// Records a name of `kind` the manifest being read gives.
+    fn name(&mut self, kind: RefKind, name: &str) -> Result<(), ErrorKind> {
+        let rec = NameRec { by: self.by, kind, name: Span { at: 0, len: name.len() as u32 } };
+        self.index.names.push_with_tail(self.arena, &rec, name.as_bytes())?;
         Ok(())
     }
 
@@ -283,25 +287,19 @@ impl<O: Observer> Recorder<'_, '_, O> {
             }
             Entry::Var(v) => {
                 if let (Some(MrType::Buffer), Some(file)) = (v.mr_type(), &v.file_name) {
-                    let file = self.arena.push_str(file)?;
                     // A power of two (the def checks refuse anything else).
                     let align_log2 = v.alignment.unwrap_or(1).max(1).trailing_zeros() as u8;
-                    let rec = FileVarRec { def: self.by, file, size: v.size, align_log2, landing: Landing::NONE };
-                    self.index.file_vars.push(self.arena, &rec)?;
-                }
-            }
-            Entry::UcodeLib(lib) => self.name(NameKind::UcodeLib, &lib.library)?,
-            Entry::ActSet(set) => self.name(NameKind::ActSet, set)?,
-            Entry::DveTables(t) => {
-                for table in
-                    [&t.opcode_table, &t.datapath_table, &t.control_table, &t.control_fast_table, &t.control_slow_table]
-                        .into_iter()
-                        .flatten()
-                {
-                    self.name(NameKind::DveTable, table)?;
+                    let rec = FileVarRec::new(file.len(), v.size, align_log2);
+                    self.index.reading_vars.push_with_tail(self.arena, &rec, file.as_bytes())?;
                 }
             }
             _ => {}
+        }
+        // The names the table's rows take from entries.
+        for row in &REFS {
+            if let Source::Entry(names) = row.source {
+                names(entry, &mut |name| self.name(row.kind, name))?;
+            }
         }
         if let Some(join) = self.join.as_mut() {
             join.see(self.arena, entry)?;
@@ -519,12 +517,12 @@ impl Loader<'_> {
         sink: &mut Counting<'_, S>,
     ) -> Result<(), Error> {
         if rec.lost {
-            let stage = stage_of(kind);
+            let stage = kind.stage();
             let e = Error::in_member(stage, name, 0, replay_capacity(self.replay.len()));
             self.supersede(name);
             let member = push_str(&mut self.arena, name, stage, name)?;
             let mut failed = ManifestRec::new(member, kind);
-            failed.failed = Some(self.keep_error(e));
+            failed.failed = Some(self.deferred.keep(e));
             self.index.manifests.push(&mut self.arena, &failed).map_err(|k| Error::in_member(stage, name, 0, k))?;
             return Ok(());
         }
@@ -570,13 +568,12 @@ impl Loader<'_> {
         let mut pos = self.index.payloads.first();
         while pos != NIL {
             let next = crate::arena::List::<PayloadRec>::next_after(&self.arena, pos);
-            let mut p = self.index.payloads.get(&self.arena, pos);
-            let open = p.quiet && !p.superseded && p.landing.region != NIL && p.landing.state != released;
+            let p = self.index.payloads.get(&self.arena, pos);
+            let open = p.quiet && p.landing.region != NIL && p.landing.state != released;
             if open && self.index.named_as(&self.arena, self.arena.str(p.member)).is_some() {
                 hal.release(RegionId(p.landing.region)).map_err(|e| hal_error(self.arena.str(p.member), 0, e))?;
-                p.landing.region = NIL;
-                p.landing.state = released;
-                self.index.payloads.set(&mut self.arena, pos, &p);
+                // A manifest now, never a payload to place or report: its record leaves for good.
+                self.index.drop_payload(&mut self.arena, pos);
                 self.either_staged = self.either_staged.saturating_sub(1);
             }
             pos = next;
@@ -635,7 +632,7 @@ impl Loader<'_> {
         // replay store, has only its first: named as another kind, the binder refuses it).
         let member = self.index.manifest(&self.arena, name).map(|(_, r)| r.member);
         if let (true, None, false, Some(member)) = (read.is_ok(), tee_error, lost, member) {
-            let fail = |k: ErrorKind| Error::in_member(stage_of(kind), name, 0, k);
+            let fail = |k: ErrorKind| Error::in_member(kind.stage(), name, 0, k);
             let at = u32::try_from(self.replay_used).map_err(|_| fail(replay_capacity(self.replay.len())))?;
             let len = u32::try_from(kept).map_err(|_| fail(replay_capacity(self.replay.len())))?;
             self.index.replays.push(&mut self.arena, &ReplayRec { member, kind, at, len, lost }).map_err(fail)?;
@@ -668,8 +665,8 @@ impl Loader<'_> {
             None => self.arena.push_str(name),
         }
         .and_then(|member| {
-            let rec = PayloadRec { member, landing, superseded: false, quiet: true, failed: None };
-            self.index.payloads.push(&mut self.arena, &rec)
+            let rec = PayloadRec { member, landing, quiet: true, failed: None };
+            self.index.push_payload(&mut self.arena, &rec)
         });
         if let Err(k) = stored {
             release(hal);
@@ -710,7 +707,7 @@ impl Loader<'_> {
         observer: &mut impl Observer,
         sink: &mut Counting<'_, S>,
     ) -> Result<(), Error> {
-        let stage = stage_of(kind);
+        let stage = kind.stage();
         if self.supersede(name) && !rereading {
             // The later copy wins, as in the runtime's member map.
             sink.warn(&Warning::in_member(stage, name, 0, WarningKind::Chain(ChainWarning::DuplicateMember)));
@@ -737,20 +734,14 @@ impl Loader<'_> {
         match outcome {
             Ok(()) => {}
             Err(e) if is_fatal(&e) || kind == ManifestKind::Neff => return Err(e),
-            Err(e) => rec.failed = Some(self.keep_error(e)),
+            Err(e) => rec.failed = Some(self.deferred.keep(e)),
         }
-        self.fill_record(&mut rec, name)?;
+        self.fill_record(pos, &mut rec, name)?;
         self.index.manifests.set(&mut self.arena, pos, &rec);
         if kind == ManifestKind::Neff && rec.failed.is_none() {
             self.index.neff = Some(pos);
         }
         Ok(())
-    }
-
-    /// Keeps the error of a manifest read until the chain reaches it; returns its slot
-    /// (`NO_SLOT` when every slot is taken).
-    pub(super) fn keep_error(&mut self, e: Error) -> u16 {
-        self.deferred.keep(e)
     }
 
     /// Marks the current record of `name` replaced, freeing its deferred error's slot.
@@ -762,9 +753,9 @@ impl Loader<'_> {
     }
 
     /// Marks the manifest read at record `pos` as failed with `e` (found after its read).
-    pub(super) fn fail_manifest(&mut self, pos: u32, e: Error) {
+    fn fail_manifest(&mut self, pos: u32, e: Error) {
         let mut rec = self.index.manifests.get(&self.arena, pos);
-        rec.failed = Some(self.keep_error(e));
+        rec.failed = Some(self.deferred.keep(e));
         self.index.manifests.set(&mut self.arena, pos, &rec);
     }
 
@@ -787,6 +778,8 @@ impl Loader<'_> {
             ManifestKind::Def => Scratch::Def(Default::default()),
             ManifestKind::Engine => Scratch::Engine(Default::default()),
         };
+        // Only the definition being read records file variables here.
+        self.index.reading_vars = List::new();
         let join = (kind == ManifestKind::Neff).then(|| IoJoin::new(&self.arena));
         let dma_names = match kind {
             ManifestKind::Engine => self.index.dir_names(&self.arena, dir_of(name)),
@@ -815,7 +808,8 @@ impl Loader<'_> {
             }
             .and_then(|facts| {
                 recorder.observer.manifest(name, Manifest::Def(doc, &facts));
-                let ext = DefExt { carveouts: CarveoutFacts::from_def(&facts), ..DefExt::default() };
+                let vars = core::mem::take(&mut recorder.index.reading_vars);
+                let ext = DefExt { def: pos, vars, carveouts: CarveoutFacts::from_def(&facts), ..DefExt::default() };
                 let at = recorder
                     .index
                     .def_exts
@@ -856,10 +850,13 @@ impl Loader<'_> {
             }
             Scratch::Kelf(doc) => recorder.observer.manifest(name, Manifest::Kelf(doc)),
             Scratch::Engine(doc) => {
-                let tables = [(NameKind::ActBucketTable, &doc.bkt_bin), (NameKind::ActControlTable, &doc.ctl_bin)];
-                for (kind, table) in tables {
-                    if let Some(table) = table {
-                        recorder.name(kind, table).map_err(|k| Error::in_member(Stage::Engine, name, end, k))?;
+                // The names the table's rows take from an engine JSON's scalar keys.
+                for row in &REFS {
+                    if let Some(table) = match row.source {
+                        Source::Engine(name_in) => name_in(doc),
+                        _ => None,
+                    } {
+                        recorder.name(row.kind, table).map_err(|k| Error::in_member(Stage::Engine, name, end, k))?;
                     }
                 }
                 recorder.observer.manifest(name, Manifest::Engine(doc));
@@ -869,9 +866,9 @@ impl Loader<'_> {
         Ok(())
     }
 
-    /// Copies what binding needs of the scratch document into its record.
-    fn fill_record(&mut self, rec: &mut ManifestRec, name: &str) -> Result<(), Error> {
-        let stage = stage_of(rec.kind);
+    /// Copies what binding needs of the scratch document into its record (at `pos`).
+    fn fill_record(&mut self, pos: u32, rec: &mut ManifestRec, name: &str) -> Result<(), Error> {
+        let stage = rec.kind.stage();
         let fail = |k: ErrorKind| Error::in_member(stage, name, 0, k);
         match &self.scratch {
             Scratch::Kelf(doc) => {
@@ -895,6 +892,8 @@ impl Loader<'_> {
                     }
                 }
                 if rec.ext == crate::arena::NIL {
+                    // It failed to parse: its variables name nothing the chain can reach.
+                    ext.def = pos;
                     rec.ext = self.index.def_exts.push(&mut self.arena, &ext).map_err(fail)?;
                 } else {
                     self.index.def_exts.set(&mut self.arena, rec.ext, &ext);
@@ -912,12 +911,69 @@ impl Loader<'_> {
     }
 }
 
-/// The stage of errors in a manifest of `kind`.
-pub(super) fn stage_of(kind: ManifestKind) -> Stage {
-    match kind {
-        ManifestKind::Neff => Stage::NeffJson,
-        ManifestKind::Kelf => Stage::Kelf,
-        ManifestKind::Def => Stage::DefJson,
-        ManifestKind::Engine => Stage::Engine,
+// DMA names (spec §8.2, `dma.rs`) at the end of a definition.
+impl Loader<'_> {
+    /// The end of a definition read (member `member`, record `pos`): its names, collected in
+    /// the arena's scratch since `mark`, are sorted; every reference waiting for this
+    /// directory's definition is checked and let go (an engine JSON's first unresolved one
+    /// becomes that member's error, kept until the chain reaches it; the definition's own is
+    /// its error, returned); the names are kept if an engine JSON the definition names is
+    /// still to come.
+    fn settle_dma_names(&mut self, pos: u32, member: &str, mark: usize) -> Result<(), Error> {
+        let scratch = self.arena.top_since_mut(mark);
+        sort_fingerprints(scratch);
+        let count = u32::try_from(scratch.len() / FINGERPRINT).unwrap_or(u32::MAX);
+        let names = NameTable { at: u32::try_from(self.arena.mark_top()).unwrap_or(u32::MAX), count };
+        let dir = dir_of(member);
+        let mut own = None;
+        let mut at = self.index.dma_refs.first();
+        for _ in 0..self.index.dma_refs.len() {
+            if at == NIL {
+                break;
+            }
+            let next = List::<DmaRefRec>::next_after(&self.arena, at);
+            let mut r = self.index.dma_refs.get(&self.arena, at);
+            let by = self.index.manifests.get(&self.arena, r.by);
+            let in_dir = by.kind == ManifestKind::Engine && dir_of(self.arena.str(by.member)) == dir;
+            if r.by == pos || in_dir {
+                if !names.contains(&self.arena, fingerprint(r.key.space(), self.arena.str(r.name))) {
+                    if r.by == pos {
+                        own = own.or_else(|| Some(r.error(&self.arena, Stage::DefJson, member)));
+                    } else if by.failed.is_none() {
+                        let e = r.error(&self.arena, Stage::Engine, self.arena.str(by.member));
+                        self.fail_manifest(r.by, e);
+                    }
+                }
+                r.by = NIL;
+                self.index.dma_refs.set(&mut self.arena, at, &r);
+            }
+            at = next;
+        }
+        self.index.dma_refs.retain(&mut self.arena, |r| r.by != NIL);
+        if self.engine_to_come(dir) {
+            let at = self.arena.keep_top(mark);
+            let rec = self.index.manifests.get(&self.arena, pos);
+            if rec.ext != NIL {
+                let mut ext = self.index.def_exts.get(&self.arena, rec.ext);
+                ext.names = Some(NameTable { at, count });
+                self.index.def_exts.set(&mut self.arena, rec.ext, &ext);
+            }
+        }
+        own.map_or(Ok(()), Err)
+    }
+
+    /// Whether the definition just read (in the scratch slot) names an engine JSON of `dir`
+    /// that has not been read yet.
+    fn engine_to_come(&self, dir: &str) -> bool {
+        let super::Scratch::Def(doc) = &self.scratch else {
+            return false;
+        };
+        ENGINE_KEYS.into_iter().filter_map(|e| doc.engine_member(e)).any(|json| {
+            !self
+                .index
+                .manifests
+                .iter(&self.arena)
+                .any(|(_, m)| !m.superseded && is_joined(self.arena.str(m.member), dir, json))
+        })
     }
 }

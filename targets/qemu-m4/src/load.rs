@@ -41,10 +41,11 @@ pub struct Fixture {
 include!(concat!(env!("OUT_DIR"), "/fixtures.rs"));
 
 /// The arena's records, where the loader keeps what binding needs: the real NEFFs take about
-/// 4.3 KiB, the generated big model about 53 KiB (most of it one record and one name per
-/// weight, and, at the end, the I/O join of its `neff.json`). A load that needs more stops
-/// with `ArenaFull`, saying how much. `LoadReport::arena_peak` counts these bytes.
-pub const RECORD_BYTES: usize = 54 * 1024;
+/// 4 KiB, the generated big model 43,790 bytes (23.5 KiB of it one 35-byte record and one name
+/// per weight, 10 KiB the I/O join of its `neff.json` at the end; the README's memory section
+/// has the formula). A load that needs more stops with `ArenaFull`, saying how much.
+/// `LoadReport::arena_peak` counts these bytes.
+pub const RECORD_BYTES: usize = 46 * 1024;
 
 /// The arena lent to the loader: the tokenizer's string scratch (`STRING_SCRATCH`, 1 KiB on
 /// this target) comes off its front, then [`RECORD_BYTES`] of records.
