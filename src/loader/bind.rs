@@ -24,7 +24,7 @@ use crate::manifest::def::{EngineKey, TargetCheck, ENGINE_KEYS};
 use crate::manifest::{EngineJson, EngineType, Kelf, ManifestError, ManifestWarning};
 
 fn missing(by: &str, stage: Stage, key: &str, path: &str) -> Error {
-    Error::in_member(stage, by, 0, ErrorKind::Chain(ChainError::MemberMissing { member: MemberText::new(path) }))
+    Error::about_member(stage, by, ErrorKind::Chain(ChainError::MemberMissing { member: MemberText::new(path) }))
         .with_key_path(key)
 }
 
@@ -35,7 +35,7 @@ static INSTR: crate::manifest::RequiredKey = crate::manifest::RequiredKey { key:
 /// full. The store's limit, never a wrong result.
 fn lost_error(stage: Stage, member: &str, slots: usize) -> Error {
     let capacity = CapacityError { limit: "DEFERRED_ERRORS", capacity: slots as u64 };
-    Error::in_member(stage, member, 0, ErrorKind::Capacity(capacity))
+    Error::about_member(stage, member, ErrorKind::Capacity(capacity))
 }
 
 impl Loader<'_> {
@@ -45,7 +45,7 @@ impl Loader<'_> {
         let member = self.arena.str(rec.member);
         if rec.kind != named_as {
             let e = ChainError::ReadAsOther { read_as: rec.kind, named_as };
-            return Err(Error::in_member(named_as.stage(), member, 0, ErrorKind::Chain(e)));
+            return Err(Error::about_member(named_as.stage(), member, ErrorKind::Chain(e)));
         }
         match rec.failed {
             None => Ok(()),
@@ -81,7 +81,7 @@ impl Loader<'_> {
                 let e = ChainError::NeffJsonMissing { neff: self.neff_name };
                 return Err(Error::at_file(Stage::Chain, 0, ErrorKind::Chain(e)));
             };
-            sink.warn(&Warning::in_member(Stage::Chain, name, 0, WarningKind::Chain(ChainWarning::KelfFallback)));
+            sink.warn(&Warning::about_member(Stage::Chain, name, WarningKind::Chain(ChainWarning::KelfFallback)));
             self.fallback_kelf = Some(pos);
             return Ok(());
         }
@@ -100,7 +100,7 @@ impl Loader<'_> {
                 && !self.index.chain_kelfs(&self.arena, self.kelf_mark, None).any(|(p, _)| p == pos);
             if unnamed {
                 let member = self.arena.str(rec.member);
-                sink.warn(&Warning::in_member(Stage::Kelf, member, 0, WarningKind::Chain(ChainWarning::KelfNotNamed)));
+                sink.warn(&Warning::about_member(Stage::Kelf, member, WarningKind::Chain(ChainWarning::KelfNotNamed)));
             }
         }
         Ok(())
@@ -140,14 +140,14 @@ impl Loader<'_> {
                 if neff != device && !legacy_ok {
                     let e = ManifestError::ArchMismatch { neff: neff.value(), device: device.value() };
                     return Err(
-                        Error::in_member(Stage::Kelf, kname, 0, ErrorKind::Manifest(e)).with_key_path(Kelf::KEY_TARGET)
+                        Error::about_member(Stage::Kelf, kname, ErrorKind::Manifest(e)).with_key_path(Kelf::KEY_TARGET)
                     );
                 }
             }
             if kelf.graphs != self.lnc_size {
                 let w = ChainWarning::GraphCount { graphs: kelf.graphs, lnc_size: self.lnc_size };
                 sink.warn(
-                    &Warning::in_member(Stage::Kelf, kname, 0, WarningKind::Chain(w)).with_key_path(Kelf::KEY_GRAPHS),
+                    &Warning::about_member(Stage::Kelf, kname, WarningKind::Chain(w)).with_key_path(Kelf::KEY_GRAPHS),
                 );
             }
             // §15.19: the rules of the target; `*` takes the device's, and with no device none.
@@ -157,7 +157,7 @@ impl Loader<'_> {
             };
             for (_, graph) in self.index.graphs.iter(arena).filter(|(_, g)| g.kelf == kpos) {
                 let definition = arena.str(graph.definition);
-                let fail = |k| Error::in_member(Stage::Kelf, kname, 0, k).with_key_path(&def_key);
+                let fail = |k| Error::about_member(Stage::Kelf, kname, k).with_key_path(&def_key);
                 let dir = dir_of(definition);
                 let earlier = self
                     .index
@@ -183,7 +183,7 @@ impl Loader<'_> {
         let arena = &self.arena;
         let member = arena.str(def.member);
         self.index.def_ext(arena, def).carveouts.to_def().check_carveouts(rules, self.options.allow_legacy).map_err(
-            |(path, e)| Error::in_member(Stage::DefJson, member, 0, ErrorKind::Manifest(e)).with_key_path(&path),
+            |(path, e)| Error::about_member(Stage::DefJson, member, ErrorKind::Manifest(e)).with_key_path(&path),
         )?;
         let dir = dir_of(member);
         // A library added twice (spec §7.6): the runtime's `UCode Library %s has already been added`.
@@ -193,7 +193,7 @@ impl Loader<'_> {
             if libs().take(i).any(|earlier| arena.bytes(earlier) == arena.bytes(lib)) {
                 let e = ManifestError::UcodeLibTwice(crate::error::Text::new(arena.str(lib)));
                 let key = RefKind::UcodeLib.key_path();
-                return Err(Error::in_member(Stage::DefJson, member, 0, ErrorKind::Manifest(e)).with_key_path(&key));
+                return Err(Error::about_member(Stage::DefJson, member, ErrorKind::Manifest(e)).with_key_path(&key));
             }
         }
         for engine in ENGINE_KEYS {
@@ -247,14 +247,14 @@ impl Loader<'_> {
         match (json.has_instr, def_instr) {
             (false, "") => {
                 let e = ManifestError::MissingKey { key: &INSTR, within: Text::new(path) };
-                let e = Error::in_member(Stage::Engine, path, 0, ErrorKind::Manifest(e));
+                let e = Error::about_member(Stage::Engine, path, ErrorKind::Manifest(e));
                 Err(e.with_key_path(EngineJson::KEY_INSTR))
             }
             (true, d) if !d.is_empty() && d != arena.str(json.instr) => {
                 if let EngineKey::Tpb(engine) = engine {
                     let (def_instr, engine_instr) = (Text::new(d), Text::new(arena.str(json.instr)));
                     let w = ManifestWarning::InstrMismatch { engine: engine.value(), def_instr, engine_instr };
-                    let w = Warning::in_member(Stage::Engine, path, 0, WarningKind::Manifest(w));
+                    let w = Warning::about_member(Stage::Engine, path, WarningKind::Manifest(w));
                     sink.warn(&w.with_key_path(EngineJson::KEY_INSTR));
                 }
                 Ok(())
@@ -293,7 +293,7 @@ impl Loader<'_> {
                     return Err(self.kept_error(slot, Stage::Payload, member));
                 }
                 let warning = WarningKind::Chain(ChainWarning::Unreferenced);
-                sink.warn(&Warning::in_member(Stage::Chain, member, 0, warning));
+                sink.warn(&Warning::about_member(Stage::Chain, member, warning));
             } else {
                 self.place_one(hal, member, &mut p.landing, p.quiet, sink)?;
                 self.index.payloads.set(&mut self.arena, pos, &p);
@@ -348,7 +348,7 @@ impl Loader<'_> {
         quiet: bool,
         sink: &mut impl WarningSink,
     ) -> Result<(), Error> {
-        let fail = |stage, k| Error::in_member(stage, member, 0, k);
+        let fail = |stage, k| Error::about_member(stage, member, k);
         let state = PayloadState::from_code(p.state);
         let Some(role) = self.role_of(member) else {
             if p.region != NIL {
@@ -358,7 +358,7 @@ impl Loader<'_> {
             p.state = PayloadState::Released.code();
             if !quiet {
                 let warning = WarningKind::Chain(ChainWarning::Unreferenced);
-                sink.warn(&Warning::in_member(Stage::Chain, member, 0, warning));
+                sink.warn(&Warning::about_member(Stage::Chain, member, warning));
             }
             return Ok(());
         };
@@ -366,7 +366,7 @@ impl Loader<'_> {
             let warning =
                 chain::check_instr_size(p.len, member).map_err(|e| fail(Stage::Chain, ErrorKind::Chain(e)))?;
             if let Some(w) = warning {
-                sink.warn(&Warning::in_member(Stage::Chain, member, 0, WarningKind::Chain(w)));
+                sink.warn(&Warning::about_member(Stage::Chain, member, WarningKind::Chain(w)));
             }
         }
         if let Some(declared) = role.expect_len {
@@ -454,7 +454,7 @@ impl Loader<'_> {
             let region = (p.region != NIL).then_some(RegionId(p.region));
             let address = match region {
                 Some(r) => Some(
-                    hal.address(r).map_err(|e| Error::in_member(Stage::Hal, member, 0, ErrorKind::Hal(e.kind())))?,
+                    hal.address(r).map_err(|e| Error::about_member(Stage::Hal, member, ErrorKind::Hal(e.kind())))?,
                 ),
                 None => None,
             };

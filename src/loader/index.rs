@@ -1192,7 +1192,7 @@ impl super::Loader<'_> {
 
 /// Pushes a string, turning a full arena into an error about `member`.
 pub(crate) fn push_str(arena: &mut Arena<'_>, s: &str, stage: crate::Stage, member: &str) -> Result<Span, Error> {
-    arena.push_str(s).map_err(|k: ErrorKind| Error::in_member(stage, member, 0, k))
+    arena.push_str(s).map_err(|k: ErrorKind| Error::about_member(stage, member, k))
 }
 
 #[cfg(test)]

@@ -35,7 +35,7 @@ impl Loader<'_> {
         hal: &mut H,
         sink: &mut Counting<'_, S>,
     ) -> Result<(), Error> {
-        let fail = |k: ErrorKind| Error::in_member(Stage::Payload, name, 0, k);
+        let fail = |k: ErrorKind| Error::about_member(Stage::Payload, name, k);
         // Last wins, as the runtime's member map does: the earlier copy's region is released.
         if self.release_earlier(name, hal)? {
             sink.warn(&Warning::in_member(
@@ -114,7 +114,7 @@ impl Loader<'_> {
     pub(super) fn release_earlier<H: Hal>(&mut self, name: &str, hal: &mut H) -> Result<bool, Error> {
         let release = |hal: &mut H, landing: &mut Landing| -> Result<(), Error> {
             if landing.region != NIL {
-                hal.release(RegionId(landing.region)).map_err(|e| hal_error(name, 0, e))?;
+                hal.release(RegionId(landing.region)).map_err(|e| hal_error(name, None, e))?;
             }
             landing.region = NIL;
             landing.state = PayloadState::Released.code();
@@ -198,7 +198,7 @@ pub fn stream_to_device<H: Hal, R: BufRead<Error = Error>>(
         return Ok(Placed { region: None, len: 0, digest: Digest64::new().finish(), npy_data_len });
     }
     req.size = data_len;
-    let region = hal.alloc(&req).map_err(|e| hal_error(member, 0, e))?;
+    let region = hal.alloc(&req).map_err(|e| hal_error(member, None, e))?;
     match copy_body(hal, region, body, member, data_len) {
         Ok(digest) => Ok(Placed { region: Some(region), len: data_len, digest, npy_data_len }),
         Err(e) => {
@@ -226,7 +226,7 @@ fn copy_body<H: Hal, R: BufRead<Error = Error>>(
         }
         let take = usize::try_from(len.saturating_sub(written)).unwrap_or(usize::MAX).min(chunk.len());
         let bytes = chunk.get(..take).unwrap_or(chunk);
-        hal.write(region, written, bytes).map_err(|e| hal_error(member, written, e))?;
+        hal.write(region, written, bytes).map_err(|e| hal_error(member, Some(written), e))?;
         digest.update(bytes);
         // At most `len`: `take` is what is left of it.
         written = written.saturating_add(bytes.len() as u64);
@@ -286,8 +286,11 @@ fn npy_header_error(member: &str, e: NpyError) -> Error {
 }
 
 /// A HAL error while placing `member`.
-pub(crate) fn hal_error(member: &str, offset: u64, e: impl crate::hal::DeviceError) -> Error {
-    Error::in_member(Stage::Hal, member, offset, ErrorKind::Hal(e.kind()))
+pub(crate) fn hal_error(member: &str, offset: Option<u64>, e: impl crate::hal::DeviceError) -> Error {
+    match offset {
+        Some(offset) => Error::in_member(Stage::Hal, member, offset, ErrorKind::Hal(e.kind())),
+        None => Error::about_member(Stage::Hal, member, ErrorKind::Hal(e.kind())),
+    }
 }
 
 #[cfg(test)]

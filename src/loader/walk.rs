@@ -198,7 +198,7 @@ impl<R: BufRead<Error = Error>, H: Hal> Tee<'_, R, H> {
     /// The error of the copy to the device, if it failed.
     fn error(&self) -> Option<Error> {
         match (self.hal_error, self.lost_bytes) {
-            (Some((e, offset)), _) => Some(hal_error(self.member, offset, e)),
+            (Some((e, offset)), _) => Some(hal_error(self.member, Some(offset), e)),
             (None, true) => Some(Error::in_member(Stage::Payload, self.member, self.written, ErrorKind::Truncated)),
             (None, false) => None,
         }
@@ -518,12 +518,12 @@ impl Loader<'_> {
     ) -> Result<(), Error> {
         if rec.lost {
             let stage = kind.stage();
-            let e = Error::in_member(stage, name, 0, replay_capacity(self.replay.len()));
+            let e = Error::about_member(stage, name, replay_capacity(self.replay.len()));
             self.supersede(name);
             let member = push_str(&mut self.arena, name, stage, name)?;
             let mut failed = ManifestRec::new(member, kind);
             failed.failed = Some(self.deferred.keep(e));
-            self.index.manifests.push(&mut self.arena, &failed).map_err(|k| Error::in_member(stage, name, 0, k))?;
+            self.index.manifests.push(&mut self.arena, &failed).map_err(|k| Error::about_member(stage, name, k))?;
             return Ok(());
         }
         let replay = core::mem::take(&mut self.replay);
@@ -571,7 +571,7 @@ impl Loader<'_> {
             let p = self.index.payloads.get(&self.arena, pos);
             let open = p.quiet && p.landing.region != NIL && p.landing.state != released;
             if open && self.index.named_as(&self.arena, self.arena.str(p.member)).is_some() {
-                hal.release(RegionId(p.landing.region)).map_err(|e| hal_error(self.arena.str(p.member), 0, e))?;
+                hal.release(RegionId(p.landing.region)).map_err(|e| hal_error(self.arena.str(p.member), None, e))?;
                 // A manifest now, never a payload to place or report: its record leaves for good.
                 self.index.drop_payload(&mut self.arena, pos);
                 self.either_staged = self.either_staged.saturating_sub(1);
@@ -597,15 +597,15 @@ impl Loader<'_> {
         observer: &mut impl Observer,
         sink: &mut Counting<'_, S>,
     ) -> Result<(), Error> {
-        let fail = |k: ErrorKind| Error::in_member(Stage::Payload, name, 0, k);
+        let fail = |k: ErrorKind| Error::about_member(Stage::Payload, name, k);
         if self.release_earlier(name, hal)? {
-            sink.warn(&Warning::in_member(Stage::Payload, name, 0, WarningKind::Chain(ChainWarning::DuplicateMember)));
+            sink.warn(&Warning::about_member(Stage::Payload, name, WarningKind::Chain(ChainWarning::DuplicateMember)));
         }
         let region = match member_len {
             0 => None,
             size => {
                 let req = AllocRequest { size, ..AllocRequest::staging(size, 0) };
-                Some(hal.alloc(&req).map_err(|e| hal_error(name, 0, e))?)
+                Some(hal.alloc(&req).map_err(|e| hal_error(name, None, e))?)
             }
         };
         // The replay store is lent to the tee while the loader reads the member.
@@ -632,7 +632,7 @@ impl Loader<'_> {
         // replay store, has only its first: named as another kind, the binder refuses it).
         let member = self.index.manifest(&self.arena, name).map(|(_, r)| r.member);
         if let (true, None, false, Some(member)) = (read.is_ok(), tee_error, lost, member) {
-            let fail = |k: ErrorKind| Error::in_member(kind.stage(), name, 0, k);
+            let fail = |k: ErrorKind| Error::about_member(kind.stage(), name, k);
             let at = u32::try_from(self.replay_used).map_err(|_| fail(replay_capacity(self.replay.len())))?;
             let len = u32::try_from(kept).map_err(|_| fail(replay_capacity(self.replay.len())))?;
             self.index.replays.push(&mut self.arena, &ReplayRec { member, kind, at, len, lost }).map_err(fail)?;
@@ -710,14 +710,14 @@ impl Loader<'_> {
         let stage = kind.stage();
         if self.supersede(name) && !rereading {
             // The later copy wins, as in the runtime's member map.
-            sink.warn(&Warning::in_member(stage, name, 0, WarningKind::Chain(ChainWarning::DuplicateMember)));
+            sink.warn(&Warning::about_member(stage, name, WarningKind::Chain(ChainWarning::DuplicateMember)));
         }
         let member = push_str(&mut self.arena, name, stage, name)?;
         let pos = self
             .index
             .manifests
             .push(&mut self.arena, &ManifestRec::new(member, kind))
-            .map_err(|k| Error::in_member(stage, name, 0, k))?;
+            .map_err(|k| Error::about_member(stage, name, k))?;
         if kind == ManifestKind::Neff {
             // A second neff.json replaces what the first one named.
             self.index.kelf_names = Default::default();
@@ -814,7 +814,7 @@ impl Loader<'_> {
                     .index
                     .def_exts
                     .push(recorder.arena, &ext)
-                    .map_err(|k| Error::in_member(Stage::DefJson, name, 0, k))?;
+                    .map_err(|k| Error::about_member(Stage::DefJson, name, k))?;
                 let mut rec = recorder.index.manifests.get(recorder.arena, pos);
                 rec.ext = at;
                 recorder.index.manifests.set(recorder.arena, pos, &rec);
@@ -869,7 +869,7 @@ impl Loader<'_> {
     /// Copies what binding needs of the scratch document into its record (at `pos`).
     fn fill_record(&mut self, pos: u32, rec: &mut ManifestRec, name: &str) -> Result<(), Error> {
         let stage = rec.kind.stage();
-        let fail = |k: ErrorKind| Error::in_member(stage, name, 0, k);
+        let fail = |k: ErrorKind| Error::about_member(stage, name, k);
         match &self.scratch {
             Scratch::Kelf(doc) => {
                 rec.graphs = u32::try_from(doc.graphs.count).unwrap_or(u32::MAX);

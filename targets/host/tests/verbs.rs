@@ -414,7 +414,7 @@ fn check_applies_the_arch_gate_only_when_asked() {
     let Some(small) = real("matmul_small") else { return };
     let out = neff_p(&[&"check", &small, &"--arch", &"sunda"]);
     let line = assert_one_line_error(&out, 1);
-    assert_eq!(line, "error: kelf-0.json: target: Loading a NEFF compiled for a different arch is not allowed, NEFF arch: v3, instance arch: v2 (byte 0)");
+    assert_eq!(line, "error: kelf-0.json: target: Loading a NEFF compiled for a different arch is not allowed, NEFF arch: v3, instance arch: v2");
     assert!(stderr(&out).contains("hint: the KELF target must match the device arch"), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("--allow-legacy accepts a NEFF for an older arch (NEURON_RT_ALLOW_LEGACY_NEFF=1)"),
@@ -427,22 +427,19 @@ fn check_applies_the_arch_gate_only_when_asked() {
     let f = write_temp(&sunda().build().unwrap());
     assert_eq!(code(&neff_p(&[&"check", &f.path()])), 0);
     let (line, _) = rejected(sunda(), &["check", "--arch", "v3"]);
-    assert!(line.ends_with("NEFF arch: v2, instance arch: v3 (byte 0)"), "{line}");
+    assert!(line.ends_with("NEFF arch: v2, instance arch: v3"), "{line}");
     assert_eq!(code(&neff_p(&[&"check", &f.path(), &"--arch", &"cayman", &"--allow-legacy"])), 0);
     // A newer NEFF stays refused with --allow-legacy.
     let (line, _) = rejected(SampleBuilder::new().target("mariana"), &["check", "--arch", "cayman", "--allow-legacy"]);
-    assert!(line.ends_with("NEFF arch: v4, instance arch: v3 (byte 0)"), "{line}");
+    assert!(line.ends_with("NEFF arch: v4, instance arch: v3"), "{line}");
 }
 
 #[test]
 fn check_names_the_missing_member_and_who_names_it() {
     let (line, _) = rejected(SampleBuilder::new().drop_member("sg01/Pool.bin"), &["check"]);
-    assert_eq!(line, "error: sg01/Pool.json: instr: member sg01/Pool.bin is missing from the archive (byte 0)");
+    assert_eq!(line, "error: sg01/Pool.json: instr: member sg01/Pool.bin is missing from the archive");
     let (line, _) = rejected(SampleBuilder::new().drop_member("sg01/def.json"), &["check"]);
-    assert_eq!(
-        line,
-        "error: kelf-0.json: graphs.definition: member sg01/def.json is missing from the archive (byte 0)"
-    );
+    assert_eq!(line, "error: kelf-0.json: graphs.definition: member sg01/def.json is missing from the archive");
     let (line, _) = rejected(SampleBuilder::new().drop_member("sg00/value_sg0000_identity_7_CRSM.npy"), &["check"]);
     assert!(
         line.contains("sg00/def.json: var.file_name: member sg00/value_sg0000_identity_7_CRSM.npy is missing"),
@@ -620,7 +617,7 @@ fn load_of_the_sample_is_clean_and_human_readable() {
 #[test]
 fn load_refuses_a_wrong_arch_and_a_device_too_small() {
     let (line, _) = rejected(SampleBuilder::new(), &["load", "--arch", "mariana"]);
-    assert!(line.ends_with("NEFF arch: v3, instance arch: v4 (byte 0)"), "{line}");
+    assert!(line.ends_with("NEFF arch: v3, instance arch: v4"), "{line}");
     let f = write_temp(&SampleBuilder::new().target("mariana").build().unwrap());
     let doc = ok_json(&neff_p(&[&"load", &f.path(), &"--arch", &"v4", &"--json"]));
     assert_eq!(doc["device_arch"], "mariana");
@@ -677,7 +674,7 @@ fn load_without_arch_simulates_the_neffs_own_target() {
     assert_eq!((&doc["device_arch"], &doc["device"]["arch_source"]), (&json!("sunda"), &json!("--arch")));
     assert_eq!(text.lines().nth(1), Some("device: sunda (--arch)"), "{text}");
     let (line, _) = rejected(SampleBuilder::new().target("sunda"), &["load", "--arch", "cayman"]);
-    assert!(line.ends_with("NEFF arch: v2, instance arch: v3 (byte 0)"), "{line}");
+    assert!(line.ends_with("NEFF arch: v2, instance arch: v3"), "{line}");
 }
 
 #[test]
