@@ -32,8 +32,7 @@ use crate::manifest::{DocFault, Document, Entry, EntryAt, ManifestWarning, MrTyp
 
 use super::chain::ChainWarning;
 use super::dma::{
-    block_refs, desc_refs, fingerprint, sort_fingerprints, unresolved_error, DmaRefRec, NameSpace, NameTable, RefKey,
-    FINGERPRINT,
+    block_refs, desc_refs, fingerprint, sort_fingerprints, DmaRefRec, NameSpace, NameTable, RefKey, FINGERPRINT,
 };
 use super::index::{CarveoutFacts, DefExt, Index};
 use super::report::LoadReport;
