@@ -459,6 +459,16 @@ impl embedded_io::Error for Error {
     }
 }
 
+// What a failure costs every frame that returns it. A controller's `Error` keeps a 128-byte
+// member tail and a 96-byte key path inline (no heap to put them in) and stays under 300 bytes;
+// inside a manifest the nested readers pass the much smaller `manifest::DocFault` instead, and
+// the context is added once. A hosted build keeps names whole (1 KiB, 512 bytes), so its
+// `Error` is larger and returned only from the loader's and the archive's boundaries.
+#[cfg(target_os = "none")]
+const _: () = assert!(core::mem::size_of::<Error>() <= 296);
+#[cfg(not(target_os = "none"))]
+const _: () = assert!(core::mem::size_of::<Error>() <= MEMBER_TEXT + KEY_PATH_TEXT + 96);
+
 /// Shorthand for results in the core.
 pub type Result<T, E = Error> = core::result::Result<T, E>;
 

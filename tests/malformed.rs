@@ -95,6 +95,11 @@ impl Refusal {
         Refusal { stage, member: member.into(), key_path: key_path.into(), offset, base: OffsetBase::Member, kind }
     }
 
+    /// A refusal about a member as a whole: no byte position.
+    fn about(stage: Stage, member: &str, key_path: &str, kind: ErrorKind) -> Self {
+        Refusal { base: OffsetBase::None, ..Self::in_member(stage, member, key_path, 0, kind) }
+    }
+
     fn of(e: &Error) -> Self {
         Refusal {
             stage: e.stage,
@@ -357,7 +362,7 @@ fn str_at<'v>(v: &'v Value, key: &str) -> Option<&'v str> {
 }
 
 fn missing(stage: Stage, by: &str, key: &str, name: &str) -> Refusal {
-    Refusal::in_member(stage, by, key, 0, ErrorKind::Chain(ChainError::MemberMissing { member: Text::new(name) }))
+    Refusal::about(stage, by, key, ErrorKind::Chain(ChainError::MemberMissing { member: Text::new(name) }))
 }
 
 fn walk_chain(m: &Members) -> Result<Chain, Refusal> {
@@ -593,7 +598,7 @@ fn semantic_rule(member: &str, role: Role, change: &Change, body: &[u8]) -> Opti
         }
         (Role::Def, Change::Removed(p)) if p == &["runtime_statebuffer_reservation"] => {
             let kind = ErrorKind::Manifest(ManifestError::MissingCarveout);
-            Some(Want::Refused(Refusal::in_member(stage, member, "runtime_statebuffer_reservation", 0, kind)))
+            Some(Want::Refused(Refusal::about(stage, member, "runtime_statebuffer_reservation", kind)))
         }
         _ => None,
     }

@@ -209,6 +209,9 @@ pub struct DocFault {
     pub key: Option<&'static str>,
 }
 
+// The point of a `DocFault`: a fraction of an `Error`, whatever the target.
+const _: () = assert!(core::mem::size_of::<DocFault>() <= 80);
+
 impl DocFault {
     /// A failure of `kind` at `offset`, about the current value.
     pub const fn new(offset: u64, kind: ErrorKind) -> Self {
