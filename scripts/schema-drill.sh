@@ -51,7 +51,8 @@ fn the_new_key_reaches_the_visitor() {
         }
         Ok(())
     };
-    let mut tok: neff::json::Tokenizer = neff::json::Tokenizer::new();
+    let mut scratch = vec![0u8; neff::manifest::STRING_SCRATCH];
+    let mut tok = neff::json::Tokenizer::new(&mut scratch, neff::manifest::DEPTH_LIMIT);
     DefJson::default()
         .parse_into(&mut tok, &mut &doc[..], "sg00/def.json", &mut neff::error::IgnoreWarnings, &mut visit)
         .expect("parses");
