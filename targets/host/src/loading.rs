@@ -52,9 +52,8 @@ pub const ARENA_BYTES: usize = 256 << 20;
 /// they need: the JSON members of a NEFF, at most).
 pub const REPLAY_BYTES: usize = 256 << 20;
 /// Error slots lent to the loader for members read before the manifest naming them, whose
-/// reading failed (kept until the chain says whether it reaches them). A hosted `Error` keeps
-/// whole member names and key paths (about 1.6 KiB each), so the slots take about 1.6 MiB.
-pub const DEFERRED_SLOTS: usize = 1024;
+/// reading failed (kept until the chain says whether it reaches them; 296 bytes each).
+pub const DEFERRED_SLOTS: usize = 4096;
 /// The simulated device on the host.
 pub type HostDevice<'m> = SimDevice<'m, DEVICE_REGIONS>;
 
