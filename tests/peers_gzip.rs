@@ -103,6 +103,16 @@ fn vectors() -> Option<serde_json::Value> {
     Some(serde_json::from_slice(&bytes).unwrap())
 }
 
+/// Prints the listed differences and how many cases read as the peer reads them, then scores
+/// the suite (a listed difference counts as right; anything in `wrong` fails it).
+fn tally(suite: &str, how: &str, total: usize, wrong: &[String], differences: &[String]) {
+    for d in differences {
+        println!("{d}");
+    }
+    println!("{suite}: {} of {total} {how}", total - wrong.len() - differences.len());
+    score(&format!("{suite} (differences listed count as right)"), total, wrong);
+}
+
 /// Files `(id, verdict, listed)` under `wrong` or `differences`, as `tests/peers.rs` does.
 fn file(
     id: &str,
@@ -157,11 +167,7 @@ fn go_gunzip_tests_through_the_gzip_layer() {
         let verdict = (!ok).then(|| format!("{desc}: Go says {err}; {}", show(&got)));
         file(&id, verdict, GUNZIP_DIFFERENCES, &mut wrong, &mut differences);
     }
-    for d in &differences {
-        println!("{d}");
-    }
-    println!("Go gunzipTests: {} of {} as Go reads them", cases.len() - wrong.len() - differences.len(), cases.len());
-    score("Go gunzipTests (differences listed count as right)", cases.len(), &wrong);
+    tally("Go gunzipTests", "as Go reads them", cases.len(), &wrong, &differences);
 }
 
 /// Cuts of gzip `TestTruncatedStreams`' stream that the core reads otherwise than Go.
@@ -191,15 +197,7 @@ fn go_gzip_truncated_streams_through_the_gzip_layer() {
             (got != Got::Err(ErrorKind::Truncated)).then(|| format!("Go says io.ErrUnexpectedEOF; {}", show(&got)));
         file(&format!("cut {cut}"), verdict, GZIP_TRUNCATED_DIFFERENCES, &mut wrong, &mut differences);
     }
-    for d in &differences {
-        println!("{d}");
-    }
-    println!(
-        "Go gzip TestTruncatedStreams: {} of {} cuts as Go reads them",
-        cuts.len() - wrong.len() - differences.len(),
-        cuts.len()
-    );
-    score("Go gzip TestTruncatedStreams (differences listed count as right)", cuts.len(), &wrong);
+    tally("Go gzip TestTruncatedStreams", "cuts as Go reads them", cuts.len(), &wrong, &differences);
 }
 
 #[test]
@@ -267,15 +265,7 @@ fn go_flate_streams_through_the_gzip_layer_against_zlib() {
         file(&id, verdict, FLATE_DIFFERENCES, &mut wrong, &mut differences);
     }
     assert_eq!(go_disagrees, 0, "Go and zlib agree on every stream (as transcribed)");
-    for d in &differences {
-        println!("{d}");
-    }
-    println!(
-        "Go flate TestStreams: {} of {} as C zlib reads them",
-        cases.len() - wrong.len() - differences.len(),
-        cases.len()
-    );
-    score("Go flate TestStreams vs zlib (differences listed count as right)", cases.len(), &wrong);
+    tally("Go flate TestStreams vs zlib", "as C zlib reads them", cases.len(), &wrong, &differences);
 }
 
 #[test]

@@ -169,6 +169,19 @@ impl DefJson {
         }
     }
 
+    /// The instruction stream named by `pe_instr`, `act_instr`, ... (the engine JSON's
+    /// `instr` takes precedence, see [`super::engine::resolve_instr`]).
+    pub fn engine_instr(&self, engine: EngineType) -> Option<&str> {
+        let s = match engine {
+            EngineType::Pe => &self.pe_instr,
+            EngineType::Act => &self.act_instr,
+            EngineType::Pool => &self.pool_instr,
+            EngineType::Dve => &self.dve_instr,
+            EngineType::Sp => &self.sp_instr,
+        };
+        s.as_deref()
+    }
+
     /// The engine JSON member named by `pe`, `act`, ... (relative to the subgraph directory).
     pub fn engine_json(&self, engine: EngineType) -> Option<&str> {
         let s = match engine {
@@ -270,8 +283,6 @@ struct Checks<'v> {
     inner: &'v mut dyn Visitor,
     sink: &'v mut dyn WarningSink,
 }
-
-pub(crate) use super::rt::child_path;
 
 impl Checks<'_> {
     /// Warns of a value the spec's maps do not have, naming it.

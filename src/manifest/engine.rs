@@ -24,21 +24,6 @@ use crate::error::Text;
 use crate::json::Tokenizer;
 use crate::{Error, Stage, WarningSink};
 
-impl DefJson {
-    /// The instruction stream named by `pe_instr`, `act_instr`, ... (the engine JSON's
-    /// `instr` takes precedence, see [`super::engine::resolve_instr`]).
-    pub fn engine_instr(&self, engine: EngineType) -> Option<&str> {
-        let s = match engine {
-            EngineType::Pe => &self.pe_instr,
-            EngineType::Act => &self.act_instr,
-            EngineType::Pool => &self.pool_instr,
-            EngineType::Dve => &self.dve_instr,
-            EngineType::Sp => &self.sp_instr,
-        };
-        s.as_deref()
-    }
-}
-
 impl DmaDesc {
     /// True for a type-converting copy: `"op": "cast"` (what real NEFFs write, §15.21) or the
     /// `cast` flag beside another op (§11.6). Its [`desc_op`](Self::desc_op) is COPY.

@@ -362,6 +362,11 @@ impl fmt::Display for ManifestError {
     }
 }
 
+/// The JSON name of an engine kept in a warning by its `EngineType` value.
+fn engine_name(value: u32) -> &'static str {
+    EngineType::from_value(value).map_or("?", EngineType::as_str)
+}
+
 impl fmt::Display for ManifestWarning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -371,15 +376,15 @@ impl fmt::Display for ManifestWarning {
             }
             ManifestWarning::KelfNodeByOp => f.write_str("KELF node found by op \"__kelf\" (no attrs.func_name)"),
             ManifestWarning::EngineMissing { engine, neff } if neff.as_str().is_empty() => {
-                write!(f, "Engine {} not found in NEFF, using empty placeholder", EngineType::from_value(*engine).map_or("?", EngineType::as_str))
+                write!(f, "Engine {} not found in NEFF, using empty placeholder", engine_name(*engine))
             }
             ManifestWarning::EngineMissing { engine, neff } => {
-                write!(f, "Engine {} not found in NEFF {neff}, using empty placeholder", EngineType::from_value(*engine).map_or("?", EngineType::as_str))
+                write!(f, "Engine {} not found in NEFF {neff}, using empty placeholder", engine_name(*engine))
             }
             ManifestWarning::InstrMismatch { engine, def_instr, engine_instr } => write!(
                 f,
                 "{}_instr \"{def_instr}\" differs from the engine JSON's instr \"{engine_instr}\"; using the engine JSON's",
-                EngineType::from_value(*engine).map_or("?", EngineType::as_str)
+                engine_name(*engine)
             ),
         }
     }
