@@ -423,6 +423,11 @@ impl<R: BufRead, const NAME: usize, const PAX: usize> Archive<R, NAME, PAX> {
         self.tar.set_raw_names(yes);
     }
 
+    /// The path of the last tar header read ([`TarReader::last_name`]).
+    pub fn last_member_name(&self) -> &str {
+        self.tar.last_name()
+    }
+
     /// The next regular tar member, or `None` after the last one (or after `finish`).
     ///
     /// The member borrows the archive; drop it (read or not) before calling again.

@@ -407,16 +407,22 @@ impl Error {
     }
 }
 
-impl fmt::Display for Error {
-    /// `stage: member: key.path: message (byte N)`, leaving out the parts that are empty.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl Error {
+    /// Writes the error as its `Display` does, with `member` and `key_path` in place of its
+    /// texts (the loader's whole names: [`Loader::whole_names`](crate::loader::Loader::whole_names)).
+    pub(crate) fn write_with(
+        &self,
+        f: &mut fmt::Formatter<'_>,
+        member: &dyn fmt::Display,
+        key_path: &dyn fmt::Display,
+    ) -> fmt::Result {
         if self.member.is_empty() {
             write!(f, "{}: ", self.stage)?;
         } else {
-            write!(f, "{}: ", self.member)?;
+            write!(f, "{member}: ")?;
         }
         if !self.key_path.is_empty() {
-            write!(f, "{}: ", self.key_path)?;
+            write!(f, "{key_path}: ")?;
         }
         let base = match self.offset_base {
             OffsetBase::File | OffsetBase::Member => "byte",
@@ -424,6 +430,13 @@ impl fmt::Display for Error {
             OffsetBase::None => return write!(f, "{}", self.kind),
         };
         write!(f, "{} ({base} {})", self.kind, self.offset)
+    }
+}
+
+impl fmt::Display for Error {
+    /// `stage: member: key.path: message (byte N)`, leaving out the parts that are empty.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.write_with(f, &self.member, &self.key_path)
     }
 }
 

@@ -552,6 +552,13 @@ impl<S: BufRead<Error = Error>, const NAME: usize, const PAX: usize> TarReader<S
         self.members
     }
 
+    /// The path of the last header read (one leading `./` stripped), for messages once its
+    /// [`Member`] is gone; empty before the first, or where it is not UTF-8.
+    pub fn last_name(&self) -> &str {
+        let full = self.name.get(..self.name_len).unwrap_or(&[]);
+        core::str::from_utf8(full.strip_prefix(b"./").unwrap_or(full)).unwrap_or("")
+    }
+
     /// The stream underneath.
     pub fn stream(&self) -> &S {
         &self.stream

@@ -35,6 +35,7 @@ mod index;
 pub mod place;
 pub mod report;
 mod walk;
+mod whole;
 
 use embedded_io::BufRead;
 
@@ -52,6 +53,8 @@ use crate::manifest::neff::KelfMark;
 use crate::manifest::{Arch, DefJson, EngineJson, Entry, IoTensor, Kelf, NeffJson, STRING_SCRATCH};
 use crate::Error;
 use index::Index;
+pub use whole::Whole;
+use whole::WholeNames;
 
 /// Instruction streams and staging regions are aligned to one 64-byte instruction slot.
 pub const INSTR_ALIGN: u64 = 64;
@@ -206,6 +209,10 @@ pub struct Storage<'a> {
     /// Slots for errors of reads the chain may still reach, past the loader's own
     /// [`DEFERRED_ERRORS`].
     pub deferred: &'a mut [Option<Error>],
+    /// Room for the whole member names and key paths of failures, where an [`Error`] keeps
+    /// a 128-byte tail and a 96-byte head ([`Loader::whole_names`]). A few KiB is plenty; a
+    /// failure that does not fit prints as it would without it. Empty: none kept (firmware).
+    pub whole_names: &'a mut [u8],
 }
 
 /// The loader: fixed state plus the storage the caller lends. See the module docs.
@@ -233,6 +240,8 @@ pub struct Loader<'a> {
     io_counts: (u32, u32),
     /// The NEFF's name, from its header (the runtime's messages name it).
     neff_name: chain::MemberText,
+    /// Whole names of the failures seen ([`Storage::whole_names`]).
+    whole: WholeNames<'a>,
 }
 
 /// Bytes of the loader's own state (without the arena it borrows). One load also needs the
@@ -269,12 +278,12 @@ impl<'a> Loader<'a> {
     /// [`LoadReport::arena_peak`] for what a NEFF took), after the tokenizer's string scratch,
     /// its first [`STRING_SCRATCH`] bytes ([`Storage::arena`]).
     pub fn new(arena: &'a mut [u8], options: LoadOptions) -> Self {
-        Self::with_storage(Storage { arena, replay: &mut [], deferred: &mut [] }, options)
+        Self::with_storage(Storage { arena, replay: &mut [], deferred: &mut [], whole_names: &mut [] }, options)
     }
 
     /// A loader with the storage the caller lends ([`Storage`]).
     pub fn with_storage(storage: Storage<'a>, options: LoadOptions) -> Self {
-        let Storage { arena, replay, deferred } = storage;
+        let Storage { arena, replay, deferred, whole_names } = storage;
         // The scratch is lent like the records, so the loader's own size does not grow with
         // the longest string; `min` keeps a short arena from panicking (see `Storage::arena`).
         let (scratch, arena) = arena.split_at_mut(arena.len().min(STRING_SCRATCH));
@@ -294,7 +303,15 @@ impl<'a> Loader<'a> {
             lnc_size: 1,
             io_counts: (0, 0),
             neff_name: chain::MemberText::EMPTY,
+            whole: WholeNames::new(whole_names),
         }
+    }
+
+    /// `e` (an error the last load returned) with its member name and key path whole where the
+    /// loader noted them in [`Storage::whole_names`]; its `Display` is the error's own, with
+    /// those names in place of the error's fixed texts.
+    pub fn whole_names<'e>(&'e self, e: &'e Error) -> Whole<'e> {
+        self.whole.of(e)
     }
 
     /// Bytes of the lent arena left for the records, after the tokenizer's string scratch.
@@ -326,10 +343,29 @@ impl<'a> Loader<'a> {
         (report.inputs, report.outputs) = self.io_counts;
         report.arena_peak = self.arena.peak() as u64;
         self.scratch = Scratch::Empty;
-        if result.is_err() {
+        if let Err(e) = &result {
+            self.note_kept_name(e, archive.last_member_name());
             self.release_all(hal);
         }
         result
+    }
+
+    /// Notes the whole name of the member `e` is about, where nothing noted it while it was
+    /// read: the archive's last member (`last`), or a member the index keeps (a manifest, a
+    /// payload) for an error found once the chain was bound.
+    #[cold]
+    #[inline(never)]
+    fn note_kept_name(&mut self, e: &Error, last: &str) {
+        if !e.member.is_elided() || self.whole.of(e).member().is_some() {
+            return;
+        }
+        let (arena, tail) = (&self.arena, e.member.as_str());
+        let manifests = self.index.manifests.iter(arena).map(|(_, m)| arena.str(m.member));
+        let payloads = self.index.payloads.iter(arena).map(|(_, p)| arena.str(p.member));
+        let mut names = core::iter::once(last).chain(manifests).chain(payloads);
+        if let Some(name) = names.find(|n| n.ends_with(tail)) {
+            self.whole.note(name, "", None);
+        }
     }
 
     /// Everything a load checks, with no device: payloads are read, digested and checked
@@ -358,6 +394,7 @@ impl<'a> Loader<'a> {
         self.lnc_size = lnc_size.max(1);
         self.io_counts = (0, 0);
         self.scratch = Scratch::Empty;
+        self.whole.clear();
     }
 
     /// Leaves the device as it was: releases every region this load still holds.

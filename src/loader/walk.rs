@@ -260,6 +260,8 @@ struct Recorder<'r, 'a, O: Observer> {
     /// Engine JSON: the names of its directory's definition, when it kept them (a reference is
     /// then checked on the spot; otherwise it waits for the definition).
     dma_names: Option<NameTable>,
+    /// Where a failure's whole names are noted ([`Storage::whole_names`](super::Storage)).
+    whole: &'r mut super::whole::WholeNames<'a>,
 }
 
 impl<O: Observer> Recorder<'_, '_, O> {
@@ -354,6 +356,13 @@ impl<O: Observer> Visitor for Recorder<'_, '_, O> {
         self.dma(&entry, at)?;
         self.observer.entry(self.member, &entry);
         Ok(())
+    }
+
+    fn failed(&mut self, member: &str, path: Option<&str>, key: Option<&'static str>) {
+        match path {
+            Some(path) => self.whole.note(member, path, key),
+            None => self.whole.note(member, "", None),
+        }
     }
 }
 
@@ -793,6 +802,7 @@ impl Loader<'_> {
             kind,
             join,
             dma_names,
+            whole: &mut self.whole,
         };
         let mut src = Capture { inner: body, error: None };
         let tok = &mut self.tok;

@@ -441,6 +441,10 @@ impl Visitor for Checks<'_> {
         super::engine::warn_unknown_dtypes(&entry, at, self.sink);
         self.inner.entry(entry, at)
     }
+
+    fn failed(&mut self, member: &str, path: Option<&str>, key: Option<&'static str>) {
+        self.inner.failed(member, path, key);
+    }
 }
 
 impl Document for DefJson {

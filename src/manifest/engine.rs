@@ -137,6 +137,10 @@ impl Visitor for Checks<'_> {
         warn_unknown_dtypes(&entry, at, self.sink);
         self.inner.entry(entry, at)
     }
+
+    fn failed(&mut self, member: &str, path: Option<&str>, key: Option<&'static str>) {
+        self.inner.failed(member, path, key);
+    }
 }
 
 impl Document for EngineJson {

@@ -148,6 +148,11 @@ impl EntryAt<'_> {
 pub trait Visitor {
     /// One element; `at` says where it was read.
     fn entry(&mut self, entry: Entry<'_>, at: &EntryAt<'_>) -> Result<(), DocFault>;
+
+    /// The read of `member` failed at key path `path` (whole; `None` when too long to hold),
+    /// below it at `key` where the failure names one. The error returned keeps only a tail of
+    /// the member name and a head of the path; a host that wants them whole keeps them here.
+    fn failed(&mut self, _member: &str, _path: Option<&str>, _key: Option<&'static str>) {}
 }
 
 /// A visitor that looks at nothing.

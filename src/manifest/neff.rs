@@ -151,6 +151,10 @@ impl Visitor for Checks<'_> {
         }
         self.inner.entry(entry, at)
     }
+
+    fn failed(&mut self, member: &str, path: Option<&str>, key: Option<&'static str>) {
+        self.inner.failed(member, path, key);
+    }
 }
 
 impl Document for NeffJson {

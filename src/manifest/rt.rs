@@ -22,18 +22,28 @@ use super::{Entry, EntryAt, JsonType, ManifestError, Visitor};
 use crate::error::{CapacityError, Error, ErrorKind, Stage, Text, KEY_PATH_TEXT};
 use crate::json::{Event, Fault, JsonError, Tokenizer};
 
+/// Bytes a [`KeyPath`] holds: what an [`Error`] shows ([`KEY_PATH_TEXT`]) on a controller; on a
+/// host, more, so that the loader can note a long path whole ([`Visitor::failed`]).
+pub const KEY_PATH_BYTES: usize = if cfg!(target_os = "none") { KEY_PATH_TEXT } else { 4096 };
+
 /// The key path of the value being read (`var.x.size`, `nodes[2].attrs.kelf`), bounded.
 ///
 /// A segment that does not fit is dropped (the path then ends with `…`); the path is context for
-/// messages only, so this never changes what is parsed.
+/// messages only, so this never changes what is parsed. What messages show ([`KeyPath::as_str`])
+/// is the part that fits [`KEY_PATH_TEXT`]; [`KeyPath::whole`] is the path as far as
+/// [`KEY_PATH_BYTES`] holds it.
 #[derive(Clone)]
 pub struct KeyPath {
-    buf: [u8; KEY_PATH_TEXT],
+    buf: [u8; KEY_PATH_BYTES],
     len: usize,
     depth: u16,
-    /// Depth at which a segment was first dropped; `u16::MAX` when none was.
+    /// Depth at which a segment was first dropped from `buf`; `u16::MAX` when none was.
     cut_at: u16,
-    /// Where the last key's text starts (a map entry's name may hold dots of its own).
+    /// Depth at which a segment first went past [`KEY_PATH_TEXT`]; `u16::MAX` when none did.
+    shown_cut_at: u16,
+    /// The length shown once `shown_cut_at` is set (the path before that segment).
+    shown_len: usize,
+    /// Where the last shown key's text starts (a map entry's name may hold dots of its own).
     key_at: usize,
 }
 
@@ -48,7 +58,15 @@ pub struct PathMark {
 impl KeyPath {
     /// The empty path.
     pub const fn new() -> Self {
-        Self { buf: [0; KEY_PATH_TEXT], len: 0, depth: 0, cut_at: u16::MAX, key_at: 0 }
+        Self {
+            buf: [0; KEY_PATH_BYTES],
+            len: 0,
+            depth: 0,
+            cut_at: u16::MAX,
+            shown_cut_at: u16::MAX,
+            shown_len: 0,
+            key_at: 0,
+        }
     }
 
     /// The current position.
@@ -64,11 +82,18 @@ impl KeyPath {
         if mark.depth < self.cut_at {
             self.cut_at = u16::MAX;
         }
+        if mark.depth < self.shown_cut_at {
+            self.shown_cut_at = u16::MAX;
+        }
     }
 
     fn append(&mut self, parts: &[&[u8]]) {
         self.depth = self.depth.saturating_add(1);
         let end = parts.iter().try_fold(self.len, |end, p| end.checked_add(p.len()));
+        if self.shown_cut_at == u16::MAX && end.is_none_or(|end| end > KEY_PATH_TEXT) {
+            self.shown_cut_at = self.depth;
+            self.shown_len = self.len;
+        }
         let rest = end.and_then(|end| Some((self.buf.get_mut(self.len..end)?, end)));
         let (Some((mut rest, end)), u16::MAX) = (rest, self.cut_at) else {
             self.cut_at = self.cut_at.min(self.depth);
@@ -83,6 +108,15 @@ impl KeyPath {
         self.len = end;
     }
 
+    /// Bytes of the path shown in messages.
+    fn shown(&self) -> usize {
+        if self.shown_cut_at == u16::MAX {
+            self.len
+        } else {
+            self.shown_len
+        }
+    }
+
     /// Appends `.key` (just `key` at the root).
     pub fn push_key(&mut self, key: &str) {
         let before = self.len;
@@ -91,7 +125,7 @@ impl KeyPath {
         } else {
             self.append(&[b".", key.as_bytes()]);
         }
-        if self.len != before {
+        if self.len != before && self.shown_cut_at == u16::MAX {
             self.key_at = self.len.saturating_sub(key.len());
         }
     }
@@ -103,22 +137,29 @@ impl KeyPath {
         self.append(&[b"[", digits, b"]"]);
     }
 
-    /// The path text (a dropped tail is not shown).
+    /// The path text as messages show it: the segments that fit [`KEY_PATH_TEXT`] (a dropped
+    /// tail is not shown).
     pub fn as_str(&self) -> &str {
-        let bytes = self.buf.get(..self.len).unwrap_or(&[]);
+        let bytes = self.buf.get(..self.shown()).unwrap_or(&[]);
         core::str::from_utf8(bytes).unwrap_or("")
+    }
+
+    /// The whole path, or `None` when even [`KEY_PATH_BYTES`] did not hold it.
+    pub fn whole(&self) -> Option<&str> {
+        let bytes = self.buf.get(..self.len).filter(|_| self.cut_at == u16::MAX)?;
+        core::str::from_utf8(bytes).ok()
     }
 
     /// The last key with what follows it (`q.x` of `dma_queue.q.x`, `desc[1]` of
     /// `dma[0].desc[1]`): the segment that names the object being read.
     pub fn last_key(&self) -> &str {
-        let bytes = self.buf.get(self.key_at..self.len).unwrap_or(&[]);
+        let bytes = self.buf.get(self.key_at..self.shown()).unwrap_or(&[]);
         core::str::from_utf8(bytes).unwrap_or("")
     }
 
-    /// True when a segment was dropped.
+    /// True when a segment was dropped from what messages show.
     pub fn is_cut(&self) -> bool {
-        self.cut_at != u16::MAX
+        self.shown_cut_at != u16::MAX
     }
 }
 
@@ -580,7 +621,10 @@ pub fn read_tagged<T: JsonValue, R: BufRead>(
 /// schema error is returned unchanged. An error of the tokenizer itself (syntax, depth,
 /// capacity, the stream) is returned as it is.
 pub fn read_document<T: JsonValue, R: BufRead>(cx: &mut Cx<'_, '_, R>, value: &mut T) -> Result<(), Error> {
-    read_whole(cx, value).map_err(|f| cx.ctx.attach(f))
+    read_whole(cx, value).map_err(|f| {
+        cx.visitor.failed(cx.ctx.member, cx.ctx.path.whole(), f.key);
+        cx.ctx.attach(f)
+    })
 }
 
 /// [`read_document`] before the context is added.
@@ -1115,6 +1159,32 @@ mod tests {
     use super::*;
     extern crate std;
     use std::format;
+
+    #[test]
+    fn messages_show_the_head_that_fits_and_a_host_keeps_the_whole_path() {
+        let mut path = KeyPath::new();
+        path.push_key("var");
+        let name = "w".repeat(KEY_PATH_TEXT);
+        let before = path.mark();
+        path.push_key(&name);
+        path.push_key("size");
+        assert_eq!(path.as_str(), "var", "what does not fit the message is dropped");
+        assert!(path.is_cut());
+        assert_eq!(path.last_key(), "var");
+        let whole = format!("var.{name}.size");
+        if KEY_PATH_BYTES > KEY_PATH_TEXT {
+            assert_eq!(path.whole(), Some(whole.as_str()));
+        } else {
+            assert_eq!(path.whole(), None);
+        }
+        path.reset(before);
+        assert!(!path.is_cut());
+        path.push_key("x");
+        assert_eq!((path.as_str(), path.whole()), ("var.x", Some("var.x")));
+        let mut full = KeyPath::new();
+        full.push_key(&"p".repeat(KEY_PATH_BYTES + 1));
+        assert_eq!(full.whole(), None, "past its buffer the path is not whole");
+    }
 
     #[test]
     fn a_key_path_joins_keys_and_indices() {

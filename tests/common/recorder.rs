@@ -135,7 +135,7 @@ pub fn run<R: embedded_io::BufRead, H: Hal>(
     let mut buf = vec![0u8; arena];
     let mut replay = vec![0u8; TEST_REPLAY];
     let mut deferred = vec![None; 64];
-    let storage = Storage { arena: &mut buf, replay: &mut replay, deferred: &mut deferred };
+    let storage = Storage { arena: &mut buf, replay: &mut replay, deferred: &mut deferred, whole_names: &mut [] };
     let mut loader = Box::new(Loader::with_storage(storage, options));
     let mut summary = LoadReport::new();
     let mut rec = Recorder::default();

@@ -89,11 +89,20 @@ impl From<neff::Error> for CliError {
     /// A core error is a rejection (exit 1), printed as the core's `Display` with a hint
     /// where one helps; a failing read of the input is a path error (exit 2).
     fn from(e: neff::Error) -> Self {
+        let line = e.to_string();
+        CliError::from_core(e, line)
+    }
+}
+
+impl CliError {
+    /// The CLI error of core error `e`, printed as `line` (its `Display`, or the same with
+    /// the loader's whole names) with a hint where one helps.
+    pub fn from_core(e: neff::Error, line: String) -> Self {
         use neff::header::HeaderError as H;
         use neff::manifest::ManifestError as M;
         use neff::ErrorKind as K;
         if let K::Io(_) = e.kind {
-            return CliError::Path { path: "input".into(), message: e.to_string() };
+            return CliError::Path { path: "input".into(), message: line };
         }
         let not_a_neff = "this does not look like a NEFF: its first 1024 bytes are no plausible neff_header_t (a NEFF is a 1024-byte header, then a gzip'd tar)";
         let hint = match e.kind {
@@ -118,7 +127,7 @@ impl From<neff::Error> for CliError {
         if let Some(cause) = e.kind.cause() {
             hints.push(format!("runtime status {} ({}), error cause {cause}", e.status().name(), e.status().code()));
         }
-        CliError::Rejected { message: e.to_string(), hints }
+        CliError::Rejected { message: line, hints }
     }
 }
 

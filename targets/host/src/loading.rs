@@ -54,6 +54,16 @@ pub const REPLAY_BYTES: usize = 256 << 20;
 /// Error slots lent to the loader for members read before the manifest naming them, whose
 /// reading failed (kept until the chain says whether it reaches them; 296 bytes each).
 pub const DEFERRED_SLOTS: usize = 4096;
+
+/// Room for the whole member names and key paths of failures (`Storage::whole_names`): error
+/// lines print them whole however long they are (a PAX path can run to thousands of bytes).
+pub const WHOLE_NAMES_BYTES: usize = 1 << 20;
+
+/// The CLI error of a load's error `e`, its line printing the names the loader noted whole.
+fn whole(loader: &Loader<'_>, e: neff::Error) -> CliError {
+    let line = loader.whole_names(&e).to_string();
+    CliError::from_core(e, line)
+}
 /// The simulated device on the host.
 pub type HostDevice<'m> = SimDevice<'m, DEVICE_REGIONS>;
 
@@ -681,7 +691,7 @@ fn load_onto(
     let learnt = Cell::new(None);
     let mut dev = LearntArch { dev: sim, arch, learnt: &learnt };
     let mut observer = Learning { observer, target: &learnt };
-    loader.load(archive, &mut dev, summary, &mut observer, sink)?;
+    loader.load(archive, &mut dev, summary, &mut observer, sink).map_err(|e| whole(loader, e))?;
     Ok(dev.summary(mode))
 }
 
@@ -821,7 +831,9 @@ fn run_here(
     let mut arena = vec![0u8; ARENA_BYTES];
     let mut replay = vec![0u8; REPLAY_BYTES];
     let mut deferred = vec![None; DEFERRED_SLOTS];
-    let storage = Storage { arena: &mut arena, replay: &mut replay, deferred: &mut deferred };
+    let mut whole_names = vec![0u8; WHOLE_NAMES_BYTES];
+    let storage =
+        Storage { arena: &mut arena, replay: &mut replay, deferred: &mut deferred, whole_names: &mut whole_names };
     let mut loader = Box::new(Loader::with_storage(storage, LoadOptions { allow_legacy }));
     let mut summary = LoadReport::new();
     // Only `info` (a check whose observer keeps the details) prints the manifests' entries.
@@ -829,7 +841,7 @@ fn run_here(
     let mut observer = Tee(&mut collected, extra);
     let device = match target {
         Target::Check(arch) => {
-            loader.check(&mut *archive, arch, &mut summary, &mut observer, &mut sink)?;
+            loader.check(&mut *archive, arch, &mut summary, &mut observer, &mut sink).map_err(|e| whole(&loader, e))?;
             None
         }
         // The device's own arch field is the pinned one or the default; what the loader sees

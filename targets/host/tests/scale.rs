@@ -65,6 +65,48 @@ fn long_directory_and_member_names_through_pax() {
     assert!(stdout(&out).contains(&format!("{}/{}", spec.dir(0), spec.weight_file(0))));
 }
 
+/// A NEFF whose failure is in a member with a 300-byte directory, at a key path holding a
+/// 300-byte var name: an error keeps a 128-byte tail and a 96-byte head, yet every verb's
+/// error line names both whole (issue 21), so the line says where the failure is.
+#[test]
+fn an_error_line_prints_a_long_member_name_and_key_path_whole() {
+    let spec = ScaleSpec::preset("names").unwrap();
+    let def = format!("{}/def.json", spec.dir(0));
+    let var = format!("weight00000_{}", "v".repeat(300));
+    let mut members = spec.members();
+    let (_, body) = members.iter_mut().find(|(name, _)| *name == def).unwrap();
+    let text = String::from_utf8(body.clone()).unwrap();
+    let text = text.replacen("\"weight00000\":{\"alignment\":64", &format!("\"{var}\":{{\"alignment\":\"64\""), 1);
+    assert!(text.contains(&var), "the var is renamed");
+    *body = text.into_bytes();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("long-names.neff");
+    std::fs::write(&path, neff_cli::writer::neff_bytes(&spec.header(), &members).unwrap()).unwrap();
+
+    for verb in [&["check"][..], &["info"][..], &["load", "--digest-only"][..]] {
+        let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> =
+            verb.iter().map(|a| a as &dyn AsRef<std::ffi::OsStr>).collect();
+        args.push(&path);
+        let out = neff_p(&args);
+        assert_eq!(code(&out), 1, "{verb:?} refuses it");
+        let err = support::stderr(&out);
+        let line = err.lines().find(|l| l.starts_with("error: ")).unwrap_or_else(|| panic!("{verb:?}: {err}"));
+        assert!(line.contains(&format!("error: {def}: var.{var}.alignment: ")), "{verb:?}: {line}");
+        assert!(!line.contains('…'), "{verb:?}: nothing elided: {line}");
+    }
+
+    // A payload's failure, found by the loader outside any JSON: its 500-byte path whole.
+    let weight = format!("{}/{}", spec.dir(0), spec.weight_file(0));
+    let mut members = spec.members();
+    let (_, body) = members.iter_mut().find(|(name, _)| *name == weight).unwrap();
+    body[..6].copy_from_slice(b"\x93NUMPZ");
+    std::fs::write(&path, neff_cli::writer::neff_bytes(&spec.header(), &members).unwrap()).unwrap();
+    let out = support::neff(&["load", "--digest-only", path.to_str().unwrap()]);
+    assert_eq!(code(&out), 1);
+    let err = support::stderr(&out);
+    assert!(err.contains(&format!("error: {weight}: ")), "{err}");
+}
+
 #[test]
 fn sixty_four_queue_sets_of_sixteen_queues_and_thirty_two_semaphores() {
     let (_d, _p, info) = accepted("queues");
