@@ -302,6 +302,62 @@ impl ErrorKind {
 }
 
 impl ErrorKind {
+    /// A stable number for this error, for bindings (C, Python) that cannot match on the
+    /// enum: the layer's hundred plus the layer's own code (`Manifest(ArchMismatch)` is
+    /// 919). A number, once given, keeps its meaning and is never reused; the table is
+    /// `docs/error-codes.md`, which `tests/error_codes.rs` holds to this function.
+    pub fn code(&self) -> u16 {
+        match self {
+            ErrorKind::Io(kind) => in_layer(1, io_code(*kind)),
+            ErrorKind::Truncated => in_layer(2, 0),
+            ErrorKind::Capacity(_) => in_layer(3, 0),
+            ErrorKind::ArenaFull { .. } => in_layer(4, 0),
+            ErrorKind::Header(e) => in_layer(5, e.code()),
+            ErrorKind::Gzip(e) => in_layer(6, e.code()),
+            ErrorKind::Tar(e) => in_layer(7, e.code()),
+            ErrorKind::Json(e) => in_layer(8, e.code()),
+            ErrorKind::Manifest(e) => in_layer(9, e.code()),
+            ErrorKind::Chain(e) => in_layer(10, e.code()),
+            ErrorKind::Hal(e) => in_layer(11, e.code()),
+            ErrorKind::Npy(e) => in_layer(12, e.code()),
+        }
+    }
+}
+
+/// `layer × 100 + code`.
+// At most 12 × 100 + 255: no overflow.
+#[allow(clippy::arithmetic_side_effects)]
+const fn in_layer(layer: u16, code: u8) -> u16 {
+    layer * 100 + code as u16
+}
+
+/// The code of a byte source's error kind within `Io` (0: one `embedded_io` adds later).
+const fn io_code(kind: embedded_io::ErrorKind) -> u8 {
+    use embedded_io::ErrorKind as K;
+    match kind {
+        K::Other => 1,
+        K::NotFound => 2,
+        K::PermissionDenied => 3,
+        K::ConnectionRefused => 4,
+        K::ConnectionReset => 5,
+        K::ConnectionAborted => 6,
+        K::NotConnected => 7,
+        K::AddrInUse => 8,
+        K::AddrNotAvailable => 9,
+        K::BrokenPipe => 10,
+        K::AlreadyExists => 11,
+        K::InvalidInput => 12,
+        K::InvalidData => 13,
+        K::TimedOut => 14,
+        K::Interrupted => 15,
+        K::Unsupported => 16,
+        K::OutOfMemory => 17,
+        K::WriteZero => 18,
+        _ => 0,
+    }
+}
+
+impl ErrorKind {
     /// The runtime's error cause where it names one (`NEFF_ARCH_INCOMPAT` for a NEFF compiled
     /// for another architecture), next to [`ErrorKind::status`].
     pub fn cause(&self) -> Option<&'static str> {
@@ -489,6 +545,21 @@ pub enum WarningKind {
     Manifest(ManifestWarning),
     /// From the chain checks (graph count vs lnc_size, instruction size, ...).
     Chain(ChainWarning),
+}
+
+impl WarningKind {
+    /// A stable number for this warning, for bindings, as [`ErrorKind::code`] numbers errors:
+    /// the layer's hundred (header 5, gzip 6, tar 7, manifest 9, chain 10) plus the layer's
+    /// own code. Listed in `docs/error-codes.md`.
+    pub fn code(&self) -> u16 {
+        match self {
+            WarningKind::Header(w) => in_layer(5, w.code()),
+            WarningKind::Gzip(w) => in_layer(6, w.code()),
+            WarningKind::Tar(w) => in_layer(7, w.code()),
+            WarningKind::Manifest(w) => in_layer(9, w.code()),
+            WarningKind::Chain(w) => in_layer(10, w.code()),
+        }
+    }
 }
 
 impl fmt::Display for WarningKind {

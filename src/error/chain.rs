@@ -53,6 +53,21 @@ pub enum ChainError {
 }
 
 impl ChainError {
+    /// A stable number for this error within its layer, for bindings (C, Python): fixed once
+    /// given, never reused, listed in `docs/error-codes.md` ([`ErrorKind::code`](crate::ErrorKind::code)).
+    pub const fn code(&self) -> u8 {
+        match self {
+            ChainError::NeffJsonMissing { .. } => 1,
+            ChainError::MemberMissing { .. } => 2,
+            ChainError::InstrTooLarge { .. } => 3,
+            ChainError::VarSizeMismatch { .. } => 4,
+            ChainError::DuplicateSubgraph => 5,
+            ChainError::ReadAsOther { .. } => 6,
+        }
+    }
+}
+
+impl ChainError {
     /// The runtime status.
     pub fn status(&self) -> Status {
         Status::Invalid
@@ -110,6 +125,21 @@ pub enum ChainWarning {
     Unreferenced,
     /// A KELF that `neff.json` does not name was ignored.
     KelfNotNamed,
+}
+
+impl ChainWarning {
+    /// A stable number for this warning within its layer, for bindings (C, Python): fixed
+    /// once given, never reused ([`WarningKind::code`](crate::WarningKind::code)).
+    pub const fn code(&self) -> u8 {
+        match self {
+            ChainWarning::GraphCount { .. } => 1,
+            ChainWarning::InstrNotMultipleOf64 { .. } => 2,
+            ChainWarning::KelfFallback => 3,
+            ChainWarning::DuplicateMember => 4,
+            ChainWarning::Unreferenced => 5,
+            ChainWarning::KelfNotNamed => 6,
+        }
+    }
 }
 
 impl fmt::Display for ChainWarning {

@@ -50,6 +50,22 @@ pub enum GzipError {
     },
 }
 
+impl GzipError {
+    /// A stable number for this error within its layer, for bindings (C, Python): fixed once
+    /// given, never reused, listed in `docs/error-codes.md` ([`ErrorKind::code`](crate::ErrorKind::code)).
+    pub const fn code(&self) -> u8 {
+        match self {
+            GzipError::BadMagic { .. } => 1,
+            GzipError::UnsupportedMethod { .. } => 2,
+            GzipError::ReservedFlags { .. } => 3,
+            GzipError::HeaderCrc { .. } => 4,
+            GzipError::Inflate { .. } => 5,
+            GzipError::Crc { .. } => 6,
+            GzipError::Isize { .. } => 7,
+        }
+    }
+}
+
 impl fmt::Display for GzipError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
@@ -90,6 +106,17 @@ pub enum GzipWarning {
         /// How many members.
         count: u32,
     },
+}
+
+impl GzipWarning {
+    /// A stable number for this warning within its layer, for bindings (C, Python): fixed
+    /// once given, never reused ([`WarningKind::code`](crate::WarningKind::code)).
+    pub const fn code(&self) -> u8 {
+        match self {
+            GzipWarning::TrailingData { .. } => 1,
+            GzipWarning::MultipleMembers { .. } => 2,
+        }
+    }
 }
 
 impl fmt::Display for GzipWarning {

@@ -70,6 +70,24 @@ pub enum HalError {
 }
 
 impl HalError {
+    /// A stable number for this error within its layer, for bindings (C, Python): fixed once
+    /// given, never reused, listed in `docs/error-codes.md` ([`ErrorKind::code`](crate::ErrorKind::code)).
+    pub const fn code(&self) -> u8 {
+        match self {
+            HalError::OutOfMemory { .. } => 1,
+            HalError::RegionTableFull { .. } => 2,
+            HalError::IdsExhausted => 3,
+            HalError::ZeroSize => 4,
+            HalError::BadAlignment { .. } => 5,
+            HalError::UnknownRegion { .. } => 6,
+            HalError::OutOfBounds { .. } => 7,
+            HalError::OutOfOrderWrite { .. } => 8,
+            HalError::AdoptTooSmall { .. } => 9,
+        }
+    }
+}
+
+impl HalError {
     /// The runtime status: out of memory or of a table is `NRT_RESOURCE`, a request the
     /// manifest made impossible is `NRT_INVALID`, a misuse of the device is `NRT_FAILURE`.
     pub fn status(&self) -> crate::Status {

@@ -59,6 +59,23 @@ pub enum HeaderError {
 }
 
 impl HeaderError {
+    /// A stable number for this error within its layer, for bindings (C, Python): fixed once
+    /// given, never reused, listed in `docs/error-codes.md` ([`ErrorKind::code`](crate::ErrorKind::code)).
+    pub const fn code(&self) -> u8 {
+        match self {
+            HeaderError::ShortFile { .. } => 1,
+            HeaderError::HeaderSizeNot1024 { .. } => 2,
+            HeaderError::HeaderSizePastEnd { .. } => 3,
+            HeaderError::UnsupportedVersion { .. } => 4,
+            HeaderError::NewerFeatures { .. } => 5,
+            HeaderError::DataSizePastEnd { .. } => 6,
+            HeaderError::ZeroDataSize => 7,
+            HeaderError::UnsupportedPackager { .. } => 8,
+        }
+    }
+}
+
+impl HeaderError {
     /// The runtime status of this gate.
     pub fn status(&self) -> Status {
         match self {
@@ -94,6 +111,18 @@ pub enum HeaderWarning {
         /// Which digest.
         algorithm: HashAlgorithm,
     },
+}
+
+impl HeaderWarning {
+    /// A stable number for this warning within its layer, for bindings (C, Python): fixed
+    /// once given, never reused ([`WarningKind::code`](crate::WarningKind::code)).
+    pub const fn code(&self) -> u8 {
+        match self {
+            HeaderWarning::TrailingBytes { .. } => 1,
+            HeaderWarning::HeaderSizeAllowed { .. } => 2,
+            HeaderWarning::IntegrityMismatch { .. } => 3,
+        }
+    }
 }
 
 impl fmt::Display for HeaderWarning {

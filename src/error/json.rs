@@ -167,6 +167,28 @@ pub enum JsonError {
     TrailingComma,
 }
 
+impl JsonError {
+    /// A stable number for this error within its layer, for bindings (C, Python): fixed once
+    /// given, never reused, listed in `docs/error-codes.md` ([`ErrorKind::code`](crate::ErrorKind::code)).
+    pub const fn code(&self) -> u8 {
+        match self {
+            JsonError::UnexpectedByte { .. } => 1,
+            JsonError::UnexpectedToken { .. } => 2,
+            JsonError::UnexpectedEnd => 3,
+            JsonError::DepthLimit { .. } => 4,
+            JsonError::InvalidEscape => 5,
+            JsonError::LoneSurrogate => 6,
+            JsonError::InvalidUtf8 => 7,
+            JsonError::ControlCharInString => 8,
+            JsonError::InvalidNumber => 9,
+            JsonError::NumberOutOfRange => 10,
+            JsonError::NotAnInteger => 11,
+            JsonError::TrailingData => 12,
+            JsonError::TrailingComma => 13,
+        }
+    }
+}
+
 impl fmt::Display for JsonError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {

@@ -259,6 +259,63 @@ pub enum ManifestError {
 }
 
 impl ManifestError {
+    /// A stable number for this error within its layer, for bindings (C, Python): fixed once
+    /// given, never reused, listed in `docs/error-codes.md` ([`ErrorKind::code`](crate::ErrorKind::code)).
+    pub const fn code(&self) -> u8 {
+        match self {
+            ManifestError::MissingKey { .. } => 1,
+            ManifestError::WrongType { .. } => 2,
+            ManifestError::DuplicateKey { .. } => 3,
+            ManifestError::BadFormat { .. } => 4,
+            ManifestError::UnknownDmaOperation(..) => 5,
+            ManifestError::InvalidCarveoutType(..) => 6,
+            ManifestError::OutOfRange { .. } => 7,
+            ManifestError::TooManyDimensions(..) => 8,
+            ManifestError::EidOutOfBounds(..) => 9,
+            ManifestError::OutputNodeOutOfBounds(..) => 10,
+            ManifestError::InputNodeOutOfBounds(..) => 11,
+            ManifestError::RowPtrOutOfBounds(..) => 12,
+            ManifestError::SizeOverflow => 13,
+            ManifestError::KelfAttributeMissing => 14,
+            ManifestError::InputWithoutName(..) => 15,
+            ManifestError::NoKelfNode => 16,
+            ManifestError::InvalidVersion(..) => 17,
+            ManifestError::InvalidTarget(..) => 18,
+            ManifestError::ArchMismatch { .. } => 19,
+            ManifestError::VarWithoutSize { .. } => 20,
+            ManifestError::PointerSize { .. } => 21,
+            ManifestError::AlignmentNotPowerOfTwo(..) => 22,
+            ManifestError::UnexpectedVarIds { .. } => 23,
+            ManifestError::DuplicateVarId(..) => 24,
+            ManifestError::NoOutputs => 25,
+            ManifestError::InvalidOwner { .. } => 26,
+            ManifestError::QueueInstancesNotSupported { .. } => 27,
+            ManifestError::TooManySemaphores(..) => 28,
+            ManifestError::TooManyQueues { .. } => 29,
+            ManifestError::MissingSyncSemaphore(..) => 30,
+            ManifestError::DynamicDmaScratch(..) => 31,
+            ManifestError::UcodeVersionMismatch(..) => 32,
+            ManifestError::UcodeCpuId { .. } => 33,
+            ManifestError::UcodeTotalCpus { .. } => 34,
+            ManifestError::UcodeLibTwice(..) => 35,
+            ManifestError::TooManyExtIsaOps(..) => 36,
+            ManifestError::TooManyCceSources(..) => 37,
+            ManifestError::DescWithoutSource => 38,
+            ManifestError::CceWithoutDtype => 39,
+            ManifestError::UnknownDmaQueue(..) => 40,
+            ManifestError::UnknownDmaVariable { .. } => 41,
+            ManifestError::ZeroDescSize => 42,
+            ManifestError::StepsSizesMismatch { .. } => 43,
+            ManifestError::MissingCarveout => 44,
+            ManifestError::CarveoutStartPartition(..) => 45,
+            ManifestError::CarveoutPartitionCount(..) => 46,
+            ManifestError::CarveoutOffset(..) => 47,
+            ManifestError::CarveoutSize(..) => 48,
+        }
+    }
+}
+
+impl ManifestError {
     /// The runtime status (`NRT_INVALID` for all of them).
     pub fn status(&self) -> crate::Status {
         crate::Status::Invalid
@@ -298,6 +355,20 @@ pub enum ManifestWarning {
         /// The engine JSON's `instr`.
         engine_instr: Name,
     },
+}
+
+impl ManifestWarning {
+    /// A stable number for this warning within its layer, for bindings (C, Python): fixed
+    /// once given, never reused ([`WarningKind::code`](crate::WarningKind::code)).
+    pub const fn code(&self) -> u8 {
+        match self {
+            ManifestWarning::UnknownDtype(..) => 1,
+            ManifestWarning::UnknownValue { .. } => 2,
+            ManifestWarning::KelfNodeByOp => 3,
+            ManifestWarning::EngineMissing { .. } => 4,
+            ManifestWarning::InstrMismatch { .. } => 5,
+        }
+    }
 }
 
 /// Which kind of queue `queue_instances` is refused on.

@@ -61,6 +61,25 @@ pub enum NpyError {
 }
 
 impl NpyError {
+    /// A stable number for this error within its layer, for bindings (C, Python): fixed once
+    /// given, never reused, listed in `docs/error-codes.md` ([`ErrorKind::code`](crate::ErrorKind::code)).
+    pub const fn code(&self) -> u8 {
+        match self {
+            NpyError::BadMagic { .. } => 1,
+            NpyError::UnsupportedVersion { .. } => 2,
+            NpyError::Capacity(..) => 3,
+            NpyError::Truncated { .. } => 4,
+            NpyError::Malformed { .. } => 5,
+            NpyError::MissingKey { .. } => 6,
+            NpyError::DuplicateKey { .. } => 7,
+            NpyError::UnknownKey { .. } => 8,
+            NpyError::UnsupportedDescr { .. } => 9,
+            NpyError::DataLenOverflow => 10,
+        }
+    }
+}
+
+impl NpyError {
     /// The runtime status: a capacity is `NRT_RESOURCE`, everything else `NRT_INVALID`.
     pub fn status(&self) -> crate::Status {
         match self {

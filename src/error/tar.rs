@@ -43,6 +43,25 @@ pub enum TarError {
     NulInName,
 }
 
+impl TarError {
+    /// A stable number for this error within its layer, for bindings (C, Python): fixed once
+    /// given, never reused, listed in `docs/error-codes.md` ([`ErrorKind::code`](crate::ErrorKind::code)).
+    pub const fn code(&self) -> u8 {
+        match self {
+            TarError::Checksum { .. } => 1,
+            TarError::BadNumber { .. } => 2,
+            TarError::NumberOutOfRange { .. } => 3,
+            TarError::UnsupportedType { .. } => 4,
+            TarError::BadPaxRecord => 5,
+            TarError::BadPaxSize => 6,
+            TarError::EmptyName => 7,
+            TarError::AbsoluteName => 8,
+            TarError::ParentComponent => 9,
+            TarError::NulInName => 10,
+        }
+    }
+}
+
 impl fmt::Display for TarError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
@@ -96,6 +115,23 @@ pub enum TarWarning {
     /// A member whose name is not UTF-8 was skipped (no manifest can name it); the warning
     /// names it, each byte that is not ASCII shown as `?`.
     NameNotUtf8,
+}
+
+impl TarWarning {
+    /// A stable number for this warning within its layer, for bindings (C, Python): fixed
+    /// once given, never reused ([`WarningKind::code`](crate::WarningKind::code)).
+    pub const fn code(&self) -> u8 {
+        match self {
+            TarWarning::LoneZeroBlock => 1,
+            TarWarning::MissingEndOfArchive => 2,
+            TarWarning::DataAfterEnd { .. } => 3,
+            TarWarning::GlobalPaxIgnored => 4,
+            TarWarning::UnknownType { .. } => 5,
+            TarWarning::SignedChecksum => 6,
+            TarWarning::SparseSkipped => 7,
+            TarWarning::NameNotUtf8 => 8,
+        }
+    }
 }
 
 impl fmt::Display for TarWarning {
