@@ -393,17 +393,29 @@ impl<S: WarningSink + ?Sized> WarningSink for NamingNeff<'_, S> {
 
 /// [`Document::parse_into`] in a frame of its own, one per tier: inlined into
 /// [`Loader::parse`], the four tiers' parser state would all be reserved in its frame,
-/// live under the whole parse, where only one tier's is ever needed.
+/// live under the whole parse, where only one tier's is ever needed. A document read
+/// without error goes on to `then` (with the visitor back); every tier's outcome is the same
+/// `Result<(), Error>`, so the caller keeps one slot for it, not one per tier.
 #[inline(never)]
-fn parse_doc<D: Document, R: BufRead, S: WarningSink>(
+fn parse_doc<D: Document, R: BufRead, S: WarningSink, V: Visitor>(
     doc: &mut D,
     tok: &mut crate::json::Tokenizer<'_>,
     src: &mut R,
     name: &str,
     sink: &mut S,
-    visitor: &mut dyn Visitor,
-) -> Result<D::Facts, Error> {
-    doc.parse_into(tok, src, name, sink, visitor)
+    visitor: &mut V,
+    then: impl FnOnce(&D, &D::Facts, &mut V) -> Result<(), Error>,
+) -> Result<(), Error> {
+    let facts = doc.parse_into(tok, src, name, sink, visitor)?;
+    then(doc, &facts, visitor)
+}
+
+/// Puts the archive's own error (`inner`, what the tokenizer saw as an I/O fault) in place of
+/// the tokenizer's view of it. Out of line: its temporaries stay out of [`Loader::parse`].
+#[cold]
+#[inline(never)]
+fn archive_error(e: &mut Error, inner: &Error, name: &str) {
+    *e = inner.with_member(name);
 }
 
 /// What a definition adds to the index once it is read: its extension record (file
@@ -961,24 +973,27 @@ impl Loader<'_> {
         };
         let mut src = Capture { inner: body, error: None };
         let tok = &mut self.tok;
-        let result = match &mut self.scratch {
-            Scratch::Neff(doc) => parse_doc(doc, tok, &mut src, name, sink, &mut recorder).map(|facts| {
-                self.kelf_mark = facts.kelf_mark();
+        let kelf_mark = &mut self.kelf_mark;
+        let mut result = match &mut self.scratch {
+            Scratch::Neff(doc) => parse_doc(doc, tok, &mut src, name, sink, &mut recorder, |_, facts, _| {
+                *kelf_mark = facts.kelf_mark();
+                Ok(())
             }),
-            Scratch::Kelf(doc) => parse_doc(doc, tok, &mut src, name, sink, &mut recorder).map(|_| ()),
+            Scratch::Kelf(doc) => parse_doc(doc, tok, &mut src, name, sink, &mut recorder, |_, _, _| Ok(())),
             Scratch::Def(doc) => {
                 let mut sink = NamingNeff { inner: &mut *sink, neff: self.neff_name.as_str() };
-                parse_doc(doc, tok, &mut src, name, &mut sink, &mut recorder)
+                parse_doc(doc, tok, &mut src, name, &mut sink, &mut recorder, |doc, facts, recorder| {
+                    record_def(recorder, doc, facts, pos, name)
+                })
             }
-            .and_then(|facts| record_def(&mut recorder, doc, &facts, pos, name)),
-            Scratch::Engine(doc) => parse_doc(doc, tok, &mut src, name, sink, &mut recorder),
+            Scratch::Engine(doc) => parse_doc(doc, tok, &mut src, name, sink, &mut recorder, |_, _, _| Ok(())),
             Scratch::Empty => Ok(()),
         };
-        // The archive's own error, not the tokenizer's view of it.
-        let result = match (result, src.error) {
-            (Err(e), Some(inner)) if matches!(e.kind, ErrorKind::Io(_)) => Err(inner.with_member(name)),
-            (r, _) => r,
-        };
+        if let (Err(e), Some(inner)) = (&mut result, &src.error) {
+            if matches!(e.kind, ErrorKind::Io(_)) {
+                archive_error(e, inner, name);
+            }
+        }
         result?;
         let end = self.tok.offset();
         conclude(&self.scratch, &mut recorder, name, end, sink, &mut self.io_counts)
