@@ -167,7 +167,8 @@ struct Tee<'r, R: BufRead<Error = Error>, H: Hal> {
     region: Option<RegionId>,
     /// Bytes consumed (and written) so far.
     written: u64,
-    digest: Digest64,
+    /// Borrowed, not owned: built in place in the caller's frame, not copied into the tee.
+    digest: &'r mut Digest64,
     /// The first device error met while consuming (`consume` cannot return one), and where;
     /// kept small: the tee lives on the deepest path of a load.
     hal_error: Option<(crate::hal::HalError, u64)>,
@@ -182,12 +183,22 @@ struct Tee<'r, R: BufRead<Error = Error>, H: Hal> {
 }
 
 impl<R: BufRead<Error = Error>, H: Hal> Tee<'_, R, H> {
-    /// Consumes the rest of the member (what the parser left, after an error or trailing data).
-    fn drain(&mut self) -> Result<(), Error> {
+    /// Consumes the rest of the member (what the parser left, after an error or trailing data);
+    /// an error reading it goes to `read`, the read's outcome. Out of line, and writing into
+    /// the caller's slot rather than returning one of its own: a frame holding the tee is live
+    /// under the whole parse.
+    #[inline(never)]
+    fn drain(&mut self, read: &mut Result<(), Error>) {
         loop {
-            let n = self.fill_buf()?.len();
+            let n = match self.fill_buf() {
+                Ok(chunk) => chunk.len(),
+                Err(e) => {
+                    *read = Err(e);
+                    return;
+                }
+            };
             if n == 0 || self.hal_error.is_some() {
-                return Ok(());
+                return;
             }
             self.consume(n);
         }
@@ -713,19 +724,23 @@ impl Loader<'_> {
         // The replay store is lent to the tee while the loader reads the member.
         let replay = core::mem::take(&mut self.replay);
         let window = replay.get_mut(self.replay_used..).unwrap_or_default();
+        let mut digest = Digest64::new();
         let mut tee = Tee {
             inner: body,
             hal: &mut *hal,
             region,
             written: 0,
-            digest: Digest64::new(),
+            digest: &mut digest,
             hal_error: None,
             lost_bytes: false,
             replay: window,
             kept: 0,
             overflow: false,
         };
-        let read = self.read_manifest(kind, name, &mut tee, observer, sink).and_then(|()| tee.drain());
+        let mut read = self.read_manifest(kind, name, &mut tee, observer, sink);
+        if read.is_ok() {
+            tee.drain(&mut read);
+        }
         let teed = Teed {
             written: tee.written,
             digest: tee.digest.finish(),
@@ -994,9 +1009,13 @@ impl Loader<'_> {
                 archive_error(e, inner, name);
             }
         }
-        result?;
-        let end = self.tok.offset();
-        conclude(&self.scratch, &mut recorder, name, end, sink, &mut self.io_counts)
+        // One slot for the outcome, returned as it is: a `?` here would copy the error
+        // through a second one.
+        if result.is_ok() {
+            let end = self.tok.offset();
+            result = conclude(&self.scratch, &mut recorder, name, end, sink, &mut self.io_counts);
+        }
+        result
     }
 
     /// Empties the scratch slot as a document of `kind`. A frame of its own: the new value is

@@ -240,7 +240,7 @@ fn load_and_check(
     summary: impl FnOnce(&FwReport) -> Result<(), Failure>,
     failed: &mut dyn FnMut(&Failure),
 ) -> Option<Summary> {
-    let mut device = DigestDevice::new(tables.regions, Arch::Cayman);
+    let mut device = DigestDevice::new(tables.regions, tables.stream, Arch::Cayman);
     tables.seen.fill(0);
     let mut report = new_report();
     let mut arena = [0u8; ARENA_BYTES];
