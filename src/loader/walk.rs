@@ -750,7 +750,9 @@ impl Loader<'_> {
             lost: tee.overflow,
         };
         self.replay = replay;
-        self.close_either(kind, name, seq, region, read, &teed, hal)
+        // One slot for the outcome, settled in place and returned as it is.
+        self.close_either(kind, name, seq, region, &mut read, &teed, hal);
+        read
     }
 
     /// The start of a member read both ways: releases an earlier copy (with a warning) and
@@ -782,6 +784,22 @@ impl Loader<'_> {
     #[allow(clippy::too_many_arguments)]
     #[inline(never)]
     fn close_either<H: Hal>(
+        &mut self,
+        kind: ManifestKind,
+        name: &str,
+        seq: u32,
+        region: Option<RegionId>,
+        read: &mut Result<(), Error>,
+        teed: &Teed,
+        hal: &mut H,
+    ) {
+        let outcome = core::mem::replace(read, Ok(()));
+        *read = self.settle_either(kind, name, seq, region, outcome, teed, hal);
+    }
+
+    /// [`Self::close_either`], with the read's outcome by value.
+    #[allow(clippy::too_many_arguments)]
+    fn settle_either<H: Hal>(
         &mut self,
         kind: ManifestKind,
         name: &str,
@@ -874,8 +892,10 @@ impl Loader<'_> {
     ) -> Result<(), Error> {
         let pos = self.open_manifest(kind, name, rereading, sink)?;
         let names_mark = self.arena.mark_top();
-        let outcome = self.parse(kind, pos, name, &mut body, observer, sink);
-        self.close_manifest(kind, pos, name, names_mark, outcome)
+        // One slot for the outcome, settled in place and returned as it is.
+        let mut outcome = self.parse(kind, pos, name, &mut body, observer, sink);
+        self.close_manifest(kind, pos, name, names_mark, &mut outcome);
+        outcome
     }
 
     /// The start of a manifest read: supersedes an earlier reading of `name` (a warning unless
@@ -908,9 +928,10 @@ impl Loader<'_> {
         Ok(pos)
     }
 
-    /// The end of a manifest read (record `pos`, names collected since `names_mark`): settles
-    /// a definition's DMA names, keeps a failed read's error for the chain (or returns one
-    /// that ends the load) and fills the record from the scratch document.
+    /// The end of a manifest read (record `pos`, names collected since `names_mark`), its
+    /// `outcome` settled in place: settles a definition's DMA names, keeps a failed read's
+    /// error for the chain (the outcome is then `Ok`) unless it ends the load, and fills the
+    /// record from the scratch document.
     #[inline(never)]
     fn close_manifest(
         &mut self,
@@ -918,26 +939,28 @@ impl Loader<'_> {
         pos: u32,
         name: &str,
         names_mark: usize,
-        outcome: Result<(), Error>,
-    ) -> Result<(), Error> {
-        let outcome = match outcome {
-            Ok(()) if kind == ManifestKind::Def => self.settle_dma_names(pos, name, names_mark),
-            other => other,
-        };
+        outcome: &mut Result<(), Error>,
+    ) {
+        if outcome.is_ok() && kind == ManifestKind::Def {
+            *outcome = self.settle_dma_names(pos, name, names_mark);
+        }
         // What the definition collected and did not keep.
         self.arena.release_top(names_mark);
         let mut rec = self.index.manifests.get(&self.arena, pos);
-        match outcome {
-            Ok(()) => {}
-            Err(e) if is_fatal(&e) || kind == ManifestKind::Neff => return Err(e),
-            Err(e) => rec.failed = Some(self.deferred.keep(e)),
+        if let Err(e) = outcome {
+            if is_fatal(e) || kind == ManifestKind::Neff {
+                return;
+            }
+            rec.failed = Some(self.deferred.keep(*e));
         }
-        self.fill_record(pos, &mut rec, name)?;
+        *outcome = self.fill_record(pos, &mut rec, name);
+        if outcome.is_err() {
+            return;
+        }
         self.index.manifests.set(&mut self.arena, pos, &rec);
         if kind == ManifestKind::Neff && rec.failed.is_none() {
             self.index.neff = Some(pos);
         }
-        Ok(())
     }
 
     /// Marks the current record of `name` replaced, freeing its deferred error's slot.
