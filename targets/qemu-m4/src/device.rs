@@ -7,7 +7,8 @@
 //! instrumentation; both grow with the model (one record per payload: hundreds for the
 //! generated big model), so neither belongs in the controller's budget. They live in the
 //! `.device` section (`memory.x`: board RAM past the 128 KiB budget), and the firmware prints
-//! their size apart from it.
+//! their size apart from it. So does the device's running digest of the region being
+//! written: hashing what it received is the device's work, not the controller's.
 //!
 //! The device is written for this image rather than taken from `neff::sim`: a firmware team
 //! writes its own [`Hal`] for its accelerator, and this one shows how little that takes. It

@@ -20,9 +20,9 @@
 //!
 //! The device is this image's own digest-only HAL ([`device::DigestDevice`]): a 64 GiB
 //! address space that stores no byte, only a digest per region, as a management controller
-//! would see a device far larger than its own RAM. Its region table stands for the
-//! accelerator's bookkeeping, so it is not controller RAM: it and the checker's table live in
-//! the `.device` section past the budget; their size is printed apart.
+//! would see a device far larger than its own RAM. Its region table and running digest stand
+//! for the accelerator's bookkeeping, so they are not controller RAM: they and the checker's
+//! table live in the `.device` section past the budget; their size is printed apart.
 //!
 //! Output goes to the host through semihosting; the exit code is the result (0 only when
 //! every check passed). The last line is `firmware: N passed, M failed`.
@@ -179,9 +179,10 @@ fn finish(passed: u32, mut failed: u32) -> ! {
         if used <= RAM_TARGET { "within" } else { "EXCEEDED (see memory.x)" },
     );
     hprintln!(
-        "device side (the accelerator's region table, the checker's table; not controller RAM, outside the budget): {} bytes (region table {}, checker table {})",
+        "device side (the accelerator's region table and running digest, the checker's table; not controller RAM, outside the budget): {} bytes (region table {}, running digest {}, checker table {})",
         device::section_size(),
         size_of::<[device::Region; device::REGIONS]>(),
+        size_of::<neff::digest::Digest64>(),
         size_of::<SeenTable>(),
     );
     if stack.peak >= stack.region {
