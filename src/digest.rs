@@ -36,12 +36,21 @@ impl Digest64 {
         Self { state: Xxh3Default::new() }
     }
 
+    /// Starts over, as [`Digest64::new`] but in place: no second state is built on the stack.
+    pub fn reset(&mut self) {
+        self.state.reset();
+    }
+
     /// Feeds more bytes.
+    // Not inlined, nor is `finish`: their temporaries would otherwise join the frame of a
+    // caller that also writes to the device and reads the archive (the deepest paths).
+    #[inline(never)]
     pub fn update(&mut self, bytes: &[u8]) {
         self.state.update(bytes);
     }
 
     /// The digest of every byte fed so far (the digest can still be fed afterwards).
+    #[inline(never)]
     pub fn finish(&self) -> u64 {
         self.state.digest()
     }
@@ -92,6 +101,17 @@ mod tests {
                 assert_eq!(d.finish(), whole, "len {len} chunk {chunk}");
             }
         }
+    }
+
+    #[test]
+    fn reset_starts_over() {
+        let bytes = sample();
+        let mut d = Digest64::new();
+        d.update(&bytes[..300]);
+        d.reset();
+        assert_eq!(d.finish(), digest64(b""));
+        d.update(&bytes);
+        assert_eq!(d.finish(), digest64(&bytes));
     }
 
     #[test]

@@ -269,6 +269,9 @@ impl<const HEADER_CAP: usize> NpyParser<HEADER_CAP> {
     /// Feeds the next chunk of the file.
     ///
     /// Errors are sticky: after one, every call returns it again.
+    // Not inlined: parsing the dict takes several copies of a header's 32 dimensions, stack
+    // a streaming caller would otherwise hold while it refills its source.
+    #[inline(never)]
     pub fn feed(&mut self, chunk: &[u8]) -> Result<NpyFeed, NpyError> {
         match self.outcome {
             Some(Ok(header)) => return Ok(NpyFeed::Complete { header, header_bytes: 0 }),

@@ -187,10 +187,13 @@ impl<S> fmt::Debug for Member<'_, S> {
     }
 }
 
-impl<S> Member<'_, S> {
+impl<'a, S> Member<'a, S> {
     /// The normalised path (one leading `./` stripped). Empty for a name that is not UTF-8,
     /// which only a walker told [`TarReader::set_raw_names`] yields: see [`Member::name_bytes`].
-    pub fn name(&self) -> &str {
+    ///
+    /// It borrows the walker's name buffer, not the member, so the body can be read while the
+    /// name is held (a caller need not copy it).
+    pub fn name(&self) -> &'a str {
         self.name
     }
 

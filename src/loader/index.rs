@@ -898,6 +898,9 @@ impl Index {
 
     /// Calls `f` with every file variable of every definition read; a variable `f` changed
     /// (returning true) is written back.
+    // Out of line: the decoded records would otherwise join the frame of `Loader::load`,
+    // which stays live under the whole load.
+    #[inline(never)]
     pub fn update_vars(&self, arena: &mut Arena<'_>, mut f: impl FnMut(&mut FileVarRec) -> bool) {
         let mut at = self.def_exts.first();
         for _ in 0..self.def_exts.len() {

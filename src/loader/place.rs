@@ -17,7 +17,7 @@ use crate::digest::Digest64;
 use crate::error::{Error, ErrorKind, Stage, Warning, WarningKind, WarningSink};
 use crate::hal::{AllocRequest, Hal, RegionId};
 use crate::manifest::UsageClass;
-use crate::npy::{NpyError, NpyFeed, NpyHeader, NpyParser};
+use crate::npy::{NpyError, NpyFeed, NpyParser};
 
 impl Loader<'_> {
     /// Streams one payload member: into its final region when its role is known, else staged.
@@ -35,8 +35,27 @@ impl Loader<'_> {
         hal: &mut H,
         sink: &mut Counting<'_, S>,
     ) -> Result<(), Error> {
-        let fail = |k: ErrorKind| Error::about_member(Stage::Payload, name, k);
-        // Last wins, as the runtime's member map does: the earlier copy's region is released.
+        self.open_payload(name, hal, sink)?;
+        let role = self.role_of(name);
+        let req = match role {
+            Some(r) => AllocRequest { size: 0, align: r.align, usage: r.usage, core: r.core },
+            None => AllocRequest { size: 0, align: INSTR_ALIGN, usage: UsageClass::Generic, core: 0 },
+        };
+        let placed = stream_to_device(hal, body, name, member_len, req);
+        self.close_payload(name, member_len, seq, quiet, role, placed, hal)
+    }
+
+    /// Before a payload streams: releases an earlier copy of `name` (last wins, as the
+    /// runtime's member map does), with a warning. A frame of its own, as
+    /// [`Self::close_payload`] is: their locals would otherwise stay reserved in
+    /// [`Self::read_payload`]'s frame while the member streams.
+    #[inline(never)]
+    fn open_payload<H: Hal, S: WarningSink>(
+        &mut self,
+        name: &str,
+        hal: &mut H,
+        sink: &mut Counting<'_, S>,
+    ) -> Result<(), Error> {
         if self.release_earlier(name, hal)? {
             sink.warn(&Warning::in_member(
                 Stage::Payload,
@@ -45,12 +64,25 @@ impl Loader<'_> {
                 WarningKind::Chain(super::ChainWarning::DuplicateMember),
             ));
         }
-        let role = self.role_of(name);
-        let req = match role {
-            Some(r) => AllocRequest { size: 0, align: r.align, usage: r.usage, core: r.core },
-            None => AllocRequest { size: 0, align: INSTR_ALIGN, usage: UsageClass::Generic, core: 0 },
-        };
-        let placed = match stream_to_device(hal, body, name, member_len, req) {
+        Ok(())
+    }
+
+    /// After a payload streamed (`placed`, for the `role` it had): records its landing, in its
+    /// file variable or as a payload of its own.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn close_payload<H: Hal>(
+        &mut self,
+        name: &str,
+        member_len: u64,
+        seq: u32,
+        quiet: bool,
+        role: Option<super::index::Role>,
+        placed: Result<Placed, Error>,
+        hal: &mut H,
+    ) -> Result<(), Error> {
+        let fail = |k: ErrorKind| Error::about_member(Stage::Payload, name, k);
+        let placed = match placed {
             Ok(placed) => placed,
             // A `.npy` nothing has named yet may be a member no manifest ever reaches (§15.18):
             // its error waits for the chain, as a speculative manifest read's does.
@@ -177,15 +209,14 @@ pub fn stream_to_device<H: Hal, R: BufRead<Error = Error>>(
     member_len: u64,
     mut req: AllocRequest,
 ) -> Result<Placed, Error> {
-    let npy_header = if is_npy(member) { Some(read_npy_header(body, member, member_len)?) } else { None };
-    let data_len = match &npy_header {
-        Some((header, header_len)) => {
-            let declared = header.data_len().map_err(|e| npy_error(member, 0, e))?;
-            let available = member_len.saturating_sub(*header_len);
+    let npy = if is_npy(member) { Some(npy_data_len(body, member, member_len)?) } else { None };
+    let data_len = match npy {
+        Some((declared, header_len)) => {
+            let available = member_len.saturating_sub(header_len);
             if declared != available {
                 return Err(npy_error(
                     member,
-                    *header_len,
+                    header_len,
                     NpyError::Truncated { needed: header_len.saturating_add(declared), got: member_len },
                 ));
             }
@@ -193,9 +224,9 @@ pub fn stream_to_device<H: Hal, R: BufRead<Error = Error>>(
         }
         None => member_len,
     };
-    let npy_data_len = npy_header.map(|_| data_len);
+    let npy_data_len = npy.map(|_| data_len);
     if data_len == 0 {
-        return Ok(Placed { region: None, len: 0, digest: Digest64::new().finish(), npy_data_len });
+        return Ok(Placed { region: None, len: 0, digest: crate::digest::digest64(&[]), npy_data_len });
     }
     req.size = data_len;
     let region = hal.alloc(&req).map_err(|e| hal_error(member, None, e))?;
@@ -237,12 +268,13 @@ fn copy_body<H: Hal, R: BufRead<Error = Error>>(
 }
 
 /// Reads a `.npy` header from the front of `body`, leaving `body` at the first data byte.
-/// Returns the header and its length in bytes.
-fn read_npy_header<R: BufRead<Error = Error>>(
-    body: &mut R,
-    member: &str,
-    member_len: u64,
-) -> Result<(NpyHeader, u64), Error> {
+/// Returns the array data length the header declares and the header's own length in bytes.
+///
+/// A frame of its own, and only the lengths come out: the parser (and the header it holds)
+/// is gone before the data streams. The parsing of a whole header happens in
+/// [`NpyParser::feed`]'s frame, never at once with the archive read that refills `body`.
+#[inline(never)]
+fn npy_data_len<R: BufRead<Error = Error>>(body: &mut R, member: &str, member_len: u64) -> Result<(u64, u64), Error> {
     let mut parser: NpyParser = NpyParser::new();
     let mut fed = 0u64;
     loop {
@@ -265,7 +297,8 @@ fn read_npy_header<R: BufRead<Error = Error>>(
             NpyFeed::Complete { header, header_bytes } => {
                 fed = fed.saturating_add(header_bytes as u64);
                 body.consume(header_bytes);
-                return Ok((header, fed));
+                let declared = header.data_len().map_err(|e| npy_error(member, 0, e))?;
+                return Ok((declared, fed));
             }
         }
     }

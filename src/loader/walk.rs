@@ -165,10 +165,10 @@ struct Tee<'r, R: BufRead<Error = Error>, H: Hal> {
     inner: &'r mut R,
     hal: &'r mut H,
     region: Option<RegionId>,
-    member: &'r str,
     /// Bytes consumed (and written) so far.
     written: u64,
-    digest: Digest64,
+    /// Borrowed, not owned: built in place in the caller's frame, not copied into the tee.
+    digest: &'r mut Digest64,
     /// The first device error met while consuming (`consume` cannot return one), and where;
     /// kept small: the tee lives on the deepest path of a load.
     hal_error: Option<(crate::hal::HalError, u64)>,
@@ -183,24 +183,52 @@ struct Tee<'r, R: BufRead<Error = Error>, H: Hal> {
 }
 
 impl<R: BufRead<Error = Error>, H: Hal> Tee<'_, R, H> {
-    /// Consumes the rest of the member (what the parser left, after an error or trailing data).
-    fn drain(&mut self) -> Result<(), Error> {
+    /// Consumes the rest of the member (what the parser left, after an error or trailing data);
+    /// an error reading it goes to `read`, the read's outcome. Out of line, and writing into
+    /// the caller's slot rather than returning one of its own: a frame holding the tee is live
+    /// under the whole parse.
+    #[inline(never)]
+    fn drain(&mut self, read: &mut Result<(), Error>) {
         loop {
-            let n = self.fill_buf()?.len();
+            let n = match self.fill_buf() {
+                Ok(chunk) => chunk.len(),
+                Err(e) => {
+                    *read = Err(e);
+                    return;
+                }
+            };
             if n == 0 || self.hal_error.is_some() {
-                return Ok(());
+                return;
             }
             self.consume(n);
         }
     }
+}
 
-    /// The error of the copy to the device, if it failed.
-    fn error(&self) -> Option<Error> {
+/// What a [`Tee`] saw, once the member is read.
+struct Teed {
+    written: u64,
+    digest: u64,
+    hal_error: Option<(crate::hal::HalError, u64)>,
+    lost_bytes: bool,
+    /// Bytes kept in the replay store, and whether the member did not fit there.
+    kept: usize,
+    lost: bool,
+}
+
+impl Teed {
+    /// The error of the copy of `member` to the device, if it failed.
+    fn error(&self, member: &str) -> Option<Error> {
         match (self.hal_error, self.lost_bytes) {
-            (Some((e, offset)), _) => Some(hal_error(self.member, Some(offset), e)),
-            (None, true) => Some(Error::in_member(Stage::Payload, self.member, self.written, ErrorKind::Truncated)),
+            (Some((e, offset)), _) => Some(hal_error(member, Some(offset), e)),
+            (None, true) => Some(Error::in_member(Stage::Payload, member, self.written, ErrorKind::Truncated)),
             (None, false) => None,
         }
+    }
+
+    /// Whether every byte reached the device.
+    fn complete(&self) -> bool {
+        self.hal_error.is_none() && !self.lost_bytes
     }
 }
 
@@ -383,6 +411,102 @@ impl<S: WarningSink + ?Sized> WarningSink for NamingNeff<'_, S> {
     }
 }
 
+/// [`Document::parse_into`] in a frame of its own, one per tier: inlined into
+/// [`Loader::parse`], the four tiers' parser state would all be reserved in its frame,
+/// live under the whole parse, where only one tier's is ever needed. A document read
+/// without error goes on to `then` (with the visitor back); every tier's outcome is the same
+/// `Result<(), Error>`, so the caller keeps one slot for it, not one per tier.
+#[inline(never)]
+fn parse_doc<D: Document, R: BufRead, S: WarningSink, V: Visitor>(
+    doc: &mut D,
+    tok: &mut crate::json::Tokenizer<'_>,
+    src: &mut R,
+    name: &str,
+    sink: &mut S,
+    visitor: &mut V,
+    then: impl FnOnce(&D, &D::Facts, &mut V) -> Result<(), Error>,
+) -> Result<(), Error> {
+    let facts = doc.parse_into(tok, src, name, sink, visitor)?;
+    then(doc, &facts, visitor)
+}
+
+/// Puts the archive's own error (`inner`, what the tokenizer saw as an I/O fault) in place of
+/// the tokenizer's view of it. Out of line: its temporaries stay out of [`Loader::parse`].
+#[cold]
+#[inline(never)]
+fn archive_error(e: &mut Error, inner: &Error, name: &str) {
+    *e = inner.with_member(name);
+}
+
+/// What a definition adds to the index once it is read: its extension record (file
+/// variables, carveout facts), after the observer has seen it. A frame of its own, entered
+/// after the parse: in [`Loader::parse`] it would hold its stack under the whole parse.
+#[inline(never)]
+fn record_def<O: Observer>(
+    recorder: &mut Recorder<'_, '_, O>,
+    doc: &crate::manifest::DefJson,
+    facts: &crate::manifest::def::DefFacts,
+    pos: u32,
+    name: &str,
+) -> Result<(), Error> {
+    recorder.observer.manifest(name, Manifest::Def(doc, facts));
+    let vars = core::mem::take(&mut recorder.index.reading_vars);
+    let ext = DefExt { def: pos, vars, carveouts: CarveoutFacts::from_def(facts), ..DefExt::default() };
+    let at =
+        recorder.index.def_exts.push(recorder.arena, &ext).map_err(|k| Error::about_member(Stage::DefJson, name, k))?;
+    let mut rec = recorder.index.manifests.get(recorder.arena, pos);
+    rec.ext = at;
+    recorder.index.manifests.set(recorder.arena, pos, &rec);
+    Ok(())
+}
+
+/// The end of a document read without error (its last byte at `end`): `neff.json`'s I/O
+/// join, an engine JSON's scalar names into the index, and the manifest to the observer. A
+/// frame of its own, entered after the parse, for the reason [`record_def`] gives.
+#[inline(never)]
+fn conclude<O: Observer, S: WarningSink>(
+    scratch: &Scratch,
+    recorder: &mut Recorder<'_, '_, O>,
+    name: &str,
+    end: u64,
+    sink: &mut Counting<'_, S>,
+    io_counts: &mut (u32, u32),
+) -> Result<(), Error> {
+    match scratch {
+        Scratch::Neff(doc) => {
+            let join = recorder.join.take();
+            if let Some(join) = join {
+                let observer = &mut *recorder.observer;
+                let (mut inputs, mut outputs) = (0u32, 0u32);
+                join.finish(recorder.arena, name, end, sink, &mut |t| {
+                    match t.kind {
+                        crate::manifest::IoKind::Input => inputs = inputs.saturating_add(1),
+                        crate::manifest::IoKind::Output => outputs = outputs.saturating_add(1),
+                    }
+                    observer.io_tensor(t);
+                })?;
+                *io_counts = (inputs, outputs);
+            }
+            recorder.observer.manifest(name, Manifest::Neff(doc));
+        }
+        Scratch::Kelf(doc) => recorder.observer.manifest(name, Manifest::Kelf(doc)),
+        Scratch::Engine(doc) => {
+            // The names the table's rows take from an engine JSON's scalar keys.
+            for row in &REFS {
+                if let Some(table) = match row.source {
+                    Source::Engine(name_in) => name_in(doc),
+                    _ => None,
+                } {
+                    recorder.name(row.kind, table).map_err(|k| Error::in_member(Stage::Engine, name, end, k))?;
+                }
+            }
+            recorder.observer.manifest(name, Manifest::Engine(doc));
+        }
+        Scratch::Def(_) | Scratch::Empty => {}
+    }
+    Ok(())
+}
+
 /// True for an error that ends the load at once: the archive itself failed, or the arena is
 /// full. Anything else in a speculatively read manifest waits for the chain.
 fn is_fatal(e: &Error) -> bool {
@@ -402,37 +526,37 @@ impl Loader<'_> {
         sink: &mut Counting<'_, S>,
     ) -> Result<(), Error> {
         while let Some(mut member) = archive.next_member(sink)? {
-            if is_debug(member.name()) {
+            // Borrowed from the walker, not copied: a copy (`MEMBER_PATH`, 1 KiB on a
+            // controller) would sit in this frame under every member's read.
+            let name = member.name();
+            if is_debug(name) {
                 continue;
             }
-            // The tar layer holds no longer names, so the copy cannot fail.
-            let mut name: heapless::String<MEMBER_PATH> = heapless::String::new();
-            let _ = name.push_str(member.name());
             let size = member.size();
             let starts_object = starts_object(&mut member)?;
-            match self.route(&name, starts_object) {
+            match self.route(name, starts_object) {
                 Route::Manifest(kind) => {
                     report.manifests = report.manifests.saturating_add(1);
-                    self.read_manifest(kind, &name, &mut member, observer, sink)?;
+                    self.read_manifest(kind, name, &mut member, observer, sink)?;
                     self.settle_replays(observer, sink)?;
                     self.release_manifest_copies(hal)?;
                 }
                 Route::Payload => {
                     report.payloads = report.payloads.saturating_add(1);
-                    self.read_payload(&name, size, report.payloads, false, &mut member, hal, sink)?;
+                    self.read_payload(name, size, report.payloads, false, &mut member, hal, sink)?;
                 }
                 Route::Metadata => {
                     // Counted as a payload only if the chain makes it one (as a member read
                     // both ways): its sequence number is the next one.
                     let seq = report.payloads.saturating_add(1);
-                    self.read_payload(&name, size, seq, true, &mut member, hal, sink)?;
+                    self.read_payload(name, size, seq, true, &mut member, hal, sink)?;
                 }
                 Route::Either(kind) => {
                     report.manifests = report.manifests.saturating_add(1);
                     // Its payload sequence number is the next one; it counts as a payload only
                     // if the chain gives it a payload role (the report counts what it places).
                     let seq = report.payloads.saturating_add(1);
-                    self.read_either(kind, &name, size, seq, &mut member, hal, observer, sink)?;
+                    self.read_either(kind, name, size, seq, &mut member, hal, observer, sink)?;
                     self.settle_replays(observer, sink)?;
                     self.release_manifest_copies(hal)?;
                 }
@@ -605,41 +729,101 @@ impl Loader<'_> {
         observer: &mut impl Observer,
         sink: &mut Counting<'_, S>,
     ) -> Result<(), Error> {
-        let fail = |k: ErrorKind| Error::about_member(Stage::Payload, name, k);
-        if self.release_earlier(name, hal)? {
-            sink.warn(&Warning::about_member(Stage::Payload, name, WarningKind::Chain(ChainWarning::DuplicateMember)));
-        }
-        let region = match member_len {
-            0 => None,
-            size => {
-                let req = AllocRequest { size, ..AllocRequest::staging(size, 0) };
-                Some(hal.alloc(&req).map_err(|e| hal_error(name, None, e))?)
-            }
-        };
+        let region = self.open_either(name, member_len, hal, sink)?;
         // The replay store is lent to the tee while the loader reads the member.
         let replay = core::mem::take(&mut self.replay);
         let window = replay.get_mut(self.replay_used..).unwrap_or_default();
+        let mut digest = Digest64::new();
         let mut tee = Tee {
             inner: body,
             hal: &mut *hal,
             region,
-            member: name,
             written: 0,
-            digest: Digest64::new(),
+            digest: &mut digest,
             hal_error: None,
             lost_bytes: false,
             replay: window,
             kept: 0,
             overflow: false,
         };
-        let read = self.read_manifest(kind, name, &mut tee, observer, sink).and_then(|()| tee.drain());
-        let (written, digest, tee_error) = (tee.written, tee.digest.finish(), tee.error());
-        let (kept, lost) = (tee.kept, tee.overflow);
+        let mut read = self.read_manifest(kind, name, &mut tee, observer, sink);
+        if read.is_ok() {
+            tee.drain(&mut read);
+        }
+        let teed = Teed {
+            written: tee.written,
+            digest: tee.digest.finish(),
+            hal_error: tee.hal_error,
+            lost_bytes: tee.lost_bytes,
+            kept: tee.kept,
+            lost: tee.overflow,
+        };
         self.replay = replay;
+        // One slot for the outcome, settled in place and returned as it is.
+        self.close_either(kind, name, seq, region, &mut read, &teed, hal);
+        read
+    }
+
+    /// The start of a member read both ways: releases an earlier copy (with a warning) and
+    /// allocates the staging region. A frame of its own, as [`Self::close_either`] is: their
+    /// locals would otherwise stay reserved in [`Self::read_either`]'s frame under the parse.
+    #[inline(never)]
+    fn open_either<H: Hal, S: WarningSink>(
+        &mut self,
+        name: &str,
+        member_len: u64,
+        hal: &mut H,
+        sink: &mut Counting<'_, S>,
+    ) -> Result<Option<RegionId>, Error> {
+        if self.release_earlier(name, hal)? {
+            sink.warn(&Warning::about_member(Stage::Payload, name, WarningKind::Chain(ChainWarning::DuplicateMember)));
+        }
+        match member_len {
+            0 => Ok(None),
+            size => {
+                let req = AllocRequest { size, ..AllocRequest::staging(size, 0) };
+                Ok(Some(hal.alloc(&req).map_err(|e| hal_error(name, None, e))?))
+            }
+        }
+    }
+
+    /// The end of a member read both ways (`read`: the manifest read's outcome; `teed`: what
+    /// the tee saw): keeps its bytes for a second reading when they fit, and records its
+    /// staged copy as a payload that nothing names yet.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn close_either<H: Hal>(
+        &mut self,
+        kind: ManifestKind,
+        name: &str,
+        seq: u32,
+        region: Option<RegionId>,
+        read: &mut Result<(), Error>,
+        teed: &Teed,
+        hal: &mut H,
+    ) {
+        let outcome = core::mem::replace(read, Ok(()));
+        *read = self.settle_either(kind, name, seq, region, outcome, teed, hal);
+    }
+
+    /// [`Self::close_either`], with the read's outcome by value.
+    #[allow(clippy::too_many_arguments)]
+    fn settle_either<H: Hal>(
+        &mut self,
+        kind: ManifestKind,
+        name: &str,
+        seq: u32,
+        region: Option<RegionId>,
+        read: Result<(), Error>,
+        teed: &Teed,
+        hal: &mut H,
+    ) -> Result<(), Error> {
+        let fail = |k: ErrorKind| Error::about_member(Stage::Payload, name, k);
+        let (written, digest, kept, lost) = (teed.written, teed.digest, teed.kept, teed.lost);
         // Kept for a second reading when it fit (a member that did not, or a loader lent no
         // replay store, has only its first: named as another kind, the binder refuses it).
         let member = self.index.manifest(&self.arena, name).map(|(_, r)| r.member);
-        if let (true, None, false, Some(member)) = (read.is_ok(), tee_error, lost, member) {
+        if let (true, true, false, Some(member)) = (read.is_ok(), teed.complete(), lost, member) {
             let fail = |k: ErrorKind| Error::about_member(kind.stage(), name, k);
             let at = u32::try_from(self.replay_used).map_err(|_| fail(replay_capacity(self.replay.len())))?;
             let len = u32::try_from(kept).map_err(|_| fail(replay_capacity(self.replay.len())))?;
@@ -651,7 +835,7 @@ impl Loader<'_> {
                 let _ = hal.release(r);
             }
         };
-        if let Err(e) = read.and(tee_error.map_or(Ok(()), Err)) {
+        if let Err(e) = read.and(teed.error(name).map_or(Ok(()), Err)) {
             release(hal);
             return Err(e);
         }
@@ -715,6 +899,26 @@ impl Loader<'_> {
         observer: &mut impl Observer,
         sink: &mut Counting<'_, S>,
     ) -> Result<(), Error> {
+        let pos = self.open_manifest(kind, name, rereading, sink)?;
+        let names_mark = self.arena.mark_top();
+        // One slot for the outcome, settled in place and returned as it is.
+        let mut outcome = self.parse(kind, pos, name, &mut body, observer, sink);
+        self.close_manifest(kind, pos, name, names_mark, &mut outcome);
+        outcome
+    }
+
+    /// The start of a manifest read: supersedes an earlier reading of `name` (a warning unless
+    /// `rereading`) and adds its record, returning the record's position. A frame of its own,
+    /// as [`Self::close_manifest`] is: their locals would otherwise stay reserved in
+    /// [`Self::read_manifest_as`]'s frame under the whole parse.
+    #[inline(never)]
+    fn open_manifest<S: WarningSink>(
+        &mut self,
+        kind: ManifestKind,
+        name: &str,
+        rereading: bool,
+        sink: &mut Counting<'_, S>,
+    ) -> Result<u32, Error> {
         let stage = kind.stage();
         if self.supersede(name) && !rereading {
             // The later copy wins, as in the runtime's member map.
@@ -730,26 +934,42 @@ impl Loader<'_> {
             // A second neff.json replaces what the first one named.
             self.index.kelf_names = Default::default();
         }
-        let names_mark = self.arena.mark_top();
-        let outcome = self.parse(kind, pos, name, &mut body, observer, sink);
-        let outcome = match outcome {
-            Ok(()) if kind == ManifestKind::Def => self.settle_dma_names(pos, name, names_mark),
-            other => other,
-        };
+        Ok(pos)
+    }
+
+    /// The end of a manifest read (record `pos`, names collected since `names_mark`), its
+    /// `outcome` settled in place: settles a definition's DMA names, keeps a failed read's
+    /// error for the chain (the outcome is then `Ok`) unless it ends the load, and fills the
+    /// record from the scratch document.
+    #[inline(never)]
+    fn close_manifest(
+        &mut self,
+        kind: ManifestKind,
+        pos: u32,
+        name: &str,
+        names_mark: usize,
+        outcome: &mut Result<(), Error>,
+    ) {
+        if outcome.is_ok() && kind == ManifestKind::Def {
+            *outcome = self.settle_dma_names(pos, name, names_mark);
+        }
         // What the definition collected and did not keep.
         self.arena.release_top(names_mark);
         let mut rec = self.index.manifests.get(&self.arena, pos);
-        match outcome {
-            Ok(()) => {}
-            Err(e) if is_fatal(&e) || kind == ManifestKind::Neff => return Err(e),
-            Err(e) => rec.failed = Some(self.deferred.keep(e)),
+        if let Err(e) = outcome {
+            if is_fatal(e) || kind == ManifestKind::Neff {
+                return;
+            }
+            rec.failed = Some(self.deferred.keep(*e));
         }
-        self.fill_record(pos, &mut rec, name)?;
+        *outcome = self.fill_record(pos, &mut rec, name);
+        if outcome.is_err() {
+            return;
+        }
         self.index.manifests.set(&mut self.arena, pos, &rec);
         if kind == ManifestKind::Neff && rec.failed.is_none() {
             self.index.neff = Some(pos);
         }
-        Ok(())
     }
 
     /// Marks the current record of `name` replaced, freeing its deferred error's slot.
@@ -780,12 +1000,7 @@ impl Loader<'_> {
         observer: &mut impl Observer,
         sink: &mut Counting<'_, S>,
     ) -> Result<(), Error> {
-        self.scratch = match kind {
-            ManifestKind::Neff => Scratch::Neff(Default::default()),
-            ManifestKind::Kelf => Scratch::Kelf(Default::default()),
-            ManifestKind::Def => Scratch::Def(Default::default()),
-            ManifestKind::Engine => Scratch::Engine(Default::default()),
-        };
+        self.reset_scratch(kind);
         // Only the definition being read records file variables here.
         self.index.reading_vars = List::new();
         let join = (kind == ManifestKind::Neff).then(|| IoJoin::new(&self.arena));
@@ -806,73 +1021,47 @@ impl Loader<'_> {
         };
         let mut src = Capture { inner: body, error: None };
         let tok = &mut self.tok;
-        let result = match &mut self.scratch {
-            Scratch::Neff(doc) => doc.parse_into(tok, &mut src, name, sink, &mut recorder).map(|facts| {
-                self.kelf_mark = facts.kelf_mark();
-            }),
-            Scratch::Kelf(doc) => doc.parse_into(tok, &mut src, name, sink, &mut recorder).map(|_| ()),
-            Scratch::Def(doc) => {
-                let mut sink = NamingNeff { inner: &mut *sink, neff: self.neff_name.as_str() };
-                doc.parse_into(tok, &mut src, name, &mut sink, &mut recorder)
-            }
-            .and_then(|facts| {
-                recorder.observer.manifest(name, Manifest::Def(doc, &facts));
-                let vars = core::mem::take(&mut recorder.index.reading_vars);
-                let ext = DefExt { def: pos, vars, carveouts: CarveoutFacts::from_def(&facts), ..DefExt::default() };
-                let at = recorder
-                    .index
-                    .def_exts
-                    .push(recorder.arena, &ext)
-                    .map_err(|k| Error::about_member(Stage::DefJson, name, k))?;
-                let mut rec = recorder.index.manifests.get(recorder.arena, pos);
-                rec.ext = at;
-                recorder.index.manifests.set(recorder.arena, pos, &rec);
+        let kelf_mark = &mut self.kelf_mark;
+        let mut result = match &mut self.scratch {
+            Scratch::Neff(doc) => parse_doc(doc, tok, &mut src, name, sink, &mut recorder, |_, facts, _| {
+                *kelf_mark = facts.kelf_mark();
                 Ok(())
             }),
-
-            Scratch::Engine(doc) => doc.parse_into(tok, &mut src, name, sink, &mut recorder),
+            Scratch::Kelf(doc) => parse_doc(doc, tok, &mut src, name, sink, &mut recorder, |_, _, _| Ok(())),
+            Scratch::Def(doc) => {
+                let mut sink = NamingNeff { inner: &mut *sink, neff: self.neff_name.as_str() };
+                parse_doc(doc, tok, &mut src, name, &mut sink, &mut recorder, |doc, facts, recorder| {
+                    record_def(recorder, doc, facts, pos, name)
+                })
+            }
+            Scratch::Engine(doc) => parse_doc(doc, tok, &mut src, name, sink, &mut recorder, |_, _, _| Ok(())),
             Scratch::Empty => Ok(()),
         };
-        // The archive's own error, not the tokenizer's view of it.
-        let result = match (result, src.error) {
-            (Err(e), Some(inner)) if matches!(e.kind, ErrorKind::Io(_)) => Err(inner.with_member(name)),
-            (r, _) => r,
-        };
-        result?;
-        let end = self.tok.offset();
-        match &self.scratch {
-            Scratch::Neff(doc) => {
-                let join = recorder.join.take();
-                if let Some(join) = join {
-                    let observer = &mut *recorder.observer;
-                    let (mut inputs, mut outputs) = (0u32, 0u32);
-                    join.finish(recorder.arena, name, end, sink, &mut |t| {
-                        match t.kind {
-                            crate::manifest::IoKind::Input => inputs = inputs.saturating_add(1),
-                            crate::manifest::IoKind::Output => outputs = outputs.saturating_add(1),
-                        }
-                        observer.io_tensor(t);
-                    })?;
-                    self.io_counts = (inputs, outputs);
-                }
-                recorder.observer.manifest(name, Manifest::Neff(doc));
+        if let (Err(e), Some(inner)) = (&mut result, &src.error) {
+            if matches!(e.kind, ErrorKind::Io(_)) {
+                archive_error(e, inner, name);
             }
-            Scratch::Kelf(doc) => recorder.observer.manifest(name, Manifest::Kelf(doc)),
-            Scratch::Engine(doc) => {
-                // The names the table's rows take from an engine JSON's scalar keys.
-                for row in &REFS {
-                    if let Some(table) = match row.source {
-                        Source::Engine(name_in) => name_in(doc),
-                        _ => None,
-                    } {
-                        recorder.name(row.kind, table).map_err(|k| Error::in_member(Stage::Engine, name, end, k))?;
-                    }
-                }
-                recorder.observer.manifest(name, Manifest::Engine(doc));
-            }
-            Scratch::Def(_) | Scratch::Empty => {}
         }
-        Ok(())
+        // One slot for the outcome, returned as it is: a `?` here would copy the error
+        // through a second one.
+        if result.is_ok() {
+            let end = self.tok.offset();
+            result = conclude(&self.scratch, &mut recorder, name, end, sink, &mut self.io_counts);
+        }
+        result
+    }
+
+    /// Empties the scratch slot as a document of `kind`. A frame of its own: the new value is
+    /// built on the stack (3 KiB for a `def.json`) and copied in, and that temporary must not
+    /// stay reserved in [`Self::parse`]'s frame, which is live under the whole parse.
+    #[inline(never)]
+    fn reset_scratch(&mut self, kind: ManifestKind) {
+        self.scratch = match kind {
+            ManifestKind::Neff => Scratch::Neff(Default::default()),
+            ManifestKind::Kelf => Scratch::Kelf(Default::default()),
+            ManifestKind::Def => Scratch::Def(Default::default()),
+            ManifestKind::Engine => Scratch::Engine(Default::default()),
+        };
     }
 
     /// Copies what binding needs of the scratch document into its record (at `pos`).

@@ -7,7 +7,8 @@
 //! instrumentation; both grow with the model (one record per payload: hundreds for the
 //! generated big model), so neither belongs in the controller's budget. They live in the
 //! `.device` section (`memory.x`: board RAM past the 128 KiB budget), and the firmware prints
-//! their size apart from it.
+//! their size apart from it. So does the device's running digest of the region being
+//! written: hashing what it received is the device's work, not the controller's.
 //!
 //! The device is written for this image rather than taken from `neff::sim`: a firmware team
 //! writes its own [`Hal`] for its accelerator, and this one shows how little that takes. It
@@ -59,6 +60,10 @@ static mut REGION_TABLE: MaybeUninit<[Region; REGIONS]> = MaybeUninit::uninit();
 #[allow(unsafe_code)]
 static mut SEEN_TABLE: MaybeUninit<SeenTable> = MaybeUninit::uninit();
 
+#[link_section = ".device.neff_qemu_m4.STREAM"]
+#[allow(unsafe_code)]
+static mut STREAM: MaybeUninit<Digest64> = MaybeUninit::uninit();
+
 /// Set once [`take`] has lent the tables out (in `.bss`: false at reset).
 static TAKEN: AtomicBool = AtomicBool::new(false);
 
@@ -68,25 +73,34 @@ pub struct Tables {
     pub regions: &'static mut [Region; REGIONS],
     /// The checker's table.
     pub seen: &'static mut SeenTable,
+    /// The device's running digest of the region being written: the accelerator's work (it
+    /// keeps the digest of what it received), not the controller's.
+    pub stream: &'static mut Digest64,
 }
 
 /// The tables, zeroed in place (the section is NOLOAD: nothing initialises it at reset, and a
-/// value built on the stack and moved in would cost the stack its size); `None` after the
-/// first call.
+/// value built on the stack and moved in would cost the stack its size), and the device's
+/// digest state (written once, before any load); `None` after the first call.
+// Out of line: the digest state is built on the stack before it is written, and that frame
+// must be gone before the loads (inlined into `main`, it would stay under all of them).
+#[inline(never)]
 #[allow(unsafe_code)]
 pub fn take() -> Option<Tables> {
     if TAKEN.swap(true, Ordering::AcqRel) {
         return None;
     }
-    // SAFETY: `TAKEN` lets this run once, so these are the only references ever made to the two
-    // statics, and nothing else names them. Both types are plain integers (and `bool`), for
-    // which all-zero bytes are valid values, so zeroing makes them initialised.
+    // SAFETY: `TAKEN` lets this run once, so these are the only references ever made to the three
+    // statics, and nothing else names them. The two tables are plain integers (and `bool`), for
+    // which all-zero bytes are valid values, so zeroing makes them initialised; the digest is
+    // initialised by `write`.
     unsafe {
         let regions = &mut *addr_of_mut!(REGION_TABLE);
         let seen = &mut *addr_of_mut!(SEEN_TABLE);
+        let stream = &mut *addr_of_mut!(STREAM);
         regions.as_mut_ptr().write_bytes(0, 1);
         seen.as_mut_ptr().write_bytes(0, 1);
-        Some(Tables { regions: regions.assume_init_mut(), seen: seen.assume_init_mut() })
+        let stream = stream.write(Digest64::new());
+        Some(Tables { regions: regions.assume_init_mut(), seen: seen.assume_init_mut(), stream })
     }
 }
 
@@ -110,16 +124,19 @@ pub struct DigestDevice<'t> {
     count: usize,
     next_address: u64,
     arch: Arch,
-    /// The running digest of the region being written.
-    stream: Digest64,
+    /// The running digest of the region being written, lent as the region table is: the
+    /// device's state, kept on the device side.
+    stream: &'t mut Digest64,
     streaming: Option<usize>,
 }
 
 impl<'t> DigestDevice<'t> {
-    /// An empty device of architecture `arch` keeping its regions in `regions`.
-    pub fn new(regions: &'t mut [Region; REGIONS], arch: Arch) -> Self {
+    /// An empty device of architecture `arch` keeping its regions in `regions` and its running
+    /// digest in `stream`.
+    pub fn new(regions: &'t mut [Region; REGIONS], stream: &'t mut Digest64, arch: Arch) -> Self {
         regions.fill(Region::default());
-        Self { regions, count: 0, next_address: 0, arch, stream: Digest64::new(), streaming: None }
+        stream.reset();
+        Self { regions, count: 0, next_address: 0, arch, stream, streaming: None }
     }
 
     /// The digest of what live region `id` received.
@@ -193,7 +210,7 @@ impl Hal for DigestDevice<'_> {
             if offset != 0 {
                 return Err(HalError::OutOfOrderWrite { region, expected: 0, offset });
             }
-            self.stream = Digest64::new();
+            self.stream.reset();
             self.streaming = Some(i);
         }
         self.stream.update(bytes);

@@ -62,11 +62,30 @@ pub type FwReport = LoadReport;
 pub type FwDevice<'t> = DigestDevice<'t>;
 
 /// Why a NEFF did not pass.
-#[derive(Debug)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[derive(Debug, Clone, Copy)]
 pub enum Failure {
     /// The core returned an error.
     Load(neff::Error),
+    /// What landed differs from what `build.rs` expects.
+    Check(Mismatch),
+}
+
+// By hand, so that a mismatch prints as before it had a variant of its own.
+#[cfg(feature = "defmt")]
+impl defmt::Format for Failure {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        match self {
+            Failure::Load(e) => defmt::write!(f, "Load({})", e),
+            Failure::Check(m) => defmt::write!(f, "{}", m),
+        }
+    }
+}
+
+/// A difference from `build.rs`'s expectations: small, unlike a load error, so that the
+/// observer can keep the first one during the load.
+#[derive(Debug, Clone, Copy)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Mismatch {
     /// The report lists a different number of payloads than the NEFF holds.
     PayloadCount { expected: usize, found: usize },
     /// An expected payload is not in the report.
@@ -94,6 +113,9 @@ pub enum Failure {
     ReportedTwice { member: &'static str },
     /// The header hash check did not report the expected match.
     Integrity { expected_order: DigestOrder, found: Integrity },
+    /// The run failed without saying why (it always says: a guard for the defmt image).
+    #[allow(dead_code)]
+    Unreported,
 }
 
 impl From<neff::Error> for Failure {
@@ -124,7 +146,7 @@ struct Checker<'f> {
     /// Payloads reported.
     reported: usize,
     /// The first mismatch.
-    failure: Option<Failure>,
+    failure: Option<Mismatch>,
 }
 
 impl Observer for Checker<'_> {
@@ -137,24 +159,24 @@ impl Observer for Checker<'_> {
 }
 
 impl Checker<'_> {
-    fn check(&mut self, p: &PayloadReport<'_>) -> Result<(), Failure> {
+    fn check(&mut self, p: &PayloadReport<'_>) -> Result<(), Mismatch> {
         let Some((index, want)) = self.fixture.payloads.iter().enumerate().find(|(_, w)| w.member == p.member) else {
             // A payload build.rs does not know: report it by the first expected name missing.
-            return Err(Failure::PayloadCount { expected: self.fixture.payloads.len(), found: self.reported + 1 });
+            return Err(Mismatch::PayloadCount { expected: self.fixture.payloads.len(), found: self.reported + 1 });
         };
         let member = want.member;
         if p.state != PayloadState::Placed {
-            return Err(Failure::NotPlaced { member, state: p.state.as_str() });
+            return Err(Mismatch::NotPlaced { member, state: p.state.as_str() });
         }
         if p.len != want.len {
-            return Err(Failure::Length { member, expected: want.len, found: p.len });
+            return Err(Mismatch::Length { member, expected: want.len, found: p.len });
         }
         if p.digest != want.digest {
-            return Err(Failure::ReportDigest { member, expected: want.digest, found: p.digest });
+            return Err(Mismatch::ReportDigest { member, expected: want.digest, found: p.digest });
         }
-        let slot = self.seen.get_mut(index).ok_or(Failure::TooManyPayloads)?;
+        let slot = self.seen.get_mut(index).ok_or(Mismatch::TooManyPayloads)?;
         if *slot != 0 {
-            return Err(Failure::ReportedTwice { member });
+            return Err(Mismatch::ReportedTwice { member });
         }
         *slot = p.region.map_or(u32::MAX, |r| r.0.saturating_add(1));
         self.reported += 1;
@@ -179,22 +201,33 @@ impl Checker<'_> {
 /// `Archive::open` makes (in [`open`]'s frame) never coexist with the loader, arena and report:
 /// this frame holds only the archive reader; [`load_and_check`] holds the rest.
 ///
-/// Warnings go to `sink`; `summary` gets the report of a load that passed its checks.
+/// Warnings go to `sink`; `summary` gets the report of a load that passed its checks. A
+/// failure goes to `failed`, from a frame entered once the load is over: a [`Failure`] holds a
+/// `neff::Error` (~300 bytes), and a slot for one in the frames under the load would be stack
+/// reserved at its deepest point.
 #[inline(never)]
 pub fn run_fixture(
     fixture: &Fixture,
     tables: &mut Tables,
     sink: &mut impl WarningSink,
     summary: impl FnOnce(&FwReport) -> Result<(), Failure>,
-) -> Result<Summary, Failure> {
+    failed: &mut dyn FnMut(&Failure),
+) -> Option<Summary> {
     // Borrowed out of the `Result` rather than moved out of it: a move would copy the 45 KB
     // reader into a second stack slot.
     let mut opened = open(fixture, sink);
     let archive = match &mut opened {
         Ok(archive) => archive,
-        Err(e) => return Err(Failure::Load(*e)),
+        Err(e) => return fail_load(failed, e),
     };
-    load_and_check(fixture, archive, tables, sink, summary)
+    load_and_check(fixture, archive, tables, sink, summary, failed)
+}
+
+/// Hands `failed` a load error.
+#[inline(never)]
+fn fail_load(failed: &mut dyn FnMut(&Failure), e: &neff::Error) -> Option<Summary> {
+    failed(&Failure::Load(*e));
+    None
 }
 
 /// Loads the opened archive and checks what landed.
@@ -205,21 +238,62 @@ fn load_and_check(
     tables: &mut Tables,
     sink: &mut impl WarningSink,
     summary: impl FnOnce(&FwReport) -> Result<(), Failure>,
-) -> Result<Summary, Failure> {
-    let mut device = DigestDevice::new(tables.regions, Arch::Cayman);
+    failed: &mut dyn FnMut(&Failure),
+) -> Option<Summary> {
+    let mut device = DigestDevice::new(tables.regions, tables.stream, Arch::Cayman);
     tables.seen.fill(0);
     let mut report = new_report();
     let mut arena = [0u8; ARENA_BYTES];
     let mut loader = new_loader(&mut arena);
     let mut checker = Checker { fixture, seen: tables.seen, reported: 0, failure: None };
-    load(&mut loader, archive, &mut device, &mut report, &mut checker, sink)?;
-    if let Some(failure) = checker.failure {
-        return Err(failure);
+    if !load(&mut loader, archive, &mut device, &mut report, &mut checker, sink, failed) {
+        return None;
+    }
+    conclude(fixture, archive, &report, &checker, &device, sink, summary, failed)
+}
+
+/// After a load that returned no error: the checker's first mismatch, the archive's closing
+/// figures, the comparison with `build.rs`, and the summary. A frame of its own, entered once
+/// the loader's frames are gone.
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+fn conclude(
+    fixture: &Fixture,
+    archive: &mut FwArchive,
+    report: &FwReport,
+    checker: &Checker<'_>,
+    device: &FwDevice<'_>,
+    sink: &mut impl WarningSink,
+    summary: impl FnOnce(&FwReport) -> Result<(), Failure>,
+    failed: &mut dyn FnMut(&Failure),
+) -> Option<Summary> {
+    let result = checked(fixture, archive, report, checker, device, sink, summary);
+    match result {
+        Ok(s) => Some(s),
+        Err(failure) => {
+            failed(&failure);
+            None
+        }
+    }
+}
+
+/// [`conclude`]'s checks, as a `Result`.
+fn checked(
+    fixture: &Fixture,
+    archive: &mut FwArchive,
+    report: &FwReport,
+    checker: &Checker<'_>,
+    device: &FwDevice<'_>,
+    sink: &mut impl WarningSink,
+    summary: impl FnOnce(&FwReport) -> Result<(), Failure>,
+) -> Result<Summary, Failure> {
+    if let Some(mismatch) = checker.failure {
+        return Err(Failure::Check(mismatch));
     }
     // The loader has finished the archive; this returns the same figures.
     let finish = archive.finish(sink)?;
-    check(fixture, &finish, &report, &checker, &device)?;
-    summary(&report)?;
+    check(fixture, &finish, report, checker, device).map_err(Failure::Check)?;
+    summary(report)?;
     Ok(Summary {
         members: finish.members,
         placed: report.placed,
@@ -255,7 +329,8 @@ fn new_loader(arena: &mut [u8]) -> FwLoader<'_> {
 }
 
 /// The load itself, in a frame of its own so that the core's stack use shows apart from the
-/// objects above (`nm -S`/the disassembly give each frame's size).
+/// objects above (`nm -S`/the disassembly give each frame's size). False when it failed (its
+/// error went to `failed`).
 #[inline(never)]
 fn load(
     loader: &mut FwLoader<'_>,
@@ -264,8 +339,15 @@ fn load(
     report: &mut FwReport,
     checker: &mut Checker<'_>,
     sink: &mut impl WarningSink,
-) -> Result<(), neff::Error> {
-    loader.load(archive, device, report, checker, sink)
+    failed: &mut dyn FnMut(&Failure),
+) -> bool {
+    match loader.load(archive, device, report, checker, sink) {
+        Ok(()) => true,
+        Err(e) => {
+            fail_load(failed, &e);
+            false
+        }
+    }
 }
 
 /// Compares what landed with what `build.rs` computed: the archive's figures, the header hash
@@ -278,32 +360,32 @@ fn check(
     report: &FwReport,
     checker: &Checker<'_>,
     device: &FwDevice<'_>,
-) -> Result<(), Failure> {
+) -> Result<(), Mismatch> {
     if finish.members != fixture.members {
-        return Err(Failure::Members { expected: fixture.members, found: finish.members });
+        return Err(Mismatch::Members { expected: fixture.members, found: finish.members });
     }
     if finish.inflated_bytes != fixture.inflated_bytes {
-        return Err(Failure::Inflated { expected: fixture.inflated_bytes, found: finish.inflated_bytes });
+        return Err(Mismatch::Inflated { expected: fixture.inflated_bytes, found: finish.inflated_bytes });
     }
     let computed = HashValue::new(HashAlgorithm::Md5, &fixture.md5);
     if finish.integrity != (Integrity::Match { order: fixture.md5_order, computed }) {
-        return Err(Failure::Integrity { expected_order: fixture.md5_order, found: finish.integrity });
+        return Err(Mismatch::Integrity { expected_order: fixture.md5_order, found: finish.integrity });
     }
     if checker.reported != fixture.payloads.len() {
-        return Err(Failure::PayloadCount { expected: fixture.payloads.len(), found: checker.reported });
+        return Err(Mismatch::PayloadCount { expected: fixture.payloads.len(), found: checker.reported });
     }
     let mut expected_bytes = 0u64;
     for (index, want) in fixture.payloads.iter().enumerate() {
         let member = want.member;
-        let region = checker.region(index).ok_or(Failure::MissingPayload { member })?;
+        let region = checker.region(index).ok_or(Mismatch::MissingPayload { member })?;
         let on_device = region.and_then(|r| device.digest(r));
         if on_device != Some(want.digest) {
-            return Err(Failure::DeviceDigest { member, expected: want.digest, found: on_device });
+            return Err(Mismatch::DeviceDigest { member, expected: want.digest, found: on_device });
         }
         expected_bytes += want.len;
     }
     if report.bytes_placed != expected_bytes {
-        return Err(Failure::BytesPlaced { expected: expected_bytes, found: report.bytes_placed });
+        return Err(Mismatch::BytesPlaced { expected: expected_bytes, found: report.bytes_placed });
     }
     Ok(())
 }

@@ -20,9 +20,9 @@
 //!
 //! The device is this image's own digest-only HAL ([`device::DigestDevice`]): a 64 GiB
 //! address space that stores no byte, only a digest per region, as a management controller
-//! would see a device far larger than its own RAM. Its region table stands for the
-//! accelerator's bookkeeping, so it is not controller RAM: it and the checker's table live in
-//! the `.device` section past the budget; their size is printed apart.
+//! would see a device far larger than its own RAM. Its region table and running digest stand
+//! for the accelerator's bookkeeping, so they are not controller RAM: they and the checker's
+//! table live in the `.device` section past the budget; their size is printed apart.
 //!
 //! Output goes to the host through semihosting; the exit code is the result (0 only when
 //! every check passed). The last line is `firmware: N passed, M failed`.
@@ -42,7 +42,7 @@ use core::mem::size_of;
 use cortex_m_rt::{entry, exception, ExceptionFrame};
 use cortex_m_semihosting::{debug, hprintln};
 use device::{SeenTable, CHECKED_PAYLOADS};
-use load::{Failure, Fixture, FwArchive, FwDevice, FwLoader, FwReport, ARENA_BYTES, FIXTURES, RECORD_BYTES};
+use load::{Failure, Fixture, FwArchive, FwDevice, FwLoader, FwReport, Mismatch, ARENA_BYTES, FIXTURES, RECORD_BYTES};
 use neff::error::Warning;
 use neff::loader::LOAD_FOOTPRINT;
 use panic_semihosting as _;
@@ -56,30 +56,39 @@ impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Failure::Load(e) => write!(f, "load error: {e}"),
-            Failure::PayloadCount { expected, found } => {
+            Failure::Check(m) => m.fmt(f),
+        }
+    }
+}
+
+impl fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Mismatch::PayloadCount { expected, found } => {
                 write!(f, "{found} payloads in the report, expected {expected}")
             }
-            Failure::MissingPayload { member } => write!(f, "{member}: not in the report"),
-            Failure::NotPlaced { member, state } => write!(f, "{member}: {state}, expected placed"),
-            Failure::Length { member, expected, found } => {
+            Mismatch::MissingPayload { member } => write!(f, "{member}: not in the report"),
+            Mismatch::NotPlaced { member, state } => write!(f, "{member}: {state}, expected placed"),
+            Mismatch::Length { member, expected, found } => {
                 write!(f, "{member}: {found} bytes landed, expected {expected}")
             }
-            Failure::ReportDigest { member, expected, found } => {
+            Mismatch::ReportDigest { member, expected, found } => {
                 write!(f, "{member}: report digest {found:016x}, expected {expected:016x}")
             }
-            Failure::DeviceDigest { member, expected, found: Some(found) } => {
+            Mismatch::DeviceDigest { member, expected, found: Some(found) } => {
                 write!(f, "{member}: device digest {found:016x}, expected {expected:016x}")
             }
-            Failure::DeviceDigest { member, found: None, .. } => write!(f, "{member}: no device region"),
-            Failure::Members { expected, found } => write!(f, "{found} tar members, expected {expected}"),
-            Failure::Inflated { expected, found } => write!(f, "{found} bytes inflated, expected {expected}"),
-            Failure::BytesPlaced { expected, found } => {
+            Mismatch::DeviceDigest { member, found: None, .. } => write!(f, "{member}: no device region"),
+            Mismatch::Members { expected, found } => write!(f, "{found} tar members, expected {expected}"),
+            Mismatch::Inflated { expected, found } => write!(f, "{found} bytes inflated, expected {expected}"),
+            Mismatch::BytesPlaced { expected, found } => {
                 write!(f, "subgraphs account {found} bytes, payloads {expected}")
             }
-            Failure::JsonTooLong => write!(f, "the JSON summary is longer than {JSON_CAPACITY} bytes"),
-            Failure::TooManyPayloads => write!(f, "more than {CHECKED_PAYLOADS} payloads expected"),
-            Failure::ReportedTwice { member } => write!(f, "{member}: reported twice"),
-            Failure::Integrity { expected_order, found } => {
+            Mismatch::JsonTooLong => write!(f, "the JSON summary is longer than {JSON_CAPACITY} bytes"),
+            Mismatch::TooManyPayloads => write!(f, "more than {CHECKED_PAYLOADS} payloads expected"),
+            Mismatch::ReportedTwice { member } => write!(f, "{member}: reported twice"),
+            Mismatch::Unreported => write!(f, "failed without a reason"),
+            Mismatch::Integrity { expected_order, found } => {
                 write!(f, "header hash: {found:?}, expected an MD5 match, {}", expected_order.as_str())
             }
         }
@@ -88,6 +97,25 @@ impl fmt::Display for Failure {
 
 #[entry]
 fn main() -> ! {
+    print_sizes();
+    let Some(mut tables) = device::take() else { unreachable!("main runs once") };
+    let (mut passed, mut failed) = (0u32, 0u32);
+    for fixture in FIXTURES {
+        if run(fixture, &mut tables) {
+            passed += 1;
+        } else {
+            failed += 1;
+        }
+    }
+    finish(passed, failed)
+}
+
+// The printing below is in functions of their own: their formatting state would otherwise sit
+// in `main`'s frame, which is live under every load.
+
+/// The first lines: what the image embeds and the sizes of the load's objects.
+#[inline(never)]
+fn print_sizes() {
     hprintln!("neff firmware: Cortex-M4 (thumbv7em-none-eabihf), {} NEFFs embedded", FIXTURES.len());
     hprintln!(
         "sizes: LOAD_FOOTPRINT {} = Loader {} + Archive<&[u8]> {}; arena {} (string scratch {} + records {}); LoadReport {}; JSON buffer {}; device (digest-only, its table on the device side) {}",
@@ -101,32 +129,42 @@ fn main() -> ! {
         JSON_CAPACITY,
         size_of::<FwDevice<'static>>(),
     );
-    let Some(mut tables) = device::take() else { unreachable!("main runs once") };
-    let (mut passed, mut failed) = (0u32, 0u32);
-    for fixture in FIXTURES {
-        let mut sink = |w: &Warning| hprintln!("{}: warning: {}", fixture.name, w);
-        match load::run_fixture(fixture, &mut tables, &mut sink, |report| print_json(fixture, report)) {
-            Ok(s) => {
-                passed += 1;
-                hprintln!(
-                    "{}: OK: {} members, {} payloads placed, {} bytes placed, {} digests checked (report and device), header MD5 match ({}), {} warnings, arena {} of {} bytes",
-                    fixture.name,
-                    s.members,
-                    s.placed,
-                    s.bytes_placed,
-                    fixture.payloads.len(),
-                    s.md5_order.as_str(),
-                    s.warnings,
-                    s.arena_peak,
-                    RECORD_BYTES,
-                );
-            }
-            Err(failure) => {
-                failed += 1;
-                hprintln!("{}: FAILED: {}", fixture.name, failure);
-            }
+}
+
+/// Loads and checks one NEFF, printing its outcome; true if it passed.
+#[inline(never)]
+fn run(fixture: &Fixture, tables: &mut device::Tables) -> bool {
+    let mut sink = |w: &Warning| hprintln!("{}: warning: {}", fixture.name, w);
+    let mut failed = |failure: &Failure| hprintln!("{}: FAILED: {}", fixture.name, failure);
+    match load::run_fixture(fixture, tables, &mut sink, |report| print_json(fixture, report), &mut failed) {
+        Some(s) => {
+            print_ok(fixture, &s);
+            true
         }
+        None => false,
     }
+}
+
+/// The line of a NEFF that loaded and passed every check.
+#[inline(never)]
+fn print_ok(fixture: &Fixture, s: &load::Summary) {
+    hprintln!(
+        "{}: OK: {} members, {} payloads placed, {} bytes placed, {} digests checked (report and device), header MD5 match ({}), {} warnings, arena {} of {} bytes",
+        fixture.name,
+        s.members,
+        s.placed,
+        s.bytes_placed,
+        fixture.payloads.len(),
+        s.md5_order.as_str(),
+        s.warnings,
+        s.arena_peak,
+        RECORD_BYTES,
+    );
+}
+
+/// The RAM figures and the verdict; ends the run.
+#[inline(never)]
+fn finish(passed: u32, mut failed: u32) -> ! {
     let stack = stack::usage();
     let statics = stack::statics_size();
     let used = statics + stack.peak;
@@ -141,9 +179,10 @@ fn main() -> ! {
         if used <= RAM_TARGET { "within" } else { "EXCEEDED (see memory.x)" },
     );
     hprintln!(
-        "device side (the accelerator's region table, the checker's table; not controller RAM, outside the budget): {} bytes (region table {}, checker table {})",
+        "device side (the accelerator's region table and running digest, the checker's table; not controller RAM, outside the budget): {} bytes (region table {}, running digest {}, checker table {})",
         device::section_size(),
         size_of::<[device::Region; device::REGIONS]>(),
+        size_of::<neff::digest::Digest64>(),
         size_of::<SeenTable>(),
     );
     if stack.peak >= stack.region {
@@ -163,7 +202,7 @@ fn main() -> ! {
 #[inline(never)]
 fn print_json(fixture: &Fixture, report: &FwReport) -> Result<(), Failure> {
     let mut json = [0u8; JSON_CAPACITY];
-    let len = report.to_json(&mut json).map_err(|_| Failure::JsonTooLong)?;
+    let len = report.to_json(&mut json).map_err(|_| Failure::Check(Mismatch::JsonTooLong))?;
     let text = core::str::from_utf8(json.get(..len).unwrap_or_default()).unwrap_or("<not UTF-8>");
     hprintln!("{}: summary ({} bytes of JSON): {}", fixture.name, len, text);
     Ok(())

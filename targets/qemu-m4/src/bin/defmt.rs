@@ -145,7 +145,11 @@ fn run(fixture: &Fixture, tables: &mut Tables) -> Result<Summary, Failure> {
         defmt::info!("{=str}: summary: {}", fixture.name, report);
         Ok(())
     };
-    load::run_fixture(fixture, tables, &mut sink, summary)
+    let mut failure = None;
+    match load::run_fixture(fixture, tables, &mut sink, summary, &mut |f: &Failure| failure = Some(*f)) {
+        Some(s) => Ok(s),
+        None => Err(failure.unwrap_or(Failure::Check(load::Mismatch::Unreported))),
+    }
 }
 
 /// The line of a NEFF that loaded and passed every check.
