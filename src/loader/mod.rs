@@ -334,10 +334,14 @@ impl<'a> Loader<'a> {
         self.neff_name = chain::MemberText::from_bytes_lossy(archive.header().name().0);
         report.clear();
         let mut sink = Counting { sink, count: 0 };
-        let result = self.walk(archive, hal, report, observer, &mut sink).and_then(|()| {
-            finish_archive(archive, report, &mut sink)?;
-            self.bind(hal, report, observer, &mut sink)
-        });
+        // One result slot for the three stages (an `Error` is ~300 bytes a slot).
+        let mut result = self.walk(archive, hal, report, observer, &mut sink);
+        if result.is_ok() {
+            result = finish_archive(archive, report, &mut sink);
+        }
+        if result.is_ok() {
+            result = self.bind(hal, report, observer, &mut sink);
+        }
         report.device_arch = self.device_arch;
         report.warnings = sink.count;
         (report.inputs, report.outputs) = self.io_counts;
