@@ -481,9 +481,11 @@ impl Checked<'_> {
             clears.push(quote!(self.#f.clear();));
         }
         let mut arms = Vec::new();
-        let mut slot_arms = Vec::new();
+        let mut names_of = Vec::new();
         let mut keys = Vec::new();
         let mut missing = Vec::new();
+        let mut lims = Vec::new();
+        let mut entry_fns = Vec::new();
         let mut required_mask: u64 = 0;
         for (slot, (k, ty)) in obj.keys.iter().zip(&o.tys).enumerate() {
             let f = format_ident!("{}", k.field.get_ref());
@@ -515,8 +517,10 @@ impl Checked<'_> {
             keys.push(key.clone());
             missing.push(k.missing.clone().unwrap_or_default());
             let slot_lit = Literal::u8_unsuffixed(slot as u8);
-            let all: Vec<&String> = std::iter::once(&k.key).chain(&k.aliases).map(|s| s.get_ref()).collect();
-            slot_arms.push(quote!(#(#all)|* => ::core::option::Option::Some(#slot_lit),));
+            for name in std::iter::once(&k.key).chain(&k.aliases) {
+                let name = name.get_ref();
+                names_of.push(quote!((#name, #slot_lit),));
+            }
 
             let mut names = Vec::new();
             self.limit_names(ty, key, &mut names);
@@ -534,39 +538,24 @@ impl Checked<'_> {
                 }
                 _ => (String::new(), quote!(::core::option::Option::None), 0),
             };
-            let (entry_fn, entry) = match (&k.entry, self.entry_type(ty)) {
+            let entry = match (&k.entry, self.entry_type(ty)) {
                 (Some(variant), Some(t)) => {
                     let v = format_ident!("{}", variant.get_ref());
-                    (
-                        quote! {
-                            fn entry_of(value: &dyn ::core::any::Any) -> ::core::option::Option<crate::manifest::Entry<'_>> {
-                                value.downcast_ref::<#t>().map(crate::manifest::Entry::#v)
-                            }
-                        },
-                        quote!(::core::option::Option::Some(entry_of)),
-                    )
+                    let entry_of = format_ident!("entry_{}", k.field.get_ref());
+                    entry_fns.push(quote! {
+                        fn #entry_of(value: &dyn ::core::any::Any) -> ::core::option::Option<crate::manifest::Entry<'_>> {
+                            value.downcast_ref::<#t>().map(crate::manifest::Entry::#v)
+                        }
+                    });
+                    quote!(::core::option::Option::Some(#entry_of))
                 }
-                _ => (quote!(), quote!(::core::option::Option::None)),
+                _ => quote!(::core::option::Option::None),
             };
-            let lim = quote! {
-                #entry_fn
-                const LIM: crate::manifest::rt::Lim = crate::manifest::rt::Lim {
-                    names: &[#(#names),*],
-                    rules: &crate::manifest::rt::Rules {
-                        type_error: #type_error,
-                        format_error: #format_error,
-                        overflow_limit: #overflow_limit,
-                        runtime_max: #runtime_max,
-                        overflow: #overflow,
-                        entry: #entry,
-                    },
-                };
+            let tag = match ty {
+                Ty::Tagged(tag, _) => quote!(::core::option::Option::Some(#tag)),
+                _ => quote!(::core::option::Option::None),
             };
-            let read = match ty {
-                Ty::Tagged(tag, _) => quote!(crate::manifest::rt::read_tagged(cx, &mut self.#f, #tag, LIM)?;),
-                _ => quote!(crate::manifest::rt::read(cx, &mut self.#f, LIM)?;),
-            };
-            let mut check = quote!();
+            let mut strict = quote!(::core::option::Option::None);
             if let Some(m) = &k.map {
                 let e = format_ident!("{}", m.get_ref());
                 let acc =
@@ -590,16 +579,31 @@ impl Checked<'_> {
                 }
                 if let Some(variant) = &k.strict {
                     let v = format_ident!("{}", variant.get_ref());
-                    check = if optional {
-                        quote!(if let ::core::option::Option::Some(s) = &self.#f { crate::manifest::rt::check_known(cx, s.as_str(), #e::from_json(s.as_str()).is_some(), crate::manifest::ManifestError::#v)?; })
-                    } else {
-                        quote!(crate::manifest::rt::check_known(cx, self.#f.as_str(), #e::from_json(self.#f.as_str()).is_some(), crate::manifest::ManifestError::#v)?;)
+                    strict = quote! {
+                        ::core::option::Option::Some(crate::manifest::rt::Strict {
+                            known: |s| #e::from_json(s).is_some(),
+                            error: crate::manifest::ManifestError::#v,
+                        })
                     };
                 }
             }
-            arms.push(quote!(#slot_lit => { #lim #read #check }));
+            lims.push(quote! {
+                crate::manifest::rt::Lim {
+                    names: &[#(#names),*],
+                    rules: &crate::manifest::rt::Rules {
+                        type_error: #type_error,
+                        format_error: #format_error,
+                        overflow_limit: #overflow_limit,
+                        runtime_max: #runtime_max,
+                        overflow: #overflow,
+                        entry: #entry,
+                        tag: #tag,
+                        strict: #strict,
+                    },
+                },
+            });
+            arms.push(quote!(#slot_lit => ::core::option::Option::Some(&mut self.#f),));
         }
-        let n = keys.len();
         let required_mask = Literal::u64_unsuffixed(required_mask);
 
         let map_entry = match (&obj.key_field, &o.key_ty) {
@@ -609,6 +613,10 @@ impl Checked<'_> {
                     impl crate::manifest::rt::MapEntry for #id {
                         fn set_key(&mut self, key: &str, limit: &'static str) -> ::core::result::Result<(), crate::manifest::rt::Issue> {
                             crate::manifest::rt::copy_str(&mut self.#f, key, limit)
+                        }
+
+                        fn value(&mut self) -> &mut dyn crate::manifest::rt::JsonValue {
+                            self
                         }
                     }
                 }
@@ -674,8 +682,6 @@ impl Checked<'_> {
             #accessor_block
 
             impl crate::manifest::rt::JsonValue for #id {
-                const EXPECTED: crate::manifest::JsonType = crate::manifest::JsonType::Object;
-
                 fn start(&mut self, ev: &crate::json::Event<'_>, _lim: crate::manifest::rt::Lim) -> ::core::result::Result<crate::manifest::rt::Flow, crate::manifest::rt::Issue> {
                     crate::manifest::rt::start_object(ev)
                 }
@@ -684,41 +690,28 @@ impl Checked<'_> {
                     #(#clears)*
                 }
 
-                #[allow(clippy::too_many_lines)]
-                fn body<R: ::embedded_io::BufRead>(
+                fn body(
                     &mut self,
-                    cx: &mut crate::manifest::rt::Cx<'_, '_, R>,
+                    cx: &mut crate::manifest::rt::Cx<'_, '_>,
                     _lim: crate::manifest::rt::Lim,
-                ) -> ::core::result::Result<(), crate::manifest::DocFault> {
-                    fn slot_of(key: &str) -> ::core::option::Option<u8> {
-                        match key {
-                            #(#slot_arms)*
-                            _ => ::core::option::Option::None,
-                        }
+                ) -> ::core::result::Result<(), crate::manifest::rt::Stop> {
+                    #(#entry_fns)*
+                    static KEYS: crate::manifest::rt::ObjectKeys = crate::manifest::rt::ObjectKeys {
+                        names: &[#(#names_of)*],
+                        keys: &[#(crate::manifest::RequiredKey { key: #keys, message: #missing }),*],
+                        lims: &[#(#lims)*],
+                        required: #required_mask,
+                    };
+                    crate::manifest::rt::read_object(cx, &KEYS, self)
+                }
+            }
+
+            impl crate::manifest::rt::Fields for #id {
+                fn field(&mut self, slot: u8) -> ::core::option::Option<&mut dyn crate::manifest::rt::JsonValue> {
+                    match slot {
+                        #(#arms)*
+                        _ => ::core::option::Option::None,
                     }
-                    const KEYS: [&str; #n] = [#(#keys),*];
-                    static MISSING: [crate::manifest::RequiredKey; #n] = [#(crate::manifest::RequiredKey { key: #keys, message: #missing }),*];
-                    const REQUIRED: u64 = #required_mask;
-                    let mut seen: u64 = 0;
-                    loop {
-                        let mark = cx.ctx.path.mark();
-                        let slot = match crate::manifest::rt::next_key(cx, slot_of)? {
-                            crate::manifest::rt::KeyStep::End => break,
-                            crate::manifest::rt::KeyStep::Unknown => {
-                                crate::manifest::rt::skip(cx)?;
-                                cx.ctx.path.reset(mark);
-                                continue;
-                            }
-                            crate::manifest::rt::KeyStep::Known(slot) => slot,
-                        };
-                        crate::manifest::rt::mark_seen(cx, &mut seen, slot, &KEYS)?;
-                        match slot {
-                            #(#arms)*
-                            _ => {}
-                        }
-                        cx.ctx.path.reset(mark);
-                    }
-                    crate::manifest::rt::check_required(cx, seen, REQUIRED, &MISSING)
                 }
             }
 
