@@ -379,8 +379,8 @@ impl<'a, 't> Cx<'a, 't> {
     /// Hands `value`, the element just read, to the visitor when `lim` is a streamed key's.
     // Out of line: the visitor's failure is only held here.
     #[inline(never)]
-    fn emit(&mut self, value: &dyn JsonValue, lim: Lim) -> Result<(), Stop> {
-        let Some(entry) = lim.rules.entry.and_then(|f| f(AsAny::as_any(value))) else { return Ok(()) };
+    fn emit(&mut self, value: &dyn Any, lim: Lim) -> Result<(), Stop> {
+        let Some(entry) = lim.rules.entry.and_then(|f| f(value)) else { return Ok(()) };
         let at = EntryAt { ctx: &self.ctx, offset: self.json.tok.offset() };
         let outcome = self.visitor.entry(entry, &at);
         outcome.map_err(|f| self.fail(f))
@@ -586,22 +586,9 @@ fn wrong(expected: JsonType, ev: &Event<'_>) -> Issue {
     Issue::WrongType { expected, found: found_type(ev) }
 }
 
-/// `&dyn Any` of a value behind `&dyn` [`JsonValue`] (what a streamed key's [`EntryFn`]
-/// downcasts), without trait upcasting.
-pub trait AsAny {
-    /// The value as `&dyn Any`.
-    fn as_any(&self) -> &dyn Any;
-}
-
-impl<T: Any> AsAny for T {
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-}
-
 /// A value the generated parsers can store. It is read through `&mut dyn JsonValue`: one
 /// copy of each reader serves every type.
-pub trait JsonValue: AsAny + 'static {
+pub trait JsonValue: 'static {
     /// Takes the value's first event.
     fn start(&mut self, ev: &Event<'_>, lim: Lim) -> Result<Flow, Issue>;
 
@@ -682,10 +669,12 @@ impl JsonValue for bool {
     }
 }
 
-/// Copies `s` into `dst`; a string longer than `N` bytes is a capacity error named `limit`.
-pub fn copy_str<const N: usize>(dst: &mut heapless::String<N>, s: &str, limit: &'static str) -> Result<(), Issue> {
+/// Copies `s` into `dst` (a `heapless::String` of any capacity, as its view: one copy of this
+/// serves them all); a string longer than the capacity is a capacity error named `limit`.
+#[inline(never)]
+pub fn copy_str(dst: &mut heapless::string::StringView, s: &str, limit: &'static str) -> Result<(), Issue> {
     dst.clear();
-    dst.push_str(s).map_err(|_| Issue::Capacity(CapacityError { limit, capacity: N as u64 }))
+    dst.push_str(s).map_err(|_| Issue::Capacity(CapacityError { limit, capacity: dst.capacity() as u64 }))
 }
 
 /// A string default from the schema (cut to the capacity if it does not fit, which the
@@ -703,7 +692,7 @@ pub fn str_default<const N: usize>(s: &str) -> heapless::String<N> {
 impl<const N: usize> JsonValue for heapless::String<N> {
     fn start(&mut self, ev: &Event<'_>, lim: Lim) -> Result<Flow, Issue> {
         match ev {
-            Event::Str(s) => copy_str(self, s, lim.first())?,
+            Event::Str(s) => copy_str(self.as_mut_view(), s, lim.first())?,
             other => return Err(wrong(JsonType::String, other)),
         }
         Ok(Flow::Done)
@@ -885,6 +874,8 @@ impl<T: JsonValue + Default, const N: usize> JsonValue for heapless::Vec<T, N> {
 /// Reads the elements of an array into `elements`. Past its capacity, an array whose key
 /// checks the runtime's own limit is read on into `spare` (the runtime's message needs the
 /// count); any other is a capacity error at once.
+// Never inlined: it is the one copy every `heapless::Vec<T, N>` shares.
+#[inline(never)]
 fn read_elements(
     cx: &mut Cx<'_, '_>,
     elements: &mut dyn Elements,
@@ -939,6 +930,9 @@ pub trait MapEntry: JsonValue {
 
     /// The entry as the value it is read as.
     fn value(&mut self) -> &mut dyn JsonValue;
+
+    /// The entry as `Any`, for its key's [`EntryFn`].
+    fn any(&self) -> &dyn Any;
 }
 
 /// A JSON object keyed by name (`def.json` `var`, `dma_queue`), stored in document order.
@@ -1038,7 +1032,7 @@ impl<T: JsonValue + Default> JsonValue for Each<T> {
     // A frame of its own: the slot's stack is taken only while this key is read.
     #[inline(never)]
     fn body(&mut self, cx: &mut Cx<'_, '_>, lim: Lim) -> Result<(), Stop> {
-        let mut slot = T::default();
+        let mut slot = Slot(T::default());
         read_each(cx, &mut self.count, &mut slot, lim)
     }
 
@@ -1047,8 +1041,32 @@ impl<T: JsonValue + Default> JsonValue for Each<T> {
     }
 }
 
+/// The one element of a streamed array: read as a [`JsonValue`], handed on as `Any` (what the
+/// key's [`EntryFn`] downcasts).
+trait ElementSlot {
+    /// The element, to read.
+    fn value(&mut self) -> &mut dyn JsonValue;
+    /// The element, to hand on.
+    fn any(&self) -> &dyn Any;
+}
+
+/// The [`ElementSlot`] of an [`Each`].
+struct Slot<T>(T);
+
+impl<T: JsonValue> ElementSlot for Slot<T> {
+    fn value(&mut self) -> &mut dyn JsonValue {
+        &mut self.0
+    }
+
+    fn any(&self) -> &dyn Any {
+        &self.0
+    }
+}
+
 /// The elements of a streamed array, each read into `slot`, handed to the visitor and counted.
-fn read_each(cx: &mut Cx<'_, '_>, count: &mut u64, slot: &mut dyn JsonValue, lim: Lim) -> Result<(), Stop> {
+// Never inlined: it is the one copy every `Each<T>` shares.
+#[inline(never)]
+fn read_each(cx: &mut Cx<'_, '_>, count: &mut u64, slot: &mut dyn ElementSlot, lim: Lim) -> Result<(), Stop> {
     loop {
         let mark = cx.ctx.path.mark();
         cx.ctx.path.push_index(usize::try_from(*count).unwrap_or(usize::MAX));
@@ -1060,9 +1078,9 @@ fn read_each(cx: &mut Cx<'_, '_>, count: &mut u64, slot: &mut dyn JsonValue, lim
             Ok(true) => {}
             Err(stop) => return Err(stop),
         }
-        slot.clear();
-        read(cx, slot, lim)?;
-        cx.emit(slot, lim)?;
+        slot.value().clear();
+        read(cx, slot.value(), lim)?;
+        cx.emit(slot.any(), lim)?;
         *count = count.saturating_add(1);
         cx.ctx.path.reset(mark);
     }
@@ -1099,6 +1117,8 @@ impl<T: MapEntry + Default> JsonValue for EachMap<T> {
 
 /// The entries of a streamed object, each read into `slot` (its name first), handed to the
 /// visitor and counted.
+// Never inlined: it is the one copy every `EachMap<T>` shares.
+#[inline(never)]
 fn read_each_entry(cx: &mut Cx<'_, '_>, count: &mut u64, slot: &mut dyn MapEntry, lim: Lim) -> Result<(), Stop> {
     let key_limit = lim.first();
     let value_lim = lim.rest();
@@ -1117,7 +1137,7 @@ fn read_each_entry(cx: &mut Cx<'_, '_>, count: &mut u64, slot: &mut dyn MapEntry
             return Err(cx.fail_issue(issue, lim));
         }
         read(cx, slot.value(), value_lim)?;
-        cx.emit(slot.value(), lim)?;
+        cx.emit(slot.any(), lim)?;
         *count = count.saturating_add(1);
         cx.ctx.path.reset(mark);
     }
@@ -1227,7 +1247,7 @@ impl<const N: usize> JsonValue for StrOrOther<N> {
         match ev {
             Event::Str(s) => {
                 let mut text = heapless::String::new();
-                copy_str(&mut text, s, lim.first())?;
+                copy_str(text.as_mut_view(), s, lim.first())?;
                 self.text = Some(text);
                 Ok(Flow::Done)
             }

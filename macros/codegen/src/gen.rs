@@ -612,10 +612,14 @@ impl Checked<'_> {
                 quote! {
                     impl crate::manifest::rt::MapEntry for #id {
                         fn set_key(&mut self, key: &str, limit: &'static str) -> ::core::result::Result<(), crate::manifest::rt::Issue> {
-                            crate::manifest::rt::copy_str(&mut self.#f, key, limit)
+                            crate::manifest::rt::copy_str(self.#f.as_mut_view(), key, limit)
                         }
 
                         fn value(&mut self) -> &mut dyn crate::manifest::rt::JsonValue {
+                            self
+                        }
+
+                        fn any(&self) -> &dyn ::core::any::Any {
                             self
                         }
                     }
