@@ -7,7 +7,7 @@
 //! through `&mut dyn` [`JsonValue`] with a byte source behind `&mut dyn` [`ByteSource`], so
 //! that neither the value's type nor the source's multiplies the code. The [`Cx`] carries the
 //! tokenizer, the byte source and the error context (stage, member, bounded key path);
-//! [`JsonValue`] is implemented by every storable type (integers, bools, `f64`,
+//! [`JsonValue`] is implemented by every storable type (integers, bools, [`Float`],
 //! `heapless::String`, `heapless::Vec`, [`Map`], [`Each`], [`ArrayLen`], `Option` and the
 //! generated objects).
 //!
@@ -26,7 +26,7 @@ use embedded_io::BufRead;
 
 use super::{Entry, EntryAt, JsonType, ManifestError, RequiredKey, Visitor};
 use crate::error::{CapacityError, Error, ErrorKind, Stage, Text, KEY_PATH_TEXT};
-use crate::json::{Event, Fault, JsonError, Tokenizer};
+use crate::json::{Event, Fault, Float, JsonError, Tokenizer};
 
 /// The key path of the value being read (`var.x.size`, `nodes[2].attrs.kelf`), bounded.
 ///
@@ -643,16 +643,16 @@ impl JsonValue for i64 {
     }
 }
 
-impl JsonValue for f64 {
+impl JsonValue for Float {
     fn start(&mut self, ev: &Event<'_>, _lim: Lim) -> Result<Flow, Issue> {
         match ev {
-            Event::Num(n) => *self = n.as_f64().map_err(Issue::Json)?,
+            Event::Num(n) => *self = Float::from_number(n).map_err(Issue::Json)?,
             other => return Err(wrong(JsonType::Number, other)),
         }
         Ok(Flow::Done)
     }
     fn clear(&mut self) {
-        *self = 0.0;
+        *self = Float::default();
     }
 }
 
@@ -677,6 +677,16 @@ pub fn copy_str(dst: &mut heapless::string::StringView, s: &str, limit: &'static
     dst.push_str(s).map_err(|_| Issue::Capacity(CapacityError { limit, capacity: dst.capacity() as u64 }))
 }
 
+/// A string value's first event into `dst`, for every capacity.
+#[inline(never)]
+fn start_str(dst: &mut heapless::string::StringView, ev: &Event<'_>, lim: Lim) -> Result<Flow, Issue> {
+    match ev {
+        Event::Str(s) => copy_str(dst, s, lim.first())?,
+        other => return Err(wrong(JsonType::String, other)),
+    }
+    Ok(Flow::Done)
+}
+
 /// A string default from the schema (cut to the capacity if it does not fit, which the
 /// default capacities never do).
 pub fn str_default<const N: usize>(s: &str) -> heapless::String<N> {
@@ -691,11 +701,7 @@ pub fn str_default<const N: usize>(s: &str) -> heapless::String<N> {
 
 impl<const N: usize> JsonValue for heapless::String<N> {
     fn start(&mut self, ev: &Event<'_>, lim: Lim) -> Result<Flow, Issue> {
-        match ev {
-            Event::Str(s) => copy_str(self.as_mut_view(), s, lim.first())?,
-            other => return Err(wrong(JsonType::String, other)),
-        }
-        Ok(Flow::Done)
+        start_str(self.as_mut_view(), ev, lim)
     }
     fn clear(&mut self) {
         heapless::String::clear(self);

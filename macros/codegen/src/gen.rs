@@ -334,9 +334,10 @@ fn innermost_array_cap(ty: &Ty) -> Option<&Cap> {
 fn default_tokens(ty: &Ty, v: &toml::Value) -> Result<TokenStream, String> {
     match (ty, v) {
         (Ty::Scalar(Scalar::Bool), toml::Value::Boolean(b)) => Ok(quote!(#b)),
-        (Ty::Scalar(Scalar::F64), toml::Value::Float(x)) => {
-            let lit = Literal::f64_suffixed(*x);
-            Ok(quote!(#lit))
+        (Ty::Scalar(Scalar::F64), toml::Value::Float(x)) if x.is_finite() => {
+            // Kept as JSON number text, as a document's value is (`{:?}` of a finite f64 is one).
+            let text = format!("{x:?}");
+            Ok(quote!(crate::json::Float::literal(#text)))
         }
         (Ty::Scalar(s), toml::Value::Integer(i)) if *s != Scalar::Bool && *s != Scalar::F64 => {
             let t: syn::Type = syn::parse_str(s.rust()).map_err(|e| e.to_string())?;
@@ -387,6 +388,9 @@ impl Checked<'_> {
 
     fn rust_type(&self, ty: &Ty) -> TokenStream {
         match ty {
+            // A number is kept as its checked text: a reader that does not ask for the value
+            // links no float parser.
+            Ty::Scalar(Scalar::F64) => quote!(crate::json::Float),
             Ty::Scalar(s) => {
                 let id = format_ident!("{}", s.rust());
                 quote!(#id)
