@@ -105,41 +105,43 @@ const OVERFLOW_DIGITS_BEFORE_POINT: i64 = 309;
 /// `(2^54 - 1) * 2^970` in magnitude. As `0.DIGITS × 10^e` with a first digit that is not
 /// zero, that is `e` below 309, or `e` equal to it and the digits below the bound's.
 fn fits_f64(text: &str) -> bool {
-    let body = text.strip_prefix('-').unwrap_or(text).as_bytes();
-    let (mantissa, exponent) = match body.iter().position(|&b| b == b'e' || b == b'E') {
-        Some(at) => {
-            let (mantissa, rest) = body.split_at(at);
-            (mantissa, rest.get(1..).unwrap_or(&[]))
-        }
-        None => (body, &[][..]),
-    };
-    let (int, frac) = match mantissa.iter().position(|&b| b == b'.') {
-        Some(at) => {
-            let (int, rest) = mantissa.split_at(at);
-            (int, rest.get(1..).unwrap_or(&[]))
-        }
-        None => (mantissa, &[][..]),
-    };
-    let digits = int.iter().chain(frac);
-    let zeros = digits.clone().take_while(|&&d| d == b'0').count();
-    if zeros == int.len().saturating_add(frac.len()) {
-        return true; // zero
-    }
-    let len = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
-    let e = len(int.len()).saturating_sub(len(zeros)).saturating_add(exponent_of(exponent));
-    match e.cmp(&OVERFLOW_DIGITS_BEFORE_POINT) {
-        core::cmp::Ordering::Less => true,
-        core::cmp::Ordering::Greater => false,
-        core::cmp::Ordering::Equal => {
-            for (d, bound) in digits.skip(zeros).zip(OVERFLOW_DIGITS) {
-                match d.cmp(bound) {
-                    core::cmp::Ordering::Less => return true,
-                    core::cmp::Ordering::Greater => return false,
-                    core::cmp::Ordering::Equal => {}
+    use core::cmp::Ordering;
+    let mut e: i64 = 0;
+    let mut significant = false; // a digit other than a leading zero was seen
+    let mut fraction = false;
+    let mut order = Ordering::Equal; // the digits against the bound's, first difference
+    let mut bound = OVERFLOW_DIGITS.iter();
+    let mut rest = text.as_bytes();
+    while let Some((&b, tail)) = rest.split_first() {
+        rest = tail;
+        match b {
+            b'0'..=b'9' if !significant && b == b'0' => {
+                if fraction {
+                    e = e.saturating_sub(1);
                 }
             }
-            true
+            b'0'..=b'9' => {
+                significant = true;
+                if !fraction {
+                    e = e.saturating_add(1);
+                }
+                if order == Ordering::Equal {
+                    // The bound has more digits than a kept number.
+                    order = b.cmp(bound.next().unwrap_or(&b'0'));
+                }
+            }
+            b'.' => fraction = true,
+            b'e' | b'E' => break,
+            _ => {} // the sign
         }
+    }
+    if !significant {
+        return true; // zero
+    }
+    match e.saturating_add(exponent_of(rest)).cmp(&OVERFLOW_DIGITS_BEFORE_POINT) {
+        Ordering::Less => true,
+        Ordering::Greater => false,
+        Ordering::Equal => order != Ordering::Greater,
     }
 }
 
