@@ -115,11 +115,9 @@ fn fits_f64(text: &str) -> bool {
     while let Some((&b, tail)) = rest.split_first() {
         rest = tail;
         match b {
-            b'0'..=b'9' if !significant && b == b'0' => {
-                if fraction {
-                    e = e.saturating_sub(1);
-                }
-            }
+            // A leading zero: only after the point does it move the point.
+            b'0' if !significant && fraction => e = e.saturating_sub(1),
+            b'0' if !significant => {}
             b'0'..=b'9' => {
                 significant = true;
                 if !fraction {

@@ -20,8 +20,6 @@
 //! checked against its buffer before anything is copied.
 #![deny(clippy::arithmetic_side_effects)]
 
-use core::any::Any;
-
 use embedded_io::BufRead;
 
 use super::{Entry, EntryAt, JsonType, ManifestError, RequiredKey, Visitor};
@@ -376,11 +374,10 @@ impl<'a, 't> Cx<'a, 't> {
         }
     }
 
-    /// Hands `value`, the element just read, to the visitor when `lim` is a streamed key's.
+    /// Hands `entry`, the element just read, to the visitor.
     // Out of line: the visitor's failure is only held here.
     #[inline(never)]
-    fn emit(&mut self, value: &dyn Any, lim: Lim) -> Result<(), Stop> {
-        let Some(entry) = lim.rules.entry.and_then(|f| f(value)) else { return Ok(()) };
+    fn emit(&mut self, entry: Entry<'_>) -> Result<(), Stop> {
         let at = EntryAt { ctx: &self.ctx, offset: self.json.tok.offset() };
         let outcome = self.visitor.entry(entry, &at);
         outcome.map_err(|f| self.fail(f))
@@ -511,8 +508,6 @@ pub struct Rules {
     pub runtime_max: u64,
     /// The error for more than `runtime_max` elements.
     pub overflow: Option<fn(u64) -> ManifestError>,
-    /// For a streamed key: its element as an [`Entry`] (`None` for another type).
-    pub entry: Option<EntryFn>,
     /// For a TVM typed list (`["list_str", [...]]`): its tag.
     pub tag: Option<&'static str>,
     /// For a string a `strict` discriminator map selects from: the map's check.
@@ -528,9 +523,6 @@ pub struct Strict {
     pub error: fn(super::Name) -> ManifestError,
 }
 
-/// Turns a streamed key's element into its [`Entry`] variant (generated per key).
-pub type EntryFn = fn(&dyn core::any::Any) -> Option<Entry<'_>>;
-
 /// Rules of a key without any.
 pub static NO_RULES: Rules = Rules {
     type_error: "",
@@ -538,7 +530,6 @@ pub static NO_RULES: Rules = Rules {
     overflow_limit: "",
     runtime_max: 0,
     overflow: None,
-    entry: None,
     tag: None,
     strict: None,
 };
@@ -933,12 +924,6 @@ fn read_elements(
 pub trait MapEntry: JsonValue {
     /// Stores the entry's name.
     fn set_key(&mut self, key: &str, limit: &'static str) -> Result<(), Issue>;
-
-    /// The entry as the value it is read as.
-    fn value(&mut self) -> &mut dyn JsonValue;
-
-    /// The entry as `Any`, for its key's [`EntryFn`].
-    fn any(&self) -> &dyn Any;
 }
 
 /// A JSON object keyed by name (`def.json` `var`, `dma_queue`), stored in document order.
@@ -1011,22 +996,39 @@ impl<T: MapEntry + Default, const N: usize> JsonValue for Map<T, N> {
     }
 }
 
+/// Which [`Entry`] variant an element of one streamed key is: a marker type per key,
+/// generated from `schema/` (`crate::manifest::streamed`), so that handing an element on takes
+/// no type test.
+pub trait EntryOf<T> {
+    /// `value` as the key's entry.
+    fn entry(value: &T) -> Entry<'_>;
+}
+
 /// An array of any length, read one element at a time into one slot: every element is
-/// validated, handed to the visitor as the key's [`Entry`] and counted. Memory does not grow
-/// with the array.
+/// validated, handed to the visitor as the key's [`Entry`] (`K` says which) and counted.
+/// Memory does not grow with the array.
 ///
 /// The slot is a local of the reading frame, not a field: a document holds only the count, so
 /// the slots of its streamed keys (a `def.json` var is 1 KiB) take stack one at a time, while
 /// their key is read, rather than all the time the document is.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Clone, PartialEq, Eq, Default)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct Each<T> {
+pub struct Each<T, K> {
     /// Elements read.
     pub count: u64,
-    _slot: core::marker::PhantomData<fn() -> T>,
+    _slot: core::marker::PhantomData<fn() -> (T, K)>,
 }
 
-impl<T: JsonValue + Default> JsonValue for Each<T> {
+// By hand: shown as it was before the marker (`PhantomData<fn() -> T>`), which readers of
+// the `Debug` text (the command's `consumed` tree) expect.
+impl<T, K> core::fmt::Debug for Each<T, K> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let slot = core::marker::PhantomData::<fn() -> T>;
+        f.debug_struct("Each").field("count", &self.count).field("_slot", &slot).finish()
+    }
+}
+
+impl<T: JsonValue + Default, K: EntryOf<T> + 'static> JsonValue for Each<T, K> {
     fn start(&mut self, ev: &Event<'_>, _lim: Lim) -> Result<Flow, Issue> {
         self.clear();
         match ev {
@@ -1038,7 +1040,7 @@ impl<T: JsonValue + Default> JsonValue for Each<T> {
     // A frame of its own: the slot's stack is taken only while this key is read.
     #[inline(never)]
     fn body(&mut self, cx: &mut Cx<'_, '_>, lim: Lim) -> Result<(), Stop> {
-        let mut slot = Slot(T::default());
+        let mut slot = Slot::<T, K>(T::default(), core::marker::PhantomData);
         read_each(cx, &mut self.count, &mut slot, lim)
     }
 
@@ -1047,30 +1049,53 @@ impl<T: JsonValue + Default> JsonValue for Each<T> {
     }
 }
 
-/// The one element of a streamed array: read as a [`JsonValue`], handed on as `Any` (what the
-/// key's [`EntryFn`] downcasts).
+/// The one element of a streamed key: read as a [`JsonValue`] (a map entry's name first),
+/// handed on as its [`Entry`].
 trait ElementSlot {
     /// The element, to read.
     fn value(&mut self) -> &mut dyn JsonValue;
     /// The element, to hand on.
-    fn any(&self) -> &dyn Any;
+    fn entry(&self) -> Entry<'_>;
+    /// Stores a map entry's name (an array's element has none).
+    fn set_key(&mut self, key: &str, limit: &'static str) -> Result<(), Issue>;
 }
 
-/// The [`ElementSlot`] of an [`Each`].
-struct Slot<T>(T);
+/// The [`ElementSlot`] of an [`Each`] or an [`EachMap`] of `T`, handed on as `K` says.
+struct Slot<T, K>(T, core::marker::PhantomData<fn() -> K>);
 
-impl<T: JsonValue> ElementSlot for Slot<T> {
+impl<T: JsonValue, K: EntryOf<T>> ElementSlot for Slot<T, K> {
     fn value(&mut self) -> &mut dyn JsonValue {
         &mut self.0
     }
 
-    fn any(&self) -> &dyn Any {
-        &self.0
+    fn entry(&self) -> Entry<'_> {
+        K::entry(&self.0)
+    }
+
+    fn set_key(&mut self, _key: &str, _limit: &'static str) -> Result<(), Issue> {
+        Ok(())
+    }
+}
+
+/// The slot of an [`EachMap`]: a [`Slot`] whose element keeps its name.
+struct MapSlot<T, K>(Slot<T, K>);
+
+impl<T: MapEntry, K: EntryOf<T>> ElementSlot for MapSlot<T, K> {
+    fn value(&mut self) -> &mut dyn JsonValue {
+        self.0.value()
+    }
+
+    fn entry(&self) -> Entry<'_> {
+        self.0.entry()
+    }
+
+    fn set_key(&mut self, key: &str, limit: &'static str) -> Result<(), Issue> {
+        self.0 .0.set_key(key, limit)
     }
 }
 
 /// The elements of a streamed array, each read into `slot`, handed to the visitor and counted.
-// Never inlined: it is the one copy every `Each<T>` shares.
+// Never inlined: it is the one copy every `Each<T, K>` shares.
 #[inline(never)]
 fn read_each(cx: &mut Cx<'_, '_>, count: &mut u64, slot: &mut dyn ElementSlot, lim: Lim) -> Result<(), Stop> {
     loop {
@@ -1086,7 +1111,7 @@ fn read_each(cx: &mut Cx<'_, '_>, count: &mut u64, slot: &mut dyn ElementSlot, l
         }
         slot.value().clear();
         read(cx, slot.value(), lim)?;
-        cx.emit(slot.any(), lim)?;
+        cx.emit(slot.entry())?;
         *count = count.saturating_add(1);
         cx.ctx.path.reset(mark);
     }
@@ -1094,16 +1119,25 @@ fn read_each(cx: &mut Cx<'_, '_>, count: &mut u64, slot: &mut dyn ElementSlot, l
 
 /// A JSON object keyed by name of any size (`def.json` `var`, `dma_queue`), read one entry at a
 /// time into one slot: every entry is validated, handed to the visitor as the key's [`Entry`]
-/// and counted. Memory does not grow with the object. The slot is a local, as [`Each`]'s.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+/// (`K` says which) and counted. Memory does not grow with the object. The slot is a local, as
+/// [`Each`]'s.
+#[derive(Clone, PartialEq, Eq, Default)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct EachMap<T> {
+pub struct EachMap<T, K> {
     /// Entries read.
     pub count: u64,
-    _slot: core::marker::PhantomData<fn() -> T>,
+    _slot: core::marker::PhantomData<fn() -> (T, K)>,
 }
 
-impl<T: MapEntry + Default> JsonValue for EachMap<T> {
+// By hand, as `Each`'s.
+impl<T, K> core::fmt::Debug for EachMap<T, K> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let slot = core::marker::PhantomData::<fn() -> T>;
+        f.debug_struct("EachMap").field("count", &self.count).field("_slot", &slot).finish()
+    }
+}
+
+impl<T: MapEntry + Default, K: EntryOf<T> + 'static> JsonValue for EachMap<T, K> {
     fn start(&mut self, ev: &Event<'_>, _lim: Lim) -> Result<Flow, Issue> {
         self.clear();
         start_object(ev)
@@ -1112,7 +1146,7 @@ impl<T: MapEntry + Default> JsonValue for EachMap<T> {
     // A frame of its own: the slot's stack is taken only while this key is read.
     #[inline(never)]
     fn body(&mut self, cx: &mut Cx<'_, '_>, lim: Lim) -> Result<(), Stop> {
-        let mut slot = T::default();
+        let mut slot = MapSlot(Slot::<T, K>(T::default(), core::marker::PhantomData));
         read_each_entry(cx, &mut self.count, &mut slot, lim)
     }
 
@@ -1123,9 +1157,9 @@ impl<T: MapEntry + Default> JsonValue for EachMap<T> {
 
 /// The entries of a streamed object, each read into `slot` (its name first), handed to the
 /// visitor and counted.
-// Never inlined: it is the one copy every `EachMap<T>` shares.
+// Never inlined: it is the one copy every `EachMap<T, K>` shares.
 #[inline(never)]
-fn read_each_entry(cx: &mut Cx<'_, '_>, count: &mut u64, slot: &mut dyn MapEntry, lim: Lim) -> Result<(), Stop> {
+fn read_each_entry(cx: &mut Cx<'_, '_>, count: &mut u64, slot: &mut dyn ElementSlot, lim: Lim) -> Result<(), Stop> {
     let key_limit = lim.first();
     let value_lim = lim.rest();
     loop {
@@ -1134,7 +1168,7 @@ fn read_each_entry(cx: &mut Cx<'_, '_>, count: &mut u64, slot: &mut dyn MapEntry
             Ok(None) => break,
             Ok(Some(key)) => {
                 cx.ctx.path.push_key(key);
-                slot.clear();
+                slot.value().clear();
                 slot.set_key(key, key_limit)
             }
             Err(stop) => return Err(stop),
@@ -1143,7 +1177,7 @@ fn read_each_entry(cx: &mut Cx<'_, '_>, count: &mut u64, slot: &mut dyn MapEntry
             return Err(cx.fail_issue(issue, lim));
         }
         read(cx, slot.value(), value_lim)?;
-        cx.emit(slot.any(), lim)?;
+        cx.emit(slot.entry())?;
         *count = count.saturating_add(1);
         cx.ctx.path.reset(mark);
     }
@@ -1391,6 +1425,13 @@ mod tests {
     use super::*;
     extern crate std;
     use std::format;
+
+    #[test]
+    fn a_streamed_key_shows_as_its_element_type_alone() {
+        // Readers of the `Debug` text (the command's `consumed` tree) see no marker.
+        let each: Each<u64, crate::manifest::streamed::RowPtr> = Each::default();
+        assert_eq!(format!("{each:?}"), "Each { count: 0, _slot: PhantomData<fn() -> u64> }");
+    }
 
     #[test]
     fn a_key_path_joins_keys_and_indices() {

@@ -409,13 +409,14 @@ impl Checked<'_> {
                 let c = cap_tokens(c);
                 quote!(crate::manifest::rt::Map<#t, #c>)
             }
+            // A streamed key's type names its marker too (`field_type`): this is never a field's.
             Ty::Each(t) => {
                 let t = self.rust_type(t);
-                quote!(crate::manifest::rt::Each<#t>)
+                quote!(crate::manifest::rt::Each<#t, ()>)
             }
             Ty::EachMap(o) => {
                 let t = self.object_type(o);
-                quote!(crate::manifest::rt::EachMap<#t>)
+                quote!(crate::manifest::rt::EachMap<#t, ()>)
             }
             Ty::Count => quote!(crate::manifest::rt::ArrayLen),
             Ty::Present => quote!(crate::manifest::rt::Present),
@@ -425,6 +426,25 @@ impl Checked<'_> {
             }
             Ty::Tagged(_, t) => self.rust_type(t),
             Ty::Object(o) => self.object_type(o),
+        }
+    }
+
+    /// A key's field type: [`Checked::rust_type`], with a streamed key's marker (which
+    /// [`Entry`] variant its elements are handed on as) as the `Each` / `EachMap` parameter.
+    fn field_type(&self, ty: &Ty, entry: Option<&str>) -> TokenStream {
+        match (ty, entry) {
+            (Ty::Each(t), Some(e)) => {
+                let t = self.rust_type(t);
+                let m = format_ident!("{}", e);
+                quote!(crate::manifest::rt::Each<#t, crate::manifest::streamed::#m>)
+            }
+            (Ty::EachMap(o), Some(e)) => {
+                let t = self.object_type(o);
+                let m = format_ident!("{}", e);
+                quote!(crate::manifest::rt::EachMap<#t, crate::manifest::streamed::#m>)
+            }
+            (Ty::Tagged(_, t), _) => self.field_type(t, entry),
+            _ => self.rust_type(ty),
         }
     }
 
@@ -489,11 +509,10 @@ impl Checked<'_> {
         let mut keys = Vec::new();
         let mut missing = Vec::new();
         let mut lims = Vec::new();
-        let mut entry_fns = Vec::new();
         let mut required_mask: u64 = 0;
         for (slot, (k, ty)) in obj.keys.iter().zip(&o.tys).enumerate() {
             let f = format_ident!("{}", k.field.get_ref());
-            let t = self.rust_type(ty);
+            let t = self.field_type(ty, k.entry.as_ref().map(|e| e.get_ref().as_str()));
             let optional = !k.required && k.default.is_none();
             let fdoc = doc_attr(&field_doc(k, ty));
             if optional {
@@ -542,19 +561,6 @@ impl Checked<'_> {
                 }
                 _ => (String::new(), quote!(::core::option::Option::None), 0),
             };
-            let entry = match (&k.entry, self.entry_type(ty)) {
-                (Some(variant), Some(t)) => {
-                    let v = format_ident!("{}", variant.get_ref());
-                    let entry_of = format_ident!("entry_{}", k.field.get_ref());
-                    entry_fns.push(quote! {
-                        fn #entry_of(value: &dyn ::core::any::Any) -> ::core::option::Option<crate::manifest::Entry<'_>> {
-                            value.downcast_ref::<#t>().map(crate::manifest::Entry::#v)
-                        }
-                    });
-                    quote!(::core::option::Option::Some(#entry_of))
-                }
-                _ => quote!(::core::option::Option::None),
-            };
             let tag = match ty {
                 Ty::Tagged(tag, _) => quote!(::core::option::Option::Some(#tag)),
                 _ => quote!(::core::option::Option::None),
@@ -600,7 +606,6 @@ impl Checked<'_> {
                         overflow_limit: #overflow_limit,
                         runtime_max: #runtime_max,
                         overflow: #overflow,
-                        entry: #entry,
                         tag: #tag,
                         strict: #strict,
                     },
@@ -617,14 +622,6 @@ impl Checked<'_> {
                     impl crate::manifest::rt::MapEntry for #id {
                         fn set_key(&mut self, key: &str, limit: &'static str) -> ::core::result::Result<(), crate::manifest::rt::Issue> {
                             crate::manifest::rt::copy_str(self.#f.as_mut_view(), key, limit)
-                        }
-
-                        fn value(&mut self) -> &mut dyn crate::manifest::rt::JsonValue {
-                            self
-                        }
-
-                        fn any(&self) -> &dyn ::core::any::Any {
-                            self
                         }
                     }
                 }
@@ -703,7 +700,6 @@ impl Checked<'_> {
                     cx: &mut crate::manifest::rt::Cx<'_, '_>,
                     _lim: crate::manifest::rt::Lim,
                 ) -> ::core::result::Result<(), crate::manifest::rt::Stop> {
-                    #(#entry_fns)*
                     static KEYS: crate::manifest::rt::ObjectKeys = crate::manifest::rt::ObjectKeys {
                         names: &[#(#names_of)*],
                         keys: &[#(crate::manifest::RequiredKey { key: #keys, message: #missing }),*],
@@ -935,6 +931,8 @@ impl Checked<'_> {
     fn gen_entry(&self) -> TokenStream {
         let mut variants = Vec::new();
         let mut names = Vec::new();
+        let mut markers = Vec::new();
+        let mut marker_impls = Vec::new();
         for (variant, obj, i) in &self.entries {
             let o = &self.objects[obj];
             let (k, ty) = (&o.obj.keys[*i], &o.tys[*i]);
@@ -944,6 +942,20 @@ impl Checked<'_> {
             variants.push(quote!(#d #v(&'a #t),));
             let key = k.key.get_ref();
             names.push(quote!(Entry::#v(_) => #key,));
+            let md = doc_attr(&format!("The elements of `{obj}` key `{key}`: handed on as [`Entry::{variant}`]."));
+            markers.push(quote! {
+                #md
+                #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+                #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+                pub struct #v;
+            });
+            marker_impls.push(quote! {
+                impl crate::manifest::rt::EntryOf<#t> for streamed::#v {
+                    fn entry(value: &#t) -> Entry<'_> {
+                        Entry::#v(value)
+                    }
+                }
+            });
         }
         quote! {
             /// One element of a streamed key (`each<..>`, `each_map<..>` in `schema/`), handed to a
@@ -962,6 +974,14 @@ impl Checked<'_> {
                     }
                 }
             }
+
+            /// One marker per streamed key, named as its [`Entry`] variant: the parameter of the
+            /// key's `Each` / `EachMap` that says how its elements are handed on.
+            pub mod streamed {
+                #(#markers)*
+            }
+
+            #(#marker_impls)*
         }
     }
 

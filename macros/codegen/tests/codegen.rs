@@ -127,8 +127,9 @@ fn golden_tokens_of_a_small_schema() {
         "tier : \"t.json\" , path : \"name\" , aliases : & [\"title\"] , json_type : \"string\" , required : true",
         "pub const STAGE : crate :: Stage = crate :: Stage :: Kelf ;",
         // a streamed key: one slot, and each element handed on as its Entry variant
-        "pub items : :: core :: option :: Option < crate :: manifest :: rt :: Each < Item > > ,",
-        "value . downcast_ref :: < Item > () . map (crate :: manifest :: Entry :: Item)",
+        "pub items : :: core :: option :: Option < crate :: manifest :: rt :: Each < Item , crate :: manifest :: streamed :: Item > > ,",
+        "pub mod streamed {",
+        "impl crate :: manifest :: rt :: EntryOf < Item > for streamed :: Item { fn entry (value : & Item) -> Entry < '_ > { Entry :: Item (value) } }",
         "pub enum Entry < 'a > {",
         "Item (& 'a Item) ,",
         "Entry :: Item (_) => \"items\" ,",
