@@ -752,9 +752,9 @@ impl Checked<'_> {
             };
             variants.push(quote!(#vdoc #vid = #value,));
             all.push(quote!(Self::#vid));
-            let js: Vec<&String> = v.json.iter().map(|s| s.get_ref()).collect();
-            if !js.is_empty() {
-                from_json.push(quote!(#(#js)|* => ::core::option::Option::Some(Self::#vid),));
+            for js in &v.json {
+                let js = js.get_ref();
+                from_json.push(quote!((#js, Self::#vid),));
             }
             let s = v
                 .json
@@ -795,12 +795,13 @@ impl Checked<'_> {
                 /// The runtime's C enum name.
                 pub const C_NAME: &'static str = #c_name;
 
+                /// Every JSON string with the variant it selects (a table: one search serves
+                /// every map, where a `match` per map would be code).
+                const JSON: &'static [(&'static str, Self)] = &[#(#from_json)*];
+
                 /// The variant a JSON string selects, `None` for strings the map does not know.
                 pub fn from_json(s: &str) -> ::core::option::Option<Self> {
-                    match s {
-                        #(#from_json)*
-                        _ => ::core::option::Option::None,
-                    }
+                    Self::JSON.iter().find(|(json, _)| *json == s).map(|&(_, v)| v)
                 }
 
                 /// The canonical JSON string (the runtime's enumerator when no string selects it).

@@ -99,7 +99,7 @@ fn golden_tokens_of_a_small_schema() {
         "# [repr (u32)] pub enum Color {",
         "Red = 1 ,",
         "Blue = 7 ,",
-        "\"red\" | \"r\" => :: core :: option :: Option :: Some (Self :: Red) ,",
+        "(\"red\" , Self :: Red) , (\"r\" , Self :: Red) ,",
         "pub const fn value (self) -> u32 { self as u32 }",
         // layout with its assertions
         "# [repr (C)]",
