@@ -827,7 +827,7 @@ fn skip_rest(json: &mut JsonIn<'_, '_>) -> Option<Fault> {
     }
 }
 
-/// The elements of a stored array, for the one reader of them all ([`read_elements`]).
+/// The elements of a stored array, for the one reader of them all (`read_elements`).
 pub trait Elements {
     /// A new default element at the end; `None` when the array is full.
     fn push_default(&mut self) -> Option<&mut dyn JsonValue>;
