@@ -400,7 +400,7 @@ fn engine_dma_checks() {
     assert_eq!(e.dma_block_count(), 2);
     let first = parse::<EngineJson>(good.replace(r#",{"id":1,"desc":[]}"#, "").as_bytes(), "sg00/PE.json").unwrap();
     let descs = &first.entries.descs;
-    assert_eq!((descs.len(), descs[1].scale), (2, 0.5));
+    assert_eq!((descs.len(), descs[1].scale.value()), (2, 0.5));
     // §8.2: both offsets are required (a CCE descriptor's sources carry their own from_off).
     let err = engine(&good.replace(r#""from_off":8,"#, "")).unwrap_err();
     assert_eq!(msg(&err), "dma[0].desc[1].from_off: missing required key \"from_off\"");

@@ -117,7 +117,7 @@ mod number;
 mod tokenizer;
 
 pub use error::{Expected, Fault, JsonError, TokenKind};
-pub use number::Number;
+pub use number::{Float, Number};
 pub use tokenizer::{Event, Tokenizer, MAX_DEPTH, NUMBER_CAPACITY, NUMBER_LIMIT, SCRATCH_LIMIT};
 
 impl core::error::Error for JsonError {}

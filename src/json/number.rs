@@ -4,7 +4,7 @@
 //! (`-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`), so the conversions here only
 //! decide whether the value fits the type asked for.
 
-use super::JsonError;
+use super::{JsonError, NUMBER_CAPACITY};
 
 /// The validated text of a JSON number, as received from [`Event::Num`](super::Event::Num).
 ///
@@ -85,6 +85,156 @@ impl<'a> Number<'a> {
     }
 }
 
+impl Number<'_> {
+    /// True when the value is a finite `f64` ([`Number::as_f64`] succeeds), decided from the
+    /// digits alone, without parsing a float.
+    pub fn fits_f64(&self) -> bool {
+        fits_f64(self.text)
+    }
+}
+
+/// The first digits of the smallest magnitude that rounds to infinity, `(2^54 - 1) * 2^970`
+/// (halfway between `f64::MAX` and `2^1024`; a tie rounds to even, the infinite side), a
+/// 309-digit integer. More than a kept number can have ([`NUMBER_CAPACITY`] bytes), and its
+/// later digits are not all zero, so a number that matches all of these is below it.
+const OVERFLOW_DIGITS: &[u8] = b"17976931348623158079372897140530341507993413271003782693617377898044";
+/// Digits before the point of that magnitude.
+const OVERFLOW_DIGITS_BEFORE_POINT: i64 = 309;
+
+/// True when the JSON number `text` (valid grammar) rounds to a finite `f64`: below
+/// `(2^54 - 1) * 2^970` in magnitude. As `0.DIGITS × 10^e` with a first digit that is not
+/// zero, that is `e` below 309, or `e` equal to it and the digits below the bound's.
+fn fits_f64(text: &str) -> bool {
+    use core::cmp::Ordering;
+    let mut e: i64 = 0;
+    let mut significant = false; // a digit other than a leading zero was seen
+    let mut fraction = false;
+    let mut order = Ordering::Equal; // the digits against the bound's, first difference
+    let mut bound = OVERFLOW_DIGITS.iter();
+    let mut rest = text.as_bytes();
+    while let Some((&b, tail)) = rest.split_first() {
+        rest = tail;
+        match b {
+            // A leading zero: only after the point does it move the point.
+            b'0' if !significant && fraction => e = e.saturating_sub(1),
+            b'0' if !significant => {}
+            b'0'..=b'9' => {
+                significant = true;
+                if !fraction {
+                    e = e.saturating_add(1);
+                }
+                if order == Ordering::Equal {
+                    // The bound has more digits than a kept number.
+                    order = b.cmp(bound.next().unwrap_or(&b'0'));
+                }
+            }
+            b'.' => fraction = true,
+            b'e' | b'E' => break,
+            _ => {} // the sign
+        }
+    }
+    if !significant {
+        return true; // zero
+    }
+    match e.saturating_add(exponent_of(rest)).cmp(&OVERFLOW_DIGITS_BEFORE_POINT) {
+        Ordering::Less => true,
+        Ordering::Greater => false,
+        Ordering::Equal => order != Ordering::Greater,
+    }
+}
+
+/// An exponent's value (`+12`, `-3`, `400`), its magnitude capped at a million: a number has at
+/// most [`NUMBER_CAPACITY`] digits, so past that only the sign matters.
+fn exponent_of(text: &[u8]) -> i64 {
+    let (negative, digits) = match text.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        Some((b'+', rest)) => (false, rest),
+        _ => (false, text),
+    };
+    let magnitude = digits
+        .iter()
+        .fold(0i64, |acc, &d| acc.saturating_mul(10).saturating_add(i64::from(d.wrapping_sub(b'0'))).min(1_000_000));
+    if negative {
+        magnitude.saturating_neg()
+    } else {
+        magnitude
+    }
+}
+
+/// A JSON number read for a key the schema types `f64`: kept as its text, which was checked to
+/// round to a finite `f64`; [`Float::value`] parses it (core's correctly rounded parse) when
+/// asked. A reader that only validates, as the firmware does, links no float parser.
+///
+/// `Debug` shows the value as an `f64` does (`0.5`, `1.0`); two are equal when their values
+/// are.
+#[derive(Clone, Copy)]
+pub struct Float {
+    text: [u8; NUMBER_CAPACITY],
+    len: u8,
+}
+
+impl Float {
+    /// The number `text` (a schema default: JSON number text, cut at [`NUMBER_CAPACITY`]
+    /// bytes, which no default reaches).
+    pub fn literal(text: &str) -> Self {
+        let mut out = [0u8; NUMBER_CAPACITY];
+        let n = text.len().min(NUMBER_CAPACITY);
+        if let (Some(dst), Some(from)) = (out.get_mut(..n), text.as_bytes().get(..n)) {
+            dst.copy_from_slice(from);
+        }
+        Self { text: out, len: u8::try_from(n).unwrap_or(0) }
+    }
+
+    /// The number `n` as read: [`JsonError::NumberOutOfRange`] when it does not round to a
+    /// finite `f64` (as [`Number::as_f64`]). The tokenizer hands out numbers of at most
+    /// [`NUMBER_CAPACITY`] bytes; a longer text, which it never gives, is refused the same way
+    /// rather than cut.
+    pub fn from_number(n: &Number<'_>) -> Result<Self, JsonError> {
+        if n.fits_f64() && n.text().len() <= NUMBER_CAPACITY {
+            Ok(Self::literal(n.text()))
+        } else {
+            Err(JsonError::NumberOutOfRange)
+        }
+    }
+
+    /// The number as written.
+    pub fn text(&self) -> &str {
+        let bytes = self.text.get(..usize::from(self.len)).unwrap_or(&[]);
+        core::str::from_utf8(bytes).unwrap_or("0")
+    }
+
+    /// The value (the text was checked when read, so it always parses to a finite `f64`).
+    pub fn value(&self) -> f64 {
+        self.text().parse().unwrap_or(0.0)
+    }
+}
+
+impl Default for Float {
+    /// Zero, the default of an `f64`.
+    fn default() -> Self {
+        Self::literal("0")
+    }
+}
+
+impl PartialEq for Float {
+    fn eq(&self, other: &Self) -> bool {
+        self.value() == other.value()
+    }
+}
+
+impl core::fmt::Debug for Float {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        core::fmt::Debug::fmt(&self.value(), f)
+    }
+}
+
+#[cfg(feature = "defmt")]
+impl defmt::Format for Float {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(f, "{=str}", self.text())
+    }
+}
+
 /// Folds ASCII digits with `step`, which returns `None` on overflow.
 fn accumulate<T: Default>(digits: &[u8], step: impl Fn(T, u64) -> Option<T>) -> Result<T, JsonError> {
     digits.iter().try_fold(T::default(), |acc, &b| {
@@ -106,6 +256,7 @@ fn accumulate<T: Default>(digits: &[u8], step: impl Fn(T, u64) -> Option<T>) -> 
 )]
 mod tests {
     use super::*;
+    extern crate std;
 
     fn int(text: &str) -> Number<'_> {
         Number::new(text, true)
@@ -139,6 +290,73 @@ mod tests {
             assert_eq!(n.as_i64(), Err(JsonError::NotAnInteger), "{text}");
             assert!(n.as_f64().is_ok(), "{text}");
         }
+    }
+
+    #[test]
+    fn fits_f64_agrees_with_the_float_parser() {
+        let bound = "179769313486231580793728971405303415079934132710037826936173778980";
+        let mut cases: std::vec::Vec<std::string::String> = std::vec::Vec::new();
+        for text in [
+            "0",
+            "-0",
+            "0.0",
+            "0e999999999999999999999",
+            "1",
+            "1e308",
+            "1e309",
+            "-1e309",
+            "1.7976931348623157e308",
+            "1.7976931348623158e308",
+            "1.7976931348623159e308",
+            "17976931348623158e292",
+            "0.00017976931348623158e312",
+            "1e-400",
+            "123.456e-2",
+            "1E+2",
+            "9e307",
+            "99e307",
+            "1e+0308",
+            "0.1e310",
+            "10e307",
+            "1e99999999999999999999",
+        ] {
+            cases.push(text.into());
+        }
+        // Around the bound: its own digits, and one digit more or less at each position.
+        for n in 1..bound.len() {
+            let (head, _) = bound.split_at(n);
+            for tail in ["", "0", "1", "9", "0000001", "99999"] {
+                for exp in [308 - (n as i32) + 1, 309 - (n as i32) + 1, 307 - (n as i32) + 1] {
+                    cases.push(std::format!("{head}{tail}e{exp}"));
+                    cases.push(std::format!("0.{head}{tail}e{}", exp + n as i32 + tail.len() as i32));
+                }
+                let mut bumped: std::vec::Vec<u8> = head.bytes().collect();
+                if let Some(last) = bumped.last_mut() {
+                    *last = if *last == b'9' { b'0' } else { *last + 1 };
+                }
+                let bumped = std::string::String::from_utf8(bumped).unwrap();
+                cases.push(std::format!("{bumped}{tail}e{}", 309 - n as i32));
+            }
+        }
+        for text in &cases {
+            let integer = !text.contains(['.', 'e', 'E']);
+            let n = Number::new(text, integer);
+            let parsed: f64 = text.parse().unwrap();
+            assert_eq!(n.fits_f64(), parsed.is_finite(), "{text}");
+            if text.len() <= NUMBER_CAPACITY {
+                let float = Float::from_number(&n);
+                assert_eq!(float.map(|f| f.value()).ok(), parsed.is_finite().then_some(parsed), "{text}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_float_shows_and_compares_as_its_value() {
+        let f = Float::literal("1e0");
+        assert_eq!(std::format!("{f:?}"), "1.0");
+        assert_eq!(f, Float::literal("1.00"));
+        assert_eq!(std::format!("{:?}", Float::default()), "0.0");
+        assert_eq!(Float::from_number(&Number::new("1e400", false)).err(), Some(JsonError::NumberOutOfRange));
     }
 
     #[test]

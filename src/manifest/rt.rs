@@ -1,11 +1,15 @@
 //! Reader support for the generated consumed-key parsers.
 //!
-//! The parsers generated from `schema/` are thin: per object a `match` from key to slot and
-//! one call per slot into this module. Here live the pieces they share: the [`Cx`] that
-//! carries the tokenizer, the byte source and the error context (stage, member, bounded key
-//! path); the [`JsonValue`] trait implemented by every storable type (integers, bools, `f64`,
+//! The parsers generated from `schema/` are tables: per object its keys ([`ObjectKeys`]: the
+//! JSON names, each key's [`Lim`] and rules, the required mask) and a `match` from slot to
+//! field ([`Fields`]). The reading itself is here, compiled once: [`read_object`] is the key
+//! loop of every object (duplicate and required-key checks included), and every value is read
+//! through `&mut dyn` [`JsonValue`] with a byte source behind `&mut dyn` [`ByteSource`], so
+//! that neither the value's type nor the source's multiplies the code. The [`Cx`] carries the
+//! tokenizer, the byte source and the error context (stage, member, bounded key path);
+//! [`JsonValue`] is implemented by every storable type (integers, bools, [`Float`],
 //! `heapless::String`, `heapless::Vec`, [`Map`], [`Each`], [`ArrayLen`], `Option` and the
-//! generated objects); and the key loop helpers (duplicate and required-key checks).
+//! generated objects).
 //!
 //! A value is read in two steps so that nothing borrowed from the tokenizer outlives a call:
 //! [`JsonValue::start`] sees the value's first event (a scalar is complete there; a string is
@@ -18,9 +22,9 @@
 
 use embedded_io::BufRead;
 
-use super::{Entry, EntryAt, JsonType, ManifestError, Visitor};
+use super::{Entry, EntryAt, JsonType, ManifestError, RequiredKey, Visitor};
 use crate::error::{CapacityError, Error, ErrorKind, Stage, Text, KEY_PATH_TEXT};
-use crate::json::{Event, Fault, JsonError, Tokenizer};
+use crate::json::{Event, Fault, Float, JsonError, Tokenizer};
 
 /// Bytes a [`KeyPath`] holds: what an [`Error`] shows ([`KEY_PATH_TEXT`]) on a controller; on a
 /// host, more, so that the loader can note a long path whole ([`Visitor::failed`]).
@@ -274,68 +278,230 @@ impl From<Fault> for DocFault {
     }
 }
 
+/// A byte source as a trait object: the readers are compiled once for every source, and the
+/// tokenizer below them once, for [`Src`]. Only the kind of a source's error is kept (the
+/// loader keeps the error itself on its side of the call).
+pub trait ByteSource {
+    /// The next bytes, as [`BufRead::fill_buf`].
+    fn fill(&mut self) -> Result<&[u8], embedded_io::ErrorKind>;
+    /// Marks `amount` bytes read, as [`BufRead::consume`].
+    fn consume(&mut self, amount: usize);
+}
+
+impl<R: BufRead> ByteSource for R {
+    fn fill(&mut self) -> Result<&[u8], embedded_io::ErrorKind> {
+        self.fill_buf().map_err(|e| embedded_io::Error::kind(&e))
+    }
+
+    fn consume(&mut self, amount: usize) {
+        BufRead::consume(self, amount);
+    }
+}
+
+/// A `&mut dyn` [`ByteSource`] as the `BufRead` the tokenizer reads.
+pub struct Src<'a>(pub &'a mut dyn ByteSource);
+
+impl embedded_io::ErrorType for Src<'_> {
+    type Error = embedded_io::ErrorKind;
+}
+
+impl embedded_io::Read for Src<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize, embedded_io::ErrorKind> {
+        let chunk = self.0.fill()?;
+        let n = chunk.len().min(buf.len());
+        if let (Some(dst), Some(from)) = (buf.get_mut(..n), chunk.get(..n)) {
+            dst.copy_from_slice(from);
+        }
+        self.0.consume(n);
+        Ok(n)
+    }
+}
+
+impl BufRead for Src<'_> {
+    fn fill_buf(&mut self) -> Result<&[u8], embedded_io::ErrorKind> {
+        self.0.fill()
+    }
+
+    fn consume(&mut self, amount: usize) {
+        self.0.consume(amount);
+    }
+}
+
 /// A read in progress: the tokenizer, the source, the error context and the visitor that
 /// streamed elements go to.
 ///
 /// `'a` is the read's borrows; `'t` is the tokenizer's lent scratch, a lifetime of its own
 /// because the tokenizer is reborrowed for each document (`&mut` cannot shorten it).
-pub struct Cx<'a, 't, R> {
-    /// The tokenizer.
-    pub tok: &'a mut Tokenizer<'t>,
-    /// The byte source.
-    pub src: &'a mut R,
+pub struct Cx<'a, 't> {
+    /// The tokenizer and the byte source.
+    pub json: JsonIn<'a, 't>,
     /// Stage, member and key path.
     pub ctx: ErrCtx<'a>,
     /// Where each element of an `each<..>` / `each_map<..>` key goes.
     pub visitor: &'a mut dyn Visitor,
 }
 
-impl<'a, 't, R: BufRead> Cx<'a, 't, R> {
+/// A read stopped; the failure is kept in the [`JsonIn`] (only this module makes a `Stop`).
+/// The readers pass this zero-sized marker up rather than the failure itself: every nested
+/// reader's frame would otherwise hold room for a [`DocFault`] it only passes on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stop(());
+
+/// The tokenizer and its byte source, for the readers: a fault is kept here and the readers
+/// get a [`Stop`]. The steps are out of line so that the tokenizer's `Result<_, Fault>`
+/// takes room in their frames alone, not in every reader's.
+pub struct JsonIn<'a, 't> {
+    /// The tokenizer.
+    pub tok: &'a mut Tokenizer<'t>,
+    src: Src<'a>,
+    /// Why the read stopped, once it has.
+    fault: Option<DocFault>,
+}
+
+impl JsonIn<'_, '_> {
+    /// [`Tokenizer::next`].
+    #[inline(never)]
+    pub fn event(&mut self) -> Result<Event<'_>, Stop> {
+        match self.tok.next(&mut self.src) {
+            Ok(ev) => Ok(ev),
+            Err(f) => Err(keep(&mut self.fault, f)),
+        }
+    }
+
+    /// [`Tokenizer::next_key`].
+    #[inline(never)]
+    pub fn next_key(&mut self) -> Result<Option<&str>, Stop> {
+        match self.tok.next_key(&mut self.src) {
+            Ok(key) => Ok(key),
+            Err(f) => Err(keep(&mut self.fault, f)),
+        }
+    }
+
+    /// [`Tokenizer::next_element`].
+    #[inline(never)]
+    pub fn next_element(&mut self) -> Result<bool, Stop> {
+        self.tok.next_element(&mut self.src).map_err(|f| keep(&mut self.fault, f))
+    }
+
+    /// [`Tokenizer::skip_value`].
+    #[inline(never)]
+    pub fn skip_value(&mut self) -> Result<bool, Stop> {
+        self.tok.skip_value(&mut self.src).map_err(|f| keep(&mut self.fault, f))
+    }
+}
+
+/// Keeps the tokenizer's fault `f` in `slot`.
+#[cold]
+#[inline(never)]
+fn keep(slot: &mut Option<DocFault>, f: Fault) -> Stop {
+    *slot = Some(DocFault::new(f.offset, f.kind));
+    Stop(())
+}
+
+impl<'a, 't> Cx<'a, 't> {
     /// A read of `member` at the start of its document.
     pub fn new(
         tok: &'a mut Tokenizer<'t>,
-        src: &'a mut R,
+        src: &'a mut dyn ByteSource,
         stage: Stage,
         member: &'a str,
         visitor: &'a mut dyn Visitor,
     ) -> Self {
         tok.reset();
-        Self { tok, src, ctx: ErrCtx { stage, member, path: KeyPath::new() }, visitor }
+        Self {
+            json: JsonIn { tok, src: Src(src), fault: None },
+            ctx: ErrCtx { stage, member, path: KeyPath::new() },
+            visitor,
+        }
     }
 
-    /// Hands `value`, the element just read, to the visitor when `lim` is a streamed key's.
-    fn emit(&mut self, value: &dyn core::any::Any, lim: Lim) -> Result<(), DocFault> {
-        let Some(entry) = lim.rules.entry.and_then(|f| f(value)) else { return Ok(()) };
-        let at = EntryAt { ctx: &self.ctx, offset: self.tok.offset() };
-        self.visitor.entry(entry, &at)
+    /// Hands `entry`, the element just read, to the visitor.
+    // Out of line: the visitor's failure is only held here.
+    #[inline(never)]
+    fn emit(&mut self, entry: Entry<'_>) -> Result<(), Stop> {
+        let at = EntryAt { ctx: &self.ctx, offset: self.json.tok.offset() };
+        let outcome = self.visitor.entry(entry, &at);
+        outcome.map_err(|f| self.fail(f))
     }
 
-    /// An error of `kind` at the tokenizer's current offset.
+    // The failures below are built out of line: a reader's frame holds none of them.
+
+    /// Stops the read with `f`.
     #[cold]
     #[inline(never)]
-    pub fn error(&self, kind: ErrorKind) -> DocFault {
-        DocFault::new(self.tok.offset(), kind)
+    fn fail(&mut self, f: DocFault) -> Stop {
+        self.json.fault = Some(f);
+        Stop(())
     }
 
-    /// A manifest error at the tokenizer's current offset.
+    /// Stops the read with an error of `kind` at the tokenizer's current offset.
     #[cold]
     #[inline(never)]
-    pub fn manifest_error(&self, e: ManifestError) -> DocFault {
-        self.error(ErrorKind::Manifest(e))
+    fn fail_at(&mut self, kind: ErrorKind) -> Stop {
+        self.fail(DocFault::new(self.json.tok.offset(), kind))
     }
 
+    /// Stops the read with the error for `issue`, a value's.
     #[cold]
     #[inline(never)]
-    fn issue(&self, issue: Issue, lim: Lim) -> DocFault {
+    fn fail_issue(&mut self, issue: Issue, lim: Lim) -> Stop {
         let kind = match issue {
             Issue::WrongType { expected, found } => {
                 ErrorKind::Manifest(ManifestError::WrongType { expected, found, message: lim.rules.type_error })
             }
             Issue::Capacity(c) => ErrorKind::Capacity(c),
             Issue::Json(e) => ErrorKind::Json(e),
-            Issue::Manifest(e) => ErrorKind::Manifest(e),
+            Issue::OutOfRange { max } => ErrorKind::Manifest(ManifestError::OutOfRange { max }),
         };
-        self.error(kind)
+        self.fail_at(kind)
+    }
+
+    /// Stops the read: `limit` (of `capacity` elements) was exceeded.
+    #[cold]
+    #[inline(never)]
+    fn fail_capacity(&mut self, limit: &'static str, capacity: u64) -> Stop {
+        self.fail_at(ErrorKind::Capacity(CapacityError { limit, capacity }))
+    }
+
+    /// Stops the read with the key's error for an array of `count` elements, past the runtime's
+    /// limit.
+    #[cold]
+    #[inline(never)]
+    fn fail_overflow(&mut self, overflow: fn(u64) -> ManifestError, count: u64) -> Stop {
+        self.fail_at(ErrorKind::Manifest(overflow(count)))
+    }
+
+    /// Stops the read: a consumed key is given twice.
+    #[cold]
+    #[inline(never)]
+    fn fail_duplicate(&mut self, key: &'static str) -> Stop {
+        self.fail_at(ErrorKind::Manifest(ManifestError::DuplicateKey { key }))
+    }
+
+    /// Stops the read: required key `key` is missing from the object just read.
+    #[cold]
+    #[inline(never)]
+    fn fail_missing(&mut self, key: &'static RequiredKey) -> Stop {
+        // The object's own segment: its name in a keyed map, or its key or index.
+        let within = super::Name::new(self.ctx.path.last_key());
+        self.ctx.path.push_key(key.key);
+        self.fail_at(ErrorKind::Manifest(ManifestError::MissingKey { key, within }))
+    }
+
+    /// Stops the read: `text` is not in the key's `strict` map.
+    #[cold]
+    #[inline(never)]
+    fn fail_unknown(&mut self, strict: Strict, text: &str) -> Stop {
+        let e = (strict.error)(Text::new(text));
+        self.fail_at(ErrorKind::Manifest(e))
+    }
+
+    /// Stops the read: a typed list is malformed (the key's message, or the generic one).
+    #[cold]
+    #[inline(never)]
+    fn fail_format(&mut self, lim: Lim) -> Stop {
+        let message = if lim.rules.format_error.is_empty() { "malformed typed list" } else { lim.rules.format_error };
+        self.fail_at(ErrorKind::Manifest(ManifestError::BadFormat { message }))
     }
 }
 
@@ -353,8 +519,12 @@ pub enum Issue {
     Capacity(CapacityError),
     /// A number does not fit.
     Json(JsonError),
-    /// A manifest rule was broken.
-    Manifest(ManifestError),
+    /// An integer above the field's type's maximum (`ManifestError::OutOfRange`; the error
+    /// itself is built only when reported: it is larger).
+    OutOfRange {
+        /// The maximum.
+        max: u64,
+    },
 }
 
 /// How a value continues after its first event.
@@ -379,16 +549,31 @@ pub struct Rules {
     pub runtime_max: u64,
     /// The error for more than `runtime_max` elements.
     pub overflow: Option<fn(u64) -> ManifestError>,
-    /// For a streamed key: its element as an [`Entry`] (`None` for another type).
-    pub entry: Option<EntryFn>,
+    /// For a TVM typed list (`["list_str", [...]]`): its tag.
+    pub tag: Option<&'static str>,
+    /// For a string a `strict` discriminator map selects from: the map's check.
+    pub strict: Option<Strict>,
 }
 
-/// Turns a streamed key's element into its [`Entry`] variant (generated per key).
-pub type EntryFn = fn(&dyn core::any::Any) -> Option<Entry<'_>>;
+/// A `strict` discriminator map's check of a string key.
+#[derive(Debug, Clone, Copy)]
+pub struct Strict {
+    /// The map has the string.
+    pub known: fn(&str) -> bool,
+    /// The schema's error variant for a string it does not have.
+    pub error: fn(super::Name) -> ManifestError,
+}
 
 /// Rules of a key without any.
-pub static NO_RULES: Rules =
-    Rules { type_error: "", format_error: "", overflow_limit: "", runtime_max: 0, overflow: None, entry: None };
+pub static NO_RULES: Rules = Rules {
+    type_error: "",
+    format_error: "",
+    overflow_limit: "",
+    runtime_max: 0,
+    overflow: None,
+    tag: None,
+    strict: None,
+};
 
 /// The capacity names of a key's nested types, outermost first, and its rules.
 #[derive(Debug, Clone, Copy)]
@@ -433,21 +618,24 @@ fn wrong(expected: JsonType, ev: &Event<'_>) -> Issue {
     Issue::WrongType { expected, found: found_type(ev) }
 }
 
-/// A value the generated parsers can store.
-pub trait JsonValue: Default {
-    /// The JSON type it reads.
-    const EXPECTED: JsonType;
-
+/// A value the generated parsers can store. It is read through `&mut dyn JsonValue`: one
+/// copy of each reader serves every type.
+pub trait JsonValue: 'static {
     /// Takes the value's first event.
     fn start(&mut self, ev: &Event<'_>, lim: Lim) -> Result<Flow, Issue>;
 
     /// Reads the rest of a container opened by [`JsonValue::start`].
-    fn body<R: BufRead>(&mut self, _cx: &mut Cx<'_, '_, R>, _lim: Lim) -> Result<(), DocFault> {
+    fn body(&mut self, _cx: &mut Cx<'_, '_>, _lim: Lim) -> Result<(), Stop> {
         Ok(())
     }
 
     /// Back to the state of a document without this key (defaults are set by the owner).
     fn clear(&mut self);
+
+    /// The string held, if the value is one (what a `strict` map checks).
+    fn text(&self) -> Option<&str> {
+        None
+    }
 }
 
 fn as_u64(ev: &Event<'_>, expected: JsonType) -> Result<u64, Issue> {
@@ -461,10 +649,9 @@ fn as_u64(ev: &Event<'_>, expected: JsonType) -> Result<u64, Issue> {
 macro_rules! unsigned {
     ($($t:ty),*) => {$(
         impl JsonValue for $t {
-            const EXPECTED: JsonType = JsonType::UnsignedInteger;
             fn start(&mut self, ev: &Event<'_>, _lim: Lim) -> Result<Flow, Issue> {
-                let v = as_u64(ev, Self::EXPECTED)?;
-                *self = <$t>::try_from(v).map_err(|_| Issue::Manifest(ManifestError::OutOfRange { max: <$t>::MAX as u64 }))?;
+                let v = as_u64(ev, JsonType::UnsignedInteger)?;
+                *self = <$t>::try_from(v).map_err(|_| Issue::OutOfRange { max: <$t>::MAX as u64 })?;
                 Ok(Flow::Done)
             }
             fn clear(&mut self) {
@@ -476,11 +663,10 @@ macro_rules! unsigned {
 unsigned!(u8, u16, u32, u64);
 
 impl JsonValue for i64 {
-    const EXPECTED: JsonType = JsonType::Integer;
     fn start(&mut self, ev: &Event<'_>, _lim: Lim) -> Result<Flow, Issue> {
         match ev {
             Event::Num(n) if n.is_integer() => *self = n.as_i64().map_err(Issue::Json)?,
-            other => return Err(wrong(Self::EXPECTED, other)),
+            other => return Err(wrong(JsonType::Integer, other)),
         }
         Ok(Flow::Done)
     }
@@ -489,26 +675,24 @@ impl JsonValue for i64 {
     }
 }
 
-impl JsonValue for f64 {
-    const EXPECTED: JsonType = JsonType::Number;
+impl JsonValue for Float {
     fn start(&mut self, ev: &Event<'_>, _lim: Lim) -> Result<Flow, Issue> {
         match ev {
-            Event::Num(n) => *self = n.as_f64().map_err(Issue::Json)?,
-            other => return Err(wrong(Self::EXPECTED, other)),
+            Event::Num(n) => *self = Float::from_number(n).map_err(Issue::Json)?,
+            other => return Err(wrong(JsonType::Number, other)),
         }
         Ok(Flow::Done)
     }
     fn clear(&mut self) {
-        *self = 0.0;
+        *self = Float::default();
     }
 }
 
 impl JsonValue for bool {
-    const EXPECTED: JsonType = JsonType::Bool;
     fn start(&mut self, ev: &Event<'_>, _lim: Lim) -> Result<Flow, Issue> {
         match ev {
             Event::Bool(b) => *self = *b,
-            other => return Err(wrong(Self::EXPECTED, other)),
+            other => return Err(wrong(JsonType::Bool, other)),
         }
         Ok(Flow::Done)
     }
@@ -517,10 +701,22 @@ impl JsonValue for bool {
     }
 }
 
-/// Copies `s` into `dst`; a string longer than `N` bytes is a capacity error named `limit`.
-pub fn copy_str<const N: usize>(dst: &mut heapless::String<N>, s: &str, limit: &'static str) -> Result<(), Issue> {
+/// Copies `s` into `dst` (a `heapless::String` of any capacity, as its view: one copy of this
+/// serves them all); a string longer than the capacity is a capacity error named `limit`.
+#[inline(never)]
+pub fn copy_str(dst: &mut heapless::string::StringView, s: &str, limit: &'static str) -> Result<(), Issue> {
     dst.clear();
-    dst.push_str(s).map_err(|_| Issue::Capacity(CapacityError { limit, capacity: N as u64 }))
+    dst.push_str(s).map_err(|_| Issue::Capacity(CapacityError { limit, capacity: dst.capacity() as u64 }))
+}
+
+/// A string value's first event into `dst`, for every capacity.
+#[inline(never)]
+fn start_str(dst: &mut heapless::string::StringView, ev: &Event<'_>, lim: Lim) -> Result<Flow, Issue> {
+    match ev {
+        Event::Str(s) => copy_str(dst, s, lim.first())?,
+        other => return Err(wrong(JsonType::String, other)),
+    }
+    Ok(Flow::Done)
 }
 
 /// A string default from the schema (cut to the capacity if it does not fit, which the
@@ -536,27 +732,24 @@ pub fn str_default<const N: usize>(s: &str) -> heapless::String<N> {
 }
 
 impl<const N: usize> JsonValue for heapless::String<N> {
-    const EXPECTED: JsonType = JsonType::String;
     fn start(&mut self, ev: &Event<'_>, lim: Lim) -> Result<Flow, Issue> {
-        match ev {
-            Event::Str(s) => copy_str(self, s, lim.first())?,
-            other => return Err(wrong(Self::EXPECTED, other)),
-        }
-        Ok(Flow::Done)
+        start_str(self.as_mut_view(), ev, lim)
     }
     fn clear(&mut self) {
         heapless::String::clear(self);
     }
+    fn text(&self) -> Option<&str> {
+        Some(self.as_str())
+    }
 }
 
-impl<T: JsonValue> JsonValue for Option<T> {
-    const EXPECTED: JsonType = T::EXPECTED;
+impl<T: JsonValue + Default> JsonValue for Option<T> {
     fn start(&mut self, ev: &Event<'_>, lim: Lim) -> Result<Flow, Issue> {
         let v = self.get_or_insert_with(T::default);
         v.clear();
         v.start(ev, lim)
     }
-    fn body<R: BufRead>(&mut self, cx: &mut Cx<'_, '_, R>, lim: Lim) -> Result<(), DocFault> {
+    fn body(&mut self, cx: &mut Cx<'_, '_>, lim: Lim) -> Result<(), Stop> {
         match self {
             Some(v) => v.body(cx, lim),
             None => Ok(()),
@@ -565,49 +758,45 @@ impl<T: JsonValue> JsonValue for Option<T> {
     fn clear(&mut self) {
         *self = None;
     }
+    fn text(&self) -> Option<&str> {
+        self.as_ref().and_then(|v| v.text())
+    }
 }
 
 /// Reads the next value into `value`.
-pub fn read<T: JsonValue, R: BufRead>(cx: &mut Cx<'_, '_, R>, value: &mut T, lim: Lim) -> Result<(), DocFault> {
-    let flow = match cx.tok.next(cx.src) {
+pub fn read(cx: &mut Cx<'_, '_>, value: &mut dyn JsonValue, lim: Lim) -> Result<(), Stop> {
+    let flow = match cx.json.event() {
         Ok(ev) => value.start(&ev, lim),
-        Err(f) => return Err(DocFault::from(f)),
+        Err(stop) => return Err(stop),
     };
     match flow {
         Ok(Flow::Done) => Ok(()),
         Ok(Flow::Body) => value.body(cx, lim),
-        Err(issue) => Err(cx.issue(issue, lim)),
+        Err(issue) => Err(cx.fail_issue(issue, lim)),
     }
 }
 
 /// Reads a TVM typed list `["tag", value]` into `value`; any other shape is the key's
 /// `format_error`.
-pub fn read_tagged<T: JsonValue, R: BufRead>(
-    cx: &mut Cx<'_, '_, R>,
-    value: &mut T,
-    tag: &str,
-    lim: Lim,
-) -> Result<(), DocFault> {
-    let message = if lim.rules.format_error.is_empty() { "malformed typed list" } else { lim.rules.format_error };
-    let bad = |cx: &Cx<'_, '_, R>| cx.manifest_error(ManifestError::BadFormat { message });
-    match cx.tok.next(cx.src) {
+fn read_tagged(cx: &mut Cx<'_, '_>, value: &mut dyn JsonValue, tag: &str, lim: Lim) -> Result<(), Stop> {
+    match cx.json.event() {
         Ok(Event::BeginArray) => {}
-        Ok(_) => return Err(bad(cx)),
-        Err(f) => return Err(DocFault::from(f)),
+        Ok(_) => return Err(cx.fail_format(lim)),
+        Err(stop) => return Err(stop),
     }
-    match cx.tok.next(cx.src) {
+    match cx.json.event() {
         Ok(Event::Str(s)) if s == tag => {}
-        Ok(_) => return Err(bad(cx)),
-        Err(f) => return Err(DocFault::from(f)),
+        Ok(_) => return Err(cx.fail_format(lim)),
+        Err(stop) => return Err(stop),
     }
     let mark = cx.ctx.path.mark();
     cx.ctx.path.push_index(1);
     read(cx, value, lim)?;
     cx.ctx.path.reset(mark);
-    match cx.tok.next(cx.src) {
+    match cx.json.event() {
         Ok(Event::EndArray) => Ok(()),
-        Ok(_) => Err(bad(cx)),
-        Err(f) => Err(DocFault::from(f)),
+        Ok(_) => Err(cx.fail_format(lim)),
+        Err(stop) => Err(stop),
     }
 }
 
@@ -620,32 +809,37 @@ pub fn read_tagged<T: JsonValue, R: BufRead>(
 /// instead, at its own offset (with an empty key path: the skip keeps none); otherwise the
 /// schema error is returned unchanged. An error of the tokenizer itself (syntax, depth,
 /// capacity, the stream) is returned as it is.
-pub fn read_document<T: JsonValue, R: BufRead>(cx: &mut Cx<'_, '_, R>, value: &mut T) -> Result<(), Error> {
-    read_whole(cx, value).map_err(|f| {
-        cx.visitor.failed(cx.ctx.member, cx.ctx.path.whole(), f.key);
-        cx.ctx.attach(f)
-    })
+pub fn read_document(cx: &mut Cx<'_, '_>, value: &mut dyn JsonValue) -> Result<(), Error> {
+    match read_whole(cx, value) {
+        Ok(()) => Ok(()),
+        Err(Stop(())) => {
+            // Every `Stop` is made with its fault kept: the fallback only keeps this total.
+            let offset = cx.json.tok.offset();
+            let fault =
+                cx.json.fault.take().unwrap_or(DocFault::new(offset, ErrorKind::Json(JsonError::UnexpectedEnd)));
+            cx.visitor.failed(cx.ctx.member, cx.ctx.path.whole(), fault.key);
+            Err(cx.ctx.attach(fault))
+        }
+    }
 }
 
 /// [`read_document`] before the context is added.
-fn read_whole<T: JsonValue, R: BufRead>(cx: &mut Cx<'_, '_, R>, value: &mut T) -> Result<(), DocFault> {
+fn read_whole(cx: &mut Cx<'_, '_>, value: &mut dyn JsonValue) -> Result<(), Stop> {
     if let Err(schema) = read(cx, value, Lim::NONE) {
-        if cx.tok.fault().is_some() {
+        if cx.json.tok.fault().is_some() {
             return Err(schema);
         }
-        return Err(match skip_rest(cx) {
-            Some(fault) => {
-                // The skip keeps no key path: the syntax error's is the document's root.
-                cx.ctx.path = KeyPath::new();
-                DocFault::from(fault)
-            }
-            None => schema,
-        });
+        if let Some(fault) = skip_rest(&mut cx.json) {
+            // The skip keeps no key path: the syntax error's is the document's root.
+            cx.ctx.path = KeyPath::new();
+            return Err(keep(&mut cx.json.fault, fault));
+        }
+        return Err(schema);
     }
-    match cx.tok.next(cx.src) {
+    match cx.json.event() {
         Ok(Event::End) => Ok(()),
-        Ok(_) => Err(cx.error(ErrorKind::Json(JsonError::TrailingData))),
-        Err(f) => Err(DocFault::from(f)),
+        Ok(_) => Err(cx.fail_at(ErrorKind::Json(JsonError::TrailingData))),
+        Err(stop) => Err(stop),
     }
 }
 
@@ -653,94 +847,62 @@ fn read_whole<T: JsonValue, R: BufRead>(cx: &mut Cx<'_, '_, R>, value: &mut T) -
 /// the tokenizer's depth says how many are open) and checks that nothing follows it.
 /// Returns the JSON syntax fault found, if any; a fault of another kind (the stream) is no
 /// verdict on the document's syntax and gives `None`.
-fn skip_rest<R: BufRead>(cx: &mut Cx<'_, '_, R>) -> Option<Fault> {
+fn skip_rest(json: &mut JsonIn<'_, '_>) -> Option<Fault> {
+    let (tok, src) = (&mut *json.tok, &mut json.src);
     let outcome = (|| -> Result<Option<JsonError>, Fault> {
         // Each round either skips one value or closes one container: the document is finite.
-        while cx.tok.depth() > 0 {
-            if !cx.tok.skip_value(cx.src)? {
-                cx.tok.next(cx.src)?;
+        while tok.depth() > 0 {
+            if !tok.skip_value(src)? {
+                tok.next(src)?;
             }
         }
-        match cx.tok.next(cx.src)? {
+        match tok.next(src)? {
             Event::End => Ok(None),
             _ => Ok(Some(JsonError::TrailingData)),
         }
     })();
     match outcome {
         Ok(None) => None,
-        Ok(Some(trailing)) => Some(Fault::json(cx.tok.offset(), trailing)),
+        Ok(Some(trailing)) => Some(Fault::json(tok.offset(), trailing)),
         Err(f) if matches!(f.kind, ErrorKind::Json(_)) => Some(f),
         Err(_) => None,
     }
 }
 
-impl<T: JsonValue, const N: usize> JsonValue for heapless::Vec<T, N> {
-    const EXPECTED: JsonType = JsonType::Array;
+/// The elements of a stored array, for the one reader of them all (`read_elements`).
+pub trait Elements {
+    /// A new default element at the end; `None` when the array is full.
+    fn push_default(&mut self) -> Option<&mut dyn JsonValue>;
+    /// How many elements fit.
+    fn capacity(&self) -> usize;
+}
+
+impl<T: JsonValue + Default, const N: usize> Elements for heapless::Vec<T, N> {
+    fn push_default(&mut self) -> Option<&mut dyn JsonValue> {
+        self.push(T::default()).ok()?;
+        self.last_mut().map(|v| v as &mut dyn JsonValue)
+    }
+
+    fn capacity(&self) -> usize {
+        N
+    }
+}
+
+impl<T: JsonValue + Default, const N: usize> JsonValue for heapless::Vec<T, N> {
     fn start(&mut self, ev: &Event<'_>, _lim: Lim) -> Result<Flow, Issue> {
         match ev {
             Event::BeginArray => {
                 heapless::Vec::clear(self);
                 Ok(Flow::Body)
             }
-            other => Err(wrong(Self::EXPECTED, other)),
+            other => Err(wrong(JsonType::Array, other)),
         }
     }
 
-    fn body<R: BufRead>(&mut self, cx: &mut Cx<'_, '_, R>, lim: Lim) -> Result<(), DocFault> {
-        let limit = lim.first();
-        let inner = lim.rest();
-        let checks_runtime_max = lim.rules.overflow.is_some() && lim.rules.overflow_limit == limit;
-        let mut count: u64 = 0;
-        let mut spare: Option<T> = None;
-        loop {
-            let mark = cx.ctx.path.mark();
-            cx.ctx.path.push_index(count as usize);
-            let flow = match cx.tok.next(cx.src) {
-                Ok(Event::EndArray) => {
-                    cx.ctx.path.reset(mark);
-                    break;
-                }
-                Ok(ev) => {
-                    if self.is_full() {
-                        if !checks_runtime_max {
-                            let capacity = CapacityError { limit, capacity: N as u64 };
-                            return Err(DocFault::new(cx.tok.offset(), ErrorKind::Capacity(capacity)));
-                        }
-                        // Keep reading into a spare slot: the runtime's own message needs the count.
-                        let slot = spare.get_or_insert_with(T::default);
-                        slot.clear();
-                        slot.start(&ev, inner)
-                    } else {
-                        // Full was checked just above, so the push cannot fail.
-                        let _ = self.push(T::default());
-                        match self.last_mut() {
-                            Some(slot) => slot.start(&ev, inner),
-                            None => Ok(Flow::Done),
-                        }
-                    }
-                }
-                Err(f) => return Err(DocFault::from(f)),
-            };
-            match flow {
-                Ok(Flow::Done) => {}
-                Ok(Flow::Body) => {
-                    let slot = if let Some(s) = spare.as_mut() { Some(s) } else { self.last_mut() };
-                    if let Some(slot) = slot {
-                        slot.body(cx, inner)?;
-                    }
-                }
-                Err(issue) => return Err(cx.issue(issue, inner)),
-            }
-            count = count.saturating_add(1);
-            cx.ctx.path.reset(mark);
-        }
-        if count > N as u64 {
-            if let (true, Some(overflow)) = (count > lim.rules.runtime_max, lim.rules.overflow) {
-                return Err(cx.manifest_error(overflow(count)));
-            }
-            return Err(cx.error(ErrorKind::Capacity(CapacityError { limit, capacity: N as u64 })));
-        }
-        Ok(())
+    fn body(&mut self, cx: &mut Cx<'_, '_>, lim: Lim) -> Result<(), Stop> {
+        // The elements are scalars (a shape's dimensions): a spare one costs a few bytes.
+        let mut spare = T::default();
+        read_elements(cx, self, &mut spare, lim)
     }
 
     fn clear(&mut self) {
@@ -748,7 +910,59 @@ impl<T: JsonValue, const N: usize> JsonValue for heapless::Vec<T, N> {
     }
 }
 
-/// An object that can be an entry of a [`Map`]: it stores its JSON key.
+/// Reads the elements of an array into `elements`. Past its capacity, an array whose key
+/// checks the runtime's own limit is read on into `spare` (the runtime's message needs the
+/// count); any other is a capacity error at once.
+// Never inlined: it is the one copy every `heapless::Vec<T, N>` shares.
+#[inline(never)]
+fn read_elements(
+    cx: &mut Cx<'_, '_>,
+    elements: &mut dyn Elements,
+    spare: &mut dyn JsonValue,
+    lim: Lim,
+) -> Result<(), Stop> {
+    let limit = lim.first();
+    let inner = lim.rest();
+    let capacity = elements.capacity() as u64;
+    let checks_runtime_max = lim.rules.overflow.is_some() && lim.rules.overflow_limit == limit;
+    let mut count: u64 = 0;
+    loop {
+        let mark = cx.ctx.path.mark();
+        cx.ctx.path.push_index(usize::try_from(count).unwrap_or(usize::MAX));
+        let ev = match cx.json.event() {
+            Ok(Event::EndArray) => {
+                cx.ctx.path.reset(mark);
+                break;
+            }
+            Ok(ev) => ev,
+            Err(stop) => return Err(stop),
+        };
+        let slot: &mut dyn JsonValue = match elements.push_default() {
+            Some(slot) => slot,
+            None if checks_runtime_max => {
+                spare.clear();
+                &mut *spare
+            }
+            None => return Err(cx.fail_capacity(limit, capacity)),
+        };
+        match slot.start(&ev, inner) {
+            Ok(Flow::Done) => {}
+            Ok(Flow::Body) => slot.body(cx, inner)?,
+            Err(issue) => return Err(cx.fail_issue(issue, inner)),
+        }
+        count = count.saturating_add(1);
+        cx.ctx.path.reset(mark);
+    }
+    if count > capacity {
+        if let (true, Some(overflow)) = (count > lim.rules.runtime_max, lim.rules.overflow) {
+            return Err(cx.fail_overflow(overflow, count));
+        }
+        return Err(cx.fail_capacity(limit, capacity));
+    }
+    Ok(())
+}
+
+/// An object that can be an entry of a [`Map`] or an [`EachMap`]: it stores its JSON key.
 pub trait MapEntry: JsonValue {
     /// Stores the entry's name.
     fn set_key(&mut self, key: &str, limit: &'static str) -> Result<(), Issue>;
@@ -780,20 +994,19 @@ impl<T, const N: usize> core::ops::DerefMut for Map<T, N> {
     }
 }
 
-impl<T: MapEntry, const N: usize> JsonValue for Map<T, N> {
-    const EXPECTED: JsonType = JsonType::Object;
+impl<T: MapEntry + Default, const N: usize> JsonValue for Map<T, N> {
     fn start(&mut self, ev: &Event<'_>, _lim: Lim) -> Result<Flow, Issue> {
         self.0.clear();
         start_object(ev)
     }
 
-    fn body<R: BufRead>(&mut self, cx: &mut Cx<'_, '_, R>, lim: Lim) -> Result<(), DocFault> {
+    fn body(&mut self, cx: &mut Cx<'_, '_>, lim: Lim) -> Result<(), Stop> {
         let limit = lim.first();
         let key_limit = lim.rest().first();
         let value_lim = lim.rest().rest();
         loop {
             let mark = cx.ctx.path.mark();
-            let step = match cx.tok.next_key(cx.src) {
+            let step = match cx.json.next_key() {
                 Ok(None) => break,
                 Ok(Some(key)) => {
                     cx.ctx.path.push_key(key);
@@ -807,10 +1020,10 @@ impl<T: MapEntry, const N: usize> JsonValue for Map<T, N> {
                         }
                     }
                 }
-                Err(f) => return Err(DocFault::from(f)),
+                Err(stop) => return Err(stop),
             };
             if let Err(issue) = step {
-                return Err(cx.issue(issue, lim));
+                return Err(cx.fail_issue(issue, lim));
             }
             if let Some(entry) = self.0.last_mut() {
                 read(cx, entry, value_lim)?;
@@ -825,52 +1038,52 @@ impl<T: MapEntry, const N: usize> JsonValue for Map<T, N> {
     }
 }
 
+/// Which [`Entry`] variant an element of one streamed key is: a marker type per key,
+/// generated from `schema/` (`crate::manifest::streamed`), so that handing an element on takes
+/// no type test.
+pub trait EntryOf<T> {
+    /// `value` as the key's entry.
+    fn entry(value: &T) -> Entry<'_>;
+}
+
 /// An array of any length, read one element at a time into one slot: every element is
-/// validated, handed to the visitor as the key's [`Entry`] and counted. Memory does not grow
-/// with the array.
+/// validated, handed to the visitor as the key's [`Entry`] (`K` says which) and counted.
+/// Memory does not grow with the array.
 ///
 /// The slot is a local of the reading frame, not a field: a document holds only the count, so
 /// the slots of its streamed keys (a `def.json` var is 1 KiB) take stack one at a time, while
 /// their key is read, rather than all the time the document is.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Clone, PartialEq, Eq, Default)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct Each<T> {
+pub struct Each<T, K> {
     /// Elements read.
     pub count: u64,
-    _slot: core::marker::PhantomData<fn() -> T>,
+    _slot: core::marker::PhantomData<fn() -> (T, K)>,
 }
 
-impl<T: JsonValue + Default + core::any::Any> JsonValue for Each<T> {
-    const EXPECTED: JsonType = JsonType::Array;
+// By hand: shown as it was before the marker (`PhantomData<fn() -> T>`), which readers of
+// the `Debug` text (the command's `consumed` tree) expect.
+impl<T, K> core::fmt::Debug for Each<T, K> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let slot = core::marker::PhantomData::<fn() -> T>;
+        f.debug_struct("Each").field("count", &self.count).field("_slot", &slot).finish()
+    }
+}
+
+impl<T: JsonValue + Default, K: EntryOf<T> + 'static> JsonValue for Each<T, K> {
     fn start(&mut self, ev: &Event<'_>, _lim: Lim) -> Result<Flow, Issue> {
         self.clear();
         match ev {
             Event::BeginArray => Ok(Flow::Body),
-            other => Err(wrong(Self::EXPECTED, other)),
+            other => Err(wrong(JsonType::Array, other)),
         }
     }
 
     // A frame of its own: the slot's stack is taken only while this key is read.
     #[inline(never)]
-    fn body<R: BufRead>(&mut self, cx: &mut Cx<'_, '_, R>, lim: Lim) -> Result<(), DocFault> {
-        let mut slot = T::default();
-        loop {
-            let mark = cx.ctx.path.mark();
-            cx.ctx.path.push_index(usize::try_from(self.count).unwrap_or(usize::MAX));
-            match cx.tok.next_element(cx.src) {
-                Ok(false) => {
-                    cx.ctx.path.reset(mark);
-                    return Ok(());
-                }
-                Ok(true) => {}
-                Err(f) => return Err(DocFault::from(f)),
-            }
-            slot.clear();
-            read(cx, &mut slot, lim)?;
-            cx.emit(&slot, lim)?;
-            self.count = self.count.saturating_add(1);
-            cx.ctx.path.reset(mark);
-        }
+    fn body(&mut self, cx: &mut Cx<'_, '_>, lim: Lim) -> Result<(), Stop> {
+        let mut slot = Slot::<T, K>(T::default(), core::marker::PhantomData);
+        read_each(cx, &mut self.count, &mut slot, lim)
     }
 
     fn clear(&mut self) {
@@ -878,19 +1091,95 @@ impl<T: JsonValue + Default + core::any::Any> JsonValue for Each<T> {
     }
 }
 
-/// A JSON object keyed by name of any size (`def.json` `var`, `dma_queue`), read one entry at a
-/// time into one slot: every entry is validated, handed to the visitor as the key's [`Entry`]
-/// and counted. Memory does not grow with the object. The slot is a local, as [`Each`]'s.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct EachMap<T> {
-    /// Entries read.
-    pub count: u64,
-    _slot: core::marker::PhantomData<fn() -> T>,
+/// The one element of a streamed key: read as a [`JsonValue`] (a map entry's name first),
+/// handed on as its [`Entry`].
+trait ElementSlot {
+    /// The element, to read.
+    fn value(&mut self) -> &mut dyn JsonValue;
+    /// The element, to hand on.
+    fn entry(&self) -> Entry<'_>;
+    /// Stores a map entry's name (an array's element has none).
+    fn set_key(&mut self, key: &str, limit: &'static str) -> Result<(), Issue>;
 }
 
-impl<T: MapEntry + Default + core::any::Any> JsonValue for EachMap<T> {
-    const EXPECTED: JsonType = JsonType::Object;
+/// The [`ElementSlot`] of an [`Each`] or an [`EachMap`] of `T`, handed on as `K` says.
+struct Slot<T, K>(T, core::marker::PhantomData<fn() -> K>);
+
+impl<T: JsonValue, K: EntryOf<T>> ElementSlot for Slot<T, K> {
+    fn value(&mut self) -> &mut dyn JsonValue {
+        &mut self.0
+    }
+
+    fn entry(&self) -> Entry<'_> {
+        K::entry(&self.0)
+    }
+
+    fn set_key(&mut self, _key: &str, _limit: &'static str) -> Result<(), Issue> {
+        Ok(())
+    }
+}
+
+/// The slot of an [`EachMap`]: a [`Slot`] whose element keeps its name.
+struct MapSlot<T, K>(Slot<T, K>);
+
+impl<T: MapEntry, K: EntryOf<T>> ElementSlot for MapSlot<T, K> {
+    fn value(&mut self) -> &mut dyn JsonValue {
+        self.0.value()
+    }
+
+    fn entry(&self) -> Entry<'_> {
+        self.0.entry()
+    }
+
+    fn set_key(&mut self, key: &str, limit: &'static str) -> Result<(), Issue> {
+        self.0 .0.set_key(key, limit)
+    }
+}
+
+/// The elements of a streamed array, each read into `slot`, handed to the visitor and counted.
+// Never inlined: it is the one copy every `Each<T, K>` shares.
+#[inline(never)]
+fn read_each(cx: &mut Cx<'_, '_>, count: &mut u64, slot: &mut dyn ElementSlot, lim: Lim) -> Result<(), Stop> {
+    loop {
+        let mark = cx.ctx.path.mark();
+        cx.ctx.path.push_index(usize::try_from(*count).unwrap_or(usize::MAX));
+        match cx.json.next_element() {
+            Ok(false) => {
+                cx.ctx.path.reset(mark);
+                return Ok(());
+            }
+            Ok(true) => {}
+            Err(stop) => return Err(stop),
+        }
+        slot.value().clear();
+        read(cx, slot.value(), lim)?;
+        cx.emit(slot.entry())?;
+        *count = count.saturating_add(1);
+        cx.ctx.path.reset(mark);
+    }
+}
+
+/// A JSON object keyed by name of any size (`def.json` `var`, `dma_queue`), read one entry at a
+/// time into one slot: every entry is validated, handed to the visitor as the key's [`Entry`]
+/// (`K` says which) and counted. Memory does not grow with the object. The slot is a local, as
+/// [`Each`]'s.
+#[derive(Clone, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct EachMap<T, K> {
+    /// Entries read.
+    pub count: u64,
+    _slot: core::marker::PhantomData<fn() -> (T, K)>,
+}
+
+// By hand, as `Each`'s.
+impl<T, K> core::fmt::Debug for EachMap<T, K> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let slot = core::marker::PhantomData::<fn() -> T>;
+        f.debug_struct("EachMap").field("count", &self.count).field("_slot", &slot).finish()
+    }
+}
+
+impl<T: MapEntry + Default, K: EntryOf<T> + 'static> JsonValue for EachMap<T, K> {
     fn start(&mut self, ev: &Event<'_>, _lim: Lim) -> Result<Flow, Issue> {
         self.clear();
         start_object(ev)
@@ -898,35 +1187,43 @@ impl<T: MapEntry + Default + core::any::Any> JsonValue for EachMap<T> {
 
     // A frame of its own: the slot's stack is taken only while this key is read.
     #[inline(never)]
-    fn body<R: BufRead>(&mut self, cx: &mut Cx<'_, '_, R>, lim: Lim) -> Result<(), DocFault> {
-        let key_limit = lim.first();
-        let value_lim = lim.rest();
-        let mut slot = T::default();
-        loop {
-            let mark = cx.ctx.path.mark();
-            let step = match cx.tok.next_key(cx.src) {
-                Ok(None) => break,
-                Ok(Some(key)) => {
-                    cx.ctx.path.push_key(key);
-                    slot.clear();
-                    slot.set_key(key, key_limit)
-                }
-                Err(f) => return Err(DocFault::from(f)),
-            };
-            if let Err(issue) = step {
-                return Err(cx.issue(issue, lim));
-            }
-            read(cx, &mut slot, value_lim)?;
-            cx.emit(&slot, lim)?;
-            self.count = self.count.saturating_add(1);
-            cx.ctx.path.reset(mark);
-        }
-        Ok(())
+    fn body(&mut self, cx: &mut Cx<'_, '_>, lim: Lim) -> Result<(), Stop> {
+        let mut slot = MapSlot(Slot::<T, K>(T::default(), core::marker::PhantomData));
+        read_each_entry(cx, &mut self.count, &mut slot, lim)
     }
 
     fn clear(&mut self) {
         self.count = 0;
     }
+}
+
+/// The entries of a streamed object, each read into `slot` (its name first), handed to the
+/// visitor and counted.
+// Never inlined: it is the one copy every `EachMap<T, K>` shares.
+#[inline(never)]
+fn read_each_entry(cx: &mut Cx<'_, '_>, count: &mut u64, slot: &mut dyn ElementSlot, lim: Lim) -> Result<(), Stop> {
+    let key_limit = lim.first();
+    let value_lim = lim.rest();
+    loop {
+        let mark = cx.ctx.path.mark();
+        let step = match cx.json.next_key() {
+            Ok(None) => break,
+            Ok(Some(key)) => {
+                cx.ctx.path.push_key(key);
+                slot.value().clear();
+                slot.set_key(key, key_limit)
+            }
+            Err(stop) => return Err(stop),
+        };
+        if let Err(issue) = step {
+            return Err(cx.fail_issue(issue, lim));
+        }
+        read(cx, slot.value(), value_lim)?;
+        cx.emit(slot.entry())?;
+        *count = count.saturating_add(1);
+        cx.ctx.path.reset(mark);
+    }
+    Ok(())
 }
 
 /// An array whose elements are validated and counted, not stored.
@@ -935,31 +1232,38 @@ impl<T: MapEntry + Default + core::any::Any> JsonValue for EachMap<T> {
 pub struct ArrayLen(pub u64);
 
 impl JsonValue for ArrayLen {
-    const EXPECTED: JsonType = JsonType::Array;
     fn start(&mut self, ev: &Event<'_>, _lim: Lim) -> Result<Flow, Issue> {
         self.0 = 0;
         match ev {
             Event::BeginArray => Ok(Flow::Body),
-            other => Err(wrong(Self::EXPECTED, other)),
+            other => Err(wrong(JsonType::Array, other)),
         }
     }
 
-    fn body<R: BufRead>(&mut self, cx: &mut Cx<'_, '_, R>, _lim: Lim) -> Result<(), DocFault> {
-        loop {
-            match cx.tok.skip_value(cx.src) {
-                Ok(true) => self.0 = self.0.saturating_add(1),
-                Ok(false) => break,
-                Err(f) => return Err(DocFault::from(f)),
-            }
-        }
-        match cx.tok.next(cx.src) {
-            Ok(_) => Ok(()),
-            Err(f) => Err(DocFault::from(f)),
-        }
+    fn body(&mut self, cx: &mut Cx<'_, '_>, _lim: Lim) -> Result<(), Stop> {
+        self.0 = skip_container(cx)?;
+        Ok(())
     }
 
     fn clear(&mut self) {
         self.0 = 0;
+    }
+}
+
+/// Skips (and validates) the rest of an opened container, its closing bracket included:
+/// how many values it held.
+fn skip_container(cx: &mut Cx<'_, '_>) -> Result<u64, Stop> {
+    let mut count: u64 = 0;
+    loop {
+        match cx.json.skip_value() {
+            Ok(true) => count = count.saturating_add(1),
+            Ok(false) => break,
+            Err(stop) => return Err(stop),
+        }
+    }
+    match cx.json.event() {
+        Ok(_) => Ok(count),
+        Err(stop) => Err(stop),
     }
 }
 
@@ -973,7 +1277,6 @@ pub struct Present {
 }
 
 impl JsonValue for Present {
-    const EXPECTED: JsonType = JsonType::Nothing;
     fn start(&mut self, ev: &Event<'_>, _lim: Lim) -> Result<Flow, Issue> {
         self.is_false = matches!(ev, Event::Bool(false));
         match ev {
@@ -982,18 +1285,8 @@ impl JsonValue for Present {
         }
     }
 
-    fn body<R: BufRead>(&mut self, cx: &mut Cx<'_, '_, R>, _lim: Lim) -> Result<(), DocFault> {
-        loop {
-            match cx.tok.skip_value(cx.src) {
-                Ok(true) => {}
-                Ok(false) => break,
-                Err(f) => return Err(DocFault::from(f)),
-            }
-        }
-        match cx.tok.next(cx.src) {
-            Ok(_) => Ok(()),
-            Err(f) => Err(DocFault::from(f)),
-        }
+    fn body(&mut self, cx: &mut Cx<'_, '_>, _lim: Lim) -> Result<(), Stop> {
+        skip_container(cx).map(|_| ())
     }
 
     fn clear(&mut self) {
@@ -1031,13 +1324,12 @@ impl<const N: usize> StrOrOther<N> {
 }
 
 impl<const N: usize> JsonValue for StrOrOther<N> {
-    const EXPECTED: JsonType = JsonType::String;
     fn start(&mut self, ev: &Event<'_>, lim: Lim) -> Result<Flow, Issue> {
         self.clear();
         match ev {
             Event::Str(s) => {
                 let mut text = heapless::String::new();
-                copy_str(&mut text, s, lim.first())?;
+                copy_str(text.as_mut_view(), s, lim.first())?;
                 self.text = Some(text);
                 Ok(Flow::Done)
             }
@@ -1051,7 +1343,7 @@ impl<const N: usize> JsonValue for StrOrOther<N> {
         }
     }
 
-    fn body<R: BufRead>(&mut self, cx: &mut Cx<'_, '_, R>, lim: Lim) -> Result<(), DocFault> {
+    fn body(&mut self, cx: &mut Cx<'_, '_>, lim: Lim) -> Result<(), Stop> {
         Present::default().body(cx, lim)
     }
 
@@ -1069,48 +1361,88 @@ pub fn start_object(ev: &Event<'_>) -> Result<Flow, Issue> {
     }
 }
 
-/// One step of an object's key loop.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum KeyStep {
-    /// The object ended.
-    End,
-    /// A key no schema entry consumes.
-    Unknown,
-    /// A consumed key, by slot.
-    Known(u8),
+/// A generated object's keys: everything [`read_object`] needs but the fields themselves.
+#[derive(Debug)]
+pub struct ObjectKeys {
+    /// Every JSON name the object consumes (aliases too), with the slot it fills.
+    pub names: &'static [(&'static str, u8)],
+    /// Per slot: the key (its schema name) and the runtime's message when it is missing.
+    pub keys: &'static [RequiredKey],
+    /// Per slot: the key's capacity names and rules.
+    pub lims: &'static [Lim],
+    /// Bit `slot` set: the key is required.
+    pub required: u64,
 }
 
-/// Reads the next key of an object (pushing it on the key path) and looks up its slot.
-pub fn next_key<R: BufRead>(cx: &mut Cx<'_, '_, R>, slot_of: fn(&str) -> Option<u8>) -> Result<KeyStep, DocFault> {
-    match cx.tok.next_key(cx.src) {
-        Ok(None) => Ok(KeyStep::End),
-        Ok(Some(key)) => {
-            cx.ctx.path.push_key(key);
-            Ok(slot_of(key).map_or(KeyStep::Unknown, KeyStep::Known))
+impl ObjectKeys {
+    /// The slot of JSON key `key`, `None` for a key the object does not consume.
+    fn slot_of(&self, key: &str) -> Option<u8> {
+        self.names.iter().find(|(name, _)| *name == key).map(|&(_, slot)| slot)
+    }
+}
+
+/// A generated object's fields, by slot.
+pub trait Fields {
+    /// The field of slot `slot` (`None` past the last).
+    fn field(&mut self, slot: u8) -> Option<&mut dyn JsonValue>;
+}
+
+/// Reads the rest of an object opened by `{`: each consumed key into its field (then checked
+/// against its `strict` map, if any), every other value skipped but validated; a key given
+/// twice, and at the end a required key not given, is an error.
+pub fn read_object(cx: &mut Cx<'_, '_>, keys: &'static ObjectKeys, fields: &mut dyn Fields) -> Result<(), Stop> {
+    let mut seen: u64 = 0;
+    loop {
+        let mark = cx.ctx.path.mark();
+        let slot = match cx.json.next_key() {
+            Ok(None) => break,
+            Ok(Some(key)) => {
+                cx.ctx.path.push_key(key);
+                keys.slot_of(key)
+            }
+            Err(stop) => return Err(stop),
+        };
+        match slot {
+            None => skip(cx)?,
+            Some(slot) => {
+                mark_seen(cx, &mut seen, slot, keys.keys)?;
+                if let (Some(value), Some(&lim)) = (fields.field(slot), keys.lims.get(usize::from(slot))) {
+                    read_key(cx, value, lim)?;
+                }
+            }
         }
-        Err(f) => Err(DocFault::from(f)),
+        cx.ctx.path.reset(mark);
+    }
+    check_required(cx, seen, keys.required, keys.keys)
+}
+
+/// Reads one consumed key's value (a typed list when its rules give a tag) and checks a string
+/// against the key's `strict` map.
+fn read_key(cx: &mut Cx<'_, '_>, value: &mut dyn JsonValue, lim: Lim) -> Result<(), Stop> {
+    match lim.rules.tag {
+        Some(tag) => read_tagged(cx, value, tag, lim)?,
+        None => read(cx, value, lim)?,
+    }
+    match (lim.rules.strict, value.text()) {
+        (Some(strict), Some(text)) if !(strict.known)(text) => Err(cx.fail_unknown(strict, text)),
+        _ => Ok(()),
     }
 }
 
 /// Skips (and validates) the value of an unconsumed key.
-pub fn skip<R: BufRead>(cx: &mut Cx<'_, '_, R>) -> Result<(), DocFault> {
-    match cx.tok.skip_value(cx.src) {
+fn skip(cx: &mut Cx<'_, '_>) -> Result<(), Stop> {
+    match cx.json.skip_value() {
         Ok(_) => Ok(()),
-        Err(f) => Err(DocFault::from(f)),
+        Err(stop) => Err(stop),
     }
 }
 
 /// Records that `slot` was seen; a second time is a duplicate-key error.
-pub fn mark_seen<R: BufRead>(
-    cx: &Cx<'_, '_, R>,
-    seen: &mut u64,
-    slot: u8,
-    keys: &[&'static str],
-) -> Result<(), DocFault> {
+fn mark_seen(cx: &mut Cx<'_, '_>, seen: &mut u64, slot: u8, keys: &[RequiredKey]) -> Result<(), Stop> {
     let bit = 1u64 << (slot & 63);
     if *seen & bit != 0 {
-        let key = keys.get(usize::from(slot)).copied().unwrap_or("");
-        return Err(cx.manifest_error(ManifestError::DuplicateKey { key }));
+        let key = keys.get(usize::from(slot)).map_or("", |k| k.key);
+        return Err(cx.fail_duplicate(key));
     }
     *seen |= bit;
     Ok(())
@@ -1118,38 +1450,14 @@ pub fn mark_seen<R: BufRead>(
 
 /// At the end of an object: the first required key not seen is an error (with the runtime's
 /// message where the schema gives one).
-pub fn check_required<R: BufRead>(
-    cx: &mut Cx<'_, '_, R>,
-    seen: u64,
-    required: u64,
-    keys: &'static [super::RequiredKey],
-) -> Result<(), DocFault> {
+fn check_required(cx: &mut Cx<'_, '_>, seen: u64, required: u64, keys: &'static [RequiredKey]) -> Result<(), Stop> {
     let absent = required & !seen;
     if absent == 0 {
         return Ok(());
     }
     match keys.get(absent.trailing_zeros() as usize) {
-        Some(key) => {
-            // The object's own segment: its name in a keyed map, or its key or index.
-            let within = super::Name::new(cx.ctx.path.last_key());
-            cx.ctx.path.push_key(key.key);
-            Err(cx.manifest_error(ManifestError::MissingKey { key, within }))
-        }
+        Some(key) => Err(cx.fail_missing(key)),
         None => Ok(()),
-    }
-}
-
-/// A string a `strict` discriminator map does not know is the schema's error variant.
-pub fn check_known<R: BufRead>(
-    cx: &Cx<'_, '_, R>,
-    value: &str,
-    known: bool,
-    error: fn(super::Name) -> ManifestError,
-) -> Result<(), DocFault> {
-    if known {
-        Ok(())
-    } else {
-        Err(cx.manifest_error(error(Text::new(value))))
     }
 }
 
@@ -1184,6 +1492,13 @@ mod tests {
         let mut full = KeyPath::new();
         full.push_key(&"p".repeat(KEY_PATH_BYTES + 1));
         assert_eq!(full.whole(), None, "past its buffer the path is not whole");
+    }
+
+    #[test]
+    fn a_streamed_key_shows_as_its_element_type_alone() {
+        // Readers of the `Debug` text (the command's `consumed` tree) see no marker.
+        let each: Each<u64, crate::manifest::streamed::RowPtr> = Each::default();
+        assert_eq!(format!("{each:?}"), "Each { count: 0, _slot: PhantomData<fn() -> u64> }");
     }
 
     #[test]

@@ -334,9 +334,10 @@ fn innermost_array_cap(ty: &Ty) -> Option<&Cap> {
 fn default_tokens(ty: &Ty, v: &toml::Value) -> Result<TokenStream, String> {
     match (ty, v) {
         (Ty::Scalar(Scalar::Bool), toml::Value::Boolean(b)) => Ok(quote!(#b)),
-        (Ty::Scalar(Scalar::F64), toml::Value::Float(x)) => {
-            let lit = Literal::f64_suffixed(*x);
-            Ok(quote!(#lit))
+        (Ty::Scalar(Scalar::F64), toml::Value::Float(x)) if x.is_finite() => {
+            // Kept as JSON number text, as a document's value is (`{:?}` of a finite f64 is one).
+            let text = format!("{x:?}");
+            Ok(quote!(crate::json::Float::literal(#text)))
         }
         (Ty::Scalar(s), toml::Value::Integer(i)) if *s != Scalar::Bool && *s != Scalar::F64 => {
             let t: syn::Type = syn::parse_str(s.rust()).map_err(|e| e.to_string())?;
@@ -387,6 +388,9 @@ impl Checked<'_> {
 
     fn rust_type(&self, ty: &Ty) -> TokenStream {
         match ty {
+            // A number is kept as its checked text: a reader that does not ask for the value
+            // links no float parser.
+            Ty::Scalar(Scalar::F64) => quote!(crate::json::Float),
             Ty::Scalar(s) => {
                 let id = format_ident!("{}", s.rust());
                 quote!(#id)
@@ -405,13 +409,14 @@ impl Checked<'_> {
                 let c = cap_tokens(c);
                 quote!(crate::manifest::rt::Map<#t, #c>)
             }
+            // A streamed key's type names its marker too (`field_type`): this is never a field's.
             Ty::Each(t) => {
                 let t = self.rust_type(t);
-                quote!(crate::manifest::rt::Each<#t>)
+                quote!(crate::manifest::rt::Each<#t, ()>)
             }
             Ty::EachMap(o) => {
                 let t = self.object_type(o);
-                quote!(crate::manifest::rt::EachMap<#t>)
+                quote!(crate::manifest::rt::EachMap<#t, ()>)
             }
             Ty::Count => quote!(crate::manifest::rt::ArrayLen),
             Ty::Present => quote!(crate::manifest::rt::Present),
@@ -421,6 +426,25 @@ impl Checked<'_> {
             }
             Ty::Tagged(_, t) => self.rust_type(t),
             Ty::Object(o) => self.object_type(o),
+        }
+    }
+
+    /// A key's field type: [`Checked::rust_type`], with a streamed key's marker (which
+    /// [`Entry`] variant its elements are handed on as) as the `Each` / `EachMap` parameter.
+    fn field_type(&self, ty: &Ty, entry: Option<&str>) -> TokenStream {
+        match (ty, entry) {
+            (Ty::Each(t), Some(e)) => {
+                let t = self.rust_type(t);
+                let m = format_ident!("{}", e);
+                quote!(crate::manifest::rt::Each<#t, crate::manifest::streamed::#m>)
+            }
+            (Ty::EachMap(o), Some(e)) => {
+                let t = self.object_type(o);
+                let m = format_ident!("{}", e);
+                quote!(crate::manifest::rt::EachMap<#t, crate::manifest::streamed::#m>)
+            }
+            (Ty::Tagged(_, t), _) => self.field_type(t, entry),
+            _ => self.rust_type(ty),
         }
     }
 
@@ -481,13 +505,14 @@ impl Checked<'_> {
             clears.push(quote!(self.#f.clear();));
         }
         let mut arms = Vec::new();
-        let mut slot_arms = Vec::new();
+        let mut names_of = Vec::new();
         let mut keys = Vec::new();
         let mut missing = Vec::new();
+        let mut lims = Vec::new();
         let mut required_mask: u64 = 0;
         for (slot, (k, ty)) in obj.keys.iter().zip(&o.tys).enumerate() {
             let f = format_ident!("{}", k.field.get_ref());
-            let t = self.rust_type(ty);
+            let t = self.field_type(ty, k.entry.as_ref().map(|e| e.get_ref().as_str()));
             let optional = !k.required && k.default.is_none();
             let fdoc = doc_attr(&field_doc(k, ty));
             if optional {
@@ -515,8 +540,10 @@ impl Checked<'_> {
             keys.push(key.clone());
             missing.push(k.missing.clone().unwrap_or_default());
             let slot_lit = Literal::u8_unsuffixed(slot as u8);
-            let all: Vec<&String> = std::iter::once(&k.key).chain(&k.aliases).map(|s| s.get_ref()).collect();
-            slot_arms.push(quote!(#(#all)|* => ::core::option::Option::Some(#slot_lit),));
+            for name in std::iter::once(&k.key).chain(&k.aliases) {
+                let name = name.get_ref();
+                names_of.push(quote!((#name, #slot_lit),));
+            }
 
             let mut names = Vec::new();
             self.limit_names(ty, key, &mut names);
@@ -534,39 +561,11 @@ impl Checked<'_> {
                 }
                 _ => (String::new(), quote!(::core::option::Option::None), 0),
             };
-            let (entry_fn, entry) = match (&k.entry, self.entry_type(ty)) {
-                (Some(variant), Some(t)) => {
-                    let v = format_ident!("{}", variant.get_ref());
-                    (
-                        quote! {
-                            fn entry_of(value: &dyn ::core::any::Any) -> ::core::option::Option<crate::manifest::Entry<'_>> {
-                                value.downcast_ref::<#t>().map(crate::manifest::Entry::#v)
-                            }
-                        },
-                        quote!(::core::option::Option::Some(entry_of)),
-                    )
-                }
-                _ => (quote!(), quote!(::core::option::Option::None)),
+            let tag = match ty {
+                Ty::Tagged(tag, _) => quote!(::core::option::Option::Some(#tag)),
+                _ => quote!(::core::option::Option::None),
             };
-            let lim = quote! {
-                #entry_fn
-                const LIM: crate::manifest::rt::Lim = crate::manifest::rt::Lim {
-                    names: &[#(#names),*],
-                    rules: &crate::manifest::rt::Rules {
-                        type_error: #type_error,
-                        format_error: #format_error,
-                        overflow_limit: #overflow_limit,
-                        runtime_max: #runtime_max,
-                        overflow: #overflow,
-                        entry: #entry,
-                    },
-                };
-            };
-            let read = match ty {
-                Ty::Tagged(tag, _) => quote!(crate::manifest::rt::read_tagged(cx, &mut self.#f, #tag, LIM)?;),
-                _ => quote!(crate::manifest::rt::read(cx, &mut self.#f, LIM)?;),
-            };
-            let mut check = quote!();
+            let mut strict = quote!(::core::option::Option::None);
             if let Some(m) = &k.map {
                 let e = format_ident!("{}", m.get_ref());
                 let acc =
@@ -590,16 +589,30 @@ impl Checked<'_> {
                 }
                 if let Some(variant) = &k.strict {
                     let v = format_ident!("{}", variant.get_ref());
-                    check = if optional {
-                        quote!(if let ::core::option::Option::Some(s) = &self.#f { crate::manifest::rt::check_known(cx, s.as_str(), #e::from_json(s.as_str()).is_some(), crate::manifest::ManifestError::#v)?; })
-                    } else {
-                        quote!(crate::manifest::rt::check_known(cx, self.#f.as_str(), #e::from_json(self.#f.as_str()).is_some(), crate::manifest::ManifestError::#v)?;)
+                    strict = quote! {
+                        ::core::option::Option::Some(crate::manifest::rt::Strict {
+                            known: |s| #e::from_json(s).is_some(),
+                            error: crate::manifest::ManifestError::#v,
+                        })
                     };
                 }
             }
-            arms.push(quote!(#slot_lit => { #lim #read #check }));
+            lims.push(quote! {
+                crate::manifest::rt::Lim {
+                    names: &[#(#names),*],
+                    rules: &crate::manifest::rt::Rules {
+                        type_error: #type_error,
+                        format_error: #format_error,
+                        overflow_limit: #overflow_limit,
+                        runtime_max: #runtime_max,
+                        overflow: #overflow,
+                        tag: #tag,
+                        strict: #strict,
+                    },
+                },
+            });
+            arms.push(quote!(#slot_lit => ::core::option::Option::Some(&mut self.#f),));
         }
-        let n = keys.len();
         let required_mask = Literal::u64_unsuffixed(required_mask);
 
         let map_entry = match (&obj.key_field, &o.key_ty) {
@@ -608,7 +621,7 @@ impl Checked<'_> {
                 quote! {
                     impl crate::manifest::rt::MapEntry for #id {
                         fn set_key(&mut self, key: &str, limit: &'static str) -> ::core::result::Result<(), crate::manifest::rt::Issue> {
-                            crate::manifest::rt::copy_str(&mut self.#f, key, limit)
+                            crate::manifest::rt::copy_str(self.#f.as_mut_view(), key, limit)
                         }
                     }
                 }
@@ -674,8 +687,6 @@ impl Checked<'_> {
             #accessor_block
 
             impl crate::manifest::rt::JsonValue for #id {
-                const EXPECTED: crate::manifest::JsonType = crate::manifest::JsonType::Object;
-
                 fn start(&mut self, ev: &crate::json::Event<'_>, _lim: crate::manifest::rt::Lim) -> ::core::result::Result<crate::manifest::rt::Flow, crate::manifest::rt::Issue> {
                     crate::manifest::rt::start_object(ev)
                 }
@@ -684,41 +695,27 @@ impl Checked<'_> {
                     #(#clears)*
                 }
 
-                #[allow(clippy::too_many_lines)]
-                fn body<R: ::embedded_io::BufRead>(
+                fn body(
                     &mut self,
-                    cx: &mut crate::manifest::rt::Cx<'_, '_, R>,
+                    cx: &mut crate::manifest::rt::Cx<'_, '_>,
                     _lim: crate::manifest::rt::Lim,
-                ) -> ::core::result::Result<(), crate::manifest::DocFault> {
-                    fn slot_of(key: &str) -> ::core::option::Option<u8> {
-                        match key {
-                            #(#slot_arms)*
-                            _ => ::core::option::Option::None,
-                        }
+                ) -> ::core::result::Result<(), crate::manifest::rt::Stop> {
+                    static KEYS: crate::manifest::rt::ObjectKeys = crate::manifest::rt::ObjectKeys {
+                        names: &[#(#names_of)*],
+                        keys: &[#(crate::manifest::RequiredKey { key: #keys, message: #missing }),*],
+                        lims: &[#(#lims)*],
+                        required: #required_mask,
+                    };
+                    crate::manifest::rt::read_object(cx, &KEYS, self)
+                }
+            }
+
+            impl crate::manifest::rt::Fields for #id {
+                fn field(&mut self, slot: u8) -> ::core::option::Option<&mut dyn crate::manifest::rt::JsonValue> {
+                    match slot {
+                        #(#arms)*
+                        _ => ::core::option::Option::None,
                     }
-                    const KEYS: [&str; #n] = [#(#keys),*];
-                    static MISSING: [crate::manifest::RequiredKey; #n] = [#(crate::manifest::RequiredKey { key: #keys, message: #missing }),*];
-                    const REQUIRED: u64 = #required_mask;
-                    let mut seen: u64 = 0;
-                    loop {
-                        let mark = cx.ctx.path.mark();
-                        let slot = match crate::manifest::rt::next_key(cx, slot_of)? {
-                            crate::manifest::rt::KeyStep::End => break,
-                            crate::manifest::rt::KeyStep::Unknown => {
-                                crate::manifest::rt::skip(cx)?;
-                                cx.ctx.path.reset(mark);
-                                continue;
-                            }
-                            crate::manifest::rt::KeyStep::Known(slot) => slot,
-                        };
-                        crate::manifest::rt::mark_seen(cx, &mut seen, slot, &KEYS)?;
-                        match slot {
-                            #(#arms)*
-                            _ => {}
-                        }
-                        cx.ctx.path.reset(mark);
-                    }
-                    crate::manifest::rt::check_required(cx, seen, REQUIRED, &MISSING)
                 }
             }
 
@@ -755,9 +752,9 @@ impl Checked<'_> {
             };
             variants.push(quote!(#vdoc #vid = #value,));
             all.push(quote!(Self::#vid));
-            let js: Vec<&String> = v.json.iter().map(|s| s.get_ref()).collect();
-            if !js.is_empty() {
-                from_json.push(quote!(#(#js)|* => ::core::option::Option::Some(Self::#vid),));
+            for js in &v.json {
+                let js = js.get_ref();
+                from_json.push(quote!((#js, Self::#vid),));
             }
             let s = v
                 .json
@@ -798,12 +795,13 @@ impl Checked<'_> {
                 /// The runtime's C enum name.
                 pub const C_NAME: &'static str = #c_name;
 
+                /// Every JSON string with the variant it selects (a table: one search serves
+                /// every map, where a `match` per map would be code).
+                const JSON: &'static [(&'static str, Self)] = &[#(#from_json)*];
+
                 /// The variant a JSON string selects, `None` for strings the map does not know.
                 pub fn from_json(s: &str) -> ::core::option::Option<Self> {
-                    match s {
-                        #(#from_json)*
-                        _ => ::core::option::Option::None,
-                    }
+                    Self::JSON.iter().find(|(json, _)| *json == s).map(|&(_, v)| v)
                 }
 
                 /// The canonical JSON string (the runtime's enumerator when no string selects it).
@@ -934,6 +932,8 @@ impl Checked<'_> {
     fn gen_entry(&self) -> TokenStream {
         let mut variants = Vec::new();
         let mut names = Vec::new();
+        let mut markers = Vec::new();
+        let mut marker_impls = Vec::new();
         for (variant, obj, i) in &self.entries {
             let o = &self.objects[obj];
             let (k, ty) = (&o.obj.keys[*i], &o.tys[*i]);
@@ -943,6 +943,20 @@ impl Checked<'_> {
             variants.push(quote!(#d #v(&'a #t),));
             let key = k.key.get_ref();
             names.push(quote!(Entry::#v(_) => #key,));
+            let md = doc_attr(&format!("The elements of `{obj}` key `{key}`: handed on as [`Entry::{variant}`]."));
+            markers.push(quote! {
+                #md
+                #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+                #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+                pub struct #v;
+            });
+            marker_impls.push(quote! {
+                impl crate::manifest::rt::EntryOf<#t> for streamed::#v {
+                    fn entry(value: &#t) -> Entry<'_> {
+                        Entry::#v(value)
+                    }
+                }
+            });
         }
         quote! {
             /// One element of a streamed key (`each<..>`, `each_map<..>` in `schema/`), handed to a
@@ -961,6 +975,14 @@ impl Checked<'_> {
                     }
                 }
             }
+
+            /// One marker per streamed key, named as its [`Entry`] variant: the parameter of the
+            /// key's `Each` / `EachMap` that says how its elements are handed on.
+            pub mod streamed {
+                #(#markers)*
+            }
+
+            #(#marker_impls)*
         }
     }
 

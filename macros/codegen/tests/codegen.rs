@@ -99,7 +99,7 @@ fn golden_tokens_of_a_small_schema() {
         "# [repr (u32)] pub enum Color {",
         "Red = 1 ,",
         "Blue = 7 ,",
-        "\"red\" | \"r\" => :: core :: option :: Option :: Some (Self :: Red) ,",
+        "(\"red\" , Self :: Red) , (\"r\" , Self :: Red) ,",
         "pub const fn value (self) -> u32 { self as u32 }",
         // layout with its assertions
         "# [repr (C)]",
@@ -111,19 +111,25 @@ fn golden_tokens_of_a_small_schema() {
         "pub name : :: heapless :: String < { crate :: manifest :: cap :: NAME } > ,",
         "pub n : u32 ,",
         "n : 3 as u32 ,",
-        // key lookup with the alias, required mask and the runtime message
-        "\"name\" | \"title\" => :: core :: option :: Option :: Some (0) ,",
-        "const REQUIRED : u64 = 1 ;",
-        "static MISSING : [crate :: manifest :: RequiredKey ; 3usize] = [crate :: manifest :: RequiredKey { key : \"name\" , message : \"Missing name\" } , crate :: manifest :: RequiredKey { key : \"n\" , message : \"\" } , crate :: manifest :: RequiredKey { key : \"items\" , message : \"\" }] ;",
+        // the key table: every name with its slot (the alias too), the keys with the runtime's
+        // message, the required mask; the fields by slot
+        "names : & [(\"name\" , 0) , (\"title\" , 0) , (\"n\" , 1) , (\"items\" , 2) ,]",
+        "keys : & [crate :: manifest :: RequiredKey { key : \"name\" , message : \"Missing name\" } , crate :: manifest :: RequiredKey { key : \"n\" , message : \"\" } , crate :: manifest :: RequiredKey { key : \"items\" , message : \"\" }]",
+        "required : 1 ,",
+        "crate :: manifest :: rt :: read_object (cx , & KEYS , self)",
+        "0 => :: core :: option :: Option :: Some (& mut self . name) ,",
         "names : & [\"NAME\"]",
+        // a strict-less map: no check
+        "strict : :: core :: option :: Option :: None",
         // the map accessor
         "pub fn name_kind (& self) -> :: core :: option :: Option < Color > { Color :: from_json (self . name . as_str ()) }",
         // the key table
         "tier : \"t.json\" , path : \"name\" , aliases : & [\"title\"] , json_type : \"string\" , required : true",
         "pub const STAGE : crate :: Stage = crate :: Stage :: Kelf ;",
         // a streamed key: one slot, and each element handed on as its Entry variant
-        "pub items : :: core :: option :: Option < crate :: manifest :: rt :: Each < Item > > ,",
-        "value . downcast_ref :: < Item > () . map (crate :: manifest :: Entry :: Item)",
+        "pub items : :: core :: option :: Option < crate :: manifest :: rt :: Each < Item , crate :: manifest :: streamed :: Item > > ,",
+        "pub mod streamed {",
+        "impl crate :: manifest :: rt :: EntryOf < Item > for streamed :: Item { fn entry (value : & Item) -> Entry < '_ > { Entry :: Item (value) } }",
         "pub enum Entry < 'a > {",
         "Item (& 'a Item) ,",
         "Entry :: Item (_) => \"items\" ,",
