@@ -203,7 +203,7 @@ impl DmaRefRec {
 /// The error for reference `key` = `name` of the block or descriptor at `path`, unresolved.
 pub(crate) fn unresolved_error(stage: Stage, member: &str, offset: u64, path: &str, key: RefKey, name: &str) -> Error {
     Error::in_member(stage, member, offset, ErrorKind::Manifest(key.unresolved(name)))
-        .with_key_path(&crate::manifest::rt::child_path(path, key.key()))
+        .with_key_path(&crate::manifest::rt::shown_path(path, false, Some(key.key())))
 }
 
 /// The names a DMA block or descriptor gives, by key.

@@ -366,9 +366,13 @@ impl<'a> Loader<'a> {
         let (arena, tail) = (&self.arena, e.member.as_str());
         let manifests = self.index.manifests.iter(arena).map(|(_, m)| arena.str(m.member));
         let payloads = self.index.payloads.iter(arena).map(|(_, p)| arena.str(p.member));
-        let mut names = core::iter::once(last).chain(manifests).chain(payloads);
-        if let Some(name) = names.find(|n| n.ends_with(tail)) {
-            self.whole.note(name, "", None);
+        // Only a name no other shares the tail with: two directories can differ in their
+        // first bytes alone.
+        let mut names = core::iter::once(last).chain(manifests).chain(payloads).filter(|n| n.ends_with(tail));
+        if let Some(name) = names.next() {
+            if names.all(|other| other == name) {
+                self.whole.note(name, "", None);
+            }
         }
     }
 

@@ -102,15 +102,27 @@ impl<'a> WholeNames<'a> {
                 None => whole == kept,
             }
         };
+        // An error keeps only a tail of its member: when notes of two members agree with it
+        // (`sg00_…/def.json` and `sg01_…/def.json` share their last 128 bytes), neither is
+        // taken, and the error prints its own texts. Likewise for two paths.
         let mut found = Whole { error: e, member: None, key_path: None };
+        let (mut members_differ, mut paths_differ) = (false, false);
         for (member, path) in self.notes() {
             if !member_agrees(member) {
                 continue;
             }
+            members_differ |= found.member.is_some_and(|m| m != member);
             found.member = Some(member);
             if !e.key_path.is_empty() && !path.is_empty() && path_agrees(path) {
+                paths_differ |= found.key_path.is_some_and(|p| p != path);
                 found.key_path = Some(path);
             }
+        }
+        if members_differ {
+            found.member = None;
+        }
+        if members_differ || paths_differ {
+            found.key_path = None;
         }
         found
     }
@@ -206,6 +218,22 @@ mod tests {
         let bare = WholeNames::new(&mut []).of(&e).to_string();
         assert_eq!(bare, e.to_string());
         assert!(bare.contains('…'));
+    }
+
+    #[test]
+    fn two_members_sharing_the_kept_tail_are_not_guessed() {
+        let a = long("sg00_d", 300) + "/def.json";
+        let b = long("sg01_d", 300) + "/def.json";
+        let path = long("var.w", 200);
+        let mut buf = [0u8; 4096];
+        let mut names = WholeNames::new(&mut buf);
+        names.note(&a, &path, None);
+        names.note(&b, &long("var.v", 200), None);
+        let e = error(&a, &path);
+        assert_eq!(e.member.as_str(), Error::in_member(Stage::DefJson, &b, 0, ErrorKind::Truncated).member.as_str());
+        let whole = names.of(&e);
+        assert_eq!((whole.member(), whole.key_path()), (None, None), "either could be the error's");
+        assert_eq!(whole.to_string(), e.to_string());
     }
 
     #[test]

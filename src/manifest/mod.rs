@@ -132,13 +132,14 @@ impl EntryAt<'_> {
     /// naming it: accepted, as the spec does not say to refuse it.
     pub fn warn_unknown(&self, sink: &mut dyn crate::WarningSink, key: &'static str, value: &str) {
         let w = ManifestWarning::UnknownValue { key, value: crate::error::Text::new(value) };
-        let path = rt::child_path(self.key_path(), key);
+        let path = rt::shown_path(self.key_path(), self.ctx.path.is_cut(), Some(key));
         sink.warn(&self.warning(crate::WarningKind::Manifest(w)).with_key_path(&path));
     }
 
     /// A warning about this element.
     pub fn warning(&self, kind: crate::WarningKind) -> crate::Warning {
-        crate::Warning::in_member(self.ctx.stage, self.ctx.member, self.offset, kind).with_key_path(self.key_path())
+        let path = rt::shown_path(self.key_path(), self.ctx.path.is_cut(), None);
+        crate::Warning::in_member(self.ctx.stage, self.ctx.member, self.offset, kind).with_key_path(&path)
     }
 }
 

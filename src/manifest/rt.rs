@@ -205,18 +205,8 @@ pub struct ErrCtx<'a> {
 impl ErrCtx<'_> {
     /// A manifest error at `offset`, with the current key path.
     pub fn error(&self, offset: u64, kind: ErrorKind) -> Error {
-        let e = Error::in_member(self.stage, self.member, offset, kind);
-        if self.path.is_cut() {
-            let mut text: heapless::String<KEY_PATH_TEXT> = heapless::String::new();
-            let keep = KEY_PATH_TEXT.saturating_sub(3);
-            let s = self.path.as_str();
-            let end = (0..=s.len().min(keep)).rev().find(|&end| s.is_char_boundary(end)).unwrap_or(0);
-            let _ = text.push_str(s.get(..end).unwrap_or(""));
-            let _ = text.push('…');
-            e.with_key_path(&text)
-        } else {
-            e.with_key_path(self.path.as_str())
-        }
+        let path = shown_path(self.path.as_str(), self.path.is_cut(), None);
+        Error::in_member(self.stage, self.member, offset, kind).with_key_path(&path)
     }
 
     /// The crate error for `f`, a failure of this read: the stage, member and key path (with
@@ -224,18 +214,29 @@ impl ErrCtx<'_> {
     #[cold]
     #[inline(never)]
     pub fn attach(&self, f: DocFault) -> Error {
-        match f.key {
-            None => self.error(f.offset, f.kind),
-            Some(key) => Error::in_member(self.stage, self.member, f.offset, f.kind)
-                .with_key_path(&child_path(self.path.as_str(), key)),
-        }
+        let path = shown_path(self.path.as_str(), self.path.is_cut(), f.key);
+        Error::in_member(self.stage, self.member, f.offset, f.kind).with_key_path(&path)
     }
 }
 
-/// `path.key`: the key path of key `key` of the element at `path`.
-pub(crate) fn child_path(path: &str, key: &str) -> heapless::String<KEY_PATH_TEXT> {
+/// The key path a message shows for `path` (followed by `.key` where there is one): whole when
+/// it fits [`KEY_PATH_TEXT`], else its head and `…`, as when `cut` says a segment of `path` was
+/// already dropped. A shown path is thus always the whole path or a marked head of it, never a
+/// path with a segment silently missing.
+pub(crate) fn shown_path(path: &str, cut: bool, key: Option<&str>) -> heapless::String<KEY_PATH_TEXT> {
     let mut out = heapless::String::new();
-    let _ = core::fmt::write(&mut out, format_args!("{path}.{key}"));
+    let whole = match key {
+        Some(key) => core::fmt::write(&mut out, format_args!("{path}.{key}")).is_ok(),
+        None => out.push_str(path).is_ok(),
+    };
+    if whole && !cut {
+        return out;
+    }
+    out.clear();
+    let keep = KEY_PATH_TEXT.saturating_sub('…'.len_utf8());
+    let end = (0..=path.len().min(keep)).rev().find(|&end| path.is_char_boundary(end)).unwrap_or(0);
+    let _ = out.push_str(path.get(..end).unwrap_or(""));
+    let _ = out.push('…');
     out
 }
 
@@ -1467,6 +1468,19 @@ mod tests {
     use super::*;
     extern crate std;
     use std::format;
+
+    #[test]
+    fn a_shown_path_is_whole_or_a_marked_head() {
+        assert_eq!(shown_path("var.x", false, Some("size")).as_str(), "var.x.size");
+        assert_eq!(shown_path("var.x", false, None).as_str(), "var.x");
+        // A dropped segment: the key is not appended to what is left, the head is marked.
+        assert_eq!(shown_path("var", true, Some("alignment")).as_str(), "var…");
+        // The key does not fit: the head of the path, marked, never a trailing `.`.
+        let long = format!("var.{}", "w".repeat(KEY_PATH_TEXT - 6));
+        let shown = shown_path(&long, false, Some("alignment"));
+        assert!(shown.ends_with('…') && long.starts_with(shown.trim_end_matches('…')), "{shown}");
+        assert!(shown.len() <= KEY_PATH_TEXT);
+    }
 
     #[test]
     fn messages_show_the_head_that_fits_and_a_host_keeps_the_whole_path() {

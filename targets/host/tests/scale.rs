@@ -95,6 +95,18 @@ fn an_error_line_prints_a_long_member_name_and_key_path_whole() {
         assert!(!line.contains('…'), "{verb:?}: nothing elided: {line}");
     }
 
+    // A check of one key of the entry (alignment not a power of two): the path names the key.
+    let mut members = spec.members();
+    let (_, body) = members.iter_mut().find(|(name, _)| *name == def).unwrap();
+    let text = String::from_utf8(body.clone()).unwrap();
+    let text = text.replacen("\"weight00000\":{\"alignment\":64", &format!("\"{var}\":{{\"alignment\":3"), 1);
+    *body = text.into_bytes();
+    std::fs::write(&path, neff_cli::writer::neff_bytes(&spec.header(), &members).unwrap()).unwrap();
+    let out = support::neff(&["check", path.to_str().unwrap()]);
+    assert_eq!(code(&out), 1);
+    let err = support::stderr(&out);
+    assert!(err.contains(&format!("error: {def}: var.{var}.alignment: ")), "{err}");
+
     // A payload's failure, found by the loader outside any JSON: its 500-byte path whole.
     let weight = format!("{}/{}", spec.dir(0), spec.weight_file(0));
     let mut members = spec.members();
