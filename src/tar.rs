@@ -448,6 +448,15 @@ fn copy_name<const N: usize>(dst: &mut [u8; N], len: &mut usize, parts: &[&[u8]]
     Ok(())
 }
 
+/// Bytes of the one leading `./` a member name may have (normalised away), 0 or 2.
+fn dot_slash(full: &[u8]) -> usize {
+    if full.starts_with(b"./") {
+        2
+    } else {
+        0
+    }
+}
+
 /// Checks a normalised member name; `Ok(None)` for a safe name that is not UTF-8.
 fn validate_name(name: &[u8]) -> Result<Option<&str>, TarError> {
     if name.is_empty() {
@@ -559,7 +568,7 @@ impl<S: BufRead<Error = Error>, const NAME: usize, const PAX: usize> TarReader<S
     /// [`Member`] is gone; empty before the first, or where it is not UTF-8.
     pub fn last_name(&self) -> &str {
         let full = self.name.get(..self.name_len).unwrap_or(&[]);
-        core::str::from_utf8(full.strip_prefix(b"./").unwrap_or(full)).unwrap_or("")
+        core::str::from_utf8(full.get(dot_slash(full)..).unwrap_or(&[])).unwrap_or("")
     }
 
     /// The stream underneath.
@@ -739,7 +748,7 @@ impl<S: BufRead<Error = Error>, const NAME: usize, const PAX: usize> TarReader<S
             if !regular || is_dir {
                 continue;
             }
-            let strip = if full.starts_with(b"./") { 2 } else { 0 };
+            let strip = dot_slash(full);
             let normalised = full.get(strip..).unwrap_or(&[]);
             if sparse {
                 warn_member(sink, header_offset, TarWarning::SparseSkipped, normalised);

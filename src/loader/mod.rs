@@ -371,7 +371,7 @@ impl<'a> Loader<'a> {
         let mut names = core::iter::once(last).chain(manifests).chain(payloads).filter(|n| n.ends_with(tail));
         if let Some(name) = names.next() {
             if names.all(|other| other == name) {
-                self.whole.note(name, "", None);
+                self.whole.note(name, None, None);
             }
         }
     }

@@ -387,10 +387,7 @@ impl<O: Observer> Visitor for Recorder<'_, '_, O> {
     }
 
     fn failed(&mut self, member: &str, path: Option<&str>, key: Option<&'static str>) {
-        match path {
-            Some(path) => self.whole.note(member, path, key),
-            None => self.whole.note(member, "", None),
-        }
+        self.whole.note(member, path, key);
     }
 }
 

@@ -38,10 +38,15 @@ impl<'a> WholeNames<'a> {
     }
 
     /// Notes a failure in `member` at key path `path` followed by `.key` (where there is a
-    /// key). Only names an [`Error`] cannot hold whole are worth the room; the rest are skipped.
+    /// key; `None`: no path, or one too long to hold, and then no key either). Only names an
+    /// [`Error`] cannot hold whole are worth the room; the rest are skipped.
     #[cold]
     #[inline(never)]
-    pub(crate) fn note(&mut self, member: &str, path: &str, key: Option<&str>) {
+    pub(crate) fn note(&mut self, member: &str, path: Option<&str>, key: Option<&str>) {
+        let (path, key) = match path {
+            Some(path) => (path, key),
+            None => ("", None),
+        };
         let key_len = key.map_or(0, |k| k.len().saturating_add(1));
         let path_len = path.len().saturating_add(key_len);
         if member.len() <= crate::error::MEMBER_TEXT && path_len <= crate::error::KEY_PATH_TEXT {
@@ -150,27 +155,18 @@ impl<'e> Whole<'e> {
     }
 }
 
-/// A name as [`Whole`] prints it: whole, or the error's own fixed text.
-enum Shown<'e> {
-    Whole(&'e str),
-    Kept(&'e dyn fmt::Display),
-}
-
-impl fmt::Display for Shown<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Shown::Whole(s) => f.write_str(s),
-            Shown::Kept(t) => t.fmt(f),
-        }
-    }
-}
-
 impl fmt::Display for Whole<'_> {
     /// As the error's `Display`, with the whole names.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let member = self.member.map_or(Shown::Kept(&self.error.member), Shown::Whole);
-        let key_path = self.key_path.map_or(Shown::Kept(&self.error.key_path), Shown::Whole);
-        self.error.write_with(f, &member, &key_path)
+        let member: &dyn fmt::Display = match &self.member {
+            Some(whole) => whole,
+            None => &self.error.member,
+        };
+        let key_path: &dyn fmt::Display = match &self.key_path {
+            Some(whole) => whole,
+            None => &self.error.key_path,
+        };
+        self.error.write_with(f, member, key_path)
     }
 }
 
@@ -206,8 +202,8 @@ mod tests {
         let path = long("var.w_", 200) + ".size";
         let mut buf = [0u8; 1024];
         let mut names = WholeNames::new(&mut buf);
-        names.note("other/def.json", "var.a", None);
-        names.note(&member, &long("var.w_", 200), Some("size"));
+        names.note("other/def.json", Some("var.a"), None);
+        names.note(&member, Some(&long("var.w_", 200)), Some("size"));
         let e = error(&member, &path);
         assert!(e.member.is_elided());
         let whole = names.of(&e);
@@ -227,8 +223,8 @@ mod tests {
         let path = long("var.w", 200);
         let mut buf = [0u8; 4096];
         let mut names = WholeNames::new(&mut buf);
-        names.note(&a, &path, None);
-        names.note(&b, &long("var.v", 200), None);
+        names.note(&a, Some(&path), None);
+        names.note(&b, Some(&long("var.v", 200)), None);
         let e = error(&a, &path);
         assert_eq!(e.member.as_str(), Error::in_member(Stage::DefJson, &b, 0, ErrorKind::Truncated).member.as_str());
         let whole = names.of(&e);
@@ -240,10 +236,10 @@ mod tests {
     fn names_an_error_holds_whole_take_no_room() {
         let mut buf = [0u8; 64];
         let mut names = WholeNames::new(&mut buf);
-        names.note("sg00/def.json", "var.x", Some("size"));
+        names.note("sg00/def.json", Some("var.x"), Some("size"));
         assert_eq!(names.used, 0);
         let member = long("d", MEMBER_TEXT + 1);
-        names.note(&member, "", None);
+        names.note(&member, None, None);
         assert_eq!(names.used, 0, "a note that does not fit is not kept");
         let e = Error::about_member(Stage::Payload, &member, ErrorKind::Truncated);
         assert_eq!(names.of(&e).member(), None);
@@ -256,10 +252,10 @@ mod tests {
         let other = long("b", 200);
         let mut buf = [0u8; 4096];
         let mut names = WholeNames::new(&mut buf);
-        names.note(&other, &long("var.p", 150), None);
-        names.note(&member, &long("var.q", 150), None);
+        names.note(&other, Some(&long("var.p", 150)), None);
+        names.note(&member, Some(&long("var.q", 150)), None);
         // The member's own later note without a path keeps the earlier path.
-        names.note(&member, "", None);
+        names.note(&member, None, None);
         let e = error(&member, &long("var.p", 150));
         let whole = names.of(&e);
         assert_eq!(whole.member(), Some(member.as_str()));

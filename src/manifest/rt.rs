@@ -1066,9 +1066,14 @@ pub struct Each<T, K> {
 // the `Debug` text (the command's `consumed` tree) expect.
 impl<T, K> core::fmt::Debug for Each<T, K> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        let slot = core::marker::PhantomData::<fn() -> T>;
-        f.debug_struct("Each").field("count", &self.count).field("_slot", &slot).finish()
+        debug_streamed::<T>(f, "Each", self.count)
     }
+}
+
+/// The `Debug` of [`Each`] and [`EachMap`]: the count and the element type, not the marker.
+fn debug_streamed<T>(f: &mut core::fmt::Formatter<'_>, name: &str, count: u64) -> core::fmt::Result {
+    let slot = core::marker::PhantomData::<fn() -> T>;
+    f.debug_struct(name).field("count", &count).field("_slot", &slot).finish()
 }
 
 impl<T: JsonValue + Default, K: EntryOf<T> + 'static> JsonValue for Each<T, K> {
@@ -1175,8 +1180,7 @@ pub struct EachMap<T, K> {
 // By hand, as `Each`'s.
 impl<T, K> core::fmt::Debug for EachMap<T, K> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        let slot = core::marker::PhantomData::<fn() -> T>;
-        f.debug_struct("EachMap").field("count", &self.count).field("_slot", &slot).finish()
+        debug_streamed::<T>(f, "EachMap", self.count)
     }
 }
 
