@@ -53,7 +53,7 @@ use embedded_io::{BufRead, ErrorType, Read};
 use crate::error::{source_error, OffsetBase};
 use crate::gzip::{Compression, Decoder, GzipWarning, Inflate, MinizInflater, DEFAULT_MAX_INFLATED};
 use crate::header::{HeaderError, HeaderWarning, Integrity, NeffHeader, PayloadHasher, HEADER_SIZE};
-use crate::tar::{Member, TarReader, TarWarning, DEFAULT_NAME_CAPACITY, DEFAULT_PAX_CAPACITY};
+use crate::tar::{Member, TarReader, TarWarning, DEFAULT_NAME_CAPACITY};
 use crate::{Error, ErrorKind, Stage, Warning, WarningKind, WarningSink};
 
 /// Options for [`Archive::open`].
@@ -195,15 +195,15 @@ impl<S: WarningSink + ?Sized> WarningSink for Forward<'_, S> {
 
 /// A NEFF opened as a stream of tar members.
 ///
-/// `NAME` and `PAX` are the tar walker's name and PAX-header capacities. With the defaults
-/// (1024, 1536), `size_of::<Archive<&[u8]>>()` is **47 384 bytes** on x86-64 (asserted in a
-/// test): the 32 KiB inflate window, miniz_oxide's `DecompressorOxide` (~10.3 KiB), the
-/// decoded header, a 512-byte tar block, the name and PAX buffers, the digest state, and the
-/// closing figures (with the integrity outcome: the computed and stored digests, 64 bytes).
-pub struct Archive<R, const NAME: usize = DEFAULT_NAME_CAPACITY, const PAX: usize = DEFAULT_PAX_CAPACITY> {
+/// `NAME` is the tar walker's name capacity. With the firmware's default (1024),
+/// `size_of::<Archive<&[u8]>>()` is **45 848 bytes** on x86-64 (asserted in a test): the
+/// 32 KiB inflate window, miniz_oxide's `DecompressorOxide` (~10.3 KiB), the decoded header, a
+/// 512-byte tar block, the name buffer, the digest state, and the closing figures (with the
+/// integrity outcome: the computed and stored digests, 64 bytes). PAX headers stream past.
+pub struct Archive<R, const NAME: usize = DEFAULT_NAME_CAPACITY> {
     header: NeffHeader,
     file_size: Option<u64>,
-    tar: TarReader<Stream<R>, NAME, PAX>,
+    tar: TarReader<Stream<R>, NAME>,
     finished: Option<Finish>,
     /// Set by [`Archive::open_inflated`]: the tar stream comes from a container elsewhere.
     inflated: Option<Inflated<R>>,
@@ -214,7 +214,7 @@ pub struct Archive<R, const NAME: usize = DEFAULT_NAME_CAPACITY, const PAX: usiz
 #[cfg(target_os = "none")]
 const _: () = assert!(core::mem::size_of::<Archive<&[u8]>>() < 48 * 1024);
 
-impl<R, const NAME: usize, const PAX: usize> fmt::Debug for Archive<R, NAME, PAX> {
+impl<R, const NAME: usize> fmt::Debug for Archive<R, NAME> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Archive")
             .field("header", &self.header)
@@ -363,7 +363,7 @@ fn close<R: BufRead, I: Inflate>(
     })
 }
 
-impl<R: BufRead, const NAME: usize, const PAX: usize> Archive<R, NAME, PAX> {
+impl<R: BufRead, const NAME: usize> Archive<R, NAME> {
     /// Reads and gates the header, then sniffs gzip vs raw tar at offset 1024 (parsing the
     /// first gzip member header).
     ///
@@ -470,7 +470,7 @@ impl<R: BufRead, const NAME: usize, const PAX: usize> Archive<R, NAME, PAX> {
     }
 }
 
-impl<R: InflatedSource, const NAME: usize, const PAX: usize> Archive<R, NAME, PAX> {
+impl<R: InflatedSource, const NAME: usize> Archive<R, NAME> {
     /// An archive over `tar`, the tar stream that a container produces elsewhere (see the
     /// [module docs](self)): the container's header (gated when it opened) and compression
     /// from `opened` ([`Container::opened`]), the tar walk here, and the container's closing

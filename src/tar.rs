@@ -51,9 +51,11 @@
 //! name that appears twice is yielded twice; the loader, which keeps the names it cares
 //! about, decides (the runtime's `std::map` makes the last one win).
 //!
-//! **Memory.** The walker owns one header block, a name buffer of `NAME` bytes and a PAX
-//! buffer of `PAX` bytes; a longer name or PAX header is a `CapacityError` naming `NAME` or
-//! `PAX`. Bodies are never buffered: [`Member`] is a bounded reader over the stream.
+//! **Memory.** The walker owns one header block and a name buffer of `NAME` bytes; a longer
+//! name is a `CapacityError` naming `NAME`. PAX headers and GNU long names are read as they
+//! stream past, the name straight into that buffer, so a PAX header of any length (sparse
+//! maps, extended attributes) takes no memory of its own. Bodies are never buffered: [`Member`]
+//! is a bounded reader over the stream.
 //!
 //! **Arithmetic.** Every size read from a header goes through checked arithmetic ending in a
 //! [`TarError`] (a size must leave room for its padding below `u64::MAX`). Stream offsets and
@@ -81,14 +83,6 @@ pub const DEFAULT_NAME_CAPACITY: usize = 1024;
 /// Default capacity of the member name buffer (see the firmware profile's doc).
 #[cfg(not(target_os = "none"))]
 pub const DEFAULT_NAME_CAPACITY: usize = 16 * 1024;
-/// Default capacity of the PAX extended-header buffer: a `path` record of a name of
-/// [`DEFAULT_NAME_CAPACITY`] plus the `mtime`/`atime`/`ctime` records writers add; on a hosted
-/// target 64 KiB, room for sparse maps and extended attributes too.
-#[cfg(target_os = "none")]
-pub const DEFAULT_PAX_CAPACITY: usize = 1536;
-/// Default capacity of the PAX extended-header buffer (see the firmware profile's doc).
-#[cfg(not(target_os = "none"))]
-pub const DEFAULT_PAX_CAPACITY: usize = 64 * 1024;
 /// Offset of `isextended` in an old GNU sparse (`S`) header.
 const GNU_IS_EXTENDED: usize = 482;
 /// Offset of `isextended` in an old GNU sparse extension block.
@@ -134,13 +128,12 @@ pub struct AfterEnd {
 }
 
 /// The walker. `S` is the tar stream (a [`crate::gzip::Decoder`] in a NEFF).
-pub struct TarReader<S, const NAME: usize = DEFAULT_NAME_CAPACITY, const PAX: usize = DEFAULT_PAX_CAPACITY> {
+pub struct TarReader<S, const NAME: usize = DEFAULT_NAME_CAPACITY> {
     stream: S,
     offset: u64,
     block: [u8; BLOCK_SIZE],
     name: [u8; NAME],
     name_len: usize,
-    pax: [u8; PAX],
     pending_name: PendingName,
     pending_size: Option<u64>,
     pending_sparse: bool,
@@ -152,7 +145,7 @@ pub struct TarReader<S, const NAME: usize = DEFAULT_NAME_CAPACITY, const PAX: us
     members: u32,
 }
 
-impl<S, const NAME: usize, const PAX: usize> fmt::Debug for TarReader<S, NAME, PAX> {
+impl<S, const NAME: usize> fmt::Debug for TarReader<S, NAME> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TarReader")
             .field("offset", &self.offset)
@@ -373,67 +366,244 @@ fn verify_checksum(block: &[u8; BLOCK_SIZE]) -> Result<bool, TarError> {
     }
 }
 
-/// Splits the PAX records in `data`, calling `f(key, value, value_start)` for each
-/// (`value_start` is the value's index in `data`).
-fn for_each_pax_record(
-    data: &[u8],
-    mut f: impl FnMut(&[u8], &[u8], usize) -> Result<(), TarError>,
-) -> Result<(), TarError> {
-    let mut rest = data;
-    let mut record_start = 0usize;
-    while !rest.is_empty() {
-        // Writers pad the last block with NULs inside the declared size now and then.
-        if rest.iter().all(|&b| b == 0) {
-            break;
-        }
-        let space = rest.iter().position(|&b| b == b' ').ok_or(TarError::BadPaxRecord)?;
-        let len_digits = rest.get(..space).ok_or(TarError::BadPaxRecord)?;
-        if len_digits.is_empty() || !len_digits.iter().all(u8::is_ascii_digit) {
-            return Err(TarError::BadPaxRecord);
-        }
-        let len = len_digits
-            .iter()
-            .try_fold(0usize, |acc, &d| acc.checked_mul(10)?.checked_add(usize::from(d.wrapping_sub(b'0'))))
-            .ok_or(TarError::BadPaxRecord)?;
-        let record = rest.get(..len).ok_or(TarError::BadPaxRecord)?;
-        let body = record.get(space.saturating_add(1)..).ok_or(TarError::BadPaxRecord)?;
-        let (body, newline) = body.split_at_checked(body.len().saturating_sub(1)).ok_or(TarError::BadPaxRecord)?;
-        if newline != b"\n" {
-            return Err(TarError::BadPaxRecord);
-        }
-        let eq = body.iter().position(|&b| b == b'=').ok_or(TarError::BadPaxRecord)?;
-        let (key, value) = body.split_at(eq);
-        // Indices into `data` (at most PAX bytes): a sum past them is a malformed record.
-        let value_start = [space, 1, eq, 1]
-            .iter()
-            .try_fold(record_start, |at, &n| at.checked_add(n))
-            .ok_or(TarError::BadPaxRecord)?;
-        f(key, value.get(1..).unwrap_or(&[]), value_start)?;
-        rest = rest.get(len..).unwrap_or(&[]);
-        record_start = record_start.checked_add(len).ok_or(TarError::BadPaxRecord)?;
-    }
-    Ok(())
+/// Bytes of a PAX key kept to recognise it: `GNU.sparse.name` is the longest the walker
+/// reads; a longer key is told apart by its `GNU.sparse.` prefix alone.
+const PAX_KEY: usize = 16;
+
+/// What a PAX record's key means to the walker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PaxKey {
+    /// `path`: the next member's name.
+    Path,
+    /// `size`: the next member's body size.
+    Size,
+    /// `GNU.sparse.name`: a sparse member's real name (its `path` is a placeholder).
+    SparseName,
+    /// Any other `GNU.sparse.*` key: the next member is sparse.
+    Sparse,
+    /// Read past.
+    Other,
 }
 
-fn parse_decimal(value: &[u8]) -> Result<u64, TarError> {
-    if value.is_empty() {
-        return Err(TarError::BadPaxSize);
-    }
-    value.iter().try_fold(0u64, |acc, &d| {
-        if !d.is_ascii_digit() {
-            return Err(TarError::BadPaxSize);
+impl PaxKey {
+    /// The key whose first bytes are `start` (all of it when `len` fits them).
+    fn of(start: &[u8], len: usize) -> Self {
+        match start {
+            // `start` is the whole key when it is this short.
+            b"path" => PaxKey::Path,
+            b"size" => PaxKey::Size,
+            b"GNU.sparse.name" if len == start.len() => PaxKey::SparseName,
+            _ if start.starts_with(b"GNU.sparse.") => PaxKey::Sparse,
+            _ => PaxKey::Other,
         }
-        let digit = u64::from(d.wrapping_sub(b'0'));
-        acc.checked_mul(10).and_then(|a| a.checked_add(digit)).ok_or(TarError::NumberOutOfRange { field: "PAX size" })
-    })
+    }
+}
+
+/// Where a [`PaxStream`] is within a record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PaxPart {
+    /// The decimal record length (`digits` of them so far).
+    Length { digits: usize },
+    /// The key, up to `=`.
+    Key,
+    /// The value, up to the record's last byte (its newline).
+    Value,
+    /// NULs after the last record (writers pad the last block inside the declared size).
+    Padding,
+}
+
+/// A PAX extended header (`"<len> <key>=<value>\n"` records), read as it streams past.
+///
+/// Nothing of it is buffered but the first [`PAX_KEY`] bytes of each key: a header of any
+/// length (sparse maps, extended attributes) reads in fixed memory, and a `path` (or
+/// `GNU.sparse.name`) value goes straight into the walker's name buffer. Errors come out as
+/// the buffered reading gave them: the first record's framing or `size` error in record
+/// order, and a name longer than the buffer only once the whole header is well formed.
+#[derive(Debug)]
+struct PaxStream {
+    part: PaxPart,
+    /// The record's declared length, then its bytes still to come (the newline included).
+    left: usize,
+    key: [u8; PAX_KEY],
+    key_len: usize,
+    kind: PaxKey,
+    /// A `global` header's values are checked, never applied.
+    global: bool,
+    /// The current `size` value: its digits so far, or its error.
+    size_value: Result<Option<u64>, TarError>,
+    /// The last `size` record's value.
+    size: Option<u64>,
+    /// A `path` or `size` record was read (a global header's warning).
+    path_or_size: bool,
+    sparse: bool,
+    /// Which record's value is the name (a sparse name wins over `path`; the last of each kind).
+    name_from: Option<PaxKey>,
+    /// The name's value is longer than the name buffer.
+    name_overflow: bool,
+    /// Whether the current value is being written as the name.
+    writing_name: bool,
+    /// The first error, in record order.
+    error: Option<TarError>,
+}
+
+impl PaxStream {
+    fn new(global: bool) -> Self {
+        PaxStream {
+            part: PaxPart::Length { digits: 0 },
+            left: 0,
+            key: [0; PAX_KEY],
+            key_len: 0,
+            kind: PaxKey::Other,
+            global,
+            size_value: Ok(None),
+            size: None,
+            path_or_size: false,
+            sparse: false,
+            name_from: None,
+            name_overflow: false,
+            writing_name: false,
+            error: None,
+        }
+    }
+
+    /// Reads `bytes`, the next part of the header; `name` and `name_len` are the walker's
+    /// name buffer. After the first error the rest is read past.
+    fn feed(&mut self, bytes: &[u8], name: &mut [u8], name_len: &mut usize) {
+        for &b in bytes {
+            if self.error.is_some() {
+                return;
+            }
+            if let Err(e) = self.byte(b, name, name_len) {
+                self.error = Some(e);
+            }
+        }
+    }
+
+    fn byte(&mut self, b: u8, name: &mut [u8], name_len: &mut usize) -> Result<(), TarError> {
+        match self.part {
+            PaxPart::Padding if b == 0 => Ok(()),
+            PaxPart::Padding => Err(TarError::BadPaxRecord),
+            PaxPart::Length { digits: 0 } if b == 0 => {
+                self.part = PaxPart::Padding;
+                Ok(())
+            }
+            PaxPart::Length { digits } if b.is_ascii_digit() => {
+                let d = usize::from(b.wrapping_sub(b'0'));
+                self.left = self.left.checked_mul(10).and_then(|l| l.checked_add(d)).ok_or(TarError::BadPaxRecord)?;
+                self.part = PaxPart::Length { digits: digits.saturating_add(1) };
+                Ok(())
+            }
+            PaxPart::Length { digits } if b == b' ' && digits > 0 => {
+                // What follows the space: at least the newline.
+                self.left = self.left.checked_sub(digits).and_then(|l| l.checked_sub(1)).ok_or(TarError::BadPaxRecord)?;
+                if self.left == 0 {
+                    return Err(TarError::BadPaxRecord);
+                }
+                self.part = PaxPart::Key;
+                self.key_len = 0;
+                Ok(())
+            }
+            PaxPart::Length { .. } => Err(TarError::BadPaxRecord),
+            PaxPart::Key | PaxPart::Value if self.left == 1 => self.end_record(b),
+            PaxPart::Key => {
+                self.left = self.left.saturating_sub(1);
+                if b == b'=' {
+                    self.start_value(name_len);
+                } else {
+                    if let Some(k) = self.key.get_mut(self.key_len) {
+                        *k = b;
+                    }
+                    self.key_len = self.key_len.saturating_add(1);
+                }
+                Ok(())
+            }
+            PaxPart::Value => {
+                self.left = self.left.saturating_sub(1);
+                self.value_byte(b, name, name_len);
+                Ok(())
+            }
+        }
+    }
+
+    fn start_value(&mut self, name_len: &mut usize) {
+        let start = self.key.get(..self.key_len.min(PAX_KEY)).unwrap_or(&[]);
+        self.kind = PaxKey::of(start, self.key_len);
+        self.part = PaxPart::Value;
+        self.size_value = Ok(None);
+        self.writing_name = false;
+        match self.kind {
+            PaxKey::Path | PaxKey::Size => self.path_or_size = true,
+            PaxKey::SparseName | PaxKey::Sparse => self.sparse = true,
+            PaxKey::Other => {}
+        }
+        let names = match self.kind {
+            PaxKey::SparseName => true,
+            PaxKey::Path => self.name_from != Some(PaxKey::SparseName),
+            _ => false,
+        };
+        if names && !self.global {
+            self.name_from = Some(self.kind);
+            self.writing_name = true;
+            self.name_overflow = false;
+            *name_len = 0;
+        }
+    }
+
+    fn value_byte(&mut self, b: u8, name: &mut [u8], name_len: &mut usize) {
+        if self.writing_name {
+            match name.get_mut(*name_len) {
+                Some(slot) => {
+                    *slot = b;
+                    *name_len = name_len.saturating_add(1);
+                }
+                None => self.name_overflow = true,
+            }
+        }
+        if self.kind == PaxKey::Size {
+            self.size_value = match self.size_value {
+                Ok(acc) if b.is_ascii_digit() => {
+                    let digit = u64::from(b.wrapping_sub(b'0'));
+                    acc.unwrap_or(0)
+                        .checked_mul(10)
+                        .and_then(|a| a.checked_add(digit))
+                        .map(Some)
+                        .ok_or(TarError::NumberOutOfRange { field: "PAX size" })
+                }
+                Ok(_) => Err(TarError::BadPaxSize),
+                Err(e) => Err(e),
+            };
+        }
+    }
+
+    /// The record's last byte: its newline, after a key and `=`.
+    fn end_record(&mut self, b: u8) -> Result<(), TarError> {
+        if b != b'\n' || self.part != PaxPart::Value {
+            return Err(TarError::BadPaxRecord);
+        }
+        if self.kind == PaxKey::Size {
+            let size = self.size_value?.ok_or(TarError::BadPaxSize)?;
+            self.size = Some(checked_size(size, "PAX size")?);
+        }
+        self.part = PaxPart::Length { digits: 0 };
+        self.left = 0;
+        Ok(())
+    }
+
+    /// The header's outcome once all its bytes were read: a record cut short is malformed.
+    fn finish(&self) -> Result<(), TarError> {
+        match (self.error, self.part) {
+            (Some(e), _) => Err(e),
+            (None, PaxPart::Length { digits: 0 } | PaxPart::Padding) => Ok(()),
+            (None, _) => Err(TarError::BadPaxRecord),
+        }
+    }
 }
 
 /// Joins `parts` into the name buffer; longer than `N` is a `CapacityError` naming `NAME`.
 fn copy_name<const N: usize>(dst: &mut [u8; N], len: &mut usize, parts: &[&[u8]], offset: u64) -> Result<(), Error> {
     let total: usize = parts.iter().map(|p| p.len()).sum();
     if total > N {
-        let capacity = CapacityError { limit: "NAME", capacity: N as u64 };
-        return Err(Error::at_archive(Stage::Tar, offset, ErrorKind::Capacity(capacity)));
+        return Err(name_capacity(N, offset));
     }
     let mut at = 0usize;
     for part in parts {
@@ -446,6 +616,12 @@ fn copy_name<const N: usize>(dst: &mut [u8; N], len: &mut usize, parts: &[&[u8]]
     }
     *len = total;
     Ok(())
+}
+
+/// A name longer than the walker's name buffer of `capacity` bytes, in the header at `offset`.
+fn name_capacity(capacity: usize, offset: u64) -> Error {
+    let capacity = CapacityError { limit: "NAME", capacity: capacity as u64 };
+    Error::at_archive(Stage::Tar, offset, ErrorKind::Capacity(capacity))
 }
 
 /// Bytes of the one leading `./` a member name may have (normalised away), 0 or 2.
@@ -505,13 +681,25 @@ fn skip<S: BufRead<Error = Error>>(stream: &mut S, offset: &mut u64, n: u64) -> 
 }
 
 /// Skips `n` bytes, or fewer when the stream ends first (`Ok(false)`).
-fn skip_up_to<S: BufRead<Error = Error>>(stream: &mut S, offset: &mut u64, mut n: u64) -> Result<bool, Error> {
+fn skip_up_to<S: BufRead<Error = Error>>(stream: &mut S, offset: &mut u64, n: u64) -> Result<bool, Error> {
+    stream_body(stream, offset, n, |_| {})
+}
+
+/// Hands the next `n` bytes to `f` chunk by chunk as the stream has them, or fewer when it
+/// ends first (`Ok(false)`).
+fn stream_body<S: BufRead<Error = Error>>(
+    stream: &mut S,
+    offset: &mut u64,
+    mut n: u64,
+    mut f: impl FnMut(&[u8]),
+) -> Result<bool, Error> {
     while n > 0 {
         let buf = stream.fill_buf()?;
         if buf.is_empty() {
             return Ok(false);
         }
         let k = usize::try_from(n).unwrap_or(usize::MAX).min(buf.len());
+        f(buf.get(..k).unwrap_or(&[]));
         stream.consume(k);
         // `k <= n`; the offset counts delivered bytes.
         n = n.saturating_sub(k as u64);
@@ -520,7 +708,7 @@ fn skip_up_to<S: BufRead<Error = Error>>(stream: &mut S, offset: &mut u64, mut n
     Ok(true)
 }
 
-impl<S: BufRead<Error = Error>, const NAME: usize, const PAX: usize> TarReader<S, NAME, PAX> {
+impl<S: BufRead<Error = Error>, const NAME: usize> TarReader<S, NAME> {
     /// A walker at the start of `stream`.
     pub fn new(stream: S) -> Self {
         Self {
@@ -529,7 +717,6 @@ impl<S: BufRead<Error = Error>, const NAME: usize, const PAX: usize> TarReader<S
             block: [0; BLOCK_SIZE],
             name: [0; NAME],
             name_len: 0,
-            pax: [0; PAX],
             pending_name: PendingName::None,
             pending_size: None,
             pending_sparse: false,
@@ -591,65 +778,88 @@ impl<S: BufRead<Error = Error>, const NAME: usize, const PAX: usize> TarReader<S
         }
     }
 
-    /// Reads a metadata body (PAX or GNU long name) of `size` bytes into the PAX buffer.
-    fn read_meta_body(&mut self, size: u64, header_offset: u64) -> Result<usize, Error> {
-        let capacity = CapacityError { limit: "PAX", capacity: PAX as u64 };
-        let len = usize::try_from(size)
-            .ok()
-            .filter(|&n| n <= PAX)
-            .ok_or_else(|| Error::at_archive(Stage::Tar, header_offset, ErrorKind::Capacity(capacity)))?;
-        let at = self.offset;
-        let dst = self.pax.get_mut(..len).unwrap_or(&mut []);
-        if read_exact(&mut self.stream, &mut self.offset, dst)? != len {
-            return Err(Error::at_archive(Stage::Tar, at, ErrorKind::Truncated));
-        }
-        skip(&mut self.stream, &mut self.offset, padding(size))?;
-        Ok(len)
-    }
-
-    fn apply_pax(
+    /// Reads a PAX header's body of `size` bytes as it streams ([`PaxStream`]) and applies it
+    /// to the next member: its `path` (or `GNU.sparse.name`), `size` and sparseness. A global
+    /// one is checked, then ignored with a warning if it sets a path or size.
+    fn read_pax(
         &mut self,
-        len: usize,
+        size: u64,
         global: bool,
-        offset: u64,
+        header_offset: u64,
         sink: &mut (impl WarningSink + ?Sized),
     ) -> Result<(), Error> {
-        let mut path: Option<(usize, usize)> = None;
-        let mut sparse_name: Option<(usize, usize)> = None;
-        let mut size = None;
-        let mut sparse = false;
-        let data = self.pax.get(..len).unwrap_or(&[]);
-        for_each_pax_record(data, |key, value, start| {
-            match key {
-                b"path" => path = Some((start, value.len())),
-                b"GNU.sparse.name" => {
-                    sparse = true;
-                    sparse_name = Some((start, value.len()));
+        let mut pax = PaxStream::new(global);
+        let Self { stream, offset, name, name_len, .. } = self;
+        let at = *offset;
+        let outcome = match stream_body(stream, offset, size, |chunk| pax.feed(chunk, name, name_len)) {
+            Ok(true) => skip(stream, offset, padding(size)).and_then(|()| {
+                pax.finish().map_err(|e| tar_error(header_offset, e))?;
+                match pax.name_overflow {
+                    true => Err(name_capacity(NAME, header_offset)),
+                    false => Ok(()),
                 }
-                b"size" => size = Some(checked_size(parse_decimal(value)?, "PAX size")?),
-                _ if key.starts_with(b"GNU.sparse.") => sparse = true,
-                _ => {}
-            }
-            Ok(())
-        })
-        .map_err(|e| tar_error(offset, e))?;
+            }),
+            Ok(false) => Err(Error::at_archive(Stage::Tar, at, ErrorKind::Truncated)),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = outcome {
+            // The name buffer may hold part of a value: no member's name.
+            *name_len = 0;
+            return Err(e);
+        }
         if global {
-            if path.is_some() || size.is_some() {
-                warn(sink, offset, TarWarning::GlobalPaxIgnored);
+            if pax.path_or_size {
+                warn(sink, header_offset, TarWarning::GlobalPaxIgnored);
             }
             return Ok(());
         }
-        if let Some(size) = size {
+        if let Some(size) = pax.size {
             self.pending_size = Some(size);
         }
-        self.pending_sparse |= sparse;
-        // A sparse member's real name is `GNU.sparse.name` (its `path` is a placeholder).
-        if let Some((start, value_len)) = sparse_name.or(path) {
-            let end = start.checked_add(value_len).ok_or_else(|| tar_error(offset, TarError::BadPaxRecord))?;
-            let value = self.pax.get(start..end).unwrap_or(&[]);
-            copy_name(&mut self.name, &mut self.name_len, &[value], offset)?;
+        self.pending_sparse |= pax.sparse;
+        if pax.name_from.is_some() {
             self.pending_name = PendingName::Pax;
         }
+        Ok(())
+    }
+
+    /// Reads a GNU long name (`L`) of `size` bytes into the name buffer as it streams (up to
+    /// its first NUL), or past it when a PAX name is pending (PAX wins, as in libarchive).
+    fn read_long_name(&mut self, size: u64, header_offset: u64) -> Result<(), Error> {
+        let keep = self.pending_name != PendingName::Pax;
+        let Self { stream, offset, name, name_len, .. } = self;
+        let at = *offset;
+        let (mut len, mut ended, mut overflow) = (0usize, !keep, false);
+        let complete = stream_body(stream, offset, size, |chunk| {
+            for &b in chunk {
+                if ended {
+                    break;
+                }
+                match name.get_mut(len) {
+                    _ if b == 0 => ended = true,
+                    Some(slot) => {
+                        *slot = b;
+                        len = len.saturating_add(1);
+                    }
+                    None => (overflow, ended) = (true, true),
+                }
+            }
+        });
+        let outcome = match complete {
+            Ok(true) => skip(stream, offset, padding(size)),
+            Ok(false) => Err(Error::at_archive(Stage::Tar, at, ErrorKind::Truncated)),
+            Err(e) => Err(e),
+        }
+        .and_then(|()| match overflow {
+            true => Err(name_capacity(NAME, header_offset)),
+            false => Ok(()),
+        });
+        if !keep {
+            return outcome;
+        }
+        *name_len = if outcome.is_ok() { len } else { 0 };
+        outcome?;
+        self.pending_name = PendingName::Gnu;
         Ok(())
     }
 
@@ -687,17 +897,11 @@ impl<S: BufRead<Error = Error>, const NAME: usize, const PAX: usize> TarReader<S
                 .map_err(|e| tar_error(header_offset, e))?;
             match typeflag {
                 b'x' | b'X' | b'g' => {
-                    let len = self.read_meta_body(header_size, header_offset)?;
-                    self.apply_pax(len, typeflag == b'g', header_offset, sink)?;
+                    self.read_pax(header_size, typeflag == b'g', header_offset, sink)?;
                     continue;
                 }
                 b'L' => {
-                    let len = self.read_meta_body(header_size, header_offset)?;
-                    if self.pending_name != PendingName::Pax {
-                        let long = until_nul(self.pax.get(..len).unwrap_or(&[]));
-                        copy_name(&mut self.name, &mut self.name_len, &[long], header_offset)?;
-                        self.pending_name = PendingName::Gnu;
-                    }
+                    self.read_long_name(header_size, header_offset)?;
                     continue;
                 }
                 b'K' => {
@@ -919,7 +1123,7 @@ mod tests {
     /// Walks `tar`, reading every body; returns members and warnings.
     fn walk(tar: &[u8]) -> Result<(Walked, Vec<TarWarning>, AfterEnd), Error> {
         let stream = Decoder::sniff(tar, 0, DEFAULT_MAX_INFLATED)?;
-        let mut reader: TarReader<_, 256, 512> = TarReader::new(stream);
+        let mut reader: TarReader<_, 256> = TarReader::new(stream);
         let mut warnings = Vec::new();
         let mut sink = |w: &Warning| {
             if let WarningKind::Tar(t) = w.kind {
@@ -1117,13 +1321,106 @@ mod tests {
             assert_eq!(tar_kind(&walk(&tar).unwrap_err()), TarError::BadPaxRecord, "{bad:?}");
         }
 
-        // Bigger than the PAX capacity (512 in these tests).
-        let mut tar = pax(b'x', &[("comment", &"c".repeat(600))]);
+        // A malformed record wins over a name too long for the buffer, as it did when the
+        // header was read whole before its name was copied.
+        let mut records = pax(b'x', &[("path", &"p".repeat(300))])[512..].to_vec();
+        records.truncate(records.iter().rposition(|&b| b == b'\n').unwrap() + 1);
+        records.extend_from_slice(b"5 x=y\n");
+        let mut tar = header("././@PaxHeader", records.len() as u64, b'x').to_vec();
+        tar.extend(body(&records));
+        tar.extend(entry("a", b"1"));
+        assert_eq!(tar_kind(&walk(&tar).unwrap_err()), TarError::BadPaxRecord);
+    }
+
+    /// A PAX header streams past: one of any length takes no buffer, its `path` lands in the
+    /// name buffer, and only a name longer than that buffer is refused (at the PAX header).
+    #[test]
+    fn pax_headers_of_any_length_stream_past() {
+        let path = std::format!("{}/w.npy", "d".repeat(200));
+        let xattr = "x".repeat(70_000);
+        let mut tar = pax(b'x', &[("comment", &xattr), ("path", &path), ("SCHILY.xattr.user.k", &xattr), ("size", "3")]);
+        tar.extend(entry("truncated", b"abc"));
+        let global = pax(b'g', &[("comment", &xattr)]);
+        tar.extend(&global);
+        tar.extend(entry("b", b"1"));
+        tar.extend(end());
+        let (w, warnings, _) = walk(&tar).unwrap();
+        assert_eq!(names(&w), [path.as_str(), "b"]);
+        assert_eq!(w[0].1, b"abc");
+        assert_eq!(warnings, [], "a global header with no path or size is no warning");
+
+        // The last `path` wins; `GNU.sparse.name` wins over `path` in either order.
+        let mut tar = pax(b'x', &[("path", "first"), ("path", "second")]);
+        tar.extend(entry("ustar", b""));
+        for records in [[("path", "p"), ("GNU.sparse.name", "real")], [("GNU.sparse.name", "real"), ("path", "p")]] {
+            tar.extend(pax(b'x', &records));
+            tar.extend(entry("placeholder", b""));
+        }
+        tar.extend(end());
+        let stream = Decoder::sniff(&tar[..], 0, DEFAULT_MAX_INFLATED).unwrap();
+        let mut reader: TarReader<_, 256> = TarReader::new(stream);
+        let mut skipped = Vec::new();
+        let mut sink = |w: &Warning| skipped.push((w.kind, String::from(w.member.as_str())));
+        assert_eq!(reader.next_member(&mut sink).unwrap().unwrap().name(), "second");
+        assert!(reader.next_member(&mut sink).unwrap().is_none());
+        let sparse = WarningKind::Tar(TarWarning::SparseSkipped);
+        assert_eq!(skipped[..2], [(sparse, String::from("real")), (sparse, String::from("real"))]);
+
+        // Past the name buffer (256 in these tests): refused at the PAX header, with no name.
+        let mut tar = pax(b'x', &[("path", &"p".repeat(257))]);
         tar.extend(entry("a", b"1"));
         let e = walk(&tar).unwrap_err();
-        assert_eq!(e.kind, ErrorKind::Capacity(CapacityError { limit: "PAX", capacity: 512 }));
-        assert_eq!(e.offset_base, OffsetBase::Archive);
-        assert_eq!(e.offset, 0);
+        assert_eq!(e.kind, ErrorKind::Capacity(CapacityError { limit: "NAME", capacity: 256 }));
+        assert_eq!((e.offset_base, e.offset), (OffsetBase::Archive, 0));
+        // 256 bytes fit.
+        let mut tar = pax(b'x', &[("path", &"p".repeat(256))]);
+        tar.extend(entry("a", b"1"));
+        tar.extend(end());
+        assert_eq!(walk(&tar).unwrap().0[0].0.len(), 256);
+    }
+
+    /// The streamed reading gives the same outcome however the header is cut into chunks.
+    #[test]
+    fn a_pax_stream_reads_the_same_in_any_chunks() {
+        let headers: [&[u8]; 8] = [
+            b"12 path=abc\n9 size=7\n",
+            b"29 GNU.sparse.name=real/name\n14 path=decoy\n\0\0\0",
+            b"9 size=7\n11 size=1x\n",
+            b"29 size=99999999999999999999\n",
+            b"12 path=abc\n\0\0x",
+            b"12 path=abc\n12 path=ab",
+            b"5 k=\n\0\0",
+            b"011 path=a\n",
+        ];
+        for header in headers {
+            let read = |chunk: usize| {
+                let mut pax = PaxStream::new(false);
+                let (mut name, mut len) = ([0u8; 64], 0);
+                for part in header.chunks(chunk) {
+                    pax.feed(part, &mut name, &mut len);
+                }
+                let out = pax.finish().map(|()| (name[..len].to_vec(), pax.size, pax.sparse));
+                std::format!("{out:?}")
+            };
+            let whole = read(header.len());
+            for chunk in [1, 2, 5] {
+                assert_eq!(read(chunk), whole, "{:?} in chunks of {chunk}", std::string::String::from_utf8_lossy(header));
+            }
+        }
+        let outcome = |h: &[u8]| {
+            let mut pax = PaxStream::new(false);
+            let (mut name, mut len) = ([0u8; 64], 0);
+            pax.feed(h, &mut name, &mut len);
+            pax.finish().map(|()| (std::string::String::from_utf8_lossy(&name[..len]).into_owned(), pax.size))
+        };
+        assert_eq!(outcome(headers[0]), Ok((String::from("abc"), Some(7))));
+        assert_eq!(outcome(headers[1]), Ok((String::from("real/name"), None)));
+        assert_eq!(outcome(headers[2]), Err(TarError::BadPaxSize));
+        assert_eq!(outcome(headers[3]), Err(TarError::NumberOutOfRange { field: "PAX size" }));
+        assert_eq!(outcome(headers[4]), Err(TarError::BadPaxRecord), "bytes after the NUL padding");
+        assert_eq!(outcome(headers[5]), Err(TarError::BadPaxRecord), "a record cut short");
+        assert_eq!(outcome(headers[6]), Ok((String::new(), None)), "an empty value; then padding");
+        assert_eq!(outcome(headers[7]), Ok((String::from("a"), None)), "a length with a leading zero");
     }
 
     #[test]
@@ -1150,7 +1447,7 @@ mod tests {
         tar.extend(body(&[b'n'; 300]));
         tar.extend(entry("x", b""));
         let stream = Decoder::sniff(&tar[..], 0, DEFAULT_MAX_INFLATED).unwrap();
-        let mut reader: TarReader<_, 128, 512> = TarReader::new(stream);
+        let mut reader: TarReader<_, 128> = TarReader::new(stream);
         let e = reader.next_member(&mut crate::error::IgnoreWarnings).unwrap_err();
         assert_eq!(e.kind, ErrorKind::Capacity(CapacityError { limit: "NAME", capacity: 128 }));
     }
@@ -1237,7 +1534,7 @@ mod tests {
         tar.extend(entry("b", b"bee"));
         tar.extend(end());
         let stream = Decoder::sniff(&tar[..], 0, DEFAULT_MAX_INFLATED).unwrap();
-        let mut reader: TarReader<_, 256, 512> = TarReader::new(stream);
+        let mut reader: TarReader<_, 256> = TarReader::new(stream);
         let mut warnings = Vec::new();
         let mut sink = |w: &Warning| warnings.push(*w);
         {
@@ -1303,7 +1600,7 @@ mod tests {
     /// Every warning with the member it names.
     fn walk_named(tar: &[u8], raw: bool) -> Result<Named, Error> {
         let stream = Decoder::sniff(tar, 0, DEFAULT_MAX_INFLATED)?;
-        let mut reader: TarReader<_, 256, 512> = TarReader::new(stream);
+        let mut reader: TarReader<_, 256> = TarReader::new(stream);
         reader.set_raw_names(raw);
         let mut warnings = Vec::new();
         let mut sink = |w: &Warning| {
