@@ -495,7 +495,8 @@ impl PaxStream {
             }
             PaxPart::Length { digits } if b == b' ' && digits > 0 => {
                 // What follows the space: at least the newline.
-                self.left = self.left.checked_sub(digits).and_then(|l| l.checked_sub(1)).ok_or(TarError::BadPaxRecord)?;
+                self.left =
+                    self.left.checked_sub(digits).and_then(|l| l.checked_sub(1)).ok_or(TarError::BadPaxRecord)?;
                 if self.left == 0 {
                     return Err(TarError::BadPaxRecord);
                 }
@@ -1338,7 +1339,8 @@ mod tests {
     fn pax_headers_of_any_length_stream_past() {
         let path = std::format!("{}/w.npy", "d".repeat(200));
         let xattr = "x".repeat(70_000);
-        let mut tar = pax(b'x', &[("comment", &xattr), ("path", &path), ("SCHILY.xattr.user.k", &xattr), ("size", "3")]);
+        let mut tar =
+            pax(b'x', &[("comment", &xattr), ("path", &path), ("SCHILY.xattr.user.k", &xattr), ("size", "3")]);
         tar.extend(entry("truncated", b"abc"));
         let global = pax(b'g', &[("comment", &xattr)]);
         tar.extend(&global);
@@ -1404,7 +1406,12 @@ mod tests {
             };
             let whole = read(header.len());
             for chunk in [1, 2, 5] {
-                assert_eq!(read(chunk), whole, "{:?} in chunks of {chunk}", std::string::String::from_utf8_lossy(header));
+                assert_eq!(
+                    read(chunk),
+                    whole,
+                    "{:?} in chunks of {chunk}",
+                    std::string::String::from_utf8_lossy(header)
+                );
             }
         }
         let outcome = |h: &[u8]| {
