@@ -119,6 +119,10 @@ if [ -d targets/qemu-m4 ]; then
     expect_line 'INFO  trainium-kernel-fusion/baseline_bf16_s512: summary: LoadReport { device_arch: Some(Cayman), target: "cayman", subgraphs: 2, payloads: 24, placed: 24, bytes_placed: 292672, inputs: 3, outputs: 1, manifests: 17, released: 0, warnings: 0, inflated_bytes: 434688, compressed_bytes: 39900, members: 67, padding_bytes: 1060, trailing_bytes: 0, integrity: Some(Match { order: WordSwapped, computed: Md5([76, 47, 13, 7b, cc, ae, 81, 28, 0c, c6, 77, d9, a4, a6, eb, 08]) }), arena_peak: 3719 }'
     expect_line 'INFO  trainium-kernel-fusion/baseline_bf16_s512: OK: 67 members, 24 payloads placed, 292672 bytes placed, 24 digests checked (report and device), header MD5 match (word-swapped), 0 warnings, arena 3719 of 47104 bytes'
     expect_line 'firmware: 6 passed, 0 failed'
+
+    step "no panic path in the core's own code, in both firmware images (scripts/panic-paths.sh)"
+    command -v llvm-addr2line >/dev/null 2>&1 && command -v llvm-objdump >/dev/null 2>&1 || apt_install llvm
+    scripts/panic-paths.sh targets/qemu-m4/target/thumbv7em-none-eabihf/release/neff-qemu-m4 "$elf"
   elif [ "${CI:-}" = true ]; then
     echo "error: ../shared/fixtures is absent: the firmware image needs the real NEFFs under CI" >&2
     exit 1

@@ -166,8 +166,10 @@ impl<'a> Arena<'a> {
         let at = self.used;
         // `used <= top <= end <= capacity`: the run fits where the free gap and it were.
         let len = end.saturating_sub(self.top);
-        if self.buf.get(self.top..end).is_some() && at <= self.top {
-            self.buf.copy_within(self.top..end, at);
+        if let Some(run) = self.buf.get_mut(at..end).filter(|_| at <= self.top) {
+            // The run starts `top - at` into `at..end`; the `min` lets the compiler see it fits.
+            let from = self.top.saturating_sub(at).min(run.len());
+            run.copy_within(from.., 0);
             self.used = at.saturating_add(len);
             self.top = end;
         }
@@ -287,11 +289,11 @@ impl<'b> Writer<'b> {
 
     /// Appends raw bytes (dropped past the end: sizes are fixed by [`Record::SIZE`]).
     pub fn bytes(&mut self, b: &[u8]) -> &mut Self {
-        let end = self.at.saturating_add(b.len());
-        if let Some(dst) = self.out.get_mut(self.at..end) {
+        // `checked_add` makes the range exactly `b.len()` long: the copy has no length check.
+        if let Some(dst) = self.at.checked_add(b.len()).and_then(|end| self.out.get_mut(self.at..end)) {
             dst.copy_from_slice(b);
         }
-        self.at = end;
+        self.at = self.at.saturating_add(b.len());
         self
     }
 
@@ -340,11 +342,10 @@ impl<'b> Reader<'b> {
 
     fn take<const N: usize>(&mut self) -> [u8; N] {
         let mut out = [0u8; N];
-        let end = self.at.saturating_add(N);
-        if let Some(src) = self.bytes.get(self.at..end) {
+        if let Some(src) = self.at.checked_add(N).and_then(|end| self.bytes.get(self.at..end)) {
             out.copy_from_slice(src);
         }
-        self.at = end;
+        self.at = self.at.saturating_add(N);
         out
     }
 

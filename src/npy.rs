@@ -331,11 +331,13 @@ impl<const HEADER_CAP: usize> NpyParser<HEADER_CAP> {
             let want = self.preamble_target().saturating_sub(self.preamble_len).min(rest.len());
             let (head, tail) = rest.split_at(want);
             // `want` is at most what the 12-byte preamble still lacks.
-            let end = self.preamble_len.saturating_add(want);
-            if let Some(dst) = self.preamble.get_mut(self.preamble_len..end) {
+            // `checked_add` makes the range exactly `want` long: the copy has no length check.
+            if let Some(dst) =
+                self.preamble_len.checked_add(want).and_then(|end| self.preamble.get_mut(self.preamble_len..end))
+            {
                 dst.copy_from_slice(head);
             }
-            self.preamble_len = end;
+            self.preamble_len = self.preamble_len.saturating_add(want);
             self.consumed = self.consumed.saturating_add(want as u64);
             rest = tail;
             self.check_preamble()?;
@@ -344,11 +346,10 @@ impl<const HEADER_CAP: usize> NpyParser<HEADER_CAP> {
             // `dict_len <= header_len <= HEADER_CAP`.
             let want = header_len.saturating_sub(self.dict_len).min(rest.len());
             let (head, tail) = rest.split_at(want);
-            let end = self.dict_len.saturating_add(want);
-            if let Some(dst) = self.dict.get_mut(self.dict_len..end) {
+            if let Some(dst) = self.dict_len.checked_add(want).and_then(|end| self.dict.get_mut(self.dict_len..end)) {
                 dst.copy_from_slice(head);
             }
-            self.dict_len = end;
+            self.dict_len = self.dict_len.saturating_add(want);
             self.consumed = self.consumed.saturating_add(want as u64);
             rest = tail;
             if self.dict_len == header_len {

@@ -608,12 +608,11 @@ fn copy_name<const N: usize>(dst: &mut [u8; N], len: &mut usize, parts: &[&[u8]]
     }
     let mut at = 0usize;
     for part in parts {
-        // `at + part.len() <= total <= N`.
-        let end = at.saturating_add(part.len());
-        if let Some(d) = dst.get_mut(at..end) {
+        // `at + part.len() <= total <= N`; `checked_add` makes the range the part's length.
+        if let Some(d) = at.checked_add(part.len()).and_then(|end| dst.get_mut(at..end)) {
             d.copy_from_slice(part);
         }
-        at = end;
+        at = at.saturating_add(part.len());
     }
     *len = total;
     Ok(())

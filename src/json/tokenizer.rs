@@ -884,9 +884,9 @@ impl<'s> Tokenizer<'s> {
             return Ok(());
         }
         // Past the scratch's length, `get_mut` fails: a capacity error, not a wrap.
-        let end = self.scratch_len.saturating_add(bytes.len());
-        match self.scratch.get_mut(self.scratch_len..end) {
-            Some(dst) => {
+        let end = self.scratch_len.checked_add(bytes.len());
+        match end.and_then(|end| Some((end, self.scratch.get_mut(self.scratch_len..end)?))) {
+            Some((end, dst)) => {
                 dst.copy_from_slice(bytes);
                 self.scratch_len = end;
                 Ok(())

@@ -73,7 +73,7 @@ pub(super) fn is_debug(name: &str) -> bool {
     dir == "debug_info"
         || dir.starts_with("debug_info/")
         || file.ends_with(".dbg")
-        || file.contains(".dbg_")
+        || file.as_bytes().windows(5).any(|w| w == b".dbg_")
         || file.ends_with(".asm")
         || file.ends_with("_dbg")
 }
@@ -667,10 +667,12 @@ impl Loader<'_> {
     /// Removes a settled member from the replay store, closing the gap its bytes leave.
     fn drop_replay(&mut self, pos: u32, rec: &ReplayRec) {
         let (at, len) = (usize::try_from(rec.at).unwrap_or(0), usize::try_from(rec.len).unwrap_or(0));
-        if let Some(end) = at.checked_add(len).filter(|&end| end <= self.replay_used && len != 0) {
+        if at.checked_add(len).is_some_and(|end| end <= self.replay_used) && len != 0 {
             // The bytes after it move down over it.
             if let Some(tail) = self.replay.get_mut(at..self.replay_used) {
-                tail.copy_within(end.saturating_sub(at).., 0);
+                // `len <= tail.len()` (`end <= replay_used`); the `min` lets the compiler see it.
+                let gap = len.min(tail.len());
+                tail.copy_within(gap.., 0);
             }
             self.replay_used = self.replay_used.saturating_sub(len);
             let mut p = self.index.replays.first();

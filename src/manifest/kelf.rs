@@ -32,7 +32,7 @@ const ANY_TARGET: &str = "*";
 pub fn parse_version(v: &str) -> Option<(u16, u16, &str)> {
     let (major, rest) = v.split_once('.')?;
     let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
-    let (minor, suffix) = rest.split_at(digits);
+    let (minor, suffix) = rest.split_at_checked(digits)?;
     let major = major.parse().ok()?;
     let minor = minor.parse().ok()?;
     Some((major, minor, suffix.strip_prefix('-').unwrap_or(suffix)))

@@ -263,10 +263,17 @@ pub(crate) fn semantic(stage: crate::Stage, member: &str, offset: u64, path: &st
     crate::Error::in_member(stage, member, offset, crate::ErrorKind::Manifest(e)).with_key_path(path)
 }
 
+/// A runtime message split around its `%s` (by bytes: `str::split_once`'s searcher carries a
+/// bounds check the compiler keeps, a panic path in the image).
+fn split_at_placeholder(message: &str) -> Option<(&str, &str)> {
+    let at = message.as_bytes().windows(2).position(|w| w == b"%s")?;
+    Some((message.get(..at)?, message.get(at.checked_add(2)?..)?))
+}
+
 impl fmt::Display for ManifestError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ManifestError::MissingKey { key, within } => match key.message.split_once("%s") {
+            ManifestError::MissingKey { key, within } => match split_at_placeholder(key.message) {
                 _ if key.message.is_empty() => write!(f, "missing required key \"{}\"", key.key),
                 Some((head, tail)) => write!(f, "{head}{within}{tail}"),
                 None => f.write_str(key.message),
