@@ -145,6 +145,31 @@ impl fmt::Display for CapacityError {
     }
 }
 
+/// Appends `parts` to `out` in order, stopping at the first that does not fit; true if all did.
+///
+/// Paths and labels are joined with this rather than `core::fmt`: the formatting machinery is
+/// then not linked into a firmware image that logs with defmt.
+pub(crate) fn push_all<const N: usize>(out: &mut heapless::String<N>, parts: &[&str]) -> bool {
+    parts.iter().all(|p| out.push_str(p).is_ok())
+}
+
+/// Appends `v` in decimal (as `{v}` would); false if it does not fit.
+pub(crate) fn push_decimal<const N: usize>(out: &mut heapless::String<N>, v: u64) -> bool {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut rest = v;
+    while let Some(slot) = at.checked_sub(1).and_then(|i| digits.get_mut(i)) {
+        *slot = b'0'.wrapping_add((rest % 10) as u8);
+        at = at.saturating_sub(1);
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    let text = digits.get(at..).and_then(|d| core::str::from_utf8(d).ok()).unwrap_or("");
+    out.push_str(text).is_ok()
+}
+
 /// Short inline text for error context (member names and key paths).
 ///
 /// Context only: when a name is longer than `N` bytes the *tail* is kept (the file name
@@ -661,6 +686,24 @@ impl WarningSink for IgnoreWarnings {
 #[allow(clippy::arithmetic_side_effects)]
 mod tests {
     use super::*;
+
+    /// The hand-written joins give what `format_args!` gave, and stop where a part does not fit.
+    #[test]
+    fn push_all_and_push_decimal_write_what_format_would() {
+        extern crate std;
+        for v in [0, 7, 10, 99, 12_345, u64::from(u32::MAX), u64::MAX - 1, u64::MAX] {
+            let mut s = heapless::String::<20>::new();
+            assert!(push_decimal(&mut s, v));
+            assert_eq!(s.as_str(), std::format!("{v}"));
+        }
+        let mut short = heapless::String::<19>::new();
+        assert!(!push_decimal(&mut short, u64::MAX), "20 digits do not fit in 19");
+        assert_eq!(short.as_str(), "");
+        let mut s = heapless::String::<12>::new();
+        assert!(push_all(&mut s, &["nodes", "[", "3", "]"]));
+        assert!(!push_all(&mut s, &[".", "attrs"]), "a part that does not fit stops the join");
+        assert_eq!(s.as_str(), "nodes[3].");
+    }
 
     #[test]
     fn text_keeps_the_tail_of_a_long_name() {

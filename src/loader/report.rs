@@ -7,8 +7,6 @@
 //! `embedded_io::Write` (each line serialised with `serde-json-core` into a small buffer),
 //! then [`LoadReport::to_json`] for the summary: that is how firmware ships a report.
 
-use core::fmt;
-
 use serde::ser::{SerializeMap, SerializeStruct};
 use serde::{Serialize, Serializer};
 
@@ -193,9 +191,13 @@ pub struct Hex64(pub u64);
 
 impl Serialize for Hex64 {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut text: heapless::String<16> = heapless::String::new();
-        let _ = fmt::write(&mut text, format_args!("{:016x}", self.0));
-        s.serialize_str(&text)
+        // By hand, not `{:016x}`: no formatting machinery in a defmt firmware image.
+        let (mut text, mut rest) = ([0u8; 16], self.0);
+        for digit in text.iter_mut().rev() {
+            *digit = b"0123456789abcdef".get((rest & 0xf) as usize).copied().unwrap_or(b'0');
+            rest >>= 4;
+        }
+        s.serialize_str(core::str::from_utf8(&text).unwrap_or(""))
     }
 }
 

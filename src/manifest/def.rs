@@ -269,7 +269,7 @@ impl DefFacts {
         }
         match self.cayman_violation {
             Some((i, e)) => {
-                let _ = core::fmt::write(&mut path, format_args!("[{i}]"));
+                let _ = path.push('[').is_ok() && crate::error::push_decimal(&mut path, i) && path.push(']').is_ok();
                 Err((path, e))
             }
             None => Ok(()),
@@ -482,10 +482,8 @@ impl Document for DefJson {
         if let Some(ops) = self.ext_isa_lib.as_ref().and_then(|lib| lib.functions).map(|n| n.0) {
             if ops > super::MAX_EXT_ISA_OPS {
                 let mut path: heapless::String<48> = heapless::String::new();
-                let _ = core::fmt::write(
-                    &mut path,
-                    format_args!("{}.{}", Self::KEY_EXT_ISA_LIB, super::ExtIsaLib::KEY_FUNCTIONS),
-                );
+                let _ =
+                    crate::error::push_all(&mut path, &[Self::KEY_EXT_ISA_LIB, ".", super::ExtIsaLib::KEY_FUNCTIONS]);
                 return Err(fail(&path, ManifestError::TooManyExtIsaOps(ops)));
             }
         }

@@ -35,7 +35,7 @@ use super::{
     NrtDtype, Visitor, MAX_DIMS,
 };
 use crate::arena::{Arena, Span};
-use crate::error::{ErrorKind, Text};
+use crate::error::{push_all, push_decimal, ErrorKind, Text};
 use crate::json::Tokenizer;
 use crate::varlog::{push_head, push_text, push_varint, Cursor};
 use crate::{Error, Stage, WarningSink};
@@ -131,10 +131,10 @@ impl NeffFacts {
 /// Writes `prefix[index].key.key...` into a short path buffer (context only).
 fn indexed(prefix: &str, index: u64, keys: &[&str]) -> heapless::String<64> {
     let mut s = heapless::String::new();
-    let _ = core::fmt::write(&mut s, format_args!("{prefix}[{index}]"));
-    for k in keys {
-        let _ = core::fmt::write(&mut s, format_args!(".{k}"));
-    }
+    let _ = push_all(&mut s, &[prefix, "["])
+        && push_decimal(&mut s, index)
+        && s.push(']').is_ok()
+        && keys.iter().all(|k| push_all(&mut s, &[".", k]));
     s
 }
 
@@ -512,7 +512,7 @@ impl IoJoin {
 fn warn_dtype(t: &IoTensor<'_>, sink: &mut dyn WarningSink, member: &str, end: u64) {
     if t.nrt_dtype == NrtDtype::Unknown {
         let mut path: heapless::String<32> = heapless::String::new();
-        let _ = core::fmt::write(&mut path, format_args!("{}.{}", NeffJson::KEY_ATTRS, super::GraphAttrs::KEY_DLTYPE));
+        let _ = push_all(&mut path, &[NeffJson::KEY_ATTRS, ".", super::GraphAttrs::KEY_DLTYPE]);
         let w = crate::Warning::in_member(
             Stage::NeffJson,
             member,

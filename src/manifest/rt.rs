@@ -226,7 +226,7 @@ impl ErrCtx<'_> {
 pub(crate) fn shown_path(path: &str, cut: bool, key: Option<&str>) -> heapless::String<KEY_PATH_TEXT> {
     let mut out = heapless::String::new();
     let whole = match key {
-        Some(key) => core::fmt::write(&mut out, format_args!("{path}.{key}")).is_ok(),
+        Some(key) => crate::error::push_all(&mut out, &[path, ".", key]),
         None => out.push_str(path).is_ok(),
     };
     if whole && !cut {
