@@ -57,12 +57,9 @@ impl Loader<'_> {
         sink: &mut Counting<'_, S>,
     ) -> Result<(), Error> {
         if self.release_earlier(name, hal)? {
-            sink.warn(&Warning::in_member(
-                Stage::Payload,
-                name,
-                0,
-                WarningKind::Chain(super::ChainWarning::DuplicateMember),
-            ));
+            // About the member as a whole: no byte of it is wrong.
+            let duplicate = WarningKind::Chain(super::ChainWarning::DuplicateMember);
+            sink.warn(&Warning::about_member(Stage::Payload, name, duplicate));
         }
         Ok(())
     }
