@@ -1388,3 +1388,39 @@ fn a_host_takes_long_names_and_paths_the_firmware_profile_would_refuse() {
     assert_eq!((w.usage, w.state), (UsageClass::Weight, PayloadState::Placed));
     assert_eq!(out.report.io.inputs.iter().filter(|t| t.name == input).count(), 1);
 }
+
+#[test]
+fn pax_headers_of_any_length_stream_past() {
+    // Every member behind a PAX header with 100 KiB of extended attributes: past the 64 KiB a
+    // hosted walker once buffered (and the firmware's 1.5 KiB), so such a NEFF was refused for
+    // the size of metadata the loader never reads. The walker now reads PAX records as they
+    // stream, and the NEFF loads to the same device image as the original.
+    let Some(bytes) = common::fixture_bytes("public/nkipy/matmul_small.neff") else { return };
+    let list = members(&bytes);
+    let xattr = vec![b'x'; 100 * 1024];
+    let mut builder = tar::Builder::new(Vec::new());
+    for (name, body) in &list {
+        builder.append_pax_extensions([("SCHILY.xattr.user.note", &xattr[..]), ("path", name.as_bytes())]).unwrap();
+        let mut h = tar::Header::new_ustar();
+        h.set_path("placeholder").unwrap();
+        h.set_size(body.len() as u64);
+        h.set_mode(0o664);
+        h.set_cksum();
+        builder.append(&h, body.as_slice()).unwrap();
+    }
+    let tar = builder.into_inner().unwrap();
+    assert!(tar.len() > list.len() * 100 * 1024);
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    std::io::Write::write_all(&mut gz, &tar).unwrap();
+    let payload = gz.finish().unwrap();
+    let mut padded = bytes[..1024].to_vec();
+    padded[16..24].copy_from_slice(&(payload.len() as u64).to_le_bytes());
+    padded.extend_from_slice(&payload);
+
+    let (original, out) = (load(&bytes), load(&padded));
+    original.result.as_ref().unwrap();
+    out.result.as_ref().unwrap_or_else(|e| panic!("{e}"));
+    assert!(!out.image.is_empty());
+    assert_eq!(out.image, original.image, "the same members, lengths and device digests");
+    assert_eq!(out.report.summary.members, original.report.summary.members);
+}
