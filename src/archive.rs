@@ -195,15 +195,16 @@ impl<S: WarningSink + ?Sized> WarningSink for Forward<'_, S> {
 
 /// A NEFF opened as a stream of tar members.
 ///
-/// `NAME` is the tar walker's name capacity. With the firmware's default (1024),
-/// `size_of::<Archive<&[u8]>>()` is **45 848 bytes** on x86-64 (asserted in a test): the
+/// Its tar walker has the target's name capacity ([`DEFAULT_NAME_CAPACITY`]: 1 KiB on a
+/// controller, 16 KiB on a host), the one the loader reads with. With the controller's,
+/// `size_of::<Archive<&[u8]>>()` would be **45 848 bytes** on x86-64 (asserted in a test): the
 /// 32 KiB inflate window, miniz_oxide's `DecompressorOxide` (~10.3 KiB), the decoded header, a
 /// 512-byte tar block, the name buffer, the digest state, and the closing figures (with the
 /// integrity outcome: the computed and stored digests, 64 bytes). PAX headers stream past.
-pub struct Archive<R, const NAME: usize = DEFAULT_NAME_CAPACITY> {
+pub struct Archive<R> {
     header: NeffHeader,
     file_size: Option<u64>,
-    tar: TarReader<Stream<R>, NAME>,
+    tar: TarReader<Stream<R>, DEFAULT_NAME_CAPACITY>,
     finished: Option<Finish>,
     /// Set by [`Archive::open_inflated`]: the tar stream comes from a container elsewhere.
     inflated: Option<Inflated<R>>,
@@ -214,7 +215,7 @@ pub struct Archive<R, const NAME: usize = DEFAULT_NAME_CAPACITY> {
 #[cfg(target_os = "none")]
 const _: () = assert!(core::mem::size_of::<Archive<&[u8]>>() < 48 * 1024);
 
-impl<R, const NAME: usize> fmt::Debug for Archive<R, NAME> {
+impl<R> fmt::Debug for Archive<R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Archive")
             .field("header", &self.header)
@@ -363,7 +364,7 @@ fn close<R: BufRead, I: Inflate>(
     })
 }
 
-impl<R: BufRead, const NAME: usize> Archive<R, NAME> {
+impl<R: BufRead> Archive<R> {
     /// Reads and gates the header, then sniffs gzip vs raw tar at offset 1024 (parsing the
     /// first gzip member header).
     ///
@@ -470,7 +471,7 @@ impl<R: BufRead, const NAME: usize> Archive<R, NAME> {
     }
 }
 
-impl<R: InflatedSource, const NAME: usize> Archive<R, NAME> {
+impl<R: InflatedSource> Archive<R> {
     /// An archive over `tar`, the tar stream that a container produces elsewhere (see the
     /// [module docs](self)): the container's header (gated when it opened) and compression
     /// from `opened` ([`Container::opened`]), the tar walk here, and the container's closing
