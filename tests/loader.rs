@@ -1353,30 +1353,18 @@ fn a_host_takes_long_names_and_paths_the_firmware_profile_would_refuse() {
     let pax_member = format!("sg00/{pax_dir}/{weight}");
     let at = list.iter().position(|(n, _)| *n == pax_member).unwrap();
     let (name, body) = list.remove(at);
-    let mut neff_bytes = pack(&bytes, &list);
-    {
-        let tar_bytes = common::corpus::inflated(&neff_bytes);
+    let packed = pack(&bytes, &list);
+    let neff_bytes = {
         let mut builder = tar::Builder::new(Vec::new());
-        builder.append_pax_extensions([("path", name.as_bytes())]).unwrap();
-        let mut h = tar::Header::new_ustar();
-        h.set_path("pax-named").unwrap();
-        h.set_size(body.len() as u64);
-        h.set_mode(0o664);
-        h.set_cksum();
-        builder.append(&h, body.as_slice()).unwrap();
+        append_pax_named(&mut builder, &[("path", name.as_bytes())], &body);
         // Without the end-of-archive blocks, then the PAX member and its own.
-        let mut all = tar_bytes;
+        let mut all = common::corpus::inflated(&packed);
         while all.len() >= 512 && all[all.len() - 512..].iter().all(|&b| b == 0) {
             all.truncate(all.len() - 512);
         }
         all.extend_from_slice(&builder.into_inner().unwrap());
-        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-        std::io::Write::write_all(&mut gz, &all).unwrap();
-        let payload = gz.finish().unwrap();
-        neff_bytes.truncate(1024);
-        neff_bytes[16..24].copy_from_slice(&(payload.len() as u64).to_le_bytes());
-        neff_bytes.extend_from_slice(&payload);
-    }
+        behind_header(&packed, &all)
+    };
     assert!(pax_member.len() >= 3980 && format!("sg01/{gnu_dir}/{weight}").len() >= 1412);
     let out = load(&neff_bytes);
     out.result.as_ref().unwrap_or_else(|e| panic!("{e}"));
@@ -1400,22 +1388,11 @@ fn pax_headers_of_any_length_stream_past() {
     let xattr = vec![b'x'; 100 * 1024];
     let mut builder = tar::Builder::new(Vec::new());
     for (name, body) in &list {
-        builder.append_pax_extensions([("SCHILY.xattr.user.note", &xattr[..]), ("path", name.as_bytes())]).unwrap();
-        let mut h = tar::Header::new_ustar();
-        h.set_path("placeholder").unwrap();
-        h.set_size(body.len() as u64);
-        h.set_mode(0o664);
-        h.set_cksum();
-        builder.append(&h, body.as_slice()).unwrap();
+        append_pax_named(&mut builder, &[("SCHILY.xattr.user.note", &xattr), ("path", name.as_bytes())], body);
     }
     let tar = builder.into_inner().unwrap();
     assert!(tar.len() > list.len() * 100 * 1024);
-    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    std::io::Write::write_all(&mut gz, &tar).unwrap();
-    let payload = gz.finish().unwrap();
-    let mut padded = bytes[..1024].to_vec();
-    padded[16..24].copy_from_slice(&(payload.len() as u64).to_le_bytes());
-    padded.extend_from_slice(&payload);
+    let padded = behind_header(&bytes, &tar);
 
     let (original, out) = (load(&bytes), load(&padded));
     original.result.as_ref().unwrap();
@@ -1423,4 +1400,26 @@ fn pax_headers_of_any_length_stream_past() {
     assert!(!out.image.is_empty());
     assert_eq!(out.image, original.image, "the same members, lengths and device digests");
     assert_eq!(out.report.summary.members, original.report.summary.members);
+}
+
+/// Appends a member named by a PAX header with `records` (its ustar name a placeholder).
+fn append_pax_named(builder: &mut tar::Builder<Vec<u8>>, records: &[(&str, &[u8])], body: &[u8]) {
+    builder.append_pax_extensions(records.iter().copied()).unwrap();
+    let mut h = tar::Header::new_ustar();
+    h.set_path("pax-named").unwrap();
+    h.set_size(body.len() as u64);
+    h.set_mode(0o664);
+    h.set_cksum();
+    builder.append(&h, body).unwrap();
+}
+
+/// `tar`, gzip'd behind the 1024-byte header of `neff` (its data size set to match).
+fn behind_header(neff: &[u8], tar: &[u8]) -> Vec<u8> {
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    std::io::Write::write_all(&mut gz, tar).unwrap();
+    let payload = gz.finish().unwrap();
+    let mut out = neff[..1024].to_vec();
+    out[16..24].copy_from_slice(&(payload.len() as u64).to_le_bytes());
+    out.extend_from_slice(&payload);
+    out
 }
