@@ -156,18 +156,26 @@ pub(crate) fn push_all<const N: usize>(out: &mut heapless::String<N>, parts: &[&
 /// Appends `v` in decimal (as `{v}` would); false if it does not fit.
 pub(crate) fn push_decimal<const N: usize>(out: &mut heapless::String<N>, v: u64) -> bool {
     let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    let mut rest = v;
-    while let Some(slot) = at.checked_sub(1).and_then(|i| digits.get_mut(i)) {
-        *slot = b'0'.wrapping_add((rest % 10) as u8);
-        at = at.saturating_sub(1);
-        rest /= 10;
-        if rest == 0 {
+    let text = core::str::from_utf8(decimal(v, &mut digits)).unwrap_or("");
+    out.push_str(text).is_ok()
+}
+
+/// `n` in decimal, written at the end of `buf`.
+// Bounded: a `u64` has at most 20 digits, `at` stops at 0, and a digit is below 10.
+#[allow(clippy::arithmetic_side_effects)]
+pub(crate) fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        if let Some(d) = buf.get_mut(at) {
+            *d = b'0' + (n % 10) as u8;
+        }
+        n /= 10;
+        if n == 0 || at == 0 {
             break;
         }
     }
-    let text = digits.get(at..).and_then(|d| core::str::from_utf8(d).ok()).unwrap_or("");
-    out.push_str(text).is_ok()
+    buf.get(at..).unwrap_or(&[])
 }
 
 /// Short inline text for error context (member names and key paths).

@@ -650,24 +650,17 @@ fn validate_name(name: &[u8]) -> Result<Option<&str>, TarError> {
     Ok(core::str::from_utf8(name).ok())
 }
 
-/// Fills `dst` from the stream, advancing `offset`; an early end is `Truncated`.
+/// Fills `dst` from the stream, advancing `offset`; returns the bytes filled, fewer than
+/// `dst.len()` when the stream ended first.
 fn read_exact<S: BufRead<Error = Error>>(stream: &mut S, offset: &mut u64, dst: &mut [u8]) -> Result<usize, Error> {
-    let mut filled = 0;
-    while filled < dst.len() {
-        let buf = stream.fill_buf()?;
-        if buf.is_empty() {
-            return Ok(filled);
+    let mut filled = 0usize;
+    stream_body(stream, offset, dst.len() as u64, |chunk| {
+        // The chunks add up to at most `dst.len()`: the range is the chunk's length.
+        if let Some(d) = filled.checked_add(chunk.len()).and_then(|end| dst.get_mut(filled..end)) {
+            d.copy_from_slice(chunk);
         }
-        // `filled < dst.len()`, so neither the difference nor the new end can wrap.
-        let n = buf.len().min(dst.len().saturating_sub(filled));
-        let end = filled.saturating_add(n);
-        if let (Some(d), Some(s)) = (dst.get_mut(filled..end), buf.get(..n)) {
-            d.copy_from_slice(s);
-        }
-        stream.consume(n);
-        filled = end;
-        *offset = offset.saturating_add(n as u64);
-    }
+        filled = filled.saturating_add(chunk.len());
+    })?;
     Ok(filled)
 }
 
@@ -683,6 +676,21 @@ fn skip<S: BufRead<Error = Error>>(stream: &mut S, offset: &mut u64, n: u64) -> 
 /// Skips `n` bytes, or fewer when the stream ends first (`Ok(false)`).
 fn skip_up_to<S: BufRead<Error = Error>>(stream: &mut S, offset: &mut u64, n: u64) -> Result<bool, Error> {
     stream_body(stream, offset, n, |_| {})
+}
+
+/// Hands a metadata body (PAX records, a GNU long name) of `size` bytes to `f` as it streams,
+/// then skips its padding; a body cut short is `Truncated` at its start.
+fn read_meta_body<S: BufRead<Error = Error>>(
+    stream: &mut S,
+    offset: &mut u64,
+    size: u64,
+    f: impl FnMut(&[u8]),
+) -> Result<(), Error> {
+    let at = *offset;
+    if !stream_body(stream, offset, size, f)? {
+        return Err(Error::at_archive(Stage::Tar, at, ErrorKind::Truncated));
+    }
+    skip(stream, offset, padding(size))
 }
 
 /// Hands the next `n` bytes to `f` chunk by chunk as the stream has them, or fewer when it
@@ -790,18 +798,13 @@ impl<S: BufRead<Error = Error>, const NAME: usize> TarReader<S, NAME> {
     ) -> Result<(), Error> {
         let mut pax = PaxStream::new(global);
         let Self { stream, offset, name, name_len, .. } = self;
-        let at = *offset;
-        let outcome = match stream_body(stream, offset, size, |chunk| pax.feed(chunk, name, name_len)) {
-            Ok(true) => skip(stream, offset, padding(size)).and_then(|()| {
-                pax.finish().map_err(|e| tar_error(header_offset, e))?;
-                match pax.name_overflow {
-                    true => Err(name_capacity(NAME, header_offset)),
-                    false => Ok(()),
-                }
-            }),
-            Ok(false) => Err(Error::at_archive(Stage::Tar, at, ErrorKind::Truncated)),
-            Err(e) => Err(e),
-        };
+        let outcome = read_meta_body(stream, offset, size, |chunk| pax.feed(chunk, name, name_len)).and_then(|()| {
+            pax.finish().map_err(|e| tar_error(header_offset, e))?;
+            if pax.name_overflow {
+                return Err(name_capacity(NAME, header_offset));
+            }
+            Ok(())
+        });
         if let Err(e) = outcome {
             // The name buffer may hold part of a value: no member's name.
             *name_len = 0;
@@ -828,9 +831,8 @@ impl<S: BufRead<Error = Error>, const NAME: usize> TarReader<S, NAME> {
     fn read_long_name(&mut self, size: u64, header_offset: u64) -> Result<(), Error> {
         let keep = self.pending_name != PendingName::Pax;
         let Self { stream, offset, name, name_len, .. } = self;
-        let at = *offset;
         let (mut len, mut ended, mut overflow) = (0usize, !keep, false);
-        let complete = stream_body(stream, offset, size, |chunk| {
+        let read = read_meta_body(stream, offset, size, |chunk| {
             for &b in chunk {
                 if ended {
                     break;
@@ -845,15 +847,7 @@ impl<S: BufRead<Error = Error>, const NAME: usize> TarReader<S, NAME> {
                 }
             }
         });
-        let outcome = match complete {
-            Ok(true) => skip(stream, offset, padding(size)),
-            Ok(false) => Err(Error::at_archive(Stage::Tar, at, ErrorKind::Truncated)),
-            Err(e) => Err(e),
-        }
-        .and_then(|()| match overflow {
-            true => Err(name_capacity(NAME, header_offset)),
-            false => Ok(()),
-        });
+        let outcome = read.and_then(|()| if overflow { Err(name_capacity(NAME, header_offset)) } else { Ok(()) });
         if !keep {
             return outcome;
         }

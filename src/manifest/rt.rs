@@ -137,7 +137,7 @@ impl KeyPath {
     /// Appends `[index]`.
     pub fn push_index(&mut self, index: usize) {
         let mut digits = [0u8; 20];
-        let digits = decimal(index, &mut digits);
+        let digits = crate::error::decimal(index as u64, &mut digits);
         self.append(&[b"[", digits, b"]"]);
     }
 
@@ -165,24 +165,6 @@ impl KeyPath {
     pub fn is_cut(&self) -> bool {
         self.shown_cut_at != u16::MAX
     }
-}
-
-/// `n` in decimal, written at the end of `buf`.
-// Bounded: a `usize` has at most 20 digits, `at` stops at 0, and a digit is below 10.
-#[allow(clippy::arithmetic_side_effects)]
-fn decimal(mut n: usize, buf: &mut [u8; 20]) -> &[u8] {
-    let mut at = buf.len();
-    loop {
-        at -= 1;
-        if let Some(d) = buf.get_mut(at) {
-            *d = b'0' + (n % 10) as u8;
-        }
-        n /= 10;
-        if n == 0 || at == 0 {
-            break;
-        }
-    }
-    buf.get(at..).unwrap_or(&[])
 }
 
 impl Default for KeyPath {
@@ -1002,36 +984,8 @@ impl<T: MapEntry + Default, const N: usize> JsonValue for Map<T, N> {
     }
 
     fn body(&mut self, cx: &mut Cx<'_, '_>, lim: Lim) -> Result<(), Stop> {
-        let limit = lim.first();
-        let key_limit = lim.rest().first();
-        let value_lim = lim.rest().rest();
-        loop {
-            let mark = cx.ctx.path.mark();
-            let step = match cx.json.next_key() {
-                Ok(None) => break,
-                Ok(Some(key)) => {
-                    cx.ctx.path.push_key(key);
-                    if self.0.is_full() {
-                        Err(Issue::Capacity(CapacityError { limit, capacity: N as u64 }))
-                    } else {
-                        let _ = self.0.push(T::default());
-                        match self.0.last_mut() {
-                            Some(entry) => entry.set_key(key, key_limit),
-                            None => Ok(()),
-                        }
-                    }
-                }
-                Err(stop) => return Err(stop),
-            };
-            if let Err(issue) = step {
-                return Err(cx.fail_issue(issue, lim));
-            }
-            if let Some(entry) = self.0.last_mut() {
-                read(cx, entry, value_lim)?;
-            }
-            cx.ctx.path.reset(mark);
-        }
-        Ok(())
+        let mut stored = Stored { map: &mut self.0, limit: lim.first(), key_limit: lim.rest().first() };
+        read_entries(cx, &mut stored, lim, lim.rest().rest())
     }
 
     fn clear(&mut self) {
@@ -1194,7 +1148,8 @@ impl<T: MapEntry + Default, K: EntryOf<T> + 'static> JsonValue for EachMap<T, K>
     #[inline(never)]
     fn body(&mut self, cx: &mut Cx<'_, '_>, lim: Lim) -> Result<(), Stop> {
         let mut slot = MapSlot(Slot::<T, K>(T::default(), core::marker::PhantomData));
-        read_each_entry(cx, &mut self.count, &mut slot, lim)
+        let mut streamed = Streamed { slot: &mut slot, count: &mut self.count, key_limit: lim.first() };
+        read_entries(cx, &mut streamed, lim, lim.rest())
     }
 
     fn clear(&mut self) {
@@ -1202,33 +1157,93 @@ impl<T: MapEntry + Default, K: EntryOf<T> + 'static> JsonValue for EachMap<T, K>
     }
 }
 
-/// The entries of a streamed object, each read into `slot` (its name first), handed to the
-/// visitor and counted.
-// Never inlined: it is the one copy every `EachMap<T, K>` shares.
+/// Where the key loop of an object keyed by name ([`read_entries`]) puts each entry: a
+/// [`Map`] stores it ([`Stored`]), an [`EachMap`] hands it on ([`Streamed`]).
+trait EntryTarget {
+    /// Readies a new entry named `key`.
+    fn begin(&mut self, key: &str) -> Result<(), Issue>;
+    /// The entry being read (`None` only when `begin` made none).
+    fn value(&mut self) -> Option<&mut dyn JsonValue>;
+    /// After the entry's value was read.
+    fn end(&mut self, cx: &mut Cx<'_, '_>) -> Result<(), Stop>;
+}
+
+/// The entries of an object keyed by name, each named (its key path extended by its name),
+/// read and finished by `target`.
+// Never inlined: it is the one copy every `Map` and `EachMap` shares.
 #[inline(never)]
-fn read_each_entry(cx: &mut Cx<'_, '_>, count: &mut u64, slot: &mut dyn ElementSlot, lim: Lim) -> Result<(), Stop> {
-    let key_limit = lim.first();
-    let value_lim = lim.rest();
+fn read_entries(cx: &mut Cx<'_, '_>, target: &mut dyn EntryTarget, lim: Lim, value_lim: Lim) -> Result<(), Stop> {
     loop {
         let mark = cx.ctx.path.mark();
         let step = match cx.json.next_key() {
             Ok(None) => break,
             Ok(Some(key)) => {
                 cx.ctx.path.push_key(key);
-                slot.value().clear();
-                slot.set_key(key, key_limit)
+                target.begin(key)
             }
             Err(stop) => return Err(stop),
         };
         if let Err(issue) = step {
             return Err(cx.fail_issue(issue, lim));
         }
-        read(cx, slot.value(), value_lim)?;
-        cx.emit(slot.entry())?;
-        *count = count.saturating_add(1);
+        if let Some(value) = target.value() {
+            read(cx, value, value_lim)?;
+        }
+        target.end(cx)?;
         cx.ctx.path.reset(mark);
     }
     Ok(())
+}
+
+/// A [`Map`]'s entries, stored in document order up to its capacity (`limit` names it).
+struct Stored<'m, T, const N: usize> {
+    map: &'m mut heapless::Vec<T, N>,
+    limit: &'static str,
+    key_limit: &'static str,
+}
+
+impl<T: MapEntry + Default, const N: usize> EntryTarget for Stored<'_, T, N> {
+    fn begin(&mut self, key: &str) -> Result<(), Issue> {
+        if self.map.push(T::default()).is_err() {
+            return Err(Issue::Capacity(CapacityError { limit: self.limit, capacity: N as u64 }));
+        }
+        match self.map.last_mut() {
+            Some(entry) => entry.set_key(key, self.key_limit),
+            None => Ok(()),
+        }
+    }
+
+    fn value(&mut self) -> Option<&mut dyn JsonValue> {
+        self.map.last_mut().map(|e| e as &mut dyn JsonValue)
+    }
+
+    fn end(&mut self, _cx: &mut Cx<'_, '_>) -> Result<(), Stop> {
+        Ok(())
+    }
+}
+
+/// An [`EachMap`]'s entries, each read into one slot, handed to the visitor and counted.
+struct Streamed<'s> {
+    slot: &'s mut dyn ElementSlot,
+    count: &'s mut u64,
+    key_limit: &'static str,
+}
+
+impl EntryTarget for Streamed<'_> {
+    fn begin(&mut self, key: &str) -> Result<(), Issue> {
+        self.slot.value().clear();
+        self.slot.set_key(key, self.key_limit)
+    }
+
+    fn value(&mut self) -> Option<&mut dyn JsonValue> {
+        Some(self.slot.value())
+    }
+
+    fn end(&mut self, cx: &mut Cx<'_, '_>) -> Result<(), Stop> {
+        cx.emit(self.slot.entry())?;
+        *self.count = self.count.saturating_add(1);
+        Ok(())
+    }
 }
 
 /// An array whose elements are validated and counted, not stored.
