@@ -271,8 +271,9 @@ pub trait Record: Sized {
     fn decode(bytes: &[u8]) -> Self;
     /// Where the record's tail starts, for a record pushed with [`List::push_with_tail`]: a
     /// name stored right after it, of which the record encodes only the length (4 bytes fewer
-    /// than a [`Span`]). Called on every read; the default ignores it.
-    fn tail_at(&mut self, _at: u32) {}
+    /// than a [`Span`]), and what else the record keeps there. Called on every read; the
+    /// default ignores it.
+    fn tail_at(&mut self, _at: u32, _arena: &Arena<'_>) {}
 }
 
 /// Little-endian field writer for [`Record::encode`].
@@ -428,6 +429,20 @@ impl<T> List<T> {
     pub fn next_after(arena: &Arena<'_>, pos: u32) -> u32 {
         arena.u32_at(pos)
     }
+
+    /// Calls `f` with the arena and the position of each record, in order. `f` may write the
+    /// arena, but not this list's links (the next position is read before `f` runs).
+    pub fn for_each_pos(&self, arena: &mut Arena<'_>, mut f: impl FnMut(&mut Arena<'_>, u32)) {
+        let mut at = self.head;
+        for _ in 0..self.len {
+            if at == NIL {
+                break;
+            }
+            let next = Self::next_after(arena, at);
+            f(arena, at);
+            at = next;
+        }
+    }
 }
 
 impl<T: Record> List<T> {
@@ -448,12 +463,22 @@ impl<T: Record> List<T> {
     /// Appends `value` followed by `tail` (its name), in one allocation: the record encodes
     /// the tail's length only and learns where it is when read ([`Record::tail_at`]).
     pub fn push_with_tail(&mut self, arena: &mut Arena<'_>, value: &T, tail: &[u8]) -> Result<u32, ErrorKind> {
-        if tail.len() > Span::MAX_LEN {
+        self.push_with_tails(arena, value, [&[], tail])
+    }
+
+    /// Appends `value` followed by the two parts of its tail, one after the other.
+    pub fn push_with_tails(&mut self, arena: &mut Arena<'_>, value: &T, tail: [&[u8]; 2]) -> Result<u32, ErrorKind> {
+        let [head, rest] = tail;
+        let len = head.len().saturating_add(rest.len());
+        if len > Span::MAX_LEN {
             return Err(too_long());
         }
-        let at = arena.alloc(4usize.saturating_add(T::SIZE).saturating_add(tail.len()))?;
+        let at = arena.alloc(4usize.saturating_add(T::SIZE).saturating_add(len))?;
         self.link(arena, at, value);
-        arena.write(Self::tail_of(at), tail);
+        let tail_at = Self::tail_of(at);
+        arena.write(tail_at, head);
+        // Below `Span::MAX_LEN`, checked above.
+        arena.write(tail_at.saturating_add(head.len() as u32), rest);
         Ok(at)
     }
 
@@ -559,7 +584,7 @@ impl<T: Record> List<T> {
     /// The record at `pos` (of any list of `T`).
     fn read(arena: &Arena<'_>, pos: u32) -> T {
         let mut value = T::decode(arena.bytes(Span { at: pos.saturating_add(4), len: T::SIZE as u32 }));
-        value.tail_at(Self::tail_of(pos));
+        value.tail_at(Self::tail_of(pos), arena);
         value
     }
 

@@ -193,7 +193,41 @@ pub trait Hal {
     fn keeps_nothing(&self) -> bool {
         false
     }
+
+    /// Bytes of device memory the loader may keep its own notes in: its *notebook*. `0` (the
+    /// default) for none.
+    ///
+    /// What binding must remember of each payload that landed (region, length, digest, core,
+    /// class: a [`LANDING_NOTE`]-byte note) then lives on the device, which has gigabytes,
+    /// instead of in the arena the controller lends, which has kilobytes: the controller keeps
+    /// a 4-byte slot number per payload. Notes go to `slot * LANDING_NOTE`, and the loader
+    /// reads them back when it binds and reports. Once the notebook is full, further notes go
+    /// to the arena, so a small notebook is never an error.
+    ///
+    /// [`Hal::note`] and [`Hal::recall`] are called only inside `0..notebook_len()`.
+    fn notebook_len(&self) -> u64 {
+        0
+    }
+
+    /// Writes `bytes` at byte `at` of the notebook ([`Hal::notebook_len`]). Not called when
+    /// the notebook is empty; the default does nothing.
+    fn note(&mut self, at: u64, bytes: &[u8]) -> Result<(), Self::Error> {
+        let _ = (at, bytes);
+        Ok(())
+    }
+
+    /// Reads `out.len()` bytes at byte `at` of the notebook back into `out`: what
+    /// [`Hal::note`] wrote there. Not called when the notebook is empty; the default reads
+    /// zeros.
+    fn recall(&self, at: u64, out: &mut [u8]) -> Result<(), Self::Error> {
+        let _ = at;
+        out.fill(0);
+        Ok(())
+    }
 }
+
+/// Bytes of one payload's note in a device's notebook ([`Hal::notebook_len`]).
+pub const LANDING_NOTE: usize = 28;
 
 /// A device that accepts every request and stores nothing: a check runs every step of a load
 /// (payloads read, `.npy` headers parsed, digests computed) with this in place of hardware.
@@ -283,6 +317,18 @@ impl<H: Hal + ?Sized> Hal for &mut H {
 
     fn keeps_nothing(&self) -> bool {
         (**self).keeps_nothing()
+    }
+
+    fn notebook_len(&self) -> u64 {
+        (**self).notebook_len()
+    }
+
+    fn note(&mut self, at: u64, bytes: &[u8]) -> Result<(), H::Error> {
+        (**self).note(at, bytes)
+    }
+
+    fn recall(&self, at: u64, out: &mut [u8]) -> Result<(), H::Error> {
+        (**self).recall(at, out)
     }
 }
 

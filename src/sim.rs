@@ -38,7 +38,13 @@
 //! `size_of::<SimDevice>()` with the defaults (`REGIONS` = [`DEFAULT_REGIONS`] = 128, `STREAMS`
 //! = [`DEFAULT_STREAMS`] = 8) is 12 800 bytes on a 64-bit host (asserted in a test): 72 bytes
 //! per region record (9 216), 392 per stream (a 384-byte XXH3 state and its owner; 3 136), and
-//! 448 bytes of counters and per-class accounting (two arrays of 22 `u64`).
+//! 448 bytes of counters, per-class accounting (two arrays of 22 `u64`) and the lent notebook.
+//!
+//! # Notebook
+//!
+//! [`SimDevice::with_notebook`] lends the device memory the loader may keep its notes in
+//! ([`Hal::notebook_len`]), apart from the regions' address space, as a device's own memory
+//! would be. [`SimDevice::noted_bytes`] says how far the loader wrote.
 //!
 //! # Arithmetic
 //!
@@ -177,6 +183,10 @@ pub struct SimDevice<'m, const REGIONS: usize = DEFAULT_REGIONS, const STREAMS: 
     peak_bytes: u64,
     usage_bytes: [u64; USAGE_CLASS_COUNT],
     peak_usage_bytes: [u64; USAGE_CLASS_COUNT],
+    /// The loader's notebook ([`Hal::notebook_len`]), empty unless lent.
+    notebook: &'m mut [u8],
+    /// The end of the furthest note.
+    noted: usize,
 }
 
 impl<'m, const REGIONS: usize, const STREAMS: usize> SimDevice<'m, REGIONS, STREAMS> {
@@ -206,7 +216,28 @@ impl<'m, const REGIONS: usize, const STREAMS: usize> SimDevice<'m, REGIONS, STRE
             peak_bytes: 0,
             usage_bytes: [0; USAGE_CLASS_COUNT],
             peak_usage_bytes: [0; USAGE_CLASS_COUNT],
+            notebook: &mut [],
+            noted: 0,
         }
+    }
+
+    /// The device with `notebook` as the memory the loader may keep its notes in
+    /// ([`Hal::notebook_len`]).
+    pub fn with_notebook(self, notebook: &'m mut [u8]) -> Self {
+        Self { notebook, noted: 0, ..self }
+    }
+
+    /// Bytes of the notebook written so far (the end of the furthest note).
+    pub fn noted_bytes(&self) -> usize {
+        self.noted
+    }
+
+    /// The notebook bytes at `at`, `len` of them; `OutOfBounds` (region 0, which no region
+    /// is: ids start at 1) past its end.
+    fn notebook_span(&self, at: u64, len: usize) -> Result<core::ops::Range<usize>, HalError> {
+        let size = self.notebook.len() as u64;
+        let bad = HalError::OutOfBounds { region: RegionId(0), offset: at, len: len as u64, size };
+        span(at, len as u64).filter(|r| r.end <= self.notebook.len()).ok_or(bad)
     }
 
     /// True in digest-only mode.
@@ -622,6 +653,27 @@ impl<const REGIONS: usize, const STREAMS: usize> Hal for SimDevice<'_, REGIONS, 
     fn address(&self, region: RegionId) -> Result<u64, HalError> {
         let index = self.live_index(region)?;
         self.records.get(index).map(|r| r.address).ok_or(HalError::UnknownRegion { region })
+    }
+
+    fn notebook_len(&self) -> u64 {
+        self.notebook.len() as u64
+    }
+
+    fn note(&mut self, at: u64, bytes: &[u8]) -> Result<(), HalError> {
+        let range = self.notebook_span(at, bytes.len())?;
+        self.noted = self.noted.max(range.end);
+        if let Some(dst) = self.notebook.get_mut(range) {
+            dst.copy_from_slice(bytes);
+        }
+        Ok(())
+    }
+
+    fn recall(&self, at: u64, out: &mut [u8]) -> Result<(), HalError> {
+        let range = self.notebook_span(at, out.len())?;
+        if let Some(src) = self.notebook.get(range) {
+            out.copy_from_slice(src);
+        }
+        Ok(())
     }
 }
 

@@ -33,8 +33,15 @@ struct Outcome {
 }
 
 fn load_with(bytes: &[u8], arch: Arch, options: LoadOptions, device_mem: usize) -> Outcome {
+    load_noted(bytes, arch, options, device_mem, 0).0
+}
+
+/// A load onto a device that lends the loader a notebook of `notebook` bytes; the outcome and
+/// the notebook bytes written.
+fn load_noted(bytes: &[u8], arch: Arch, options: LoadOptions, device_mem: usize, notebook: usize) -> (Outcome, usize) {
     let mut memory = vec![0u8; device_mem];
-    let mut dev: SimDevice = SimDevice::new(&mut memory, arch);
+    let mut notes = vec![0u8; notebook];
+    let mut dev: SimDevice = SimDevice::new(&mut memory, arch).with_notebook(&mut notes);
     let mut warnings = Vec::new();
     let mut sink = |w: &Warning| warnings.push(*w);
     let (result, report) =
@@ -59,7 +66,8 @@ fn load_with(bytes: &[u8], arch: Arch, options: LoadOptions, device_mem: usize) 
         })
         .collect();
     let adopted = dev.live_regions().filter(|r| r.adopted_from.is_some()).count();
-    Outcome { result, report, warnings, image, live_regions, core_mismatches, adopted }
+    let noted = dev.noted_bytes();
+    (Outcome { result, report, warnings, image, live_regions, core_mismatches, adopted }, noted)
 }
 
 fn load(bytes: &[u8]) -> Outcome {
@@ -416,6 +424,44 @@ fn unreferenced_payloads_are_released_and_duplicates_replace() {
     assert_eq!(pe.len(), 1);
     assert_eq!(pe[0].len, 768, "the later copy wins");
     assert_eq!(out.live_regions, 24);
+}
+
+/// Where the loader keeps its landings (a notebook on the device, the arena, or the notebook
+/// until it is full and then the arena) changes nothing of a load: the same reports, device
+/// image, warnings and outcome, on the real NEFFs and on one with a duplicate and an
+/// unreferenced payload (released and dropped landings); the arena saves 28 bytes a noted one.
+#[test]
+fn a_notebook_on_the_device_changes_nothing_but_the_arena() {
+    let note = neff::hal::LANDING_NOTE;
+    let mut cases: Vec<(String, Vec<u8>)> = common::real_neffs().into_iter().map(|(n, b)| (n.to_string(), b)).collect();
+    let duplicates = variant(|l| {
+        l.insert(3, ("sg00/stray.bin".into(), vec![7; 100]));
+        let pe = l.iter().find(|(n, _)| n == "sg00/PE.bin").unwrap().clone();
+        l.insert(0, (pe.0, vec![1; 64]));
+    });
+    cases.extend(duplicates.map(|b| ("duplicates".to_string(), b)));
+    for (name, bytes) in &cases {
+        let (plain, none) = load_noted(bytes, Arch::Cayman, LoadOptions::default(), 32 << 20, 0);
+        plain.result.as_ref().unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(none, 0);
+        let landings = plain.report.payloads.len();
+        for slots in [3, 10_000] {
+            let (noted, bytes_noted) =
+                load_noted(bytes, Arch::Cayman, LoadOptions::default(), 32 << 20, slots * note + note / 2);
+            noted.result.as_ref().unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(format!("{:?}", noted.report.payloads), format!("{:?}", plain.report.payloads), "{name}");
+            assert_eq!(format!("{:?}", noted.report.subgraphs), format!("{:?}", plain.report.subgraphs), "{name}");
+            assert_eq!(noted.image, plain.image, "{name}");
+            assert_eq!(noted.warnings, plain.warnings, "{name}");
+            assert_eq!((noted.live_regions, noted.adopted), (plain.live_regions, plain.adopted), "{name}");
+            let (a, b) = (&noted.report, &plain.report);
+            assert_eq!((a.released, a.placed, a.bytes_placed), (b.released, b.placed, b.bytes_placed), "{name}");
+            // Every landing that went to the notebook is one fewer in the arena.
+            assert!(bytes_noted >= note * slots.min(landings), "{name}: {bytes_noted} bytes noted");
+            let saved = plain.report.arena_peak - noted.report.arena_peak;
+            assert!(saved >= (note * slots.min(landings)) as u64 / 2, "{name}: {saved} bytes saved");
+        }
+    }
 }
 
 const WEIGHT: &str = "sg00/value_sg0000_identity_82_CRSM.npy";

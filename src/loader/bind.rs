@@ -295,7 +295,14 @@ impl Loader<'_> {
                 let warning = WarningKind::Chain(ChainWarning::Unreferenced);
                 sink.warn(&Warning::about_member(Stage::Chain, member, warning));
             } else {
-                self.place_one(hal, member, &mut p.landing, p.quiet, sink)?;
+                let landings = self.index.landings;
+                let hal_fail = |k| Error::about_member(Stage::Hal, member, k);
+                let mut landing = landings.get(hal, &self.arena, p.landed).map_err(hal_fail)?;
+                self.place_one(hal, member, &mut landing, p.quiet, sink)?;
+                landings
+                    .set(hal, &mut self.arena, p.landed, &landing)
+                    .map_err(|k| Error::about_member(Stage::Hal, self.arena.str(p.member), k))?;
+                p.kept = landing.is_kept();
                 self.index.payloads.set(&mut self.arena, pos, &p);
             }
             pos = next;
@@ -313,9 +320,13 @@ impl Loader<'_> {
                 }
                 let next = List::<FileVarRec>::next_after(&self.arena, pos);
                 let mut v = self.index.var(&self.arena, pos);
-                if v.landing.state != Landing::NOT_LANDED {
+                if v.has_landed() {
                     let member = self.var_member(ext.def, &v);
-                    self.place_one(hal, &member, &mut v.landing, false, sink)?;
+                    let (landings, hal_fail) = (self.index.landings, |k| Error::about_member(Stage::Hal, &member, k));
+                    let mut landing = landings.get(hal, &self.arena, v.landed).map_err(hal_fail)?;
+                    self.place_one(hal, &member, &mut landing, false, sink)?;
+                    landings.set(hal, &mut self.arena, v.landed, &landing).map_err(hal_fail)?;
+                    v.kept = landing.is_kept();
                     self.index.set_var(&mut self.arena, pos, &v);
                 }
                 pos = next;
@@ -412,7 +423,7 @@ impl Loader<'_> {
     /// Whether the payload at member path `path` is present and kept.
     fn has_payload(&self, path: &str) -> bool {
         let arena = &self.arena;
-        self.index.payloads.iter(arena).any(|(_, p)| p.landing.is_kept() && arena.eq(p.member, path))
+        self.index.payloads.iter(arena).any(|(_, p)| p.kept && arena.eq(p.member, path))
             || self.index.find_var(arena, &mut |ext, v| v.is_kept() && self.var_is(ext.def, v, path)).is_some()
     }
 
@@ -449,6 +460,10 @@ impl Loader<'_> {
     #[inline(never)]
     fn report<H: Hal>(&self, hal: &H, report: &mut LoadReport, observer: &mut impl Observer) -> Result<(), Error> {
         let arena = &self.arena;
+        let landings = self.index.landings;
+        let recall = |member: &str, slot: u32| {
+            landings.get(hal, arena, slot).map_err(|k| Error::about_member(Stage::Hal, member, k))
+        };
         let mut emit = |member: &str, p: &Landing| -> Result<(), Error> {
             let state = PayloadState::from_code(p.state);
             let region = (p.region != NIL).then_some(RegionId(p.region));
@@ -482,14 +497,18 @@ impl Loader<'_> {
         };
         // A member read both ways that the chain took as a manifest is no payload to report.
         let released = PayloadState::Released.code();
-        let payloads = self.index.payloads.iter(arena);
-        for (_, p) in payloads.filter(|(_, p)| !(p.quiet && p.landing.state == released)) {
-            emit(arena.str(p.member), &p.landing)?;
+        for (_, p) in self.index.payloads.iter(arena) {
+            let member = arena.str(p.member);
+            let landing = recall(member, p.landed)?;
+            if !(p.quiet && landing.state == released) {
+                emit(member, &landing)?;
+            }
         }
         let mut emitted = Ok(());
         self.index.find_var(arena, &mut |ext, v| {
-            if v.landing.state != Landing::NOT_LANDED {
-                emitted = emit(&self.var_member(ext.def, v), &v.landing);
+            if v.has_landed() {
+                let member = self.var_member(ext.def, v);
+                emitted = recall(&member, v.landed).and_then(|landing| emit(&member, &landing));
             }
             emitted.is_err()
         });
@@ -507,11 +526,20 @@ impl Loader<'_> {
                     sg.add(usage_of_code(p.usage), p.len);
                 }
             };
-            self.index.payloads.iter(arena).for_each(|(_, p)| add(&p.landing));
-            self.index.find_var(arena, &mut |_, v| {
-                add(&v.landing);
-                false
+            for (_, p) in self.index.payloads.iter(arena).filter(|(_, p)| p.kept) {
+                add(&recall(arena.str(p.member), p.landed)?);
+            }
+            let mut added = Ok(());
+            self.index.find_var(arena, &mut |ext, v| {
+                if v.is_kept() {
+                    added = landings
+                        .get(hal, arena, v.landed)
+                        .map(|landing| add(&landing))
+                        .map_err(|k| Error::about_member(Stage::Hal, &self.var_member(ext.def, v), k));
+                }
+                added.is_err()
             });
+            added?;
             report.subgraphs = report.subgraphs.saturating_add(1);
             observer.subgraph(&sg);
         }

@@ -20,13 +20,16 @@
 //!
 //! **What it costs.** A weight is one [`FileVarRec`] and its name (4 + [`FileVarRec::SIZE`] +
 //! name bytes); any other payload one [`PayloadRec`] and its member path; a manifest one
-//! [`ManifestRec`] and its path. The README's memory section has the whole formula, and
-//! `targets/host/tests/arena.rs` checks it against the measured peak.
+//! [`ManifestRec`] and its path. A payload that landed has a [`Landing`] besides, which
+//! [`Landings`] keeps in the device's notebook when the `Hal` lends one (nothing in the arena),
+//! else in the arena ([`Landing::SIZE`] bytes). The README's memory section has the whole
+//! formula, and `targets/host/tests/arena.rs` checks it against the measured peak.
 
 use super::dma::{DmaRefRec, NameTable};
 use crate::arena::{Arena, List, Reader, Record, Span, Writer, NIL};
 pub use crate::error::ManifestKind;
 use crate::error::{Error, ErrorKind};
+use crate::hal::{DeviceError, Hal};
 use crate::manifest::def::{EngineKey, ENGINE_KEYS};
 use crate::manifest::neff::KelfMark;
 use crate::manifest::{
@@ -309,18 +312,33 @@ pub(crate) struct FileVarRec {
     pub size: Option<u64>,
     /// Alignment, as its base-2 logarithm (the def checks make it a power of two below 2^64).
     pub align_log2: u8,
-    /// The member, once it streamed in ([`Landing::NONE`] before).
-    pub landing: Landing,
+    /// Its member's [`Landing`] once it streamed in: a slot of [`Landings`] ([`NIL`] before).
+    pub landed: u32,
+    /// The landing holds its place (not released): [`Landing::is_kept`], kept here so that
+    /// lookups need not read the landing back.
+    pub kept: bool,
 }
 
 impl FileVarRec {
     /// Bit of the flags byte: a size is declared.
     const HAS_SIZE: u8 = 0x40;
+    /// Bit of the flags byte: [`FileVarRec::kept`].
+    const KEPT: u8 = 0x80;
+    /// The size field's value for a size that does not fit it: the size is the first 8 bytes
+    /// of the tail, before the name.
+    const WIDE: u32 = u32::MAX;
 
     /// A variable of `file_len` name bytes, not landed.
     pub fn new(file_len: usize, size: Option<u64>, align_log2: u8) -> Self {
         let file = Span { at: 0, len: u32::try_from(file_len).unwrap_or(u32::MAX) };
-        Self { file, size, align_log2: align_log2 & 0x3f, landing: Landing::NONE }
+        Self { file, size, align_log2: align_log2 & 0x3f, landed: NIL, kept: false }
+    }
+
+    /// What its tail holds before the name: the declared size when the record's 4-byte field
+    /// cannot (4 GiB and more; weights are far smaller, so a weight record is 4 bytes shorter
+    /// than with an 8-byte field).
+    pub fn tail_head(&self) -> Option<[u8; 8]> {
+        self.size.filter(|&s| s >= u64::from(Self::WIDE)).map(u64::to_le_bytes)
     }
 
     /// The alignment in bytes.
@@ -330,35 +348,41 @@ impl FileVarRec {
 
     /// Whether its member streamed in and still holds its place.
     pub fn is_kept(&self) -> bool {
-        self.landing.is_kept()
+        self.landed != NIL && self.kept
+    }
+
+    /// Whether its member streamed in (released since or not).
+    pub fn has_landed(&self) -> bool {
+        self.landed != NIL
     }
 }
 
 impl Record for FileVarRec {
-    const SIZE: usize = 2 + 8 + 1 + Landing::SIZE_WITHOUT_LEN;
+    const SIZE: usize = 2 + 4 + 1 + 4;
     fn encode(&self, out: &mut [u8]) {
-        let landed = self.landing.state != Landing::NOT_LANDED;
-        // One length: the landed one equals the declared one when both exist (see above).
-        let bytes = if landed { self.landing.len } else { self.size.unwrap_or(0) };
-        let flags = self.align_log2 | if self.size.is_some() { Self::HAS_SIZE } else { 0 };
+        let flag = |on: bool, bit: u8| if on { bit } else { 0 };
+        let flags = self.align_log2 | flag(self.size.is_some(), Self::HAS_SIZE) | flag(self.kept, Self::KEPT);
+        let size = self.size.map_or(0, |s| u32::try_from(s).unwrap_or(Self::WIDE));
         let mut w = Writer::new(out);
-        w.u16(u16::try_from(self.file.len).unwrap_or(u16::MAX)).u64(bytes).u8(flags);
-        self.landing.write_without_len(&mut w);
+        w.u16(u16::try_from(self.file.len).unwrap_or(u16::MAX)).u32(size).u8(flags).u32(self.landed);
     }
     fn decode(bytes: &[u8]) -> Self {
         let mut r = Reader::new(bytes);
         let file = Span { at: 0, len: u32::from(r.u16()) };
-        let len = r.u64();
+        let size = r.u32();
         let flags = r.u8();
-        let mut landing = Landing::read_without_len(&mut r);
-        if landing.state != Landing::NOT_LANDED {
-            landing.len = len;
-        }
-        let size = (flags & Self::HAS_SIZE != 0).then_some(len);
-        FileVarRec { file, size, align_log2: flags & 0x3f, landing }
+        let landed = r.u32();
+        // A wide size is read from the tail ([`Record::tail_at`]): `u64::MAX` until then.
+        let size = (flags & Self::HAS_SIZE != 0).then(|| if size == Self::WIDE { u64::MAX } else { u64::from(size) });
+        FileVarRec { file, size, align_log2: flags & 0x3f, landed, kept: flags & Self::KEPT != 0 }
     }
-    fn tail_at(&mut self, at: u32) {
+    fn tail_at(&mut self, at: u32, arena: &Arena<'_>) {
         self.file.at = at;
+        if self.size == Some(u64::MAX) {
+            // Written as `tail_head` says: every size from `WIDE` up, `u64::MAX` included.
+            self.size = Some(arena.u64_at(at));
+            self.file.at = at.saturating_add(8);
+        }
     }
 }
 
@@ -387,8 +411,8 @@ impl Landing {
     /// (3 bits and 5: [`USAGE_CLASS_COUNT`](crate::hal::USAGE_CLASS_COUNT) is below 32), core,
     /// region, header length, digest.
     const SIZE_WITHOUT_LEN: usize = 4 + 1 + 1 + 4 + 2 + 8;
-    /// Bytes of the encoded form.
-    const SIZE: usize = Self::SIZE_WITHOUT_LEN + 8;
+    /// Bytes of the encoded form: one note of a device's notebook.
+    pub const SIZE: usize = Self::SIZE_WITHOUT_LEN + 8;
     /// The state of a weight whose member has not streamed in.
     pub const NOT_LANDED: u8 = u8::MAX;
     /// [`Landing::NOT_LANDED`] in the state's three bits.
@@ -456,6 +480,84 @@ impl Landing {
     }
 }
 
+static_assertions::const_assert_eq!(Landing::SIZE, crate::hal::LANDING_NOTE);
+
+/// Where each payload's [`Landing`] is kept: a slot of the device's notebook
+/// ([`Hal::notebook_len`]) while it has room, else [`Landing::SIZE`] bytes of the arena. A
+/// record names its landing by that slot, so the controller keeps 4 bytes a payload when the
+/// device keeps the notes.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Landings {
+    /// Notebook slots handed out.
+    noted: u32,
+    /// Notebook slots the device has.
+    room: u32,
+}
+
+/// The bit of a landing slot that says it is in the notebook (else it is an arena position).
+const NOTED: u32 = 1 << 31;
+
+impl Landings {
+    /// A store over a notebook of `notebook_len` bytes (`0`: the arena only).
+    pub fn new(notebook_len: u64) -> Self {
+        let room = notebook_len.checked_div(Landing::SIZE as u64).unwrap_or(0);
+        Self { noted: 0, room: u32::try_from(room).unwrap_or(u32::MAX).min(NOTED - 1) }
+    }
+
+    /// Keeps a new landing and returns its slot.
+    pub fn keep<H: Hal>(&mut self, hal: &mut H, arena: &mut Arena<'_>, landing: &Landing) -> Result<u32, ErrorKind> {
+        let slot = if self.noted < self.room {
+            // Below `room`, itself below `NOTED`: neither the count nor the bit overflows.
+            let slot = self.noted | NOTED;
+            self.noted = self.noted.saturating_add(1);
+            slot
+        } else {
+            let at = arena.alloc(Landing::SIZE)?;
+            if at & NOTED != 0 {
+                // An arena past 2 GiB: the slot's bit is taken. Say how much was in use.
+                return Err(ErrorKind::ArenaFull { capacity: u64::from(NOTED), needed: u64::from(at) });
+            }
+            at
+        };
+        self.set(hal, arena, slot, landing)?;
+        Ok(slot)
+    }
+
+    /// The landing in `slot`.
+    pub fn get<H: Hal>(&self, hal: &H, arena: &Arena<'_>, slot: u32) -> Result<Landing, ErrorKind> {
+        let mut bytes = [0u8; Landing::SIZE];
+        match Self::note_at(slot) {
+            Some(at) => hal.recall(at, &mut bytes).map_err(|e| ErrorKind::Hal(e.kind()))?,
+            None => bytes = arena.read(slot),
+        }
+        Ok(Landing::read(&mut Reader::new(&bytes)))
+    }
+
+    /// Overwrites the landing in `slot`.
+    pub fn set<H: Hal>(
+        &self,
+        hal: &mut H,
+        arena: &mut Arena<'_>,
+        slot: u32,
+        landing: &Landing,
+    ) -> Result<(), ErrorKind> {
+        let mut bytes = [0u8; Landing::SIZE];
+        landing.write(&mut Writer::new(&mut bytes));
+        match Self::note_at(slot) {
+            Some(at) => hal.note(at, &bytes).map_err(|e| ErrorKind::Hal(e.kind())),
+            None => {
+                arena.write(slot, &bytes);
+                Ok(())
+            }
+        }
+    }
+
+    /// The notebook byte offset of `slot`, if it is a notebook slot.
+    fn note_at(slot: u32) -> Option<u64> {
+        (slot & NOTED != 0 && slot != NIL).then(|| u64::from(slot & !NOTED).saturating_mul(Landing::SIZE as u64))
+    }
+}
+
 /// A name a manifest gives to another member, of a [`RefKind`] whose row keeps its names
 /// here ([`Store::Names`]): a ucode library of a `def.json`, an activation set, a table of an
 /// engine JSON. The name is the record's tail.
@@ -479,7 +581,7 @@ impl Record for NameRec {
         let kind = RefKind::from_code(r.u8()).unwrap_or(RefKind::DveTable);
         NameRec { by, kind, name: Span { at: 0, len: u32::from(r.u16()) } }
     }
-    fn tail_at(&mut self, at: u32) {
+    fn tail_at(&mut self, at: u32, _arena: &Arena<'_>) {
         self.name.at = at;
     }
 }
@@ -490,7 +592,11 @@ impl Record for NameRec {
 pub(crate) struct PayloadRec {
     /// Its path (a span of its own, or of the manifest record of a member read both ways).
     pub member: Span,
-    pub landing: Landing,
+    /// Its [`Landing`]: a slot of [`Landings`].
+    pub landed: u32,
+    /// The landing holds its place ([`Landing::is_kept`]), kept here so that lookups need not
+    /// read the landing back.
+    pub kept: bool,
     /// Nothing had named the member when it came, and it may be no payload: it was also read
     /// as a manifest, or it bears a producer metadata name. When the chain gives it no
     /// payload role, its staged copy goes without an `unreferenced` warning.
@@ -501,22 +607,27 @@ pub(crate) struct PayloadRec {
 }
 
 impl Record for PayloadRec {
-    const SIZE: usize = Span::ENCODED + Landing::SIZE + 1 + 2;
+    const SIZE: usize = Span::ENCODED + 4 + 1 + 2;
     fn encode(&self, out: &mut [u8]) {
         let mut w = Writer::new(out);
-        w.span(self.member);
-        self.landing.write(&mut w);
+        w.span(self.member).u32(self.landed);
         let flag = |on: bool, bit: u8| if on { bit } else { 0 };
-        let flags = flag(self.quiet, 2) | flag(self.failed.is_some(), 4);
+        let flags = flag(self.kept, 1) | flag(self.quiet, 2) | flag(self.failed.is_some(), 4);
         w.u8(flags).u16(self.failed.unwrap_or(NO_SLOT));
     }
     fn decode(bytes: &[u8]) -> Self {
         let mut r = Reader::new(bytes);
         let member = r.span();
-        let landing = Landing::read(&mut r);
+        let landed = r.u32();
         let flags = r.u8();
         let slot = r.u16();
-        PayloadRec { member, landing, quiet: flags & 2 != 0, failed: (flags & 4 != 0).then_some(slot) }
+        PayloadRec {
+            member,
+            landed,
+            kept: flags & 1 != 0,
+            quiet: flags & 2 != 0,
+            failed: (flags & 4 != 0).then_some(slot),
+        }
     }
 }
 
@@ -775,6 +886,8 @@ pub(crate) struct Index {
     pub payloads: List<PayloadRec>,
     /// Slots of payload records that left [`Index::payloads`] for good.
     pub free_payloads: FreeSlots,
+    /// Where the payloads' landings are kept.
+    pub landings: Landings,
     /// DMA references read before the definition they name into.
     pub dma_refs: List<DmaRefRec>,
     /// Members read as the kind their name suggests, waiting for the chain to name them.
@@ -843,7 +956,7 @@ impl Index {
             self.names.retain(arena, |n| n.by != pos);
             if rec.ext != NIL {
                 let mut ext = self.def_exts.get(arena, rec.ext);
-                ext.vars.retain(arena, |v| v.landing.state != Landing::NOT_LANDED);
+                ext.vars.retain(arena, |v| v.has_landed());
                 self.def_exts.set(arena, rec.ext, &ext);
             }
             self.dma_refs.retain(arena, |r| r.by != pos);
@@ -895,22 +1008,6 @@ impl Index {
         self.def_exts
             .iter(arena)
             .find_map(|(at, ext)| ext.vars.iter(arena).find(|(_, v)| f(&ext, v)).map(|(pos, v)| (at, ext, pos, v)))
-    }
-
-    /// Calls `f` with every file variable of every definition read; a variable `f` changed
-    /// (returning true) is written back.
-    // Out of line: the decoded records would otherwise join the frame of `Loader::load`,
-    // which stays live under the whole load.
-    #[inline(never)]
-    pub fn update_vars(&self, arena: &mut Arena<'_>, mut f: impl FnMut(&mut FileVarRec) -> bool) {
-        let mut at = self.def_exts.first();
-        for _ in 0..self.def_exts.len() {
-            if at == NIL {
-                break;
-            }
-            self.def_exts.get(arena, at).vars.update_each(arena, |_, v| f(v));
-            at = List::<DefExt>::next_after(arena, at);
-        }
     }
 
     /// The KELF records of the chain, in `neff.json` node order (which numbers the cores):
@@ -1226,26 +1323,80 @@ mod tests {
         let mut vars = List::<FileVarRec>::new();
         let declared = FileVarRec::new(12, Some(5 << 33), 15);
         let undeclared = FileVarRec::new(3, None, 0);
-        let a = vars.push_with_tail(&mut arena, &declared, b"w00000_n.npy").unwrap();
+        let wide = declared.tail_head().unwrap();
+        let a = vars.push_with_tails(&mut arena, &declared, [&wide, b"w00000_n.npy"]).unwrap();
         let b = vars.push_with_tail(&mut arena, &undeclared, b"x.y").unwrap();
-        assert_eq!(arena.used(), 2 * (4 + FileVarRec::SIZE) + 15, "a record, its link and its name: no span");
+        assert_eq!(arena.used(), 2 * (4 + FileVarRec::SIZE) + 8 + 15, "a record, its link and its name: no span");
+        // A size below 4 GiB - 1 fits the record; from there up it is the tail's first 8 bytes.
+        for (size, in_tail) in
+            [(0, false), (u64::from(u32::MAX) - 1, false), (u64::from(u32::MAX), true), (u64::MAX, true)]
+        {
+            let rec = FileVarRec::new(1, Some(size), 0);
+            assert_eq!(rec.tail_head().is_some(), in_tail, "{size}");
+            let head = rec.tail_head();
+            let mut list = List::<FileVarRec>::new();
+            let pos = list.push_with_tails(&mut arena, &rec, [head.as_ref().map_or(&[], |h| h), b"z"]).unwrap();
+            let back = list.get(&arena, pos);
+            assert_eq!((back.size, arena.str(back.file)), (Some(size), "z"), "{size}");
+        }
         let got = vars.get(&arena, a);
         assert_eq!(
-            (arena.str(got.file), got.size, got.align(), got.landing),
-            ("w00000_n.npy", Some(5 << 33), 1 << 15, Landing::NONE)
+            (arena.str(got.file), got.size, got.align(), got.landed, got.is_kept()),
+            ("w00000_n.npy", Some(5 << 33), 1 << 15, NIL, false)
         );
-        // Landed with the declared size, or with none declared: one length serves both.
+        // Landed (a slot) and kept or not, with or without a declared size.
         for (pos, size) in [(a, Some(5 << 33)), (b, None)] {
-            for state in [PayloadState::Placed, PayloadState::Released, PayloadState::Checked, PayloadState::Staged] {
+            for (landed, kept) in [(7, true), (NOTED | 3, false), (NIL - 1, true)] {
                 let mut v = vars.get(&arena, pos);
-                v.landing = landing(state);
+                (v.landed, v.kept) = (landed, kept);
                 vars.set(&mut arena, pos, &v);
                 let back = vars.get(&arena, pos);
-                assert_eq!(back, v, "{state:?}");
-                assert_eq!(back.size, size);
+                assert_eq!(back, v, "{landed} {kept}");
+                assert_eq!((back.size, back.is_kept()), (size, kept));
             }
         }
         assert_eq!(arena.str(vars.get(&arena, b).file), "x.y");
+    }
+
+    /// Landings go to the device's notebook while it has room, then to the arena; each reads
+    /// back as written, wherever it is, and a device that cannot read back says so.
+    #[test]
+    fn landings_fill_the_notebook_then_the_arena() {
+        use crate::hal::HalError;
+        use crate::sim::SimDevice;
+        let mut notebook = [0u8; 2 * Landing::SIZE + 5];
+        let mut dev: SimDevice<'_> =
+            SimDevice::digest_only(1 << 20, crate::vocab::Arch::Cayman).with_notebook(&mut notebook);
+        let mut buf = [0u8; 256];
+        let mut arena = Arena::new(&mut buf);
+        let mut landings = Landings::new(dev.notebook_len());
+        let states = [PayloadState::Placed, PayloadState::Released, PayloadState::Checked, PayloadState::Staged];
+        let mut slots = std::vec::Vec::new();
+        for (i, state) in states.into_iter().enumerate() {
+            let l = Landing { seq: i as u32, ..landing(state) };
+            slots.push((landings.keep(&mut dev, &mut arena, &l).unwrap(), l));
+        }
+        // Two notes fit the notebook (the 5 bytes left over are no slot); two went to the arena.
+        assert_eq!(slots.iter().map(|(s, _)| *s).collect::<std::vec::Vec<_>>(), [NOTED, NOTED | 1, 0, 28]);
+        assert_eq!((dev.noted_bytes(), arena.used()), (2 * Landing::SIZE, 2 * Landing::SIZE));
+        for (slot, l) in &slots {
+            assert_eq!(landings.get(&dev, &arena, *slot).unwrap(), *l);
+        }
+        // Overwritten in place, in either store.
+        for (slot, l) in &slots {
+            let moved = Landing { region: 9, state: PayloadState::Placed.code(), ..*l };
+            landings.set(&mut dev, &mut arena, *slot, &moved).unwrap();
+            assert_eq!(landings.get(&dev, &arena, *slot).unwrap(), moved);
+        }
+        // A notebook slot past what the device lends is the device's error, not a panic.
+        let past = NOTED | 2;
+        assert!(matches!(landings.get(&dev, &arena, past), Err(ErrorKind::Hal(HalError::OutOfBounds { .. }))));
+        // No notebook: the arena only, and a full arena is an error that names it.
+        let mut small = [0u8; Landing::SIZE + 3];
+        let mut arena = Arena::new(&mut small);
+        let mut landings = Landings::new(0);
+        assert_eq!(landings.keep(&mut dev, &mut arena, &slots[0].1), Ok(0));
+        assert!(matches!(landings.keep(&mut dev, &mut arena, &slots[0].1), Err(ErrorKind::ArenaFull { .. })));
     }
 
     #[test]
@@ -1255,7 +1406,7 @@ mod tests {
         let member = arena.push_str("sg00/PE.bin").unwrap();
         let mut payloads = List::<PayloadRec>::new();
         for (quiet, failed) in [(false, None), (true, Some(3)), (false, Some(NO_SLOT))] {
-            let p = PayloadRec { member, landing: landing(PayloadState::Staged), quiet, failed };
+            let p = PayloadRec { member, landed: NOTED | 5, kept: failed.is_none(), quiet, failed };
             let pos = payloads.push(&mut arena, &p).unwrap();
             assert_eq!(payloads.get(&arena, pos), p);
         }

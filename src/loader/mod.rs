@@ -331,6 +331,7 @@ impl<'a> Loader<'a> {
         sink: &mut impl WarningSink,
     ) -> Result<(), Error> {
         self.reset(hal.device_arch(), archive.header().lnc_size);
+        self.index.landings = index::Landings::new(hal.notebook_len());
         self.neff_name = chain::MemberText::from_bytes_lossy(archive.header().name().0);
         report.clear();
         let mut sink = Counting { sink, count: 0 };
@@ -407,17 +408,29 @@ impl<'a> Loader<'a> {
 
     /// Leaves the device as it was: releases every region this load still holds.
     fn release_all<H: Hal>(&mut self, hal: &mut H) {
-        let release = |hal: &mut H, landing: &mut index::Landing| {
-            if landing.region == NIL {
-                return false;
+        let landings = self.index.landings;
+        let mut release = |arena: &mut crate::arena::Arena<'_>, slot: u32| {
+            let Ok(mut landing) = landings.get(hal, arena, slot) else { return };
+            if landing.region != NIL {
+                let _ = hal.release(RegionId(landing.region));
+                landing.region = NIL;
+                landing.state = PayloadState::Released.code();
+                let _ = landings.set(hal, arena, slot, &landing);
             }
-            let _ = hal.release(RegionId(landing.region));
-            landing.region = NIL;
-            landing.state = PayloadState::Released.code();
-            true
         };
-        self.index.payloads.update_each(&mut self.arena, |_, rec| release(hal, &mut rec.landing));
-        self.index.update_vars(&mut self.arena, |rec| release(hal, &mut rec.landing));
+        let index = &self.index;
+        index.payloads.for_each_pos(&mut self.arena, |arena, pos| {
+            let slot = index.payloads.get(arena, pos).landed;
+            release(arena, slot);
+        });
+        index.def_exts.for_each_pos(&mut self.arena, |arena, ext_at| {
+            index.def_exts.get(arena, ext_at).vars.for_each_pos(arena, |arena, pos| {
+                let v = index.var(arena, pos);
+                if v.has_landed() {
+                    release(arena, v.landed);
+                }
+            });
+        });
     }
 }
 

@@ -86,7 +86,9 @@ impl Loader<'_> {
             Err(e) if role.is_none() && matches!(e.kind, ErrorKind::Npy(_)) => {
                 let failed = Some(self.deferred.keep(e));
                 let member = self.arena.push_str(name).map_err(fail)?;
-                let rec = PayloadRec { member, landing: Landing { seq, ..Landing::NONE }, quiet, failed };
+                let landing = Landing { seq, ..Landing::NONE };
+                let landed = self.index.landings.keep(hal, &mut self.arena, &landing).map_err(fail)?;
+                let rec = PayloadRec { member, landed, kept: false, quiet, failed };
                 self.index.push_payload(&mut self.arena, &rec).map_err(fail)?;
                 return Ok(());
             }
@@ -123,13 +125,20 @@ impl Loader<'_> {
         let var = role.filter(|r| r.expect_len.is_none_or(|len| len == placed.len)).and_then(|r| r.var);
         if let Some(var) = var {
             let mut rec = self.index.var(&self.arena, var);
-            rec.landing = landing;
+            // An earlier copy was released and forgotten (`release_earlier`): a new slot.
+            if let Err(k) = self.index.landings.keep(hal, &mut self.arena, &landing).map(|slot| rec.landed = slot) {
+                release(hal);
+                return Err(fail(k));
+            }
+            rec.kept = landing.is_kept();
             self.index.set_var(&mut self.arena, var, &rec);
             return Ok(());
         }
         // Refuse before keeping a region the index cannot list: it would leak.
-        let stored = self.arena.push_str(name).and_then(|member| {
-            let rec = PayloadRec { member, landing, quiet, failed: None };
+        let kept = landing.is_kept();
+        let stored = self.index.landings.keep(hal, &mut self.arena, &landing).and_then(|landed| {
+            let member = self.arena.push_str(name)?;
+            let rec = PayloadRec { member, landed, kept, quiet, failed: None };
             self.index.push_payload(&mut self.arena, &rec)
         });
         if let Err(k) = stored {
@@ -141,23 +150,24 @@ impl Loader<'_> {
 
     /// Releases an earlier copy of member `name`, if one landed; true if there was one.
     pub(super) fn release_earlier<H: Hal>(&mut self, name: &str, hal: &mut H) -> Result<bool, Error> {
-        let release = |hal: &mut H, landing: &mut Landing| -> Result<(), Error> {
+        let landings = self.index.landings;
+        // Its landing is read no more: the record leaves, or forgets it.
+        let release = |hal: &mut H, arena: &crate::arena::Arena<'_>, slot: u32| -> Result<(), Error> {
+            let landing = landings.get(hal, arena, slot).map_err(|k| Error::about_member(Stage::Hal, name, k))?;
             if landing.region != NIL {
                 hal.release(RegionId(landing.region)).map_err(|e| hal_error(name, None, e))?;
             }
-            landing.region = NIL;
-            landing.state = PayloadState::Released.code();
             Ok(())
         };
         let earlier = self.index.payloads.iter(&self.arena).filter(|(_, p)| self.arena.eq(p.member, name)).last();
-        if let Some((pos, mut old)) = earlier {
-            release(hal, &mut old.landing)?;
+        if let Some((pos, old)) = earlier {
+            release(hal, &self.arena, old.landed)?;
             // Out of the list for good: the new copy is the member now.
             self.index.drop_payload(&mut self.arena, pos);
             return Ok(true);
         }
         let landed = self.index.find_var(&self.arena, &mut |ext, v| {
-            v.landing.state != Landing::NOT_LANDED && {
+            v.has_landed() && {
                 let def = self.index.manifests.get(&self.arena, ext.def);
                 is_joined(name, dir_of(self.arena.str(def.member)), self.arena.str(v.file))
             }
@@ -165,8 +175,8 @@ impl Loader<'_> {
         if let Some((ext_pos, mut ext, pos, mut var)) = landed {
             // The file variable waits for the new copy, which takes its place; one of a
             // replaced def.json waits for nothing and leaves the list.
-            release(hal, &mut var.landing)?;
-            var.landing = Landing::NONE;
+            release(hal, &self.arena, var.landed)?;
+            (var.landed, var.kept) = (NIL, false);
             self.index.set_var(&mut self.arena, pos, &var);
             if self.index.manifests.get(&self.arena, ext.def).superseded {
                 ext.vars.unlink(&mut self.arena, pos);

@@ -319,7 +319,9 @@ impl<O: Observer> Recorder<'_, '_, O> {
                     // A power of two (the def checks refuse anything else).
                     let align_log2 = v.alignment.unwrap_or(1).max(1).trailing_zeros() as u8;
                     let rec = FileVarRec::new(file.len(), v.size, align_log2);
-                    self.index.reading_vars.push_with_tail(self.arena, &rec, file.as_bytes())?;
+                    let head = rec.tail_head();
+                    let head: &[u8] = head.as_ref().map_or(&[], |h| h);
+                    self.index.reading_vars.push_with_tails(self.arena, &rec, [head, file.as_bytes()])?;
                 }
             }
             _ => {}
@@ -695,17 +697,22 @@ impl Loader<'_> {
         if self.either_staged == 0 {
             return Ok(());
         }
-        let released = PayloadState::Released.code();
         let mut pos = self.index.payloads.first();
         while pos != NIL {
             let next = crate::arena::List::<PayloadRec>::next_after(&self.arena, pos);
             let p = self.index.payloads.get(&self.arena, pos);
-            let open = p.quiet && p.landing.region != NIL && p.landing.state != released;
-            if open && self.index.named_as(&self.arena, self.arena.str(p.member)).is_some() {
-                hal.release(RegionId(p.landing.region)).map_err(|e| hal_error(self.arena.str(p.member), None, e))?;
-                // A manifest now, never a payload to place or report: its record leaves for good.
-                self.index.drop_payload(&mut self.arena, pos);
-                self.either_staged = self.either_staged.saturating_sub(1);
+            let member = self.arena.str(p.member);
+            // Kept: not released.
+            if p.quiet && p.kept && self.index.named_as(&self.arena, member).is_some() {
+                let landing = self.index.landings.get(hal, &self.arena, p.landed);
+                let region = landing.map_err(|k| Error::about_member(Stage::Hal, member, k))?.region;
+                if region != NIL {
+                    hal.release(RegionId(region)).map_err(|e| hal_error(member, None, e))?;
+                    // A manifest now, never a payload to place or report: its record leaves
+                    // for good.
+                    self.index.drop_payload(&mut self.arena, pos);
+                    self.either_staged = self.either_staged.saturating_sub(1);
+                }
             }
             pos = next;
         }
@@ -856,7 +863,8 @@ impl Loader<'_> {
             None => self.arena.push_str(name),
         }
         .and_then(|member| {
-            let rec = PayloadRec { member, landing, quiet: true, failed: None };
+            let landed = self.index.landings.keep(hal, &mut self.arena, &landing)?;
+            let rec = PayloadRec { member, landed, kept: landing.is_kept(), quiet: true, failed: None };
             self.index.push_payload(&mut self.arena, &rec)
         });
         if let Err(k) = stored {

@@ -674,6 +674,15 @@ impl Hal for LearntArch<'_, '_> {
     fn keeps_nothing(&self) -> bool {
         self.dev.keeps_nothing()
     }
+    fn notebook_len(&self) -> u64 {
+        self.dev.notebook_len()
+    }
+    fn note(&mut self, at: u64, bytes: &[u8]) -> Result<(), HalError> {
+        self.dev.note(at, bytes)
+    }
+    fn recall(&self, at: u64, out: &mut [u8]) -> Result<(), HalError> {
+        self.dev.recall(at, out)
+    }
 }
 
 /// Loads `archive` onto `sim`, its arch as `arch` says; the device's figures after.

@@ -1,9 +1,10 @@
 //! The arena a load needs, as the README's memory section states it: what the chain's index
-//! keeps (a record and a name per manifest, weight, other payload and named member) plus the
-//! larger scratch of two moments, a `def.json`'s DMA names while it is read and `neff.json`'s
-//! I/O join. The formula is worked out here from the members of generated NEFFs of several
-//! sizes, in tar order, independently of the loader, and must equal the peak the loader
-//! reports (`LoadReport::arena_peak`) byte for byte.
+//! keeps (a record and a name per manifest, weight, other payload and named member; and each
+//! payload's landing, unless the device lends a notebook) plus the larger scratch of two
+//! moments, a `def.json`'s DMA names while it is read and `neff.json`'s I/O join. The formula
+//! is worked out here from the members of generated NEFFs of several sizes, in tar order,
+//! independently of the loader, and must equal the peak the loader reports
+//! (`LoadReport::arena_peak`) byte for byte, with a notebook and without.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, clippy::result_large_err)]
 
 mod support;
@@ -25,8 +26,11 @@ const DEF_EXT: u64 = 4 + 114;
 const GRAPH: u64 = 4 + 16;
 const KELF_NAME: u64 = 4 + 7;
 const NAME: u64 = 4 + 7;
-const WEIGHT: u64 = 4 + 31;
-const PAYLOAD: u64 = 4 + 37;
+const WEIGHT: u64 = 4 + 11;
+const PAYLOAD: u64 = 4 + 13;
+/// What the loader keeps of a payload that landed (`neff::hal::LANDING_NOTE`): in the device's
+/// notebook when it lends one, else in the arena.
+const LANDING: u64 = 28;
 /// A `def.json` var or queue set while it is read (spec §8.2's DMA names).
 const DMA_NAME: u64 = 8;
 
@@ -66,8 +70,10 @@ fn join_peak(neff_json: &[u8]) -> u64 {
 }
 
 /// The formula, member by member in tar order: the index grows by each member's records and
-/// names; the peak is the largest of the index and the two scratch moments.
-fn formula(members: &[(String, Vec<u8>)]) -> u64 {
+/// names (and landings, with no `notebook`); the peak is the largest of the index and the two
+/// scratch moments.
+fn formula(members: &[(String, Vec<u8>)], notebook: bool) -> u64 {
+    let landing = if notebook { 0 } else { LANDING };
     let mut index = 0u64;
     let mut peak = 0u64;
     // Payload records whose slot a later one takes, and the staged copies holding one.
@@ -105,6 +111,7 @@ fn formula(members: &[(String, Vec<u8>)]) -> u64 {
                 payload(&mut index, &mut free_slots);
                 index += name.len() as u64;
             }
+            index += landing;
             peak = peak.max(index);
             continue;
         }
@@ -118,6 +125,7 @@ fn formula(members: &[(String, Vec<u8>)]) -> u64 {
         if !named {
             // Read both ways: a staged copy too, whose record shares the path.
             payload(&mut index, &mut free_slots);
+            index += landing;
             staged_copies.push(name.clone());
         }
         if name == "neff.json" {
@@ -199,16 +207,18 @@ fn formula(members: &[(String, Vec<u8>)]) -> u64 {
 }
 
 /// The peak the loader reports, loading onto a digest-only device as the firmware does (no
-/// replay store).
-fn measured(bytes: &[u8]) -> u64 {
+/// replay store), with a notebook on the device or without; and the notebook bytes noted.
+fn measured(bytes: &[u8], notebook: bool) -> (u64, usize) {
     let mut archive =
         Archive::<&[u8]>::open(bytes, None, &OpenOptions::default(), &mut |_: &neff::Warning| {}).unwrap();
     let mut arena = vec![0u8; 1 << 22];
+    let mut notes = vec![0u8; if notebook { 1 << 20 } else { 0 }];
     let mut loader = Loader::new(&mut arena, LoadOptions::default());
     let mut report = LoadReport::new();
-    let mut dev: Box<SimDevice<'static, 8192>> = Box::new(SimDevice::digest_only(1 << 40, Arch::Cayman));
+    let mut dev: Box<SimDevice<'_, 8192>> =
+        Box::new(SimDevice::digest_only(1 << 40, Arch::Cayman).with_notebook(&mut notes));
     loader.load(&mut archive, &mut *dev, &mut report, &mut NoObserver, &mut |_: &neff::Warning| {}).unwrap();
-    report.arena_peak
+    (report.arena_peak, dev.noted_bytes())
 }
 
 #[test]
@@ -234,9 +244,15 @@ fn the_readme_formula_is_the_measured_arena_peak() {
         }
         let bytes = spec.build().unwrap();
         let members = support::members_of(&bytes);
-        let (want, got) = (formula(&members), measured(&bytes));
+        let (want, (got, _)) = (formula(&members, false), measured(&bytes, false));
         lines.push(format!("{preset} {overrides:?}: formula {want}, measured {got}"));
         assert_eq!(want, got, "{}", lines.join("\n"));
+        // With a notebook: a landing a payload there, none in the arena.
+        let (want, (got, noted)) = (formula(&members, true), measured(&bytes, true));
+        let payloads = members.iter().filter(|(n, _)| !n.ends_with(".json")).count();
+        lines.push(format!("  with a notebook: formula {want}, measured {got}; {noted} bytes noted"));
+        assert_eq!(want, got, "{}", lines.join("\n"));
+        assert!(noted as u64 >= LANDING * payloads as u64, "{}", lines.join("\n"));
     }
     println!("{}", lines.join("\n"));
 }

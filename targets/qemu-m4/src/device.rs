@@ -12,8 +12,12 @@
 //!
 //! The device is written for this image rather than taken from `neff::sim`: a firmware team
 //! writes its own [`Hal`] for its accelerator, and this one shows how little that takes. It
-//! allocates by bumping an address (a load's regions are few and short-lived next to 64 GiB)
-//! and needs no scratch.
+//! allocates by bumping an address (a load's regions are few and short-lived next to 64 GiB).
+//!
+//! It also lends the loader a *notebook* ([`Hal::notebook_len`]): device memory where the
+//! loader keeps what it must remember of each payload that landed (region, length, digest:
+//! 28 bytes), so that the controller keeps 4 bytes a payload instead. One note per region
+//! record: a payload lands in one region at most.
 //!
 //! Placing the tables in a named section (`#[link_section]`, which the lint counts as unsafe
 //! code) and lending them out once take `unsafe` code: confined to [`take`]. Every other line
@@ -24,13 +28,15 @@ use core::ptr::{addr_of, addr_of_mut};
 use core::sync::atomic::{AtomicBool, Ordering};
 
 use neff::digest::Digest64;
-use neff::hal::{AllocRequest, Hal, HalError, RegionId};
+use neff::hal::{AllocRequest, Hal, HalError, RegionId, LANDING_NOTE};
 use neff::manifest::Arch;
 
 /// Region records (never reused): one per payload of the generated big model (572), with room
 /// for staging, the staged copies of its 57 JSON members met before the manifest naming them
 /// included (a load that needs more fails with `RegionTableFull`, naming this limit).
 pub const REGIONS: usize = 704;
+/// Bytes of the loader's notebook: a note for each region record.
+pub const NOTEBOOK: usize = REGIONS * LANDING_NOTE;
 /// Payloads the checker can follow (the generated big model has 572).
 pub const CHECKED_PAYLOADS: usize = 640;
 /// The device's address space.
@@ -60,6 +66,10 @@ static mut REGION_TABLE: MaybeUninit<[Region; REGIONS]> = MaybeUninit::uninit();
 #[allow(unsafe_code)]
 static mut SEEN_TABLE: MaybeUninit<SeenTable> = MaybeUninit::uninit();
 
+#[link_section = ".device.neff_qemu_m4.NOTEBOOK"]
+#[allow(unsafe_code)]
+static mut NOTEBOOK_BYTES: MaybeUninit<[u8; NOTEBOOK]> = MaybeUninit::uninit();
+
 #[link_section = ".device.neff_qemu_m4.STREAM"]
 #[allow(unsafe_code)]
 static mut STREAM: MaybeUninit<Digest64> = MaybeUninit::uninit();
@@ -76,6 +86,8 @@ pub struct Tables {
     /// The device's running digest of the region being written: the accelerator's work (it
     /// keeps the digest of what it received), not the controller's.
     pub stream: &'static mut Digest64,
+    /// The loader's notebook on the device ([`Hal::notebook_len`]).
+    pub notebook: &'static mut [u8; NOTEBOOK],
 }
 
 /// The tables, zeroed in place (the section is NOLOAD: nothing initialises it at reset, and a
@@ -89,18 +101,25 @@ pub fn take() -> Option<Tables> {
     if TAKEN.swap(true, Ordering::AcqRel) {
         return None;
     }
-    // SAFETY: `TAKEN` lets this run once, so these are the only references ever made to the three
-    // statics, and nothing else names them. The two tables are plain integers (and `bool`), for
-    // which all-zero bytes are valid values, so zeroing makes them initialised; the digest is
-    // initialised by `write`.
+    // SAFETY: `TAKEN` lets this run once, so these are the only references ever made to the four
+    // statics, and nothing else names them. The two tables and the notebook are plain integers
+    // (and `bool`), for which all-zero bytes are valid values, so zeroing makes them
+    // initialised; the digest is initialised by `write`.
     unsafe {
         let regions = &mut *addr_of_mut!(REGION_TABLE);
         let seen = &mut *addr_of_mut!(SEEN_TABLE);
+        let notebook = &mut *addr_of_mut!(NOTEBOOK_BYTES);
         let stream = &mut *addr_of_mut!(STREAM);
         regions.as_mut_ptr().write_bytes(0, 1);
         seen.as_mut_ptr().write_bytes(0, 1);
+        notebook.as_mut_ptr().write_bytes(0, 1);
         let stream = stream.write(Digest64::new());
-        Some(Tables { regions: regions.assume_init_mut(), seen: seen.assume_init_mut(), stream })
+        Some(Tables {
+            regions: regions.assume_init_mut(),
+            seen: seen.assume_init_mut(),
+            stream,
+            notebook: notebook.assume_init_mut(),
+        })
     }
 }
 
@@ -128,15 +147,35 @@ pub struct DigestDevice<'t> {
     /// device's state, kept on the device side.
     stream: &'t mut Digest64,
     streaming: Option<usize>,
+    /// The loader's notebook, lent as the region table is.
+    notebook: &'t mut [u8; NOTEBOOK],
 }
 
 impl<'t> DigestDevice<'t> {
-    /// An empty device of architecture `arch` keeping its regions in `regions` and its running
-    /// digest in `stream`.
-    pub fn new(regions: &'t mut [Region; REGIONS], stream: &'t mut Digest64, arch: Arch) -> Self {
+    /// An empty device of architecture `arch` keeping its regions in `regions`, its running
+    /// digest in `stream` and the loader's notes in `notebook`.
+    pub fn new(
+        regions: &'t mut [Region; REGIONS],
+        stream: &'t mut Digest64,
+        notebook: &'t mut [u8; NOTEBOOK],
+        arch: Arch,
+    ) -> Self {
         regions.fill(Region::default());
         stream.reset();
-        Self { regions, count: 0, next_address: 0, arch, stream, streaming: None }
+        Self { regions, count: 0, next_address: 0, arch, stream, streaming: None, notebook }
+    }
+
+    /// The notebook bytes at `at`, `len` of them (the loader stays inside
+    /// [`Hal::notebook_len`]; a call past it is refused).
+    fn notes(&self, at: u64, len: usize) -> Result<core::ops::Range<usize>, HalError> {
+        let start = usize::try_from(at).ok();
+        let range = start.and_then(|s| Some(s..s.checked_add(len)?)).filter(|r| r.end <= NOTEBOOK);
+        range.ok_or(HalError::OutOfBounds {
+            region: RegionId(u32::MAX),
+            offset: at,
+            len: len as u64,
+            size: NOTEBOOK as u64,
+        })
     }
 
     /// The digest of what live region `id` received.
@@ -257,5 +296,27 @@ impl Hal for DigestDevice<'_> {
 
     fn address(&self, region: RegionId) -> Result<u64, HalError> {
         self.live(region).map(|i| self.regions[i].address)
+    }
+
+    fn notebook_len(&self) -> u64 {
+        NOTEBOOK as u64
+    }
+
+    // Byte loops, not `copy_from_slice`: these are inlined into the core, whose image keeps no
+    // panic path (scripts/panic-paths.sh), and the lengths are equal only by construction.
+    fn note(&mut self, at: u64, bytes: &[u8]) -> Result<(), HalError> {
+        let range = self.notes(at, bytes.len())?;
+        for (dst, src) in self.notebook.get_mut(range).unwrap_or_default().iter_mut().zip(bytes) {
+            *dst = *src;
+        }
+        Ok(())
+    }
+
+    fn recall(&self, at: u64, out: &mut [u8]) -> Result<(), HalError> {
+        let range = self.notes(at, out.len())?;
+        for (dst, src) in out.iter_mut().zip(self.notebook.get(range).unwrap_or_default()) {
+            *dst = *src;
+        }
+        Ok(())
     }
 }

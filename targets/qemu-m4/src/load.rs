@@ -41,11 +41,12 @@ pub struct Fixture {
 include!(concat!(env!("OUT_DIR"), "/fixtures.rs"));
 
 /// The arena's records, where the loader keeps what binding needs: the real NEFFs take about
-/// 4 KiB, the generated big model 43,790 bytes (23.5 KiB of it one 35-byte record and one name
+/// 3 KiB, the generated big model 31,990 bytes (15.5 KiB of it one 19-byte record and one name
 /// per weight, 10 KiB the I/O join of its `neff.json` at the end; the README's memory section
-/// has the formula). A load that needs more stops with `ArenaFull`, saying how much.
-/// `LoadReport::arena_peak` counts these bytes.
-pub const RECORD_BYTES: usize = 46 * 1024;
+/// has the formula). What the loader remembers of each payload that landed is in the device's
+/// notebook ([`device::NOTEBOOK`](crate::device::NOTEBOOK)), not here. A load that needs more
+/// stops with `ArenaFull`, saying how much. `LoadReport::arena_peak` counts these bytes.
+pub const RECORD_BYTES: usize = 32 * 1024;
 
 /// The arena lent to the loader: the tokenizer's string scratch (`STRING_SCRATCH`, 1 KiB on
 /// this target) comes off its front, then [`RECORD_BYTES`] of records.
@@ -240,7 +241,7 @@ fn load_and_check(
     summary: impl FnOnce(&FwReport) -> Result<(), Failure>,
     failed: &mut dyn FnMut(&Failure),
 ) -> Option<Summary> {
-    let mut device = DigestDevice::new(tables.regions, tables.stream, Arch::Cayman);
+    let mut device = DigestDevice::new(tables.regions, tables.stream, tables.notebook, Arch::Cayman);
     tables.seen.fill(0);
     let mut report = new_report();
     let mut arena = [0u8; ARENA_BYTES];

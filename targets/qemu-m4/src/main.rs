@@ -179,10 +179,11 @@ fn finish(passed: u32, mut failed: u32) -> ! {
         if used <= RAM_TARGET { "within" } else { "EXCEEDED (see memory.x)" },
     );
     hprintln!(
-        "device side (the accelerator's region table and running digest, the checker's table; not controller RAM, outside the budget): {} bytes (region table {}, running digest {}, checker table {})",
+        "device side (the accelerator's region table, running digest and the loader's notebook, the checker's table; not controller RAM, outside the budget): {} bytes (region table {}, running digest {}, notebook {}, checker table {})",
         device::section_size(),
         size_of::<[device::Region; device::REGIONS]>(),
         size_of::<neff::digest::Digest64>(),
+        device::NOTEBOOK,
         size_of::<SeenTable>(),
     );
     if stack.peak >= stack.region {
