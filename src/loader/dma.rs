@@ -13,9 +13,10 @@
 //!
 //! So a real NEFF (engine JSONs first, `dma: []` when the hardware generates descriptors)
 //! keeps nothing, and a definition's 100,000 variables cost 800 KB of scratch while it is read,
-//! released at its end unless an engine JSON follows. A fingerprint (XXH3-64 of the name,
-//! seeded by its namespace) stands for the name: two different names share one with
-//! probability 2⁻⁶⁴ per pair, the only case in which an unresolved name would pass.
+//! released at its end unless an engine JSON follows. A fingerprint (XXH3-64 of the name, the
+//! payload digest's function, xor a constant of its namespace) stands for the name: two
+//! different names share one with probability 2⁻⁶⁴ per pair, the only case in which an
+//! unresolved name would pass; a queue and a variable of one name never do.
 //!
 //! This module holds the records, the name table and the references' keys; the walk, which
 //! reads the manifests, collects, checks and settles them (`walk.rs`), and the index keeps the
@@ -34,9 +35,16 @@ pub(crate) enum NameSpace {
     Var = 2,
 }
 
-/// The fingerprint of `name` in `space`.
+/// The fingerprint of `name` in `space`: the digest every payload gets
+/// ([`digest64`](crate::digest::digest64), so the image links one XXH3 and no seeded copy),
+/// xor a constant of the namespace. Two names of one namespace share a fingerprint only if
+/// their digests collide; a queue `n` and a variable `n` never do (the constants differ).
 pub(crate) fn fingerprint(space: NameSpace, name: &str) -> u64 {
-    xxhash_rust::xxh3::xxh3_64_with_seed(name.as_bytes(), space as u64)
+    let salt = match space {
+        NameSpace::Queue => 0x9E37_79B9_7F4A_7C15,
+        NameSpace::Var => 0xC2B2_AE3D_27D4_EB4F,
+    };
+    crate::digest::digest64(name.as_bytes()) ^ salt
 }
 
 /// Bytes of one fingerprint in a name table.
