@@ -20,9 +20,12 @@
 //!
 //! The device is this image's own digest-only HAL ([`device::DigestDevice`]): a 64 GiB
 //! address space that stores no byte, only a digest per region, as a management controller
-//! would see a device far larger than its own RAM. Its region table and running digest stand
-//! for the accelerator's bookkeeping, so they are not controller RAM: they and the checker's
-//! table live in the `.device` section past the budget; their size is printed apart.
+//! would see a device far larger than its own RAM. It also lends the loader a notebook
+//! (`Hal::notebook_len`): device memory for what the loader remembers of each payload that
+//! landed, 28 bytes each, which would otherwise take the arena. Its region table, running
+//! digest and notebook stand for the accelerator's side, so they are not controller RAM: they
+//! and the checker's table live in the `.device` section past the budget; their size is printed
+//! apart.
 //!
 //! Output goes to the host through semihosting; the exit code is the result (0 only when
 //! every check passed). The last line is `firmware: N passed, M failed`.
