@@ -422,6 +422,7 @@ pub fn check_neff(data: &[u8]) -> Result<LoadReport, neff::Error> {
     let result = loader.check(&mut archive, None, &mut report, &mut lines, &mut sink);
     assert!(report.arena_peak <= FUZZ_LOADER_ARENA as u64);
     assert_eq!(report.warnings, warnings);
+    noted_check_agrees(data, &options, allow_legacy, &result, &report);
     let mut json = [0u8; 1024];
     let _ = report.to_json(&mut json);
     match result {
@@ -433,6 +434,106 @@ pub fn check_neff(data: &[u8]) -> Result<LoadReport, neff::Error> {
             Err(e)
         }
     }
+}
+
+/// A [`NullDevice`](neff::hal::NullDevice) that lends the loader a notebook of `NOTES`
+/// landings: the first go there, the rest to the arena.
+struct NotedNull {
+    dev: neff::hal::NullDevice,
+    notes: Vec<u8>,
+}
+
+impl NotedNull {
+    const NOTES: usize = 5;
+
+    fn range(&self, at: u64, len: usize) -> Result<std::ops::Range<usize>, neff::hal::HalError> {
+        let start = usize::try_from(at).unwrap_or(usize::MAX);
+        let end = start.checked_add(len).filter(|&e| e <= self.notes.len());
+        let bad = neff::hal::HalError::OutOfBounds {
+            region: neff::hal::RegionId(0),
+            offset: at,
+            len: len as u64,
+            size: self.notes.len() as u64,
+        };
+        end.map(|end| start..end).ok_or(bad)
+    }
+}
+
+impl neff::hal::Hal for NotedNull {
+    type Error = neff::hal::HalError;
+    fn arch(&self) -> neff::manifest::Arch {
+        self.dev.arch()
+    }
+    fn alloc(&mut self, req: &neff::hal::AllocRequest) -> Result<neff::hal::RegionId, Self::Error> {
+        self.dev.alloc(req)
+    }
+    fn write(&mut self, region: neff::hal::RegionId, offset: u64, bytes: &[u8]) -> Result<(), Self::Error> {
+        self.dev.write(region, offset, bytes)
+    }
+    fn adopt(
+        &mut self,
+        staged: neff::hal::RegionId,
+        req: &neff::hal::AllocRequest,
+    ) -> Result<neff::hal::RegionId, Self::Error> {
+        self.dev.adopt(staged, req)
+    }
+    fn release(&mut self, region: neff::hal::RegionId) -> Result<(), Self::Error> {
+        self.dev.release(region)
+    }
+    fn address(&self, region: neff::hal::RegionId) -> Result<u64, Self::Error> {
+        self.dev.address(region)
+    }
+    fn device_arch(&self) -> Option<neff::manifest::Arch> {
+        self.dev.device_arch()
+    }
+    fn keeps_nothing(&self) -> bool {
+        self.dev.keeps_nothing()
+    }
+    fn notebook_len(&self) -> u64 {
+        self.notes.len() as u64
+    }
+    fn note(&mut self, at: u64, bytes: &[u8]) -> Result<(), Self::Error> {
+        let range = self.range(at, bytes.len())?;
+        self.notes[range].copy_from_slice(bytes);
+        Ok(())
+    }
+    fn recall(&self, at: u64, out: &mut [u8]) -> Result<(), Self::Error> {
+        out.copy_from_slice(&self.notes[self.range(at, out.len())?]);
+        Ok(())
+    }
+}
+
+/// The same check with a few landings in a device notebook gives the same outcome and report,
+/// in no more arena (a check that ran out of arena may pass with the notebook).
+fn noted_check_agrees(
+    data: &[u8],
+    options: &OpenOptions,
+    allow_legacy: bool,
+    plain: &Result<(), neff::Error>,
+    plain_report: &LoadReport,
+) {
+    let Ok(mut archive) = Archive::<&[u8]>::open(data, Some(data.len() as u64), options, &mut IgnoreWarnings) else {
+        return;
+    };
+    let mut arena = vec![0u8; STRING_SCRATCH + FUZZ_LOADER_ARENA];
+    let mut loader = Loader::new(&mut arena, LoadOptions { allow_legacy });
+    let mut report = LoadReport::new();
+    let mut dev = NotedNull {
+        dev: neff::hal::NullDevice::new(None),
+        notes: vec![0u8; NotedNull::NOTES * neff::hal::LANDING_NOTE],
+    };
+    let noted = loader.load(&mut archive, &mut dev, &mut report, &mut neff::loader::NoObserver, &mut IgnoreWarnings);
+    if matches!(plain, Err(e) if matches!(e.kind, ErrorKind::ArenaFull { .. })) {
+        return;
+    }
+    match (plain, &noted) {
+        (Ok(()), Ok(())) => {}
+        (Err(a), Err(b)) => assert_eq!(a.kind, b.kind, "the notebook changed the error"),
+        _ => panic!("the notebook changed the outcome: {plain:?} vs {noted:?}"),
+    }
+    assert!(report.arena_peak <= plain_report.arena_peak, "the notebook took arena");
+    report.arena_peak = plain_report.arena_peak;
+    assert_eq!(&report, plain_report, "the notebook changed the report");
 }
 
 /// `loader_check`: [`check_neff`] over the input.
