@@ -546,6 +546,93 @@ fn a_device_too_small_fails_with_a_hal_error_and_frees_everything() {
     assert_eq!(out.live_regions, 0);
 }
 
+/// A simulated device whose notebook refuses its `fail_at`-th write (counting from 1).
+struct FailingNotebook<'m> {
+    dev: SimDevice<'m>,
+    notes: u32,
+    fail_at: u32,
+}
+
+impl neff::hal::Hal for FailingNotebook<'_> {
+    type Error = neff::hal::HalError;
+    fn arch(&self) -> Arch {
+        self.dev.arch()
+    }
+    fn alloc(&mut self, req: &neff::hal::AllocRequest) -> Result<neff::hal::RegionId, Self::Error> {
+        self.dev.alloc(req)
+    }
+    fn write(&mut self, region: neff::hal::RegionId, offset: u64, bytes: &[u8]) -> Result<(), Self::Error> {
+        self.dev.write(region, offset, bytes)
+    }
+    fn adopt(
+        &mut self,
+        staged: neff::hal::RegionId,
+        req: &neff::hal::AllocRequest,
+    ) -> Result<neff::hal::RegionId, Self::Error> {
+        self.dev.adopt(staged, req)
+    }
+    fn release(&mut self, region: neff::hal::RegionId) -> Result<(), Self::Error> {
+        self.dev.release(region)
+    }
+    fn address(&self, region: neff::hal::RegionId) -> Result<u64, Self::Error> {
+        self.dev.address(region)
+    }
+    fn notebook_len(&self) -> u64 {
+        self.dev.notebook_len()
+    }
+    fn note(&mut self, at: u64, bytes: &[u8]) -> Result<(), Self::Error> {
+        self.notes += 1;
+        if self.notes == self.fail_at {
+            return Err(neff::hal::HalError::OutOfBounds {
+                region: neff::hal::RegionId(0),
+                offset: at,
+                len: 0,
+                size: 0,
+            });
+        }
+        self.dev.note(at, bytes)
+    }
+    fn recall(&self, at: u64, out: &mut [u8]) -> Result<(), Self::Error> {
+        self.dev.recall(at, out)
+    }
+}
+
+/// Whichever note the device refuses (a landing kept, placed, or given back), the load ends
+/// with the device's error and leaves no region behind: not the staged one, not one adopted
+/// in its place.
+#[test]
+fn a_notebook_that_fails_leaves_no_region_behind() {
+    let Some(bytes) = variant(|l| {
+        // A replaced copy gives its slot back too.
+        let pe = l.iter().find(|(n, _)| n == "sg00/PE.bin").unwrap().clone();
+        l.insert(0, (pe.0, vec![1; 64]));
+    }) else {
+        return;
+    };
+    let load = |fail_at: u32| {
+        let mut memory = vec![0u8; 32 << 20];
+        let mut notes = vec![0u8; 1 << 16];
+        let dev = SimDevice::new(&mut memory, Arch::Cayman).with_notebook(&mut notes);
+        let mut dev = FailingNotebook { dev, notes: 0, fail_at };
+        let mut archive = Archive::<&[u8]>::open(&bytes, None, &OpenOptions::default(), &mut |_: &Warning| {}).unwrap();
+        let mut arena = vec![0u8; TEST_ARENA];
+        let mut loader = neff::loader::Loader::new(&mut arena, LoadOptions::default());
+        let mut report = neff::loader::LoadReport::new();
+        let result =
+            loader.load(&mut archive, &mut dev, &mut report, &mut neff::loader::NoObserver, &mut |_: &Warning| {});
+        (result, dev.notes, dev.dev.live_regions().count())
+    };
+    let (ok, notes, live) = load(0);
+    ok.unwrap();
+    assert!(live > 0 && notes > 48, "{notes} notes");
+    for fail_at in 1..=notes {
+        let (result, _, live) = load(fail_at);
+        let e = result.expect_err("a refused note fails the load");
+        assert!(matches!(e.kind, ErrorKind::Hal(_)), "note {fail_at}: {e}");
+        assert_eq!(live, 0, "note {fail_at} of {notes}: {e}");
+    }
+}
+
 #[test]
 fn check_without_a_device_runs_every_step() {
     let Some(bytes) = common::fixture_bytes("public/nkipy/matmul_small.neff") else { return };

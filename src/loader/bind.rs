@@ -28,6 +28,18 @@ fn missing(by: &str, stage: Stage, key: &str, path: &str) -> Error {
         .with_key_path(key)
 }
 
+/// The error for a placed landing that could not be written back (the device's notebook
+/// failed): the region it now names (adopted, perhaps, in place of the staged one its stored
+/// landing still names) is released here, since `release_all` will not know of it.
+#[cold]
+#[inline(never)]
+fn unrecorded<H: Hal>(hal: &mut H, landing: &Landing, member: &str, kind: ErrorKind) -> Error {
+    if landing.region != NIL {
+        let _ = hal.release(RegionId(landing.region));
+    }
+    Error::about_member(Stage::Hal, member, kind)
+}
+
 /// `instr`, which an engine JSON needs when its `def.json` gives no `<eng>_instr` (§15.15).
 static INSTR: crate::manifest::RequiredKey = crate::manifest::RequiredKey { key: EngineJson::KEY_INSTR, message: "" };
 
@@ -299,9 +311,9 @@ impl Loader<'_> {
                 let hal_fail = |k| Error::about_member(Stage::Hal, member, k);
                 let mut landing = landings.get(hal, &self.arena, p.landed).map_err(hal_fail)?;
                 self.place_one(hal, member, &mut landing, p.quiet, sink)?;
-                landings
-                    .set(hal, &mut self.arena, p.landed, &landing)
-                    .map_err(|k| Error::about_member(Stage::Hal, self.arena.str(p.member), k))?;
+                if let Err(k) = landings.set(hal, &mut self.arena, p.landed, &landing) {
+                    return Err(unrecorded(hal, &landing, self.arena.str(p.member), k));
+                }
                 p.kept = landing.is_kept();
                 self.index.payloads.set(&mut self.arena, pos, &p);
             }
@@ -325,7 +337,9 @@ impl Loader<'_> {
                     let (landings, hal_fail) = (self.index.landings, |k| Error::about_member(Stage::Hal, &member, k));
                     let mut landing = landings.get(hal, &self.arena, v.landed).map_err(hal_fail)?;
                     self.place_one(hal, &member, &mut landing, false, sink)?;
-                    landings.set(hal, &mut self.arena, v.landed, &landing).map_err(hal_fail)?;
+                    if let Err(k) = landings.set(hal, &mut self.arena, v.landed, &landing) {
+                        return Err(unrecorded(hal, &landing, &member, k));
+                    }
                     v.kept = landing.is_kept();
                     self.index.set_var(&mut self.arena, pos, &v);
                 }

@@ -301,10 +301,10 @@ impl Record for ReplayRec {
 /// it, relative to the directory) in its tail.
 ///
 /// A weight's placement lives here rather than in a [`PayloadRec`] of its own: the weights are
-/// most of a model's payloads, and this way each costs one record and one name. The landed
-/// length shares the declared size's field: a weight lands here only with the declared size
-/// (or none declared); one that disagrees is kept as a [`PayloadRec`], and the binder refuses
-/// it there as it would here.
+/// most of a model's payloads, and this way each costs one record and one name, and its
+/// [`Landing`]'s slot once it lands. A weight lands here only with the declared size (or none
+/// declared); one that disagrees is kept as a [`PayloadRec`], and the binder refuses it there
+/// as it would here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct FileVarRec {
     /// Its `file_name` (the record's tail).
@@ -485,13 +485,23 @@ static_assertions::const_assert_eq!(Landing::SIZE, crate::hal::LANDING_NOTE);
 /// Where each payload's [`Landing`] is kept: a slot of the device's notebook
 /// ([`Hal::notebook_len`]) while it has room, else [`Landing::SIZE`] bytes of the arena. A
 /// record names its landing by that slot, so the controller keeps 4 bytes a payload when the
-/// device keeps the notes.
-#[derive(Debug, Default, Clone, Copy)]
+/// device keeps the notes. A slot whose landing is read no more (a replaced copy's, a staged
+/// copy's that the chain took as a manifest) is given back ([`Landings::forget`]) and taken by
+/// the next landing, so copies of a member cost no slot each.
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct Landings {
     /// Notebook slots handed out.
     noted: u32,
     /// Notebook slots the device has.
     room: u32,
+    /// The first slot given back ([`NIL`]: none), each linked to the next by its first 4 bytes.
+    free: u32,
+}
+
+impl Default for Landings {
+    fn default() -> Self {
+        Self::new(0)
+    }
 }
 
 /// The bit of a landing slot that says it is in the notebook (else it is an arena position).
@@ -501,12 +511,16 @@ impl Landings {
     /// A store over a notebook of `notebook_len` bytes (`0`: the arena only).
     pub fn new(notebook_len: u64) -> Self {
         let room = notebook_len.checked_div(Landing::SIZE as u64).unwrap_or(0);
-        Self { noted: 0, room: u32::try_from(room).unwrap_or(u32::MAX).min(NOTED - 1) }
+        Self { noted: 0, room: u32::try_from(room).unwrap_or(u32::MAX).min(NOTED - 1), free: NIL }
     }
 
-    /// Keeps a new landing and returns its slot.
+    /// Keeps a new landing and returns its slot: one given back, else a new one.
     pub fn keep<H: Hal>(&mut self, hal: &mut H, arena: &mut Arena<'_>, landing: &Landing) -> Result<u32, ErrorKind> {
-        let slot = if self.noted < self.room {
+        let slot = if self.free != NIL {
+            let slot = self.free;
+            self.free = Reader::new(&Self::fetch(hal, arena, slot)?).u32();
+            slot
+        } else if self.noted < self.room {
             // Below `room`, itself below `NOTED`: neither the count nor the bit overflows.
             let slot = self.noted | NOTED;
             self.noted = self.noted.saturating_add(1);
@@ -523,14 +537,18 @@ impl Landings {
         Ok(slot)
     }
 
+    /// Gives `slot` back: nothing reads its landing again, and the next landing takes it.
+    pub fn forget<H: Hal>(&mut self, hal: &mut H, arena: &mut Arena<'_>, slot: u32) -> Result<(), ErrorKind> {
+        let mut bytes = [0u8; Landing::SIZE];
+        Writer::new(&mut bytes).u32(self.free);
+        Self::put(hal, arena, slot, &bytes)?;
+        self.free = slot;
+        Ok(())
+    }
+
     /// The landing in `slot`.
     pub fn get<H: Hal>(&self, hal: &H, arena: &Arena<'_>, slot: u32) -> Result<Landing, ErrorKind> {
-        let mut bytes = [0u8; Landing::SIZE];
-        match Self::note_at(slot) {
-            Some(at) => hal.recall(at, &mut bytes).map_err(|e| ErrorKind::Hal(e.kind()))?,
-            None => bytes = arena.read(slot),
-        }
-        Ok(Landing::read(&mut Reader::new(&bytes)))
+        Ok(Landing::read(&mut Reader::new(&Self::fetch(hal, arena, slot)?)))
     }
 
     /// Overwrites the landing in `slot`.
@@ -543,10 +561,30 @@ impl Landings {
     ) -> Result<(), ErrorKind> {
         let mut bytes = [0u8; Landing::SIZE];
         landing.write(&mut Writer::new(&mut bytes));
+        Self::put(hal, arena, slot, &bytes)
+    }
+
+    /// The bytes of `slot`, from the notebook or the arena.
+    fn fetch<H: Hal>(hal: &H, arena: &Arena<'_>, slot: u32) -> Result<[u8; Landing::SIZE], ErrorKind> {
+        let mut bytes = [0u8; Landing::SIZE];
         match Self::note_at(slot) {
-            Some(at) => hal.note(at, &bytes).map_err(|e| ErrorKind::Hal(e.kind())),
+            Some(at) => hal.recall(at, &mut bytes).map_err(|e| ErrorKind::Hal(e.kind()))?,
+            None => bytes = arena.read(slot),
+        }
+        Ok(bytes)
+    }
+
+    /// Writes the bytes of `slot`, to the notebook or the arena.
+    fn put<H: Hal>(
+        hal: &mut H,
+        arena: &mut Arena<'_>,
+        slot: u32,
+        bytes: &[u8; Landing::SIZE],
+    ) -> Result<(), ErrorKind> {
+        match Self::note_at(slot) {
+            Some(at) => hal.note(at, bytes).map_err(|e| ErrorKind::Hal(e.kind())),
             None => {
-                arena.write(slot, &bytes);
+                arena.write(slot, bytes);
                 Ok(())
             }
         }
@@ -1388,6 +1426,16 @@ mod tests {
             landings.set(&mut dev, &mut arena, *slot, &moved).unwrap();
             assert_eq!(landings.get(&dev, &arena, *slot).unwrap(), moved);
         }
+        // Slots given back are taken again, last first, before any new one.
+        let used = arena.used();
+        landings.forget(&mut dev, &mut arena, NOTED | 1).unwrap();
+        landings.forget(&mut dev, &mut arena, 0).unwrap();
+        let l = landing(PayloadState::Placed);
+        assert_eq!(landings.keep(&mut dev, &mut arena, &l), Ok(0));
+        assert_eq!(landings.keep(&mut dev, &mut arena, &l), Ok(NOTED | 1));
+        assert_eq!(landings.get(&dev, &arena, NOTED | 1).unwrap(), l);
+        assert_eq!(arena.used(), used, "no new slot");
+        assert_eq!(landings.keep(&mut dev, &mut arena, &l), Ok(56));
         // A notebook slot past what the device lends is the device's error, not a panic.
         let past = NOTED | 2;
         assert!(matches!(landings.get(&dev, &arena, past), Err(ErrorKind::Hal(HalError::OutOfBounds { .. }))));

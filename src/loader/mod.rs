@@ -406,7 +406,8 @@ impl<'a> Loader<'a> {
         self.whole.clear();
     }
 
-    /// Leaves the device as it was: releases every region this load still holds.
+    /// Leaves the device as it was: releases every region this load still holds. (A landing
+    /// the device's notebook cannot give back is skipped: its region, if any, stays.)
     fn release_all<H: Hal>(&mut self, hal: &mut H) {
         let landings = self.index.landings;
         let mut release = |arena: &mut crate::arena::Arena<'_>, slot: u32| {

@@ -125,7 +125,7 @@ impl Loader<'_> {
         let var = role.filter(|r| r.expect_len.is_none_or(|len| len == placed.len)).and_then(|r| r.var);
         if let Some(var) = var {
             let mut rec = self.index.var(&self.arena, var);
-            // An earlier copy was released and forgotten (`release_earlier`): a new slot.
+            // A new slot: an earlier copy's was given back (`release_earlier`).
             if let Err(k) = self.index.landings.keep(hal, &mut self.arena, &landing).map(|slot| rec.landed = slot) {
                 release(hal);
                 return Err(fail(k));
@@ -160,10 +160,12 @@ impl Loader<'_> {
             Ok(())
         };
         let earlier = self.index.payloads.iter(&self.arena).filter(|(_, p)| self.arena.eq(p.member, name)).last();
+        let forgotten = |k| Error::about_member(Stage::Hal, name, k);
         if let Some((pos, old)) = earlier {
             release(hal, &self.arena, old.landed)?;
             // Out of the list for good: the new copy is the member now.
             self.index.drop_payload(&mut self.arena, pos);
+            self.index.landings.forget(hal, &mut self.arena, old.landed).map_err(forgotten)?;
             return Ok(true);
         }
         let landed = self.index.find_var(&self.arena, &mut |ext, v| {
@@ -176,6 +178,7 @@ impl Loader<'_> {
             // The file variable waits for the new copy, which takes its place; one of a
             // replaced def.json waits for nothing and leaves the list.
             release(hal, &self.arena, var.landed)?;
+            self.index.landings.forget(hal, &mut self.arena, var.landed).map_err(forgotten)?;
             (var.landed, var.kept) = (NIL, false);
             self.index.set_var(&mut self.arena, pos, &var);
             if self.index.manifests.get(&self.arena, ext.def).superseded {

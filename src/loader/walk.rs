@@ -708,9 +708,11 @@ impl Loader<'_> {
                 let region = landing.map_err(|k| Error::about_member(Stage::Hal, member, k))?.region;
                 if region != NIL {
                     hal.release(RegionId(region)).map_err(|e| hal_error(member, None, e))?;
-                    // A manifest now, never a payload to place or report: its record leaves
-                    // for good.
+                    // A manifest now, never a payload to place or report: its record and its
+                    // landing leave for good.
                     self.index.drop_payload(&mut self.arena, pos);
+                    let forgotten = self.index.landings.forget(hal, &mut self.arena, p.landed);
+                    forgotten.map_err(|k| Error::about_member(Stage::Hal, self.arena.str(p.member), k))?;
                     self.either_staged = self.either_staged.saturating_sub(1);
                 }
             }

@@ -86,6 +86,15 @@ fn formula(members: &[(String, Vec<u8>)], notebook: bool) -> u64 {
             *index += PAYLOAD;
         }
     };
+    // Landings likewise: a staged copy's is given back with its record, and taken again.
+    let mut free_landings = 0u64;
+    let land = |index: &mut u64, free_landings: &mut u64| {
+        if *free_landings > 0 {
+            *free_landings -= 1;
+        } else {
+            *index += landing;
+        }
+    };
     // What the manifests read so far name.
     let mut kelfs: BTreeSet<String> = BTreeSet::new();
     let mut definitions: BTreeSet<String> = BTreeSet::new();
@@ -111,7 +120,7 @@ fn formula(members: &[(String, Vec<u8>)], notebook: bool) -> u64 {
                 payload(&mut index, &mut free_slots);
                 index += name.len() as u64;
             }
-            index += landing;
+            land(&mut index, &mut free_landings);
             peak = peak.max(index);
             continue;
         }
@@ -125,7 +134,7 @@ fn formula(members: &[(String, Vec<u8>)], notebook: bool) -> u64 {
         if !named {
             // Read both ways: a staged copy too, whose record shares the path.
             payload(&mut index, &mut free_slots);
-            index += landing;
+            land(&mut index, &mut free_landings);
             staged_copies.push(name.clone());
         }
         if name == "neff.json" {
@@ -201,6 +210,7 @@ fn formula(members: &[(String, Vec<u8>)], notebook: bool) -> u64 {
         let before = staged_copies.len();
         staged_copies.retain(|m| !all_named(m));
         free_slots += (before - staged_copies.len()) as u64;
+        free_landings += (before - staged_copies.len()) as u64;
         peak = peak.max(index);
     }
     peak

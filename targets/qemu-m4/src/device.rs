@@ -17,7 +17,9 @@
 //! It also lends the loader a *notebook* ([`Hal::notebook_len`]): device memory where the
 //! loader keeps what it must remember of each payload that landed (region, length, digest:
 //! 28 bytes), so that the controller keeps 4 bytes a payload instead. One note per region
-//! record: a payload lands in one region at most.
+//! record: the loader gives a note back when its payload leaves (a replaced copy, a staged copy
+//! that was a manifest), so the notes in use are about the payloads held; past the notebook,
+//! the loader's notes go to its arena.
 //!
 //! Placing the tables in a named section (`#[link_section]`, which the lint counts as unsafe
 //! code) and lending them out once take `unsafe` code: confined to [`take`]. Every other line
