@@ -429,20 +429,6 @@ impl<T> List<T> {
     pub fn next_after(arena: &Arena<'_>, pos: u32) -> u32 {
         arena.u32_at(pos)
     }
-
-    /// Calls `f` with the arena and the position of each record, in order. `f` may write the
-    /// arena, but not this list's links (the next position is read before `f` runs).
-    pub fn for_each_pos(&self, arena: &mut Arena<'_>, mut f: impl FnMut(&mut Arena<'_>, u32)) {
-        let mut at = self.head;
-        for _ in 0..self.len {
-            if at == NIL {
-                break;
-            }
-            let next = Self::next_after(arena, at);
-            f(arena, at);
-            at = next;
-        }
-    }
 }
 
 impl<T: Record> List<T> {

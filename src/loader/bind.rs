@@ -28,16 +28,23 @@ fn missing(by: &str, stage: Stage, key: &str, path: &str) -> Error {
         .with_key_path(key)
 }
 
-/// The error for a placed landing that could not be written back (the device's notebook
-/// failed): the region it now names (adopted, perhaps, in place of the staged one its stored
-/// landing still names) is released here, since `release_all` will not know of it.
-#[cold]
-#[inline(never)]
-fn unrecorded<H: Hal>(hal: &mut H, landing: &Landing, member: &str, kind: ErrorKind) -> Error {
-    if landing.region != NIL {
-        let _ = hal.release(RegionId(landing.region));
+/// Writes a placed landing back to `slot`; whether it is kept. When the device's notebook
+/// refuses, the region the landing now names (adopted, perhaps, in place of the staged one the
+/// stored landing still names) is released here: `release_all` would not know of it.
+fn write_back<H: Hal>(
+    hal: &mut H,
+    arena: &mut crate::arena::Arena<'_>,
+    landings: &super::index::Landings,
+    slot: u32,
+    landing: &Landing,
+) -> Result<bool, ErrorKind> {
+    if let Err(k) = landings.set(hal, arena, slot, landing) {
+        if landing.region != NIL {
+            let _ = hal.release(RegionId(landing.region));
+        }
+        return Err(k);
     }
-    Error::about_member(Stage::Hal, member, kind)
+    Ok(landing.is_kept())
 }
 
 /// `instr`, which an engine JSON needs when its `def.json` gives no `<eng>_instr` (§15.15).
@@ -307,14 +314,9 @@ impl Loader<'_> {
                 let warning = WarningKind::Chain(ChainWarning::Unreferenced);
                 sink.warn(&Warning::about_member(Stage::Chain, member, warning));
             } else {
-                let landings = self.index.landings;
-                let hal_fail = |k| Error::about_member(Stage::Hal, member, k);
-                let mut landing = landings.get(hal, &self.arena, p.landed).map_err(hal_fail)?;
-                self.place_one(hal, member, &mut landing, p.quiet, sink)?;
-                if let Err(k) = landings.set(hal, &mut self.arena, p.landed, &landing) {
-                    return Err(unrecorded(hal, &landing, self.arena.str(p.member), k));
-                }
-                p.kept = landing.is_kept();
+                let landing = self.place_one(hal, member, p.landed, p.quiet, sink)?;
+                p.kept = write_back(hal, &mut self.arena, &self.index.landings, p.landed, &landing)
+                    .map_err(|k| Error::about_member(Stage::Hal, self.arena.str(p.member), k))?;
                 self.index.payloads.set(&mut self.arena, pos, &p);
             }
             pos = next;
@@ -334,13 +336,9 @@ impl Loader<'_> {
                 let mut v = self.index.var(&self.arena, pos);
                 if v.has_landed() {
                     let member = self.var_member(ext.def, &v);
-                    let (landings, hal_fail) = (self.index.landings, |k| Error::about_member(Stage::Hal, &member, k));
-                    let mut landing = landings.get(hal, &self.arena, v.landed).map_err(hal_fail)?;
-                    self.place_one(hal, &member, &mut landing, false, sink)?;
-                    if let Err(k) = landings.set(hal, &mut self.arena, v.landed, &landing) {
-                        return Err(unrecorded(hal, &landing, &member, k));
-                    }
-                    v.kept = landing.is_kept();
+                    let landing = self.place_one(hal, &member, v.landed, false, sink)?;
+                    v.kept = write_back(hal, &mut self.arena, &self.index.landings, v.landed, &landing)
+                        .map_err(|k| Error::about_member(Stage::Hal, &member, k))?;
                     self.index.set_var(&mut self.arena, pos, &v);
                 }
                 pos = next;
@@ -363,17 +361,19 @@ impl Loader<'_> {
         is_joined(path, dir_of(self.arena.str(def.member)), self.arena.str(v.file))
     }
 
-    /// Places one landed member by the role the chain gives it, or releases it when it has
-    /// none (quietly when it was read as a manifest too: then the chain may name it as one).
+    /// Places one landed member (its landing in `slot`) by the role the chain gives it, or
+    /// releases it when it has none (quietly when it was read as a manifest too: then the chain
+    /// may name it as one); the landing as it is now, to write back.
     fn place_one<H: Hal>(
         &self,
         hal: &mut H,
         member: &str,
-        p: &mut Landing,
+        slot: u32,
         quiet: bool,
         sink: &mut impl WarningSink,
-    ) -> Result<(), Error> {
+    ) -> Result<Landing, Error> {
         let fail = |stage, k| Error::about_member(stage, member, k);
+        let mut p = self.index.landings.get(hal, &self.arena, slot).map_err(|k| fail(Stage::Hal, k))?;
         let state = PayloadState::from_code(p.state);
         let Some(role) = self.role_of(member) else {
             if p.region != NIL {
@@ -385,7 +385,7 @@ impl Loader<'_> {
                 let warning = WarningKind::Chain(ChainWarning::Unreferenced);
                 sink.warn(&Warning::about_member(Stage::Chain, member, warning));
             }
-            return Ok(());
+            return Ok(p);
         };
         if role.instr {
             let warning =
@@ -419,7 +419,7 @@ impl Loader<'_> {
         }
         p.usage = usage;
         p.core = role.core;
-        Ok(())
+        Ok(p)
     }
 
     /// The error for a payload the chain reaches at `path` that is not kept: the error its
@@ -474,7 +474,7 @@ impl Loader<'_> {
     #[inline(never)]
     fn report<H: Hal>(&self, hal: &H, report: &mut LoadReport, observer: &mut impl Observer) -> Result<(), Error> {
         let arena = &self.arena;
-        let landings = self.index.landings;
+        let landings = &self.index.landings;
         let recall = |member: &str, slot: u32| {
             landings.get(hal, arena, slot).map_err(|k| Error::about_member(Stage::Hal, member, k))
         };

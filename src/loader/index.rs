@@ -407,12 +407,10 @@ pub(crate) struct Landing {
 }
 
 impl Landing {
-    /// Bytes of the encoded form, the length aside: sequence, state and usage in one byte
-    /// (3 bits and 5: [`USAGE_CLASS_COUNT`](crate::hal::USAGE_CLASS_COUNT) is below 32), core,
-    /// region, header length, digest.
-    const SIZE_WITHOUT_LEN: usize = 4 + 1 + 1 + 4 + 2 + 8;
-    /// Bytes of the encoded form: one note of a device's notebook.
-    pub const SIZE: usize = Self::SIZE_WITHOUT_LEN + 8;
+    /// Bytes of the encoded form, one note of a device's notebook: sequence, state and usage
+    /// in one byte (3 bits and 5: [`USAGE_CLASS_COUNT`](crate::hal::USAGE_CLASS_COUNT) is below
+    /// 32), core, region, header length, digest, length.
+    pub const SIZE: usize = 4 + 1 + 1 + 4 + 2 + 8 + 8;
     /// The state of a weight whose member has not streamed in.
     pub const NOT_LANDED: u8 = u8::MAX;
     /// [`Landing::NOT_LANDED`] in the state's three bits.
@@ -439,17 +437,18 @@ impl Landing {
         self.len.saturating_add(u64::from(self.header_len))
     }
 
-    fn write_without_len(&self, w: &mut Writer<'_>) {
+    fn write(&self, w: &mut Writer<'_>) {
         let state = if self.state == Self::NOT_LANDED { Self::NOT_LANDED_BITS } else { self.state & 7 };
         w.u32(self.seq)
             .u8(state | (self.usage << 3))
             .u8(self.core)
             .u32(self.region)
             .u16(self.header_len)
-            .u64(self.digest);
+            .u64(self.digest)
+            .u64(self.len);
     }
 
-    fn read_without_len(r: &mut Reader<'_>) -> Self {
+    fn read(r: &mut Reader<'_>) -> Self {
         let seq = r.u32();
         let packed = r.u8();
         let state = match packed & 7 {
@@ -462,21 +461,10 @@ impl Landing {
             usage: packed >> 3,
             core: r.u8(),
             region: r.u32(),
-            len: 0,
             header_len: r.u16(),
             digest: r.u64(),
+            len: r.u64(),
         }
-    }
-
-    fn write(&self, w: &mut Writer<'_>) {
-        self.write_without_len(w);
-        w.u64(self.len);
-    }
-
-    fn read(r: &mut Reader<'_>) -> Self {
-        let mut landing = Self::read_without_len(r);
-        landing.len = r.u64();
-        landing
     }
 }
 
@@ -488,7 +476,7 @@ static_assertions::const_assert_eq!(Landing::SIZE, crate::hal::LANDING_NOTE);
 /// device keeps the notes. A slot whose landing is read no more (a replaced copy's, a staged
 /// copy's that the chain took as a manifest) is given back ([`Landings::forget`]) and taken by
 /// the next landing, so copies of a member cost no slot each.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug)]
 pub(crate) struct Landings {
     /// Notebook slots handed out.
     noted: u32,

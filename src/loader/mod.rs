@@ -409,28 +409,21 @@ impl<'a> Loader<'a> {
     /// Leaves the device as it was: releases every region this load still holds. (A landing
     /// the device's notebook cannot give back is skipped: its region, if any, stays.)
     fn release_all<H: Hal>(&mut self, hal: &mut H) {
-        let landings = self.index.landings;
-        let mut release = |arena: &mut crate::arena::Arena<'_>, slot: u32| {
-            let Ok(mut landing) = landings.get(hal, arena, slot) else { return };
-            if landing.region != NIL {
-                let _ = hal.release(RegionId(landing.region));
-                landing.region = NIL;
-                landing.state = PayloadState::Released.code();
-                let _ = landings.set(hal, arena, slot, &landing);
+        // Nothing reads the landings after a failed load: they are left as they are.
+        let (arena, index) = (&self.arena, &self.index);
+        let mut release = |slot: u32| {
+            if let Ok(landing) = index.landings.get(hal, arena, slot) {
+                if landing.region != NIL {
+                    let _ = hal.release(RegionId(landing.region));
+                }
             }
         };
-        let index = &self.index;
-        index.payloads.for_each_pos(&mut self.arena, |arena, pos| {
-            let slot = index.payloads.get(arena, pos).landed;
-            release(arena, slot);
-        });
-        index.def_exts.for_each_pos(&mut self.arena, |arena, ext_at| {
-            index.def_exts.get(arena, ext_at).vars.for_each_pos(arena, |arena, pos| {
-                let v = index.var(arena, pos);
-                if v.has_landed() {
-                    release(arena, v.landed);
-                }
-            });
+        index.payloads.iter(arena).for_each(|(_, p)| release(p.landed));
+        index.find_var(arena, &mut |_, v| {
+            if v.has_landed() {
+                release(v.landed);
+            }
+            false
         });
     }
 }

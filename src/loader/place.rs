@@ -148,24 +148,24 @@ impl Loader<'_> {
         Ok(())
     }
 
+    /// Releases the region of the landing in `slot` (of member `name`) and gives the slot back:
+    /// its record leaves, or forgets it.
+    fn let_go<H: Hal>(&mut self, hal: &mut H, slot: u32, name: &str) -> Result<(), Error> {
+        let fail = |k| Error::about_member(Stage::Hal, name, k);
+        let landing = self.index.landings.get(hal, &self.arena, slot).map_err(fail)?;
+        if landing.region != NIL {
+            hal.release(RegionId(landing.region)).map_err(|e| hal_error(name, None, e))?;
+        }
+        self.index.landings.forget(hal, &mut self.arena, slot).map_err(fail)
+    }
+
     /// Releases an earlier copy of member `name`, if one landed; true if there was one.
     pub(super) fn release_earlier<H: Hal>(&mut self, name: &str, hal: &mut H) -> Result<bool, Error> {
-        let landings = self.index.landings;
-        // Its landing is read no more: the record leaves, or forgets it.
-        let release = |hal: &mut H, arena: &crate::arena::Arena<'_>, slot: u32| -> Result<(), Error> {
-            let landing = landings.get(hal, arena, slot).map_err(|k| Error::about_member(Stage::Hal, name, k))?;
-            if landing.region != NIL {
-                hal.release(RegionId(landing.region)).map_err(|e| hal_error(name, None, e))?;
-            }
-            Ok(())
-        };
         let earlier = self.index.payloads.iter(&self.arena).filter(|(_, p)| self.arena.eq(p.member, name)).last();
-        let forgotten = |k| Error::about_member(Stage::Hal, name, k);
         if let Some((pos, old)) = earlier {
-            release(hal, &self.arena, old.landed)?;
+            self.let_go(hal, old.landed, name)?;
             // Out of the list for good: the new copy is the member now.
             self.index.drop_payload(&mut self.arena, pos);
-            self.index.landings.forget(hal, &mut self.arena, old.landed).map_err(forgotten)?;
             return Ok(true);
         }
         let landed = self.index.find_var(&self.arena, &mut |ext, v| {
@@ -177,8 +177,7 @@ impl Loader<'_> {
         if let Some((ext_pos, mut ext, pos, mut var)) = landed {
             // The file variable waits for the new copy, which takes its place; one of a
             // replaced def.json waits for nothing and leaves the list.
-            release(hal, &self.arena, var.landed)?;
-            self.index.landings.forget(hal, &mut self.arena, var.landed).map_err(forgotten)?;
+            self.let_go(hal, var.landed, name)?;
             (var.landed, var.kept) = (NIL, false);
             self.index.set_var(&mut self.arena, pos, &var);
             if self.index.manifests.get(&self.arena, ext.def).superseded {
