@@ -50,7 +50,7 @@ use core::fmt;
 
 use embedded_io::{BufRead, ErrorType, Read};
 
-use crate::error::{source_error, OffsetBase};
+use crate::error::{source_error, OffsetBase, StreamError};
 use crate::gzip::{Compression, Decoder, GzipWarning, Inflate, MinizInflater, DEFAULT_MAX_INFLATED};
 use crate::header::{HeaderError, HeaderWarning, Integrity, NeffHeader, PayloadHasher, HEADER_SIZE};
 use crate::tar::{Member, TarReader, TarWarning, DEFAULT_NAME_CAPACITY};
@@ -169,8 +169,8 @@ pub type ArchiveMember<'a, R> = Member<'a, Stream<R>>;
 /// read by an archive opened with [`Archive::open_inflated`].
 ///
 /// A read that fails because the container failed returns an error whose
-/// [`source`](core::error::Error::source) is the container's [`Error`]: the archive passes it
-/// on unchanged (stage, kind, file offset), as if it had inflated the stream itself.
+/// [`source`](core::error::Error::source) is the container's [`StreamError`]: the archive
+/// passes it on unchanged (stage, kind, file offset), as if it had inflated the stream itself.
 pub trait InflatedSource: BufRead {
     /// The container's closing figures, once the stream has ended: what [`Container::finish`]
     /// returned, with the warnings it raised replayed into `sink` in their order (or the error
@@ -586,11 +586,11 @@ impl<R: BufRead, I: Inflate> Container<R, I> {
 }
 
 impl<R: BufRead, I: Inflate> ErrorType for Container<R, I> {
-    type Error = Error;
+    type Error = StreamError;
 }
 
 impl<R: BufRead, I: Inflate> BufRead for Container<R, I> {
-    fn fill_buf(&mut self) -> Result<&[u8], Error> {
+    fn fill_buf(&mut self) -> Result<&[u8], StreamError> {
         self.decoder.fill_buf()
     }
 
@@ -600,7 +600,7 @@ impl<R: BufRead, I: Inflate> BufRead for Container<R, I> {
 }
 
 impl<R: BufRead, I: Inflate> Read for Container<R, I> {
-    fn read(&mut self, buf: &mut [u8]) -> Result<usize, Error> {
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize, StreamError> {
         self.decoder.read(buf)
     }
 }
@@ -762,7 +762,7 @@ mod tests {
     /// The tar stream of a [`Container`] read in the same thread, as an [`InflatedSource`]:
     /// container errors travel as the `source` of this error.
     #[derive(Debug)]
-    struct Relayed(Error);
+    struct Relayed(StreamError);
     impl fmt::Display for Relayed {
         fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
             self.0.fmt(f)

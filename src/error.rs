@@ -274,7 +274,7 @@ impl<const N: usize> defmt::Format for Text<N> {
 
 /// Capacity of the member name kept in an [`Error`] or [`Warning`]: the tail of a longer name
 /// (its file part, the useful one) with a leading `…`. The same on a host: an `Error` is the
-/// error type of every byte source of the data path, and a larger one (1 KiB names, 512-byte
+/// error type of every member body the loader reads, and a larger one (1 KiB names, 512-byte
 /// paths were tried) costs the host's full load about a tenth of its speed (`cargo bench
 /// --bench inflate`, load / plain inflate 1.26 -> 1.38).
 pub const MEMBER_TEXT: usize = 128;
@@ -422,6 +422,99 @@ impl fmt::Display for ErrorKind {
     }
 }
 
+/// What the layers below the archive fail with: the byte source, the gzip layer, the tar walker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum StreamKind {
+    /// The byte source failed.
+    Io(embedded_io::ErrorKind),
+    /// The input ended before the structure being read was complete.
+    Truncated,
+    /// A fixed capacity was exceeded (the tar name buffer, the inflated-size cap).
+    Capacity(CapacityError),
+    /// The gzip wrapper or the deflate stream is bad.
+    Gzip(GzipError),
+    /// The tar stream is bad.
+    Tar(TarError),
+}
+
+impl From<StreamKind> for ErrorKind {
+    fn from(kind: StreamKind) -> Self {
+        match kind {
+            StreamKind::Io(kind) => ErrorKind::Io(kind),
+            StreamKind::Truncated => ErrorKind::Truncated,
+            StreamKind::Capacity(e) => ErrorKind::Capacity(e),
+            StreamKind::Gzip(e) => ErrorKind::Gzip(e),
+            StreamKind::Tar(e) => ErrorKind::Tar(e),
+        }
+    }
+}
+
+/// The error of the stream under the members ([`Decoder`](crate::gzip::Decoder),
+/// [`TarReader`](crate::tar::TarReader), [`Container`](crate::archive::Container)): what and
+/// where, without a member name or key path. Those are added once, at the archive boundary
+/// ([`StreamError::in_member`], or `?` into an [`Error`]), so the refill path returns 48 bytes
+/// (40 on a controller) instead of an [`Error`]'s 296.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct StreamError {
+    /// The layer that failed: `Io`, `Gzip` or `Tar`.
+    pub stage: Stage,
+    /// What [`StreamError::offset`] is counted from: the file (source and gzip) or the tar
+    /// stream (tar).
+    pub offset_base: OffsetBase,
+    /// The byte offset.
+    pub offset: u64,
+    /// What went wrong.
+    pub kind: StreamKind,
+}
+
+impl StreamError {
+    /// A failure at `offset` bytes into the file.
+    pub const fn at_file(stage: Stage, offset: u64, kind: StreamKind) -> Self {
+        Self { stage, offset_base: OffsetBase::File, offset, kind }
+    }
+
+    /// A failure at `offset` bytes into the inflated tar stream.
+    pub const fn at_archive(stage: Stage, offset: u64, kind: StreamKind) -> Self {
+        Self { stage, offset_base: OffsetBase::Archive, offset, kind }
+    }
+
+    /// The crate error for this failure while `member`'s body was read.
+    #[cold]
+    #[inline(never)]
+    pub fn in_member(self, member: &str) -> Error {
+        Error::from(self).with_member(member)
+    }
+}
+
+impl From<StreamError> for Error {
+    #[cold]
+    #[inline(never)]
+    fn from(e: StreamError) -> Self {
+        let kind = ErrorKind::from(e.kind);
+        Self { offset_base: e.offset_base, ..Error::at_file(e.stage, e.offset, kind) }
+    }
+}
+
+impl fmt::Display for StreamError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        Error::from(*self).fmt(f)
+    }
+}
+
+impl core::error::Error for StreamError {}
+
+impl embedded_io::Error for StreamError {
+    fn kind(&self) -> embedded_io::ErrorKind {
+        match self.kind {
+            StreamKind::Io(kind) => kind,
+            StreamKind::Capacity(_) => embedded_io::ErrorKind::OutOfMemory,
+            _ => embedded_io::ErrorKind::InvalidData,
+        }
+    }
+}
+
 /// A load error: what failed, where, and why.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -531,16 +624,16 @@ impl fmt::Display for Error {
 
 impl core::error::Error for Error {}
 
-/// The crate error for a failure of a byte source at file `offset`: `Stage::Io` with the
-/// source's error kind, unless the source's error wraps a crate [`Error`] as its
+/// The stream error for a failure of a byte source at file `offset`: `Stage::Io` with the
+/// source's error kind, unless the source's error wraps a [`StreamError`] as its
 /// [`source`](core::error::Error::source). An inflater running outside the core (the host's
 /// zlib-rs thread) reports that way the error the core's own gzip layer raised there, with its
 /// stage, kind and offset.
-pub(crate) fn source_error<E: embedded_io::Error>(offset: u64, e: &E) -> Error {
-    if let Some(inner) = core::error::Error::source(e).and_then(|s| s.downcast_ref::<Error>()) {
+pub(crate) fn source_error<E: embedded_io::Error>(offset: u64, e: &E) -> StreamError {
+    if let Some(inner) = core::error::Error::source(e).and_then(|s| s.downcast_ref::<StreamError>()) {
         return *inner;
     }
-    Error::at_file(Stage::Io, offset, ErrorKind::Io(e.kind()))
+    StreamError::at_file(Stage::Io, offset, StreamKind::Io(e.kind()))
 }
 
 /// Makes stream errors usable as `embedded_io` errors, so the decoder and tar bodies can be
@@ -560,6 +653,8 @@ impl embedded_io::Error for Error {
 // manifest the nested readers pass the much smaller `manifest::DocFault` instead, and the
 // context is added once.
 const _: () = assert!(core::mem::size_of::<Error>() <= 296);
+// The stream below the archive returns its own small error; the member is added once, above it.
+const _: () = assert!(core::mem::size_of::<StreamError>() <= 48);
 
 /// Shorthand for results in the core.
 pub type Result<T, E = Error> = core::result::Result<T, E>;
@@ -711,6 +806,36 @@ mod tests {
         assert!(push_all(&mut s, &["nodes", "[", "3", "]"]));
         assert!(!push_all(&mut s, &[".", "attrs"]), "a part that does not fit stops the join");
         assert_eq!(s.as_str(), "nodes[3].");
+    }
+
+    /// A stream error becomes the crate error it stands for: same stage, kind, offset and
+    /// base, and the member only where the archive adds it.
+    #[test]
+    fn a_stream_error_gets_its_member_once_at_the_archive() {
+        extern crate std;
+        let gzip = StreamError::at_file(Stage::Gzip, 1030, StreamKind::Gzip(GzipError::ReservedFlags { flags: 0x20 }));
+        let e = Error::from(gzip);
+        assert_eq!((e.stage, e.offset, e.offset_base), (Stage::Gzip, 1030, OffsetBase::File));
+        assert_eq!(e.kind, ErrorKind::Gzip(GzipError::ReservedFlags { flags: 0x20 }));
+        assert!(e.member.is_empty() && e.key_path.is_empty());
+        assert_eq!(std::format!("{gzip}"), std::format!("{e}"));
+
+        let short = StreamError::at_archive(Stage::Tar, 4096, StreamKind::Truncated).in_member("sg00/PE.bin");
+        assert_eq!(short.member.as_str(), "sg00/PE.bin");
+        assert_eq!(
+            (short.stage, short.offset_base, short.kind),
+            (Stage::Tar, OffsetBase::Archive, ErrorKind::Truncated)
+        );
+        assert_eq!(std::format!("{short}"), "sg00/PE.bin: unexpected end of input (tar byte 4096)");
+
+        let io = StreamError::at_file(Stage::Io, 7, StreamKind::Io(embedded_io::ErrorKind::TimedOut));
+        assert_eq!(embedded_io::Error::kind(&io), embedded_io::ErrorKind::TimedOut);
+        let cap = StreamKind::Capacity(CapacityError { limit: "NAME", capacity: 1024 });
+        assert_eq!(
+            embedded_io::Error::kind(&StreamError::at_archive(Stage::Tar, 0, cap)),
+            embedded_io::ErrorKind::OutOfMemory
+        );
+        assert_eq!(Error::from(StreamError::at_archive(Stage::Tar, 0, cap)).status(), Status::Resource);
     }
 
     #[test]

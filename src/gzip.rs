@@ -51,9 +51,9 @@ use embedded_io::{BufRead, ErrorType, Read};
 use miniz_oxide::inflate::core::{decompress, inflate_flags, DecompressorOxide};
 use miniz_oxide::inflate::TINFLStatus;
 
-use crate::error::{source_error, CapacityError};
+use crate::error::{source_error, CapacityError, StreamError, StreamKind};
 pub use crate::error::{GzipError, GzipWarning};
-use crate::{Error, ErrorKind, Stage};
+use crate::Stage;
 use crc32fast::Hasher as Crc32;
 
 /// Size of the inflate window: the deflate maximum distance, a power of two.
@@ -223,7 +223,7 @@ impl<S: BufRead> Decoder<S> {
     /// Sniffs the first bytes of `src`: `1f 8b` starts gzip (whose first member header is
     /// parsed now, so header errors surface here), anything else is passed through raw.
     /// `base_offset` is the file offset of `src`'s first byte (1024 in a NEFF).
-    pub fn sniff(src: S, base_offset: u64, max_inflated: u64) -> Result<Self, Error> {
+    pub fn sniff(src: S, base_offset: u64, max_inflated: u64) -> Result<Self, StreamError> {
         let mut decoder = Self::unsniffed(src, base_offset, max_inflated);
         decoder.sniff_in_place()?;
         Ok(decoder)
@@ -259,7 +259,7 @@ impl<S: BufRead, I: Inflate> Decoder<S, I> {
 
     /// Sniffs gzip vs raw tar, in place: [`Archive::open`](crate::archive::Archive::open)
     /// builds the decoder inside the archive first, so its 43 KiB never pass through the stack.
-    pub fn sniff_in_place(&mut self) -> Result<(), Error> {
+    pub fn sniff_in_place(&mut self) -> Result<(), StreamError> {
         let decoder = self;
         match decoder.peek_byte()? {
             Some(0x1f) => {
@@ -321,7 +321,7 @@ impl<S: BufRead, I: Inflate> Decoder<S, I> {
 
     /// Reads the source to its end after the stream has ended, counting what follows the
     /// last member. Call once [`fill_buf`](BufRead::fill_buf) returned empty.
-    pub fn drain_trailing(&mut self) -> Result<Trailing, Error> {
+    pub fn drain_trailing(&mut self) -> Result<Trailing, StreamError> {
         loop {
             let offset = self.offset();
             let buf = self.src.fill_buf().map_err(|e| source_error(offset, &e))?;
@@ -339,8 +339,8 @@ impl<S: BufRead, I: Inflate> Decoder<S, I> {
         }
     }
 
-    fn error(&self, kind: ErrorKind) -> Error {
-        Error::at_file(Stage::Gzip, self.offset(), kind)
+    fn error(&self, kind: StreamKind) -> StreamError {
+        StreamError::at_file(Stage::Gzip, self.offset(), kind)
     }
 
     /// The file offset of the next source byte (saturating: see the module's note).
@@ -353,35 +353,35 @@ impl<S: BufRead, I: Inflate> Decoder<S, I> {
         self.consumed = self.consumed.saturating_add(n as u64);
     }
 
-    fn peek_byte(&mut self) -> Result<Option<u8>, Error> {
+    fn peek_byte(&mut self) -> Result<Option<u8>, StreamError> {
         let offset = self.offset();
         let buf = self.src.fill_buf().map_err(|e| source_error(offset, &e))?;
         Ok(buf.first().copied())
     }
 
     /// Reads one header byte, feeding the header CRC.
-    fn header_byte(&mut self, crc: &mut Crc32) -> Result<u8, Error> {
+    fn header_byte(&mut self, crc: &mut Crc32) -> Result<u8, StreamError> {
         match self.peek_byte()? {
             Some(b) => {
                 self.advance(1);
                 crc.update(&[b]);
                 Ok(b)
             }
-            None => Err(self.error(ErrorKind::Truncated)),
+            None => Err(self.error(StreamKind::Truncated)),
         }
     }
 
     /// Parses the member header after ID1 ID2 and readies the inflater.
-    fn start_member(&mut self) -> Result<(), Error> {
+    fn start_member(&mut self) -> Result<(), StreamError> {
         let mut crc = Crc32::new();
         crc.update(&GZIP_MAGIC);
         let method = self.header_byte(&mut crc)?;
         if method != 8 {
-            return Err(self.error(ErrorKind::Gzip(GzipError::UnsupportedMethod { method })));
+            return Err(self.error(StreamKind::Gzip(GzipError::UnsupportedMethod { method })));
         }
         let flags = self.header_byte(&mut crc)?;
         if flags & flag::RESERVED != 0 {
-            return Err(self.error(ErrorKind::Gzip(GzipError::ReservedFlags { flags })));
+            return Err(self.error(StreamKind::Gzip(GzipError::ReservedFlags { flags })));
         }
         for _ in 0..6 {
             self.header_byte(&mut crc)?; // MTIME, XFL, OS
@@ -403,7 +403,7 @@ impl<S: BufRead, I: Inflate> Decoder<S, I> {
             let hi = self.header_byte(&mut crc)?;
             let stored = u16::from_le_bytes([lo, hi]);
             if stored != computed {
-                return Err(self.error(ErrorKind::Gzip(GzipError::HeaderCrc { stored, computed })));
+                return Err(self.error(StreamKind::Gzip(GzipError::HeaderCrc { stored, computed })));
             }
         }
         self.inflater.reset();
@@ -411,13 +411,13 @@ impl<S: BufRead, I: Inflate> Decoder<S, I> {
         self.member_out = 0;
         // Empty members inflate to nothing, so the cap does not bound their count: the input does.
         self.members = self.members.checked_add(1).ok_or_else(|| {
-            self.error(ErrorKind::Capacity(CapacityError { limit: "gzip members", capacity: u64::from(u32::MAX) }))
+            self.error(StreamKind::Capacity(CapacityError { limit: "gzip members", capacity: u64::from(u32::MAX) }))
         })?;
         self.state = State::Inflating;
         Ok(())
     }
 
-    fn read_trailer_u32(&mut self) -> Result<u32, Error> {
+    fn read_trailer_u32(&mut self) -> Result<u32, StreamError> {
         let mut ignored = Crc32::new();
         let mut bytes = [0u8; 4];
         for b in &mut bytes {
@@ -426,16 +426,16 @@ impl<S: BufRead, I: Inflate> Decoder<S, I> {
         Ok(u32::from_le_bytes(bytes))
     }
 
-    fn finish_member(&mut self) -> Result<(), Error> {
+    fn finish_member(&mut self) -> Result<(), StreamError> {
         let stored_crc = self.read_trailer_u32()?;
         let computed = self.crc.clone().finalize();
         if stored_crc != computed {
-            return Err(self.error(ErrorKind::Gzip(GzipError::Crc { stored: stored_crc, computed })));
+            return Err(self.error(StreamKind::Gzip(GzipError::Crc { stored: stored_crc, computed })));
         }
         let stored_size = self.read_trailer_u32()?;
         let computed = (self.member_out & 0xFFFF_FFFF) as u32;
         if stored_size != computed {
-            return Err(self.error(ErrorKind::Gzip(GzipError::Isize { stored: stored_size, computed })));
+            return Err(self.error(StreamKind::Gzip(GzipError::Isize { stored: stored_size, computed })));
         }
         self.end_of_members = self.consumed;
         self.state = State::BetweenMembers;
@@ -443,7 +443,7 @@ impl<S: BufRead, I: Inflate> Decoder<S, I> {
     }
 
     /// Looks for another member after a trailer.
-    fn next_member_or_end(&mut self) -> Result<(), Error> {
+    fn next_member_or_end(&mut self) -> Result<(), StreamError> {
         self.state = State::End;
         if self.peek_byte()? != Some(0x1f) {
             return Ok(());
@@ -461,7 +461,7 @@ impl<S: BufRead, I: Inflate> Decoder<S, I> {
 
     /// Inflates until some output is ready or the stream ends. Only called when every byte
     /// handed out has been consumed, so the whole window is free to overwrite.
-    fn inflate_more(&mut self) -> Result<(), Error> {
+    fn inflate_more(&mut self) -> Result<(), StreamError> {
         let mut idle_rounds = 0u32;
         loop {
             match self.state {
@@ -481,7 +481,7 @@ impl<S: BufRead, I: Inflate> Decoder<S, I> {
             if n_out > 0 {
                 let new_total = self.total_out.saturating_add(n_out as u64);
                 if new_total > self.max_inflated {
-                    return Err(self.error(ErrorKind::Capacity(CapacityError {
+                    return Err(self.error(StreamKind::Capacity(CapacityError {
                         limit: "max_inflated",
                         capacity: self.max_inflated,
                     })));
@@ -491,7 +491,7 @@ impl<S: BufRead, I: Inflate> Decoder<S, I> {
                 let Some((produced, end)) =
                     out_pos.checked_add(n_out).and_then(|end| Some((self.window.get(out_pos..end)?, end)))
                 else {
-                    return Err(self.error(ErrorKind::Gzip(GzipError::Inflate { status: FAILED })));
+                    return Err(self.error(StreamKind::Gzip(GzipError::Inflate { status: FAILED })));
                 };
                 self.crc.update(produced);
                 // At most `total_out`, itself at most `max_inflated` (checked above).
@@ -503,9 +503,9 @@ impl<S: BufRead, I: Inflate> Decoder<S, I> {
             match status {
                 InflateStatus::Done => self.finish_member()?,
                 InflateStatus::Progress => {}
-                InflateStatus::Truncated => return Err(self.error(ErrorKind::Truncated)),
+                InflateStatus::Truncated => return Err(self.error(StreamKind::Truncated)),
                 InflateStatus::Invalid(status) => {
-                    return Err(self.error(ErrorKind::Gzip(GzipError::Inflate { status })))
+                    return Err(self.error(StreamKind::Gzip(GzipError::Inflate { status })))
                 }
             }
             if n_out > 0 {
@@ -516,9 +516,9 @@ impl<S: BufRead, I: Inflate> Decoder<S, I> {
                 idle_rounds = idle_rounds.saturating_add(1);
                 if idle_rounds > 2 {
                     let kind = if more_input {
-                        ErrorKind::Gzip(GzipError::Inflate { status: STALLED })
+                        StreamKind::Gzip(GzipError::Inflate { status: STALLED })
                     } else {
-                        ErrorKind::Truncated
+                        StreamKind::Truncated
                     };
                     return Err(self.error(kind));
                 }
@@ -538,11 +538,11 @@ const STALLED: i8 = 1;
 const FAILED: i8 = -1;
 
 impl<S: BufRead, I: Inflate> ErrorType for Decoder<S, I> {
-    type Error = Error;
+    type Error = StreamError;
 }
 
 impl<S: BufRead, I: Inflate> BufRead for Decoder<S, I> {
-    fn fill_buf(&mut self) -> Result<&[u8], Error> {
+    fn fill_buf(&mut self) -> Result<&[u8], StreamError> {
         if let State::Raw { pushback } = self.state {
             if pushback {
                 return Ok(self.window.get(..1).unwrap_or(&[]));
@@ -574,7 +574,7 @@ impl<S: BufRead, I: Inflate> BufRead for Decoder<S, I> {
 }
 
 impl<S: BufRead, I: Inflate> Read for Decoder<S, I> {
-    fn read(&mut self, buf: &mut [u8]) -> Result<usize, Error> {
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize, StreamError> {
         crate::read_buffered(self, buf)
     }
 }
@@ -603,7 +603,7 @@ mod tests {
         e.finish().unwrap()
     }
 
-    fn read_all<S: BufRead>(d: &mut Decoder<S>) -> Result<Vec<u8>, Error> {
+    fn read_all<S: BufRead>(d: &mut Decoder<S>) -> Result<Vec<u8>, StreamError> {
         let mut out = Vec::new();
         loop {
             let buf = d.fill_buf()?;
@@ -675,7 +675,7 @@ mod tests {
         let mut bad = good.clone();
         bad[12] ^= 0xff;
         let e = Decoder::sniff(&bad[..], 0, DEFAULT_MAX_INFLATED).unwrap_err();
-        assert_eq!(e.kind, ErrorKind::Gzip(GzipError::HeaderCrc { stored: crc ^ 0xff, computed: crc }), "{e:?}");
+        assert_eq!(e.kind, StreamKind::Gzip(GzipError::HeaderCrc { stored: crc ^ 0xff, computed: crc }), "{e:?}");
         assert_eq!(e.stage, Stage::Gzip);
     }
 
@@ -700,14 +700,14 @@ mod tests {
         let mut m = gz.clone();
         m[2] = 7;
         let e = Decoder::sniff(&m[..], 1024, DEFAULT_MAX_INFLATED).unwrap_err();
-        assert_eq!(e.kind, ErrorKind::Gzip(GzipError::UnsupportedMethod { method: 7 }));
+        assert_eq!(e.kind, StreamKind::Gzip(GzipError::UnsupportedMethod { method: 7 }));
         assert_eq!(e.offset, 1027);
         let mut m = gz.clone();
         m[3] = 0x20;
         let e = Decoder::sniff(&m[..], 1024, DEFAULT_MAX_INFLATED).unwrap_err();
-        assert_eq!(e.kind, ErrorKind::Gzip(GzipError::ReservedFlags { flags: 0x20 }));
+        assert_eq!(e.kind, StreamKind::Gzip(GzipError::ReservedFlags { flags: 0x20 }));
         let e = Decoder::sniff(&gz[..6], 1024, DEFAULT_MAX_INFLATED).unwrap_err();
-        assert_eq!(e.kind, ErrorKind::Truncated);
+        assert_eq!(e.kind, StreamKind::Truncated);
     }
 
     #[test]
@@ -728,7 +728,7 @@ mod tests {
             m[at] ^= 1;
             let mut d = Decoder::sniff(&m[..], 0, DEFAULT_MAX_INFLATED).unwrap();
             let e = read_all(&mut d).unwrap_err();
-            assert_eq!((e.stage, e.kind, e.offset), (Stage::Gzip, ErrorKind::Gzip(want), offset as u64), "{e:?}");
+            assert_eq!((e.stage, e.kind, e.offset), (Stage::Gzip, StreamKind::Gzip(want), offset as u64), "{e:?}");
         }
     }
 
@@ -740,12 +740,12 @@ mod tests {
             let mut d = match Decoder::sniff(&gz[..cut], 0, DEFAULT_MAX_INFLATED) {
                 Ok(d) => d,
                 Err(e) => {
-                    assert_eq!(e.kind, ErrorKind::Truncated);
+                    assert_eq!(e.kind, StreamKind::Truncated);
                     continue;
                 }
             };
             let e = read_all(&mut d).unwrap_err();
-            assert_eq!(e.kind, ErrorKind::Truncated, "cut {cut}");
+            assert_eq!(e.kind, StreamKind::Truncated, "cut {cut}");
         }
     }
 
@@ -756,8 +756,8 @@ mod tests {
         gz[12] = 0xff; // a bad block type / code table right after the header
         gz[13] = 0xff;
         let e = Decoder::sniff(&gz[..], 1024, DEFAULT_MAX_INFLATED).and_then(|mut d| read_all(&mut d)).unwrap_err();
-        assert_eq!(e.kind, ErrorKind::Gzip(GzipError::Inflate { status: TINFLStatus::Failed as i8 }));
-        assert_eq!((e.stage, e.member.as_str(), e.offset_base), (Stage::Gzip, "", crate::error::OffsetBase::File));
+        assert_eq!(e.kind, StreamKind::Gzip(GzipError::Inflate { status: TINFLStatus::Failed as i8 }));
+        assert_eq!((e.stage, e.offset_base), (Stage::Gzip, crate::error::OffsetBase::File));
         // The deflate stream opens at byte 10 with a dynamic block (RFC 1951 §3.2.7): 3 bits of
         // BFINAL and BTYPE, 5 of HLIT, 5 of HDIST, 4 of HCLEN, then HCLEN + 4 code lengths of 3
         // bits for the code-length code. Bytes 12 and 13 make those lengths 7s, a code that
@@ -830,7 +830,7 @@ mod tests {
         let gz = gzip(&plain);
         let mut d = Decoder::sniff(&gz[..], 0, 100_000).unwrap();
         let e = read_all(&mut d).unwrap_err();
-        assert_eq!(e.kind, ErrorKind::Capacity(CapacityError { limit: "max_inflated", capacity: 100_000 }));
+        assert_eq!(e.kind, StreamKind::Capacity(CapacityError { limit: "max_inflated", capacity: 100_000 }));
         // Exactly at the cap is fine.
         let mut d = Decoder::sniff(&gz[..], 0, 1 << 20).unwrap();
         assert_eq!(read_all(&mut d).unwrap().len(), 1 << 20);
@@ -847,7 +847,7 @@ mod tests {
         d.members = u32::MAX;
         let e = read_all(&mut d).unwrap_err();
         let cap = CapacityError { limit: "gzip members", capacity: u64::from(u32::MAX) };
-        assert_eq!(e.kind, ErrorKind::Capacity(cap));
+        assert_eq!(e.kind, StreamKind::Capacity(cap));
         assert_eq!(e.stage, Stage::Gzip);
         assert_eq!(d.members(), u32::MAX);
         // At the end of the second member's 10-byte header.
@@ -880,7 +880,7 @@ mod tests {
             let mut d = Decoder::unsniffed_with(&gz[..], 0, u64::MAX, Boastful { n_out });
             d.sniff_in_place().unwrap();
             let e = d.fill_buf().unwrap_err();
-            assert_eq!(e.kind, ErrorKind::Gzip(GzipError::Inflate { status: -1 }), "n_out {n_out}");
+            assert_eq!(e.kind, StreamKind::Gzip(GzipError::Inflate { status: -1 }), "n_out {n_out}");
         }
         // A whole window is fine.
         let mut d = Decoder::unsniffed_with(&gz[..], 0, u64::MAX, Boastful { n_out: WINDOW_SIZE });

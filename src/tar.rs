@@ -67,9 +67,9 @@ use core::fmt;
 
 use embedded_io::{BufRead, ErrorType, Read};
 
-use crate::error::{CapacityError, OffsetBase, Text};
+use crate::error::{CapacityError, OffsetBase, StreamError, StreamKind, Text};
 pub use crate::error::{TarError, TarWarning};
-use crate::{Error, ErrorKind, Stage, Warning, WarningKind, WarningSink};
+use crate::{Error, Stage, Warning, WarningKind, WarningSink};
 
 /// Tar block size.
 pub const BLOCK_SIZE: usize = 512;
@@ -224,21 +224,21 @@ impl<'a, S> Member<'a, S> {
     }
 }
 
-impl<S: BufRead<Error = Error>> ErrorType for Member<'_, S> {
+impl<S: BufRead<Error = StreamError>> ErrorType for Member<'_, S> {
     type Error = Error;
 }
 
-impl<S: BufRead<Error = Error>> BufRead for Member<'_, S> {
+impl<S: BufRead<Error = StreamError>> BufRead for Member<'_, S> {
     fn fill_buf(&mut self) -> Result<&[u8], Error> {
         if *self.remaining == 0 {
             return Ok(&[]);
         }
         let remaining = *self.remaining;
         let at = *self.offset;
-        let name = member_text(self.raw_name);
-        let buf = self.stream.fill_buf().map_err(|e| Error { member: name, ..e })?;
+        let buf = self.stream.fill_buf().map_err(|e| member_error(e, self.raw_name))?;
         if buf.is_empty() {
-            return Err(Error { member: name, ..Error::at_archive(Stage::Tar, at, ErrorKind::Truncated) });
+            let e = StreamError::at_archive(Stage::Tar, at, StreamKind::Truncated);
+            return Err(member_error(e, self.raw_name));
         }
         let n = usize::try_from(remaining).unwrap_or(usize::MAX).min(buf.len());
         Ok(buf.get(..n).unwrap_or(&[]))
@@ -253,7 +253,7 @@ impl<S: BufRead<Error = Error>> BufRead for Member<'_, S> {
     }
 }
 
-impl<S: BufRead<Error = Error>> Read for Member<'_, S> {
+impl<S: BufRead<Error = StreamError>> Read for Member<'_, S> {
     fn read(&mut self, buf: &mut [u8]) -> Result<usize, Error> {
         crate::read_buffered(self, buf)
     }
@@ -275,8 +275,16 @@ fn checked_size(size: u64, field: &'static str) -> Result<u64, TarError> {
     }
 }
 
-fn tar_error(offset: u64, kind: TarError) -> Error {
-    Error::at_archive(Stage::Tar, offset, ErrorKind::Tar(kind))
+fn tar_error(offset: u64, kind: TarError) -> StreamError {
+    StreamError::at_archive(Stage::Tar, offset, StreamKind::Tar(kind))
+}
+
+/// The crate error for `e`, met in the member named `raw_name` (shown lossy): where the
+/// stream's small error gets its member.
+#[cold]
+#[inline(never)]
+fn member_error(e: StreamError, raw_name: &[u8]) -> Error {
+    Error { member: member_text(raw_name), ..Error::from(e) }
 }
 
 fn warn(sink: &mut (impl WarningSink + ?Sized), offset: u64, kind: TarWarning) {
@@ -601,7 +609,12 @@ impl PaxStream {
 }
 
 /// Joins `parts` into the name buffer; longer than `N` is a `CapacityError` naming `NAME`.
-fn copy_name<const N: usize>(dst: &mut [u8; N], len: &mut usize, parts: &[&[u8]], offset: u64) -> Result<(), Error> {
+fn copy_name<const N: usize>(
+    dst: &mut [u8; N],
+    len: &mut usize,
+    parts: &[&[u8]],
+    offset: u64,
+) -> Result<(), StreamError> {
     let total: usize = parts.iter().map(|p| p.len()).sum();
     if total > N {
         return Err(name_capacity(N, offset));
@@ -619,9 +632,9 @@ fn copy_name<const N: usize>(dst: &mut [u8; N], len: &mut usize, parts: &[&[u8]]
 }
 
 /// A name longer than the walker's name buffer of `capacity` bytes, in the header at `offset`.
-fn name_capacity(capacity: usize, offset: u64) -> Error {
+fn name_capacity(capacity: usize, offset: u64) -> StreamError {
     let capacity = CapacityError { limit: "NAME", capacity: capacity as u64 };
-    Error::at_archive(Stage::Tar, offset, ErrorKind::Capacity(capacity))
+    StreamError::at_archive(Stage::Tar, offset, StreamKind::Capacity(capacity))
 }
 
 /// Bytes of the one leading `./` a member name may have (normalised away), 0 or 2.
@@ -652,7 +665,11 @@ fn validate_name(name: &[u8]) -> Result<Option<&str>, TarError> {
 
 /// Fills `dst` from the stream, advancing `offset`; returns the bytes filled, fewer than
 /// `dst.len()` when the stream ended first.
-fn read_exact<S: BufRead<Error = Error>>(stream: &mut S, offset: &mut u64, dst: &mut [u8]) -> Result<usize, Error> {
+fn read_exact<S: BufRead<Error = StreamError>>(
+    stream: &mut S,
+    offset: &mut u64,
+    dst: &mut [u8],
+) -> Result<usize, StreamError> {
     let mut filled = 0usize;
     stream_body(stream, offset, dst.len() as u64, |chunk| {
         // The chunks add up to at most `dst.len()`: the range is the chunk's length.
@@ -665,42 +682,42 @@ fn read_exact<S: BufRead<Error = Error>>(stream: &mut S, offset: &mut u64, dst: 
 }
 
 /// Skips `n` bytes; an early end is `Truncated`.
-fn skip<S: BufRead<Error = Error>>(stream: &mut S, offset: &mut u64, n: u64) -> Result<(), Error> {
+fn skip<S: BufRead<Error = StreamError>>(stream: &mut S, offset: &mut u64, n: u64) -> Result<(), StreamError> {
     if skip_up_to(stream, offset, n)? {
         Ok(())
     } else {
-        Err(Error::at_archive(Stage::Tar, *offset, ErrorKind::Truncated))
+        Err(StreamError::at_archive(Stage::Tar, *offset, StreamKind::Truncated))
     }
 }
 
 /// Skips `n` bytes, or fewer when the stream ends first (`Ok(false)`).
-fn skip_up_to<S: BufRead<Error = Error>>(stream: &mut S, offset: &mut u64, n: u64) -> Result<bool, Error> {
+fn skip_up_to<S: BufRead<Error = StreamError>>(stream: &mut S, offset: &mut u64, n: u64) -> Result<bool, StreamError> {
     stream_body(stream, offset, n, |_| {})
 }
 
 /// Hands a metadata body (PAX records, a GNU long name) of `size` bytes to `f` as it streams,
 /// then skips its padding; a body cut short is `Truncated` at its start.
-fn read_meta_body<S: BufRead<Error = Error>>(
+fn read_meta_body<S: BufRead<Error = StreamError>>(
     stream: &mut S,
     offset: &mut u64,
     size: u64,
     f: impl FnMut(&[u8]),
-) -> Result<(), Error> {
+) -> Result<(), StreamError> {
     let at = *offset;
     if !stream_body(stream, offset, size, f)? {
-        return Err(Error::at_archive(Stage::Tar, at, ErrorKind::Truncated));
+        return Err(StreamError::at_archive(Stage::Tar, at, StreamKind::Truncated));
     }
     skip(stream, offset, padding(size))
 }
 
 /// Hands the next `n` bytes to `f` chunk by chunk as the stream has them, or fewer when it
 /// ends first (`Ok(false)`).
-fn stream_body<S: BufRead<Error = Error>>(
+fn stream_body<S: BufRead<Error = StreamError>>(
     stream: &mut S,
     offset: &mut u64,
     mut n: u64,
     mut f: impl FnMut(&[u8]),
-) -> Result<bool, Error> {
+) -> Result<bool, StreamError> {
     while n > 0 {
         let buf = stream.fill_buf()?;
         if buf.is_empty() {
@@ -716,7 +733,7 @@ fn stream_body<S: BufRead<Error = Error>>(
     Ok(true)
 }
 
-impl<S: BufRead<Error = Error>, const NAME: usize> TarReader<S, NAME> {
+impl<S: BufRead<Error = StreamError>, const NAME: usize> TarReader<S, NAME> {
     /// A walker at the start of `stream`.
     pub fn new(stream: S) -> Self {
         Self {
@@ -777,12 +794,12 @@ impl<S: BufRead<Error = Error>, const NAME: usize> TarReader<S, NAME> {
     }
 
     /// Reads one block; `Ok(false)` at a clean end of stream, `Truncated` inside a block.
-    fn read_block(&mut self) -> Result<bool, Error> {
+    fn read_block(&mut self) -> Result<bool, StreamError> {
         let at = self.offset;
         match read_exact(&mut self.stream, &mut self.offset, &mut self.block)? {
             0 => Ok(false),
             BLOCK_SIZE => Ok(true),
-            _ => Err(Error::at_archive(Stage::Tar, at, ErrorKind::Truncated)),
+            _ => Err(StreamError::at_archive(Stage::Tar, at, StreamKind::Truncated)),
         }
     }
 
@@ -795,7 +812,7 @@ impl<S: BufRead<Error = Error>, const NAME: usize> TarReader<S, NAME> {
         global: bool,
         header_offset: u64,
         sink: &mut (impl WarningSink + ?Sized),
-    ) -> Result<(), Error> {
+    ) -> Result<(), StreamError> {
         let mut pax = PaxStream::new(global);
         let Self { stream, offset, name, name_len, .. } = self;
         let outcome = read_meta_body(stream, offset, size, |chunk| pax.feed(chunk, name, name_len)).and_then(|()| {
@@ -828,7 +845,7 @@ impl<S: BufRead<Error = Error>, const NAME: usize> TarReader<S, NAME> {
 
     /// Reads a GNU long name (`L`) of `size` bytes into the name buffer as it streams (up to
     /// its first NUL), or past it when a PAX name is pending (PAX wins, as in libarchive).
-    fn read_long_name(&mut self, size: u64, header_offset: u64) -> Result<(), Error> {
+    fn read_long_name(&mut self, size: u64, header_offset: u64) -> Result<(), StreamError> {
         let keep = self.pending_name != PendingName::Pax;
         let Self { stream, offset, name, name_len, .. } = self;
         let (mut len, mut ended, mut overflow) = (0usize, !keep, false);
@@ -904,7 +921,7 @@ impl<S: BufRead<Error = Error>, const NAME: usize> TarReader<S, NAME> {
                     continue;
                 }
                 b'M' | b'V' => {
-                    return Err(tar_error(header_offset, TarError::UnsupportedType { typeflag }));
+                    return Err(tar_error(header_offset, TarError::UnsupportedType { typeflag }).into());
                 }
                 b'S' => self.pending_sparse = true,
                 _ => {}
@@ -925,7 +942,7 @@ impl<S: BufRead<Error = Error>, const NAME: usize> TarReader<S, NAME> {
                 while extended {
                     let at = self.offset;
                     if !self.read_block()? {
-                        return Err(Error::at_archive(Stage::Tar, at, ErrorKind::Truncated));
+                        return Err(StreamError::at_archive(Stage::Tar, at, StreamKind::Truncated).into());
                     }
                     extended = self.block.get(GNU_EXT_IS_EXTENDED).is_some_and(|&b| b != 0);
                 }
@@ -959,11 +976,7 @@ impl<S: BufRead<Error = Error>, const NAME: usize> TarReader<S, NAME> {
                     warn_member(sink, header_offset, TarWarning::NameNotUtf8, normalised);
                     continue;
                 }
-                Err(kind) => {
-                    let mut e = tar_error(header_offset, kind);
-                    e.member = Text::from_bytes_lossy(normalised);
-                    return Err(e);
-                }
+                Err(kind) => return Err(member_error(tar_error(header_offset, kind), normalised)),
             };
             if dropped {
                 continue;
@@ -979,7 +992,7 @@ impl<S: BufRead<Error = Error>, const NAME: usize> TarReader<S, NAME> {
 
     /// Skips what is left of the current body and its padding; `Ok(false)` when the stream
     /// ends inside the padding (a short body is `Truncated`).
-    fn skip_body(&mut self) -> Result<bool, Error> {
+    fn skip_body(&mut self) -> Result<bool, StreamError> {
         // Two skips rather than one of the sum: no addition, whatever the sizes.
         let (body, padding) = (self.body_remaining, self.body_padding);
         self.body_remaining = 0;
@@ -989,7 +1002,7 @@ impl<S: BufRead<Error = Error>, const NAME: usize> TarReader<S, NAME> {
     }
 
     /// After a first zero block: expects a second; tolerates one missing (warning).
-    fn end_of_archive(&mut self, sink: &mut (impl WarningSink + ?Sized)) -> Result<(), Error> {
+    fn end_of_archive(&mut self, sink: &mut (impl WarningSink + ?Sized)) -> Result<(), StreamError> {
         self.ended = true;
         let second = self.offset;
         if !self.read_block()? {
@@ -1040,6 +1053,7 @@ mod tests {
     use std::vec::Vec;
 
     use crate::gzip::{Decoder, DEFAULT_MAX_INFLATED};
+    use crate::ErrorKind;
 
     #[derive(Clone, Copy)]
     enum Magic {

@@ -7,7 +7,7 @@
 //!
 //! - `gunzipTests` (13): `nil` ⇒ the output is `raw` exactly; `ErrChecksum` ⇒ a trailer error
 //!   ([`GzipError::Crc`] / [`GzipError::Isize`]); `ErrHeader` ⇒ a header error;
-//!   `io.ErrUnexpectedEOF` ⇒ [`ErrorKind::Truncated`].
+//!   `io.ErrUnexpectedEOF` ⇒ [`StreamKind::Truncated`].
 //! - gzip `TestTruncatedStreams`: every cut (Go starts at one byte) is truncated.
 //! - `TestIssue6550`: the stream is refused (Go's test: an error, not a hang).
 //! - flate `TestStreams` (28 raw deflate streams): each wrapped in a gzip member whose trailer
@@ -22,8 +22,8 @@ mod common;
 use common::peers::{b64, score};
 
 use embedded_io::BufRead as _;
+use neff::error::StreamKind;
 use neff::gzip::{Compression, Decoder, GzipError, DEFAULT_MAX_INFLATED};
-use neff::ErrorKind;
 
 fn unhex(s: &str) -> Vec<u8> {
     assert!(s.len() % 2 == 0, "hex {s}");
@@ -38,7 +38,7 @@ enum Got {
     /// Not sniffed as gzip: passed through raw (this many bytes).
     Raw(usize),
     /// Refused.
-    Err(ErrorKind),
+    Err(StreamKind),
 }
 
 /// Runs `bytes` through [`Decoder`] to the end, multi-member streams included.
@@ -69,10 +69,10 @@ fn gunzip(bytes: &[u8]) -> Got {
     }
 }
 
-fn is_header_error(kind: &ErrorKind) -> bool {
+fn is_header_error(kind: &StreamKind) -> bool {
     matches!(
         kind,
-        ErrorKind::Gzip(
+        StreamKind::Gzip(
             GzipError::BadMagic { .. }
                 | GzipError::UnsupportedMethod { .. }
                 | GzipError::ReservedFlags { .. }
@@ -81,8 +81,8 @@ fn is_header_error(kind: &ErrorKind) -> bool {
     )
 }
 
-fn is_checksum_error(kind: &ErrorKind) -> bool {
-    matches!(kind, ErrorKind::Gzip(GzipError::Crc { .. } | GzipError::Isize { .. }))
+fn is_checksum_error(kind: &StreamKind) -> bool {
+    matches!(kind, StreamKind::Gzip(GzipError::Crc { .. } | GzipError::Isize { .. }))
 }
 
 fn show(got: &Got) -> String {
@@ -160,7 +160,7 @@ fn go_gunzip_tests_through_the_gzip_layer() {
             ("nil", Got::Gzip { out, trailing_nonzero: 0, .. }) => *out == raw,
             ("ErrChecksum", Got::Err(k)) => is_checksum_error(k),
             ("ErrHeader", Got::Err(k)) => is_header_error(k),
-            ("io.ErrUnexpectedEOF", Got::Err(k)) => *k == ErrorKind::Truncated,
+            ("io.ErrUnexpectedEOF", Got::Err(k)) => *k == StreamKind::Truncated,
             ("nil" | "ErrChecksum" | "ErrHeader" | "io.ErrUnexpectedEOF", _) => false,
             (other, _) => panic!("{id}: err {other}"),
         };
@@ -194,7 +194,7 @@ fn go_gzip_truncated_streams_through_the_gzip_layer() {
     for &cut in &cuts {
         let got = gunzip(&data[..cut]);
         let verdict =
-            (got != Got::Err(ErrorKind::Truncated)).then(|| format!("Go says io.ErrUnexpectedEOF; {}", show(&got)));
+            (got != Got::Err(StreamKind::Truncated)).then(|| format!("Go says io.ErrUnexpectedEOF; {}", show(&got)));
         file(&format!("cut {cut}"), verdict, GZIP_TRUNCATED_DIFFERENCES, &mut wrong, &mut differences);
     }
     tally("Go gzip TestTruncatedStreams", "cuts as Go reads them", cuts.len(), &wrong, &differences);
@@ -258,7 +258,7 @@ fn go_flate_streams_through_the_gzip_layer_against_zlib() {
         let got = gunzip(&gzip_member(&stream, &expected));
         let ok = match &got {
             Got::Gzip { out, members: 1, trailing_nonzero: 0 } => zlib_ok && *out == expected,
-            Got::Err(ErrorKind::Gzip(GzipError::Inflate { .. })) => !zlib_ok,
+            Got::Err(StreamKind::Gzip(GzipError::Inflate { .. })) => !zlib_ok,
             _ => false,
         };
         let verdict = (!ok).then(|| format!("{desc}: zlib says {zlib}; {}", show(&got)));
@@ -284,7 +284,7 @@ fn go_flate_truncated_streams_through_the_gzip_layer() {
         let mut gz = header.to_vec();
         gz.extend_from_slice(&data[..cut]);
         let got = gunzip(&gz);
-        if got != Got::Err(ErrorKind::Truncated) {
+        if got != Got::Err(StreamKind::Truncated) {
             wrong.push(format!("cut {cut}: Go says io.ErrUnexpectedEOF; {}", show(&got)));
         }
     }

@@ -22,6 +22,7 @@ use std::thread::JoinHandle;
 
 use flate2::{Decompress, FlushDecompress, Status};
 use neff::archive::{Archive, Container, Finish, InflatedSource, OpenOptions};
+use neff::error::{StreamError, StreamKind};
 use neff::gzip::{Inflate, InflateStatus, WINDOW_SIZE};
 use neff::{Error, Warning, WarningSink};
 
@@ -149,7 +150,7 @@ pub fn open_archive_with<W: InflatedSource>(
 /// A container error, carried through `embedded_io` to the archive, which passes it on (it
 /// is this error's `source`).
 #[derive(Debug)]
-pub struct Relayed(pub Error);
+pub struct Relayed(pub StreamError);
 
 impl fmt::Display for Relayed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -221,9 +222,9 @@ enum Message {
     /// The next bytes of the tar stream.
     Data(Vec<u8>),
     /// The container failed; nothing follows.
-    Failed(Error),
+    Failed(StreamError),
     /// The stream ended: the container's closing result and the warnings it raised.
-    End(Result<Finish, Error>, Vec<Warning>),
+    End(Box<Result<Finish, Error>>, Vec<Warning>),
 }
 
 /// The receiving end of a container running in its own thread.
@@ -233,7 +234,7 @@ pub struct Relay {
     recycle: SyncSender<Vec<u8>>,
     current: Vec<u8>,
     pos: usize,
-    failed: Option<Error>,
+    failed: Option<StreamError>,
     end: Option<(Result<Finish, Error>, Vec<Warning>)>,
     thread: Option<JoinHandle<()>>,
 }
@@ -252,7 +253,7 @@ impl Relay {
             Relay { messages: Some(messages), recycle, current: Vec::new(), pos: 0, failed: None, end: None, thread };
         if relay.thread.is_none() {
             relay.failed =
-                Some(Error::at_file(neff::Stage::Io, 0, neff::ErrorKind::Io(embedded_io::ErrorKind::OutOfMemory)));
+                Some(StreamError::at_file(neff::Stage::Io, 0, StreamKind::Io(embedded_io::ErrorKind::OutOfMemory)));
         }
         relay
     }
@@ -273,7 +274,7 @@ impl Relay {
             match message {
                 Some(Message::Data(bytes)) => self.current = bytes,
                 Some(Message::Failed(e)) => self.failed = Some(e),
-                Some(Message::End(result, warnings)) => self.end = Some((result, warnings)),
+                Some(Message::End(result, warnings)) => self.end = Some((*result, warnings)),
                 None => self.thread_stopped(),
             }
         }
@@ -284,13 +285,14 @@ impl Relay {
         if let Some(Err(panic)) = self.thread.take().map(JoinHandle::join) {
             std::panic::resume_unwind(panic);
         }
-        self.failed = Some(Error::at_file(neff::Stage::Io, 0, neff::ErrorKind::Io(embedded_io::ErrorKind::BrokenPipe)));
+        self.failed =
+            Some(StreamError::at_file(neff::Stage::Io, 0, StreamKind::Io(embedded_io::ErrorKind::BrokenPipe)));
     }
 
     fn finish(&mut self, sink: &mut dyn WarningSink) -> Result<Finish, Error> {
         // Read to the end, should the archive not have.
         loop {
-            let n = self.fill_buf().map_err(|Relayed(e)| e)?.len();
+            let n = self.fill_buf().map_err(|Relayed(e)| Error::from(e))?.len();
             if n == 0 {
                 break;
             }
@@ -350,7 +352,7 @@ fn pump(mut container: Box<HostContainer>, send: &SyncSender<Message>, recycled:
         if ended {
             let mut warnings = Vec::new();
             let result = container.finish(&mut |w: &Warning| warnings.push(*w));
-            let _ = send.send(Message::End(result, warnings));
+            let _ = send.send(Message::End(Box::new(result), warnings));
             return;
         }
     }

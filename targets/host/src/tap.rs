@@ -22,6 +22,7 @@ use std::thread::JoinHandle;
 
 use neff::archive::{Finish, InflatedSource};
 use neff::digest::Digest64;
+use neff::error::StreamError;
 use neff::loader::{Manifest, Observer, PayloadReport, SubgraphReport};
 use neff::manifest::{Entry, IoTensor};
 use neff::tar::TarReader;
@@ -119,11 +120,11 @@ struct ChannelReader {
 }
 
 impl embedded_io::ErrorType for ChannelReader {
-    type Error = Error;
+    type Error = StreamError;
 }
 
 impl embedded_io::BufRead for ChannelReader {
-    fn fill_buf(&mut self) -> Result<&[u8], Error> {
+    fn fill_buf(&mut self) -> Result<&[u8], StreamError> {
         while self.pos >= self.current.len() && !self.ended {
             let done = std::mem::take(&mut self.current);
             let _ = self.recycle.try_send(done);
@@ -145,7 +146,7 @@ impl embedded_io::BufRead for ChannelReader {
 }
 
 impl embedded_io::Read for ChannelReader {
-    fn read(&mut self, buf: &mut [u8]) -> Result<usize, Error> {
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize, StreamError> {
         let available = embedded_io::BufRead::fill_buf(self)?;
         let n = available.len().min(buf.len());
         buf[..n].copy_from_slice(&available[..n]);
