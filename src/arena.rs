@@ -206,6 +206,7 @@ impl<'a> Arena<'a> {
     }
 
     /// The bytes of `span` (empty if it is not inside a used part of the arena).
+    #[inline(never)]
     pub fn bytes(&self, span: Span) -> &[u8] {
         let start = span.at as usize;
         start
@@ -228,15 +229,24 @@ impl<'a> Arena<'a> {
     /// Reads `N` bytes at `at` (zeros outside the used part).
     pub fn read<const N: usize>(&self, at: u32) -> [u8; N] {
         let mut out = [0u8; N];
-        let start = at as usize;
-        if let Some(src) = start.checked_add(N).filter(|&e| self.in_use(start, e)).and_then(|e| self.buf.get(start..e))
-        {
-            out.copy_from_slice(src);
-        }
+        self.read_into(at, &mut out);
         out
     }
 
+    /// Fills `out` from `at` (left as it is outside the used part).
+    // Not inlined: a record read or write is called from some sixty places, and each inlined
+    // copy of the bounds checks costs more flash than the call.
+    #[inline(never)]
+    fn read_into(&self, at: u32, out: &mut [u8]) {
+        let start = at as usize;
+        let end = start.checked_add(out.len()).filter(|&e| self.in_use(start, e));
+        if let Some(src) = end.and_then(|e| self.buf.get(start..e)) {
+            out.copy_from_slice(src);
+        }
+    }
+
     /// Overwrites bytes at `at` inside the used part (ignored outside it).
+    #[inline(never)]
     pub fn write(&mut self, at: u32, bytes: &[u8]) {
         let start = at as usize;
         let end = start.checked_add(bytes.len()).filter(|&e| self.in_use(start, e));
@@ -325,7 +335,7 @@ impl<'b> Writer<'b> {
 
     /// Appends the head of a [`List`] ([`List::ENCODED`] bytes).
     pub fn list<T>(&mut self, l: &List<T>) -> &mut Self {
-        self.u32(l.head).u32(l.tail).u32(l.len)
+        self.u32(l.links.head).u32(l.links.tail).u32(l.links.len)
     }
 }
 
@@ -378,7 +388,8 @@ impl<'b> Reader<'b> {
 
     /// The next [`List`] head.
     pub fn list<T>(&mut self) -> List<T> {
-        List { head: self.u32(), tail: self.u32(), len: self.u32(), _t: core::marker::PhantomData }
+        let links = Links { head: self.u32(), tail: self.u32(), len: self.u32() };
+        List { links, _t: core::marker::PhantomData }
     }
 }
 
@@ -389,10 +400,91 @@ pub const NIL: u32 = u32::MAX;
 /// itself is two `u32`s; each record is prefixed by the position of the next one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct List<T> {
+    links: Links,
+    _t: core::marker::PhantomData<fn() -> T>,
+}
+
+/// The links of a [`List`], whatever its record type: what does not depend on the type is
+/// compiled once, not once per record type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Links {
     head: u32,
     tail: u32,
     len: u32,
-    _t: core::marker::PhantomData<fn() -> T>,
+}
+
+impl Links {
+    /// Makes the record at `at` the last one.
+    #[inline(never)]
+    fn append(&mut self, arena: &mut Arena<'_>, at: u32) {
+        arena.write(at, &NIL.to_le_bytes());
+        if self.tail == NIL {
+            self.head = at;
+        } else {
+            arena.write(self.tail, &at.to_le_bytes());
+        }
+        self.tail = at;
+        self.len = self.len.saturating_add(1);
+    }
+
+    /// Takes the record at `pos` out (see [`List::unlink`]).
+    #[inline(never)]
+    fn unlink(&mut self, arena: &mut Arena<'_>, pos: u32) -> bool {
+        let mut prev = NIL;
+        let mut at = self.head;
+        for _ in 0..self.len {
+            if at == NIL {
+                break;
+            }
+            let next = arena.u32_at(at);
+            if at == pos {
+                if prev == NIL {
+                    self.head = next;
+                } else {
+                    arena.write(prev, &next.to_le_bytes());
+                }
+                if self.tail == pos {
+                    self.tail = prev;
+                }
+                self.len = self.len.saturating_sub(1);
+                return true;
+            }
+            prev = at;
+            at = next;
+        }
+        false
+    }
+
+    /// Keeps the records at the positions `keep` says yes to (see [`List::retain`]).
+    #[inline(never)]
+    fn retain(&mut self, arena: &mut Arena<'_>, keep: &mut dyn FnMut(&Arena<'_>, u32) -> bool) {
+        let mut prev = NIL;
+        let mut at = self.head;
+        let mut kept = 0u32;
+        for _ in 0..self.len {
+            if at == NIL {
+                break;
+            }
+            let next = arena.u32_at(at);
+            if keep(arena, at) {
+                if prev == NIL {
+                    self.head = at;
+                } else {
+                    arena.write(prev, &at.to_le_bytes());
+                }
+                prev = at;
+                kept = kept.saturating_add(1);
+            }
+            at = next;
+        }
+        if prev == NIL {
+            self.head = NIL;
+        } else {
+            arena.write(prev, &NIL.to_le_bytes());
+        }
+        self.tail = prev;
+        self.len = kept;
+    }
 }
 
 impl<T> Default for List<T> {
@@ -407,22 +499,22 @@ impl<T> List<T> {
 
     /// The empty list.
     pub const fn new() -> Self {
-        Self { head: NIL, tail: NIL, len: 0, _t: core::marker::PhantomData }
+        Self { links: Links { head: NIL, tail: NIL, len: 0 }, _t: core::marker::PhantomData }
     }
 
     /// Records in the list.
     pub fn len(&self) -> u32 {
-        self.len
+        self.links.len
     }
 
     /// True when there is none.
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.links.len == 0
     }
 
     /// The position of the first record ([`NIL`] when empty).
     pub fn first(&self) -> u32 {
-        self.head
+        self.links.head
     }
 
     /// The position of the record after the one at `pos` ([`NIL`] at the end).
@@ -481,85 +573,20 @@ impl<T: Record> List<T> {
     }
 
     fn link(&mut self, arena: &mut Arena<'_>, at: u32, value: &T) {
-        arena.write(at, &NIL.to_le_bytes());
-        let body = at.saturating_add(4);
-        let mut tmp = [0u8; 128];
-        match tmp.get_mut(..T::SIZE) {
-            Some(buf) => {
-                value.encode(buf);
-                arena.write(body, buf);
-            }
-            None => {
-                // Records are small by design; a larger one is a programming error caught by the
-                // record tests, and writes nothing rather than panicking.
-            }
-        }
-        if self.tail == NIL {
-            self.head = at;
-        } else {
-            arena.write(self.tail, &at.to_le_bytes());
-        }
-        self.tail = at;
-        self.len = self.len.saturating_add(1);
+        self.set(arena, at, value);
+        self.links.append(arena, at);
     }
 
     /// Takes the record at `pos` out of the list (its bytes stay where they are, so positions
     /// other records keep of it stay valid). Returns false if it is not in the list.
     pub fn unlink(&mut self, arena: &mut Arena<'_>, pos: u32) -> bool {
-        let mut prev = NIL;
-        let mut at = self.head;
-        for _ in 0..self.len {
-            if at == NIL {
-                break;
-            }
-            let next = Self::next_after(arena, at);
-            if at == pos {
-                if prev == NIL {
-                    self.head = next;
-                } else {
-                    arena.write(prev, &next.to_le_bytes());
-                }
-                if self.tail == pos {
-                    self.tail = prev;
-                }
-                self.len = self.len.saturating_sub(1);
-                return true;
-            }
-            prev = at;
-            at = next;
-        }
-        false
+        self.links.unlink(arena, pos)
     }
 
     /// Keeps only the records `keep` says yes to, in order; the others leave the list (their
     /// bytes stay, as [`List::unlink`]'s).
     pub fn retain(&mut self, arena: &mut Arena<'_>, mut keep: impl FnMut(&T) -> bool) {
-        let mut prev = NIL;
-        let mut at = self.head;
-        let mut kept = 0u32;
-        for _ in 0..self.len {
-            if at == NIL {
-                break;
-            }
-            let next = Self::next_after(arena, at);
-            if keep(&self.get(arena, at)) {
-                if prev == NIL {
-                    self.head = at;
-                } else {
-                    arena.write(prev, &at.to_le_bytes());
-                }
-                prev = at;
-                kept = kept.saturating_add(1);
-            }
-            at = next;
-        }
-        if prev == NIL {
-            self.head = NIL;
-        } else {
-            arena.write(prev, &NIL.to_le_bytes());
-        }
-        self.tail = prev;
-        self.len = kept;
+        self.links.retain(arena, &mut |arena, at| keep(&Self::read(arena, at)));
     }
 
     /// The record at `pos`.
@@ -577,6 +604,8 @@ impl<T: Record> List<T> {
     /// Overwrites the record at `pos`.
     pub fn set(&self, arena: &mut Arena<'_>, pos: u32, value: &T) {
         let mut tmp = [0u8; 128];
+        // Records are small by design; a larger one is a programming error caught by the
+        // record tests, and writes nothing rather than panicking.
         if let Some(buf) = tmp.get_mut(..T::SIZE) {
             value.encode(buf);
             arena.write(pos.saturating_add(4), buf);
@@ -586,8 +615,8 @@ impl<T: Record> List<T> {
     /// Calls `f` with every record in insertion order; a record `f` changed (returning true)
     /// is written back.
     pub fn update_each(&self, arena: &mut Arena<'_>, mut f: impl FnMut(u32, &mut T) -> bool) {
-        let mut at = self.head;
-        for _ in 0..self.len {
+        let mut at = self.links.head;
+        for _ in 0..self.links.len {
             if at == NIL {
                 break;
             }
@@ -606,9 +635,9 @@ impl<T: Record> List<T> {
     where
         T: 'l,
     {
-        let mut at = self.head;
+        let mut at = self.links.head;
         // Bounded by the count, so a damaged link can never loop.
-        (0..self.len).map_while(move |_| {
+        (0..self.links.len).map_while(move |_| {
             if at == NIL {
                 return None;
             }
