@@ -595,6 +595,8 @@ impl<T: Record> List<T> {
     }
 
     /// The record at `pos` (of any list of `T`).
+    // Not inlined: one copy per record type, not one per loop over a list (some forty).
+    #[inline(never)]
     fn read(arena: &Arena<'_>, pos: u32) -> T {
         let mut value = T::decode(arena.bytes(Span { at: pos.saturating_add(4), len: T::SIZE as u32 }));
         value.tail_at(Self::tail_of(pos), arena);

@@ -671,7 +671,7 @@ fn read_exact<S: BufRead<Error = StreamError>>(
     dst: &mut [u8],
 ) -> Result<usize, StreamError> {
     let mut filled = 0usize;
-    stream_body(stream, offset, dst.len() as u64, |chunk| {
+    stream_body(stream, offset, dst.len() as u64, &mut |chunk| {
         // The chunks add up to at most `dst.len()`: the range is the chunk's length.
         if let Some(d) = filled.checked_add(chunk.len()).and_then(|end| dst.get_mut(filled..end)) {
             d.copy_from_slice(chunk);
@@ -692,7 +692,7 @@ fn skip<S: BufRead<Error = StreamError>>(stream: &mut S, offset: &mut u64, n: u6
 
 /// Skips `n` bytes, or fewer when the stream ends first (`Ok(false)`).
 fn skip_up_to<S: BufRead<Error = StreamError>>(stream: &mut S, offset: &mut u64, n: u64) -> Result<bool, StreamError> {
-    stream_body(stream, offset, n, |_| {})
+    stream_body(stream, offset, n, &mut |_| {})
 }
 
 /// Hands a metadata body (PAX records, a GNU long name) of `size` bytes to `f` as it streams,
@@ -701,7 +701,7 @@ fn read_meta_body<S: BufRead<Error = StreamError>>(
     stream: &mut S,
     offset: &mut u64,
     size: u64,
-    f: impl FnMut(&[u8]),
+    f: &mut dyn FnMut(&[u8]),
 ) -> Result<(), StreamError> {
     let at = *offset;
     if !stream_body(stream, offset, size, f)? {
@@ -712,11 +712,14 @@ fn read_meta_body<S: BufRead<Error = StreamError>>(
 
 /// Hands the next `n` bytes to `f` chunk by chunk as the stream has them, or fewer when it
 /// ends first (`Ok(false)`).
+// Not inlined, and `f` behind `dyn`: one copy serves the block reads, the skips and the
+// metadata bodies.
+#[inline(never)]
 fn stream_body<S: BufRead<Error = StreamError>>(
     stream: &mut S,
     offset: &mut u64,
     mut n: u64,
-    mut f: impl FnMut(&[u8]),
+    f: &mut dyn FnMut(&[u8]),
 ) -> Result<bool, StreamError> {
     while n > 0 {
         let buf = stream.fill_buf()?;
@@ -815,13 +818,14 @@ impl<S: BufRead<Error = StreamError>, const NAME: usize> TarReader<S, NAME> {
     ) -> Result<(), StreamError> {
         let mut pax = PaxStream::new(global);
         let Self { stream, offset, name, name_len, .. } = self;
-        let outcome = read_meta_body(stream, offset, size, |chunk| pax.feed(chunk, name, name_len)).and_then(|()| {
-            pax.finish().map_err(|e| tar_error(header_offset, e))?;
-            if pax.name_overflow {
-                return Err(name_capacity(NAME, header_offset));
-            }
-            Ok(())
-        });
+        let outcome =
+            read_meta_body(stream, offset, size, &mut |chunk| pax.feed(chunk, name, name_len)).and_then(|()| {
+                pax.finish().map_err(|e| tar_error(header_offset, e))?;
+                if pax.name_overflow {
+                    return Err(name_capacity(NAME, header_offset));
+                }
+                Ok(())
+            });
         if let Err(e) = outcome {
             // The name buffer may hold part of a value: no member's name.
             *name_len = 0;
@@ -849,7 +853,7 @@ impl<S: BufRead<Error = StreamError>, const NAME: usize> TarReader<S, NAME> {
         let keep = self.pending_name != PendingName::Pax;
         let Self { stream, offset, name, name_len, .. } = self;
         let (mut len, mut ended, mut overflow) = (0usize, !keep, false);
-        let read = read_meta_body(stream, offset, size, |chunk| {
+        let read = read_meta_body(stream, offset, size, &mut |chunk| {
             for &b in chunk {
                 if ended {
                     break;
