@@ -256,6 +256,8 @@ impl<'a> Arena<'a> {
     }
 
     /// The `u32` at `at`.
+    // Not inlined: every step along a list reads one (some fifty places).
+    #[inline(never)]
     pub fn u32_at(&self, at: u32) -> u32 {
         u32::from_le_bytes(self.read(at))
     }
@@ -604,6 +606,7 @@ impl<T: Record> List<T> {
     }
 
     /// Overwrites the record at `pos`.
+    #[inline(never)]
     pub fn set(&self, arena: &mut Arena<'_>, pos: u32, value: &T) {
         let mut tmp = [0u8; 128];
         // Records are small by design; a larger one is a programming error caught by the

@@ -262,6 +262,7 @@ impl<const N: usize> fmt::Debug for Text<N> {
 
 #[cfg(feature = "defmt")]
 impl<const N: usize> defmt::Format for Text<N> {
+    #[inline(never)]
     fn format(&self, f: defmt::Formatter<'_>) {
         // As `Display`: a cut name says so.
         if self.elided {

@@ -82,43 +82,56 @@ impl NameTable {
 #[allow(clippy::arithmetic_side_effects)]
 pub(crate) fn sort_fingerprints(bytes: &mut [u8]) {
     let n = bytes.len() / FINGERPRINT;
-    let range = |i: usize| i * FINGERPRINT..(i + 1) * FINGERPRINT;
-    let get = |b: &[u8], i: usize| -> u64 {
-        let mut v = [0u8; FINGERPRINT];
-        if let Some(s) = b.get(range(i)) {
-            v.copy_from_slice(s);
-        }
-        u64::from_le_bytes(v)
-    };
-    let swap = |b: &mut [u8], i: usize, j: usize| {
-        let (vi, vj) = (get(b, i), get(b, j));
-        if let Some(s) = b.get_mut(range(i)) {
-            s.copy_from_slice(&vj.to_le_bytes());
-        }
-        if let Some(s) = b.get_mut(range(j)) {
-            s.copy_from_slice(&vi.to_le_bytes());
-        }
-    };
-    // Sifts element `root` down within the first `end` elements.
-    let sift = |b: &mut [u8], mut root: usize, end: usize| loop {
+    for root in (0..n / 2).rev() {
+        sift_down(bytes, root, n);
+    }
+    for end in (1..n).rev() {
+        swap_fingerprints(bytes, 0, end);
+        sift_down(bytes, 0, end);
+    }
+}
+
+/// The bytes of fingerprint `i`.
+#[allow(clippy::arithmetic_side_effects)]
+fn fingerprint_range(i: usize) -> core::ops::Range<usize> {
+    i * FINGERPRINT..(i + 1) * FINGERPRINT
+}
+
+/// Fingerprint `i` (0 past the end: never, the indices are in range).
+fn fingerprint_at(b: &[u8], i: usize) -> u64 {
+    let mut v = [0u8; FINGERPRINT];
+    if let Some(s) = b.get(fingerprint_range(i)) {
+        v.copy_from_slice(s);
+    }
+    u64::from_le_bytes(v)
+}
+
+fn swap_fingerprints(b: &mut [u8], i: usize, j: usize) {
+    let (vi, vj) = (fingerprint_at(b, i), fingerprint_at(b, j));
+    if let Some(s) = b.get_mut(fingerprint_range(i)) {
+        s.copy_from_slice(&vj.to_le_bytes());
+    }
+    if let Some(s) = b.get_mut(fingerprint_range(j)) {
+        s.copy_from_slice(&vi.to_le_bytes());
+    }
+}
+
+/// Sifts fingerprint `root` down within the first `end` (one copy for both phases of the sort).
+#[inline(never)]
+#[allow(clippy::arithmetic_side_effects)]
+fn sift_down(b: &mut [u8], mut root: usize, end: usize) {
+    loop {
         let left = 2 * root + 1;
         if left >= end {
             break;
         }
         let right = left + 1;
-        let child = if right < end && get(b, right) > get(b, left) { right } else { left };
-        if get(b, child) <= get(b, root) {
+        let child = if right < end && fingerprint_at(b, right) > fingerprint_at(b, left) { right } else { left };
+        if fingerprint_at(b, child) <= fingerprint_at(b, root) {
             break;
         }
-        swap(b, root, child);
+        swap_fingerprints(b, root, child);
         root = child;
-    };
-    for root in (0..n / 2).rev() {
-        sift(bytes, root, n);
-    }
-    for end in (1..n).rev() {
-        swap(bytes, 0, end);
-        sift(bytes, 0, end);
     }
 }
 

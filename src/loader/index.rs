@@ -954,6 +954,8 @@ pub(crate) fn is_joined_suffixed(path: &str, dir: &str, name: &str, suffix: &str
 }
 
 /// The directory of a member path (`sg00/def.json` -> `sg00`, `neff.json` -> ``).
+// Not inlined: called from twenty places.
+#[inline(never)]
 pub(crate) fn dir_of(path: &str) -> &str {
     // By bytes: `str::rfind`'s searcher carries a bounds check the compiler keeps.
     path.as_bytes().iter().rposition(|&b| b == b'/').and_then(|i| path.get(..i)).unwrap_or("")

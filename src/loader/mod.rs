@@ -267,6 +267,7 @@ struct Counting<'s, S: WarningSink + ?Sized> {
 }
 
 impl<S: WarningSink + ?Sized> WarningSink for Counting<'_, S> {
+    #[inline(never)]
     fn warn(&mut self, warning: &Warning) {
         self.count = self.count.saturating_add(1);
         self.sink.warn(warning);
