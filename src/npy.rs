@@ -464,6 +464,8 @@ fn set_once<T>(slot: &mut Option<T>, value: T, key: &'static str) -> Result<(), 
 }
 
 /// A read position in the buffered dict; offsets are reported from the start of the file.
+///
+/// Its small steps are called, not inlined: the dict parser uses each a dozen times.
 struct Cursor<'a> {
     bytes: &'a [u8],
     pos: usize,
@@ -482,6 +484,7 @@ impl<'a> Cursor<'a> {
         self.pos = self.pos.saturating_add(1);
     }
 
+    #[inline(never)]
     fn malformed(&self, expected: &'static str) -> NpyError {
         NpyError::Malformed { offset: self.offset(), expected }
     }
@@ -490,12 +493,14 @@ impl<'a> Cursor<'a> {
         self.bytes.get(self.pos).copied()
     }
 
+    #[inline(never)]
     fn skip_whitespace(&mut self) {
         while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
             self.advance();
         }
     }
 
+    #[inline(never)]
     fn expect(&mut self, byte: u8, expected: &'static str) -> Result<(), NpyError> {
         if self.peek() != Some(byte) {
             return Err(self.malformed(expected));
