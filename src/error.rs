@@ -212,6 +212,7 @@ impl<const N: usize> Text<N> {
     }
 
     /// Copies raw bytes (lossy: invalid UTF-8 becomes `?`).
+    #[inline(never)]
     pub fn from_bytes_lossy(b: &[u8]) -> Self {
         let mut buf = [0u8; N];
         let start = b.len().saturating_sub(N);

@@ -339,6 +339,8 @@ impl<S: BufRead, I: Inflate> Decoder<S, I> {
         }
     }
 
+    #[cold]
+    #[inline(never)]
     fn error(&self, kind: StreamKind) -> StreamError {
         StreamError::at_file(Stage::Gzip, self.offset(), kind)
     }

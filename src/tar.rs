@@ -244,6 +244,7 @@ impl<S: BufRead<Error = StreamError>> BufRead for Member<'_, S> {
         Ok(buf.get(..n).unwrap_or(&[]))
     }
 
+    #[inline(never)]
     fn consume(&mut self, amt: usize) {
         let amt = (amt as u64).min(*self.remaining);
         self.stream.consume(amt as usize);

@@ -1099,6 +1099,7 @@ impl Index {
     }
 
     /// What a def record keeps besides the record (all empty for another kind).
+    #[inline(never)]
     pub fn def_ext(&self, arena: &Arena<'_>, def: &ManifestRec) -> DefExt {
         if def.ext == NIL {
             DefExt::default()

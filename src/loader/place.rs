@@ -313,6 +313,8 @@ fn npy_data_len<R: BufRead<Error = Error>>(body: &mut R, member: &str, member_le
     }
 }
 
+#[cold]
+#[inline(never)]
 fn npy_error(member: &str, offset: u64, e: NpyError) -> Error {
     Error::in_member(Stage::Payload, member, offset, ErrorKind::Npy(e))
 }
@@ -328,6 +330,8 @@ fn npy_header_error(member: &str, e: NpyError) -> Error {
 }
 
 /// A HAL error while placing `member`.
+#[cold]
+#[inline(never)]
 pub(crate) fn hal_error(member: &str, offset: Option<u64>, e: impl crate::hal::DeviceError) -> Error {
     match offset {
         Some(offset) => Error::in_member(Stage::Hal, member, offset, ErrorKind::Hal(e.kind())),

@@ -286,6 +286,8 @@ struct Checks<'v> {
 
 impl Checks<'_> {
     /// Warns of a value the spec's maps do not have, naming it.
+    #[cold]
+    #[inline(never)]
     fn unknown(&mut self, at: &EntryAt<'_>, key: &'static str, value: &str) {
         at.warn_unknown(self.sink, key, value);
     }

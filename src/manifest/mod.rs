@@ -259,6 +259,8 @@ pub(crate) fn warn(
 }
 
 /// A semantic error after a document was read (offset: the end of the document).
+#[cold]
+#[inline(never)]
 pub(crate) fn semantic(stage: crate::Stage, member: &str, offset: u64, path: &str, e: ManifestError) -> crate::Error {
     crate::Error::in_member(stage, member, offset, crate::ErrorKind::Manifest(e)).with_key_path(path)
 }

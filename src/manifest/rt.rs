@@ -79,6 +79,7 @@ impl KeyPath {
     }
 
     /// Returns to `mark`.
+    #[inline(never)]
     pub fn reset(&mut self, mark: PathMark) {
         self.len = mark.len;
         self.depth = mark.depth;
@@ -383,6 +384,7 @@ fn keep(slot: &mut Option<DocFault>, f: Fault) -> Stop {
 
 impl<'a, 't> Cx<'a, 't> {
     /// A read of `member` at the start of its document.
+    #[inline(never)]
     pub fn new(
         tok: &'a mut Tokenizer<'t>,
         src: &'a mut dyn ByteSource,
@@ -597,6 +599,8 @@ pub fn found_type(ev: &Event<'_>) -> JsonType {
     }
 }
 
+#[cold]
+#[inline(never)]
 fn wrong(expected: JsonType, ev: &Event<'_>) -> Issue {
     Issue::WrongType { expected, found: found_type(ev) }
 }
