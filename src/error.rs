@@ -195,19 +195,10 @@ impl<const N: usize> Text<N> {
     pub const EMPTY: Self = Self { bytes: [0; N], len: 0, elided: false };
 
     /// Copies `s`, keeping its last `N` bytes (on a UTF-8 boundary) if it is longer.
+    #[inline(never)]
     pub fn new(s: &str) -> Self {
         let mut text = Self::EMPTY;
-        let mut start = s.len().saturating_sub(N);
-        // `s.len()` is a boundary, so this stops there at the latest.
-        while !s.is_char_boundary(start) {
-            start = start.saturating_add(1);
-        }
-        let tail = s.get(start..).unwrap_or("");
-        if let Some(dst) = text.bytes.get_mut(..tail.len()) {
-            dst.copy_from_slice(tail.as_bytes());
-            text.len = tail.len() as u16;
-        }
-        text.elided = start > 0;
+        (text.len, text.elided) = copy_tail(&mut text.bytes, s);
         text
     }
 
@@ -237,6 +228,26 @@ impl<const N: usize> Text<N> {
     /// True when the head of a longer text was dropped.
     pub fn is_elided(&self) -> bool {
         self.elided
+    }
+}
+
+/// Copies the tail of `s` that fits `dst` (cut on a UTF-8 boundary) to its front: the length
+/// copied, and whether the head of `s` was dropped. One copy for every [`Text`] capacity.
+#[inline(never)]
+fn copy_tail(dst: &mut [u8], s: &str) -> (u16, bool) {
+    let mut start = s.len().saturating_sub(dst.len());
+    // `s.len()` is a boundary, so this stops there at the latest.
+    while !s.is_char_boundary(start) {
+        start = start.saturating_add(1);
+    }
+    let tail = s.get(start..).unwrap_or("");
+    match dst.get_mut(..tail.len()) {
+        // Capacities are at most a few hundred bytes: the length fits a `u16`.
+        Some(d) => {
+            d.copy_from_slice(tail.as_bytes());
+            (tail.len() as u16, start > 0)
+        }
+        None => (0, start > 0),
     }
 }
 
