@@ -393,9 +393,18 @@ impl<const HEADER_CAP: usize> NpyParser<HEADER_CAP> {
         let preamble = self.preamble_len as u64;
         let bytes = self.dict.get(..self.dict_len).unwrap_or(&[]);
         let mut cursor = Cursor { bytes, pos: 0, base: preamble };
-        let mut descr = None;
-        let mut fortran_order = None;
-        let mut shape: Option<([u64; MAX_DIMS_LIMIT], u8)> = None;
+        // Read into the header in place (its 32 dimensions are not copied from key to key);
+        // what was seen is tracked beside it.
+        let placeholder = Descr { kind: DtypeKind::Void, byte_order: ByteOrder::NotApplicable, item_size: 0 };
+        let mut header = NpyHeader {
+            version,
+            descr: placeholder,
+            fortran_order: false,
+            data_offset: 0,
+            dims: [0; MAX_DIMS_LIMIT],
+            ndim: 0,
+        };
+        let (mut descr, mut fortran_order, mut shape) = (false, false, false);
 
         cursor.skip_whitespace();
         cursor.expect(b'{', "'{'")?;
@@ -408,20 +417,20 @@ impl<const HEADER_CAP: usize> NpyParser<HEADER_CAP> {
             cursor.skip_whitespace();
             match key {
                 b"descr" => {
-                    let value = cursor.string()?;
-                    set_once(&mut descr, Descr::parse(value)?, "descr")?;
+                    header.descr = Descr::parse(cursor.string()?)?;
+                    seen_once(&mut descr, "descr")?;
                 }
                 b"fortran_order" => {
-                    let value = match cursor.identifier() {
+                    header.fortran_order = match cursor.identifier() {
                         b"True" => true,
                         b"False" => false,
                         _ => return Err(cursor.malformed("True or False")),
                     };
-                    set_once(&mut fortran_order, value, "fortran_order")?;
+                    seen_once(&mut fortran_order, "fortran_order")?;
                 }
                 b"shape" => {
-                    let value = cursor.shape()?;
-                    set_once(&mut shape, value, "shape")?;
+                    header.ndim = cursor.shape(&mut header.dims)?;
+                    seen_once(&mut shape, "shape")?;
                 }
                 _ => return Err(NpyError::UnknownKey { offset: key_offset }),
             }
@@ -440,12 +449,14 @@ impl<const HEADER_CAP: usize> NpyParser<HEADER_CAP> {
         if cursor.peek().is_some() {
             return Err(cursor.malformed("only padding after the dict"));
         }
-        let descr = descr.ok_or(NpyError::MissingKey { key: "descr" })?;
-        let fortran_order = fortran_order.ok_or(NpyError::MissingKey { key: "fortran_order" })?;
-        let (dims, ndim) = shape.ok_or(NpyError::MissingKey { key: "shape" })?;
+        for (seen, key) in [(descr, "descr"), (fortran_order, "fortran_order"), (shape, "shape")] {
+            if !seen {
+                return Err(NpyError::MissingKey { key });
+            }
+        }
         // At most 12 + HEADER_CAP.
-        let data_offset = preamble.saturating_add(bytes.len() as u64);
-        Ok(NpyHeader { version, descr, fortran_order, data_offset, dims, ndim })
+        header.data_offset = preamble.saturating_add(bytes.len() as u64);
+        Ok(header)
     }
 }
 
@@ -456,8 +467,9 @@ pub fn parse_header<const HEADER_CAP: usize>(bytes: &[u8]) -> Result<NpyHeader, 
     parser.finish()
 }
 
-fn set_once<T>(slot: &mut Option<T>, value: T, key: &'static str) -> Result<(), NpyError> {
-    if slot.replace(value).is_some() {
+/// Notes that `key` was read; a second time is [`NpyError::DuplicateKey`].
+fn seen_once(seen: &mut bool, key: &'static str) -> Result<(), NpyError> {
+    if core::mem::replace(seen, true) {
         return Err(NpyError::DuplicateKey { key });
     }
     Ok(())
@@ -563,14 +575,14 @@ impl<'a> Cursor<'a> {
     }
 
     /// A tuple of integers: `()`, `(5,)`, `(128, 128, 1, 1)`, with an optional trailing comma.
-    fn shape(&mut self) -> Result<([u64; MAX_DIMS_LIMIT], u8), NpyError> {
-        let mut dims = [0u64; MAX_DIMS_LIMIT];
+    /// The dimensions go to the front of `dims`; returns how many.
+    fn shape(&mut self, dims: &mut [u64; MAX_DIMS_LIMIT]) -> Result<u8, NpyError> {
         let mut ndim = 0usize;
         self.expect(b'(', "'(' opening the shape")?;
         self.skip_whitespace();
         if self.peek() == Some(b')') {
             self.advance();
-            return Ok((dims, 0));
+            return Ok(0);
         }
         loop {
             let dim = self.integer()?;
@@ -599,7 +611,7 @@ impl<'a> Cursor<'a> {
                 _ => return Err(self.malformed("',' or ')' in the shape")),
             }
         }
-        Ok((dims, ndim as u8))
+        Ok(ndim as u8)
     }
 }
 
