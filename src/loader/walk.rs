@@ -674,7 +674,7 @@ impl Loader<'_> {
             if let Some(tail) = self.replay.get_mut(at..self.replay_used) {
                 // `len <= tail.len()` (`end <= replay_used`); the `min` lets the compiler see it.
                 let gap = len.min(tail.len());
-                tail.copy_within(gap.., 0);
+                crate::arena::move_down(tail, gap);
             }
             self.replay_used = self.replay_used.saturating_sub(len);
             let mut p = self.index.replays.first();
