@@ -167,15 +167,35 @@ pub(crate) fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
     let mut at = buf.len();
     loop {
         at -= 1;
+        let (quotient, digit) = div10(n);
         if let Some(d) = buf.get_mut(at) {
-            *d = b'0' + (n % 10) as u8;
+            *d = b'0' + digit;
         }
-        n /= 10;
+        n = quotient;
         if n == 0 || at == 0 {
             break;
         }
     }
     buf.get(at..).unwrap_or(&[])
+}
+
+/// `n / 10` and `n % 10` with 32-bit divisions only: a Cortex-M4 divides 32-bit numbers in
+/// hardware, but a `u64` division links the software divider (900 bytes of flash). A value
+/// below 2^32 (every index and count a NEFF has) takes one division; a larger one is divided
+/// 16 bits at a time, schoolbook.
+// `cur < 10 · 2^16`: no overflow; the quotient's parts are below 2^16 each.
+#[allow(clippy::arithmetic_side_effects)]
+fn div10(n: u64) -> (u64, u8) {
+    if let Ok(small) = u32::try_from(n) {
+        return (u64::from(small / 10), (small % 10) as u8);
+    }
+    let (mut quotient, mut rem) = (0u64, 0u32);
+    for shift in [48u32, 32, 16, 0] {
+        let cur = (rem << 16) | ((n >> shift) as u32 & 0xFFFF);
+        quotient = (quotient << 16) | u64::from(cur / 10);
+        rem = cur % 10;
+    }
+    (quotient, rem as u8)
 }
 
 /// Short inline text for error context (member names and key paths).
@@ -807,7 +827,8 @@ mod tests {
     #[test]
     fn push_all_and_push_decimal_write_what_format_would() {
         extern crate std;
-        for v in [0, 7, 10, 99, 12_345, u64::from(u32::MAX), u64::MAX - 1, u64::MAX] {
+        let wide = [1u64 << 32, (1 << 32) + 9, 9_999_999_999, 10_000_000_000, 123_456_789_012_345_678];
+        for v in [0, 7, 10, 99, 12_345, u64::from(u32::MAX), u64::MAX - 1, u64::MAX].into_iter().chain(wide) {
             let mut s = heapless::String::<20>::new();
             assert!(push_decimal(&mut s, v));
             assert_eq!(s.as_str(), std::format!("{v}"));

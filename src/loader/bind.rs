@@ -50,6 +50,12 @@ fn write_back<H: Hal>(
 /// `instr`, which an engine JSON needs when its `def.json` gives no `<eng>_instr` (§15.15).
 static INSTR: crate::manifest::RequiredKey = crate::manifest::RequiredKey { key: EngineJson::KEY_INSTR, message: "" };
 
+/// True when `address` is not a multiple of `align` (an alignment that is not a power of two,
+/// which no record holds, counts as not met, as a failed `checked_rem` did).
+fn misaligned(address: u64, align: u64) -> bool {
+    !align.is_power_of_two() || address & align.wrapping_sub(1) != 0
+}
+
 /// A reached member whose read failed, when its error was not kept: the deferred store was
 /// full. The store's limit, never a wrong result.
 fn lost_error(stage: Stage, member: &str, slots: usize) -> Error {
@@ -407,7 +413,9 @@ impl Loader<'_> {
         let misplaced = state == PayloadState::Staged
             || p.usage != usage
             || p.core != role.core
-            || (p.region != NIL && address(hal)?.checked_rem(role.align) != Some(0));
+            // `align` is a power of two (a var's is `1 << log2`, an instruction stream's 64):
+            // a mask, not a 64-bit division (the software divider on a Cortex-M4).
+            || (p.region != NIL && misaligned(address(hal)?, role.align));
         if misplaced && p.region != NIL {
             let req = AllocRequest { size: p.len, align: role.align, usage: role.usage, core: role.core };
             let region = hal.adopt(RegionId(p.region), &req).map_err(|e| fail(Stage::Hal, ErrorKind::Hal(e.kind())))?;
