@@ -346,6 +346,7 @@ impl<S: BufRead, I: Inflate> Decoder<S, I> {
     }
 
     /// The file offset of the next source byte (saturating: see the module's note).
+    #[inline(never)]
     fn offset(&self) -> u64 {
         self.base_offset.saturating_add(self.consumed)
     }

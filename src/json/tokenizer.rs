@@ -459,6 +459,7 @@ impl<'s> Tokenizer<'s> {
     }
 
     /// The fault a step recorded before returning [`Stop`].
+    #[inline(never)]
     fn recorded(&self) -> Fault {
         // `fail` always records before a `Stop` exists; the fallback only keeps this total.
         self.fault.unwrap_or(Fault::json(self.pos, JsonError::UnexpectedEnd))

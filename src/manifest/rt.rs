@@ -74,6 +74,7 @@ impl KeyPath {
     }
 
     /// The current position.
+    #[inline(never)]
     pub fn mark(&self) -> PathMark {
         PathMark { len: self.len, depth: self.depth, key_at: self.key_at }
     }
@@ -1378,6 +1379,7 @@ impl<const N: usize> JsonValue for StrOrOther<N> {
 }
 
 /// The first event of an object value.
+#[inline(never)]
 pub fn start_object(ev: &Event<'_>) -> Result<Flow, Issue> {
     match ev {
         Event::BeginObject => Ok(Flow::Body),
