@@ -308,8 +308,8 @@ impl<const N: usize> defmt::Format for Text<N> {
 /// Capacity of the member name kept in an [`Error`] or [`Warning`]: the tail of a longer name
 /// (its file part, the useful one) with a leading `…`. The same on a host: an `Error` is the
 /// error type of every member body the loader reads, and a larger one (1 KiB names, 512-byte
-/// paths were tried) costs the host's full load about a tenth of its speed (`cargo bench
-/// --bench inflate`, load / plain inflate 1.26 -> 1.38).
+/// paths were tried, when it was also the gzip and tar layers' error) cost the host's full load
+/// about a tenth of its speed (`cargo bench --bench inflate`, load / plain inflate 1.26 -> 1.38).
 pub const MEMBER_TEXT: usize = 128;
 /// Capacity of the key path kept in an [`Error`] or [`Warning`] and built while a manifest is
 /// read; a longer path ends with `…`.
@@ -463,7 +463,8 @@ pub enum StreamKind {
     Io(embedded_io::ErrorKind),
     /// The input ended before the structure being read was complete.
     Truncated,
-    /// A fixed capacity was exceeded (the tar name buffer, the inflated-size cap).
+    /// A fixed capacity was exceeded (the tar name buffer, the inflated-size cap, the count of
+    /// gzip members).
     Capacity(CapacityError),
     /// The gzip wrapper or the deflate stream is bad.
     Gzip(GzipError),
@@ -483,11 +484,13 @@ impl From<StreamKind> for ErrorKind {
     }
 }
 
-/// The error of the stream under the members ([`Decoder`](crate::gzip::Decoder),
-/// [`TarReader`](crate::tar::TarReader), [`Container`](crate::archive::Container)): what and
-/// where, without a member name or key path. Those are added once, at the archive boundary
-/// ([`StreamError::in_member`], or `?` into an [`Error`]), so the refill path returns 48 bytes
-/// (40 on a controller) instead of an [`Error`]'s 296.
+/// The error of the stream under the members ([`Decoder`](crate::gzip::Decoder), the tar
+/// walker's block reads and skips, [`Container`](crate::archive::Container)): what and where,
+/// without a member name or key path, so the refill path returns 48 bytes (40 on a controller)
+/// instead of an [`Error`]'s 296. The member is added once, where the archive knows it: by the
+/// tar [`Member`](crate::tar::Member) a body is read from and by
+/// [`TarReader::next_member`](crate::tar::TarReader::next_member). `?` converts one into an
+/// [`Error`] with no member.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct StreamError {
@@ -513,10 +516,11 @@ impl StreamError {
         Self { stage, offset_base: OffsetBase::Archive, offset, kind }
     }
 
-    /// The crate error for this failure while `member`'s body was read.
+    /// The crate error for this failure, naming `member`; the offset keeps its base (the file
+    /// or the tar stream), unlike [`Error::in_member`]'s, which counts from the member's body.
     #[cold]
     #[inline(never)]
-    pub fn in_member(self, member: &str) -> Error {
+    pub fn with_member(self, member: &str) -> Error {
         Error::from(self).with_member(member)
     }
 }
@@ -669,8 +673,8 @@ pub(crate) fn source_error<E: embedded_io::Error>(offset: u64, e: &E) -> StreamE
     StreamError::at_file(Stage::Io, offset, StreamKind::Io(e.kind()))
 }
 
-/// Makes stream errors usable as `embedded_io` errors, so the decoder and tar bodies can be
-/// `embedded_io::Read` with the loader's own error type.
+/// Makes the crate error usable as an `embedded_io` error, so that tar member bodies (and the
+/// loader's readers over them) are `embedded_io::Read` with the loader's own error type.
 impl embedded_io::Error for Error {
     fn kind(&self) -> embedded_io::ErrorKind {
         match self.kind {
@@ -854,7 +858,7 @@ mod tests {
         assert!(e.member.is_empty() && e.key_path.is_empty());
         assert_eq!(std::format!("{gzip}"), std::format!("{e}"));
 
-        let short = StreamError::at_archive(Stage::Tar, 4096, StreamKind::Truncated).in_member("sg00/PE.bin");
+        let short = StreamError::at_archive(Stage::Tar, 4096, StreamKind::Truncated).with_member("sg00/PE.bin");
         assert_eq!(short.member.as_str(), "sg00/PE.bin");
         assert_eq!(
             (short.stage, short.offset_base, short.kind),

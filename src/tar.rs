@@ -981,7 +981,11 @@ impl<S: BufRead<Error = StreamError>, const NAME: usize> TarReader<S, NAME> {
                     warn_member(sink, header_offset, TarWarning::NameNotUtf8, normalised);
                     continue;
                 }
-                Err(kind) => return Err(member_error(tar_error(header_offset, kind), normalised)),
+                Err(kind) => {
+                    // Shown lossy, whatever it is: a refused name may hold a NUL or control bytes.
+                    let e = Error::from(tar_error(header_offset, kind));
+                    return Err(Error { member: Text::from_bytes_lossy(normalised), ..e });
+                }
             };
             if dropped {
                 continue;
@@ -1534,7 +1538,14 @@ mod tests {
         let mut tar = pax(b'x', &[("path", "a\0b")]);
         tar.extend(entry("a", b""));
         tar.extend(end());
-        assert_eq!(tar_kind(&walk(&tar).unwrap_err()), TarError::NulInName);
+        let e = walk(&tar).unwrap_err();
+        assert_eq!(tar_kind(&e), TarError::NulInName);
+        assert_eq!(e.member.as_str(), "a?b", "a NUL in a refused name is shown as '?'");
+        // A refused name that is valid UTF-8 is shown lossy too, as every refused name is.
+        let mut tar = entry("/données", b"");
+        tar.extend(end());
+        let e = walk(&tar).unwrap_err();
+        assert_eq!((tar_kind(&e), e.member.as_str()), (TarError::AbsoluteName, "/donn??es"));
         let mut tar = pax(b'x', &[("path", "./")]);
         tar.extend(header("a", 0, b'0'));
         tar.extend(entry("b", b"bee"));

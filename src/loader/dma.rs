@@ -78,7 +78,7 @@ impl NameTable {
 
 /// Sorts the little-endian `u64`s of `bytes` in place (heapsort: no allocation, no recursion,
 /// `O(n log n)` whatever the input).
-// Indices stay below `bytes.len() / 8`, so `2 * i + 2` and `8 * (i + 1)` cannot overflow.
+// `n / 2` and `n - 1`, with `n` a count of fingerprints in memory: no overflow.
 #[allow(clippy::arithmetic_side_effects)]
 pub(crate) fn sort_fingerprints(bytes: &mut [u8]) {
     let n = bytes.len() / FINGERPRINT;
@@ -91,10 +91,12 @@ pub(crate) fn sort_fingerprints(bytes: &mut [u8]) {
     }
 }
 
-/// The bytes of fingerprint `i`.
-#[allow(clippy::arithmetic_side_effects)]
+/// The bytes of fingerprint `i` (an empty range for an index no slice can reach).
 fn fingerprint_range(i: usize) -> core::ops::Range<usize> {
-    i * FINGERPRINT..(i + 1) * FINGERPRINT
+    match i.checked_mul(FINGERPRINT).and_then(|start| Some(start..start.checked_add(FINGERPRINT)?)) {
+        Some(range) => range,
+        None => 0..0,
+    }
 }
 
 /// Fingerprint `i` (0 past the end: never, the indices are in range).
@@ -117,6 +119,7 @@ fn swap_fingerprints(b: &mut [u8], i: usize, j: usize) {
 }
 
 /// Sifts fingerprint `root` down within the first `end` (one copy for both phases of the sort).
+// `root < end <= bytes.len() / 8`: `2 * root + 2` cannot overflow.
 #[inline(never)]
 #[allow(clippy::arithmetic_side_effects)]
 fn sift_down(b: &mut [u8], mut root: usize, end: usize) {
