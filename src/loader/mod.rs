@@ -274,6 +274,24 @@ impl<S: WarningSink + ?Sized> WarningSink for Counting<'_, S> {
     }
 }
 
+/// The names ending with `tail` seen so far: the first, and whether another differs from it.
+struct TailMatch<'n> {
+    tail: &'n str,
+    found: Option<&'n str>,
+    shared: bool,
+}
+
+impl<'n> TailMatch<'n> {
+    fn consider(&mut self, name: &'n str) {
+        if name.as_bytes().ends_with(self.tail.as_bytes()) {
+            match self.found {
+                None => self.found = Some(name),
+                Some(first) => self.shared |= first != name,
+            }
+        }
+    }
+}
+
 impl<'a> Loader<'a> {
     /// A loader keeping what binding needs in `arena` (a few KiB for small models; see
     /// [`LoadReport::arena_peak`] for what a NEFF took), after the tokenizer's string scratch,
@@ -366,15 +384,14 @@ impl<'a> Loader<'a> {
             return;
         }
         let (arena, tail) = (&self.arena, e.member.as_str());
-        let manifests = self.index.manifests.iter(arena).map(|(_, m)| arena.str(m.member));
-        let payloads = self.index.payloads.iter(arena).map(|(_, p)| arena.str(p.member));
         // Only a name no other shares the tail with: two directories can differ in their
         // first bytes alone.
-        let mut names = core::iter::once(last).chain(manifests).chain(payloads).filter(|n| n.ends_with(tail));
-        if let Some(name) = names.next() {
-            if names.all(|other| other == name) {
-                self.whole.note(name, None, None);
-            }
+        let mut seen = TailMatch { tail, found: None, shared: false };
+        seen.consider(last);
+        self.index.manifests.iter(arena).for_each(|(_, m)| seen.consider(arena.str(m.member)));
+        self.index.payloads.iter(arena).for_each(|(_, p)| seen.consider(arena.str(p.member)));
+        if let TailMatch { found: Some(name), shared: false, .. } = seen {
+            self.whole.note(name, None, None);
         }
     }
 
