@@ -515,14 +515,6 @@ impl StreamError {
     pub const fn at_archive(stage: Stage, offset: u64, kind: StreamKind) -> Self {
         Self { stage, offset_base: OffsetBase::Archive, offset, kind }
     }
-
-    /// The crate error for this failure, naming `member`; the offset keeps its base (the file
-    /// or the tar stream), unlike [`Error::in_member`]'s, which counts from the member's body.
-    #[cold]
-    #[inline(never)]
-    pub fn with_member(self, member: &str) -> Error {
-        Error::from(self).with_member(member)
-    }
 }
 
 impl From<StreamError> for Error {
@@ -858,7 +850,8 @@ mod tests {
         assert!(e.member.is_empty() && e.key_path.is_empty());
         assert_eq!(std::format!("{gzip}"), std::format!("{e}"));
 
-        let short = StreamError::at_archive(Stage::Tar, 4096, StreamKind::Truncated).with_member("sg00/PE.bin");
+        let short =
+            Error::from(StreamError::at_archive(Stage::Tar, 4096, StreamKind::Truncated)).with_member("sg00/PE.bin");
         assert_eq!(short.member.as_str(), "sg00/PE.bin");
         assert_eq!(
             (short.stage, short.offset_base, short.kind),
