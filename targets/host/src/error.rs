@@ -32,18 +32,71 @@ pub enum CliError {
         message: String,
         /// Lines printed after it as `hint: ...`.
         hints: Vec<String>,
+        /// The core's refusal field by field, when the core refused (for bindings).
+        fault: Option<Box<Fault>>,
     },
+}
+
+/// A core refusal field by field, as bindings (the Python package's `NeffError`) give it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fault {
+    /// The stable code (`ErrorKind::code`, docs/error-codes.md).
+    pub code: u16,
+    /// The runtime status it maps to.
+    pub status: neff::Status,
+    /// The stage that refused (`Stage::name`).
+    pub stage: &'static str,
+    /// The member, whole; `None` outside one.
+    pub member: Option<String>,
+    /// The JSON key path, whole; `None` outside JSON.
+    pub key_path: Option<String>,
+    /// The byte offset and what it counts from (`file`, `archive`, `member`); `None` without one.
+    pub offset: Option<(u64, &'static str)>,
+    /// What went wrong (the kind's text, without the place).
+    pub reason: String,
+}
+
+impl Fault {
+    /// The fields of core error `e`, with the member and key path as given (whole names).
+    pub fn of(e: &neff::Error, member: Option<&str>, key_path: Option<&str>) -> Self {
+        let text = |given: Option<&str>, kept: &str| {
+            given.map(str::to_owned).or_else(|| (!kept.is_empty()).then(|| kept.to_owned()))
+        };
+        let base = |b| match b {
+            neff::error::OffsetBase::File => "file",
+            neff::error::OffsetBase::Archive => "archive",
+            _ => "member",
+        };
+        Fault {
+            code: e.kind.code(),
+            status: e.status(),
+            stage: e.stage.name(),
+            member: text(member, e.member.as_str()),
+            key_path: text(key_path, e.key_path.as_str()),
+            offset: e.position().map(|(offset, b)| (offset, base(b))),
+            reason: e.kind.to_string(),
+        }
+    }
+}
+
+/// Whether [`print_warning`] writes to stderr (the command's way); bindings turn it off and
+/// hand warnings to their caller instead.
+static WARNINGS_TO_STDERR: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// Turns the `warning: ...` lines on stderr on or off, for the whole process.
+pub fn set_warnings_to_stderr(on: bool) {
+    WARNINGS_TO_STDERR.store(on, std::sync::atomic::Ordering::Relaxed);
 }
 
 impl CliError {
     /// A rejection with no hint.
     pub fn rejected(message: impl Into<String>) -> Self {
-        CliError::Rejected { message: message.into(), hints: Vec::new() }
+        CliError::Rejected { message: message.into(), hints: Vec::new(), fault: None }
     }
 
     /// A rejection with one hint.
     pub fn rejected_with_hint(message: impl Into<String>, hint: impl Into<String>) -> Self {
-        CliError::Rejected { message: message.into(), hints: vec![hint.into()] }
+        CliError::Rejected { message: message.into(), hints: vec![hint.into()], fault: None }
     }
 
     /// A path error from an I/O error.
@@ -127,12 +180,16 @@ impl CliError {
         if let Some(cause) = e.kind.cause() {
             hints.push(format!("runtime status {} ({}), error cause {cause}", e.status().name(), e.status().code()));
         }
-        CliError::Rejected { message: line, hints }
+        let fault = Some(Box::new(Fault::of(&e, None, None)));
+        CliError::Rejected { message: line, hints, fault }
     }
 }
 
 /// Prints a core warning as `warning: ...` (warnings never change the exit status).
 pub fn print_warning(message: &str) {
+    if !WARNINGS_TO_STDERR.load(std::sync::atomic::Ordering::Relaxed) {
+        return;
+    }
     stderr_line("warning", message);
 }
 

@@ -124,6 +124,16 @@ pub fn mismatch_error(integrity: &Integrity) -> Option<CliError> {
                 .to_owned(),
             format!("runtime status {} ({}) when a load is asked to verify", status.name(), status.code()),
         ],
+        fault: Some(Box::new(crate::error::Fault {
+            code: neff::WarningKind::Header(HeaderWarning::IntegrityMismatch { algorithm: computed.algorithm() })
+                .code(),
+            status,
+            stage: neff::error::Stage::Header.name(),
+            member: None,
+            key_path: None,
+            offset: Some((field::HASH.start as u64, "file")),
+            reason: mismatch_text(computed, stored),
+        })),
     })
 }
 

@@ -61,8 +61,15 @@ pub const WHOLE_NAMES_BYTES: usize = 1 << 20;
 
 /// The CLI error of a load's error `e`, its line printing the names the loader noted whole.
 fn whole(loader: &Loader<'_>, e: neff::Error) -> CliError {
-    let line = loader.whole_names(&e).to_string();
-    CliError::from_core(e, line)
+    let whole = loader.whole_names(&e);
+    let fault = crate::error::Fault::of(&e, whole.member(), whole.key_path());
+    let line = whole.to_string();
+    match CliError::from_core(e, line) {
+        CliError::Rejected { message, hints, .. } => {
+            CliError::Rejected { message, hints, fault: Some(Box::new(fault)) }
+        }
+        other => other,
+    }
 }
 /// The simulated device on the host.
 pub type HostDevice<'m> = SimDevice<'m, DEVICE_REGIONS>;
@@ -720,6 +727,8 @@ pub struct Pass {
     pub elapsed: Duration,
     /// Warnings, as printed.
     pub warnings: Vec<String>,
+    /// The same warnings field by field (for bindings: code, stage, member, key path).
+    pub warning_records: Vec<neff::Warning>,
     /// What the tar tap saw (`None` for a pass without one; see [`crate::tap`]).
     pub members: Option<MemberLog>,
 }
@@ -803,6 +812,7 @@ fn run_here(
 ) -> Result<Pass, CliError> {
     let PassOptions { allow_legacy, verify } = options;
     let mut warnings = Vec::new();
+    let mut warning_records = Vec::new();
     let mut sink = |w: &neff::Warning| {
         // Asked for, a mismatch is the pass's error (with both values), not also a warning.
         if verify && matches!(w.kind, WarningKind::Header(HeaderWarning::IntegrityMismatch { .. })) {
@@ -811,6 +821,7 @@ fn run_here(
         let text = w.to_string();
         print_warning(&text);
         warnings.push(text);
+        warning_records.push(*w);
     };
     // The device memory is set up before the clock starts: the time is the load's.
     let mut memory = match target {
@@ -887,7 +898,7 @@ fn run_here(
         },
         subgraphs: std::mem::take(&mut collected.subgraphs),
     });
-    Ok(Pass { header, report, collected, device, finish, elapsed, warnings, members })
+    Ok(Pass { header, report, collected, device, finish, elapsed, warnings, warning_records, members })
 }
 
 impl DeviceArch {

@@ -136,6 +136,8 @@ pub enum InputSource {
     File(FileSource),
     /// The built-in sample (already in memory: `&[u8]` is its own buffer).
     Sample(&'static [u8]),
+    /// Any buffered reader of a known size (the Python package's `bytes` and file objects).
+    Reader(Box<dyn io::BufRead + Send>, u64),
 }
 
 impl InputSource {
@@ -144,6 +146,7 @@ impl InputSource {
         match self {
             InputSource::File(f) => f.size(),
             InputSource::Sample(b) => b.len() as u64,
+            InputSource::Reader(_, size) => *size,
         }
     }
 }
@@ -173,6 +176,7 @@ impl io::Read for InputSource {
         match self {
             InputSource::File(f) => io::Read::read(f, buf),
             InputSource::Sample(b) => io::Read::read(b, buf),
+            InputSource::Reader(r, _) => r.read(buf),
         }
     }
 }
@@ -182,6 +186,7 @@ impl io::BufRead for InputSource {
         match self {
             InputSource::File(f) => io::BufRead::fill_buf(f),
             InputSource::Sample(b) => io::BufRead::fill_buf(b),
+            InputSource::Reader(r, _) => r.fill_buf(),
         }
     }
 
@@ -189,6 +194,7 @@ impl io::BufRead for InputSource {
         match self {
             InputSource::File(f) => io::BufRead::consume(f, amt),
             InputSource::Sample(b) => io::BufRead::consume(b, amt),
+            InputSource::Reader(r, _) => r.consume(amt),
         }
     }
 }

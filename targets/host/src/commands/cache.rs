@@ -364,6 +364,15 @@ pub fn scan(root: &Path) -> Result<Vec<Entry>, CliError> {
     Ok(find_entries(root).into_iter().map(|(p, l)| inspect(&p, l)).collect())
 }
 
+/// The `--json` object of the entries under `root`.
+pub fn document(root: &Path, entries: &[Entry]) -> Value {
+    json!({
+        "root": root.display().to_string(),
+        "entries": entries.iter().map(|e| entry_json(root, e)).collect::<Vec<_>>(),
+        "totals": totals(entries),
+    })
+}
+
 /// Runs `neff cache` (and `neff cache clean`).
 pub fn run(args: &CacheArgs) -> Result<(), CliError> {
     if let Some(CacheAction::Clean(clean_args)) = &args.action {
@@ -372,11 +381,7 @@ pub fn run(args: &CacheArgs) -> Result<(), CliError> {
     let root = root(args.dir.as_deref())?;
     let entries = scan(&root)?;
     if args.json {
-        let doc = json!({
-            "root": root.display().to_string(),
-            "entries": entries.iter().map(|e| entry_json(&root, e)).collect::<Vec<_>>(),
-            "totals": totals(&entries),
-        });
+        let doc = document(&root, &entries);
         let mut t = serde_json::to_string_pretty(&doc).map_err(|e| CliError::usage(e.to_string()))?;
         t.push('\n');
         return print_stdout(&t);

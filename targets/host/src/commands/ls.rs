@@ -16,8 +16,9 @@ use std::path::PathBuf;
 use clap::Args;
 use serde_json::{json, Value};
 
+use crate::consumed::ConsumedValues;
 use crate::error::{print_stdout, CliError};
-use crate::loading::{dir_of, join};
+use crate::loading::{dir_of, join, Pass};
 
 /// `neff ls`.
 #[derive(Debug, Args)]
@@ -90,9 +91,8 @@ pub fn reached(
     out
 }
 
-/// Runs `neff ls`.
-pub fn run(args: &LsArgs) -> Result<(), CliError> {
-    let (pass, consumed) = super::consumed_pass(&args.file, "ls")?;
+/// One `--json` row per member of the pass, in tar order.
+pub fn rows(pass: &Pass, consumed: &ConsumedValues) -> Vec<Value> {
     let log = pass.members.as_ref().map(|m| m.members.as_slice()).unwrap_or_default();
     let names: BTreeSet<&str> = log.iter().map(|m| m.name.as_str()).collect();
     let reach = reached(&consumed.values, &names);
@@ -117,6 +117,14 @@ pub fn run(args: &LsArgs) -> Result<(), CliError> {
             "reached_by": refs.map(|r| r.iter().map(|r| json!({"member": r.member, "key": r.key})).collect::<Vec<_>>()),
         }));
     }
+    rows
+}
+
+/// Runs `neff ls`.
+pub fn run(args: &LsArgs) -> Result<(), CliError> {
+    let (pass, consumed) = super::consumed_pass(&args.file, "ls")?;
+    let log = pass.members.as_ref().map(|m| m.members.as_slice()).unwrap_or_default();
+    let rows = rows(&pass, &consumed);
     if args.json {
         let doc = json!({"file": args.file.display().to_string(), "members": rows});
         let mut t = serde_json::to_string_pretty(&doc).map_err(|e| CliError::rejected(e.to_string()))?;

@@ -302,7 +302,11 @@ pub fn file_mem(file: String, pass: &Pass, extents: &VirtualExtents, profiling: 
 
 /// Runs the pass of `path` and models it.
 pub fn mem_of_path(path: &std::path::Path, profiling: bool) -> Result<FileMem, CliError> {
-    let source = super::open_input(path, "mem")?;
+    mem_of_source(super::open_input(path, "mem")?, path.display().to_string(), profiling)
+}
+
+/// Runs the pass of `source` (labelled `file` in the model) and models it.
+pub fn mem_of_source(source: crate::source::InputSource, file: String, profiling: bool) -> Result<FileMem, CliError> {
     let size = source.size();
     let (pass, extents) = loading::run_observed(
         source,
@@ -312,7 +316,7 @@ pub fn mem_of_path(path: &std::path::Path, profiling: bool) -> Result<FileMem, C
         Some(TapOptions::producer()),
         VirtualExtents::default(),
     )?;
-    Ok(file_mem(path.display().to_string(), &pass, &extents, profiling))
+    Ok(file_mem(file, &pass, &extents, profiling))
 }
 
 fn usage_map(u: &Usage) -> Value {

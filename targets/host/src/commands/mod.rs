@@ -42,7 +42,11 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
 /// One check pass over `path` that keeps the consumed manifest values and the member log:
 /// what `ls` and `diff` read of a NEFF.
 pub fn consumed_pass(path: &Path, what: &str) -> Result<(crate::loading::Pass, ConsumedValues), CliError> {
-    let source = open_input(path, what)?;
+    consumed_pass_of(open_input(path, what)?)
+}
+
+/// [`consumed_pass`] over any input.
+pub fn consumed_pass_of(source: InputSource) -> Result<(crate::loading::Pass, ConsumedValues), CliError> {
     let size = source.size();
     crate::loading::run_observed(
         source,
