@@ -2,8 +2,9 @@
 # Runs every test of the project: host tests, lints, the no_std cross build, the core's tests
 # on a 32-bit and on a big-endian Linux target under qemu-user, the fuzz corpora (replayed by
 # the workspace tests) and, when the firmware image exists, its run under QEMU, with its defmt
-# build's log decoded by defmt-print. Installs what a fresh machine lacks. Each step prints its
-# duration; the total closes the run.
+# build's log decoded by defmt-print, and the Python package (a wheel built in a venv, then
+# pytest). Installs what a fresh machine lacks. Each step prints its duration; the total closes
+# the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -136,6 +137,27 @@ if [ -d targets/qemu-m4 ]; then
   else
     echo "note: firmware image skipped: ../shared/fixtures (the real NEFFs) is absent"
   fi
+fi
+
+step "Python package: the wheel (maturin, in a venv), then pytest against the neff command"
+# targets/python is its own Cargo workspace: PyO3 needs a Python interpreter to build.
+command -v python3 >/dev/null 2>&1 || apt_install python3
+python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || apt_install python3-venv
+venv=target/python-venv
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+"$venv/bin/python" -m pip install -q --upgrade maturin numpy ml_dtypes pytest
+rm -rf target/python-wheels
+(cd targets/python && "../../$venv/bin/maturin" build --release -q -i "../../$venv/bin/python" -o ../../target/python-wheels)
+"$venv/bin/python" -m pip install -q --force-reinstall --no-deps target/python-wheels/neff-*.whl
+# The tests compare the package with the command, and generate big NEFFs with scale-neff.
+cargo build -q -p neff-cli --bin neff --example scale-neff
+# Any non-zero status fails the step, 5 (pytest collected no test) included.
+pytest_status=0
+(cd targets/python && NEFF_BIN=../../target/debug/neff SCALE_NEFF_BIN=../../target/debug/examples/scale-neff \
+  PYTHONDONTWRITEBYTECODE=1 "../../$venv/bin/python" -m pytest -q -rs -p no:cacheprovider tests) || pytest_status=$?
+if [ "$pytest_status" -ne 0 ]; then
+  [ "$pytest_status" -eq 5 ] && echo "error: pytest collected no test in targets/python/tests" >&2
+  exit "$pytest_status"
 fi
 
 step "all tests passed"

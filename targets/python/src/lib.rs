@@ -1,0 +1,528 @@
+//! `neff._neff`: the native half of the Python package `neff`.
+//!
+//! Each function runs the same code as a verb of the `neff` command (the `neff_cli` library)
+//! with the GIL released, and hands back what that verb's `--json` prints, as JSON text the
+//! Python half parses (`json.loads` keeps the key order), plus the warnings the pass raised as
+//! `NeffWarning` objects. A refusal is a `NeffError` with the core's fields; a path that cannot
+//! be read is an `OSError`. The Python half (`python/neff/__init__.py`) normalises inputs and
+//! turns these into the public API.
+
+use std::collections::HashSet;
+use std::io::{self, Read};
+use std::path::PathBuf;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::Mutex;
+use std::thread::JoinHandle;
+
+use neff::npy::{NpyFeed, NpyParser};
+use neff_cli::commands as verbs;
+use neff_cli::error::{CliError, Fault};
+use neff_cli::header_view::HeaderView;
+use neff_cli::loading::{self, PassOptions, Target};
+use neff_cli::source::{FileSource, InputSource, READ_BUFFER};
+use neff_cli::walk::{self, body_error, Visitor};
+use pyo3::create_exception;
+use pyo3::exceptions::{PyException, PyKeyError, PyOSError, PyUserWarning, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyString, PyTuple};
+
+create_exception!(
+    _neff,
+    NeffError,
+    PyException,
+    "The loader refused the NEFF: attributes code, status, status_code, stage, member, key_path, offset, offset_base, reason, message."
+);
+create_exception!(
+    _neff,
+    NeffWarning,
+    PyUserWarning,
+    "Something the loader noticed that does not fail a load: attributes code, stage, member, key_path, offset, offset_base, message."
+);
+
+/// What a call failed with, before it becomes a Python exception.
+enum Failure {
+    /// A verb's error.
+    Cli(CliError),
+    /// The input path could not be opened (becomes the matching `OSError` subclass).
+    Open(io::Error, String),
+    /// A member that is not in the archive.
+    NoMember(String),
+}
+
+impl From<CliError> for Failure {
+    fn from(e: CliError) -> Self {
+        Failure::Cli(e)
+    }
+}
+
+/// A refusal field by field, as `NeffError` carries it.
+fn set_fault(value: &Bound<'_, PyAny>, message: &str, fault: Option<&Fault>) -> PyResult<()> {
+    value.setattr("message", message)?;
+    value.setattr("code", fault.map(|f| f.code))?;
+    value.setattr("status", fault.map(|f| f.status.name()))?;
+    value.setattr("status_code", fault.map(|f| f.status.code()))?;
+    value.setattr("stage", fault.map(|f| f.stage))?;
+    value.setattr("member", fault.and_then(|f| f.member.clone()))?;
+    value.setattr("key_path", fault.and_then(|f| f.key_path.clone()))?;
+    value.setattr("offset", fault.and_then(|f| f.offset.map(|(o, _)| o)))?;
+    value.setattr("offset_base", fault.and_then(|f| f.offset.map(|(_, b)| b)))?;
+    value.setattr("reason", fault.map(|f| f.reason.clone()))?;
+    Ok(())
+}
+
+impl Failure {
+    fn into_py(self, py: Python<'_>) -> PyErr {
+        match self {
+            Failure::Cli(CliError::Rejected { message, fault, .. }) => {
+                let err = NeffError::new_err(message.clone());
+                if let Err(e) = set_fault(err.value(py).as_any(), &message, fault.as_deref()) {
+                    return e;
+                }
+                err
+            }
+            Failure::Cli(CliError::Path { path, message }) => PyOSError::new_err(format!("{path}: {message}")),
+            Failure::Cli(CliError::Usage { message }) => PyValueError::new_err(message),
+            Failure::Open(e, path) => {
+                let err = PyErr::from(io::Error::new(e.kind(), format!("{path}: {}", neff_cli::error::io_message(&e))));
+                let _ = err.value(py).setattr("filename", path);
+                err
+            }
+            Failure::NoMember(name) => PyKeyError::new_err(name),
+        }
+    }
+}
+
+/// The input of a call: a path, the bytes of a NEFF, or a binary file object and the bytes
+/// left in it (the Python half finds that size with `seek`/`tell`).
+enum Input {
+    Path(PathBuf),
+    Bytes(Vec<u8>),
+    File(Py<PyAny>, u64),
+}
+
+impl Input {
+    fn extract(src: &Bound<'_, PyAny>) -> PyResult<Self> {
+        if let Ok(s) = src.downcast::<PyString>() {
+            return Ok(Input::Path(PathBuf::from(s.extract::<String>()?)));
+        }
+        if let Ok(b) = src.downcast::<PyBytes>() {
+            return Ok(Input::Bytes(b.as_bytes().to_vec()));
+        }
+        if let Ok(t) = src.downcast::<PyTuple>() {
+            let (file, size): (Py<PyAny>, u64) = t.extract()?;
+            return Ok(Input::File(file, size));
+        }
+        Err(PyValueError::new_err("expected a path, bytes, or a (file object, size) pair"))
+    }
+
+    /// How the input is named in reports (`info`'s label, `mem`'s `file`).
+    fn label(&self) -> String {
+        match self {
+            Input::Path(p) => p.display().to_string(),
+            Input::Bytes(_) => "<bytes>".to_owned(),
+            Input::File(..) => "<file>".to_owned(),
+        }
+    }
+
+    fn open(self) -> Result<InputSource, Failure> {
+        match self {
+            Input::Path(p) => match FileSource::open(&p) {
+                Ok(f) => Ok(InputSource::File(f)),
+                Err(e) => Err(Failure::Open(e, p.display().to_string())),
+            },
+            Input::Bytes(b) => {
+                let size = b.len() as u64;
+                Ok(InputSource::Reader(Box::new(io::Cursor::new(b)), size))
+            }
+            Input::File(file, size) => {
+                Ok(InputSource::Reader(Box::new(io::BufReader::with_capacity(READ_BUFFER, PyFile(file))), size))
+            }
+        }
+    }
+}
+
+/// A Python binary file object as a `Read`: each read takes the GIL for one `read(n)` call.
+struct PyFile(Py<PyAny>);
+
+impl Read for PyFile {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        Python::with_gil(|py| {
+            let data = self.0.bind(py).call_method1("read", (buf.len(),)).map_err(|e| io::Error::other(e.to_string()))?;
+            let bytes = data
+                .downcast::<PyBytes>()
+                .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "read() did not return bytes (a text file?)"))?
+                .as_bytes();
+            let n = bytes.len().min(buf.len());
+            buf[..n].copy_from_slice(&bytes[..n]);
+            Ok(n)
+        })
+    }
+}
+
+/// Warnings of a pass as `NeffWarning` objects (the Python half passes them to `warnings.warn`).
+fn warning_objects(py: Python<'_>, records: &[neff::Warning], texts: &[String]) -> PyResult<Vec<PyObject>> {
+    let mut out = Vec::with_capacity(texts.len());
+    for (i, text) in texts.iter().enumerate() {
+        let w = NeffWarning::new_err(text.clone()).into_value(py);
+        let value = w.bind(py);
+        let record = records.get(i);
+        let nonempty = |s: &str| (!s.is_empty()).then(|| s.to_owned());
+        value.setattr("message", text)?;
+        value.setattr("code", record.map(|r| r.kind.code()))?;
+        value.setattr("stage", record.map(|r| r.stage.name()))?;
+        value.setattr("member", record.and_then(|r| nonempty(r.member.as_str())))?;
+        value.setattr("key_path", record.and_then(|r| nonempty(r.key_path.as_str())))?;
+        let position = record.and_then(|r| match r.offset_base {
+            neff::error::OffsetBase::None => None,
+            neff::error::OffsetBase::File => Some((r.offset, "file")),
+            neff::error::OffsetBase::Archive => Some((r.offset, "archive")),
+            neff::error::OffsetBase::Member => Some((r.offset, "member")),
+        });
+        value.setattr("offset", position.map(|(o, _)| o))?;
+        value.setattr("offset_base", position.map(|(_, b)| b))?;
+        out.push(w.into_any());
+    }
+    Ok(out)
+}
+
+/// JSON text of a verb's object and the warnings of its pass.
+type Answer = (String, Vec<neff::Warning>, Vec<String>);
+
+/// Runs `work` without the GIL and returns its JSON text and warnings to Python.
+fn answer(py: Python<'_>, work: impl FnOnce() -> Result<Answer, Failure> + Send) -> PyResult<(String, Vec<PyObject>)> {
+    match py.allow_threads(work) {
+        Ok((text, records, texts)) => Ok((text, warning_objects(py, &records, &texts)?)),
+        Err(e) => Err(e.into_py(py)),
+    }
+}
+
+fn json_text(value: &impl serde::Serialize) -> Result<String, Failure> {
+    serde_json::to_string(value).map_err(|e| Failure::Cli(CliError::rejected(e.to_string())))
+}
+
+fn arch_named(name: Option<&str>) -> PyResult<Option<neff::manifest::Arch>> {
+    use neff_cli::cli::Arch as A;
+    let Some(name) = name else { return Ok(None) };
+    let arch = match name {
+        "sunda" | "v2" => A::Sunda,
+        "cayman" | "v3" => A::Cayman,
+        "mariana" | "v4" => A::Mariana,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "arch {other:?}: expected sunda|v2, cayman|v3 or mariana|v4"
+            )))
+        }
+    };
+    Ok(Some(loading::arch_of(arch)))
+}
+
+/// `neff info --json`'s object, as JSON text, and the warnings.
+#[pyfunction]
+#[pyo3(signature = (src, verify=false))]
+fn info(py: Python<'_>, src: &Bound<'_, PyAny>, verify: bool) -> PyResult<(String, Vec<PyObject>)> {
+    let input = Input::extract(src)?;
+    answer(py, move || {
+        let source = input.open()?;
+        let size = source.size();
+        let mut pass = loading::run_info(source, size, PassOptions { allow_legacy: false, verify })?;
+        let doc = verbs::info::info_json(&mut pass);
+        Ok((json_text(&doc)?, std::mem::take(&mut pass.warning_records), std::mem::take(&mut pass.warnings)))
+    })
+}
+
+/// What `neff check` reports, as JSON text, and the warnings.
+#[pyfunction]
+#[pyo3(signature = (src, arch=None, allow_legacy=false, verify=false))]
+fn check(
+    py: Python<'_>,
+    src: &Bound<'_, PyAny>,
+    arch: Option<&str>,
+    allow_legacy: bool,
+    verify: bool,
+) -> PyResult<(String, Vec<PyObject>)> {
+    let input = Input::extract(src)?;
+    let arch = arch_named(arch)?;
+    answer(py, move || {
+        let label = input.label();
+        let source = input.open()?;
+        let size = source.size();
+        let mut pass = loading::run(source, size, Target::Check(arch), PassOptions { allow_legacy, verify })?;
+        let r = &pass.report;
+        let doc = serde_json::json!({
+            "file": label,
+            "target": r.target.as_str(),
+            "arch": arch.map(|a| a.as_str()),
+            "subgraphs": r.subgraphs.len(),
+            "members": pass.finish.members,
+            "manifests": pass.collected.manifests,
+            "payloads": r.payloads.len(),
+            "payload_bytes": r.payloads.iter().map(|p| p.len).sum::<u64>(),
+            "tar_bytes": r.inflated_bytes,
+            "warnings": r.warnings,
+            "verify": verify.then(|| neff_cli::integrity::verify_text(&pass.header, &pass.finish.integrity)),
+            "time_ms": pass.elapsed.as_secs_f64() * 1e3,
+        });
+        Ok((json_text(&doc)?, std::mem::take(&mut pass.warning_records), std::mem::take(&mut pass.warnings)))
+    })
+}
+
+/// `neff load --json`'s object, as JSON text, and the warnings.
+#[pyfunction]
+#[pyo3(signature = (src, arch=None, digest_only=true, device_mem=None, verify=false))]
+fn load(
+    py: Python<'_>,
+    src: &Bound<'_, PyAny>,
+    arch: Option<&str>,
+    digest_only: bool,
+    device_mem: Option<u64>,
+    verify: bool,
+) -> PyResult<(String, Vec<PyObject>)> {
+    let input = Input::extract(src)?;
+    let device_arch = match arch_named(arch)? {
+        Some(a) => loading::DeviceArch::Pinned(a),
+        None => loading::DeviceArch::NeffTarget,
+    };
+    let target = if digest_only {
+        Target::DigestOnly { arch: device_arch, capacity: verbs::load::DIGEST_ONLY_CAPACITY }
+    } else {
+        Target::Memory { arch: device_arch, bytes: device_mem.unwrap_or(verbs::load::DEFAULT_DEVICE_MEM) }
+    };
+    answer(py, move || {
+        let source = input.open()?;
+        let size = source.size();
+        let mut pass = loading::run(source, size, target, PassOptions { allow_legacy: false, verify })?;
+        let doc = verbs::load::report_json(&pass)?;
+        Ok((json_text(&doc)?, std::mem::take(&mut pass.warning_records), std::mem::take(&mut pass.warnings)))
+    })
+}
+
+/// `neff mem --json`'s object of one file, as JSON text.
+#[pyfunction]
+#[pyo3(signature = (src, profiling=false))]
+fn mem(py: Python<'_>, src: &Bound<'_, PyAny>, profiling: bool) -> PyResult<(String, Vec<PyObject>)> {
+    let input = Input::extract(src)?;
+    answer(py, move || {
+        let label = input.label();
+        let file = verbs::mem::mem_of_source(input.open()?, label, profiling)?;
+        Ok((json_text(&verbs::mem::document(&[file]))?, Vec::new(), Vec::new()))
+    })
+}
+
+/// `neff diff --json`'s object, as JSON text.
+#[pyfunction]
+fn diff(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<(String, Vec<PyObject>)> {
+    let (a, b) = (Input::extract(a)?, Input::extract(b)?);
+    answer(py, move || {
+        let mut sides = Vec::with_capacity(2);
+        for input in [a, b] {
+            let label = input.label();
+            let (pass, consumed) = verbs::consumed_pass_of(input.open()?)?;
+            sides.push(verbs::diff::side(label, &pass, consumed)?);
+        }
+        Ok((json_text(&verbs::diff::compare(&sides[0], &sides[1]))?, Vec::new(), Vec::new()))
+    })
+}
+
+/// `neff cache --json`'s object, as JSON text.
+#[pyfunction]
+#[pyo3(signature = (dir=None))]
+fn cache(py: Python<'_>, dir: Option<PathBuf>) -> PyResult<(String, Vec<PyObject>)> {
+    answer(py, move || {
+        let root = verbs::cache::root(dir.as_deref())?;
+        let entries = verbs::cache::scan(&root)?;
+        Ok((json_text(&verbs::cache::document(&root, &entries))?, Vec::new(), Vec::new()))
+    })
+}
+
+/// `neff ls --json`'s member rows, as JSON text (a list), and the warnings.
+#[pyfunction]
+fn members(py: Python<'_>, src: &Bound<'_, PyAny>) -> PyResult<(String, Vec<PyObject>)> {
+    let input = Input::extract(src)?;
+    answer(py, move || {
+        let (mut pass, consumed) = verbs::consumed_pass_of(input.open()?)?;
+        let rows = verbs::ls::rows(&pass, &consumed);
+        Ok((json_text(&rows)?, std::mem::take(&mut pass.warning_records), std::mem::take(&mut pass.warnings)))
+    })
+}
+
+/// Collects one member's bytes (the first copy of its name).
+struct ReadOne {
+    want: String,
+    found: Option<Vec<u8>>,
+}
+
+impl Visitor for ReadOne {
+    fn header(&mut self, _header: &HeaderView) -> Result<(), CliError> {
+        Ok(())
+    }
+
+    fn member(&mut self, name: &[u8], size: u64, body: &mut dyn Read) -> Result<(), CliError> {
+        if self.found.is_some() || name != self.want.as_bytes() {
+            return Ok(());
+        }
+        let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+        body.read_to_end(&mut bytes).map_err(|e| body_error(&self.want, &e))?;
+        self.found = Some(bytes);
+        Ok(())
+    }
+}
+
+/// One member's bytes, as `neff cat` writes them, and the warnings of the walk.
+#[pyfunction]
+fn read(py: Python<'_>, src: &Bound<'_, PyAny>, member: String) -> PyResult<(PyObject, Vec<PyObject>)> {
+    let input = Input::extract(src)?;
+    let walked = py.allow_threads(move || -> Result<(Vec<u8>, Vec<String>), Failure> {
+        let source = input.open()?;
+        let size = source.size();
+        let mut one = ReadOne { want: member, found: None };
+        let summary = walk::walk(source, size, &mut one)?;
+        match one.found {
+            Some(bytes) => Ok((bytes, summary.warnings)),
+            None => Err(Failure::NoMember(one.want)),
+        }
+    });
+    match walked {
+        Ok((bytes, texts)) => Ok((PyBytes::new(py, &bytes).into_any().unbind(), warning_objects(py, &[], &texts)?)),
+        Err(e) => Err(e.into_py(py)),
+    }
+}
+
+/// One `.npy` member: its name, `descr`, shape, order and array data.
+type NpyItem = (String, String, Vec<u64>, bool, Vec<u8>);
+
+/// An [`NpyItem`] as Python receives it (the data as `bytes`).
+type NpyTuple = (String, String, Vec<u64>, bool, PyObject);
+
+/// Sends each wanted `.npy` member's parsed header and data down a channel of one, so the
+/// walk runs at most one member ahead of the Python consumer.
+struct NpySender {
+    wanted: HashSet<String>,
+    tx: SyncSender<NpyItem>,
+}
+
+impl NpySender {
+    fn npy(name: &str, body: &mut dyn Read, size: u64) -> Result<NpyItem, CliError> {
+        let bad = |e: neff::npy::NpyError| CliError::rejected(format!("{name}: {e}"));
+        let mut parser = NpyParser::<256>::new();
+        let mut chunk = vec![0u8; 64 * 1024];
+        let mut header = None;
+        let mut data = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+        loop {
+            let n = body.read(&mut chunk).map_err(|e| body_error(name, &e))?;
+            if n == 0 {
+                break;
+            }
+            let got = &chunk[..n];
+            if header.is_some() {
+                data.extend_from_slice(got);
+                continue;
+            }
+            if let NpyFeed::Complete { header: h, header_bytes } = parser.feed(got).map_err(bad)? {
+                header = Some(h);
+                data.extend_from_slice(&got[header_bytes..]);
+            }
+        }
+        let h = match header {
+            Some(h) => h,
+            None => parser.finish().map_err(bad)?,
+        };
+        let want = h.data_len().map_err(bad)?;
+        if data.len() as u64 != want {
+            return Err(CliError::rejected(format!(
+                "{name}: the shape says {want} bytes of array data, the member holds {}",
+                data.len()
+            )));
+        }
+        let d = h.descr;
+        let descr = format!("{}{}{}", d.byte_order.as_char(), d.kind.as_char(), d.item_size);
+        Ok((name.to_owned(), descr, h.shape().to_vec(), h.fortran_order, data))
+    }
+}
+
+impl Visitor for NpySender {
+    fn header(&mut self, _header: &HeaderView) -> Result<(), CliError> {
+        Ok(())
+    }
+
+    fn member(&mut self, name: &[u8], size: u64, body: &mut dyn Read) -> Result<(), CliError> {
+        let Ok(name) = std::str::from_utf8(name) else { return Ok(()) };
+        // The first copy of a name only, as the loader binds it.
+        if !self.wanted.remove(name) {
+            return Ok(());
+        }
+        let item = Self::npy(name, body, size)?;
+        // The consumer went away (the generator was closed): stop walking.
+        self.tx.send(item).map_err(|_| CliError::usage("weights: the consumer stopped"))
+    }
+}
+
+/// The `.npy` members of a NEFF, one at a time, in archive order.
+#[pyclass(module = "neff._neff")]
+struct NpyStream {
+    rx: Mutex<Receiver<NpyItem>>,
+    worker: Mutex<Option<JoinHandle<Result<walk::WalkSummary, Failure>>>>,
+}
+
+#[pymethods]
+impl NpyStream {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    /// The next member as `(member, descr, shape, fortran_order, data)`; at the end, the walk's
+    /// outcome (a refusal raises).
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<NpyTuple>> {
+        let received = py.allow_threads(|| self.rx.lock().map(|rx| rx.recv().ok()).ok().flatten());
+        if let Some((name, descr, shape, fortran, data)) = received {
+            let bytes = PyBytes::new(py, &data).into_any().unbind();
+            return Ok(Some((name, descr, shape, fortran, bytes)));
+        }
+        let worker = self.worker.lock().ok().and_then(|mut w| w.take());
+        if let Some(worker) = worker {
+            match py.allow_threads(|| worker.join()) {
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => return Err(e.into_py(py)),
+                Err(_) => return Err(PyException::new_err("the walk of the NEFF panicked (a bug)")),
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// Streams the `.npy` members named in `wanted` (member paths), parsed, one at a time.
+#[pyfunction]
+fn npy_members(src: &Bound<'_, PyAny>, wanted: Vec<String>) -> PyResult<NpyStream> {
+    let input = Input::extract(src)?;
+    let (tx, rx) = sync_channel(0);
+    let wanted: HashSet<String> = wanted.into_iter().collect();
+    let worker = std::thread::Builder::new()
+        .name("neff-weights".into())
+        .spawn(move || -> Result<walk::WalkSummary, Failure> {
+            let source = input.open()?;
+            let size = source.size();
+            let mut sender = NpySender { wanted, tx };
+            Ok(walk::walk(source, size, &mut sender)?)
+        })
+        .map_err(|e| PyOSError::new_err(format!("cannot start the walk thread: {e}")))?;
+    Ok(NpyStream { rx: Mutex::new(rx), worker: Mutex::new(Some(worker)) })
+}
+
+/// The native module `neff._neff`.
+#[pymodule]
+fn _neff(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // Warnings reach Python through `warnings.warn`, not as lines on stderr.
+    neff_cli::error::set_warnings_to_stderr(false);
+    m.add("NeffError", m.py().get_type::<NeffError>())?;
+    m.add("NeffWarning", m.py().get_type::<NeffWarning>())?;
+    m.add_function(wrap_pyfunction!(info, m)?)?;
+    m.add_function(wrap_pyfunction!(check, m)?)?;
+    m.add_function(wrap_pyfunction!(load, m)?)?;
+    m.add_function(wrap_pyfunction!(mem, m)?)?;
+    m.add_function(wrap_pyfunction!(diff, m)?)?;
+    m.add_function(wrap_pyfunction!(cache, m)?)?;
+    m.add_function(wrap_pyfunction!(members, m)?)?;
+    m.add_function(wrap_pyfunction!(read, m)?)?;
+    m.add_function(wrap_pyfunction!(npy_members, m)?)?;
+    m.add_class::<NpyStream>()?;
+    Ok(())
+}
