@@ -17,6 +17,7 @@ import io
 import json
 import os
 import posixpath
+import sys
 import warnings as _warnings
 from dataclasses import dataclass, field
 from typing import IO, Any, Dict, Iterator, List, NamedTuple, Optional, Tuple, Union
@@ -76,8 +77,15 @@ def _rewind(src: Any) -> Optional[int]:
 
 
 def _warn(found: List[NeffWarning]) -> None:
+    """Hands each warning to ``warnings.warn``, pointing at the caller's line (the first frame
+    outside this module)."""
+    if not found:
+        return
+    level, frame = 1, sys._getframe(0)
+    while frame is not None and frame.f_code.co_filename == __file__:
+        level, frame = level + 1, frame.f_back  # type: ignore[assignment]
     for w in found:
-        _warnings.warn(w, stacklevel=3)
+        _warnings.warn(w, stacklevel=level)
 
 
 def _answer(result: Tuple[str, List[NeffWarning]]) -> Any:
