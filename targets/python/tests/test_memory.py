@@ -98,7 +98,9 @@ def test_python_memory_is_flat_on_the_big_neff(big, small):
 
     peak = peak_python_bytes(drain)
     assert total[0] > 2 * EXTRA_WEIGHTS * largest
-    assert peak < 3 * largest + MIB, (peak, total[0])
+    # The array being made, the one the caller still holds, and their bytes on the way: a few
+    # arrays' worth, never all 24.
+    assert peak < 4 * largest + MIB, (peak, total[0])
 
 
 @pytest.mark.parametrize(
