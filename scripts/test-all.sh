@@ -60,6 +60,7 @@ step "formatting (rustfmt.toml)"
 cargo fmt --all --check
 (cd targets/qemu-m4 && cargo fmt --check)
 (cd fuzz && cargo fmt --check)
+(cd targets/python && cargo fmt --check)
 
 step "host tests (workspace; the fuzz corpora replay in tests/fuzz_replay.rs)"
 cargo test --workspace --all-targets
@@ -149,6 +150,7 @@ venv=target/python-venv
 rm -rf target/python-wheels
 (cd targets/python && "../../$venv/bin/maturin" build --release -q -i "../../$venv/bin/python" -o ../../target/python-wheels)
 "$venv/bin/python" -m pip install -q --force-reinstall --no-deps target/python-wheels/neff-*.whl
+(cd targets/python && PYO3_PYTHON="../../$venv/bin/python" cargo clippy -q --all-targets -- -D warnings)
 # The tests compare the package with the command, and generate big NEFFs with scale-neff.
 cargo build -q -p neff-cli --bin neff --example scale-neff
 # Any non-zero status fails the step, 5 (pytest collected no test) included.

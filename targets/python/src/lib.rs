@@ -147,7 +147,8 @@ struct PyFile(Py<PyAny>);
 impl Read for PyFile {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         Python::with_gil(|py| {
-            let data = self.0.bind(py).call_method1("read", (buf.len(),)).map_err(|e| io::Error::other(e.to_string()))?;
+            let data =
+                self.0.bind(py).call_method1("read", (buf.len(),)).map_err(|e| io::Error::other(e.to_string()))?;
             let bytes = data
                 .downcast::<PyBytes>()
                 .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "read() did not return bytes (a text file?)"))?
@@ -208,9 +209,7 @@ fn arch_named(name: Option<&str>) -> PyResult<Option<neff::manifest::Arch>> {
         "cayman" | "v3" => A::Cayman,
         "mariana" | "v4" => A::Mariana,
         other => {
-            return Err(PyValueError::new_err(format!(
-                "arch {other:?}: expected sunda|v2, cayman|v3 or mariana|v4"
-            )))
+            return Err(PyValueError::new_err(format!("arch {other:?}: expected sunda|v2, cayman|v3 or mariana|v4")))
         }
     };
     Ok(Some(loading::arch_of(arch)))
