@@ -14,12 +14,10 @@ flat whatever the size of the NEFF.
 from __future__ import annotations
 
 import io
-import json
 import os
 import posixpath
 import sys
 import warnings as _warnings
-from dataclasses import dataclass, field
 from typing import IO, Any, Dict, Iterator, List, NamedTuple, Optional, Tuple, Union
 
 from . import _neff
@@ -89,6 +87,8 @@ def _warn(found: List[NeffWarning]) -> None:
 
 
 def _answer(result: Tuple[str, List[NeffWarning]]) -> Any:
+    import json  # here, not at the top: `import neff` stays quick
+
     text, found = result
     _warn(found)
     return json.loads(text)
@@ -101,8 +101,7 @@ def info(path: Source, verify: bool = False) -> Dict[str, Any]:
     return _answer(_neff.info(_native(path), verify))  # type: ignore[no-any-return]
 
 
-@dataclass(frozen=True)
-class Report:
+class Report(NamedTuple):
     """What ``neff check`` found: the NEFF is valid (else :class:`NeffError` was raised)."""
 
     file: str
@@ -146,8 +145,7 @@ class Payload(NamedTuple):
     state: str
 
 
-@dataclass(frozen=True)
-class LoadReport:
+class LoadReport(NamedTuple):
     """What ``neff load --json`` prints; ``payloads`` as :class:`Payload` tuples."""
 
     device_arch: Optional[str]
@@ -157,7 +155,7 @@ class LoadReport:
     warnings: int
     time_ms: float
     #: The whole ``neff load --json`` object.
-    json: Dict[str, Any] = field(repr=False)
+    json: Dict[str, Any]
 
 
 def load(
