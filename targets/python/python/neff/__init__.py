@@ -218,7 +218,10 @@ class Member(NamedTuple):
 
 
 def members(path: Source) -> Iterator[Member]:
-    """Every member in tar order with its size and role (``neff ls --json``), one at a time."""
+    """Every member in tar order with its size and role (``neff ls --json``).
+
+    A role is known once the chain is read, so the one pass over the NEFF runs first (memory
+    flat: the member list, not the members); the rows then come one at a time."""
     rows = _answer(_neff.members(_native(path)))
     for r in rows:
         reached = r["reached_by"]
