@@ -44,6 +44,8 @@ pub struct WalkSummary {
     pub padding_bytes: u64,
     /// Warnings raised (already printed as `warning: ...`).
     pub warnings: Vec<String>,
+    /// The same warnings field by field (for bindings: code, stage, member, key path).
+    pub warning_records: Vec<neff::Warning>,
 }
 
 /// The rejection for a body read that failed inside member `name`. A core error already
@@ -88,10 +90,12 @@ impl<M: embedded_io::Read<Error = neff::Error>> Read for Body<'_, M> {
 /// Walks `src` (a file of `file_size` bytes): header gates, then every member to `visitor`.
 pub fn walk(src: InputSource, file_size: u64, visitor: &mut dyn Visitor) -> Result<WalkSummary, CliError> {
     let mut warnings = Vec::new();
+    let mut warning_records = Vec::new();
     let mut sink = |w: &neff::Warning| {
         let text = w.to_string();
         print_warning(&text);
         warnings.push(text);
+        warning_records.push(*w);
     };
     let mut archive =
         open_archive(src, file_size, &OpenOptions::default(), Inflation::for_this_host(file_size), &mut sink)?;
@@ -110,5 +114,6 @@ pub fn walk(src: InputSource, file_size: u64, visitor: &mut dyn Visitor) -> Resu
     summary.stream_bytes = finish.compressed_bytes;
     summary.padding_bytes = finish.padding_bytes;
     summary.warnings = warnings;
+    summary.warning_records = warning_records;
     Ok(summary)
 }

@@ -372,18 +372,21 @@ impl Visitor for ReadOne {
 #[pyfunction]
 fn read(py: Python<'_>, src: &Bound<'_, PyAny>, member: String) -> PyResult<(PyObject, Vec<PyObject>)> {
     let input = Input::extract(src)?;
-    let walked = py.allow_threads(move || -> Result<(Vec<u8>, Vec<String>), Failure> {
+    let walked = py.allow_threads(move || -> Result<(Vec<u8>, walk::WalkSummary), Failure> {
         let source = input.open()?;
         let size = source.size();
         let mut one = ReadOne { want: member, found: None };
         let summary = walk::walk(source, size, &mut one)?;
         match one.found {
-            Some(bytes) => Ok((bytes, summary.warnings)),
+            Some(bytes) => Ok((bytes, summary)),
             None => Err(Failure::NoMember(one.want)),
         }
     });
     match walked {
-        Ok((bytes, texts)) => Ok((PyBytes::new(py, &bytes).into_any().unbind(), warning_objects(py, &[], &texts)?)),
+        Ok((bytes, summary)) => Ok((
+            PyBytes::new(py, &bytes).into_any().unbind(),
+            warning_objects(py, &summary.warning_records, &summary.warnings)?,
+        )),
         Err(e) => Err(e.into_py(py)),
     }
 }

@@ -155,6 +155,10 @@ def test_warning_goes_to_warnings_warn(tmp_path, small):
         warnings.simplefilter("error", neff.NeffWarning)
         with pytest.raises(neff.NeffWarning):
             neff.check(path)
+    # The walk of read() warns the same way.
+    with pytest.warns(neff.NeffWarning) as seen:
+        assert neff.read(path, "neff.json") == neff.read(small, "neff.json")
+    assert [w.message.code for w in seen] == [TRAILING_BYTES_WARNING]
 
 
 def test_paths_that_cannot_be_read(tmp_path):
