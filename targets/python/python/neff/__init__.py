@@ -240,7 +240,7 @@ def read(path: Source, member: str) -> bytes:
     """One member's bytes (``neff cat``); ``KeyError`` when the archive has no such member."""
     data, found = _neff.read(_native(path), member)
     _warn(found)
-    return data  # type: ignore[no-any-return]
+    return data
 
 
 class RawWeight(NamedTuple):
