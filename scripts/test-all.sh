@@ -146,11 +146,13 @@ command -v python3 >/dev/null 2>&1 || apt_install python3
 python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || apt_install python3-venv
 venv=target/python-venv
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-"$venv/bin/python" -m pip install -q --upgrade maturin numpy ml_dtypes pytest
+"$venv/bin/python" -m pip install -q --upgrade maturin numpy ml_dtypes pytest mypy
 rm -rf target/python-wheels
 (cd targets/python && "../../$venv/bin/maturin" build --release -q -i "../../$venv/bin/python" -o ../../target/python-wheels)
 "$venv/bin/python" -m pip install -q --force-reinstall --no-deps target/python-wheels/neff-*.whl
 (cd targets/python && PYO3_PYTHON="../../$venv/bin/python" cargo clippy -q --all-targets -- -D warnings)
+# The package's annotations and the native module's stubs (python/neff/_neff.pyi) agree.
+(cd targets/python/python && "../../../$venv/bin/python" -m mypy --strict --no-incremental neff)
 # The tests compare the package with the command, and generate big NEFFs with scale-neff.
 cargo build -q -p neff-cli --bin neff --example scale-neff
 # Any non-zero status fails the step, 5 (pytest collected no test) included.
