@@ -152,7 +152,7 @@ rm -rf target/python-wheels
 "$venv/bin/python" -m pip install -q --force-reinstall --no-deps target/python-wheels/neff-*.whl
 (cd targets/python && PYO3_PYTHON="../../$venv/bin/python" cargo clippy -q --all-targets -- -D warnings)
 # The package's annotations and the native module's stubs (python/neff/_neff.pyi) agree.
-(cd targets/python/python && "../../../$venv/bin/python" -m mypy --strict --no-incremental neff)
+(cd targets/python/python && "../../../$venv/bin/python" -m mypy --strict --cache-dir=/dev/null neff)
 # The tests compare the package with the command, and generate big NEFFs with scale-neff.
 cargo build -q -p neff-cli --bin neff --example scale-neff
 # Any non-zero status fails the step, 5 (pytest collected no test) included.
