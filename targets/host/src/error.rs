@@ -54,6 +54,8 @@ pub struct Fault {
     pub offset: Option<(u64, &'static str)>,
     /// What went wrong (the kind's text, without the place).
     pub reason: String,
+    /// The warnings the pass raised before it refused (already printed as `warning: ...`).
+    pub warnings: Vec<neff::Warning>,
 }
 
 impl Fault {
@@ -75,6 +77,7 @@ impl Fault {
             key_path: text(key_path, e.key_path.as_str()),
             offset: e.position().map(|(offset, b)| (offset, base(b))),
             reason: e.kind.to_string(),
+            warnings: Vec::new(),
         }
     }
 }

@@ -133,6 +133,7 @@ pub fn mismatch_error(integrity: &Integrity) -> Option<CliError> {
             key_path: None,
             offset: Some((field::HASH.start as u64, "file")),
             reason: mismatch_text(computed, stored),
+            warnings: Vec::new(),
         })),
     })
 }

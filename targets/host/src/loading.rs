@@ -799,6 +799,7 @@ fn spawn<T: Send + 'static>(pass: impl FnOnce() -> Result<T, CliError> + Send + 
     }
 }
 
+/// [`run_pass`], with the warnings raised before a refusal kept in its [`Fault`](crate::error::Fault).
 #[allow(clippy::too_many_arguments)]
 fn run_here(
     source: InputSource,
@@ -810,9 +811,29 @@ fn run_here(
     tap: Option<TapOptions>,
     extra: &mut dyn Observer,
 ) -> Result<Pass, CliError> {
+    let mut warning_records = Vec::new();
+    run_pass(source, size, target, options, inflation, details, tap, extra, &mut warning_records).map_err(|mut e| {
+        if let CliError::Rejected { fault: Some(fault), .. } = &mut e {
+            fault.warnings = warning_records;
+        }
+        e
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_pass(
+    source: InputSource,
+    size: u64,
+    target: Target,
+    options: PassOptions,
+    inflation: Inflation,
+    details: bool,
+    tap: Option<TapOptions>,
+    extra: &mut dyn Observer,
+    warning_records: &mut Vec<neff::Warning>,
+) -> Result<Pass, CliError> {
     let PassOptions { allow_legacy, verify } = options;
     let mut warnings = Vec::new();
-    let mut warning_records = Vec::new();
     let mut sink = |w: &neff::Warning| {
         // Asked for, a mismatch is the pass's error (with both values), not also a warning.
         if verify && matches!(w.kind, WarningKind::Header(HeaderWarning::IntegrityMismatch { .. })) {
@@ -898,6 +919,7 @@ fn run_here(
         },
         subgraphs: std::mem::take(&mut collected.subgraphs),
     });
+    let warning_records = std::mem::take(warning_records);
     Ok(Pass { header, report, collected, device, finish, elapsed, warnings, warning_records, members })
 }
 

@@ -67,6 +67,10 @@ fn set_fault(value: &Bound<'_, PyAny>, message: &str, fault: Option<&Fault>) -> 
     value.setattr("offset", fault.and_then(|f| f.offset.map(|(o, _)| o)))?;
     value.setattr("offset_base", fault.and_then(|f| f.offset.map(|(_, b)| b)))?;
     value.setattr("reason", fault.map(|f| f.reason.clone()))?;
+    // The warnings raised before the refusal (the Python half warns them, then raises).
+    let records = fault.map(|f| f.warnings.as_slice()).unwrap_or_default();
+    let texts: Vec<String> = records.iter().map(ToString::to_string).collect();
+    value.setattr("warnings", warning_objects(value.py(), records, &texts)?)?;
     Ok(())
 }
 

@@ -161,6 +161,17 @@ def test_warning_goes_to_warnings_warn(tmp_path, small):
     assert [w.message.code for w in seen] == [TRAILING_BYTES_WARNING]
 
 
+def test_warnings_before_a_refusal_are_warned(tmp_path, small):
+    path = damaged(tmp_path, small.read_bytes() + b"xxxx", "trailing.neff")
+    with pytest.warns(neff.NeffWarning) as seen:
+        with pytest.raises(neff.NeffError) as caught:
+            neff.check(path, arch="sunda")
+    assert caught.value.code == ARCH_MISMATCH
+    assert [w.message.code for w in seen] == [TRAILING_BYTES_WARNING]
+    assert [w.code for w in caught.value.warnings] == [TRAILING_BYTES_WARNING]
+    assert seen[0].filename == __file__
+
+
 def test_paths_that_cannot_be_read(tmp_path):
     with pytest.raises(FileNotFoundError) as caught:
         neff.check(tmp_path / "missing.neff")

@@ -86,6 +86,15 @@ def _warn(found: List[NeffWarning]) -> None:
         _warnings.warn(w, stacklevel=level)
 
 
+def _call(native: Any, *args: Any) -> Any:
+    """Calls the native module; a refusal warns the warnings raised before it, then raises."""
+    try:
+        return native(*args)
+    except NeffError as e:
+        _warn(getattr(e, "warnings", []))
+        raise
+
+
 def _answer(result: Tuple[str, List[NeffWarning]]) -> Any:
     import json  # here, not at the top: `import neff` stays quick
 
@@ -98,7 +107,7 @@ def info(path: Source, verify: bool = False) -> Dict[str, Any]:
     """What ``neff info --json`` prints: header, KELF nodes, I/O tensors, subgraphs, hash.
 
     ``verify`` checks the header hash while the payload streams (a mismatch raises)."""
-    return _answer(_neff.info(_native(path), verify))  # type: ignore[no-any-return]
+    return _answer(_call(_neff.info, _native(path), verify))  # type: ignore[no-any-return]
 
 
 class Report(NamedTuple):
@@ -129,7 +138,7 @@ def check(path: Source, arch: Optional[str] = None, allow_legacy: bool = False, 
     ``arch`` (``sunda``/``v2``, ``cayman``/``v3``, ``mariana``/``v4``) also rejects a NEFF whose
     KELF target does not run on it; ``allow_legacy`` accepts what
     ``NEURON_RT_ALLOW_LEGACY_NEFF=1`` accepts; ``verify`` checks the header hash."""
-    doc = _answer(_neff.check(_native(path), arch, allow_legacy, verify))
+    doc = _answer(_call(_neff.check, _native(path), arch, allow_legacy, verify))
     return Report(**doc)
 
 
@@ -170,7 +179,7 @@ def load(
     ``digest_only`` (the default) keeps allocation records and digests without storing the
     bytes; ``digest_only=False`` places them in ``device_mem`` bytes of host memory (64 MiB by
     default). ``arch`` pins the device's arch; without it, the NEFF's own target."""
-    doc = _answer(_neff.load(_native(path), arch, digest_only, device_mem, verify))
+    doc = _answer(_call(_neff.load, _native(path), arch, digest_only, device_mem, verify))
     payloads = [
         Payload(p["member"], p["usage"], p["core"], p["len"], p["digest"], p.get("address"), p["state"])
         for p in doc["payloads"]
@@ -188,19 +197,19 @@ def load(
 
 def mem(path: Source, profiling: bool = False) -> Dict[str, Any]:
     """Device memory per physical NeuronCore before loading (``neff mem --json``)."""
-    return _answer(_neff.mem(_native(path), profiling))  # type: ignore[no-any-return]
+    return _answer(_call(_neff.mem, _native(path), profiling))  # type: ignore[no-any-return]
 
 
 def diff(a: Source, b: Source) -> Dict[str, Any]:
     """What differs between two NEFFs (``neff diff --json``); ``["same"]`` says whether nothing."""
-    return _answer(_neff.diff(_native(a), _native(b)))  # type: ignore[no-any-return]
+    return _answer(_call(_neff.diff, _native(a), _native(b)))  # type: ignore[no-any-return]
 
 
 def cache(dir: Optional[Union[str, "os.PathLike[str]"]] = None) -> Dict[str, Any]:
     """A Neuron compile cache's entries: state, compiler, size, device memory (``neff cache --json``).
 
     Without ``dir``: ``$NEURON_COMPILE_CACHE_URL``, else ``/var/tmp/neuron-compile-cache``."""
-    return _answer(_neff.cache(None if dir is None else os.fsdecode(os.fspath(dir))))  # type: ignore[no-any-return]
+    return _answer(_call(_neff.cache, None if dir is None else os.fsdecode(os.fspath(dir))))  # type: ignore[no-any-return]
 
 
 class Member(NamedTuple):
@@ -222,7 +231,7 @@ def members(path: Source) -> Iterator[Member]:
 
     A role is known once the chain is read, so the one pass over the NEFF runs first (memory
     flat: the member list, not the members); the rows then come one at a time."""
-    rows = _answer(_neff.members(_native(path)))
+    rows = _answer(_call(_neff.members, _native(path)))
     for r in rows:
         reached = r["reached_by"]
         yield Member(
@@ -238,7 +247,8 @@ def members(path: Source) -> Iterator[Member]:
 
 def read(path: Source, member: str) -> bytes:
     """One member's bytes (``neff cat``); ``KeyError`` when the archive has no such member."""
-    data, found = _neff.read(_native(path), member)
+    data: bytes
+    data, found = _call(_neff.read, _native(path), member)
     _warn(found)
     return data
 

@@ -24,6 +24,9 @@ class NeffError(Exception):
     offset_base: Optional[str]
     #: What went wrong, without the place.
     reason: Optional[str]
+    #: The warnings raised before the refusal (``neff``'s functions also pass them to
+    #: ``warnings.warn`` before raising).
+    warnings: List["NeffWarning"]
 
 class NeffWarning(UserWarning):
     """Something the loader noticed that does not fail a load."""
