@@ -395,6 +395,37 @@ fn read(py: Python<'_>, src: &Bound<'_, PyAny>, member: String) -> PyResult<(PyO
     }
 }
 
+/// The `(member, var name)` pairs of [`weight_vars`] and the warnings.
+type WeightVars = (Vec<(String, String)>, Vec<PyObject>);
+
+/// `(member, var name)` of every weight (a `def.json` var with a `file_name`), from `info`'s
+/// pass, and the warnings: what `weights()` needs of the manifests, without handing Python
+/// every var of the NEFF.
+#[pyfunction]
+fn weight_vars(py: Python<'_>, src: &Bound<'_, PyAny>) -> PyResult<WeightVars> {
+    let input = Input::extract(src)?;
+    let found = py.allow_threads(move || -> Result<_, Failure> {
+        let source = input.open()?;
+        let size = source.size();
+        let mut pass = loading::run_info(source, size, PassOptions::default())?;
+        let doc = verbs::info::info_json(&mut pass);
+        let mut pairs = Vec::new();
+        for sg in doc.subgraphs {
+            let dir = loading::dir_of(&sg.definition);
+            for v in sg.vars {
+                if let Some(file) = v.file_name {
+                    pairs.push((loading::join(dir, &file), v.name));
+                }
+            }
+        }
+        Ok((pairs, std::mem::take(&mut pass.warning_records), std::mem::take(&mut pass.warnings)))
+    });
+    match found {
+        Ok((pairs, records, texts)) => Ok((pairs, warning_objects(py, &records, &texts)?)),
+        Err(e) => Err(e.into_py(py)),
+    }
+}
+
 /// One `.npy` member: its name, `descr`, shape, order and array data.
 type NpyItem = (String, String, Vec<u64>, bool, Vec<u8>);
 
@@ -530,6 +561,7 @@ fn _neff(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cache, m)?)?;
     m.add_function(wrap_pyfunction!(members, m)?)?;
     m.add_function(wrap_pyfunction!(read, m)?)?;
+    m.add_function(wrap_pyfunction!(weight_vars, m)?)?;
     m.add_function(wrap_pyfunction!(npy_members, m)?)?;
     m.add_class::<NpyStream>()?;
     Ok(())

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import io
 import os
-import posixpath
 import sys
 import warnings as _warnings
 from typing import IO, Any, Dict, Iterator, List, NamedTuple, Optional, Tuple, Union
@@ -287,14 +286,11 @@ def weights(path: Source) -> Iterator[Tuple[str, Any]]:
     Arrays are read-only NumPy arrays of the ``.npy``'s dtype and shape; bf16 (``<V2``) is
     ``ml_dtypes.bfloat16`` when ml_dtypes is installed, else a :class:`RawWeight`."""
     start = _rewind(path)
-    doc = info(path)
+    pairs, found = _call(_neff.weight_vars, _native(path))
+    _warn(found)
     vars_of: Dict[str, List[str]] = {}
-    for sg in doc["subgraphs"]:
-        folder = posixpath.dirname(sg["definition"])
-        for v in sg["vars"]:
-            if v.get("file_name"):
-                member = posixpath.join(folder, v["file_name"]) if folder else v["file_name"]
-                vars_of.setdefault(member, []).append(v["name"])
+    for member, name in pairs:
+        vars_of.setdefault(member, []).append(name)
     if start is not None:
         path.seek(start)  # type: ignore[union-attr]
     import numpy as np
