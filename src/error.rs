@@ -12,6 +12,7 @@
 use core::fmt;
 
 mod chain;
+pub mod codes;
 mod gzip;
 mod hal;
 mod header;
@@ -358,7 +359,9 @@ impl ErrorKind {
             ErrorKind::Truncated => Status::Invalid,
             ErrorKind::Capacity(_) | ErrorKind::ArenaFull { .. } => Status::Resource,
             ErrorKind::Header(e) => e.status(),
-            ErrorKind::Gzip(_) | ErrorKind::Tar(_) | ErrorKind::Json(_) => Status::Invalid,
+            ErrorKind::Gzip(e) => e.status(),
+            ErrorKind::Tar(e) => e.status(),
+            ErrorKind::Json(e) => e.status(),
             ErrorKind::Manifest(e) => e.status(),
             ErrorKind::Chain(e) => e.status(),
             ErrorKind::Hal(e) => e.status(),
