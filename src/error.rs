@@ -684,9 +684,9 @@ impl embedded_io::Error for Error {
 // a 96-byte key path inline (no heap to put them in) and stays under 300 bytes; inside a
 // manifest the nested readers pass the much smaller `manifest::DocFault` instead, and the
 // context is added once.
-const _: () = assert!(core::mem::size_of::<Error>() <= 296);
+static_assertions::const_assert!(core::mem::size_of::<Error>() <= 296);
 // The stream below the archive returns its own small error; the member is added once, above it.
-const _: () = assert!(core::mem::size_of::<StreamError>() <= 48);
+static_assertions::const_assert!(core::mem::size_of::<StreamError>() <= 48);
 
 /// Shorthand for results in the core.
 pub type Result<T, E = Error> = core::result::Result<T, E>;

@@ -568,7 +568,7 @@ impl Errors {
                     let id = format_ident!("{}", name);
                     let value = proc_macro2::Literal::u64_unsuffixed(self.toml.constants[&name]);
                     out.extend(quote!(
-                        const _: () = ::core::assert!(#id == #value);
+                        ::static_assertions::const_assert_eq!(#id, #value);
                     ));
                 }
             }

@@ -121,7 +121,7 @@ fn a_layer_expands_to_its_enums_codes_statuses_and_messages() {
     );
     assert!(messages.contains("DemoError::Empty=>f.write_str(\"empty\")"), "{messages}");
     assert!(messages.contains("DemoWarning::Odd(n)=>::core::write!(f,\"{n}isodd\",n=n)"), "{messages}");
-    assert!(messages.contains("const_:()=::core::assert!(LIMIT==32)"), "{messages}");
+    assert!(messages.contains("::static_assertions::const_assert_eq!(LIMIT,32)"), "{messages}");
 }
 
 #[test]
