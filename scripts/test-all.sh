@@ -75,6 +75,9 @@ cargo clippy --workspace --all-targets -- -D warnings
 step "schema drill: one key added to var entries changes only schema/ (scripts/schema-drill.sh)"
 ./scripts/schema-drill.sh
 
+step "refusal drill: one refusal added is one row, its check and its test; the docs and the C header regenerate (scripts/refusal-drill.sh)"
+./scripts/refusal-drill.sh
+
 step "no_std core for thumbv7em-none-eabihf (with and without defmt)"
 cargo build -p neff --target thumbv7em-none-eabihf --release
 cargo build -p neff --target thumbv7em-none-eabihf --release --features defmt

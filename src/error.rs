@@ -12,6 +12,7 @@
 use core::fmt;
 
 mod chain;
+pub mod codes;
 mod gzip;
 mod hal;
 mod header;
@@ -358,7 +359,9 @@ impl ErrorKind {
             ErrorKind::Truncated => Status::Invalid,
             ErrorKind::Capacity(_) | ErrorKind::ArenaFull { .. } => Status::Resource,
             ErrorKind::Header(e) => e.status(),
-            ErrorKind::Gzip(_) | ErrorKind::Tar(_) | ErrorKind::Json(_) => Status::Invalid,
+            ErrorKind::Gzip(e) => e.status(),
+            ErrorKind::Tar(e) => e.status(),
+            ErrorKind::Json(e) => e.status(),
             ErrorKind::Manifest(e) => e.status(),
             ErrorKind::Chain(e) => e.status(),
             ErrorKind::Hal(e) => e.status(),
@@ -681,9 +684,9 @@ impl embedded_io::Error for Error {
 // a 96-byte key path inline (no heap to put them in) and stays under 300 bytes; inside a
 // manifest the nested readers pass the much smaller `manifest::DocFault` instead, and the
 // context is added once.
-const _: () = assert!(core::mem::size_of::<Error>() <= 296);
+static_assertions::const_assert!(core::mem::size_of::<Error>() <= 296);
 // The stream below the archive returns its own small error; the member is added once, above it.
-const _: () = assert!(core::mem::size_of::<StreamError>() <= 48);
+static_assertions::const_assert!(core::mem::size_of::<StreamError>() <= 48);
 
 /// Shorthand for results in the core.
 pub type Result<T, E = Error> = core::result::Result<T, E>;

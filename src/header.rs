@@ -507,38 +507,7 @@ impl PayloadHasher {
     }
 }
 
-impl fmt::Display for HeaderError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {
-            HeaderError::ShortFile { received } => {
-                write!(f, "Invalid number of NEFF bytes received {received:x}")
-            }
-            HeaderError::HeaderSizeNot1024 { header_size } => {
-                write!(f, "Invalid NEFF header size {header_size:x}: only 0x400 is accepted")
-            }
-            HeaderError::HeaderSizePastEnd { header_size, file_size } => {
-                write!(f, "Invalid NEFF file size hdr sz: {header_size:x}, file sz: {file_size:x}")
-            }
-            HeaderError::UnsupportedVersion { major, minor } => write!(
-                f,
-                "NEFF version: {major}.{minor} is not supported, accepted version range: 0.x-{MAX_VERSION_MAJOR}.x"
-            ),
-            HeaderError::NewerFeatures { major, minor, features } => write!(
-                f,
-                "This NEFF (version: {major}.{minor}, features: 0x{features:x}) has been compiled by a newer \
-                 version of Neuron compiler. Features supported by this Neuron Runtime: 0x{SUPPORTED_FEATURES:x}. \
-                 Please update the aws-neuronx-runtime-lib package to the latest version."
-            ),
-            HeaderError::DataSizePastEnd { data_size, available } => {
-                write!(f, "Invalid NEFF data size({data_size:x} vs {available:x})")
-            }
-            HeaderError::ZeroDataSize => f.write_str("Invalid NEFF data size(0): the header declares no payload"),
-            HeaderError::UnsupportedPackager { pkg_version } => {
-                write!(f, "Unsupported NEFF packager: {pkg_version}")
-            }
-        }
-    }
-}
+neff_macros::refusal_messages!("schema/errors.toml", Header);
 
 #[cfg(test)]
 #[allow(

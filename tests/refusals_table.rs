@@ -1,40 +1,24 @@
 //! `docs/refusals.md` lists every refusal and every warning the loader can give, one row per
-//! variant (issue 17 §3: no refusal without a source). This test keeps it true.
+//! variant (issue 17 §3: no refusal without a source). Both it, `docs/error-codes.md` and the C
+//! header `include/neff_codes.h` are rendered from `schema/errors.toml`, the table the layers'
+//! enums are generated from; rerun with `NEFF_UPDATE_SCHEMA_DOC=1` after editing the table.
 //!
-//! It reads the source as plain text: the variants of `ErrorKind` and `WarningKind`
-//! (`src/error.rs`) and of every layer enum they wrap (`HeaderError`, `GzipError`, ...), found
-//! by their `pub enum NAME {` blocks under `src/`. A variant that only wraps a layer enum
-//! (`ErrorKind::Header(crate::header::HeaderError)`) is not a row: the layer's variants are.
-//! Then it checks the document: a row for every variant (refusals under `## Refusals`, warnings
-//! under `## Warnings`), no row for a variant that no longer exists, no row twice, every cell
-//! filled, a basis from the list, and the counts table at the top adding up.
+//! This test fails on a checked-in file that is not what the table renders, and holds the table
+//! to the hand-written roots: every variant of `ErrorKind` and `WarningKind` (read from
+//! `src/error.rs` as plain text) is a row of its own or wraps a layer that has rows, and every
+//! row belongs to one. On the rendered document it checks what it checked when the document was
+//! written by hand: a row for every variant under its heading, no row twice, every cell filled,
+//! a basis from the list, a spec section, and the counts table adding up.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+
+use neff::error::codes::{CodeRow, C_HEADER, ERRORS, ERROR_CODES_MD, REFUSALS_MD, WARNINGS};
 
 /// The two roots, in `src/error.rs`: everything the crate's `Error` and `Warning` carry.
 const ERROR_ROOT: &str = "ErrorKind";
 const WARNING_ROOT: &str = "WarningKind";
-
-/// The layer enums the roots wrap today, with their files. The test finds the layers from the
-/// roots (a new layer is picked up without editing this list); this list only guards the
-/// parser: if it stops finding one of these, the parser broke or a layer was removed.
-const KNOWN_LAYERS: &[(&str, &str)] = &[
-    ("src/error/header.rs", "HeaderError"),
-    ("src/error/gzip.rs", "GzipError"),
-    ("src/error/tar.rs", "TarError"),
-    ("src/error/json.rs", "JsonError"),
-    ("src/error/manifest.rs", "ManifestError"),
-    ("src/error/chain.rs", "ChainError"),
-    ("src/error/hal.rs", "HalError"),
-    ("src/error/npy.rs", "NpyError"),
-    ("src/error/header.rs", "HeaderWarning"),
-    ("src/error/gzip.rs", "GzipWarning"),
-    ("src/error/tar.rs", "TarWarning"),
-    ("src/error/manifest.rs", "ManifestWarning"),
-    ("src/error/chain.rs", "ChainWarning"),
-];
 
 /// The values of the basis column, in the order of the counts table.
 const BASES: &[&str] = &["seed", "official", "secondary only", "decision"];
@@ -53,24 +37,6 @@ struct Variant {
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// Every `.rs` file under `dir`, sorted.
-fn rust_files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).unwrap_or_else(|e| panic!("read {}: {e}", d.display())) {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.extension().is_some_and(|x| x == "rs") {
-                out.push(path);
-            }
-        }
-    }
-    out.sort();
-    out
 }
 
 fn is_ident_start(c: char) -> bool {
@@ -279,100 +245,6 @@ fn parse_variants(src: &str, open: usize) -> Vec<Variant> {
     panic!("enum body not closed");
 }
 
-/// Where each enum is defined under `src/`: name -> files.
-struct Sources {
-    files: Vec<(PathBuf, String)>,
-}
-
-impl Sources {
-    fn load() -> Self {
-        let files = rust_files(&root().join("src"))
-            .into_iter()
-            .map(|p| {
-                let text = std::fs::read_to_string(&p).unwrap();
-                (p, text)
-            })
-            .collect();
-        Self { files }
-    }
-
-    /// The variants of enum `name`; `hint` is a path fragment that picks one file when several
-    /// define the name (`header` for `crate::header::HeaderError`).
-    fn variants(&self, name: &str, hint: &str) -> Result<(String, Vec<Variant>), String> {
-        let found: Vec<(&PathBuf, &String, usize)> =
-            self.files.iter().filter_map(|(p, text)| find_enum(text, name).map(|open| (p, text, open))).collect();
-        let pick = match found.as_slice() {
-            [] => return Err(format!("no `enum {name}` under src/")),
-            [one] => one,
-            many => {
-                let hinted: Vec<_> = many
-                    .iter()
-                    .filter(|(p, _, _)| !hint.is_empty() && p.to_string_lossy().replace('\\', "/").contains(hint))
-                    .collect();
-                match hinted.as_slice() {
-                    [one] => *one,
-                    _ => return Err(format!("`enum {name}` is defined in {} files; cannot tell which", many.len())),
-                }
-            }
-        };
-        let rel = pick.0.strip_prefix(root()).unwrap_or(pick.0).to_string_lossy().replace('\\', "/");
-        Ok((rel, parse_variants(pick.1, pick.2)))
-    }
-
-    fn defines_enum(&self, name: &str) -> bool {
-        self.files.iter().any(|(_, text)| find_enum(text, name).is_some())
-    }
-}
-
-/// The local enum a wrapper variant carries (`(crate::header::HeaderError)` -> `HeaderError`,
-/// hint `header`), or `None` when the variant is not a one-field tuple of a type of this crate.
-fn wrapped_enum(payload: &str, sources: &Sources) -> Option<(String, String)> {
-    let inner = payload.strip_prefix('(')?.strip_suffix(')')?.trim();
-    let inner = inner.strip_suffix(',').unwrap_or(inner).trim();
-    if inner.contains(',') || inner.contains('(') || inner.contains('&') {
-        return None;
-    }
-    let path = inner.split('<').next()?.trim();
-    let segments: Vec<&str> = path.split("::").map(str::trim).collect();
-    let local = segments.len() == 1 || matches!(segments[0], "crate" | "super" | "self");
-    if !local {
-        return None;
-    }
-    let name = segments.last()?.to_string();
-    // The module path without the type: `crate::header::HeaderError` -> `header`.
-    let modules = &segments[..segments.len() - 1];
-    let hint =
-        modules.iter().filter(|s| !matches!(**s, "crate" | "super" | "self")).copied().collect::<Vec<_>>().join("/");
-    sources.defines_enum(&name).then_some((name, hint))
-}
-
-/// Every `Enum::Variant` id under a root, with the enums visited (name -> file).
-fn ids_under(
-    root_enum: &str,
-    sources: &Sources,
-    enums: &mut BTreeMap<String, String>,
-) -> Result<BTreeSet<String>, String> {
-    let (file, variants) = sources.variants(root_enum, "error")?;
-    enums.insert(root_enum.to_string(), file);
-    let mut ids = BTreeSet::new();
-    for v in variants {
-        match wrapped_enum(&v.payload, sources) {
-            Some((layer, hint)) if layer != root_enum => {
-                let (file, layer_variants) = sources.variants(&layer, &hint)?;
-                if layer_variants.is_empty() {
-                    return Err(format!("`enum {layer}` ({file}) has no variants: parser broken?"));
-                }
-                enums.insert(layer.clone(), file);
-                ids.extend(layer_variants.into_iter().map(|lv| format!("{layer}::{}", lv.name)));
-            }
-            _ => {
-                ids.insert(format!("{root_enum}::{}", v.name));
-            }
-        }
-    }
-    Ok(ids)
-}
-
 /// Splits a table line on `|` that is not escaped (`\|`).
 fn cells(line: &str) -> Vec<String> {
     let mut out = Vec::new();
@@ -455,7 +327,7 @@ fn problems(
     let mut out = Vec::new();
     let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
     for row in &doc.rows {
-        let at = format!("docs/refusals.md:{}: `{}`", row.line, row.id);
+        let at = format!("rendered docs/refusals.md:{}: `{}`", row.line, row.id);
         if let Some(first) = seen.insert(&row.id, row.line) {
             out.push(format!("{at}: a second row (the first is at line {first})"));
         }
@@ -463,7 +335,7 @@ fn problems(
         let known = errors.contains(&row.id) || warnings.contains(&row.id);
         if !known {
             let why = match enums.get(enum_name) {
-                Some(file) => format!("{enum_name} ({file}) has no such variant"),
+                Some(layer) => format!("{enum_name} (layer {layer}) has no such variant"),
                 None => format!("{enum_name} is not an error or warning enum of the crate"),
             };
             out.push(format!("{at}: names a variant that does not exist: {why}; remove the row"));
@@ -506,9 +378,9 @@ fn problems(
     for id in errors.iter().chain(warnings) {
         if !seen.contains_key(id.as_str()) {
             let (enum_name, _) = id.split_once("::").unwrap();
-            let file = enums.get(enum_name).map(String::as_str).unwrap_or("?");
+            let layer = enums.get(enum_name).map(String::as_str).unwrap_or("?");
             let table = if errors.contains(id) { REFUSALS_HEADING } else { WARNINGS_HEADING };
-            out.push(format!("`{id}` ({file}) has no row in docs/refusals.md (add one under `{table}`)"));
+            out.push(format!("`{id}` (layer {layer}) has no row in the rendered docs/refusals.md (under `{table}`)"));
         }
     }
     // The counts table.
@@ -536,26 +408,89 @@ fn problems(
     out
 }
 
-#[test]
-fn every_refusal_and_warning_has_a_row_with_a_source() {
-    let sources = Sources::load();
-    let mut enums = BTreeMap::new();
-    let errors = ids_under(ERROR_ROOT, &sources, &mut enums).unwrap_or_else(|e| panic!("{e}"));
-    let warnings = ids_under(WARNING_ROOT, &sources, &mut enums).unwrap_or_else(|e| panic!("{e}"));
-    for (file, name) in KNOWN_LAYERS {
-        match enums.get(*name) {
-            Some(f) if f == file => {}
-            Some(f) => panic!("`enum {name}` found in {f}, expected {file}: update KNOWN_LAYERS"),
-            None => panic!("`{name}` ({file}) is no longer wrapped by ErrorKind/WarningKind or the parser missed it: update KNOWN_LAYERS"),
+/// The root enum's variants, and the ids of the rows under it (`HeaderError::ShortFile`,
+/// `ErrorKind::Io`), with the enums they name (enum -> layer). A root variant with a row whose
+/// kind is its name is a row of its own (`Truncated`; `Io` with its subcodes `Io(Other)`, ...);
+/// one whose rows' kinds are `Variant(..)` wraps that layer's enum, named by its payload.
+fn ids_under(
+    root_enum: &str,
+    rows: &[CodeRow],
+    enums: &mut BTreeMap<String, String>,
+) -> Result<BTreeSet<String>, String> {
+    let src = std::fs::read_to_string(root().join("src/error.rs")).unwrap();
+    let open = find_enum(&src, root_enum).ok_or(format!("no `enum {root_enum}` in src/error.rs"))?;
+    let variants = parse_variants(&src, open);
+    enums.insert(root_enum.to_string(), "-".to_string());
+    let mut ids = BTreeSet::new();
+    let mut claimed = BTreeSet::new();
+    for v in variants {
+        let prefix = format!("{}(", v.name);
+        let own = rows.iter().any(|r| r.kind == v.name);
+        let wrapped: Vec<&CodeRow> = rows.iter().filter(|r| r.kind.starts_with(&prefix)).collect();
+        if own {
+            ids.insert(format!("{root_enum}::{}", v.name));
+            claimed.insert(v.name.clone());
+            continue;
+        }
+        let layer_enum =
+            v.payload.trim_start_matches('(').trim_end_matches(')').rsplit("::").next().unwrap_or("").trim();
+        if wrapped.is_empty() || !layer_enum.chars().all(is_ident_char) || layer_enum.is_empty() {
+            return Err(format!("{root_enum}::{} has no row of its own and wraps no layer of the table", v.name));
+        }
+        enums.insert(layer_enum.to_string(), v.name.clone());
+        claimed.insert(v.name.clone());
+        for r in wrapped {
+            let variant = &r.kind[prefix.len()..r.kind.len() - 1];
+            ids.insert(format!("{layer_enum}::{variant}"));
         }
     }
-    let path = root().join("docs/refusals.md");
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let doc = read_doc(&text);
+    for r in rows {
+        let head = r.kind.split('(').next().unwrap_or("");
+        if !claimed.contains(head) {
+            return Err(format!("the table's row {} ({}) belongs to no variant of {root_enum}", r.code, r.kind));
+        }
+    }
+    Ok(ids)
+}
+
+/// The checked-in files against what the table renders; rewritten under `NEFF_UPDATE_SCHEMA_DOC`.
+#[test]
+fn the_rendered_files_are_up_to_date() {
+    let update = std::env::var("NEFF_UPDATE_SCHEMA_DOC").is_ok();
+    let mut stale = Vec::new();
+    for (rel, want) in
+        [("docs/refusals.md", REFUSALS_MD), ("docs/error-codes.md", ERROR_CODES_MD), ("include/neff_codes.h", C_HEADER)]
+    {
+        let path = root().join(rel);
+        if update {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, want).unwrap();
+        }
+        if std::fs::read_to_string(&path).unwrap_or_default() != want {
+            stale.push(rel);
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "{stale:?} stale: rerun with NEFF_UPDATE_SCHEMA_DOC=1 (they are rendered from schema/errors.toml)"
+    );
+}
+
+#[test]
+fn every_refusal_and_warning_has_a_row_with_a_source() {
+    let mut enums = BTreeMap::new();
+    let errors = ids_under(ERROR_ROOT, ERRORS, &mut enums).unwrap_or_else(|e| panic!("{e}"));
+    let warnings = ids_under(WARNING_ROOT, WARNINGS, &mut enums).unwrap_or_else(|e| panic!("{e}"));
+    for layer in
+        ["HeaderError", "GzipError", "TarError", "JsonError", "ManifestError", "ChainError", "HalError", "NpyError"]
+    {
+        assert!(enums.contains_key(layer), "{layer} is no longer wrapped by ErrorKind, or the reader missed it");
+    }
+    let doc = read_doc(REFUSALS_MD);
     let problems = problems(&doc, &errors, &warnings, &enums);
     assert!(
         problems.is_empty(),
-        "docs/refusals.md is out of date ({} problems):\n  {}",
+        "the rendered docs/refusals.md is wrong ({} problems):\n  {}",
         problems.len(),
         problems.join("\n  ")
     );

@@ -34,3 +34,72 @@ fn expand(input: TokenStream, part: neff_schema_codegen::Part) -> TokenStream {
         Err(e) => syn::Error::new(lit.span(), e.0).to_compile_error().into(),
     }
 }
+
+/// `refusals!("schema/errors.toml", Header)`: the layer's error and warning enums of the refusal
+/// table, with their `code()` and `status()`, in the calling module.
+#[proc_macro]
+pub fn refusals(input: TokenStream) -> TokenStream {
+    expand_errors(input, Some(neff_schema_codegen::errors::LayerPart::Types))
+}
+
+/// `refusal_messages!("schema/errors.toml", Header)`: the `Display` of the layer's enums (where
+/// the names their messages use are in scope).
+#[proc_macro]
+pub fn refusal_messages(input: TokenStream) -> TokenStream {
+    expand_errors(input, Some(neff_schema_codegen::errors::LayerPart::Messages))
+}
+
+/// `refusal_table!("schema/errors.toml")`: the rows as `CodeRow` constants and the rendered
+/// documents (docs/refusals.md, docs/error-codes.md, include/neff_codes.h) as strings.
+#[proc_macro]
+pub fn refusal_table(input: TokenStream) -> TokenStream {
+    expand_errors(input, None)
+}
+
+struct ErrorsArgs {
+    path: syn::LitStr,
+    layer: Option<syn::Ident>,
+}
+
+impl syn::parse::Parse for ErrorsArgs {
+    fn parse(input: syn::parse::ParseStream<'_>) -> syn::Result<Self> {
+        let path = input.parse()?;
+        let layer = if input.parse::<Option<syn::Token![,]>>()?.is_some() && !input.is_empty() {
+            Some(input.parse()?)
+        } else {
+            None
+        };
+        Ok(Self { path, layer })
+    }
+}
+
+fn expand_errors(input: TokenStream, part: Option<neff_schema_codegen::errors::LayerPart>) -> TokenStream {
+    let args = syn::parse_macro_input!(input as ErrorsArgs);
+    let span = args.path.span();
+    let rel = args.path.value();
+    let root = match std::env::var("CARGO_MANIFEST_DIR") {
+        Ok(r) => std::path::PathBuf::from(r),
+        Err(_) => return syn::Error::new(span, "CARGO_MANIFEST_DIR is not set").to_compile_error().into(),
+    };
+    let table = match neff_schema_codegen::errors::Errors::load(&root.join(&rel), &rel) {
+        Ok(t) => t,
+        Err(e) => return syn::Error::new(span, e.0).to_compile_error().into(),
+    };
+    let out = match (part, &args.layer) {
+        (None, None) => Ok(table.generate_table()),
+        (Some(part), Some(layer)) => table.generate_layer(&layer.to_string(), part).map(|mut ts| {
+            ts.extend(table.track());
+            ts
+        }),
+        (None, Some(l)) => {
+            return syn::Error::new(l.span(), "refusal_table! takes the path alone").to_compile_error().into()
+        }
+        (Some(_), None) => {
+            return syn::Error::new(span, "name the layer: (\"schema/errors.toml\", Header)").to_compile_error().into()
+        }
+    };
+    match out {
+        Ok(tokens) => tokens.into(),
+        Err(e) => syn::Error::new(span, e.0).to_compile_error().into(),
+    }
+}

@@ -3,6 +3,9 @@
 
 use core::fmt;
 
+neff_macros::refusals!("schema/errors.toml", Json);
+neff_macros::refusal_messages!("schema/errors.toml", Json);
+
 /// What the tokenizer was looking for when it met something else.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -115,105 +118,5 @@ impl TokenKind {
 impl fmt::Display for TokenKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
-    }
-}
-
-/// Syntax-level errors: the document is not RFC 8259 JSON, or a number does not fit the type
-/// asked for. Carried by [`ErrorKind::Json`](crate::ErrorKind::Json).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum JsonError {
-    /// A byte that cannot start or continue what the grammar allows here.
-    UnexpectedByte {
-        /// The byte found.
-        found: u8,
-        /// What the grammar allows here.
-        expected: Expected,
-    },
-    /// A well-formed token the caller's protocol does not allow here (for example
-    /// [`Tokenizer::begin_object`](crate::json::Tokenizer::begin_object) meeting a string).
-    UnexpectedToken {
-        /// The token found (not consumed).
-        found: TokenKind,
-        /// What the caller asked for.
-        expected: Expected,
-    },
-    /// The input ended inside the document (this includes an empty document).
-    UnexpectedEnd,
-    /// Containers nest deeper than the tokenizer's depth limit.
-    DepthLimit {
-        /// The tokenizer's depth limit (as applied, at most 256): the most containers open
-        /// at once.
-        limit: u16,
-    },
-    /// A `\` escape other than `\" \\ \/ \b \f \n \r \t \uXXXX`, or a `\u` without four hex digits.
-    InvalidEscape,
-    /// A `\u` escape of a UTF-16 surrogate that is not part of a high-low pair.
-    LoneSurrogate,
-    /// A string holds bytes that are not UTF-8 (overlong forms, surrogate code points,
-    /// code points above U+10FFFF, truncated sequences, stray continuation bytes).
-    InvalidUtf8,
-    /// A raw byte below 0x20 inside a string (it must be escaped).
-    ControlCharInString,
-    /// A number that breaks the grammar: leading zero, `1.`, `1e`, `-` alone.
-    InvalidNumber,
-    /// A number outside the range of the type asked for (`u64`, `i64`, finite `f64`).
-    NumberOutOfRange,
-    /// A number with a fraction or an exponent where an integer is asked for.
-    NotAnInteger,
-    /// Something other than whitespace after the top-level value.
-    TrailingData,
-    /// A `,` directly before `]` or `}`.
-    TrailingComma,
-}
-
-impl JsonError {
-    /// A stable number for this error within its layer, for bindings (C, Python): fixed once
-    /// given, never reused, listed in `docs/error-codes.md` ([`ErrorKind::code`](crate::ErrorKind::code)).
-    pub const fn code(&self) -> u8 {
-        match self {
-            JsonError::UnexpectedByte { .. } => 1,
-            JsonError::UnexpectedToken { .. } => 2,
-            JsonError::UnexpectedEnd => 3,
-            JsonError::DepthLimit { .. } => 4,
-            JsonError::InvalidEscape => 5,
-            JsonError::LoneSurrogate => 6,
-            JsonError::InvalidUtf8 => 7,
-            JsonError::ControlCharInString => 8,
-            JsonError::InvalidNumber => 9,
-            JsonError::NumberOutOfRange => 10,
-            JsonError::NotAnInteger => 11,
-            JsonError::TrailingData => 12,
-            JsonError::TrailingComma => 13,
-        }
-    }
-}
-
-impl fmt::Display for JsonError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {
-            JsonError::UnexpectedByte { found, expected } => {
-                write!(f, "expected {expected}, found ")?;
-                if found.is_ascii_graphic() {
-                    write!(f, "'{}'", char::from(found))
-                } else {
-                    write!(f, "byte 0x{found:02X}")
-                }
-            }
-            JsonError::UnexpectedToken { found, expected } => {
-                write!(f, "expected {expected}, found {found}")
-            }
-            JsonError::UnexpectedEnd => f.write_str("unexpected end of JSON input"),
-            JsonError::DepthLimit { limit } => write!(f, "JSON nested deeper than {limit} levels"),
-            JsonError::InvalidEscape => f.write_str("invalid escape sequence in string"),
-            JsonError::LoneSurrogate => f.write_str("unpaired UTF-16 surrogate in \\u escape"),
-            JsonError::InvalidUtf8 => f.write_str("invalid UTF-8 in string"),
-            JsonError::ControlCharInString => f.write_str("unescaped control character in string"),
-            JsonError::InvalidNumber => f.write_str("invalid number"),
-            JsonError::NumberOutOfRange => f.write_str("number out of range"),
-            JsonError::NotAnInteger => f.write_str("number is not an integer"),
-            JsonError::TrailingData => f.write_str("data after the top-level JSON value"),
-            JsonError::TrailingComma => f.write_str("trailing comma"),
-        }
     }
 }

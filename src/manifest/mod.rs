@@ -272,135 +272,18 @@ fn split_at_placeholder(message: &str) -> Option<(&str, &str)> {
     Some((message.get(..at)?, message.get(at.checked_add(2)?..)?))
 }
 
-impl fmt::Display for ManifestError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ManifestError::MissingKey { key, within } => match split_at_placeholder(key.message) {
-                _ if key.message.is_empty() => write!(f, "missing required key \"{}\"", key.key),
-                Some((head, tail)) => write!(f, "{head}{within}{tail}"),
-                None => f.write_str(key.message),
-            },
-            ManifestError::WrongType { expected, found, message } => {
-                if !message.is_empty() {
-                    write!(f, "{message}: ")?;
-                }
-                write!(f, "expected {}, found {}", expected.with_article(), found.name())
-            }
-            ManifestError::DuplicateKey { key } => write!(f, "duplicate key \"{key}\""),
-            ManifestError::BadFormat { message } => f.write_str(message),
-            ManifestError::UnknownDmaOperation(op) => write!(f, "Unknown dma operation: {op}"),
-            ManifestError::InvalidCarveoutType(t) => write!(f, "Invalid runtime_statebuffer_reservation type {t}"),
-            ManifestError::OutOfRange { max } => write!(f, "number out of range (at most {max})"),
-            ManifestError::TooManyDimensions(n) => write!(f, "Too many dimensions ({n})"),
-            ManifestError::EidOutOfBounds(e) => write!(f, "EID {e} out of bounds for dtypes/shapes"),
-            ManifestError::OutputNodeOutOfBounds(n) => write!(f, "Output node ID {n} out of bounds"),
-            ManifestError::InputNodeOutOfBounds(n) => write!(f, "Input node ID {n} out of bounds"),
-            ManifestError::RowPtrOutOfBounds(n) => write!(f, "node_row_ptr has no entry for node {n}"),
-            ManifestError::SizeOverflow => f.write_str("tensor size overflows 64 bits"),
-            ManifestError::KelfAttributeMissing => f.write_str("KELF node found but missing 'kelf' attribute"),
-            ManifestError::InputWithoutName(node) => {
-                write!(f, "Missing required fields in NEFF JSON (input node {node} has no name)")
-            }
-            ManifestError::NoKelfNode => f.write_str("No KELF node found in NEFF JSON"),
-            ManifestError::InvalidVersion(v) => write!(f, "invalid string (.) in {v}"),
-            ManifestError::InvalidTarget(t) => write!(f, "Invalid target '{t}'"),
-            ManifestError::ArchMismatch { neff, device } => write!(
-                f,
-                "Loading a NEFF compiled for a different arch is not allowed, NEFF arch: v{neff}, instance arch: v{device}"
-            ),
-            ManifestError::VarWithoutSize { var, var_type } => {
-                write!(f, "var {var} of type {var_type} has no size (input, output, file, tmp-buf, virtual and pointer vars need one)")
-            }
-            ManifestError::PointerSize { var, size } => {
-                write!(f, "pointer var {var} has size {size}; a pointer is {POINTER_SIZE} bytes")
-            }
-            ManifestError::AlignmentNotPowerOfTwo(a) => write!(f, "alignment provided not power of 2. alignment={a}"),
-            ManifestError::UnexpectedVarIds { max, size } => write!(f, "Unexpected var_ids set! max={max}, size={size}"),
-            ManifestError::DuplicateVarId(id) => write!(f, "var_id {id} is used by two vars"),
-            ManifestError::NoOutputs => f.write_str("Invalid Neff: no Outputs"),
-            ManifestError::InvalidOwner { owner, queue } => write!(f, "Invalid owner '{owner}' for DMA queue {queue}"),
-            ManifestError::QueueInstancesNotSupported { kind, queue } => {
-                write!(f, "Invalid Neff: Queue set instances are not supported for {} queues ({queue})", kind.as_str())
-            }
-            ManifestError::TooManyQueues { count, queue } => {
-                write!(f, "Invalid Neff: DMA queue {queue} has {count} queues; at most {MAX_QUEUES_PER_SET} are supported")
-            }
-            ManifestError::MissingSyncSemaphore(q) => {
-                write!(f, "Invalid Neff: embedding update queue {q} has no embedding_update_sync_semaphore")
-            }
-            ManifestError::DynamicDmaScratch(q) => write!(
-                f,
-                "Invalid Neff: dynamic DMA queue {q} needs SB_scratch_partition_offset and SB_scratch_partition_size"
-            ),
-            ManifestError::UcodeVersionMismatch(_) => f.write_str("Mismatch between GPSIMD lib version and NRT version!"),
-            ManifestError::UcodeCpuId { library, cpu_id } => {
-                write!(f, "UCode Library {library} has cpu_id {cpu_id}; only 0 is supported")
-            }
-            ManifestError::UcodeTotalCpus { library, total_cpus } => {
-                write!(f, "UCode Library {library} has invalid number of total cpus {total_cpus}")
-            }
-            ManifestError::UcodeLibTwice(library) => write!(f, "UCode Library {library} has already been added"),
-            ManifestError::TooManyCceSources(n) => {
-                write!(f, "CCE descriptor with {n} sources in from_arr: the runtime supports at most {MAX_CCE_SOURCES}")
-            }
-            ManifestError::DescWithoutSource => {
-                f.write_str("DMA descriptor without from (only a CCE descriptor, with from_arr, has none)")
-            }
-            ManifestError::CceWithoutDtype => f.write_str("Invalid cce desc ap without dtype"),
-            ManifestError::UnknownDmaQueue(q) => write!(f, "DMA queue {q} is not a dma_queue of the subgraph's def.json"),
-            ManifestError::UnknownDmaVariable { to, name } => {
-                let key = if *to { DmaDesc::KEY_TO } else { DmaDesc::KEY_FROM };
-                write!(f, "DMA descriptor {key} variable {name} is not a var of the subgraph's def.json")
-            }
-            ManifestError::TooManyExtIsaOps(n) => {
-                write!(f, "Extended-ISA library with {n} ops: the runtime supports at most {MAX_EXT_ISA_OPS}")
-            }
-            ManifestError::ZeroDescSize => f.write_str("Size cannot be 0"),
-            ManifestError::StepsSizesMismatch { steps, sizes } => {
-                write!(f, "descriptor steps have {steps} entries but sizes have {sizes}: they must match")
-            }
-            ManifestError::TooManySemaphores(n) => {
-                write!(f, "Runtime supports maximum of {MAX_QUEUE_SEMAPHORES} semaphores per queue set (got {n})")
-            }
-            ManifestError::MissingCarveout => f.write_str(
-                "Missing or corrupted runtime_statebuffer_reservation field in def.json and NEURON_RT_ALLOW_LEGACY_NEFF=1 is not set. Potentially a legacy neff without proper compiler support",
-            ),
-            ManifestError::CarveoutStartPartition(p) => write!(f, "Event Accel carveout SB partition must start at 0. Got {p}"),
-            ManifestError::CarveoutPartitionCount(n) => {
-                write!(f, "Event Accel carveout SB partition count must be {EVTACCEL_PARTITIONS}. Got {n}")
-            }
-            ManifestError::CarveoutOffset(o) => {
-                write!(f, "Event Accel carveout SB partition offset must start at 0x{EVTACCEL_OFFSET:x}. Got 0x{o:x}")
-            }
-            ManifestError::CarveoutSize(s) => write!(f, "Event Accel carveout SB size must be 8. Got {s}"),
-        }
+neff_macros::refusal_messages!("schema/errors.toml", Manifest);
+
+/// `MissingKey`'s message: the runtime's own for the key (its `%s` the object's name), or ours.
+fn missing_key(f: &mut fmt::Formatter<'_>, key: &RequiredKey, within: &Name) -> fmt::Result {
+    match split_at_placeholder(key.message) {
+        _ if key.message.is_empty() => write!(f, "missing required key \"{}\"", key.key),
+        Some((head, tail)) => write!(f, "{head}{within}{tail}"),
+        None => f.write_str(key.message),
     }
 }
 
 /// The JSON name of an engine kept in a warning by its `EngineType` value.
 fn engine_name(value: u32) -> &'static str {
     EngineType::from_value(value).map_or("?", EngineType::as_str)
-}
-
-impl fmt::Display for ManifestWarning {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ManifestWarning::UnknownDtype(d) => write!(f, "Unknown dtype: {d}, defaulting to UNKNOWN"),
-            ManifestWarning::UnknownValue { key, value } => {
-                write!(f, "unknown {key} '{value}': accepted (the spec does not say to refuse it)")
-            }
-            ManifestWarning::KelfNodeByOp => f.write_str("KELF node found by op \"__kelf\" (no attrs.func_name)"),
-            ManifestWarning::EngineMissing { engine, neff } if neff.as_str().is_empty() => {
-                write!(f, "Engine {} not found in NEFF, using empty placeholder", engine_name(*engine))
-            }
-            ManifestWarning::EngineMissing { engine, neff } => {
-                write!(f, "Engine {} not found in NEFF {neff}, using empty placeholder", engine_name(*engine))
-            }
-            ManifestWarning::InstrMismatch { engine, def_instr, engine_instr } => write!(
-                f,
-                "{}_instr \"{def_instr}\" differs from the engine JSON's instr \"{engine_instr}\"; using the engine JSON's",
-                engine_name(*engine)
-            ),
-        }
-    }
 }

@@ -856,7 +856,7 @@ impl Checked<'_> {
             let fdoc = doc_attr(&format!("{} (offset {}).", f.doc.trim_end_matches('.'), f.offset));
             fields.push(quote!(#fdoc pub #fid: #ty,));
             asserts.push(quote!(
-                const _: () = ::core::assert!(::core::mem::offset_of!(#id, #fid) == #off);
+                ::static_assertions::const_assert_eq!(::core::mem::offset_of!(#id, #fid), #off);
             ));
             let fname = f.name.get_ref();
             let fty = f.ty.get_ref();
@@ -880,7 +880,7 @@ impl Checked<'_> {
                 pub const FIELDS: &'static [crate::manifest::LayoutField] = &[#(#infos)*];
             }
 
-            const _: () = ::core::assert!(::core::mem::size_of::<#id>() == #size);
+            ::static_assertions::assert_eq_size!(#id, [u8; #size]);
             #(#asserts)*
         }
     }

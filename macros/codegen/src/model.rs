@@ -294,7 +294,10 @@ impl SchemaFile {
     }
 }
 
-/// Reads every `*.toml` of `dir`, sorted by name. `display_prefix` is prepended to file
+/// The refusal table's file name in a schema directory ([`crate::errors`]).
+pub const ERRORS_FILE: &str = "errors.toml";
+
+/// Reads every `*.toml` of `dir` (but the refusal table), sorted by name. `display_prefix` is prepended to file
 /// names in messages (for example `schema/`).
 pub fn load_dir(dir: &Path, display_prefix: &str) -> Result<Vec<SchemaFile>, SchemaError> {
     let entries = std::fs::read_dir(dir)
@@ -302,6 +305,8 @@ pub fn load_dir(dir: &Path, display_prefix: &str) -> Result<Vec<SchemaFile>, Sch
     let mut paths: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        // The refusal table is not a schema file: `refusals!` expands it.
+        .filter(|p| !p.ends_with(ERRORS_FILE))
         .collect();
     paths.sort();
     if paths.is_empty() {
