@@ -230,7 +230,7 @@ pub unsafe extern "C" fn neff_error_stage(err: *const neff_error) -> neff_stage 
 /// # Safety
 /// `err` is null or points to a `neff_error` (filled by a `neff_*` call, or never read as one).
 #[no_mangle]
-pub unsafe extern "C" fn neff_error_code(err: *const neff_error) -> u16 {
+pub unsafe extern "C" fn neff_error_kind(err: *const neff_error) -> u16 {
     core_error(err).map_or(0, |e| e.kind.code())
 }
 

@@ -199,7 +199,7 @@ fn stage(e: *const neff_error) -> neff_stage {
 }
 fn code(e: *const neff_error) -> u16 {
     // SAFETY: a live (or null) error.
-    unsafe { neff_error_code(e) }
+    unsafe { neff_error_kind(e) }
 }
 fn offset(e: *const neff_error) -> u64 {
     // SAFETY: a live (or null) error.
