@@ -77,6 +77,22 @@ step "no_std core for thumbv7em-none-eabihf (with and without defmt)"
 cargo build -p neff --target thumbv7em-none-eabihf --release
 cargo build -p neff --target thumbv7em-none-eabihf --release --features defmt
 
+step "C ABI (ffi/): formatting, clippy, unit tests, no_std static library for thumbv7em"
+# Its own workspace (panic = "abort" for the no_std static library).
+(cd ffi && cargo fmt --check && cargo clippy --all-targets -- -D warnings && cargo test)
+(cd ffi && cargo build --release --lib --target thumbv7em-none-eabihf)
+
+step "C ABI under Miri (nightly): the FFI tests, raw pointers and callbacks checked"
+rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
+rustup component list --toolchain nightly --installed | grep -q '^miri' || rustup component add --toolchain nightly miri
+(cd ffi && cargo +nightly miri test)
+
+step "include/neff.h is what cbindgen generates; the C host program under ASan and UBSan (scripts/test-ffi.sh)"
+command -v cbindgen >/dev/null 2>&1 || cargo install cbindgen --locked
+[ -f /usr/include/zlib.h ] || apt_install zlib1g-dev
+[ -f /usr/include/xxhash.h ] || apt_install libxxhash-dev
+./scripts/test-ffi.sh
+
 for spec in "${cross_targets[@]}"; do
   read -r target gcc_pkg libc_pkg qemu sysroot <<<"$spec"
   step "core tests on $target under $qemu (profile cross-test: optimised, overflow checks on)"
