@@ -1,21 +1,28 @@
 #!/usr/bin/env bash
-# Writes include/neff.h from the C ABI crate (ffi/) with cbindgen; with --check, fails (and
-# shows the difference) when the checked-in header is not what the crate generates.
+# Writes the C headers: include/neff.h from the C ABI crate (ffi/) with cbindgen, and
+# include/neff_schema.h (the schema's enums and repr(C) layouts, with _Static_asserts) from
+# schema/ with the schema's own generator (macros/codegen). With --check, fails (and shows
+# the difference) when a checked-in header is not what they generate.
 #   cargo install cbindgen --locked   # if absent
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v cbindgen >/dev/null || { echo "gen-header: cbindgen not found (cargo install cbindgen --locked)" >&2; exit 2; }
-out=include/neff.h
-if [[ "${1:-}" == "--check" ]]; then
-  fresh=$(mktemp)
-  trap 'rm -f "$fresh"' EXIT
-  cbindgen --quiet --config ffi/cbindgen.toml --output "$fresh" ffi
-  if ! diff -u "$out" "$fresh"; then
-    echo "gen-header: $out is stale: run scripts/gen-header.sh and commit it" >&2
-    exit 1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cbindgen --quiet --config ffi/cbindgen.toml --output "$tmp/neff.h" ffi
+cargo run -q -p neff-schema-codegen --example c-header -- schema >"$tmp/neff_schema.h"
+status=0
+for h in neff.h neff_schema.h; do
+  if [[ "${1:-}" == "--check" ]]; then
+    if ! diff -u "include/$h" "$tmp/$h"; then
+      echo "gen-header: include/$h is stale: run scripts/gen-header.sh and commit it" >&2
+      status=1
+    else
+      echo "gen-header: include/$h is up to date"
+    fi
+  else
+    cp "$tmp/$h" "include/$h"
+    echo "gen-header: wrote include/$h ($(wc -c <"include/$h") bytes)"
   fi
-  echo "gen-header: $out is up to date"
-else
-  cbindgen --quiet --config ffi/cbindgen.toml --output "$out" ffi
-  echo "gen-header: wrote $out ($(wc -c <"$out") bytes)"
-fi
+done
+exit $status

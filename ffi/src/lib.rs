@@ -412,12 +412,27 @@ unsafe fn borrow<'a>(
         let o = unsafe { *observer };
         CObserver { ctx: o.ctx, payload: o.payload, warning: o.warning }
     };
+    if bufs.arena.is_null() || bufs.arena_len < STRING_SCRATCH {
+        return Err("buffers.arena: null or shorter than neff_arena_min()");
+    }
+    // Every overlap is refused before any slice is made: a `&mut` slice sharing a byte with
+    // another slice would itself be undefined behaviour (Miri caught a check made after them).
+    let source_span = if src.bytes.is_null() { (src.buf as usize, src.buf_len) } else { (src.bytes as usize, src.len) };
+    let arena_span = (bufs.arena as usize, bufs.arena_len);
+    let replay_span = (bufs.replay as usize, bufs.replay_len);
+    if overlaps(arena_span, replay_span) {
+        return Err("buffers: the arena and the replay store overlap");
+    }
+    if overlaps(source_span, arena_span) || overlaps(source_span, replay_span) {
+        return Err("source: its bytes or buffer overlap a lent buffer");
+    }
     let (reader, file_size) = if !src.bytes.is_null() {
         if src.len > isize::MAX as usize {
             return Err("source.len: larger than any object");
         }
         // SAFETY: non-null, `len` fits an allocation; the caller lends `len` readable bytes at
-        // `bytes` for the call and does not write them meanwhile (`neff_source`'s contract).
+        // `bytes` for the call and does not write them meanwhile (`neff_source`'s contract);
+        // no lent buffer overlaps them (checked above).
         let bytes = unsafe { core::slice::from_raw_parts(src.bytes, src.len) };
         (Reader::Memory(bytes), Some(src.len as u64))
     } else {
@@ -425,27 +440,22 @@ unsafe fn borrow<'a>(
         if src.buf.is_null() || src.buf_len == 0 {
             return Err("source.buf: a read callback needs a buffer of at least 1 byte");
         }
-        // SAFETY: the caller lends `buf_len` writable bytes at `buf` (the contract above).
+        // SAFETY: the caller lends `buf_len` writable bytes at `buf` (the contract above), which
+        // overlap no other lent buffer (checked above).
         let buf = unsafe { lent_mut(src.buf, src.buf_len, "source.buf") }?;
         (Reader::callback(read, src.ctx, buf), (src.file_size != 0).then_some(src.file_size))
     };
-    if bufs.arena.is_null() || bufs.arena_len < STRING_SCRATCH {
-        return Err("buffers.arena: null or shorter than neff_arena_min()");
-    }
-    // SAFETY: the caller lends `arena_len` writable bytes at `arena` (the contract above).
+    // SAFETY: the caller lends `arena_len` writable bytes at `arena` (the contract above), and
+    // they overlap no other lent buffer (checked above).
     let arena = unsafe { lent_mut(bufs.arena, bufs.arena_len, "buffers.arena") }?;
     // SAFETY: as for the arena, for the replay store.
     let replay = unsafe { lent_mut(bufs.replay, bufs.replay_len, "buffers.replay: null with a length") }?;
-    if overlaps(arena, replay) {
-        return Err("buffers: the arena and the replay store overlap");
-    }
     Ok(Lent { reader, file_size, arena, replay, options, observer })
 }
 
-/// Whether two lent buffers share a byte.
-fn overlaps(a: &[u8], b: &[u8]) -> bool {
-    let (a0, b0) = (a.as_ptr() as usize, b.as_ptr() as usize);
-    !a.is_empty() && !b.is_empty() && a0 < b0.saturating_add(b.len()) && b0 < a0.saturating_add(a.len())
+/// Whether two lent buffers (address, length) share a byte.
+fn overlaps((a0, a_len): (usize, usize), (b0, b_len): (usize, usize)) -> bool {
+    a0 != 0 && b0 != 0 && a_len != 0 && b_len != 0 && a0 < b0.saturating_add(b_len) && b0 < a0.saturating_add(a_len)
 }
 
 /// The device a run loads onto: the caller's, or none (a check).

@@ -315,6 +315,17 @@ fn wrong_lengths_are_errors() {
     let status = unsafe { neff_check(&src, &bufs, core::ptr::null(), core::ptr::null(), core::ptr::null(), &mut err) };
     assert_eq!(status, neff_status::NEFF_STATUS_BAD_ARGUMENT);
     assert!(message(&err).contains("overlap"));
+    // A read buffer inside the arena.
+    let mut feed = Feed { rest: &bytes, served: 0, step: 8, fail_at: None };
+    let mut inside = arena.clone();
+    let mut src = callback(&mut feed, &mut inside, 0);
+    let bufs = buffers(&mut arena);
+    src.buf = bufs.arena;
+    src.buf_len = 64;
+    // SAFETY: as above.
+    let status = unsafe { neff_check(&src, &bufs, core::ptr::null(), core::ptr::null(), core::ptr::null(), &mut err) };
+    assert_eq!(status, neff_status::NEFF_STATUS_BAD_ARGUMENT);
+    assert!(message(&err).starts_with("source: its bytes or buffer overlap"), "{}", message(&err));
     // A callback source without a buffer.
     let mut feed = Feed { rest: &bytes, served: 0, step: 8, fail_at: None };
     let mut src = callback(&mut feed, &mut [], 0);
