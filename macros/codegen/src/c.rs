@@ -89,7 +89,8 @@ fn c_layout(out: &mut String, l: &LayoutToml, layouts: &[&LayoutToml]) -> Result
     let _ = writeln!(out, "NEFF_SCHEMA_ASSERT(sizeof({c}) == {}, \"sizeof({c})\");", l.size);
     for f in &l.fields {
         let fname = f.name.get_ref();
-        let _ = writeln!(out, "NEFF_SCHEMA_ASSERT(offsetof({c}, {fname}) == {}, \"offsetof({c}, {fname})\");", f.offset);
+        let _ =
+            writeln!(out, "NEFF_SCHEMA_ASSERT(offsetof({c}, {fname}) == {}, \"offsetof({c}, {fname})\");", f.offset);
     }
     out.push('\n');
     Ok(())
