@@ -398,6 +398,10 @@ typedef struct neff_alloc_request {
 /**
  * The device, as C callbacks. Every callback gets `ctx` as is. `arch`, `alloc`, `write`,
  * `adopt` and `release` are required; `address` may be null (addresses then read as 0).
+ *
+ * The notebook is optional device memory the loader may keep its notes in (what it remembers
+ * of each payload that landed, 28 bytes each), which would otherwise take the arena: lend
+ * `notebook_len` bytes with `note` and `recall`, or 0 and nulls.
  */
 typedef struct neff_hal {
   /**
@@ -432,6 +436,18 @@ typedef struct neff_hal {
    * The device address of `region` into `*address`.
    */
   uint32_t (*address)(void *ctx, uint32_t region, uint64_t *address);
+  /**
+   * Bytes of the notebook (0: none).
+   */
+  uint64_t notebook_len;
+  /**
+   * Stores `len` bytes at `bytes` at notebook offset `at`.
+   */
+  uint32_t (*note)(void *ctx, uint64_t at, const uint8_t *bytes, size_t len);
+  /**
+   * Reads `len` bytes at notebook offset `at` into `out`.
+   */
+  uint32_t (*recall)(void *ctx, uint64_t at, uint8_t *out, size_t len);
 } neff_hal;
 
 /**

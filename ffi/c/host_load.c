@@ -387,7 +387,7 @@ static int load_one(const char *path) {
 
   for (int way = 0; way < 2; way++) {
     device dev = {0};
-    neff_hal hal = {&dev, dev_arch, dev_alloc, dev_write, dev_adopt, dev_release, NULL};
+    neff_hal hal = {&dev, dev_arch, dev_alloc, dev_write, dev_adopt, dev_release, NULL, 0, NULL, NULL};
     checker c = {name, &tar, &dev, 0, 0, 0, 0};
     neff_observer obs = {&c, on_payload, on_warning};
     neff_outputs out = {&report[way], json, sizeof json, &json_len};

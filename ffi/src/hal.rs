@@ -49,6 +49,10 @@ pub struct neff_alloc_request {
 
 /// The device, as C callbacks. Every callback gets `ctx` as is. `arch`, `alloc`, `write`,
 /// `adopt` and `release` are required; `address` may be null (addresses then read as 0).
+///
+/// The notebook is optional device memory the loader may keep its notes in (what it remembers
+/// of each payload that landed, 28 bytes each), which would otherwise take the arena: lend
+/// `notebook_len` bytes with `note` and `recall`, or 0 and nulls.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct neff_hal {
@@ -70,6 +74,12 @@ pub struct neff_hal {
     pub release: Option<unsafe extern "C" fn(ctx: *mut c_void, region: u32) -> u32>,
     /// The device address of `region` into `*address`.
     pub address: Option<unsafe extern "C" fn(ctx: *mut c_void, region: u32, address: *mut u64) -> u32>,
+    /// Bytes of the notebook (0: none).
+    pub notebook_len: u64,
+    /// Stores `len` bytes at `bytes` at notebook offset `at`.
+    pub note: Option<unsafe extern "C" fn(ctx: *mut c_void, at: u64, bytes: *const u8, len: usize) -> u32>,
+    /// Reads `len` bytes at notebook offset `at` into `out`.
+    pub recall: Option<unsafe extern "C" fn(ctx: *mut c_void, at: u64, out: *mut u8, len: usize) -> u32>,
 }
 
 type AllocFn = unsafe extern "C" fn(*mut c_void, *const neff_alloc_request, *mut u32) -> u32;
@@ -77,6 +87,8 @@ type WriteFn = unsafe extern "C" fn(*mut c_void, u32, u64, *const u8, usize) -> 
 type AdoptFn = unsafe extern "C" fn(*mut c_void, u32, *const neff_alloc_request, *mut u32) -> u32;
 type ReleaseFn = unsafe extern "C" fn(*mut c_void, u32) -> u32;
 type AddressFn = unsafe extern "C" fn(*mut c_void, u32, *mut u64) -> u32;
+type NoteFn = unsafe extern "C" fn(*mut c_void, u64, *const u8, usize) -> u32;
+type RecallFn = unsafe extern "C" fn(*mut c_void, u64, *mut u8, usize) -> u32;
 
 /// A checked [`neff_hal`]: the required callbacks are present and the architecture is known.
 pub(crate) struct CHal {
@@ -87,6 +99,8 @@ pub(crate) struct CHal {
     adopt: AdoptFn,
     release: ReleaseFn,
     address: Option<AddressFn>,
+    /// The notebook: its length and callbacks, when all are given.
+    notebook: Option<(u64, NoteFn, RecallFn)>,
 }
 
 /// Why a [`neff_hal`] cannot be used.
@@ -109,7 +123,12 @@ impl CHal {
         // context, as `neff_hal` documents; it takes no pointer from us.
         let value = unsafe { arch(hal.ctx) };
         let arch = Arch::from_value(value).ok_or(BadHal::UnknownArch)?;
-        Ok(Self { ctx: hal.ctx, arch, alloc, write, adopt, release, address: hal.address })
+        let notebook = match (hal.notebook_len, hal.note, hal.recall) {
+            (0, _, _) => None,
+            (len, Some(note), Some(recall)) => Some((len, note, recall)),
+            _ => return Err(BadHal::MissingCallback),
+        };
+        Ok(Self { ctx: hal.ctx, arch, alloc, write, adopt, release, address: hal.address, notebook })
     }
 }
 
@@ -188,5 +207,27 @@ impl Hal for CHal {
         // SAFETY: `&mut at` is a live `u64` for the call; the callback is the caller's.
         let code = unsafe { address(self.ctx, region.0, &mut at) };
         hal_result(code, Some(region.0), None, None).map(|()| at)
+    }
+
+    fn notebook_len(&self) -> u64 {
+        self.notebook.map_or(0, |(len, _, _)| len)
+    }
+
+    fn note(&mut self, at: u64, bytes: &[u8]) -> Result<(), HalError> {
+        let Some((_, note, _)) = self.notebook else { return Ok(()) };
+        // SAFETY: `bytes` is a live slice of `bytes.len()` readable bytes for the call; the
+        // callback is the caller's, checked non-null.
+        let code = unsafe { note(self.ctx, at, bytes.as_ptr(), bytes.len()) };
+        hal_result(code, None, None, Some((at, bytes.len())))
+    }
+
+    fn recall(&self, at: u64, out: &mut [u8]) -> Result<(), HalError> {
+        let Some((_, _, recall)) = self.notebook else {
+            out.fill(0);
+            return Ok(());
+        };
+        // SAFETY: `out` is a live, exclusive slice of `out.len()` writable bytes for the call.
+        let code = unsafe { recall(self.ctx, at, out.as_mut_ptr(), out.len()) };
+        hal_result(code, None, None, Some((at, out.len())))
     }
 }

@@ -585,7 +585,7 @@ pub unsafe extern "C" fn neff_load(
             return bad_argument(
                 err,
                 neff_status::NEFF_STATUS_BAD_ARGUMENT,
-                "hal: arch, alloc, write, adopt and release are required",
+                "hal: arch, alloc, write, adopt and release are required (note and recall with a notebook)",
             )
         }
         Err(BadHal::UnknownArch) => {

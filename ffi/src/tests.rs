@@ -36,6 +36,28 @@ struct Device {
     next: u32,
     /// `alloc` refuses with this code when set.
     refuse_alloc: Option<u32>,
+    /// The notebook lent to the loader.
+    notebook: Vec<u8>,
+}
+
+unsafe extern "C" fn dev_note(ctx: *mut c_void, at: u64, bytes: *const u8, len: usize) -> u32 {
+    let d = device(ctx);
+    let Some(dst) = d.notebook.get_mut(at as usize..at as usize + len) else {
+        return neff_hal_result::NEFF_HAL_OUT_OF_BOUNDS as u32;
+    };
+    // SAFETY: (test) the library lends `len` readable bytes at `bytes`.
+    dst.copy_from_slice(unsafe { core::slice::from_raw_parts(bytes, len) });
+    0
+}
+
+unsafe extern "C" fn dev_recall(ctx: *mut c_void, at: u64, out: *mut u8, len: usize) -> u32 {
+    let d = device(ctx);
+    let Some(src) = d.notebook.get(at as usize..at as usize + len) else {
+        return neff_hal_result::NEFF_HAL_OUT_OF_BOUNDS as u32;
+    };
+    // SAFETY: (test) the library lends `len` writable bytes at `out`.
+    unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), out, len) };
+    0
 }
 
 fn device(ctx: *mut c_void) -> &'static mut Device {
@@ -99,6 +121,9 @@ fn hal_of(d: &mut Device) -> neff_hal {
         adopt: Some(dev_adopt),
         release: Some(dev_release),
         address: None,
+        notebook_len: 0,
+        note: None,
+        recall: None,
     }
 }
 
@@ -522,6 +547,54 @@ fn a_real_neff_loads_onto_the_c_device_and_every_region_holds_its_digest() {
         assert!(held.len() as u64 >= *len, "{member}");
         assert_eq!(neff::digest::digest64(&held[..*len as usize]), *digest, "{member}");
     }
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "a whole real NEFF takes minutes under Miri")]
+fn a_device_notebook_takes_the_notes_off_the_arena() {
+    let Some(bytes) = fixture(MATMUL_SMALL) else { return };
+    let mut peaks = Vec::new();
+    for notebook in [0usize, 64 * 28] {
+        let mut dev = Device { arch: 3, notebook: vec![0; notebook], ..Device::default() };
+        let mut hal = hal_of(&mut dev);
+        if notebook > 0 {
+            hal.notebook_len = notebook as u64;
+            hal.note = Some(dev_note);
+            hal.recall = Some(dev_recall);
+        }
+        let mut arena = arena();
+        let bufs = buffers(&mut arena);
+        let mut err = new_error();
+        let mut report = neff_report::default();
+        let outputs = neff_outputs {
+            report: &mut report,
+            json: core::ptr::null_mut(),
+            json_len: 0,
+            json_written: core::ptr::null_mut(),
+        };
+        let src = memory(&bytes);
+        // SAFETY: every pointer is live or null.
+        let status = unsafe { neff_load(&src, &hal, &bufs, core::ptr::null(), core::ptr::null(), &outputs, &mut err) };
+        assert_eq!(status, neff_status::NEFF_STATUS_OK, "{}", message(&err));
+        assert_eq!(report.placed, 24);
+        peaks.push(report.arena_peak);
+        if notebook > 0 {
+            assert!(dev.notebook.iter().any(|&b| b != 0), "the loader wrote its notes to the device");
+        }
+    }
+    assert!(peaks[1] < peaks[0], "arena peaks without and with a notebook: {peaks:?}");
+    // A notebook without its callbacks is refused.
+    let mut dev = Device { arch: 3, ..Device::default() };
+    let mut hal = hal_of(&mut dev);
+    hal.notebook_len = 64;
+    let mut arena = arena();
+    let bufs = buffers(&mut arena);
+    let mut err = new_error();
+    let src = memory(&bytes);
+    // SAFETY: every pointer is live or null.
+    let status =
+        unsafe { neff_load(&src, &hal, &bufs, core::ptr::null(), core::ptr::null(), core::ptr::null(), &mut err) };
+    assert_eq!(status, neff_status::NEFF_STATUS_BAD_ARGUMENT);
 }
 
 #[test]
