@@ -136,6 +136,12 @@ if [ -d targets/qemu-m4 ]; then
     expect_line 'INFO  trainium-kernel-fusion/baseline_bf16_s512: OK: 67 members, 24 payloads placed, 292672 bytes placed, 24 digests checked (report and device), header MD5 match (word-swapped), 0 warnings, arena 3015 of 32768 bytes'
     expect_line 'firmware: 6 passed, 0 failed'
 
+    step "C firmware image under qemu-system-arm: arm-none-eabi-gcc + libneff_ffi.a, the Rust image's summary lines (scripts/test-c-firmware.sh)"
+    command -v arm-none-eabi-gcc >/dev/null 2>&1 || apt_install gcc-arm-none-eabi
+    [ -f /usr/lib/arm-none-eabi/include/string.h ] || apt_install libnewlib-arm-none-eabi
+    command -v llvm-size >/dev/null 2>&1 || apt_install llvm
+    ./scripts/test-c-firmware.sh
+
     step "no panic path in the core's own code, in both firmware images (scripts/panic-paths.sh)"
     command -v llvm-addr2line >/dev/null 2>&1 && command -v llvm-objdump >/dev/null 2>&1 || apt_install llvm
     scripts/panic-paths.sh targets/qemu-m4/target/thumbv7em-none-eabihf/release/neff-qemu-m4 "$elf"

@@ -25,7 +25,7 @@ typedef struct tarball {
 } tarball;
 
 /* The NEFF's gzip'd payload (at byte 1024, every gzip member) inflated by zlib. */
-static int gunzip(const uint8_t *neff, size_t len, tarball *out) {
+static inline int gunzip(const uint8_t *neff, size_t len, tarball *out) {
   if (len <= 1024) return -1;
   z_stream z;
   memset(&z, 0, sizeof z);
@@ -67,7 +67,7 @@ static int gunzip(const uint8_t *neff, size_t len, tarball *out) {
   return 0;
 }
 
-static uint64_t octal(const uint8_t *field, size_t n) {
+static inline uint64_t octal(const uint8_t *field, size_t n) {
   uint64_t v = 0;
   for (size_t i = 0; i < n && field[i]; i++) {
     if (field[i] == ' ') continue;
@@ -78,7 +78,7 @@ static uint64_t octal(const uint8_t *field, size_t n) {
 }
 
 /* The regular members of a ustar/PAX stream (PAX `path` records honoured, GNU long names too). */
-static int walk_tar(tarball *t) {
+static inline int walk_tar(tarball *t) {
   size_t at = 0, cap = 64;
   char long_name[256] = {0};
   t->members = calloc(cap, sizeof(member));
@@ -136,7 +136,7 @@ static int walk_tar(tarball *t) {
   return t->members ? 0 : -1;
 }
 
-static const member *find_member(const tarball *t, const char *name, size_t len) {
+static inline const member *find_member(const tarball *t, const char *name, size_t len) {
   const member *found = NULL;
   for (size_t i = 0; i < t->count; i++) {
     const char *n = t->members[i].name;
@@ -147,7 +147,7 @@ static const member *find_member(const tarball *t, const char *name, size_t len)
 }
 
 /* What must land of a member: a `.npy` member's array data (after its header), else all of it. */
-static void landing_bytes(const member *m, const uint8_t **bytes, uint64_t *len) {
+static inline void landing_bytes(const member *m, const uint8_t **bytes, uint64_t *len) {
   size_t n = strlen(m->name);
   *bytes = m->body;
   *len = m->size;
@@ -163,7 +163,7 @@ static void landing_bytes(const member *m, const uint8_t **bytes, uint64_t *len)
 }
 
 /* A payload as the format defines it: a `.bin` or `.npy` member outside `debug_info/`. */
-static int is_payload(const char *name) {
+static inline int is_payload(const char *name) {
   size_t n = strlen(name);
   if (strncmp(name, "debug_info/", 11) == 0 || n < 4) return 0;
   return strcmp(name + n - 4, ".bin") == 0 || strcmp(name + n - 4, ".npy") == 0;

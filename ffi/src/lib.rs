@@ -41,6 +41,7 @@ mod tests;
 use core::ffi::c_void;
 
 use neff::archive::{Archive, OpenOptions};
+use neff::hal::{Hal, NullDevice};
 use neff::header::{DigestOrder, Integrity};
 use neff::loader::{LoadOptions, LoadReport, Loader, Observer, PayloadReport, PayloadState, Storage};
 use neff::manifest::{Arch, STRING_SCRATCH};
@@ -458,27 +459,53 @@ fn overlaps((a0, a_len): (usize, usize), (b0, b_len): (usize, usize)) -> bool {
     a0 != 0 && b0 != 0 && a_len != 0 && b_len != 0 && a0 < b0.saturating_add(b_len) && b0 < a0.saturating_add(a_len)
 }
 
-/// The device a run loads onto: the caller's, or none (a check).
-enum Target<'h> {
-    Device(&'h mut CHal),
-    Check(Option<Arch>),
+/// One load or check. The big objects are spread over frames as the Rust firmware image
+/// spreads them (targets/qemu-m4/src/load.rs): this frame holds the archive reader, borrowed
+/// out of its `Result` (a move would copy the ~46 KB reader into a second slot), and the copy
+/// `Archive::open` makes lives in [`open`]'s frame, gone before [`load`] builds the loader.
+///
+/// Generic over the device (the caller's, or the core's `NullDevice` for a check), so that a
+/// program that only loads links no check path, and the reverse.
+#[inline(never)]
+fn run<H: Hal>(lent: Lent<'_>, device: &mut H, report: &mut LoadReport) -> Result<(), Error> {
+    let Lent { reader, file_size, arena, replay, options, mut observer } = lent;
+    let mut opened = open(reader, file_size, options.verify_integrity, &mut observer);
+    let archive = match &mut opened {
+        Ok(archive) => archive,
+        Err(e) => return Err(*e),
+    };
+    load(archive, arena, replay, options.allow_legacy, device, report, &mut observer)
 }
 
-/// One load or check. A frame of its own: the archive reader and loader are its locals.
+/// Header gates and gzip sniff, in a frame of its own.
 #[inline(never)]
-fn run(lent: Lent<'_>, target: Target<'_>, report: &mut LoadReport) -> Result<(), Error> {
-    let Lent { reader, file_size, arena, replay, options, mut observer } = lent;
-    let open = OpenOptions { verify_integrity: options.verify_integrity, ..OpenOptions::default() };
-    let mut archive = Archive::open(reader, file_size, &open, &mut observer)?;
+fn open<'a>(
+    reader: Reader<'a>,
+    file_size: Option<u64>,
+    verify_integrity: bool,
+    sink: &mut CObserver,
+) -> Result<Archive<Reader<'a>>, Error> {
+    let options = OpenOptions { verify_integrity, ..OpenOptions::default() };
+    Archive::open(reader, file_size, &options, sink)
+}
+
+/// The load itself over an opened archive: the loader is a local of this frame.
+#[inline(never)]
+fn load<H: Hal>(
+    archive: &mut Archive<Reader<'_>>,
+    arena: &mut [u8],
+    replay: &mut [u8],
+    allow_legacy: bool,
+    device: &mut H,
+    report: &mut LoadReport,
+    observer: &mut CObserver,
+) -> Result<(), Error> {
     let storage = Storage { arena, replay, deferred: &mut [], whole_names: &mut [] };
-    let mut loader = Loader::with_storage(storage, LoadOptions { allow_legacy: options.allow_legacy });
+    let mut loader = Loader::with_storage(storage, LoadOptions { allow_legacy });
     // The observer is both the placements' observer and the warnings' sink: two borrows of
     // one value, so the warnings go through a second handle with the same callbacks.
     let mut sink = CObserver { ctx: observer.ctx, payload: None, warning: observer.warning };
-    match target {
-        Target::Device(hal) => loader.load(&mut archive, hal, report, &mut observer, &mut sink),
-        Target::Check(arch) => loader.check(&mut archive, arch, report, &mut observer, &mut sink),
-    }
+    loader.load(archive, device, report, observer, &mut sink)
 }
 
 /// Writes the outputs the caller asked for; the status of the call.
@@ -532,14 +559,14 @@ fn failed(err: *mut neff_error, e: &Error) -> neff_status {
 ///
 /// # Safety
 /// As [`neff_load`]'s.
-unsafe fn run_and_report(
+unsafe fn run_and_report<H: Hal>(
     lent: Lent<'_>,
-    target: Target<'_>,
+    device: &mut H,
     outputs: *const neff_outputs,
     err: *mut neff_error,
 ) -> neff_status {
     let mut report = LoadReport::new();
-    let result = run(lent, target, &mut report);
+    let result = run(lent, device, &mut report);
     // SAFETY: the caller's contract for `outputs` (see `neff_load`).
     let status = unsafe { write_outputs(outputs, &report, err) };
     if let Err(e) = &result {
@@ -598,7 +625,7 @@ pub unsafe extern "C" fn neff_load(
         Err(what) => return bad_argument(err, neff_status::NEFF_STATUS_BAD_ARGUMENT, what),
     };
     // SAFETY: the caller's contract for `outputs`.
-    unsafe { run_and_report(lent, Target::Device(&mut device), outputs, err) }
+    unsafe { run_and_report(lent, &mut device, outputs, err) }
 }
 
 /// Validates a NEFF without a device: header gates, gzip and tar, every manifest of the chain,
@@ -636,7 +663,7 @@ pub unsafe extern "C" fn neff_check(
         },
     };
     // SAFETY: the caller's contract for `outputs`.
-    unsafe { run_and_report(lent, Target::Check(arch), outputs, err) }
+    unsafe { run_and_report(lent, &mut NullDevice::new(arch), outputs, err) }
 }
 
 /// A panic cannot unwind into C: the library is built with `panic = "abort"`, and this handler
