@@ -6,7 +6,7 @@
 #   - the files that changed are schema/def.toml (the edit) and schema/README.md (generated):
 #     no table, footprint or hand-written code needed touching.
 # Then a second drill, from the same base: a field appended to a published layout
-# (`io_node_info_t`) reaches the C header (include/neff_schema.h, regenerated), whose
+# (`kbin_mem_ref_set_t`) reaches the C header (include/neff_schema.h, regenerated), whose
 # _Static_asserts hold under the host cc (and arm-none-eabi-gcc when present), as the Rust
 # side's assertions hold in the core's build; only schema/layouts.toml, schema/README.md and
 # include/neff_schema.h change.
@@ -81,26 +81,27 @@ echo "schema drill: passed"
 git checkout -q -- . && git clean -qfd
 python3 - <<'PY'
 text = open("schema/layouts.toml").read()
-start = text.index('c_name = "io_node_info_t"')
-size = text.index("size = 144", start)
-text = text[:size] + "size = 152" + text[size + len("size = 144"):]
-end = text.index("[[layout]]", start)
-field = '''[[layout.field]]
+start = text.index('c_name = "kbin_mem_ref_set_t"')
+size = text.index("size = 24", start)
+text = text[:size] + "size = 32" + text[size + len("size = 24"):]
+end = text.find("[[layout]]", start)
+end = len(text) if end < 0 else end
+field = '''
+[[layout.field]]
 name = "drill_extra"
-type = "u32"
-offset = 144
+type = "u64"
+offset = 24
 doc = "Schema drill: a field added by a maintainer"
-
 '''
-open("schema/layouts.toml", "w").write(text[:end] + field + text[end:])
+open("schema/layouts.toml", "w").write(text[:end].rstrip("\n") + "\n" + field + text[end:])
 PY
 NEFF_UPDATE_SCHEMA_DOC=1 cargo test -q -p neff --test manifest_schema_doc >/dev/null
 cargo build -q -p neff --target thumbv7em-none-eabihf --release
 cargo run -q -p neff-schema-codegen --example c-header -- schema >include/neff_schema.h
-grep -q 'uint32_t drill_extra;' include/neff_schema.h || { echo "schema drill: the new field is not in the C header" >&2; exit 1; }
-grep -q 'NEFF_SCHEMA_ASSERT(offsetof(io_node_info_t, drill_extra) == 144' include/neff_schema.h ||
+grep -q 'uint64_t drill_extra;' include/neff_schema.h || { echo "schema drill: the new field is not in the C header" >&2; exit 1; }
+grep -q 'NEFF_SCHEMA_ASSERT(offsetof(kbin_mem_ref_set_t, drill_extra) == 24' include/neff_schema.h ||
   { echo "schema drill: the new field's offset is not asserted in the C header" >&2; exit 1; }
-printf '#include "neff_schema.h"\nint main(void) { io_node_info_t t = {0}; t.drill_extra = 1; return (int)t.drill_extra - 1; }\n' >"$tmp/drill.c"
+printf '#include "neff_schema.h"\nint main(void) { kbin_mem_ref_set_t t = {0}; t.drill_extra = 1; return (int)t.drill_extra - 1; }\n' >"$tmp/drill.c"
 cc -std=c11 -Wall -Werror -Iinclude "$tmp/drill.c" -o "$tmp/drill" && "$tmp/drill"
 if command -v arm-none-eabi-gcc >/dev/null 2>&1; then
   arm-none-eabi-gcc -mcpu=cortex-m4 -mthumb -std=c11 -Wall -Werror -Iinclude -fsyntax-only "$tmp/drill.c"
