@@ -458,7 +458,8 @@ typedef struct neff_buffers {
   /**
    * The arena: the tokenizer's string scratch ([`neff_arena_min`] bytes), then the records
    * binding keeps (a few KiB for small models; `neff_report.arena_peak` says what a NEFF
-   * took). Required.
+   * took). Required, unless the library was built with an arena of its own
+   * ([`neff_builtin_arena_size`]): then null with a length of 0 uses that one.
    */
   uint8_t *arena;
   /**
@@ -738,6 +739,11 @@ extern "C" {
 #endif // __cplusplus
 
 /**
+ * Bytes of the library's own arena ([`BUILTIN_ARENA`]; 0: none, every caller lends one).
+ */
+size_t neff_builtin_arena_size(void);
+
+/**
  * Bytes of arena below which no load can work: the tokenizer's string scratch, which comes
  * off the arena's front (1 KiB on thumbv7em, more on hosted targets). Lend this plus what
  * the records take (`neff_report.arena_peak`).
@@ -747,7 +753,7 @@ size_t neff_arena_min(void);
 /**
  * Bytes of the caller's stack a load or check takes for its state, besides the frames of
  * the code itself: loader state plus archive reader (the core's `LOAD_FOOTPRINT` for a
- * reader of this library's source type) plus the report.
+ * reader of this library's source type) plus the report, plus the built-in arena if any.
  */
 size_t neff_load_stack_size(void);
 
@@ -765,7 +771,8 @@ size_t neff_error_size(void);
  *
  * `source`, `hal` and `buffers` are required; `options`, `observer`, `outputs` and `err` may
  * be null. A null required pointer, a null buffer with a length, or an arena shorter than
- * [`neff_arena_min`] is `NEFF_STATUS_BAD_ARGUMENT`.
+ * [`neff_arena_min`] (or none, in a library without a built-in one) is
+ * `NEFF_STATUS_BAD_ARGUMENT`.
  *
  * # Safety
  * Every non-null pointer points to a live object of its type; the memory a `neff_source`,

@@ -46,7 +46,9 @@ mkdir -p "$out/xxhash"
 ln -sf /usr/include/xxhash.h "$out/xxhash/xxhash.h"
 
 # The static library, LTO'd at opt-level z (ffi/Cargo.toml's firmware profile), then the image.
-(cd ffi && cargo build --profile firmware --lib --target thumbv7em-none-eabihf)
+# Its arena built in (string scratch + 32 KiB of records, as the Rust image's): a local of the
+# frame that loads, after the open, where a lent one would be live during the open too.
+(cd ffi && NEFF_FFI_BUILTIN_ARENA=33792 cargo build --profile firmware --lib --target thumbv7em-none-eabihf)
 flags=(-mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16 -Os -g -std=c11 -Wall -Wextra -Werror
   -ffunction-sections -fdata-sections -ffreestanding -Iinclude -Iffi/firmware -I"$out/xxhash")
 arm-none-eabi-gcc "${flags[@]}" -nostartfiles -T ffi/firmware/memory.ld -Wl,--gc-sections \

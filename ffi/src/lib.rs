@@ -58,7 +58,8 @@ use source::{neff_source, Reader};
 pub struct neff_buffers {
     /// The arena: the tokenizer's string scratch ([`neff_arena_min`] bytes), then the records
     /// binding keeps (a few KiB for small models; `neff_report.arena_peak` says what a NEFF
-    /// took). Required.
+    /// took). Required, unless the library was built with an arena of its own
+    /// ([`neff_builtin_arena_size`]): then null with a length of 0 uses that one.
     pub arena: *mut u8,
     /// Bytes at `arena`.
     pub arena_len: usize,
@@ -280,6 +281,35 @@ pub struct neff_outputs {
     pub json_written: *mut usize,
 }
 
+/// Bytes of the arena built into the library (`NEFF_FFI_BUILTIN_ARENA` when it was built, else
+/// 0), for firmware: it sits on the stack in the frame that loads, entered once the archive is
+/// open, so it reuses the stack the open took (a lent arena is live during the open too).
+pub const BUILTIN_ARENA: usize = match option_env!("NEFF_FFI_BUILTIN_ARENA") {
+    Some(bytes) => parse_size(bytes.as_bytes()),
+    None => 0,
+};
+
+/// A decimal size, at compile time.
+// A panic here is a build error (the value is a constant), never a run-time one.
+#[allow(clippy::panic, clippy::arithmetic_side_effects)]
+const fn parse_size(mut digits: &[u8]) -> usize {
+    let mut n = 0usize;
+    while let [d, rest @ ..] = digits {
+        if !d.is_ascii_digit() {
+            panic!("NEFF_FFI_BUILTIN_ARENA: not a decimal number of bytes");
+        }
+        n = n * 10 + (*d - b'0') as usize;
+        digits = rest;
+    }
+    n
+}
+
+/// Bytes of the library's own arena ([`BUILTIN_ARENA`]; 0: none, every caller lends one).
+#[no_mangle]
+pub extern "C" fn neff_builtin_arena_size() -> usize {
+    BUILTIN_ARENA
+}
+
 /// Bytes of arena below which no load can work: the tokenizer's string scratch, which comes
 /// off the arena's front (1 KiB on thumbv7em, more on hosted targets). Lend this plus what
 /// the records take (`neff_report.arena_peak`).
@@ -290,12 +320,13 @@ pub extern "C" fn neff_arena_min() -> usize {
 
 /// Bytes of the caller's stack a load or check takes for its state, besides the frames of
 /// the code itself: loader state plus archive reader (the core's `LOAD_FOOTPRINT` for a
-/// reader of this library's source type) plus the report.
+/// reader of this library's source type) plus the report, plus the built-in arena if any.
 #[no_mangle]
 pub extern "C" fn neff_load_stack_size() -> usize {
     core::mem::size_of::<Loader<'static>>()
         .saturating_add(core::mem::size_of::<Archive<Reader<'static>>>())
         .saturating_add(core::mem::size_of::<LoadReport>())
+        .saturating_add(BUILTIN_ARENA)
 }
 
 /// Bytes of a `neff_error` (also `sizeof(neff_error)`): for callers that allocate it
@@ -356,7 +387,8 @@ impl neff::WarningSink for CObserver {
 struct Lent<'a> {
     reader: Reader<'a>,
     file_size: Option<u64>,
-    arena: &'a mut [u8],
+    /// `None`: the library's own ([`BUILTIN_ARENA`]).
+    arena: Option<&'a mut [u8]>,
     replay: &'a mut [u8],
     options: neff_options,
     observer: CObserver,
@@ -413,8 +445,11 @@ unsafe fn borrow<'a>(
         let o = unsafe { *observer };
         CObserver { ctx: o.ctx, payload: o.payload, warning: o.warning }
     };
-    if bufs.arena.is_null() || bufs.arena_len < STRING_SCRATCH {
-        return Err("buffers.arena: null or shorter than neff_arena_min()");
+    // `BUILTIN_ARENA` is set when the library is built: 0 by default, which clippy sees.
+    #[allow(clippy::absurd_extreme_comparisons)]
+    let builtin = bufs.arena.is_null() && bufs.arena_len == 0 && BUILTIN_ARENA >= STRING_SCRATCH;
+    if !builtin && (bufs.arena.is_null() || bufs.arena_len < STRING_SCRATCH) {
+        return Err("buffers.arena: null (and no built-in arena) or shorter than neff_arena_min()");
     }
     // Every overlap is refused before any slice is made: a `&mut` slice sharing a byte with
     // another slice would itself be undefined behaviour (Miri caught a check made after them).
@@ -446,9 +481,13 @@ unsafe fn borrow<'a>(
         let buf = unsafe { lent_mut(src.buf, src.buf_len, "source.buf") }?;
         (Reader::callback(read, src.ctx, buf), (src.file_size != 0).then_some(src.file_size))
     };
-    // SAFETY: the caller lends `arena_len` writable bytes at `arena` (the contract above), and
-    // they overlap no other lent buffer (checked above).
-    let arena = unsafe { lent_mut(bufs.arena, bufs.arena_len, "buffers.arena") }?;
+    let arena = if builtin {
+        None
+    } else {
+        // SAFETY: the caller lends `arena_len` writable bytes at `arena` (the contract above),
+        // and they overlap no other lent buffer (checked above).
+        Some(unsafe { lent_mut(bufs.arena, bufs.arena_len, "buffers.arena") }?)
+    };
     // SAFETY: as for the arena, for the replay store.
     let replay = unsafe { lent_mut(bufs.replay, bufs.replay_len, "buffers.replay: null with a length") }?;
     Ok(Lent { reader, file_size, arena, replay, options, observer })
@@ -493,13 +532,19 @@ fn open<'a>(
 #[inline(never)]
 fn load<H: Hal>(
     archive: &mut Archive<Reader<'_>>,
-    arena: &mut [u8],
+    arena: Option<&mut [u8]>,
     replay: &mut [u8],
     allow_legacy: bool,
     device: &mut H,
     report: &mut LoadReport,
     observer: &mut CObserver,
 ) -> Result<(), Error> {
+    // The built-in arena, when the caller lent none: a local of this frame, after the open.
+    let mut own = [0u8; BUILTIN_ARENA];
+    let arena = match arena {
+        Some(lent) => lent,
+        None => &mut own[..],
+    };
     let storage = Storage { arena, replay, deferred: &mut [], whole_names: &mut [] };
     let mut loader = Loader::with_storage(storage, LoadOptions { allow_legacy });
     // The observer is both the placements' observer and the warnings' sink: two borrows of
@@ -585,7 +630,8 @@ unsafe fn run_and_report<H: Hal>(
 ///
 /// `source`, `hal` and `buffers` are required; `options`, `observer`, `outputs` and `err` may
 /// be null. A null required pointer, a null buffer with a length, or an arena shorter than
-/// [`neff_arena_min`] is `NEFF_STATUS_BAD_ARGUMENT`.
+/// [`neff_arena_min`] (or none, in a library without a built-in one) is
+/// `NEFF_STATUS_BAD_ARGUMENT`.
 ///
 /// # Safety
 /// Every non-null pointer points to a live object of its type; the memory a `neff_source`,

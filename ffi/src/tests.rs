@@ -695,4 +695,25 @@ fn the_size_queries_cover_what_a_load_takes() {
     assert_eq!(neff_arena_min(), STRING_SCRATCH);
     assert!(neff_load_stack_size() > core::mem::size_of::<Loader<'static>>());
     assert_eq!(neff_error_size(), NEFF_ERROR_WORDS * 8);
+    assert_eq!(neff_builtin_arena_size(), BUILTIN_ARENA);
+    assert_eq!(parse_size(b"33792"), 33792);
+    assert_eq!(parse_size(b""), 0);
+}
+
+#[test]
+fn no_arena_is_an_error_without_a_built_in_one() {
+    let bytes = [0u8; 100];
+    let src = memory(&bytes);
+    let bufs =
+        neff_buffers { arena: core::ptr::null_mut(), arena_len: 0, replay: core::ptr::null_mut(), replay_len: 0 };
+    let mut err = new_error();
+    // SAFETY: every pointer is live or null.
+    let status = unsafe { neff_check(&src, &bufs, core::ptr::null(), core::ptr::null(), core::ptr::null(), &mut err) };
+    if neff_builtin_arena_size() >= neff_arena_min() {
+        // The built-in arena is used: the short file is refused by the header gate.
+        assert_eq!(code(&err), 501);
+    } else {
+        assert_eq!(status, neff_status::NEFF_STATUS_BAD_ARGUMENT);
+        assert!(message(&err).starts_with("buffers.arena"));
+    }
 }
