@@ -84,7 +84,8 @@ step "C ABI (ffi/): formatting, clippy, unit tests, no_std static library for th
 
 step "C ABI under Miri (nightly): the FFI tests, raw pointers and callbacks checked"
 rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
-rustup component list --toolchain nightly --installed | grep -q '^miri' || rustup component add --toolchain nightly miri
+rustup component list --toolchain nightly --installed | grep -q '^miri' ||
+  rustup component add --toolchain nightly miri rust-src
 (cd ffi && cargo +nightly miri test)
 
 step "include/neff.h is what cbindgen generates; the C host program under ASan and UBSan (scripts/test-ffi.sh)"

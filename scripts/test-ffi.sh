@@ -15,6 +15,10 @@ if [ ! -d "$fixtures" ]; then
 fi
 
 scripts/gen-header.sh --check
+# The headers compile as C11 and as C++ (cbindgen's enums take a fixed type there), with their
+# _Static_asserts.
+printf '#include "neff.h"\n' | cc -std=c11 -Wall -Wextra -Werror -pedantic -fsyntax-only -Iinclude -x c -
+printf '#include "neff.h"\n' | c++ -std=c++17 -Wall -Wextra -Werror -fsyntax-only -Iinclude -x c++ -
 (cd ffi && cargo build --release --lib)
 out=ffi/target/c
 mkdir -p "$out"
