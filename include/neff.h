@@ -205,8 +205,9 @@ typedef uint32_t neff_offset_base;
 
 /**
  * A device refusal, as the HAL callbacks return it: 0 for success, else the HAL layer's own
- * code (the error's code is then `1100 +` it, `NEFF_ERR_HAL_<NAME>` in `neff_codes.h`). The
- * values are ABI: never renumbered.
+ * code (the error's code is then `1100 +` it, `NEFF_ERR_HAL_<NAME>` in `neff_codes.h`); a
+ * value this version does not know reads as `NEFF_HAL_UNKNOWN_REGION`. The values are ABI:
+ * never renumbered.
  */
 enum neff_hal_result
 #if defined(__cplusplus) || __STDC_VERSION__ >= 202311L

@@ -6,8 +6,9 @@ use neff::hal::{AllocRequest, Hal, HalError, RegionId};
 use neff::manifest::Arch;
 
 /// A device refusal, as the HAL callbacks return it: 0 for success, else the HAL layer's own
-/// code (the error's code is then `1100 +` it, `NEFF_ERR_HAL_<NAME>` in `neff_codes.h`). The
-/// values are ABI: never renumbered.
+/// code (the error's code is then `1100 +` it, `NEFF_ERR_HAL_<NAME>` in `neff_codes.h`); a
+/// value this version does not know reads as `NEFF_HAL_UNKNOWN_REGION`. The values are ABI:
+/// never renumbered.
 #[repr(u32)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum neff_hal_result {
