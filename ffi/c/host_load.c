@@ -48,6 +48,7 @@ typedef struct device {
   region *regions; /* index = id - 1 */
   uint32_t count, cap;
   uint32_t live;
+  uint32_t alloc_limit; /* refuse allocations past this many (0: no limit) */
 } device;
 
 static uint32_t dev_arch(void *ctx) {
@@ -79,6 +80,8 @@ static region *live_region(device *d, uint32_t id) {
 }
 
 static uint32_t dev_alloc(void *ctx, const neff_alloc_request *req, uint32_t *id) {
+  device *d = ctx;
+  if (d->alloc_limit && d->count >= d->alloc_limit) return NEFF_HAL_OUT_OF_MEMORY;
   if (req->align == 0 || (req->align & (req->align - 1))) return NEFF_HAL_BAD_ALIGNMENT;
   return new_region(ctx, req->size, id);
 }
@@ -341,7 +344,19 @@ static int refusals(const char *path) {
   if (status != NEFF_STATUS_BAD_ARGUMENT || neff_error_stage(&err) != NEFF_STAGE_ARGUMENT)
     fail("null arena", "unexpected status %u", (unsigned)status);
 
-  /* 5. A message cut to a small buffer: snprintf's contract. */
+  /* 5. A device that runs out of memory after 5 regions: NRT_RESOURCE from the HAL, every
+   *    region given back. */
+  device dev = {0};
+  dev.alloc_limit = 5;
+  neff_hal hal = {&dev, dev_arch, dev_alloc, dev_write, dev_adopt, dev_release, NULL, 0, NULL, NULL};
+  status = neff_load(&src, &hal, &bufs, NULL, NULL, NULL, &err);
+  print_error("device out of memory", &err);
+  if (status != NEFF_STATUS_RESOURCE || neff_error_stage(&err) != NEFF_STAGE_HAL ||
+      neff_error_kind(&err) != NEFF_ERR_HAL_OUT_OF_MEMORY || dev.live != 0)
+    fail("device out of memory", "unexpected refusal (%u regions still live)", dev.live);
+  dev_free(&dev);
+
+  /* 6. A message cut to a small buffer: snprintf's contract. */
   char small[8];
   size_t whole = neff_error_message(&err, (uint8_t *)small, sizeof small);
   if (whole <= sizeof small - 1 || strlen(small) != sizeof small - 1) fail("cut message", "not cut as snprintf cuts");
@@ -349,7 +364,7 @@ static int refusals(const char *path) {
   free(damaged);
   free(arena);
   free(bytes);
-  if (failures == before) printf("refusals: OK: short file, flipped deflate byte, arch mismatch, null arena, cut message\n");
+  if (failures == before) printf("refusals: OK: short file, flipped deflate byte, arch mismatch, null arena, device out of memory, cut message\n");
   return failures == before;
 }
 
