@@ -2,7 +2,8 @@
 # The C ABI from C, on the host: builds the no_std static library (ffi/), checks that
 # include/neff.h is what it generates, then builds ffi/c/host_load.c with the system cc under
 # AddressSanitizer and UBSan, linked against the static library, and runs it on both nkipy
-# NEFFs and every shared real NEFF (found by walking ../shared/fixtures/public). Needs zlib
+# NEFFs and every shared real NEFF (found by walking ../shared/fixtures/public); then the same
+# program against the shared library (cdylib) on the small NEFF. Needs zlib
 # and libxxhash headers (Debian: zlib1g-dev, libxxhash-dev) and cbindgen.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,3 +33,8 @@ ordered=("$small")
 for f in "${neffs[@]}"; do [ "$f" = "$small" ] || ordered+=("$f"); done
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   "$out/host_load" "${ordered[@]}"
+
+# The shared library too: the same program, linked against libneff_ffi.so, on the small NEFF.
+cc -std=c11 -Wall -Wextra -Werror -O1 -Iinclude ffi/c/host_load.c -Lffi/target/release -lneff_ffi -lz \
+  -Wl,-rpath,"$(pwd)/ffi/target/release" -o "$out/host_load_shared"
+"$out/host_load_shared" "$small" | tail -n 1
