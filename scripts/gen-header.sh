@@ -3,10 +3,10 @@
 # include/neff_schema.h (the schema's enums and repr(C) layouts, with _Static_asserts) from
 # schema/ with the schema's own generator (macros/codegen). With --check, fails (and shows
 # the difference) when a checked-in header is not what they generate.
-#   cargo install cbindgen --locked   # if absent
+#   cargo install cbindgen --version 0.29.4 --locked   # the version the checked-in headers come from
 set -euo pipefail
 cd "$(dirname "$0")/.."
-command -v cbindgen >/dev/null || { echo "gen-header: cbindgen not found (cargo install cbindgen --locked)" >&2; exit 2; }
+command -v cbindgen >/dev/null || { echo "gen-header: cbindgen not found (cargo install cbindgen --version 0.29.4 --locked)" >&2; exit 2; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cbindgen --quiet --config ffi/cbindgen.toml --output "$tmp/neff.h" ffi

@@ -89,7 +89,9 @@ rustup component list --toolchain nightly --installed | grep -q '^miri' ||
 (cd ffi && cargo +nightly miri test)
 
 step "include/neff.h is what cbindgen generates; the C host program under ASan and UBSan (scripts/test-ffi.sh)"
-command -v cbindgen >/dev/null 2>&1 || cargo install cbindgen --locked
+# Pinned: the checked-in header is this version's output.
+command -v cbindgen >/dev/null 2>&1 && [ "$(cbindgen --version)" = "cbindgen 0.29.4" ] ||
+  cargo install cbindgen --version 0.29.4 --locked --force
 [ -f /usr/include/zlib.h ] || apt_install zlib1g-dev
 [ -f /usr/include/xxhash.h ] || apt_install libxxhash-dev
 ./scripts/test-ffi.sh
