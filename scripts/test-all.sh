@@ -82,6 +82,25 @@ step "no_std core for thumbv7em-none-eabihf (with and without defmt)"
 cargo build -p neff --target thumbv7em-none-eabihf --release
 cargo build -p neff --target thumbv7em-none-eabihf --release --features defmt
 
+step "C ABI (ffi/): formatting, clippy, unit tests, no_std static library for thumbv7em"
+# Its own workspace (panic = "abort" for the no_std static library).
+(cd ffi && cargo fmt --check && cargo clippy --all-targets -- -D warnings && cargo test)
+(cd ffi && cargo build --release --lib --target thumbv7em-none-eabihf)
+
+step "C ABI under Miri (nightly): the FFI tests, raw pointers and callbacks checked"
+rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
+rustup component list --toolchain nightly --installed | grep -q '^miri' ||
+  rustup component add --toolchain nightly miri rust-src
+(cd ffi && cargo +nightly miri test)
+
+step "include/neff.h is what cbindgen generates; the C host program under ASan and UBSan (scripts/test-ffi.sh)"
+# Pinned: the checked-in header is this version's output.
+command -v cbindgen >/dev/null 2>&1 && [ "$(cbindgen --version)" = "cbindgen 0.29.4" ] ||
+  cargo install cbindgen --version 0.29.4 --locked --force
+[ -f /usr/include/zlib.h ] || apt_install zlib1g-dev
+[ -f /usr/include/xxhash.h ] || apt_install libxxhash-dev
+./scripts/test-ffi.sh
+
 for spec in "${cross_targets[@]}"; do
   read -r target gcc_pkg libc_pkg qemu sysroot <<<"$spec"
   step "core tests on $target under $qemu (profile cross-test: optimised, overflow checks on)"
@@ -124,6 +143,12 @@ if [ -d targets/qemu-m4 ]; then
     expect_line 'INFO  trainium-kernel-fusion/baseline_bf16_s512: summary: LoadReport { device_arch: Some(Cayman), target: "cayman", subgraphs: 2, payloads: 24, placed: 24, bytes_placed: 292672, inputs: 3, outputs: 1, manifests: 17, released: 0, warnings: 0, inflated_bytes: 434688, compressed_bytes: 39900, members: 67, padding_bytes: 1060, trailing_bytes: 0, integrity: Some(Match { order: WordSwapped, computed: Md5([76, 47, 13, 7b, cc, ae, 81, 28, 0c, c6, 77, d9, a4, a6, eb, 08]) }), arena_peak: 3015 }'
     expect_line 'INFO  trainium-kernel-fusion/baseline_bf16_s512: OK: 67 members, 24 payloads placed, 292672 bytes placed, 24 digests checked (report and device), header MD5 match (word-swapped), 0 warnings, arena 3015 of 32768 bytes'
     expect_line 'firmware: 6 passed, 0 failed'
+
+    step "C firmware image under qemu-system-arm: arm-none-eabi-gcc + libneff_ffi.a, the Rust image's summary lines (scripts/test-c-firmware.sh)"
+    command -v arm-none-eabi-gcc >/dev/null 2>&1 || apt_install gcc-arm-none-eabi
+    [ -f /usr/lib/arm-none-eabi/include/string.h ] || apt_install libnewlib-arm-none-eabi
+    command -v llvm-size >/dev/null 2>&1 || apt_install llvm
+    ./scripts/test-c-firmware.sh
 
     step "no panic path in the core's own code, in both firmware images (scripts/panic-paths.sh)"
     command -v llvm-addr2line >/dev/null 2>&1 && command -v llvm-objdump >/dev/null 2>&1 || apt_install llvm

@@ -5,6 +5,7 @@
 //! This is a plain library so that it can be unit-tested; the proc-macro crate is a thin
 //! wrapper. Every failure is a [`SchemaError`] whose text starts with `file:line:col`.
 
+pub mod c;
 pub mod errors;
 pub mod gen;
 pub mod model;

@@ -1,0 +1,384 @@
+/* The C side of the neff C ABI, on the host: loads each NEFF named on the command line into a
+ * simulated device written here in C (it keeps every region's bytes), through both byte
+ * sources (memory, and a read callback over the file), and checks every payload against an
+ * independent computation: zlib gunzips the NEFF's payload, a tar walk written here finds each
+ * member, and xxhash's own XXH3-64 (libxxhash, seed 0) digests the bytes that must land (a
+ * `.npy` member's array data only). Then it damages a NEFF and checks the refusal: status,
+ * stage, kind and message.
+ *
+ * Built by scripts/test-ffi.sh with the system cc, -fsanitize=address,undefined, linked against
+ * the static library (ffi/target/release/libneff_ffi.a). Exit status 0 only when every check
+ * passed; the last line is `c host: N passed, M failed`. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "neff.h"
+#include "tarwalk.h"
+
+/* neff_arch values (the schema's `Arch`). */
+#define ARCH_CAYMAN 3
+
+static int failures;
+
+static void fail(const char *name, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stdout, "%s: FAILED: ", name);
+  vfprintf(stdout, fmt, ap);
+  fputc('\n', stdout);
+  va_end(ap);
+  failures++;
+}
+
+/* ---- the simulated device, in C: every region's bytes ---- */
+
+typedef struct region {
+  uint8_t *bytes;
+  uint64_t size;
+  int live;
+} region;
+
+typedef struct device {
+  region *regions; /* index = id - 1 */
+  uint32_t count, cap;
+  uint32_t live;
+  uint32_t alloc_limit; /* refuse allocations past this many (0: no limit) */
+} device;
+
+static uint32_t dev_arch(void *ctx) {
+  (void)ctx;
+  return ARCH_CAYMAN;
+}
+
+static uint32_t new_region(device *d, uint64_t size, uint32_t *id) {
+  if (size == 0) return NEFF_HAL_ZERO_SIZE;
+  if (size > ((uint64_t)1 << 32)) return NEFF_HAL_OUT_OF_MEMORY;
+  if (d->count == d->cap) {
+    uint32_t cap = d->cap ? d->cap * 2 : 64;
+    region *grown = realloc(d->regions, cap * sizeof(region));
+    if (!grown) return NEFF_HAL_REGION_TABLE_FULL;
+    d->regions = grown;
+    d->cap = cap;
+  }
+  uint8_t *bytes = calloc(1, (size_t)size);
+  if (!bytes) return NEFF_HAL_OUT_OF_MEMORY;
+  d->regions[d->count] = (region){bytes, size, 1};
+  *id = ++d->count;
+  d->live++;
+  return NEFF_HAL_OK;
+}
+
+static region *live_region(device *d, uint32_t id) {
+  if (id == 0 || id > d->count || !d->regions[id - 1].live) return NULL;
+  return &d->regions[id - 1];
+}
+
+static uint32_t dev_alloc(void *ctx, const neff_alloc_request *req, uint32_t *id) {
+  device *d = ctx;
+  if (d->alloc_limit && d->count >= d->alloc_limit) return NEFF_HAL_OUT_OF_MEMORY;
+  if (req->align == 0 || (req->align & (req->align - 1))) return NEFF_HAL_BAD_ALIGNMENT;
+  return new_region(ctx, req->size, id);
+}
+
+static uint32_t dev_write(void *ctx, uint32_t id, uint64_t offset, const uint8_t *bytes, size_t len) {
+  region *r = live_region(ctx, id);
+  if (!r) return NEFF_HAL_UNKNOWN_REGION;
+  if (offset > r->size || len > r->size - offset) return NEFF_HAL_OUT_OF_BOUNDS;
+  memcpy(r->bytes + offset, bytes, len);
+  return NEFF_HAL_OK;
+}
+
+static uint32_t dev_release(void *ctx, uint32_t id) {
+  device *d = ctx;
+  region *r = live_region(d, id);
+  if (!r) return NEFF_HAL_UNKNOWN_REGION;
+  free(r->bytes);
+  r->bytes = NULL;
+  r->live = 0;
+  d->live--;
+  return NEFF_HAL_OK;
+}
+
+static uint32_t dev_adopt(void *ctx, uint32_t staged, const neff_alloc_request *req, uint32_t *id) {
+  device *d = ctx;
+  region *r = live_region(d, staged);
+  if (!r) return NEFF_HAL_UNKNOWN_REGION;
+  if (req->size < r->size) return NEFF_HAL_ADOPT_TOO_SMALL;
+  uint32_t rc = dev_alloc(ctx, req, id);
+  if (rc != NEFF_HAL_OK) return rc;
+  r = live_region(d, staged); /* the table may have moved */
+  memcpy(d->regions[*id - 1].bytes, r->bytes, (size_t)r->size);
+  return dev_release(ctx, staged);
+}
+
+static void dev_free(device *d) {
+  for (uint32_t i = 0; i < d->count; i++) free(d->regions[i].bytes);
+  free(d->regions);
+  memset(d, 0, sizeof *d);
+}
+
+/* ---- the observer: checks each payload as it is reported ---- */
+
+typedef struct checker {
+  const char *name;
+  const tarball *tar;
+  device *dev;
+  uint32_t payloads, placed, warnings;
+  uint64_t bytes;
+} checker;
+
+static void on_payload(void *ctx, const neff_payload *p) {
+  checker *c = ctx;
+  c->payloads++;
+  const member *m = find_member(c->tar, (const char *)p->member, p->member_len);
+  if (!m) {
+    fail(c->name, "%.*s: reported, but not in the tar", (int)p->member_len, (const char *)p->member);
+    return;
+  }
+  if (p->state != NEFF_PAYLOAD_PLACED && p->state != NEFF_PAYLOAD_CHECKED) return;
+  const uint8_t *want;
+  uint64_t want_len;
+  landing_bytes(m, &want, &want_len);
+  uint64_t want_digest = XXH3_64bits(want, (size_t)want_len);
+  if (p->len != want_len) fail(c->name, "%s: %llu bytes landed, expected %llu", m->name, (unsigned long long)p->len,
+                                (unsigned long long)want_len);
+  if (p->digest != want_digest) fail(c->name, "%s: reported digest %016llx, expected %016llx", m->name,
+                                     (unsigned long long)p->digest, (unsigned long long)want_digest);
+  if (c->dev && p->state == NEFF_PAYLOAD_PLACED) {
+    region *r = p->has_region ? live_region(c->dev, p->region) : NULL;
+    if (!r || r->size < p->len) {
+      fail(c->name, "%s: no region holding it", m->name);
+    } else if (XXH3_64bits(r->bytes, (size_t)p->len) != want_digest) {
+      fail(c->name, "%s: the device's bytes differ", m->name);
+    }
+  }
+  c->placed++;
+  c->bytes += p->len;
+}
+
+static void on_warning(void *ctx, const neff_warning *w) {
+  checker *c = ctx;
+  uint8_t msg[256];
+  neff_warning_message(w, msg, sizeof msg);
+  printf("%s: warning %u: %s\n", c->name, (unsigned)w->code, (const char *)msg);
+  c->warnings++;
+}
+
+/* ---- the byte-source callback: a FILE * ---- */
+
+static ptrdiff_t file_read(void *ctx, uint8_t *buf, size_t len) {
+  size_t n = fread(buf, 1, len, ctx);
+  return ferror((FILE *)ctx) ? -1 : (ptrdiff_t)n;
+}
+
+static void print_error(const char *name, const neff_error *err) {
+  char msg[512];
+  neff_error_message(err, (uint8_t *)msg, sizeof msg);
+  size_t member_len = 0;
+  const uint8_t *member = neff_error_member(err, &member_len);
+  printf("%s: status %u, stage %u, kind %u, member '%.*s', offset %llu: %s\n", name, (unsigned)neff_error_status(err),
+         (unsigned)neff_error_stage(err), (unsigned)neff_error_kind(err), (int)member_len, (const char *)member,
+         (unsigned long long)neff_error_offset(err), msg);
+}
+
+static uint8_t *read_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  uint8_t *bytes = n > 0 ? malloc((size_t)n) : NULL;
+  if (bytes && fread(bytes, 1, (size_t)n, f) != (size_t)n) {
+    free(bytes);
+    bytes = NULL;
+  }
+  fclose(f);
+  *len = (size_t)n;
+  return bytes;
+}
+
+/* Loads `path` through memory and through the read callback; checks both. 1 if it passed. */
+static int load_one(const char *path) {
+  /* The file and its directory: several fixtures share a file name. */
+  const char *name = path;
+  for (const char *p = path, *last = NULL; *p; p++) {
+    if (*p == '/') {
+      if (last) name = last + 1;
+      last = p;
+    }
+  }
+  size_t len = 0;
+  uint8_t *bytes = read_file(path, &len);
+  if (!bytes) {
+    fail(name, "cannot read %s: %s", path, strerror(errno));
+    return 0;
+  }
+  tarball tar = {0};
+  if (gunzip(bytes, len, &tar) != 0 || walk_tar(&tar) != 0) {
+    fail(name, "zlib or the tar walk could not read it");
+    free(bytes);
+    return 0;
+  }
+  int before = failures;
+  size_t arena_len = neff_arena_min() + 64 * 1024;
+  uint8_t *arena = malloc(arena_len);
+  neff_buffers bufs = {arena, arena_len, NULL, 0};
+  neff_options opts = {.verify_integrity = true};
+  neff_error err;
+  neff_report report[2];
+  uint8_t json[1024];
+  size_t json_len = 0;
+
+  for (int way = 0; way < 2; way++) {
+    device dev = {0};
+    neff_hal hal = {&dev, dev_arch, dev_alloc, dev_write, dev_adopt, dev_release, NULL, 0, NULL, NULL};
+    checker c = {name, &tar, &dev, 0, 0, 0, 0};
+    neff_observer obs = {&c, on_payload, on_warning};
+    neff_outputs out = {&report[way], json, sizeof json, &json_len};
+    uint8_t buf[509]; /* an odd size: reads cut across every structure */
+    FILE *f = NULL;
+    neff_source src = {bytes, len, NULL, NULL, NULL, 0, 0};
+    if (way == 1) {
+      f = fopen(path, "rb");
+      src = (neff_source){NULL, 0, file_read, f, buf, sizeof buf, (uint64_t)len};
+    }
+    neff_status status = neff_load(&src, &hal, &bufs, &opts, &obs, &out, &err);
+    if (f) fclose(f);
+    if (status != NEFF_STATUS_OK) {
+      print_error(name, &err);
+      fail(name, "load (%s) failed", way ? "callback" : "memory");
+    } else {
+      uint32_t in_tar = 0;
+      for (size_t i = 0; i < tar.count; i++) in_tar += (uint32_t)is_payload(tar.members[i].name);
+      if (c.payloads != in_tar) fail(name, "%u payloads reported, the tar holds %u", c.payloads, in_tar);
+      if (c.placed != report[way].placed) fail(name, "%u payloads observed, report says %u", c.placed, report[way].placed);
+      if (c.bytes != report[way].bytes_placed) fail(name, "observed bytes differ from the report");
+      if (report[way].integrity != NEFF_INTEGRITY_MATCH) fail(name, "header hash: integrity %u", report[way].integrity);
+      if (dev.live != report[way].placed) fail(name, "%u regions live, %u payloads placed", dev.live, report[way].placed);
+      if (json_len == 0 || json[0] != '{' || json[json_len - 1] != '}') fail(name, "no JSON report");
+    }
+    dev_free(&dev);
+  }
+  if (memcmp(&report[0], &report[1], sizeof report[0]) != 0) fail(name, "the two byte sources gave different reports");
+
+  /* neff_check: the same payloads, no device. */
+  checker c = {name, &tar, NULL, 0, 0, 0, 0};
+  neff_observer obs = {&c, on_payload, on_warning};
+  neff_source src = {bytes, len, NULL, NULL, NULL, 0, 0};
+  neff_report checked;
+  neff_outputs out = {&checked, NULL, 0, NULL};
+  if (neff_check(&src, &bufs, &opts, &obs, &out, &err) != NEFF_STATUS_OK) {
+    print_error(name, &err);
+    fail(name, "check failed");
+  } else if (checked.placed != report[0].placed || checked.bytes_placed != report[0].bytes_placed) {
+    fail(name, "check and load disagree");
+  }
+
+  if (failures == before) {
+    printf("%s: OK: %u members, %u payloads placed, %llu bytes placed, digests checked (report, device, libxxhash), "
+           "header MD5 match, %u warnings, arena %llu bytes; JSON %.*s\n",
+           name, report[0].members, report[0].placed, (unsigned long long)report[0].bytes_placed, report[0].warnings,
+           (unsigned long long)report[0].arena_peak, (int)json_len, (const char *)json);
+  }
+  free(arena);
+  free(tar.members);
+  free(tar.bytes);
+  free(bytes);
+  return failures == before;
+}
+
+/* Damaged copies of `path`: each refused with the expected status, stage, kind and message. */
+static int refusals(const char *path) {
+  size_t len = 0;
+  uint8_t *bytes = read_file(path, &len);
+  if (!bytes) {
+    fail("refusals", "cannot read %s", path);
+    return 0;
+  }
+  int before = failures;
+  size_t arena_len = neff_arena_min() + 64 * 1024;
+  uint8_t *arena = malloc(arena_len);
+  neff_buffers bufs = {arena, arena_len, NULL, 0};
+  neff_error err;
+  char msg[512];
+
+  /* 1. Cut short inside the header: gate 2. */
+  neff_source src = {bytes, 1000, NULL, NULL, NULL, 0, 0};
+  neff_status status = neff_check(&src, &bufs, NULL, NULL, NULL, &err);
+  neff_error_message(&err, (uint8_t *)msg, sizeof msg);
+  print_error("short file", &err);
+  if (status != NEFF_STATUS_INVALID || neff_error_stage(&err) != NEFF_STAGE_HEADER ||
+      neff_error_kind(&err) != NEFF_ERR_HEADER_SHORT_FILE || strncmp(msg, "header: ", 8) != 0)
+    fail("short file", "unexpected refusal");
+
+  /* 2. A byte of the deflate stream flipped: the gzip layer refuses it (bad code or CRC). */
+  uint8_t *damaged = malloc(len);
+  memcpy(damaged, bytes, len);
+  damaged[1024 + (len - 1024) / 2] ^= 0x55;
+  src = (neff_source){damaged, len, NULL, NULL, NULL, 0, 0};
+  status = neff_check(&src, &bufs, NULL, NULL, NULL, &err);
+  neff_error_message(&err, (uint8_t *)msg, sizeof msg);
+  print_error("flipped deflate byte", &err);
+  if (status == NEFF_STATUS_OK || neff_error_status(&err) != status || strlen(msg) == 0)
+    fail("flipped deflate byte", "not refused as expected");
+
+  /* 3. A NEFF for another architecture: the device says sunda, the KELF cayman. */
+  src = (neff_source){bytes, len, NULL, NULL, NULL, 0, 0};
+  neff_options opts = {.arch = 2};
+  status = neff_check(&src, &bufs, &opts, NULL, NULL, &err);
+  neff_error_message(&err, (uint8_t *)msg, sizeof msg);
+  print_error("arch mismatch", &err);
+  if (status != NEFF_STATUS_INVALID || neff_error_kind(&err) != NEFF_ERR_MANIFEST_ARCH_MISMATCH)
+    fail("arch mismatch", "unexpected refusal");
+
+  /* 4. A null arena: an argument error, nothing read. */
+  neff_buffers none = {NULL, 0, NULL, 0};
+  status = neff_check(&src, &none, NULL, NULL, NULL, &err);
+  print_error("null arena", &err);
+  if (status != NEFF_STATUS_BAD_ARGUMENT || neff_error_stage(&err) != NEFF_STAGE_ARGUMENT)
+    fail("null arena", "unexpected status %u", (unsigned)status);
+
+  /* 5. A device that runs out of memory after 5 regions: NRT_RESOURCE from the HAL, every
+   *    region given back. */
+  device dev = {0};
+  dev.alloc_limit = 5;
+  neff_hal hal = {&dev, dev_arch, dev_alloc, dev_write, dev_adopt, dev_release, NULL, 0, NULL, NULL};
+  status = neff_load(&src, &hal, &bufs, NULL, NULL, NULL, &err);
+  print_error("device out of memory", &err);
+  if (status != NEFF_STATUS_RESOURCE || neff_error_stage(&err) != NEFF_STAGE_HAL ||
+      neff_error_kind(&err) != NEFF_ERR_HAL_OUT_OF_MEMORY || dev.live != 0)
+    fail("device out of memory", "unexpected refusal (%u regions still live)", dev.live);
+  dev_free(&dev);
+
+  /* 6. A message cut to a small buffer: snprintf's contract. */
+  char small[8];
+  size_t whole = neff_error_message(&err, (uint8_t *)small, sizeof small);
+  if (whole <= sizeof small - 1 || strlen(small) != sizeof small - 1) fail("cut message", "not cut as snprintf cuts");
+
+  free(damaged);
+  free(arena);
+  free(bytes);
+  if (failures == before) printf("refusals: OK: short file, flipped deflate byte, arch mismatch, null arena, device out of memory, cut message\n");
+  return failures == before;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: %s NEFF...  (the first is also damaged for the refusal checks)\n", argv[0]);
+    return 2;
+  }
+  printf("c host: neff.h, sizeof(neff_error) %zu, arena minimum %zu, load stack %zu bytes\n", sizeof(neff_error),
+         neff_arena_min(), neff_load_stack_size());
+  int passed = 0, total = 0;
+  for (int i = 1; i < argc; i++, total++) passed += load_one(argv[i]);
+  total++;
+  passed += refusals(argv[1]);
+  printf("c host: %d passed, %d failed\n", passed, total - passed);
+  return passed == total && failures == 0 ? 0 : 1;
+}

@@ -1,0 +1,719 @@
+//! The entry points called as C calls them, with callbacks written in Rust: a simulated device
+//! that keeps each region's bytes, a read callback over a file's bytes, observers that record
+//! what they see. Miri runs these (`cargo +nightly miri test` in `ffi/`): the tests over whole
+//! real NEFFs are skipped under it (minutes each), the rest run the same boundary code on the
+//! failure paths and on a NEFF cut short.
+
+use core::ffi::c_void;
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use super::*;
+use crate::error::*;
+use crate::hal::*;
+
+/// The shared real NEFFs, or `None` (with a note) where they are absent; under `CI=true`
+/// their absence fails.
+fn fixture(rel: &str) -> Option<Vec<u8>> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/public").join(rel);
+    match std::fs::read(&path) {
+        Ok(bytes) => Some(bytes),
+        Err(e) => {
+            assert!(std::env::var("CI").as_deref() != Ok("true"), "{}: {e} (required under CI=true)", path.display());
+            eprintln!("skipped: {} absent ({e})", path.display());
+            None
+        }
+    }
+}
+
+const MATMUL_SMALL: &str = "nkipy/matmul_small.neff";
+
+/// A device that keeps every region's bytes.
+#[derive(Default)]
+struct Device {
+    arch: u32,
+    regions: HashMap<u32, Vec<u8>>,
+    next: u32,
+    /// `alloc` refuses with this code when set.
+    refuse_alloc: Option<u32>,
+    /// The notebook lent to the loader.
+    notebook: Vec<u8>,
+}
+
+unsafe extern "C" fn dev_note(ctx: *mut c_void, at: u64, bytes: *const u8, len: usize) -> u32 {
+    let d = device(ctx);
+    let Some(dst) = d.notebook.get_mut(at as usize..at as usize + len) else {
+        return neff_hal_result::NEFF_HAL_OUT_OF_BOUNDS as u32;
+    };
+    // SAFETY: (test) the library lends `len` readable bytes at `bytes`.
+    dst.copy_from_slice(unsafe { core::slice::from_raw_parts(bytes, len) });
+    0
+}
+
+unsafe extern "C" fn dev_recall(ctx: *mut c_void, at: u64, out: *mut u8, len: usize) -> u32 {
+    let d = device(ctx);
+    let Some(src) = d.notebook.get(at as usize..at as usize + len) else {
+        return neff_hal_result::NEFF_HAL_OUT_OF_BOUNDS as u32;
+    };
+    // SAFETY: (test) the library lends `len` writable bytes at `out`.
+    unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), out, len) };
+    0
+}
+
+fn device(ctx: *mut c_void) -> &'static mut Device {
+    // SAFETY: (test) every ctx handed to these callbacks is a `&mut Device` that outlives the call.
+    unsafe { &mut *ctx.cast::<Device>() }
+}
+
+unsafe extern "C" fn dev_arch(ctx: *mut c_void) -> u32 {
+    device(ctx).arch
+}
+
+unsafe extern "C" fn dev_alloc(ctx: *mut c_void, req: *const neff_alloc_request, region: *mut u32) -> u32 {
+    let d = device(ctx);
+    if let Some(code) = d.refuse_alloc {
+        return code;
+    }
+    // SAFETY: (test) the library passes a live request and a live out-pointer.
+    let req = unsafe { &*req };
+    d.next += 1;
+    d.regions.insert(d.next, vec![0; req.size as usize]);
+    // SAFETY: (test) as above.
+    unsafe { region.write(d.next) };
+    0
+}
+
+unsafe extern "C" fn dev_write(ctx: *mut c_void, region: u32, offset: u64, bytes: *const u8, len: usize) -> u32 {
+    let Some(r) = device(ctx).regions.get_mut(&region) else { return neff_hal_result::NEFF_HAL_UNKNOWN_REGION as u32 };
+    let start = offset as usize;
+    let Some(dst) = r.get_mut(start..start + len) else { return neff_hal_result::NEFF_HAL_OUT_OF_BOUNDS as u32 };
+    // SAFETY: (test) the library lends `len` readable bytes at `bytes`.
+    dst.copy_from_slice(unsafe { core::slice::from_raw_parts(bytes, len) });
+    0
+}
+
+unsafe extern "C" fn dev_adopt(ctx: *mut c_void, staged: u32, req: *const neff_alloc_request, region: *mut u32) -> u32 {
+    let d = device(ctx);
+    let Some(mut bytes) = d.regions.remove(&staged) else { return neff_hal_result::NEFF_HAL_UNKNOWN_REGION as u32 };
+    // SAFETY: (test) live request and out-pointer.
+    let req = unsafe { &*req };
+    bytes.resize(req.size as usize, 0);
+    d.next += 1;
+    d.regions.insert(d.next, bytes);
+    // SAFETY: (test) as above.
+    unsafe { region.write(d.next) };
+    0
+}
+
+unsafe extern "C" fn dev_release(ctx: *mut c_void, region: u32) -> u32 {
+    match device(ctx).regions.remove(&region) {
+        Some(_) => 0,
+        None => neff_hal_result::NEFF_HAL_UNKNOWN_REGION as u32,
+    }
+}
+
+fn hal_of(d: &mut Device) -> neff_hal {
+    neff_hal {
+        ctx: (d as *mut Device).cast(),
+        arch: Some(dev_arch),
+        alloc: Some(dev_alloc),
+        write: Some(dev_write),
+        adopt: Some(dev_adopt),
+        release: Some(dev_release),
+        address: None,
+        notebook_len: 0,
+        note: None,
+        recall: None,
+    }
+}
+
+/// What the observer saw.
+#[derive(Default)]
+struct Seen {
+    payloads: Vec<(String, neff_payload_state, u64, u64, Option<u32>)>,
+    warnings: Vec<(u16, String)>,
+}
+
+unsafe extern "C" fn on_payload(ctx: *mut c_void, p: *const neff_payload) {
+    // SAFETY: (test) ctx is a `&mut Seen`; `p` and its member text live for the call.
+    let (seen, p) = unsafe { (&mut *ctx.cast::<Seen>(), &*p) };
+    // SAFETY: (test) as above.
+    let member = unsafe { core::slice::from_raw_parts(p.member, p.member_len) };
+    let member = String::from_utf8(member.to_vec()).unwrap();
+    seen.payloads.push((member, p.state, p.len, p.digest, p.has_region.then_some(p.region)));
+}
+
+unsafe extern "C" fn on_warning(ctx: *mut c_void, w: *const neff_warning) {
+    // SAFETY: (test) ctx is a `&mut Seen`; `w` lives for the call.
+    let seen = unsafe { &mut *ctx.cast::<Seen>() };
+    let mut buf = [0u8; 256];
+    // SAFETY: (test) the warning handed to this callback, during the call.
+    let n = unsafe { neff_warning_message(w, buf.as_mut_ptr(), buf.len()) };
+    // SAFETY: (test) `w` lives for the call.
+    let code = unsafe { (*w).code };
+    seen.warnings.push((code, String::from_utf8_lossy(&buf[..n.min(255)]).into_owned()));
+}
+
+fn observer_of(seen: &mut Seen) -> neff_observer {
+    neff_observer { ctx: (seen as *mut Seen).cast(), payload: Some(on_payload), warning: Some(on_warning) }
+}
+
+fn memory(bytes: &[u8]) -> neff_source {
+    neff_source {
+        bytes: bytes.as_ptr(),
+        len: bytes.len(),
+        read: None,
+        ctx: core::ptr::null_mut(),
+        buf: core::ptr::null_mut(),
+        buf_len: 0,
+        file_size: 0,
+    }
+}
+
+/// A callback source: the bytes left, served `step` at a time; a negative `fail_at` fails
+/// the read that would pass that offset.
+struct Feed<'a> {
+    rest: &'a [u8],
+    served: usize,
+    step: usize,
+    fail_at: Option<usize>,
+}
+
+unsafe extern "C" fn feed_read(ctx: *mut c_void, buf: *mut u8, len: usize) -> isize {
+    // SAFETY: (test) ctx is a `&mut Feed`.
+    let feed = unsafe { &mut *ctx.cast::<Feed<'_>>() };
+    let n = feed.rest.len().min(len).min(feed.step);
+    if feed.fail_at.is_some_and(|at| feed.served + n > at) {
+        return -5;
+    }
+    // SAFETY: (test) the library lends `len` writable bytes at `buf`.
+    unsafe { core::ptr::copy_nonoverlapping(feed.rest.as_ptr(), buf, n) };
+    feed.rest = &feed.rest[n..];
+    feed.served += n;
+    n as isize
+}
+
+fn callback(feed: &mut Feed<'_>, buf: &mut [u8], file_size: u64) -> neff_source {
+    neff_source {
+        bytes: core::ptr::null(),
+        len: 0,
+        read: Some(feed_read),
+        ctx: (feed as *mut Feed<'_>).cast(),
+        buf: buf.as_mut_ptr(),
+        buf_len: buf.len(),
+        file_size,
+    }
+}
+
+fn buffers(arena: &mut [u8]) -> neff_buffers {
+    neff_buffers { arena: arena.as_mut_ptr(), arena_len: arena.len(), replay: core::ptr::null_mut(), replay_len: 0 }
+}
+
+fn new_error() -> neff_error {
+    neff_error { opaque: [0; NEFF_ERROR_WORDS] }
+}
+
+// The accessors, called as C calls them, on errors and warnings the library filled.
+fn status_of(e: *const neff_error) -> neff_status {
+    // SAFETY: a live (or null) error.
+    unsafe { neff_error_status(e) }
+}
+fn stage(e: *const neff_error) -> neff_stage {
+    // SAFETY: a live (or null) error.
+    unsafe { neff_error_stage(e) }
+}
+fn code(e: *const neff_error) -> u16 {
+    // SAFETY: a live (or null) error.
+    unsafe { neff_error_kind(e) }
+}
+fn offset(e: *const neff_error) -> u64 {
+    // SAFETY: a live (or null) error.
+    unsafe { neff_error_offset(e) }
+}
+fn offset_base(e: *const neff_error) -> neff_offset_base {
+    // SAFETY: a live (or null) error.
+    unsafe { neff_error_offset_base(e) }
+}
+fn message_into(e: *const neff_error, buf: *mut u8, len: usize) -> usize {
+    // SAFETY: a live (or null) error; `buf` lends `len` bytes (or is null with 0).
+    unsafe { neff_error_message(e, buf, len) }
+}
+fn member(e: *const neff_error) -> String {
+    let mut len = 7usize;
+    // SAFETY: a live error and a live length.
+    let p = unsafe { neff_error_member(e, &mut len) };
+    text(p, len)
+}
+
+fn message(err: &neff_error) -> String {
+    let mut buf = [0u8; 512];
+    let n = message_into(err, buf.as_mut_ptr(), buf.len());
+    assert!(n < buf.len(), "message cut");
+    assert_eq!(buf[n], 0, "NUL-terminated");
+    String::from_utf8(buf[..n].to_vec()).unwrap()
+}
+
+fn text(ptr: *const u8, len: usize) -> String {
+    // SAFETY: (test) an accessor's pointer and length.
+    String::from_utf8(unsafe { core::slice::from_raw_parts(ptr, len) }.to_vec()).unwrap()
+}
+
+fn arena() -> Vec<u8> {
+    vec![0u8; neff_arena_min() + 32 * 1024]
+}
+
+#[test]
+fn null_arguments_are_errors_naming_the_argument() {
+    let mut arena = arena();
+    let bufs = buffers(&mut arena);
+    let mut err = new_error();
+    // SAFETY: null where the API allows it to be refused; the rest live.
+    let status = unsafe {
+        neff_check(core::ptr::null(), &bufs, core::ptr::null(), core::ptr::null(), core::ptr::null(), &mut err)
+    };
+    assert_eq!(status, neff_status::NEFF_STATUS_BAD_ARGUMENT);
+    assert_eq!(status_of(&err), neff_status::NEFF_STATUS_BAD_ARGUMENT);
+    assert_eq!(stage(&err), neff_stage::NEFF_STAGE_ARGUMENT);
+    assert_eq!(code(&err), 0);
+    assert!(message(&err).starts_with("source:"), "{}", message(&err));
+
+    let bytes = [0u8; 8];
+    let src = memory(&bytes);
+    // SAFETY: as above.
+    let status = unsafe {
+        neff_check(&src, core::ptr::null(), core::ptr::null(), core::ptr::null(), core::ptr::null(), &mut err)
+    };
+    assert_eq!(status, neff_status::NEFF_STATUS_BAD_ARGUMENT);
+    assert!(message(&err).starts_with("buffers:"));
+
+    // A null hal, and a hal with a callback missing.
+    // SAFETY: as above.
+    let status = unsafe {
+        neff_load(&src, core::ptr::null(), &bufs, core::ptr::null(), core::ptr::null(), core::ptr::null(), &mut err)
+    };
+    assert_eq!(status, neff_status::NEFF_STATUS_BAD_ARGUMENT);
+    assert!(message(&err).starts_with("hal:"));
+    let mut dev = Device { arch: 3, ..Device::default() };
+    let mut hal = hal_of(&mut dev);
+    hal.adopt = None;
+    // SAFETY: as above.
+    let status =
+        unsafe { neff_load(&src, &hal, &bufs, core::ptr::null(), core::ptr::null(), core::ptr::null(), &mut err) };
+    assert_eq!(status, neff_status::NEFF_STATUS_BAD_ARGUMENT);
+    assert!(message(&err).contains("required"));
+    // An architecture the core does not know.
+    let mut dev = Device { arch: 99, ..Device::default() };
+    let hal = hal_of(&mut dev);
+    // SAFETY: as above.
+    let status =
+        unsafe { neff_load(&src, &hal, &bufs, core::ptr::null(), core::ptr::null(), core::ptr::null(), &mut err) };
+    assert_eq!(status, neff_status::NEFF_STATUS_BAD_ARGUMENT);
+    assert!(message(&err).starts_with("hal.arch"));
+}
+
+#[test]
+fn wrong_lengths_are_errors() {
+    let bytes = [0u8; 8];
+    let src = memory(&bytes);
+    let mut err = new_error();
+    // An arena shorter than the string scratch.
+    let mut short = vec![0u8; neff_arena_min() - 1];
+    let bufs = buffers(&mut short);
+    // SAFETY: every pointer is live or null.
+    let status = unsafe { neff_check(&src, &bufs, core::ptr::null(), core::ptr::null(), core::ptr::null(), &mut err) };
+    assert_eq!(status, neff_status::NEFF_STATUS_BAD_ARGUMENT);
+    assert!(message(&err).contains("neff_arena_min"));
+    // A null replay store with a length.
+    let mut arena = arena();
+    let mut bufs = buffers(&mut arena);
+    bufs.replay_len = 10;
+    // SAFETY: as above.
+    let status = unsafe { neff_check(&src, &bufs, core::ptr::null(), core::ptr::null(), core::ptr::null(), &mut err) };
+    assert_eq!(status, neff_status::NEFF_STATUS_BAD_ARGUMENT);
+    assert!(message(&err).starts_with("buffers.replay"));
+    // A replay store inside the arena.
+    let mut bufs = buffers(&mut arena);
+    // SAFETY: within the arena.
+    bufs.replay = unsafe { bufs.arena.add(16) };
+    bufs.replay_len = 16;
+    // SAFETY: as above.
+    let status = unsafe { neff_check(&src, &bufs, core::ptr::null(), core::ptr::null(), core::ptr::null(), &mut err) };
+    assert_eq!(status, neff_status::NEFF_STATUS_BAD_ARGUMENT);
+    assert!(message(&err).contains("overlap"));
+    // A read buffer inside the arena.
+    let mut feed = Feed { rest: &bytes, served: 0, step: 8, fail_at: None };
+    let mut inside = arena.clone();
+    let mut src = callback(&mut feed, &mut inside, 0);
+    let bufs = buffers(&mut arena);
+    src.buf = bufs.arena;
+    src.buf_len = 64;
+    // SAFETY: as above.
+    let status = unsafe { neff_check(&src, &bufs, core::ptr::null(), core::ptr::null(), core::ptr::null(), &mut err) };
+    assert_eq!(status, neff_status::NEFF_STATUS_BAD_ARGUMENT);
+    assert!(message(&err).starts_with("source: its bytes or buffer overlap"), "{}", message(&err));
+    // A callback source without a buffer.
+    let mut feed = Feed { rest: &bytes, served: 0, step: 8, fail_at: None };
+    let mut src = callback(&mut feed, &mut [], 0);
+    src.buf = core::ptr::null_mut();
+    let bufs = buffers(&mut arena);
+    // SAFETY: as above.
+    let status = unsafe { neff_check(&src, &bufs, core::ptr::null(), core::ptr::null(), core::ptr::null(), &mut err) };
+    assert_eq!(status, neff_status::NEFF_STATUS_BAD_ARGUMENT);
+    assert!(message(&err).starts_with("source.buf"));
+}
+
+#[test]
+fn a_short_file_is_refused_with_the_header_gate() {
+    let bytes = [0u8; 100];
+    let src = memory(&bytes);
+    let mut arena = arena();
+    let bufs = buffers(&mut arena);
+    let mut err = new_error();
+    // SAFETY: every pointer is live or null.
+    let status = unsafe { neff_check(&src, &bufs, core::ptr::null(), core::ptr::null(), core::ptr::null(), &mut err) };
+    assert_eq!(status, neff_status::NEFF_STATUS_INVALID);
+    assert_eq!(status_of(&err), status);
+    assert_eq!(stage(&err), neff_stage::NEFF_STAGE_HEADER);
+    assert_eq!(code(&err), 501, "Header(ShortFile)");
+    let msg = message(&err);
+    assert!(msg.starts_with("header: "), "{msg}");
+    // The same error through the core, formatted by the core.
+    let mut sink = neff::error::IgnoreWarnings;
+    let core = Archive::open(&bytes[..], Some(100), &OpenOptions::default(), &mut sink).err().unwrap();
+    assert_eq!(msg, core.to_string());
+    assert_eq!(offset_base(&err), core.offset_base.into());
+}
+
+#[test]
+fn the_message_is_cut_as_snprintf_cuts_and_stays_utf8() {
+    let bytes = [0u8; 100];
+    let src = memory(&bytes);
+    let mut arena = arena();
+    let bufs = buffers(&mut arena);
+    let mut err = new_error();
+    // SAFETY: every pointer is live or null.
+    unsafe { neff_check(&src, &bufs, core::ptr::null(), core::ptr::null(), core::ptr::null(), &mut err) };
+    let whole = message(&err);
+    let mut small = [0xffu8; 10];
+    let n = message_into(&err, small.as_mut_ptr(), small.len());
+    assert_eq!(n, whole.len(), "the whole length, as snprintf returns");
+    assert_eq!(&small[..9], &whole.as_bytes()[..9]);
+    assert_eq!(small[9], 0);
+    // No buffer at all: just the length.
+    assert_eq!(message_into(&err, core::ptr::null_mut(), 0), whole.len());
+    // A null or never-filled error reads as no error.
+    assert_eq!(status_of(core::ptr::null()), neff_status::NEFF_STATUS_OK);
+    let blank = new_error();
+    assert_eq!(stage(&blank), neff_stage::NEFF_STAGE_NONE);
+    assert_eq!(message(&blank), "");
+    assert_eq!(member(&blank), "");
+}
+
+#[test]
+fn a_failing_read_callback_is_an_io_error() {
+    // The header's first 1024 bytes, then a failure: any file will do for the header.
+    let mut bytes = vec![0u8; 4096];
+    bytes[..4].copy_from_slice(b"NEFF");
+    let mut feed = Feed { rest: &bytes, served: 0, step: 300, fail_at: Some(500) };
+    let mut buf = [0u8; 300];
+    let src = callback(&mut feed, &mut buf, 0);
+    let mut arena = arena();
+    let bufs = buffers(&mut arena);
+    let mut err = new_error();
+    // SAFETY: every pointer is live or null.
+    let status = unsafe { neff_check(&src, &bufs, core::ptr::null(), core::ptr::null(), core::ptr::null(), &mut err) };
+    assert_eq!(status, neff_status::NEFF_STATUS_FAILURE, "{}", message(&err));
+    assert_eq!(stage(&err), neff_stage::NEFF_STAGE_IO);
+    assert_eq!(code(&err), 101, "Io(Other)");
+}
+
+#[test]
+fn a_callback_claiming_more_than_it_was_lent_is_refused() {
+    unsafe extern "C" fn liar(_: *mut c_void, _: *mut u8, len: usize) -> isize {
+        (len + 1) as isize
+    }
+    let mut buf = [0u8; 64];
+    let src = neff_source {
+        bytes: core::ptr::null(),
+        len: 0,
+        read: Some(liar),
+        ctx: core::ptr::null_mut(),
+        buf: buf.as_mut_ptr(),
+        buf_len: buf.len(),
+        file_size: 0,
+    };
+    let mut arena = arena();
+    let bufs = buffers(&mut arena);
+    let mut err = new_error();
+    // SAFETY: every pointer is live or null.
+    let status = unsafe { neff_check(&src, &bufs, core::ptr::null(), core::ptr::null(), core::ptr::null(), &mut err) };
+    assert_eq!(status, neff_status::NEFF_STATUS_FAILURE);
+    assert_eq!(code(&err), 113, "Io(InvalidData)");
+}
+
+/// Checks `bytes` through both sources; the report and what the observer saw.
+fn check_both_ways(bytes: &[u8]) -> (neff_report, Seen) {
+    let mut arena = arena();
+    let bufs = buffers(&mut arena);
+    let mut err = new_error();
+    let mut report = neff_report::default();
+    let mut json = [0u8; 1024];
+    let mut json_len = 0usize;
+    let outputs = neff_outputs {
+        report: &mut report,
+        json: json.as_mut_ptr(),
+        json_len: json.len(),
+        json_written: &mut json_len,
+    };
+    let mut seen = Seen::default();
+    let obs = observer_of(&mut seen);
+    let options = neff_options { verify_integrity: true, ..neff_options::default() };
+    let src = memory(bytes);
+    // SAFETY: every pointer is live.
+    let status = unsafe { neff_check(&src, &bufs, &options, &obs, &outputs, &mut err) };
+    assert_eq!(status, neff_status::NEFF_STATUS_OK, "{}", message(&err));
+    assert_eq!(stage(&err), neff_stage::NEFF_STAGE_NONE);
+    // The report's own serialisation (no JSON parser here: serde_json would bring std into the
+    // no_std library's build of the tests).
+    let json = std::str::from_utf8(&json[..json_len]).unwrap();
+    assert!(json.starts_with('{') && json.ends_with('}'), "{json}");
+    assert!(json.contains(&format!("\"placed\":{}", report.placed)), "{json}");
+    assert!(json.contains(&format!("\"members\":{}", report.members)), "{json}");
+
+    // The same through a read callback with an odd buffer.
+    let mut feed = Feed { rest: bytes, served: 0, step: usize::MAX, fail_at: None };
+    let mut buf = [0u8; 333];
+    let src = callback(&mut feed, &mut buf, bytes.len() as u64);
+    let mut again = neff_report::default();
+    let outputs = neff_outputs {
+        report: &mut again,
+        json: core::ptr::null_mut(),
+        json_len: 0,
+        json_written: core::ptr::null_mut(),
+    };
+    let mut seen_again = Seen::default();
+    let obs = observer_of(&mut seen_again);
+    // SAFETY: every pointer is live.
+    let status = unsafe { neff_check(&src, &bufs, &options, &obs, &outputs, &mut err) };
+    assert_eq!(status, neff_status::NEFF_STATUS_OK, "{}", message(&err));
+    assert_eq!(again, report);
+    assert_eq!(seen_again.payloads, seen.payloads);
+    (report, seen)
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "a whole real NEFF takes minutes under Miri")]
+fn a_real_neff_checks_through_memory_and_callback_alike() {
+    let Some(bytes) = fixture(MATMUL_SMALL) else { return };
+    let (report, seen) = check_both_ways(&bytes);
+    assert_eq!(report.placed, 24, "matmul_small's 24 payloads");
+    assert_eq!(report.bytes_placed, seen.payloads.iter().map(|p| p.2).sum::<u64>());
+    assert_eq!(report.members, 72);
+    assert_eq!(report.integrity, neff_integrity::NEFF_INTEGRITY_MATCH as u32);
+    assert_eq!(report.integrity_order, neff_digest_order::NEFF_ORDER_WORD_SWAPPED as u32);
+    assert_eq!(report.computed_hash_len, 16);
+    assert_eq!(seen.payloads.len(), 24);
+    assert!(seen.payloads.iter().all(|p| p.1 == neff_payload_state::NEFF_PAYLOAD_CHECKED && p.4.is_none()));
+    assert!(seen.warnings.is_empty(), "{:?}", seen.warnings);
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "a whole real NEFF takes minutes under Miri")]
+fn a_real_neff_loads_onto_the_c_device_and_every_region_holds_its_digest() {
+    let Some(bytes) = fixture(MATMUL_SMALL) else { return };
+    let mut dev = Device { arch: 3, ..Device::default() };
+    let hal = hal_of(&mut dev);
+    let mut arena = arena();
+    let bufs = buffers(&mut arena);
+    let mut err = new_error();
+    let mut report = neff_report::default();
+    let outputs = neff_outputs {
+        report: &mut report,
+        json: core::ptr::null_mut(),
+        json_len: 0,
+        json_written: core::ptr::null_mut(),
+    };
+    let mut seen = Seen::default();
+    let obs = observer_of(&mut seen);
+    let src = memory(&bytes);
+    // SAFETY: every pointer is live.
+    let status = unsafe { neff_load(&src, &hal, &bufs, core::ptr::null(), &obs, &outputs, &mut err) };
+    assert_eq!(status, neff_status::NEFF_STATUS_OK, "{}", message(&err));
+    assert_eq!(report.placed, 24);
+    assert_eq!(report.integrity, neff_integrity::NEFF_INTEGRITY_NOT_REQUESTED as u32);
+    for (member, state, len, digest, region) in &seen.payloads {
+        assert_eq!(*state, neff_payload_state::NEFF_PAYLOAD_PLACED, "{member}");
+        let held = &dev.regions[&region.unwrap()];
+        assert!(held.len() as u64 >= *len, "{member}");
+        assert_eq!(neff::digest::digest64(&held[..*len as usize]), *digest, "{member}");
+    }
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "a whole real NEFF takes minutes under Miri")]
+fn a_device_notebook_takes_the_notes_off_the_arena() {
+    let Some(bytes) = fixture(MATMUL_SMALL) else { return };
+    let mut peaks = Vec::new();
+    for notebook in [0usize, 64 * 28] {
+        let mut dev = Device { arch: 3, notebook: vec![0; notebook], ..Device::default() };
+        let mut hal = hal_of(&mut dev);
+        if notebook > 0 {
+            hal.notebook_len = notebook as u64;
+            hal.note = Some(dev_note);
+            hal.recall = Some(dev_recall);
+        }
+        let mut arena = arena();
+        let bufs = buffers(&mut arena);
+        let mut err = new_error();
+        let mut report = neff_report::default();
+        let outputs = neff_outputs {
+            report: &mut report,
+            json: core::ptr::null_mut(),
+            json_len: 0,
+            json_written: core::ptr::null_mut(),
+        };
+        let src = memory(&bytes);
+        // SAFETY: every pointer is live or null.
+        let status = unsafe { neff_load(&src, &hal, &bufs, core::ptr::null(), core::ptr::null(), &outputs, &mut err) };
+        assert_eq!(status, neff_status::NEFF_STATUS_OK, "{}", message(&err));
+        assert_eq!(report.placed, 24);
+        peaks.push(report.arena_peak);
+        if notebook > 0 {
+            assert!(dev.notebook.iter().any(|&b| b != 0), "the loader wrote its notes to the device");
+        }
+    }
+    assert!(peaks[1] < peaks[0], "arena peaks without and with a notebook: {peaks:?}");
+    // A notebook without its callbacks is refused.
+    let mut dev = Device { arch: 3, ..Device::default() };
+    let mut hal = hal_of(&mut dev);
+    hal.notebook_len = 64;
+    let mut arena = arena();
+    let bufs = buffers(&mut arena);
+    let mut err = new_error();
+    let src = memory(&bytes);
+    // SAFETY: every pointer is live or null.
+    let status =
+        unsafe { neff_load(&src, &hal, &bufs, core::ptr::null(), core::ptr::null(), core::ptr::null(), &mut err) };
+    assert_eq!(status, neff_status::NEFF_STATUS_BAD_ARGUMENT);
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "a whole real NEFF takes minutes under Miri")]
+fn a_refusing_device_fails_the_load_and_gets_every_region_back() {
+    let Some(bytes) = fixture(MATMUL_SMALL) else { return };
+    let mut dev =
+        Device { arch: 3, refuse_alloc: Some(neff_hal_result::NEFF_HAL_OUT_OF_MEMORY as u32), ..Device::default() };
+    let hal = hal_of(&mut dev);
+    let mut arena = arena();
+    let bufs = buffers(&mut arena);
+    let mut err = new_error();
+    let src = memory(&bytes);
+    // SAFETY: every pointer is live or null.
+    let status =
+        unsafe { neff_load(&src, &hal, &bufs, core::ptr::null(), core::ptr::null(), core::ptr::null(), &mut err) };
+    assert_eq!(status, neff_status::NEFF_STATUS_RESOURCE, "{}", message(&err));
+    assert_eq!(stage(&err), neff_stage::NEFF_STAGE_HAL);
+    assert_eq!(code(&err), 1101, "Hal(OutOfMemory)");
+    assert!(!member(&err).is_empty(), "the payload being placed");
+    assert!(dev.regions.is_empty());
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "a whole real NEFF takes minutes under Miri")]
+fn a_damaged_neff_is_refused_with_its_stage_and_message() {
+    let Some(mut bytes) = fixture(MATMUL_SMALL) else { return };
+    // A byte in the middle of the deflate stream.
+    bytes[1024 + 20_000] ^= 0x55;
+    let mut arena = arena();
+    let bufs = buffers(&mut arena);
+    let mut err = new_error();
+    let src = memory(&bytes);
+    // SAFETY: every pointer is live or null.
+    let status = unsafe { neff_check(&src, &bufs, core::ptr::null(), core::ptr::null(), core::ptr::null(), &mut err) };
+    assert_ne!(status, neff_status::NEFF_STATUS_OK);
+    assert_eq!(status_of(&err), status);
+    // The same as the core says, through the core's API.
+    let mut sink = neff::error::IgnoreWarnings;
+    let mut archive = Archive::open(&bytes[..], Some(bytes.len() as u64), &OpenOptions::default(), &mut sink).unwrap();
+    let mut arena2 = vec![0u8; neff_arena_min() + 32 * 1024];
+    let mut loader = Loader::new(&mut arena2, LoadOptions::default());
+    let mut report = LoadReport::new();
+    let core = loader.check(&mut archive, None, &mut report, &mut neff::loader::NoObserver, &mut sink).err().unwrap();
+    assert_eq!(message(&err), core.to_string());
+    assert_eq!(code(&err), core.kind.code());
+    assert_eq!(offset(&err), core.offset);
+    assert_eq!(stage(&err), core.stage.into());
+}
+
+#[test]
+fn a_json_buffer_too_small_is_its_own_status() {
+    // A failed check still writes its report: a one-byte JSON buffer is too small for it, but
+    // the load's own error wins.
+    let bytes = [0u8; 100];
+    let src = memory(&bytes);
+    let mut arena = arena();
+    let bufs = buffers(&mut arena);
+    let mut err = new_error();
+    let mut json = [0u8; 1];
+    let outputs = neff_outputs {
+        report: core::ptr::null_mut(),
+        json: json.as_mut_ptr(),
+        json_len: 1,
+        json_written: core::ptr::null_mut(),
+    };
+    // SAFETY: every pointer is live or null.
+    let status = unsafe { neff_check(&src, &bufs, core::ptr::null(), core::ptr::null(), &outputs, &mut err) };
+    assert_eq!(status, neff_status::NEFF_STATUS_INVALID);
+    assert_eq!(code(&err), 501);
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "a whole real NEFF takes minutes under Miri")]
+fn a_json_buffer_too_small_after_a_good_check() {
+    let Some(bytes) = fixture(MATMUL_SMALL) else { return };
+    let src = memory(&bytes);
+    let mut arena = arena();
+    let bufs = buffers(&mut arena);
+    let mut err = new_error();
+    let mut json = [0u8; 16];
+    let mut report = neff_report::default();
+    let outputs = neff_outputs {
+        report: &mut report,
+        json: json.as_mut_ptr(),
+        json_len: json.len(),
+        json_written: core::ptr::null_mut(),
+    };
+    // SAFETY: every pointer is live or null.
+    let status = unsafe { neff_check(&src, &bufs, core::ptr::null(), core::ptr::null(), &outputs, &mut err) };
+    assert_eq!(status, neff_status::NEFF_STATUS_BUFFER_TOO_SMALL);
+    assert_eq!(stage(&err), neff_stage::NEFF_STAGE_ARGUMENT);
+    assert_eq!(report.placed, 24, "the report is written all the same");
+}
+
+#[test]
+fn the_size_queries_cover_what_a_load_takes() {
+    assert_eq!(neff_arena_min(), STRING_SCRATCH);
+    assert!(neff_load_stack_size() > core::mem::size_of::<Loader<'static>>());
+    assert_eq!(neff_error_size(), NEFF_ERROR_WORDS * 8);
+    assert_eq!(neff_builtin_arena_size(), BUILTIN_ARENA);
+    assert_eq!(parse_size(b"33792"), 33792);
+    assert_eq!(parse_size(b""), 0);
+}
+
+#[test]
+fn no_arena_is_an_error_without_a_built_in_one() {
+    let bytes = [0u8; 100];
+    let src = memory(&bytes);
+    let bufs =
+        neff_buffers { arena: core::ptr::null_mut(), arena_len: 0, replay: core::ptr::null_mut(), replay_len: 0 };
+    let mut err = new_error();
+    // SAFETY: every pointer is live or null.
+    let status = unsafe { neff_check(&src, &bufs, core::ptr::null(), core::ptr::null(), core::ptr::null(), &mut err) };
+    if neff_builtin_arena_size() >= neff_arena_min() {
+        // The built-in arena is used: the short file is refused by the header gate.
+        assert_eq!(code(&err), 501);
+    } else {
+        assert_eq!(status, neff_status::NEFF_STATUS_BAD_ARGUMENT);
+        assert!(message(&err).starts_with("buffers.arena"));
+    }
+}

@@ -1,0 +1,53 @@
+//! The C header of the repository's schema: every published layout with its size and offset
+//! assertions, every enum with its values, and the checked-in `include/neff_schema.h` equal to
+//! what the generator writes now (scripts/gen-header.sh regenerates it).
+use std::path::Path;
+
+use neff_schema_codegen::{c, model};
+
+fn repo() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+}
+
+fn header() -> String {
+    let files = model::load_dir(&repo().join("schema"), "schema/").unwrap_or_else(|e| panic!("{e}"));
+    c::header(&files).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn every_layout_and_enum_reaches_the_header_with_its_assertions() {
+    let text = header();
+    let files = model::load_dir(&repo().join("schema"), "schema/").unwrap();
+    let mut layouts = 0;
+    for f in &files {
+        for l in &f.toml.layouts {
+            layouts += 1;
+            let c = &l.c_name;
+            assert!(text.contains(&format!("typedef struct {c} {{")), "{c}");
+            assert!(text.contains(&format!("NEFF_SCHEMA_ASSERT(sizeof({c}) == {},", l.size)), "{c}");
+            for field in &l.fields {
+                let line = format!("NEFF_SCHEMA_ASSERT(offsetof({c}, {}) == {},", field.name.get_ref(), field.offset);
+                assert!(text.contains(&line), "{line}");
+            }
+        }
+    }
+    assert!(layouts >= 4, "io_node_info_t, sb_carveout and the fp8 structs at least");
+    for name in ["io_node_info_t", "sb_carveout", "kbin_fp8_conv_cfg_t", "fp8_conversion_info"] {
+        assert!(text.contains(&format!("}} {name};")), "{name}");
+    }
+    assert!(text.contains("  NEFF_ARCH_CAYMAN = 3,"));
+    assert!(text.contains("  NEFF_USAGE_CLASS_WEIGHT = 6,"));
+    // A nested layout is declared before the layout that holds it.
+    let inner = text.find("typedef struct kbin_fp8_conv_cfg_t").unwrap();
+    let outer = text.find("typedef struct fp8_conversion_info").unwrap();
+    assert!(inner < outer);
+}
+
+#[test]
+fn the_checked_in_header_is_current() {
+    let path = repo().join("include/neff_schema.h");
+    let Ok(checked_in) = std::fs::read_to_string(&path) else {
+        panic!("{} is missing: run scripts/gen-header.sh", path.display());
+    };
+    assert!(checked_in == header(), "{} is stale: run scripts/gen-header.sh", path.display());
+}
