@@ -204,7 +204,7 @@ pub enum ManifestError {
     DynamicDmaScratch(Name),
     /// `def.json`: a `ucode_lib` whose version's major is not the runtime's.
     UcodeVersionMismatch(Name),
-    /// `def.json`: a `ucode_lib` with a `cpu_id` other than 0.
+    /// `def.json`: a `ucode_lib` whose `cpu_id` is not below its `total_cpus`.
     UcodeCpuId {
         /// The library.
         library: Name,

@@ -21,7 +21,7 @@ use crate::arena::{List, NIL};
 use crate::error::{CapacityError, Error, ErrorKind, Stage, Text, Warning, WarningKind, WarningSink};
 use crate::hal::{AllocRequest, DeviceError, Hal, RegionId, USAGE_CLASS_COUNT};
 use crate::manifest::def::{EngineKey, TargetCheck, ENGINE_KEYS};
-use crate::manifest::{EngineJson, EngineType, Kelf, ManifestError, ManifestWarning};
+use crate::manifest::{DefJson, EngineJson, EngineType, Kelf, ManifestError, ManifestWarning};
 
 fn missing(by: &str, stage: Stage, key: &str, path: &str) -> Error {
     Error::about_member(stage, by, ErrorKind::Chain(ChainError::MemberMissing { member: MemberText::new(path) }))
@@ -213,12 +213,35 @@ impl Loader<'_> {
         let dir = dir_of(member);
         // A library added twice (spec §7.6): the runtime's `UCode Library %s has already been added`.
         let def_pos = self.index.def(arena, member).map_or(NIL, |(p, _)| p);
-        let libs = || self.index.names_by(arena, def_pos, RefKind::UcodeLib);
+        // The libraries' manifest a `ucode_lib` string names, in the definition's directory.
+        let mut libs_json = NIL;
+        for name in self.index.names_by(arena, def_pos, RefKind::UcodeLibJson) {
+            let path = Self::joined(dir, arena.str(name));
+            let Some((pos, _)) = self.named(path.as_str(), ManifestKind::Engine)? else {
+                return Err(missing(member, Stage::DefJson, DefJson::KEY_UCODE_LIBS, path.as_str()));
+            };
+            libs_json = pos;
+        }
+        // One key holds the libraries: the definition's array, or the manifest it names.
+        let (libs_by, libs_kind, libs_stage) = match libs_json {
+            NIL => (def_pos, RefKind::UcodeLib, Stage::DefJson),
+            pos => (pos, RefKind::ListedUcodeLib, Stage::Engine),
+        };
+        let libs = || self.index.names_by(arena, libs_by, libs_kind);
         for (i, lib) in libs().enumerate() {
             if libs().take(i).any(|earlier| arena.bytes(earlier) == arena.bytes(lib)) {
                 let e = ManifestError::UcodeLibTwice(crate::error::Text::new(arena.str(lib)));
-                let key = RefKind::UcodeLib.key_path();
-                return Err(Error::about_member(Stage::DefJson, member, ErrorKind::Manifest(e)).with_key_path(&key));
+                // `ucode_lib[i].library`: the names are kept one an entry, in order.
+                let mut key = heapless::String::<64>::new();
+                let _ = crate::error::push_all(&mut key, &[DefJson::KEY_UCODE_LIBS, "["])
+                    && crate::error::push_decimal(&mut key, i as u64)
+                    && crate::error::push_all(&mut key, &["].", crate::manifest::UcodeLib::KEY_LIBRARY]);
+                let by = if libs_json == NIL {
+                    member
+                } else {
+                    arena.str(self.index.manifests.get(arena, libs_json).member)
+                };
+                return Err(Error::about_member(libs_stage, by, ErrorKind::Manifest(e)).with_key_path(&key));
             }
         }
         for engine in ENGINE_KEYS {

@@ -670,6 +670,8 @@ pub(crate) enum Tier {
     Engine(Option<EngineKey>),
     /// An activation set JSON.
     ActSet,
+    /// A GPSIMD library manifest (`ucode_lib.json`, spec §7.6).
+    UcodeLibs,
 }
 
 /// What a reference names.
@@ -713,6 +715,8 @@ pub(crate) enum Source {
     Entry(fn(&Entry<'_>, &mut NameSink<'_>) -> Result<(), ErrorKind>),
     /// The name an engine JSON's scalar key gives.
     Engine(fn(&EngineJson) -> Option<&str>),
+    /// The name a definition's scalar key gives.
+    Def(fn(&DefJson) -> Option<&str>),
 }
 
 /// One row of the table of references ([`REFS`]): a kind of key that names another member.
@@ -748,6 +752,10 @@ pub(crate) enum RefKind {
     Weight,
     /// A `def.json` `ucode_libs[].library`.
     UcodeLib,
+    /// A `def.json` `ucode_lib` given as a string: the member holding the libraries.
+    UcodeLibJson,
+    /// A library manifest's `ucode_lib[].library`.
+    ListedUcodeLib,
     /// An engine JSON's `instr` (or its definition's `<eng>_instr`).
     Instr,
     /// A DVE engine JSON's `dve_tables[]` members.
@@ -768,7 +776,7 @@ const ACT: Tier = Tier::Engine(Some(EngineKey::Tpb(EngineType::Act)));
 /// new kind of payload is one row here (and, when its names come from a new entry or key,
 /// the function that reads them).
 #[rustfmt::skip]
-pub(crate) static REFS: [Row; 10] = {
+pub(crate) static REFS: [Row; 12] = {
     use Names::{Manifest, Payload};
     use RefKind as K;
     use Source::Other;
@@ -778,6 +786,8 @@ pub(crate) static REFS: [Row; 10] = {
         row(K::Engine, &[], Tier::Def, Manifest(Tier::Engine(None)), Store::EngineSlots, Other),
         row(K::Weight, &[DefJson::KEY_VARS, Var::KEY_FILE_NAME], Tier::Def, Payload(Some(UsageClass::Weight)), Store::FileVars, Other),
         row(K::UcodeLib, &[DefJson::KEY_UCODE_LIBS, UcodeLib::KEY_LIBRARY], Tier::Def, Payload(Some(UsageClass::UcodeLib)), Store::Names, Source::Entry(ucode_libs)),
+        row(K::UcodeLibJson, &[DefJson::KEY_UCODE_LIBS], Tier::Def, Manifest(Tier::UcodeLibs), Store::Names, Source::Def(ucode_lib_json)),
+        row(K::ListedUcodeLib, &[EngineJson::KEY_UCODE_LIBS, UcodeLib::KEY_LIBRARY], Tier::UcodeLibs, Payload(Some(UsageClass::UcodeLib)), Store::Names, Source::Entry(listed_ucode_libs)),
         row(K::Instr, &[EngineJson::KEY_INSTR], Tier::Engine(None), Payload(None), Store::Instr, Other),
         // §11.8 publishes no DVE-table class.
         row(K::DveTable, &[EngineJson::KEY_DVE_TABLES], DVE, Payload(Some(UsageClass::Generic)), Store::Names, Source::Entry(dve_tables)),
@@ -820,6 +830,17 @@ fn ucode_libs(e: &Entry<'_>, f: &mut NameSink<'_>) -> Result<(), ErrorKind> {
         Entry::UcodeLib(lib) => f(&lib.library),
         _ => Ok(()),
     }
+}
+
+fn listed_ucode_libs(e: &Entry<'_>, f: &mut NameSink<'_>) -> Result<(), ErrorKind> {
+    match e {
+        Entry::ListedUcodeLib(lib) => f(&lib.library),
+        _ => Ok(()),
+    }
+}
+
+fn ucode_lib_json(doc: &DefJson) -> Option<&str> {
+    doc.ucode_libs.as_ref()?.name.as_deref()
 }
 
 fn act_sets(e: &Entry<'_>, f: &mut NameSink<'_>) -> Result<(), ErrorKind> {
@@ -1257,7 +1278,12 @@ impl Index {
                     .def_dirs_of(arena, arena.str(by.member))
                     .any(|dir| is_joined_json(member, dir, arena.str(n.name)))
         });
-        if by_def || by_act {
+        // A library manifest is a member of its definition's directory (§7.6).
+        let by_libs = self.names.iter(arena).filter(|(_, n)| n.kind == RefKind::UcodeLibJson).any(|(_, n)| {
+            let by = self.manifests.get(arena, n.by);
+            !by.superseded && is_joined(member, dir_of(arena.str(by.member)), arena.str(n.name))
+        });
+        if by_def || by_act || by_libs {
             return Some(ManifestKind::Engine);
         }
         None

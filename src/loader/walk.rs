@@ -449,6 +449,15 @@ fn record_def<O: Observer>(
     name: &str,
 ) -> Result<(), Error> {
     recorder.observer.manifest(name, Manifest::Def(doc, facts));
+    // The names the table's rows take from a definition's scalar keys.
+    for row in &REFS {
+        if let Some(named) = match row.source {
+            Source::Def(name_in) => name_in(doc),
+            _ => None,
+        } {
+            recorder.name(row.kind, named).map_err(|k| Error::about_member(Stage::DefJson, name, k))?;
+        }
+    }
     let vars = core::mem::take(&mut recorder.index.reading_vars);
     let ext = DefExt { def: pos, vars, carveouts: CarveoutFacts::from_def(facts), ..DefExt::default() };
     let at =

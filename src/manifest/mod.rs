@@ -334,7 +334,7 @@ impl fmt::Display for ManifestError {
             ),
             ManifestError::UcodeVersionMismatch(_) => f.write_str("Mismatch between GPSIMD lib version and NRT version!"),
             ManifestError::UcodeCpuId { library, cpu_id } => {
-                write!(f, "UCode Library {library} has cpu_id {cpu_id}; only 0 is supported")
+                write!(f, "UCode Library {library} has cpu_id {cpu_id}, not below its total_cpus")
             }
             ManifestError::UcodeTotalCpus { library, total_cpus } => {
                 write!(f, "UCode Library {library} has invalid number of total cpus {total_cpus}")

@@ -1,0 +1,129 @@
+//! Issue 30: the GPSIMD custom-op libraries of a neuronx-cc 2.14 training cache. Its `def.json`
+//! names the libraries' manifest (`"ucode_lib": "ucode_lib.json"`) instead of listing them, and
+//! that manifest lists eight built-in libraries, one per CPU (`cpu_id` 7 down to 0 of
+//! `total_cpus` 8), versioned `"1.x.x.x"`, with the opcodes in `functions[]` (spec §7.6). The
+//! sample NEFF is given that shape; `check`, `info`, `ls` and `mem` accept it and count the
+//! libraries, and each way to break it is refused with the runtime's message.
+
+mod support;
+
+use neff_cli::sample::SampleBuilder;
+use serde_json::Value;
+use support::*;
+
+const CPUS: u32 = 8;
+
+fn library(cpu: u32) -> String {
+    format!("libbuiltincustomop_cpu{cpu}.stripped.so")
+}
+
+/// `ucode_lib.json` as neuronx-cc 2.14 writes it, with `version` as every entry's
+/// `ulib_to_ucode_version`.
+fn ucode_lib_json(version: &str) -> String {
+    let entries: Vec<String> = (0..CPUS)
+        .rev()
+        .map(|cpu| {
+            format!(
+                r#"{{"cpu_id": {cpu}, "total_cpus": {CPUS}, "is_builtin": true, "library": "{}", "ulib_to_isa_version": "1.0.2520.0", "ulib_to_ucode_version": "{version}", "functions": [{{"name": "partial_merge_multicore_compute", "opcode": 133, "sub_opcode": 1}}, {{"name": "partial_sort_multicore_compute", "opcode": 133, "sub_opcode": 0}}]}}"#,
+                library(cpu)
+            )
+        })
+        .collect();
+    format!(r#"{{"ucode_lib": [{}]}}"#, entries.join(", "))
+}
+
+fn library_bytes(cpu: u32) -> Vec<u8> {
+    // An ELF's magic, then bytes of a size of its own per CPU.
+    let mut b = b"\x7fELF".to_vec();
+    b.extend((0..1000 + cpu * 16).map(|i| (i * 7 + cpu) as u8));
+    b
+}
+
+/// The sample with `sg00` in the 2.14 shape; `edit` changes the builder before it builds.
+fn custom_ops_neff(edit: impl FnOnce(SampleBuilder) -> SampleBuilder) -> std::path::PathBuf {
+    let mut b = SampleBuilder::new()
+        .replace_text("sg00/def.json", r#""cc_streams""#, r#""ucode_lib":"ucode_lib.json","cc_streams""#)
+        .add_member("sg00/ucode_lib.json", ucode_lib_json("1.x.x.x").as_bytes());
+    for cpu in 0..CPUS {
+        b = b.add_member(&format!("sg00/{}", library(cpu)), &library_bytes(cpu));
+    }
+    let bytes = edit(b).build().unwrap();
+    let dir = std::env::temp_dir().join(format!("neff-custom-ops-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let path = dir.join(format!("{}.neff", N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)));
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+fn library_total() -> u64 {
+    (0..CPUS).map(|cpu| library_bytes(cpu).len() as u64).sum()
+}
+
+#[test]
+fn the_string_form_with_eight_cpus_is_accepted_by_check_info_ls_and_mem() {
+    let path = custom_ops_neff(|b| b);
+    let out = neff_p(&[&"check", &path]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    assert!(!stderr(&out).contains("warning"), "{}", stderr(&out));
+    let out = neff_p(&[&"info", &path]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+
+    // `ls`: the manifest is reached by the definition's `ucode_lib`, each library by the
+    // manifest's `ucode_lib[].library`, as a UCODE_LIB payload.
+    let out = neff_p(&[&"ls", &path, &"--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = doc["members"].as_array().unwrap();
+    let row = |name: &str| rows.iter().find(|r| r["name"] == name).unwrap_or_else(|| panic!("{name}: {doc}"));
+    let manifest = row("sg00/ucode_lib.json");
+    assert_eq!(manifest["role"], "manifest", "{manifest}");
+    assert!(manifest["reached_by"].as_array().is_some_and(|b| b.iter().any(|b| b["member"] == "sg00/def.json")));
+    for cpu in 0..CPUS {
+        let lib = row(&format!("sg00/{}", library(cpu)));
+        assert_eq!(lib["role"], "payload", "{lib}");
+        assert_eq!(lib["usage"], "UCODE_LIB", "{lib}");
+        assert!(
+            lib["reached_by"].as_array().is_some_and(|b| b.iter().any(|b| b["member"] == "sg00/ucode_lib.json")),
+            "{lib}"
+        );
+    }
+
+    // `load` places them, `mem` counts them on sg00's core as the NEFF's own bytes.
+    let out = neff_p(&[&"load", &path]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out = neff_p(&[&"mem", &path, &"--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let from_neff: Vec<u64> =
+        doc["cores"].as_array().unwrap().iter().map(|c| c["from_neff"]["Ucode lib"].as_u64().unwrap()).collect();
+    assert_eq!(from_neff, [library_total(), 0], "{doc}");
+}
+
+#[test]
+fn a_missing_manifest_a_missing_library_and_major_2_are_refused() {
+    let refused = |path: &std::path::Path| {
+        let out = neff_p(&[&"check", &path]);
+        assert_ne!(code(&out), 0, "{}", stdout(&out));
+        stderr(&out)
+    };
+    let e = refused(&custom_ops_neff(|b| b.drop_member("sg00/ucode_lib.json")));
+    assert!(e.contains("sg00/def.json") && e.contains("ucode_lib") && e.contains("sg00/ucode_lib.json"), "{e}");
+    assert!(e.contains("missing"), "{e}");
+
+    let e = refused(&custom_ops_neff(|b| b.drop_member("sg00/libbuiltincustomop_cpu3.stripped.so")));
+    assert!(e.contains("sg00/ucode_lib.json") && e.contains("sg00/libbuiltincustomop_cpu3.stripped.so"), "{e}");
+    assert!(e.contains("ucode_lib.library") || e.contains("ucode_lib["), "{e}");
+
+    let e =
+        refused(&custom_ops_neff(|b| b.replace_member("sg00/ucode_lib.json", ucode_lib_json("2.x.x.x").as_bytes())));
+    assert!(e.contains("Mismatch between GPSIMD lib version and NRT version!"), "{e}");
+    assert!(e.contains("sg00/ucode_lib.json") && e.contains("ucode_lib[0].ulib_to_ucode_version"), "{e}");
+
+    // A library the manifest lists twice: the runtime's `has already been added`.
+    let twice = ucode_lib_json("1.x.x.x").replace(&library(6), &library(7));
+    let e = refused(&custom_ops_neff(|b| b.replace_member("sg00/ucode_lib.json", twice.as_bytes())));
+    // The second of the two entries (cpu_id 6's, the manifest's second).
+    assert!(e.contains("sg00/ucode_lib.json: ucode_lib[1].library: UCode Library"), "{e}");
+    assert!(e.contains("cpu7.stripped.so has already been added"), "{e}");
+}
