@@ -12,8 +12,8 @@
 
 use super::chain::{self, ChainError, ChainWarning, MemberText};
 use super::index::{
-    dir_of, is_joined, is_joined_json, usage_of_code, DefExt, FileVarRec, Landing, ManifestKind, ManifestRec,
-    PayloadRec, RefKind, NO_SLOT,
+    dir_of, is_joined, usage_of_code, DefExt, FileVarRec, Landing, ManifestKind, ManifestRec, PayloadRec, RefKind,
+    NO_SLOT,
 };
 use super::report::{LoadReport, PayloadReport, PayloadState, SubgraphReport};
 use super::{Counting, Loader, Observer};
@@ -213,35 +213,23 @@ impl Loader<'_> {
         let dir = dir_of(member);
         // A library added twice (spec §7.6): the runtime's `UCode Library %s has already been added`.
         let def_pos = self.index.def(arena, member).map_or(NIL, |(p, _)| p);
-        // The libraries' manifest a `ucode_lib` string names, in the definition's directory.
-        let mut libs_json = NIL;
-        for name in self.index.names_by(arena, def_pos, RefKind::UcodeLibJson) {
-            let path = Self::joined(dir, arena.str(name));
-            let Some((pos, _)) = self.named(path.as_str(), ManifestKind::Engine)? else {
-                return Err(missing(member, Stage::DefJson, DefJson::KEY_UCODE_LIBS, path.as_str()));
-            };
-            libs_json = pos;
+        // The libraries' manifest a `ucode_lib` string names, in the definition's directory:
+        // then it holds the libraries, else the definition does.
+        let mut libs = (def_pos, RefKind::UcodeLib, member);
+        if let Some((pos, rec)) = self.named_manifests((def_pos, member, Stage::DefJson), RefKind::UcodeLibJson, dir)? {
+            libs = (pos, RefKind::ListedUcodeLib, arena.str(rec.member));
         }
-        // One key holds the libraries: the definition's array, or the manifest it names.
-        let (libs_by, libs_kind, libs_stage) = match libs_json {
-            NIL => (def_pos, RefKind::UcodeLib, Stage::DefJson),
-            pos => (pos, RefKind::ListedUcodeLib, Stage::Engine),
-        };
-        let libs = || self.index.names_by(arena, libs_by, libs_kind);
-        for (i, lib) in libs().enumerate() {
-            if libs().take(i).any(|earlier| arena.bytes(earlier) == arena.bytes(lib)) {
+        let names = || self.index.names_by(arena, libs.0, libs.1);
+        for (i, lib) in names().enumerate() {
+            if names().take(i).any(|earlier| arena.bytes(earlier) == arena.bytes(lib)) {
                 let e = ManifestError::UcodeLibTwice(crate::error::Text::new(arena.str(lib)));
                 // `ucode_lib[i].library`: the names are kept one an entry, in order.
                 let mut key = heapless::String::<64>::new();
                 let _ = crate::error::push_all(&mut key, &[DefJson::KEY_UCODE_LIBS, "["])
                     && crate::error::push_decimal(&mut key, i as u64)
                     && crate::error::push_all(&mut key, &["].", crate::manifest::UcodeLib::KEY_LIBRARY]);
-                let by = if libs_json == NIL {
-                    member
-                } else {
-                    arena.str(self.index.manifests.get(arena, libs_json).member)
-                };
-                return Err(Error::about_member(libs_stage, by, ErrorKind::Manifest(e)).with_key_path(&key));
+                let stage = if libs.2 == member { Stage::DefJson } else { Stage::Engine };
+                return Err(Error::about_member(stage, libs.2, ErrorKind::Manifest(e)).with_key_path(&key));
             }
         }
         for engine in ENGINE_KEYS {
@@ -257,25 +245,34 @@ impl Loader<'_> {
             if engine != EngineKey::Tpb(EngineType::Act) {
                 continue;
             }
-            for set in self.index.names_by(arena, json_pos, RefKind::ActSet) {
-                let set_name = arena.str(set);
-                let found = self
-                    .index
-                    .manifests
-                    .iter(arena)
-                    .filter(|(_, m)| !m.superseded)
-                    .find(|(_, m)| is_joined_json(arena.str(m.member), dir, set_name));
-                match found {
-                    Some((_, rec)) => self.reached(&rec, ManifestKind::Engine)?,
-                    None => {
-                        let mut p = Self::joined(dir, set_name);
-                        let _ = p.push_str(".json");
-                        return Err(missing(path.as_str(), Stage::Engine, &RefKind::ActSet.key_path(), &p));
-                    }
-                }
-            }
+            self.named_manifests((json_pos, path.as_str(), Stage::Engine), RefKind::ActSet, dir)?;
         }
         Ok(())
+    }
+
+    /// The manifests of `kind` that the manifest `by` (position, member, stage) names in
+    /// `dir` (a row of the table that names manifests: activation sets, the libraries'
+    /// manifest), each reached; the error of the first that is missing, else the last.
+    // Not inlined: one copy for every such row.
+    #[inline(never)]
+    fn named_manifests(
+        &self,
+        by: (u32, &str, Stage),
+        kind: RefKind,
+        dir: &str,
+    ) -> Result<Option<(u32, ManifestRec)>, Error> {
+        let arena = &self.arena;
+        let suffix = kind.row().map_or("", |r| r.suffix);
+        let mut last = None;
+        for name in self.index.names_by(arena, by.0, kind) {
+            let mut path = Self::joined(dir, arena.str(name));
+            let _ = path.push_str(suffix);
+            match self.named(path.as_str(), ManifestKind::Engine)? {
+                Some(found) => last = Some(found),
+                None => return Err(missing(by.1, by.2, &kind.key_path(), &path)),
+            }
+        }
+        Ok(last)
     }
 
     /// §15.15: the engine JSON's `instr` wins over `<eng>_instr`; a difference is worth a

@@ -713,10 +713,9 @@ pub(crate) enum Source {
     Other,
     /// Each name an entry gives.
     Entry(fn(&Entry<'_>, &mut NameSink<'_>) -> Result<(), ErrorKind>),
-    /// The name an engine JSON's scalar key gives.
-    Engine(fn(&EngineJson) -> Option<&str>),
-    /// The name a definition's scalar key gives.
-    Def(fn(&DefJson) -> Option<&str>),
+    /// The name a scalar key of the manifest gives, once it is read (an engine JSON's
+    /// `bkt_bin`, a definition's `ucode_lib` string).
+    Scalar(fn(&super::Scratch) -> Option<&str>),
 }
 
 /// One row of the table of references ([`REFS`]): a kind of key that names another member.
@@ -786,14 +785,14 @@ pub(crate) static REFS: [Row; 12] = {
         row(K::Engine, &[], Tier::Def, Manifest(Tier::Engine(None)), Store::EngineSlots, Other),
         row(K::Weight, &[DefJson::KEY_VARS, Var::KEY_FILE_NAME], Tier::Def, Payload(Some(UsageClass::Weight)), Store::FileVars, Other),
         row(K::UcodeLib, &[DefJson::KEY_UCODE_LIBS, UcodeLib::KEY_LIBRARY], Tier::Def, Payload(Some(UsageClass::UcodeLib)), Store::Names, Source::Entry(ucode_libs)),
-        row(K::UcodeLibJson, &[DefJson::KEY_UCODE_LIBS], Tier::Def, Manifest(Tier::UcodeLibs), Store::Names, Source::Def(ucode_lib_json)),
+        row(K::UcodeLibJson, &[DefJson::KEY_UCODE_LIBS], Tier::Def, Manifest(Tier::UcodeLibs), Store::Names, Source::Scalar(ucode_lib_json)),
         row(K::ListedUcodeLib, &[EngineJson::KEY_UCODE_LIBS, UcodeLib::KEY_LIBRARY], Tier::UcodeLibs, Payload(Some(UsageClass::UcodeLib)), Store::Names, Source::Entry(listed_ucode_libs)),
         row(K::Instr, &[EngineJson::KEY_INSTR], Tier::Engine(None), Payload(None), Store::Instr, Other),
         // §11.8 publishes no DVE-table class.
         row(K::DveTable, &[EngineJson::KEY_DVE_TABLES], DVE, Payload(Some(UsageClass::Generic)), Store::Names, Source::Entry(dve_tables)),
         Row { suffix: ".json", ..row(K::ActSet, &[EngineJson::KEY_ACTIVATION_FUNCTION_SETS], ACT, Manifest(Tier::ActSet), Store::Names, Source::Entry(act_sets)) },
-        row(K::ActBucketTable, &[EngineJson::KEY_BKT_BIN], Tier::ActSet, Payload(Some(UsageClass::ActTable)), Store::Names, Source::Engine(bkt_bin)),
-        row(K::ActControlTable, &[EngineJson::KEY_CTL_BIN], Tier::ActSet, Payload(Some(UsageClass::ActTable)), Store::Names, Source::Engine(ctl_bin)),
+        row(K::ActBucketTable, &[EngineJson::KEY_BKT_BIN], Tier::ActSet, Payload(Some(UsageClass::ActTable)), Store::Names, Source::Scalar(bkt_bin)),
+        row(K::ActControlTable, &[EngineJson::KEY_CTL_BIN], Tier::ActSet, Payload(Some(UsageClass::ActTable)), Store::Names, Source::Scalar(ctl_bin)),
     ]
 };
 
@@ -839,8 +838,11 @@ fn listed_ucode_libs(e: &Entry<'_>, f: &mut NameSink<'_>) -> Result<(), ErrorKin
     }
 }
 
-fn ucode_lib_json(doc: &DefJson) -> Option<&str> {
-    doc.ucode_libs.as_ref()?.name.as_deref()
+fn ucode_lib_json(doc: &super::Scratch) -> Option<&str> {
+    match doc {
+        super::Scratch::Def(doc) => doc.ucode_libs.as_ref()?.name.as_deref(),
+        _ => None,
+    }
 }
 
 fn act_sets(e: &Entry<'_>, f: &mut NameSink<'_>) -> Result<(), ErrorKind> {
@@ -862,12 +864,18 @@ fn dve_tables(e: &Entry<'_>, f: &mut NameSink<'_>) -> Result<(), ErrorKind> {
     }
 }
 
-fn bkt_bin(doc: &EngineJson) -> Option<&str> {
-    doc.bkt_bin.as_deref()
+fn bkt_bin(doc: &super::Scratch) -> Option<&str> {
+    match doc {
+        super::Scratch::Engine(doc) => doc.bkt_bin.as_deref(),
+        _ => None,
+    }
 }
 
-fn ctl_bin(doc: &EngineJson) -> Option<&str> {
-    doc.ctl_bin.as_deref()
+fn ctl_bin(doc: &super::Scratch) -> Option<&str> {
+    match doc {
+        super::Scratch::Engine(doc) => doc.ctl_bin.as_deref(),
+        _ => None,
+    }
 }
 
 /// The usage class of an engine's instruction stream.
@@ -1278,12 +1286,9 @@ impl Index {
                     .def_dirs_of(arena, arena.str(by.member))
                     .any(|dir| is_joined_json(member, dir, arena.str(n.name)))
         });
-        // A library manifest is a member of its definition's directory (§7.6).
-        let by_libs = self.names.iter(arena).filter(|(_, n)| n.kind == RefKind::UcodeLibJson).any(|(_, n)| {
-            let by = self.manifests.get(arena, n.by);
-            !by.superseded && is_joined(member, dir_of(arena.str(by.member)), arena.str(n.name))
-        });
-        if by_def || by_act || by_libs {
+        // A library manifest (§7.6) is not looked for here: a JSON member nothing names yet is
+        // read as an engine JSON anyway, and the chain then takes it as the libraries'.
+        if by_def || by_act {
             return Some(ManifestKind::Engine);
         }
         None

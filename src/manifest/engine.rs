@@ -77,8 +77,13 @@ static FROM_OFF: super::RequiredKey = super::RequiredKey { key: DmaDesc::KEY_FRO
 /// (§15.21 withdraws the secondary pages' "must be 0").
 pub(crate) fn check_ucode_lib(lib: &UcodeLib, at: &EntryAt<'_>) -> Result<(), DocFault> {
     let library = crate::error::Text::new(&lib.library);
-    let major = lib.ulib_to_ucode_version.split('.').next().and_then(|m| m.parse::<u32>().ok());
-    if major != Some(super::UCODE_MAJOR) {
+    // The digits before the first dot, leading zeros aside, against the runtime's major: by
+    // bytes, as the runtime's `atoi` of the major would see `"1.x.x.x"`, with no number parser.
+    let version = lib.ulib_to_ucode_version.as_bytes();
+    let major = version.split(|&b| b == b'.').next().unwrap_or(&[]);
+    let major = major.get(major.iter().take_while(|&&b| b == b'0').count()..).unwrap_or(&[]);
+    let mut digits = [0u8; 20];
+    if major != crate::error::decimal(u64::from(super::UCODE_MAJOR), &mut digits) {
         let e = ManifestError::UcodeVersionMismatch(library);
         return Err(at.key_error(UcodeLib::KEY_ULIB_TO_UCODE_VERSION, e));
     }

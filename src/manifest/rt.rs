@@ -1083,12 +1083,8 @@ impl<T: JsonValue + Default, K: EntryOf<T> + 'static, const N: usize> JsonValue 
         self.clear();
         match ev {
             Event::BeginArray => Ok(Flow::Body),
-            Event::Str(s) => {
-                let mut name = heapless::String::new();
-                copy_str(name.as_mut_view(), s, lim.first())?;
-                self.name = Some(name);
-                Ok(Flow::Done)
-            }
+            // Into its place, not moved there: the name is a path's size.
+            Event::Str(_) => start_str(self.name.insert(heapless::String::new()).as_mut_view(), ev, lim),
             other => Err(wrong(JsonType::Array, other)),
         }
     }

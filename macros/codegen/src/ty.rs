@@ -337,10 +337,7 @@ mod tests {
             Ty::parse("each_or_name<UcodeLib, FILE_NAME>").unwrap(),
             Ty::EachOrName(Box::new(Ty::Object("UcodeLib".into())), Cap::Param("FILE_NAME".into()))
         );
-        assert_eq!(
-            Ty::parse("each_or_name<UcodeLib, 8>").unwrap().json_name(),
-            "array of UcodeLib, or a member name"
-        );
+        assert_eq!(Ty::parse("each_or_name<UcodeLib, 8>").unwrap().json_name(), "array of UcodeLib, or a member name");
         assert_eq!(
             Ty::parse("each<array<u32, 32>>").unwrap(),
             Ty::Each(Box::new(Ty::Array(Box::new(Ty::Scalar(Scalar::U32)), Cap::Lit(32))))

@@ -7,7 +7,7 @@
 
 mod support;
 
-use neff_cli::sample::SampleBuilder;
+use neff_cli::sample::{MemberOrder, SampleBuilder};
 use serde_json::Value;
 use support::*;
 
@@ -98,6 +98,21 @@ fn the_string_form_with_eight_cpus_is_accepted_by_check_info_ls_and_mem() {
     let from_neff: Vec<u64> =
         doc["cores"].as_array().unwrap().iter().map(|c| c["from_neff"]["Ucode lib"].as_u64().unwrap()).collect();
     assert_eq!(from_neff, [library_total(), 0], "{doc}");
+}
+
+#[test]
+fn every_member_order_reaches_the_libraries() {
+    // Reversed puts `ucode_lib.json` before its `def.json`: read as a JSON nothing names yet,
+    // then taken as the libraries' manifest.
+    for order in [MemberOrder::Real, MemberOrder::Sorted, MemberOrder::ManifestsFirst, MemberOrder::Reversed] {
+        let path = custom_ops_neff(|b| b.order(order));
+        let out = neff_p(&[&"load", &path, &"--json"]);
+        assert_eq!(code(&out), 0, "{order:?}: {}", stderr(&out));
+        let text = stdout(&out);
+        let libs = text.matches("UCODE_LIB").count();
+        assert!(libs >= CPUS as usize, "{order:?}: {libs} UCODE_LIB in {text}");
+        assert!(!stderr(&out).contains("warning"), "{order:?}: {}", stderr(&out));
+    }
 }
 
 #[test]
