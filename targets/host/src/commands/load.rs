@@ -32,7 +32,8 @@ pub fn check(args: &CheckArgs) -> Result<(), CliError> {
     let size = source.size();
     let arch = args.arch.map(arch_of);
     let options = PassOptions { allow_legacy: args.allow_legacy, verify: args.verify };
-    let pass = loading::run(source, size, Target::Check(arch), options)?;
+    let pass = loading::run(source, size, Target::Check(arch), options)
+        .map_err(|e| super::cache::with_marker_hint(e, &args.file))?;
     let r = &pass.report;
     let bytes: u64 = r.payloads.iter().map(|p| p.len).sum();
     let gate = arch.map_or_else(String::new, |a| format!(", runs on {}", a.as_str()));
