@@ -223,13 +223,11 @@ impl Loader<'_> {
         for (i, lib) in names().enumerate() {
             if names().take(i).any(|earlier| arena.bytes(earlier) == arena.bytes(lib)) {
                 let e = ManifestError::UcodeLibTwice(crate::error::Text::new(arena.str(lib)));
-                // `ucode_lib[i].library`: the names are kept one an entry, in order.
-                let mut key = heapless::String::<64>::new();
-                let _ = crate::error::push_all(&mut key, &[DefJson::KEY_UCODE_LIBS, "["])
-                    && crate::error::push_decimal(&mut key, i as u64)
-                    && crate::error::push_all(&mut key, &["].", crate::manifest::UcodeLib::KEY_LIBRARY]);
+                // The key without the entry's index: the image has no room for it (flash).
                 let stage = if libs.2 == member { Stage::DefJson } else { Stage::Engine };
-                return Err(Error::about_member(stage, libs.2, ErrorKind::Manifest(e)).with_key_path(&key));
+                return Err(
+                    Error::about_member(stage, libs.2, ErrorKind::Manifest(e)).with_key_path("ucode_lib.library")
+                );
             }
         }
         for engine in ENGINE_KEYS {

@@ -972,11 +972,6 @@ pub(crate) fn is_joined(path: &str, dir: &str, name: &str) -> bool {
     path.strip_prefix(dir).and_then(|rest| rest.strip_prefix('/')).is_some_and(|rest| rest == name)
 }
 
-/// `dir/name.json` compared with `path` (an activation set's member).
-pub(crate) fn is_joined_json(path: &str, dir: &str, name: &str) -> bool {
-    is_joined_suffixed(path, dir, name, ".json")
-}
-
 /// `dir/name` + `suffix` compared with `path`.
 pub(crate) fn is_joined_suffixed(path: &str, dir: &str, name: &str, suffix: &str) -> bool {
     path.strip_suffix(suffix).is_some_and(|stem| is_joined(stem, dir, name))
@@ -1276,19 +1271,26 @@ impl Index {
                 let dir = dir_of(arena.str(m.member));
                 self.def_ext(arena, &m).engines.iter().any(|s| s.len != 0 && is_joined(member, dir, arena.str(*s)))
             });
-        // An activation set `S` is member `S.json` of the subgraph directory: the directory of
-        // the definition naming the engine JSON that lists it (§8.3), which need not be the
-        // engine JSON's own (`"act": "e/Activation.json"`).
-        let by_act = self.names.iter(arena).filter(|(_, n)| n.kind == RefKind::ActSet).any(|(_, n)| {
+        // A manifest a name of the table names (§8.3, §7.6): an activation set `S` is member
+        // `S.json` of the subgraph directory, the directory of the definition naming the
+        // engine JSON that lists it (which need not be the engine JSON's own: `"act":
+        // "e/Activation.json"`); the libraries' manifest is a member of its definition's.
+        let by_name = self.names.iter(arena).any(|(_, n)| {
+            let suffix = match n.kind {
+                RefKind::ActSet => ".json",
+                RefKind::UcodeLibJson => "",
+                _ => return false,
+            };
             let by = self.manifests.get(arena, n.by);
+            let (by_member, name) = (arena.str(by.member), arena.str(n.name));
             !by.superseded
-                && self
-                    .def_dirs_of(arena, arena.str(by.member))
-                    .any(|dir| is_joined_json(member, dir, arena.str(n.name)))
+                && if by.kind == ManifestKind::Def {
+                    is_joined(member, dir_of(by_member), name)
+                } else {
+                    self.def_dirs_of(arena, by_member).any(|dir| is_joined_suffixed(member, dir, name, suffix))
+                }
         });
-        // A library manifest (§7.6) is not looked for here: a JSON member nothing names yet is
-        // read as an engine JSON anyway, and the chain then takes it as the libraries'.
-        if by_def || by_act {
+        if by_def || by_name {
             return Some(ManifestKind::Engine);
         }
         None

@@ -83,19 +83,18 @@ pub(crate) fn check_ucode_lib(lib: &UcodeLib, at: &EntryAt<'_>) -> Result<(), Do
     let major = version.split(|&b| b == b'.').next().unwrap_or(&[]);
     let major = major.get(major.iter().take_while(|&&b| b == b'0').count()..).unwrap_or(&[]);
     let mut digits = [0u8; 20];
-    if major != crate::error::decimal(u64::from(super::UCODE_MAJOR), &mut digits) {
-        let e = ManifestError::UcodeVersionMismatch(library);
-        return Err(at.key_error(UcodeLib::KEY_ULIB_TO_UCODE_VERSION, e));
-    }
     let cpus = lib.total_cpus.unwrap_or(0).max(1);
-    if let Some(cpu_id) = lib.cpu_id.filter(|&c| c >= cpus) {
-        return Err(at.key_error(UcodeLib::KEY_CPU_ID, ManifestError::UcodeCpuId { library, cpu_id }));
-    }
-    if let Some(total_cpus) = lib.total_cpus.filter(|c| !matches!(c, 0 | 1 | 8)) {
-        let e = ManifestError::UcodeTotalCpus { library, total_cpus };
-        return Err(at.key_error(UcodeLib::KEY_TOTAL_CPUS, e));
-    }
-    Ok(())
+    // One error built at the end: one copy of the call that makes it.
+    let (key, e) = if major != crate::error::decimal(u64::from(super::UCODE_MAJOR), &mut digits) {
+        (UcodeLib::KEY_ULIB_TO_UCODE_VERSION, ManifestError::UcodeVersionMismatch(library))
+    } else if let Some(cpu_id) = lib.cpu_id.filter(|&c| c >= cpus) {
+        (UcodeLib::KEY_CPU_ID, ManifestError::UcodeCpuId { library, cpu_id })
+    } else if let Some(total_cpus) = lib.total_cpus.filter(|c| !matches!(c, 0 | 1 | 8)) {
+        (UcodeLib::KEY_TOTAL_CPUS, ManifestError::UcodeTotalCpus { library, total_cpus })
+    } else {
+        return Ok(());
+    };
+    Err(at.key_error(key, e))
 }
 
 /// One source of a CCE descriptor's `from_arr`: the `from` side's rules, and its dtype.
