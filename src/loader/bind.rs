@@ -21,7 +21,7 @@ use crate::arena::{List, NIL};
 use crate::error::{CapacityError, Error, ErrorKind, Stage, Text, Warning, WarningKind, WarningSink};
 use crate::hal::{AllocRequest, DeviceError, Hal, RegionId, USAGE_CLASS_COUNT};
 use crate::manifest::def::{EngineKey, TargetCheck, ENGINE_KEYS};
-use crate::manifest::{DefJson, EngineJson, EngineType, Kelf, ManifestError, ManifestWarning};
+use crate::manifest::{EngineJson, EngineType, Kelf, ManifestError, ManifestWarning};
 
 fn missing(by: &str, stage: Stage, key: &str, path: &str) -> Error {
     Error::about_member(stage, by, ErrorKind::Chain(ChainError::MemberMissing { member: MemberText::new(path) }))
