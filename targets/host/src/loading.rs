@@ -31,7 +31,7 @@ use neff::loader::{
 use neff::manifest::def::{EngineKey, ENGINE_KEYS};
 use neff::manifest::{Arch, Entry, IoKind, IoTensor, UsageClass};
 use neff::sim::SimDevice;
-use neff::WarningKind;
+use neff::{Stage, WarningKind};
 
 use crate::error::{print_warning, CliError};
 use crate::header_view::HeaderView;
@@ -722,6 +722,8 @@ pub struct Pass {
     pub warnings: Vec<String>,
     /// What the tar tap saw (`None` for a pass without one; see [`crate::tap`]).
     pub members: Option<MemberLog>,
+    /// The refusal a [`PassOptions::keep_going`] check went on after, as printed.
+    pub refusal: Option<String>,
 }
 
 /// What a pass is asked for besides its target.
@@ -733,6 +735,11 @@ pub struct PassOptions {
     /// [`Pass::finish`], and a mismatch ends the pass with the rejection of
     /// [`crate::integrity::mismatch_error`] instead of a warning.
     pub verify: bool,
+    /// A check that the manifests refuse (the archive itself sound: header, gzip and tar read
+    /// to the end) is not the pass's error: the refusal is printed as a warning, kept in
+    /// [`Pass::refusal`], and the pass ends with what was read (the tools that show *why* a
+    /// NEFF is refused: `ls`, `diff`).
+    pub keep_going: bool,
 }
 
 /// Runs the loader over `source` (a NEFF of `size` bytes) on a thread with a large stack.
@@ -757,11 +764,12 @@ pub fn run_observed<O: Observer + Send + 'static>(
     target: Target,
     details: bool,
     tap: Option<TapOptions>,
+    options: PassOptions,
     mut extra: O,
 ) -> Result<(Pass, O), CliError> {
     let inflation = Inflation::for_this_host(size);
     spawn(move || {
-        let pass = run_here(source, size, target, PassOptions::default(), inflation, details, tap, &mut extra)?;
+        let pass = run_here(source, size, target, options, inflation, details, tap, &mut extra)?;
         Ok((pass, extra))
     })
 }
@@ -801,7 +809,7 @@ fn run_here(
     tap: Option<TapOptions>,
     extra: &mut dyn Observer,
 ) -> Result<Pass, CliError> {
-    let PassOptions { allow_legacy, verify } = options;
+    let PassOptions { allow_legacy, verify, keep_going } = options;
     let mut warnings = Vec::new();
     let mut sink = |w: &neff::Warning| {
         // Asked for, a mismatch is the pass's error (with both values), not also a warning.
@@ -848,9 +856,19 @@ fn run_here(
     // Only `info` (a check whose observer keeps the details) prints the manifests' entries.
     let mut collected = Collected { details, ..Collected::default() };
     let mut observer = Tee(&mut collected, extra);
+    let mut refusal = None;
     let device = match target {
         Target::Check(arch) => {
-            loader.check(&mut *archive, arch, &mut summary, &mut observer, &mut sink).map_err(|e| whole(&loader, e))?;
+            match loader.check(&mut *archive, arch, &mut summary, &mut observer, &mut sink) {
+                Ok(()) => {}
+                // The archive is sound: what the manifests refuse is shown, and the walk goes on.
+                Err(e) if keep_going && !matches!(e.stage, Stage::Io | Stage::Header | Stage::Gzip | Stage::Tar) => {
+                    let line = loader.whole_names(&e).to_string();
+                    print_warning(&format!("refused: {line}"));
+                    refusal = Some(line);
+                }
+                Err(e) => return Err(whole(&loader, e)),
+            }
             None
         }
         // The device's own arch field is the pinned one or the default; what the loader sees
@@ -887,7 +905,7 @@ fn run_here(
         },
         subgraphs: std::mem::take(&mut collected.subgraphs),
     });
-    Ok(Pass { header, report, collected, device, finish, elapsed, warnings, members })
+    Ok(Pass { header, report, collected, device, finish, elapsed, warnings, members, refusal })
 }
 
 impl DeviceArch {

@@ -142,3 +142,43 @@ fn a_missing_manifest_a_missing_library_and_major_2_are_refused() {
     assert!(e.contains("sg00/ucode_lib.json: ucode_lib.library: UCode Library"), "{e}");
     assert!(e.contains("cpu7.stripped.so has already been added"), "{e}");
 }
+
+/// Issue 30 §3: `ls` and `diff` show why a NEFF is refused. The refusal is a warning, the
+/// archive (sound) is listed and compared, and what the chain reached is shown.
+#[test]
+fn ls_and_diff_on_a_refused_neff() {
+    let refused = custom_ops_neff(|b| b.drop_member("sg00/libbuiltincustomop_cpu3.stripped.so"));
+    let good = custom_ops_neff(|b| b);
+    let out = neff_p(&[&"check", &refused]);
+    assert_eq!(code(&out), 1);
+    let reason = "member sg00/libbuiltincustomop_cpu3.stripped.so is missing from the archive";
+
+    let out = neff_p(&[&"ls", &refused, &"--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.starts_with("warning: refused: ") && err.contains(reason), "{err}");
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = doc["members"].as_array().unwrap();
+    assert_eq!(rows.len(), sample_members() + 1 + CPUS as usize - 1, "{doc}");
+    let row = |name: &str| rows.iter().find(|r| r["name"] == name).unwrap_or_else(|| panic!("{name}: {doc}"));
+    assert_eq!(row("sg00/ucode_lib.json")["role"], "manifest");
+    assert_eq!(row("sg00/def.json")["role"], "manifest");
+    assert!(row("sg00/libbuiltincustomop_cpu2.stripped.so")["reached_by"].is_array());
+
+    let out = neff_p(&[&"diff", &refused, &good]);
+    assert_eq!(code(&out), 1, "different, not trouble: {}", stderr(&out));
+    assert!(stderr(&out).contains(reason), "{}", stderr(&out));
+    assert!(stdout(&out).contains("libbuiltincustomop_cpu3.stripped.so"), "{}", stdout(&out));
+
+    // An archive that cannot be read is still trouble.
+    let cut = std::env::temp_dir().join(format!("neff-custom-ops-cut-{}.neff", std::process::id()));
+    let bytes = std::fs::read(&good).unwrap();
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    assert_eq!(code(&neff_p(&[&"ls", &cut])), 1);
+    assert_eq!(code(&neff_p(&[&"diff", &cut, &good])), 2);
+}
+
+/// The members of the sample itself (without the libraries added here).
+fn sample_members() -> usize {
+    SampleBuilder::new().members().unwrap().len()
+}

@@ -310,6 +310,7 @@ pub fn mem_of_path(path: &std::path::Path, profiling: bool) -> Result<FileMem, C
         Target::Check(None),
         false,
         Some(TapOptions::producer()),
+        loading::PassOptions::default(),
         VirtualExtents::default(),
     )?;
     Ok(file_mem(path.display().to_string(), &pass, &extents, profiling))
