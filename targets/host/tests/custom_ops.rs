@@ -182,3 +182,32 @@ fn ls_and_diff_on_a_refused_neff() {
 fn sample_members() -> usize {
     SampleBuilder::new().members().unwrap().len()
 }
+
+/// Issue 30 §3: with the KELF at `dir/k.json`, `check` passes, and `ls` reaches every member
+/// `check` does (the KELF's names are from the archive's root, not its directory).
+#[test]
+fn ls_reaches_the_subgraphs_of_a_kelf_in_a_directory() {
+    let base = SampleBuilder::new();
+    let kelf = base.members().unwrap().into_iter().find(|(n, _)| n == "kelf-0.json").unwrap().1;
+    let moved = base
+        .drop_member("kelf-0.json")
+        .add_member("dir/k.json", &kelf)
+        .replace_text("neff.json", "\"kelf-0.json\"", "\"dir/k.json\"")
+        .build()
+        .unwrap();
+    let path = std::env::temp_dir().join(format!("neff-kelf-in-dir-{}.neff", std::process::id()));
+    std::fs::write(&path, moved).unwrap();
+    let out = neff_p(&[&"check", &path]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let out = neff_p(&[&"ls", &path, &"--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let unreached: Vec<&str> = doc["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["reached_by"].is_null() && r["name"].as_str().is_some_and(|n| n.starts_with("sg")))
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert!(unreached.is_empty(), "{unreached:?}");
+}
