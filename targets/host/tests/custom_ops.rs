@@ -39,21 +39,40 @@ fn library_bytes(cpu: u32) -> Vec<u8> {
     b
 }
 
+/// A NEFF written to a temporary directory, removed when dropped.
+struct TempNeff(tempfile::TempDir, std::path::PathBuf);
+
+impl TempNeff {
+    fn new(bytes: &[u8]) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("model.neff");
+        std::fs::write(&path, bytes).unwrap();
+        TempNeff(dir, path)
+    }
+}
+
+impl std::ops::Deref for TempNeff {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.1
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for TempNeff {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.1.as_os_str()
+    }
+}
+
 /// The sample with `sg00` in the 2.14 shape; `edit` changes the builder before it builds.
-fn custom_ops_neff(edit: impl FnOnce(SampleBuilder) -> SampleBuilder) -> std::path::PathBuf {
+fn custom_ops_neff(edit: impl FnOnce(SampleBuilder) -> SampleBuilder) -> TempNeff {
     let mut b = SampleBuilder::new()
         .replace_text("sg00/def.json", r#""cc_streams""#, r#""ucode_lib":"ucode_lib.json","cc_streams""#)
         .add_member("sg00/ucode_lib.json", ucode_lib_json("1.x.x.x").as_bytes());
     for cpu in 0..CPUS {
         b = b.add_member(&format!("sg00/{}", library(cpu)), &library_bytes(cpu));
     }
-    let bytes = edit(b).build().unwrap();
-    let dir = std::env::temp_dir().join(format!("neff-custom-ops-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let path = dir.join(format!("{}.neff", N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)));
-    std::fs::write(&path, bytes).unwrap();
-    path
+    TempNeff::new(&edit(b).build().unwrap())
 }
 
 fn library_total() -> u64 {
@@ -171,9 +190,8 @@ fn ls_and_diff_on_a_refused_neff() {
     assert!(stdout(&out).contains("libbuiltincustomop_cpu3.stripped.so"), "{}", stdout(&out));
 
     // An archive that cannot be read is still trouble.
-    let cut = std::env::temp_dir().join(format!("neff-custom-ops-cut-{}.neff", std::process::id()));
-    let bytes = std::fs::read(&good).unwrap();
-    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let bytes = std::fs::read(&*good).unwrap();
+    let cut = TempNeff::new(&bytes[..bytes.len() / 2]);
     assert_eq!(code(&neff_p(&[&"ls", &cut])), 1);
     assert_eq!(code(&neff_p(&[&"diff", &cut, &good])), 2);
 }
@@ -195,8 +213,7 @@ fn ls_reaches_the_subgraphs_of_a_kelf_in_a_directory() {
         .replace_text("neff.json", "\"kelf-0.json\"", "\"dir/k.json\"")
         .build()
         .unwrap();
-    let path = std::env::temp_dir().join(format!("neff-kelf-in-dir-{}.neff", std::process::id()));
-    std::fs::write(&path, moved).unwrap();
+    let path = TempNeff::new(&moved);
     let out = neff_p(&[&"check", &path]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let out = neff_p(&[&"ls", &path, &"--json"]);
