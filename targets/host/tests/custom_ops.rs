@@ -40,27 +40,31 @@ fn library_bytes(cpu: u32) -> Vec<u8> {
 }
 
 /// A NEFF written to a temporary directory, removed when dropped.
-struct TempNeff(tempfile::TempDir, std::path::PathBuf);
+struct TempNeff {
+    /// Held for its removal on drop.
+    _dir: tempfile::TempDir,
+    path: std::path::PathBuf,
+}
 
 impl TempNeff {
     fn new(bytes: &[u8]) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("model.neff");
         std::fs::write(&path, bytes).unwrap();
-        TempNeff(dir, path)
+        TempNeff { _dir: dir, path }
     }
 }
 
 impl std::ops::Deref for TempNeff {
     type Target = std::path::Path;
     fn deref(&self) -> &std::path::Path {
-        &self.1
+        &self.path
     }
 }
 
 impl AsRef<std::ffi::OsStr> for TempNeff {
     fn as_ref(&self) -> &std::ffi::OsStr {
-        self.1.as_os_str()
+        self.path.as_os_str()
     }
 }
 
