@@ -369,8 +369,11 @@ pub struct Collected {
     pub defs: HashMap<String, DefInfo>,
     /// The `instr` of each subgraph JSON, by member.
     pub engine_instr: HashMap<String, Option<String>>,
-    /// Manifest members parsed (every copy counted).
+    /// Manifest members parsed, each once: a member read twice (first as the kind its name
+    /// suggests, then again as the kind the chain names it) or present twice is one.
     pub manifests: u32,
+    /// The members counted in [`Collected::manifests`].
+    manifest_members: std::collections::HashSet<String>,
     /// The placements and accounting the core reported.
     pub payloads: Vec<PayloadInfo>,
     /// Subgraph accounting the core reported.
@@ -506,7 +509,9 @@ impl Observer for Collected {
     }
 
     fn manifest(&mut self, member: &str, manifest: Manifest<'_>) {
-        self.manifests += 1;
+        if self.manifest_members.insert(member.to_owned()) {
+            self.manifests += 1;
+        }
         let pending = self.take_pending(member);
         match manifest {
             Manifest::Neff(_) => {

@@ -220,6 +220,11 @@ fn ls_reaches_the_subgraphs_of_a_kelf_in_a_directory() {
     let path = TempNeff::new(&moved);
     let out = neff_p(&[&"check", &path]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
+    // The KELF is read twice (first as the JSON its name suggests, then as the KELF
+    // `neff.json` names): one manifest, as many as the sample's.
+    let manifests = |text: String| text.split(" manifests").next().unwrap().rsplit(' ').next().unwrap().to_owned();
+    let sample = TempNeff::new(&SampleBuilder::new().build().unwrap());
+    assert_eq!(manifests(stdout(&out)), manifests(stdout(&neff_p(&[&"check", &sample]))));
     let out = neff_p(&[&"ls", &path, &"--json"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
