@@ -194,7 +194,7 @@ typedef enum neff_error_code {
     NEFF_ERR_MANIFEST_DYNAMIC_DMA_SCRATCH = 931,
     /** `Mismatch between GPSIMD lib version and NRT version!`; NRT_INVALID (2). */
     NEFF_ERR_MANIFEST_UCODE_VERSION_MISMATCH = 932,
-    /** `UCode Library {library} has cpu_id {cpu_id}; only 0 is supported`; NRT_INVALID (2). */
+    /** `UCode Library {library} has cpu_id {cpu_id}, not below its total_cpus`; NRT_INVALID (2). */
     NEFF_ERR_MANIFEST_UCODE_CPU_ID = 933,
     /** `UCode Library {library} has invalid number of total cpus {total_cpus}`; NRT_INVALID (2). */
     NEFF_ERR_MANIFEST_UCODE_TOTAL_CPUS = 934,

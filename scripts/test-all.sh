@@ -72,6 +72,13 @@ RUSTDOCFLAGS="-D warnings" cargo doc -p neff --no-deps -q
 step "clippy (core lints are deny)"
 cargo clippy --workspace --all-targets -- -D warnings
 
+step "install: the README's cargo install line, into a temporary root"
+install_root=$(mktemp -d)
+cargo install --locked --path targets/host --root "$install_root" --quiet
+"$install_root/bin/neff" --version
+"$install_root/bin/neff" load >/dev/null
+rm -rf "$install_root"
+
 step "schema drill: one key added to var entries changes only schema/ (scripts/schema-drill.sh)"
 ./scripts/schema-drill.sh
 

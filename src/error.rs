@@ -226,19 +226,14 @@ impl<const N: usize> Text<N> {
     /// Copies raw bytes (lossy: invalid UTF-8 becomes `?`).
     #[inline(never)]
     pub fn from_bytes_lossy(b: &[u8]) -> Self {
-        let mut buf = [0u8; N];
-        let start = b.len().saturating_sub(N);
-        let tail = b.get(start..).unwrap_or(&[]);
-        for (d, &s) in buf.iter_mut().zip(tail) {
-            *d = if s.is_ascii() && s != 0 { s } else { b'?' };
-        }
-        Self { bytes: buf, len: tail.len() as u16, elided: start > 0 }
+        let mut text = Self::EMPTY;
+        (text.len, text.elided) = copy_tail_lossy(&mut text.bytes, b);
+        text
     }
 
     /// The kept text.
     pub fn as_str(&self) -> &str {
-        let bytes = self.bytes.get(..usize::from(self.len)).unwrap_or(&[]);
-        core::str::from_utf8(bytes).unwrap_or("")
+        kept_str(&self.bytes, self.len)
     }
 
     /// True when the text is empty.
@@ -250,6 +245,26 @@ impl<const N: usize> Text<N> {
     pub fn is_elided(&self) -> bool {
         self.elided
     }
+}
+
+/// [`copy_tail`] of raw bytes, each one not ASCII (or NUL) as `?`. One copy for every
+/// [`Text`] capacity.
+#[inline(never)]
+fn copy_tail_lossy(dst: &mut [u8], b: &[u8]) -> (u16, bool) {
+    let start = b.len().saturating_sub(dst.len());
+    let tail = b.get(start..).unwrap_or(&[]);
+    for (d, &s) in dst.iter_mut().zip(tail) {
+        *d = if s.is_ascii() && s != 0 { s } else { b'?' };
+    }
+    // Capacities are at most a few hundred bytes: the length fits a `u16`.
+    (tail.len() as u16, start > 0)
+}
+
+/// The first `len` bytes of `bytes` as text. One copy for every [`Text`] capacity.
+#[inline(never)]
+fn kept_str(bytes: &[u8], len: u16) -> &str {
+    let bytes = bytes.get(..usize::from(len)).unwrap_or(&[]);
+    core::str::from_utf8(bytes).unwrap_or("")
 }
 
 /// Copies the tail of `s` that fits `dst` (cut on a UTF-8 boundary) to its front: the length
@@ -295,14 +310,20 @@ impl<const N: usize> fmt::Debug for Text<N> {
 
 #[cfg(feature = "defmt")]
 impl<const N: usize> defmt::Format for Text<N> {
-    #[inline(never)]
     fn format(&self, f: defmt::Formatter<'_>) {
-        // As `Display`: a cut name says so.
-        if self.elided {
-            defmt::write!(f, "…{=str}", self.as_str())
-        } else {
-            defmt::write!(f, "{=str}", self.as_str())
-        }
+        format_text(f, self.as_str(), self.elided);
+    }
+}
+
+/// A [`Text`] through defmt, as `Display` shows it (a cut name says so). One copy for every
+/// capacity (-350 bytes of `.text` against one a capacity).
+#[cfg(feature = "defmt")]
+#[inline(never)]
+fn format_text(f: defmt::Formatter<'_>, text: &str, elided: bool) {
+    if elided {
+        defmt::write!(f, "…{=str}", text)
+    } else {
+        defmt::write!(f, "{=str}", text)
     }
 }
 

@@ -316,9 +316,31 @@ fn def_json_ucode_lib_rules_of_the_runtime() {
         e(r#","ulib_to_ucode_version":"2.0.0.0""#),
         "ucode_lib[0].ulib_to_ucode_version: Mismatch between GPSIMD lib version and NRT version!"
     );
+    // §7.6, §15.21: neuronx-cc 2.14 writes `cpu_id` 0 to 7 of `total_cpus` 8, a version
+    // `"1.x.x.x"` and no `opcode` on the entry.
+    def(&lib(r#","ulib_to_ucode_version":"1.x.x.x","cpu_id":7,"total_cpus":8,"is_builtin":true,"ulib_to_isa_version":"1.0.2520.0""#)).0.unwrap();
+    let no_opcode = DEF.replace(
+        r#""num_streams":2"#,
+        r#""num_streams":2,"ucode_lib":[{"library":"l.so","ulib_to_ucode_version":"1.x.x.x","cpu_id":0,"total_cpus":8}]"#,
+    );
+    def(&no_opcode).0.unwrap();
+    assert_eq!(
+        e(r#","ulib_to_ucode_version":"1.x.x.x","cpu_id":8,"total_cpus":8"#),
+        "ucode_lib[0].cpu_id: UCode Library gpsimd.bin has cpu_id 8, not below its total_cpus"
+    );
     assert_eq!(
         e(r#","ulib_to_ucode_version":"1.2.0.0","cpu_id":1"#),
-        "ucode_lib[0].cpu_id: UCode Library gpsimd.bin has cpu_id 1; only 0 is supported"
+        "ucode_lib[0].cpu_id: UCode Library gpsimd.bin has cpu_id 1, not below its total_cpus"
+    );
+    assert_eq!(
+        e(r#","ulib_to_ucode_version":"2.x.x.x","cpu_id":0,"total_cpus":8"#),
+        "ucode_lib[0].ulib_to_ucode_version: Mismatch between GPSIMD lib version and NRT version!"
+    );
+    // The string form names a member; anything else is still not an array.
+    def(&DEF.replace(r#""num_streams":2"#, r#""num_streams":2,"ucode_lib":"ucode_lib.json""#)).0.unwrap();
+    assert_eq!(
+        msg(&def(&DEF.replace(r#""num_streams":2"#, r#""num_streams":2,"ucode_lib":7"#)).0.unwrap_err()),
+        "ucode_lib: expected an array, found unsigned integer"
     );
     assert_eq!(
         e(r#","ulib_to_ucode_version":"1.2.0.0","total_cpus":4"#),

@@ -9,8 +9,9 @@
 //! `RANDOM_NEFFS_SHRINK=1`, also the fewest members that still fail); `RANDOM_NEFFS_CASES=<n>`
 //! changes the number of cases.
 //!
-//! Not covered yet: other base NEFFs (one graph, DMA blocks and their queue/var names, ucode
-//! libraries, Q7 engines, `<V2` weights, npy v2/v3 headers); renamed vars and queues; graph
+//! GPSIMD libraries are added to some definitions, in both forms of `ucode_lib` (§7.6).
+//!
+//! Not covered yet: other base NEFFs (one graph, DMA blocks and their queue/var names, Q7 engines, `<V2` weights, npy v2/v3 headers); renamed vars and queues; graph
 //! counts other than the header's; duplicate members; no `neff.json` (the KELF fallback);
 //! `./`-prefixed or `\uXXXX`-escaped names; names with debug markers (`.dbg`, `.asm`,
 //! `_dbg`), which the loader never reads; two graphs in one directory (refused by decision);
@@ -499,6 +500,7 @@ fn generate(seed: u64, avoid: u32, header: &[u8], base_list: &[(String, Vec<u8>)
         strays.push(name.clone());
         list.push((name, body, Role::Stray));
     }
+    let ucode = add_ucode_libs(seed, &mut namer, &mut list);
     long_names += list.iter().filter(|(n, ..)| n.len() > 255).count();
 
     // Tar order.
@@ -532,7 +534,8 @@ fn generate(seed: u64, avoid: u32, header: &[u8], base_list: &[(String, Vec<u8>)
     let bytes = pack(&mut rng, header, &list, format, dirs);
     let desc = format!(
         "order {order:?}, tar {format:?}, directory entries {dirs:?}, KELF {:?}, {} members ({} names over 255 \
-         bytes, longest {}), {raw_weights} raw weights, {} names with exotic characters, {} debug members, strays {strays:?}",
+         bytes, longest {}), {raw_weights} raw weights, {} names with exotic characters, {} debug members, ucode \
+         libraries {ucode}, strays {strays:?}",
         short(&list.iter().find(|e| e.2 == Role::Kelf).unwrap().0),
         list.len(),
         long_names,
@@ -541,6 +544,66 @@ fn generate(seed: u64, avoid: u32, header: &[u8], base_list: &[(String, Vec<u8>)
         if drop_debug { "without" } else { "with" },
     );
     Case { bytes, list, strays, desc }
+}
+
+/// GPSIMD libraries (spec §7.6), added to some definitions once everything else is named,
+/// from a stream of their own (so that every other part of a case, and the seeds listed
+/// above, stays as it was): listed in the `def.json`'s `ucode_lib` array, or in a manifest of
+/// the subgraph directory that its `ucode_lib` string names (`"ucode_lib.json"`, neuronx-cc
+/// 2.14), one library per CPU. Says what it added.
+fn add_ucode_libs(seed: u64, namer: &mut Namer, list: &mut Vec<(String, Vec<u8>, Role)>) -> String {
+    let mut rng = Rng::new(seed ^ 0x7563_6f64_655f_6c69);
+    let defs: Vec<usize> = (0..list.len()).filter(|&i| list[i].2 == Role::Def).collect();
+    let mut said = Vec::new();
+    for i in defs {
+        if !rng.chance(40) {
+            continue;
+        }
+        let dir = dir_of(&list[i].0).to_string();
+        let cpus = *rng.pick(&[1usize, 2, 8]);
+        let total = if cpus == 1 { *rng.pick(&[0u32, 1, 8]) } else { 8 };
+        let version = *rng.pick(&["1.x.x.x", "1.21.1.0", "01.2.3.4"]);
+        let mut entries = Vec::new();
+        for cpu in (0..cpus).rev() {
+            let (rel, full) = namer.name(
+                &mut rng,
+                &dir,
+                &[".stripped.so", ".bin", "", ".json"],
+                &["libbuiltincustomop_cpu0.stripped.so", "def.json", "PE.bin"],
+            );
+            let body: Vec<u8> = (0..1 + rng.below(2000)).map(|_| rng.next() as u8).collect();
+            list.push((full, body, Role::Payload));
+            let mut entry = serde_json::json!({
+                "library": rel, "ulib_to_ucode_version": version, "cpu_id": cpu, "total_cpus": total,
+                "functions": [{"name": "partial_sort_multicore_compute", "opcode": 133, "sub_opcode": 0}],
+            });
+            if rng.chance(50) {
+                entry["is_builtin"] = true.into();
+                entry["ulib_to_isa_version"] = "1.0.2520.0".into();
+            } else {
+                entry["opcode"] = (-123).into();
+            }
+            entries.push(entry);
+        }
+        let mut def: Value = serde_json::from_slice(&list[i].1).unwrap();
+        if rng.chance(50) {
+            def["ucode_lib"] = entries.into();
+            said.push(format!("{cpus} in {}", short(&list[i].0)));
+        } else {
+            let (rel, full) =
+                namer.name(&mut rng, &dir, &[".json", ""], &["ucode_lib.json", "def.json", "PE.json", "kelf-0.json"]);
+            def["ucode_lib"] = rel.into();
+            let listing = serde_json::to_vec(&serde_json::json!({ "ucode_lib": entries })).unwrap();
+            said.push(format!("{cpus} in {}", short(&full)));
+            list.push((full, listing, Role::Engine));
+        }
+        list[i].1 = serde_json::to_vec(&def).unwrap();
+    }
+    if said.is_empty() {
+        "none".into()
+    } else {
+        said.join(", ")
+    }
 }
 
 /// A name, shortened for a one-line description.
@@ -687,9 +750,14 @@ fn expected(list: &[(String, Vec<u8>, Role)]) -> Result<BTreeMap<String, Landing
                 put(&f, if f.ends_with(".npy") { npy_data(body) } else { body }, Some(UsageClass::Weight));
             }
         }
-        for lib in def.get("ucode_lib").and_then(Value::as_array).into_iter().flatten() {
+        // The array, or the manifest of the subgraph directory that the string names (§7.6).
+        let listing = match def.get("ucode_lib") {
+            Some(Value::String(name)) => json(&join(dir, name))?.get("ucode_lib").cloned(),
+            other => other.cloned(),
+        };
+        for lib in listing.as_ref().and_then(Value::as_array).into_iter().flatten() {
             let l = text(lib, "library").ok_or("no library")?;
-            put(&l, get(&join(dir, &l))?, None);
+            put(&l, get(&join(dir, &l))?, Some(UsageClass::UcodeLib));
         }
     }
     Ok(out)
@@ -702,6 +770,7 @@ fn expected(list: &[(String, Vec<u8>, Role)]) -> Result<BTreeMap<String, Landing
 fn run_case(seed: u64, avoid: u32, header: &[u8], base: &[(String, Vec<u8>)], verbose: bool) -> Result<(), String> {
     let case = generate(seed, avoid, header, base);
     if verbose {
+        println!("  case: {}", case.desc);
         for (n, b, r) in &case.list {
             println!("  {r:?} {} ({} bytes)", short(n), b.len());
         }

@@ -12,8 +12,8 @@
 
 use super::chain::{self, ChainError, ChainWarning, MemberText};
 use super::index::{
-    dir_of, is_joined, is_joined_json, usage_of_code, DefExt, FileVarRec, Landing, ManifestKind, ManifestRec,
-    PayloadRec, RefKind, NO_SLOT,
+    dir_of, is_joined, usage_of_code, DefExt, FileVarRec, Landing, ManifestKind, ManifestRec, PayloadRec, RefKind,
+    NO_SLOT,
 };
 use super::report::{LoadReport, PayloadReport, PayloadState, SubgraphReport};
 use super::{Counting, Loader, Observer};
@@ -213,12 +213,21 @@ impl Loader<'_> {
         let dir = dir_of(member);
         // A library added twice (spec §7.6): the runtime's `UCode Library %s has already been added`.
         let def_pos = self.index.def(arena, member).map_or(NIL, |(p, _)| p);
-        let libs = || self.index.names_by(arena, def_pos, RefKind::UcodeLib);
-        for (i, lib) in libs().enumerate() {
-            if libs().take(i).any(|earlier| arena.bytes(earlier) == arena.bytes(lib)) {
+        // The libraries' manifest a `ucode_lib` string names, in the definition's directory:
+        // then it holds the libraries, else the definition does.
+        let mut libs = (def_pos, RefKind::UcodeLib, member);
+        if let Some((pos, rec)) = self.named_manifests((def_pos, member, Stage::DefJson), RefKind::UcodeLibJson, dir)? {
+            libs = (pos, RefKind::ListedUcodeLib, arena.str(rec.member));
+        }
+        let names = || self.index.names_by(arena, libs.0, libs.1);
+        for (i, lib) in names().enumerate() {
+            if names().take(i).any(|earlier| arena.bytes(earlier) == arena.bytes(lib)) {
                 let e = ManifestError::UcodeLibTwice(crate::error::Text::new(arena.str(lib)));
-                let key = RefKind::UcodeLib.key_path();
-                return Err(Error::about_member(Stage::DefJson, member, ErrorKind::Manifest(e)).with_key_path(&key));
+                // The key without the entry's index: the image has no room for it (flash).
+                let stage = if libs.2 == member { Stage::DefJson } else { Stage::Engine };
+                return Err(
+                    Error::about_member(stage, libs.2, ErrorKind::Manifest(e)).with_key_path("ucode_lib.library")
+                );
             }
         }
         for engine in ENGINE_KEYS {
@@ -234,25 +243,34 @@ impl Loader<'_> {
             if engine != EngineKey::Tpb(EngineType::Act) {
                 continue;
             }
-            for set in self.index.names_by(arena, json_pos, RefKind::ActSet) {
-                let set_name = arena.str(set);
-                let found = self
-                    .index
-                    .manifests
-                    .iter(arena)
-                    .filter(|(_, m)| !m.superseded)
-                    .find(|(_, m)| is_joined_json(arena.str(m.member), dir, set_name));
-                match found {
-                    Some((_, rec)) => self.reached(&rec, ManifestKind::Engine)?,
-                    None => {
-                        let mut p = Self::joined(dir, set_name);
-                        let _ = p.push_str(".json");
-                        return Err(missing(path.as_str(), Stage::Engine, &RefKind::ActSet.key_path(), &p));
-                    }
-                }
-            }
+            self.named_manifests((json_pos, path.as_str(), Stage::Engine), RefKind::ActSet, dir)?;
         }
         Ok(())
+    }
+
+    /// The manifests of `kind` that the manifest `by` (position, member, stage) names in
+    /// `dir` (a row of the table that names manifests: activation sets, the libraries'
+    /// manifest), each reached; the error of the first that is missing, else the last.
+    // Not inlined: one copy for every such row.
+    #[inline(never)]
+    fn named_manifests(
+        &self,
+        by: (u32, &str, Stage),
+        kind: RefKind,
+        dir: &str,
+    ) -> Result<Option<(u32, ManifestRec)>, Error> {
+        let arena = &self.arena;
+        let suffix = kind.row().map_or("", |r| r.suffix);
+        let mut last = None;
+        for name in self.index.names_by(arena, by.0, kind) {
+            let mut path = Self::joined(dir, arena.str(name));
+            let _ = path.push_str(suffix);
+            match self.named(path.as_str(), ManifestKind::Engine)? {
+                Some(found) => last = Some(found),
+                None => return Err(missing(by.1, by.2, &kind.key_path(), &path)),
+            }
+        }
+        Ok(last)
     }
 
     /// §15.15: the engine JSON's `instr` wins over `<eng>_instr`; a difference is worth a

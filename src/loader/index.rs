@@ -670,6 +670,8 @@ pub(crate) enum Tier {
     Engine(Option<EngineKey>),
     /// An activation set JSON.
     ActSet,
+    /// A GPSIMD library manifest (`ucode_lib.json`, spec §7.6).
+    UcodeLibs,
 }
 
 /// What a reference names.
@@ -711,8 +713,9 @@ pub(crate) enum Source {
     Other,
     /// Each name an entry gives.
     Entry(fn(&Entry<'_>, &mut NameSink<'_>) -> Result<(), ErrorKind>),
-    /// The name an engine JSON's scalar key gives.
-    Engine(fn(&EngineJson) -> Option<&str>),
+    /// The name a scalar key of the manifest gives, once it is read (an engine JSON's
+    /// `bkt_bin`, a definition's `ucode_lib` string).
+    Scalar(fn(&super::Scratch) -> Option<&str>),
 }
 
 /// One row of the table of references ([`REFS`]): a kind of key that names another member.
@@ -748,6 +751,10 @@ pub(crate) enum RefKind {
     Weight,
     /// A `def.json` `ucode_libs[].library`.
     UcodeLib,
+    /// A `def.json` `ucode_lib` given as a string: the member holding the libraries.
+    UcodeLibJson,
+    /// A library manifest's `ucode_lib[].library`.
+    ListedUcodeLib,
     /// An engine JSON's `instr` (or its definition's `<eng>_instr`).
     Instr,
     /// A DVE engine JSON's `dve_tables[]` members.
@@ -768,7 +775,7 @@ const ACT: Tier = Tier::Engine(Some(EngineKey::Tpb(EngineType::Act)));
 /// new kind of payload is one row here (and, when its names come from a new entry or key,
 /// the function that reads them).
 #[rustfmt::skip]
-pub(crate) static REFS: [Row; 10] = {
+pub(crate) static REFS: [Row; 12] = {
     use Names::{Manifest, Payload};
     use RefKind as K;
     use Source::Other;
@@ -778,12 +785,14 @@ pub(crate) static REFS: [Row; 10] = {
         row(K::Engine, &[], Tier::Def, Manifest(Tier::Engine(None)), Store::EngineSlots, Other),
         row(K::Weight, &[DefJson::KEY_VARS, Var::KEY_FILE_NAME], Tier::Def, Payload(Some(UsageClass::Weight)), Store::FileVars, Other),
         row(K::UcodeLib, &[DefJson::KEY_UCODE_LIBS, UcodeLib::KEY_LIBRARY], Tier::Def, Payload(Some(UsageClass::UcodeLib)), Store::Names, Source::Entry(ucode_libs)),
+        row(K::UcodeLibJson, &[DefJson::KEY_UCODE_LIBS], Tier::Def, Manifest(Tier::UcodeLibs), Store::Names, Source::Scalar(ucode_lib_json)),
+        row(K::ListedUcodeLib, &[EngineJson::KEY_UCODE_LIBS, UcodeLib::KEY_LIBRARY], Tier::UcodeLibs, Payload(Some(UsageClass::UcodeLib)), Store::Names, Source::Entry(listed_ucode_libs)),
         row(K::Instr, &[EngineJson::KEY_INSTR], Tier::Engine(None), Payload(None), Store::Instr, Other),
         // §11.8 publishes no DVE-table class.
         row(K::DveTable, &[EngineJson::KEY_DVE_TABLES], DVE, Payload(Some(UsageClass::Generic)), Store::Names, Source::Entry(dve_tables)),
         Row { suffix: ".json", ..row(K::ActSet, &[EngineJson::KEY_ACTIVATION_FUNCTION_SETS], ACT, Manifest(Tier::ActSet), Store::Names, Source::Entry(act_sets)) },
-        row(K::ActBucketTable, &[EngineJson::KEY_BKT_BIN], Tier::ActSet, Payload(Some(UsageClass::ActTable)), Store::Names, Source::Engine(bkt_bin)),
-        row(K::ActControlTable, &[EngineJson::KEY_CTL_BIN], Tier::ActSet, Payload(Some(UsageClass::ActTable)), Store::Names, Source::Engine(ctl_bin)),
+        row(K::ActBucketTable, &[EngineJson::KEY_BKT_BIN], Tier::ActSet, Payload(Some(UsageClass::ActTable)), Store::Names, Source::Scalar(bkt_bin)),
+        row(K::ActControlTable, &[EngineJson::KEY_CTL_BIN], Tier::ActSet, Payload(Some(UsageClass::ActTable)), Store::Names, Source::Scalar(ctl_bin)),
     ]
 };
 
@@ -822,6 +831,20 @@ fn ucode_libs(e: &Entry<'_>, f: &mut NameSink<'_>) -> Result<(), ErrorKind> {
     }
 }
 
+fn listed_ucode_libs(e: &Entry<'_>, f: &mut NameSink<'_>) -> Result<(), ErrorKind> {
+    match e {
+        Entry::ListedUcodeLib(lib) => f(&lib.library),
+        _ => Ok(()),
+    }
+}
+
+fn ucode_lib_json(doc: &super::Scratch) -> Option<&str> {
+    match doc {
+        super::Scratch::Def(doc) => doc.ucode_libs.as_ref()?.name.as_deref(),
+        _ => None,
+    }
+}
+
 fn act_sets(e: &Entry<'_>, f: &mut NameSink<'_>) -> Result<(), ErrorKind> {
     match e {
         Entry::ActSet(set) => f(set),
@@ -841,12 +864,18 @@ fn dve_tables(e: &Entry<'_>, f: &mut NameSink<'_>) -> Result<(), ErrorKind> {
     }
 }
 
-fn bkt_bin(doc: &EngineJson) -> Option<&str> {
-    doc.bkt_bin.as_deref()
+fn bkt_bin(doc: &super::Scratch) -> Option<&str> {
+    match doc {
+        super::Scratch::Engine(doc) => doc.bkt_bin.as_deref(),
+        _ => None,
+    }
 }
 
-fn ctl_bin(doc: &EngineJson) -> Option<&str> {
-    doc.ctl_bin.as_deref()
+fn ctl_bin(doc: &super::Scratch) -> Option<&str> {
+    match doc {
+        super::Scratch::Engine(doc) => doc.ctl_bin.as_deref(),
+        _ => None,
+    }
 }
 
 /// The usage class of an engine's instruction stream.
@@ -941,11 +970,6 @@ pub(crate) fn is_joined(path: &str, dir: &str, name: &str) -> bool {
         return path == name;
     }
     path.strip_prefix(dir).and_then(|rest| rest.strip_prefix('/')).is_some_and(|rest| rest == name)
-}
-
-/// `dir/name.json` compared with `path` (an activation set's member).
-pub(crate) fn is_joined_json(path: &str, dir: &str, name: &str) -> bool {
-    is_joined_suffixed(path, dir, name, ".json")
 }
 
 /// `dir/name` + `suffix` compared with `path`.
@@ -1247,17 +1271,26 @@ impl Index {
                 let dir = dir_of(arena.str(m.member));
                 self.def_ext(arena, &m).engines.iter().any(|s| s.len != 0 && is_joined(member, dir, arena.str(*s)))
             });
-        // An activation set `S` is member `S.json` of the subgraph directory: the directory of
-        // the definition naming the engine JSON that lists it (§8.3), which need not be the
-        // engine JSON's own (`"act": "e/Activation.json"`).
-        let by_act = self.names.iter(arena).filter(|(_, n)| n.kind == RefKind::ActSet).any(|(_, n)| {
+        // A manifest a name of the table names (§8.3, §7.6): an activation set `S` is member
+        // `S.json` of the subgraph directory, the directory of the definition naming the
+        // engine JSON that lists it (which need not be the engine JSON's own: `"act":
+        // "e/Activation.json"`); the libraries' manifest is a member of its definition's.
+        let by_name = self.names.iter(arena).any(|(_, n)| {
+            let suffix = match n.kind {
+                RefKind::ActSet => ".json",
+                RefKind::UcodeLibJson => "",
+                _ => return false,
+            };
             let by = self.manifests.get(arena, n.by);
+            let (by_member, name) = (arena.str(by.member), arena.str(n.name));
             !by.superseded
-                && self
-                    .def_dirs_of(arena, arena.str(by.member))
-                    .any(|dir| is_joined_json(member, dir, arena.str(n.name)))
+                && if by.kind == ManifestKind::Def {
+                    is_joined(member, dir_of(by_member), name)
+                } else {
+                    self.def_dirs_of(arena, by_member).any(|dir| is_joined_suffixed(member, dir, name, suffix))
+                }
         });
-        if by_def || by_act {
+        if by_def || by_name {
             return Some(ManifestKind::Engine);
         }
         None

@@ -471,6 +471,16 @@ fn conclude<O: Observer, S: WarningSink>(
     sink: &mut Counting<'_, S>,
     io_counts: &mut (u32, u32),
 ) -> Result<(), Error> {
+    // The names the table's rows take from the manifest's scalar keys.
+    for row in &REFS {
+        if let Some(named) = match row.source {
+            Source::Scalar(name_in) => name_in(scratch),
+            _ => None,
+        } {
+            let stage = recorder.kind.stage();
+            recorder.name(row.kind, named).map_err(|k| Error::in_member(stage, name, end, k))?;
+        }
+    }
     match scratch {
         Scratch::Neff(doc) => {
             let join = recorder.join.take();
@@ -489,18 +499,7 @@ fn conclude<O: Observer, S: WarningSink>(
             recorder.observer.manifest(name, Manifest::Neff(doc));
         }
         Scratch::Kelf(doc) => recorder.observer.manifest(name, Manifest::Kelf(doc)),
-        Scratch::Engine(doc) => {
-            // The names the table's rows take from an engine JSON's scalar keys.
-            for row in &REFS {
-                if let Some(table) = match row.source {
-                    Source::Engine(name_in) => name_in(doc),
-                    _ => None,
-                } {
-                    recorder.name(row.kind, table).map_err(|k| Error::in_member(Stage::Engine, name, end, k))?;
-                }
-            }
-            recorder.observer.manifest(name, Manifest::Engine(doc));
-        }
+        Scratch::Engine(doc) => recorder.observer.manifest(name, Manifest::Engine(doc)),
         Scratch::Def(_) | Scratch::Empty => {}
     }
     Ok(())

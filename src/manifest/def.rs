@@ -26,8 +26,8 @@ use embedded_io::BufRead;
 use super::DocFault;
 use super::{
     semantic, warn, Arch, Carveout, CarveoutType, DefJson, DmaQueue, DmaRingType, Document, EngineType, Entry, EntryAt,
-    Fp8ConversionInfo, KbinFp8ConvCfg, ManifestError, ManifestWarning, MrType, QueueKind, SbCarveout, UcodeLib, Var,
-    Visitor, EVTACCEL_OFFSET, EVTACCEL_PARTITIONS, MAX_QUEUES_PER_SET, UCODE_MAJOR,
+    Fp8ConversionInfo, KbinFp8ConvCfg, ManifestError, ManifestWarning, MrType, QueueKind, SbCarveout, Var, Visitor,
+    EVTACCEL_OFFSET, EVTACCEL_PARTITIONS, MAX_QUEUES_PER_SET,
 };
 use crate::error::Text;
 use crate::json::Tokenizer;
@@ -342,7 +342,7 @@ impl Checks<'_> {
                 let f = &mut self.facts;
                 f.queues = f.queues.saturating_add(1);
             }
-            Entry::UcodeLib(lib) => check_ucode_lib(lib, at)?,
+            Entry::UcodeLib(lib) => super::engine::check_ucode_lib(lib, at)?,
             Entry::DmaDesc(d) => super::engine::check_desc(d, at)?,
             Entry::CceSource(s) => super::engine::check_cce_source(s, at)?,
             Entry::Carveout(c) => {
@@ -414,25 +414,6 @@ fn check_queue(q: &DmaQueue, at: &EntryAt<'_>) -> Result<(), DocFault> {
         if d.sb_scratch_partition_offset.is_none() || d.sb_scratch_partition_size.is_none() {
             return Err(at.key_error(DmaQueue::KEY_DYNAMIC_DMA, ManifestError::DynamicDmaScratch(queue)));
         }
-    }
-    Ok(())
-}
-
-/// The runtime's rules for one `ucode_lib` entry (spec §7.6); a library named twice is the
-/// loader's check across entries.
-fn check_ucode_lib(lib: &UcodeLib, at: &EntryAt<'_>) -> Result<(), DocFault> {
-    let library = Text::new(&lib.library);
-    let major = lib.ulib_to_ucode_version.split('.').next().and_then(|m| m.parse::<u32>().ok());
-    if major != Some(UCODE_MAJOR) {
-        let e = ManifestError::UcodeVersionMismatch(library);
-        return Err(at.key_error(UcodeLib::KEY_ULIB_TO_UCODE_VERSION, e));
-    }
-    if let Some(cpu_id) = lib.cpu_id.filter(|&c| c != 0) {
-        return Err(at.key_error(UcodeLib::KEY_CPU_ID, ManifestError::UcodeCpuId { library, cpu_id }));
-    }
-    if let Some(total_cpus) = lib.total_cpus.filter(|c| !matches!(c, 0 | 1 | 8)) {
-        let e = ManifestError::UcodeTotalCpus { library, total_cpus };
-        return Err(at.key_error(UcodeLib::KEY_TOTAL_CPUS, e));
     }
     Ok(())
 }

@@ -15,11 +15,11 @@
 
 use embedded_io::BufRead;
 
-use super::DocFault;
 use super::{
     warn, CceSource, DefJson, DmaDesc, Document, EngineJson, EngineType, Entry, EntryAt, ManifestError,
     ManifestWarning, Visitor,
 };
+use super::{DocFault, UcodeLib};
 use crate::error::Text;
 use crate::json::Tokenizer;
 use crate::{Error, Stage, WarningSink};
@@ -68,6 +68,34 @@ pub(crate) fn check_desc(d: &DmaDesc, at: &EntryAt<'_>) -> Result<(), DocFault> 
 
 /// `from_off`, required on a descriptor that reads `from` a variable (§8.2).
 static FROM_OFF: super::RequiredKey = super::RequiredKey { key: DmaDesc::KEY_FROM_OFF, message: "" };
+
+/// The runtime's rules for one `ucode_lib` entry (spec §7.6), of a `def.json` or of the
+/// library manifest it names; a library named twice is the loader's check across entries.
+///
+/// Only the version's major is compared: neuronx-cc 2.14 writes `"1.x.x.x"`. A `cpu_id` is
+/// valid below `total_cpus`: the same compiler writes eight entries, `cpu_id` 0 to 7 of 8
+/// (§15.21 withdraws the secondary pages' "must be 0").
+pub(crate) fn check_ucode_lib(lib: &UcodeLib, at: &EntryAt<'_>) -> Result<(), DocFault> {
+    let library = crate::error::Text::new(&lib.library);
+    // The digits before the first dot, leading zeros aside, against the runtime's major: by
+    // bytes, as the runtime's `atoi` of the major would see `"1.x.x.x"`, with no number parser.
+    let version = lib.ulib_to_ucode_version.as_bytes();
+    let major = version.split(|&b| b == b'.').next().unwrap_or(&[]);
+    let major = major.get(major.iter().take_while(|&&b| b == b'0').count()..).unwrap_or(&[]);
+    let mut digits = [0u8; 20];
+    let cpus = lib.total_cpus.unwrap_or(0).max(1);
+    // One error built at the end: one copy of the call that makes it.
+    let (key, e) = if major != crate::error::decimal(u64::from(super::UCODE_MAJOR), &mut digits) {
+        (UcodeLib::KEY_ULIB_TO_UCODE_VERSION, ManifestError::UcodeVersionMismatch(library))
+    } else if let Some(cpu_id) = lib.cpu_id.filter(|&c| c >= cpus) {
+        (UcodeLib::KEY_CPU_ID, ManifestError::UcodeCpuId { library, cpu_id })
+    } else if let Some(total_cpus) = lib.total_cpus.filter(|c| !matches!(c, 0 | 1 | 8)) {
+        (UcodeLib::KEY_TOTAL_CPUS, ManifestError::UcodeTotalCpus { library, total_cpus })
+    } else {
+        return Ok(());
+    };
+    Err(at.key_error(key, e))
+}
 
 /// One source of a CCE descriptor's `from_arr`: the `from` side's rules, and its dtype.
 pub(crate) fn check_cce_source(s: &CceSource, at: &EntryAt<'_>) -> Result<(), DocFault> {
@@ -132,6 +160,7 @@ impl Visitor for Checks<'_> {
         match entry {
             Entry::DmaDesc(d) => check_desc(d, at)?,
             Entry::CceSource(s) => check_cce_source(s, at)?,
+            Entry::ListedUcodeLib(lib) => check_ucode_lib(lib, at)?,
             _ => {}
         }
         warn_unknown_dtypes(&entry, at, self.sink);

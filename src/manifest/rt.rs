@@ -1056,6 +1056,52 @@ impl<T: JsonValue + Default, K: EntryOf<T> + 'static> JsonValue for Each<T, K> {
     }
 }
 
+/// An [`Each`] array, or a string naming the member that holds it (`"ucode_lib":
+/// "ucode_lib.json"`, neuronx-cc 2.14; spec §7.6): the array is streamed as [`Each`] does,
+/// the name is kept for the chain to follow.
+#[derive(Clone, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct EachOrName<T, K, const N: usize> {
+    /// Elements read (0 for a name).
+    pub count: u64,
+    /// The member name, when the value is a string.
+    pub name: Option<heapless::String<N>>,
+    _slot: core::marker::PhantomData<fn() -> (T, K)>,
+}
+
+impl<T, K, const N: usize> core::fmt::Debug for EachOrName<T, K, N> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match &self.name {
+            Some(name) => core::fmt::Debug::fmt(name.as_str(), f),
+            None => debug_streamed::<T>(f, "Each", self.count),
+        }
+    }
+}
+
+impl<T: JsonValue + Default, K: EntryOf<T> + 'static, const N: usize> JsonValue for EachOrName<T, K, N> {
+    fn start(&mut self, ev: &Event<'_>, lim: Lim) -> Result<Flow, Issue> {
+        self.clear();
+        match ev {
+            Event::BeginArray => Ok(Flow::Body),
+            // Into its place, not moved there: the name is a path's size.
+            Event::Str(_) => start_str(self.name.insert(heapless::String::new()).as_mut_view(), ev, lim),
+            other => Err(wrong(JsonType::Array, other)),
+        }
+    }
+
+    // A frame of its own, as `Each`'s.
+    #[inline(never)]
+    fn body(&mut self, cx: &mut Cx<'_, '_>, lim: Lim) -> Result<(), Stop> {
+        let mut slot = Slot::<T, K>(T::default(), core::marker::PhantomData);
+        read_each(cx, &mut self.count, &mut slot, lim.rest())
+    }
+
+    fn clear(&mut self) {
+        self.count = 0;
+        self.name = None;
+    }
+}
+
 /// The one element of a streamed key: read as a [`JsonValue`] (a map entry's name first),
 /// handed on as its [`Entry`].
 trait ElementSlot {

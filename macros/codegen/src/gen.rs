@@ -167,7 +167,7 @@ pub fn check(files: &[SchemaFile]) -> Result<Checked<'_>, SchemaError> {
                     return Err(f.error_at(k.ty.span(), format!("`{n}` is used in a map<..> but has no key_field")));
                 }
             }
-            let streamed = matches!(ty, Ty::Each(_) | Ty::EachMap(_))
+            let streamed = matches!(ty, Ty::Each(_) | Ty::EachOrName(..) | Ty::EachMap(_))
                 || matches!(&ty, Ty::Tagged(_, t) if matches!(t.as_ref(), Ty::Each(_)));
             match (&k.entry, streamed) {
                 (Some(e), true) => {
@@ -326,7 +326,7 @@ fn layout_type_ok(t: &str) -> bool {
 fn innermost_array_cap(ty: &Ty) -> Option<&Cap> {
     match ty {
         Ty::Array(inner, cap) => innermost_array_cap(inner).or(Some(cap)),
-        Ty::Tagged(_, inner) | Ty::Each(inner) => innermost_array_cap(inner),
+        Ty::Tagged(_, inner) | Ty::Each(inner) | Ty::EachOrName(inner, _) => innermost_array_cap(inner),
         _ => None,
     }
 }
@@ -414,6 +414,11 @@ impl Checked<'_> {
                 let t = self.rust_type(t);
                 quote!(crate::manifest::rt::Each<#t, ()>)
             }
+            Ty::EachOrName(t, c) => {
+                let t = self.rust_type(t);
+                let c = cap_tokens(c);
+                quote!(crate::manifest::rt::EachOrName<#t, (), #c>)
+            }
             Ty::EachMap(o) => {
                 let t = self.object_type(o);
                 quote!(crate::manifest::rt::EachMap<#t, ()>)
@@ -442,6 +447,12 @@ impl Checked<'_> {
                 let t = self.object_type(o);
                 let m = format_ident!("{}", e);
                 quote!(crate::manifest::rt::EachMap<#t, crate::manifest::streamed::#m>)
+            }
+            (Ty::EachOrName(t, c), Some(e)) => {
+                let t = self.rust_type(t);
+                let c = cap_tokens(c);
+                let m = format_ident!("{}", e);
+                quote!(crate::manifest::rt::EachOrName<#t, crate::manifest::streamed::#m, #c>)
             }
             (Ty::Tagged(_, t), _) => self.field_type(t, entry),
             _ => self.rust_type(ty),
@@ -472,6 +483,10 @@ impl Checked<'_> {
                 }
             }
             Ty::Tagged(_, t) | Ty::Each(t) => self.limit_names(t, key, out),
+            Ty::EachOrName(t, c) => {
+                out.push(name(c));
+                self.limit_names(t, key, out);
+            }
             _ => {}
         }
     }
@@ -479,7 +494,7 @@ impl Checked<'_> {
     /// The element type a streamed key hands to the visitor.
     fn entry_type(&self, ty: &Ty) -> Option<TokenStream> {
         match ty {
-            Ty::Each(t) => Some(self.rust_type(t)),
+            Ty::Each(t) | Ty::EachOrName(t, _) => Some(self.rust_type(t)),
             Ty::EachMap(o) => Some(self.object_type(o)),
             Ty::Tagged(_, t) => self.entry_type(t),
             _ => None,
@@ -913,7 +928,7 @@ impl Checked<'_> {
                 Ty::Object(n) => self.key_rows(tier, n, &path, out, depth + 1),
                 Ty::Map(n, _) => self.key_rows(tier, n, &format!("{path}.<name>"), out, depth + 1),
                 Ty::EachMap(n) => self.key_rows(tier, n, &format!("{path}.<name>"), out, depth + 1),
-                Ty::Each(t) => {
+                Ty::Each(t) | Ty::EachOrName(t, _) => {
                     if let Ty::Object(n) = t.as_ref() {
                         self.key_rows(tier, n, &format!("{path}[]"), out, depth + 1);
                     }

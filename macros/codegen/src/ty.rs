@@ -3,7 +3,7 @@
 //! ```text
 //! ty   := scalar | "string<" cap ">" | "array<" ty "," cap ">" | "map<" Object "," cap ">"
 //!       | "each<" ty ">" | "each_map<" Object ">" | "count" | "present" | "tagged<" tag "," ty ">"
-//!       | "string_or_other<" cap ">"
+//!       | "string_or_other<" cap ">" | "each_or_name<" ty "," cap ">"
 //!       | Object
 //! scalar := u8 | u16 | u32 | u64 | i64 | bool | f64
 //! cap  := CAPACITY_NAME | integer
@@ -75,6 +75,9 @@ pub enum Ty {
     Map(String, Cap),
     /// An array of any length, streamed one element at a time.
     Each(Box<Ty>),
+    /// An [`Ty::Each`] array, or a string of at most `Cap` bytes naming the member that holds
+    /// it.
+    EachOrName(Box<Ty>, Cap),
     /// An object keyed by name of any size, streamed one entry at a time.
     EachMap(String),
     /// An array whose elements are only counted.
@@ -114,6 +117,7 @@ impl Ty {
                 Ty::Object(o) => format!("array of {o}"),
                 other => format!("array of {}", other.json_name()),
             },
+            Ty::EachOrName(t, _) => format!("{}, or a member name", Ty::Each(t.clone()).json_name()),
             Ty::EachMap(o) => format!("object of name -> {o}"),
             Ty::Count => "array (counted)".into(),
             Ty::Present => "any (presence)".into(),
@@ -133,6 +137,12 @@ impl Ty {
                 t.caps(out);
             }
             Ty::Tagged(_, t) | Ty::Each(t) => t.caps(out),
+            Ty::EachOrName(t, c) => {
+                if let Cap::Param(c) = c {
+                    out.push(c.clone());
+                }
+                t.caps(out);
+            }
             _ => {}
         }
     }
@@ -141,7 +151,7 @@ impl Ty {
     pub fn objects(&self, out: &mut Vec<String>) {
         match self {
             Ty::Map(o, _) | Ty::EachMap(o) | Ty::Object(o) => out.push(o.clone()),
-            Ty::Array(t, _) | Ty::Tagged(_, t) | Ty::Each(t) => t.objects(out),
+            Ty::Array(t, _) | Ty::Tagged(_, t) | Ty::Each(t) | Ty::EachOrName(t, _) => t.objects(out),
             _ => {}
         }
     }
@@ -265,6 +275,14 @@ impl Parser<'_> {
                 self.expect(">")?;
                 Ok(Ty::Each(Box::new(t)))
             }
+            "each_or_name" => {
+                self.expect("<")?;
+                let t = self.ty()?;
+                self.expect(",")?;
+                let c = self.cap()?;
+                self.expect(">")?;
+                Ok(Ty::EachOrName(Box::new(t), c))
+            }
             "each_map" => {
                 self.expect("<")?;
                 let o = self.object_name()?;
@@ -282,7 +300,7 @@ impl Parser<'_> {
                 Ok(Ty::Tagged(tag, Box::new(t)))
             }
             _ if w.starts_with(|c: char| c.is_ascii_uppercase()) => Ok(Ty::Object(w)),
-            _ => Err(format!("unknown type `{w}` (expected u8, u16, u32, u64, i64, bool, f64, string<..>, array<..>, map<..>, each<..>, each_map<..>, count, present, tagged<..> string_or_other<..> or an Object name)")),
+            _ => Err(format!("unknown type `{w}` (expected u8, u16, u32, u64, i64, bool, f64, string<..>, array<..>, map<..>, each<..>, each_or_name<..>, each_map<..>, count, present, tagged<..> string_or_other<..> or an Object name)")),
         }
     }
 
@@ -315,6 +333,11 @@ mod tests {
         assert_eq!(Ty::parse("array<u64, 3>").unwrap(), Ty::Array(Box::new(Ty::Scalar(Scalar::U64)), Cap::Lit(3)));
         assert_eq!(Ty::parse("map<Var, VARS>").unwrap(), Ty::Map("Var".into(), Cap::Param("VARS".into())));
         assert_eq!(Ty::parse("each_map<Var>").unwrap(), Ty::EachMap("Var".into()));
+        assert_eq!(
+            Ty::parse("each_or_name<UcodeLib, FILE_NAME>").unwrap(),
+            Ty::EachOrName(Box::new(Ty::Object("UcodeLib".into())), Cap::Param("FILE_NAME".into()))
+        );
+        assert_eq!(Ty::parse("each_or_name<UcodeLib, 8>").unwrap().json_name(), "array of UcodeLib, or a member name");
         assert_eq!(
             Ty::parse("each<array<u32, 32>>").unwrap(),
             Ty::Each(Box::new(Ty::Array(Box::new(Ty::Scalar(Scalar::U32)), Cap::Lit(32))))

@@ -69,11 +69,12 @@ pub fn hash_json(header: &HeaderView, integrity: &Integrity) -> HashJson {
     }
 }
 
-/// How a digest in `order` is stored, and by whom (spec §2.6).
+/// How a digest in `order` is stored (spec §2.6). The order only: which compiler wrote a file
+/// is not known from its digest (a 2.27 file may store it plain).
 fn order_text(order: DigestOrder) -> &'static str {
     match order {
-        DigestOrder::Plain => "plain, as neuronx-cc 2.0 writes it",
-        DigestOrder::WordSwapped => "word-swapped, as neuronx-cc 2.18 and later write it",
+        DigestOrder::Plain => "plain order (the digest's bytes as computed)",
+        DigestOrder::WordSwapped => "word-swapped order (each 4-byte word of the digest reversed)",
     }
 }
 
@@ -83,8 +84,8 @@ fn stored_hex(header: &HeaderView) -> String {
     hex(header.hash.get(..len).unwrap_or(&header.hash))
 }
 
-/// The outcome in one line, with both values: e.g. `MD5 match, word-swapped, as neuronx-cc
-/// 2.18 and later write it: payload efe9...1f47, header bcb3...f5ac`.
+/// The outcome in one line, with both values: e.g. `MD5 match, word-swapped order (each 4-byte
+/// word of the digest reversed): payload efe9...1f47, header bcb3...f5ac`.
 pub fn verify_text(header: &HeaderView, integrity: &Integrity) -> String {
     match integrity {
         Integrity::NotRequested => "not requested".to_owned(),
@@ -178,7 +179,7 @@ mod tests {
         let m = Integrity::Match { order: DigestOrder::WordSwapped, computed };
         assert_eq!(
             verify_text(&view(2, stored_hash()), &m),
-            "MD5 match, word-swapped, as neuronx-cc 2.18 and later write it: \
+            "MD5 match, word-swapped order (each 4-byte word of the digest reversed): \
              payload efe9b3bc98163077b94c8bcdacf51f47, header bcb3e9ef77301698cd8b4cb9471ff5ac"
         );
         let json = serde_json::to_string(&hash_json(&view(2, stored_hash()), &m)).unwrap();
@@ -191,7 +192,7 @@ mod tests {
         plain_hash[..16].copy_from_slice(&MD5);
         assert_eq!(
             verify_text(&view(2, plain_hash), &plain),
-            "MD5 match, plain, as neuronx-cc 2.0 writes it: \
+            "MD5 match, plain order (the digest's bytes as computed): \
              payload efe9b3bc98163077b94c8bcdacf51f47, header efe9b3bc98163077b94c8bcdacf51f47"
         );
         assert!(mismatch_error(&m).is_none());

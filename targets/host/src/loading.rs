@@ -31,7 +31,7 @@ use neff::loader::{
 use neff::manifest::def::{EngineKey, ENGINE_KEYS};
 use neff::manifest::{Arch, Entry, IoKind, IoTensor, UsageClass};
 use neff::sim::SimDevice;
-use neff::WarningKind;
+use neff::{Stage, WarningKind};
 
 use crate::error::{print_warning, CliError};
 use crate::header_view::HeaderView;
@@ -376,8 +376,11 @@ pub struct Collected {
     pub defs: HashMap<String, DefInfo>,
     /// The `instr` of each subgraph JSON, by member.
     pub engine_instr: HashMap<String, Option<String>>,
-    /// Manifest members parsed (every copy counted).
+    /// Manifest members parsed, each once: a member read twice (first as the kind its name
+    /// suggests, then again as the kind the chain names it) or present twice is one.
     pub manifests: u32,
+    /// The members counted in [`Collected::manifests`].
+    manifest_members: std::collections::HashSet<String>,
     /// The placements and accounting the core reported.
     pub payloads: Vec<PayloadInfo>,
     /// Subgraph accounting the core reported.
@@ -513,7 +516,9 @@ impl Observer for Collected {
     }
 
     fn manifest(&mut self, member: &str, manifest: Manifest<'_>) {
-        self.manifests += 1;
+        if self.manifest_members.insert(member.to_owned()) {
+            self.manifests += 1;
+        }
         let pending = self.take_pending(member);
         match manifest {
             Manifest::Neff(_) => {
@@ -731,6 +736,8 @@ pub struct Pass {
     pub warning_records: Vec<neff::Warning>,
     /// What the tar tap saw (`None` for a pass without one; see [`crate::tap`]).
     pub members: Option<MemberLog>,
+    /// The refusal a [`PassOptions::keep_going`] check went on after, as printed.
+    pub refusal: Option<String>,
 }
 
 /// What a pass is asked for besides its target.
@@ -742,6 +749,11 @@ pub struct PassOptions {
     /// [`Pass::finish`], and a mismatch ends the pass with the rejection of
     /// [`crate::integrity::mismatch_error`] instead of a warning.
     pub verify: bool,
+    /// A check that the manifests refuse (the archive itself sound: header, gzip and tar read
+    /// to the end) is not the pass's error: the refusal is printed as a warning, kept in
+    /// [`Pass::refusal`], and the pass ends with what was read (the tools that show *why* a
+    /// NEFF is refused: `ls`, `diff`).
+    pub keep_going: bool,
 }
 
 /// Runs the loader over `source` (a NEFF of `size` bytes) on a thread with a large stack.
@@ -766,11 +778,12 @@ pub fn run_observed<O: Observer + Send + 'static>(
     target: Target,
     details: bool,
     tap: Option<TapOptions>,
+    options: PassOptions,
     mut extra: O,
 ) -> Result<(Pass, O), CliError> {
     let inflation = Inflation::for_this_host(size);
     spawn(move || {
-        let pass = run_here(source, size, target, PassOptions::default(), inflation, details, tap, &mut extra)?;
+        let pass = run_here(source, size, target, options, inflation, details, tap, &mut extra)?;
         Ok((pass, extra))
     })
 }
@@ -832,7 +845,7 @@ fn run_pass(
     extra: &mut dyn Observer,
     warning_records: &mut Vec<neff::Warning>,
 ) -> Result<Pass, CliError> {
-    let PassOptions { allow_legacy, verify } = options;
+    let PassOptions { allow_legacy, verify, keep_going } = options;
     let mut warnings = Vec::new();
     let mut sink = |w: &neff::Warning| {
         // Asked for, a mismatch is the pass's error (with both values), not also a warning.
@@ -880,9 +893,19 @@ fn run_pass(
     // Only `info` (a check whose observer keeps the details) prints the manifests' entries.
     let mut collected = Collected { details, ..Collected::default() };
     let mut observer = Tee(&mut collected, extra);
+    let mut refusal = None;
     let device = match target {
         Target::Check(arch) => {
-            loader.check(&mut *archive, arch, &mut summary, &mut observer, &mut sink).map_err(|e| whole(&loader, e))?;
+            match loader.check(&mut *archive, arch, &mut summary, &mut observer, &mut sink) {
+                Ok(()) => {}
+                // The archive is sound: what the manifests refuse is shown, and the walk goes on.
+                Err(e) if keep_going && !matches!(e.stage, Stage::Io | Stage::Header | Stage::Gzip | Stage::Tar) => {
+                    let line = loader.whole_names(&e).to_string();
+                    print_warning(&format!("refused: {line}"));
+                    refusal = Some(line);
+                }
+                Err(e) => return Err(whole(&loader, e)),
+            }
             None
         }
         // The device's own arch field is the pinned one or the default; what the loader sees
@@ -920,7 +943,7 @@ fn run_pass(
         subgraphs: std::mem::take(&mut collected.subgraphs),
     });
     let warning_records = std::mem::take(warning_records);
-    Ok(Pass { header, report, collected, device, finish, elapsed, warnings, warning_records, members })
+    Ok(Pass { header, report, collected, device, finish, elapsed, warnings, warning_records, members, refusal })
 }
 
 impl DeviceArch {

@@ -228,3 +228,46 @@ fn clean_needs_a_selector_and_a_local_root() {
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(code(&neff(&["cache", "/nonexistent/cache"])), 2);
 }
+
+/// Issue 30: libneuronxla's failed-compile marker, a `model.neff` of the five bytes `ERROR`
+/// (what torch-neuronx reports as "Got a cached failed neff"), in a 2.14 training cache
+/// beside an ok entry (the built-in sample). Needs no fixture.
+#[test]
+fn the_failed_compile_marker_is_a_failed_entry() {
+    const V14: &str = "neuronxcc-2.14.227.0+2d4f85be";
+    let root = tempfile::tempdir().unwrap();
+    let r = root.path();
+    let ok = r.join(V14).join("MODULE_1111+4fa1");
+    write(&ok.join("model.neff"), &neff_cli::sample::SampleBuilder::new().build().unwrap());
+    write(&ok.join("model.done"), b"");
+    let marker = r.join(V14).join("MODULE_2222+4fa1");
+    write(&marker.join("model.neff"), b"ERROR");
+    write(&marker.join("model.done"), b"");
+    write(&marker.join("compile_flags.json"), b"[]");
+
+    let doc = cache_json(r);
+    assert_eq!(
+        states(&doc),
+        expect(&[(&format!("{V14}/MODULE_1111+4fa1"), "ok"), (&format!("{V14}/MODULE_2222+4fa1"), "failed")]),
+        "the marker is a failed compile, not a broken NEFF"
+    );
+    let failed = doc["entries"].as_array().unwrap().iter().find(|e| e["state"] == "failed").unwrap();
+    assert_eq!(failed["error"], Value::Null, "{failed}");
+
+    // `check` on the marker: refused as before (exit 1), with a hint saying what it is.
+    let out = neff_p(&[&"check", &marker.join("model.neff")]);
+    assert_eq!(code(&out), 1);
+    let err = stderr(&out);
+    assert!(err.starts_with("error: header: Invalid number of NEFF bytes received 5"), "{err}");
+    assert!(err.contains("hint: this file is a compile cache's marker for a failed compile"), "{err}");
+    // A short file that is not the marker gets no such hint.
+    let other = r.join("short.neff");
+    write(&other, b"ERRORS");
+    let err = stderr(&neff_p(&[&"check", &other]));
+    assert!(!err.contains("failed compile"), "{err}");
+
+    let out = neff_p(&[&"cache", &"clean", &r, &"--failed"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(!marker.exists(), "the marker's entry goes");
+    assert!(ok.join("model.neff").exists(), "the ok entry stays");
+}

@@ -76,7 +76,7 @@ fn every_real_neff_verifies_as_a_match_word_swapped() {
         assert_eq!(bytes[HASH..HASH + 16], swap_words(&md5), "{name}: the fixture itself");
         let (computed, stored) = (hex(&md5), hex(&bytes[HASH..HASH + 16]));
         let want = format!(
-            "verify: MD5 match, word-swapped, as neuronx-cc 2.18 and later write it: payload {computed}, header {stored}"
+            "verify: MD5 match, word-swapped order (each 4-byte word of the digest reversed): payload {computed}, header {stored}"
         );
         let out = check_verify(path);
         assert_eq!(verify_line(&out), want, "{name}");
@@ -123,7 +123,7 @@ fn without_verify_nothing_is_computed_and_the_stored_hash_is_shown() {
 
     // With it, `info` keeps the stored line and adds the outcome; the header section holds both.
     let text = stdout(&neff_p(&[&"info", &path, &"--verify"]));
-    let verify = "\n  verify               MD5 match, word-swapped, as neuronx-cc 2.18 and later write it: \
+    let verify = "\n  verify               MD5 match, word-swapped order (each 4-byte word of the digest reversed): \
                   payload efe9b3bc98163077b94c8bcdacf51f47, header bcb3e9ef77301698cd8b4cb9471ff5ac\n";
     assert!(text.contains(&format!("(stored, not verified){verify}")), "{text}");
 }
@@ -173,7 +173,7 @@ fn both_byte_orders_side_by_side() {
     let Some(path) = common::fixture("public/nkipy/matmul_small.neff") else { return };
     let swapped = std::fs::read(&path).unwrap();
     let md5 = md5_of(&swapped);
-    // The same file with the plain digest, as neuronx-cc 2.0 writes it.
+    // The same file with the plain digest (neuronx-cc 2.0 writes it so, and some later files too).
     let mut plain = swapped.clone();
     plain[HASH..HASH + 16].copy_from_slice(&md5);
     let plain_file = write_temp(&plain);
@@ -181,13 +181,13 @@ fn both_byte_orders_side_by_side() {
     assert_eq!(
         verify_line(&check_verify(&path)),
         format!(
-            "verify: MD5 match, word-swapped, as neuronx-cc 2.18 and later write it: payload {m}, header {}",
+            "verify: MD5 match, word-swapped order (each 4-byte word of the digest reversed): payload {m}, header {}",
             hex(&swap_words(&md5))
         )
     );
     assert_eq!(
         verify_line(&check_verify(plain_file.path())),
-        format!("verify: MD5 match, plain, as neuronx-cc 2.0 writes it: payload {m}, header {m}")
+        format!("verify: MD5 match, plain order (the digest's bytes as computed): payload {m}, header {m}")
     );
     let doc = json_of(&neff_p(&[&"info", &plain_file.path(), &"--json", &"--verify"]));
     assert_eq!((&doc["hash"]["order"], &doc["hash"]["computed"]), (&Value::from("plain"), &Value::from(m.clone())));
@@ -217,7 +217,7 @@ fn pack_writes_the_hash_word_swapped_and_check_verify_accepts_it() {
     assert_eq!(bytes[HASH..HASH + 16], swap_words(&md5), "as current compilers write it");
     assert_eq!(bytes[HASH + 16..HASH + 32], [0; 16]);
     let line = verify_line(&check_verify(&packed));
-    assert!(line.starts_with("verify: MD5 match, word-swapped, "), "{line}");
+    assert!(line.starts_with("verify: MD5 match, word-swapped order "), "{line}");
     assert!(line.contains(&format!("payload {}, ", hex(&md5))), "{line}");
 
     // A real NEFF unpacked and packed again: the new payload's hash, in the compiler's order.
@@ -227,7 +227,7 @@ fn pack_writes_the_hash_word_swapped_and_check_verify_accepts_it() {
     let repacked = dir.path().join("repacked.neff");
     assert_eq!(code(&neff_p(&[&"pack", &dir.path().join("b"), &"-o", &repacked])), 0);
     let line = verify_line(&check_verify(&repacked));
-    assert!(line.starts_with("verify: MD5 match, word-swapped, "), "{line}");
+    assert!(line.starts_with("verify: MD5 match, word-swapped order "), "{line}");
 }
 
 #[test]

@@ -227,7 +227,7 @@ fn info(py: Python<'_>, src: &Bound<'_, PyAny>, verify: bool) -> PyResult<(Strin
     answer(py, move || {
         let source = input.open()?;
         let size = source.size();
-        let mut pass = loading::run_info(source, size, PassOptions { allow_legacy: false, verify })?;
+        let mut pass = loading::run_info(source, size, PassOptions { verify, ..PassOptions::default() })?;
         let doc = verbs::info::info_json(&mut pass);
         Ok((json_text(&doc)?, std::mem::take(&mut pass.warning_records), std::mem::take(&mut pass.warnings)))
     })
@@ -249,7 +249,12 @@ fn check(
         let label = input.label();
         let source = input.open()?;
         let size = source.size();
-        let mut pass = loading::run(source, size, Target::Check(arch), PassOptions { allow_legacy, verify })?;
+        let mut pass = loading::run(
+            source,
+            size,
+            Target::Check(arch),
+            PassOptions { allow_legacy, verify, ..PassOptions::default() },
+        )?;
         let r = &pass.report;
         let doc = serde_json::json!({
             "file": label,
@@ -295,7 +300,7 @@ fn load(
     answer(py, move || {
         let source = input.open()?;
         let size = source.size();
-        let mut pass = loading::run(source, size, target, PassOptions { allow_legacy: false, verify })?;
+        let mut pass = loading::run(source, size, target, PassOptions { verify, ..PassOptions::default() })?;
         let doc = verbs::load::report_json(&pass)?;
         Ok((json_text(&doc)?, std::mem::take(&mut pass.warning_records), std::mem::take(&mut pass.warnings)))
     })

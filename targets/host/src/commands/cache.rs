@@ -10,7 +10,8 @@
 //!
 //! Each entry gets one state: `locked` (a `*.lock` file in it is held: `flock`), `ok` (its NEFF
 //! is done and `check` accepts it), `broken` (done, but `check` refuses the NEFF: the error is
-//! shown), `incomplete` (no done marker), `failed` (a log and no usable NEFF). An ok entry also
+//! shown), `incomplete` (no done marker), `failed` (a log and no usable NEFF, or the NEFF is
+//! libneuronxla's failed-compile marker: the five bytes `ERROR`). An ok entry also
 //! shows its compiler version and KELF target and its device memory (`neff mem`'s total over
 //! its NeuronCores); every entry its size on disk.
 //!
@@ -277,6 +278,37 @@ pub fn lock_held(_lock: &Path) -> bool {
     true
 }
 
+/// What libneuronxla writes as `model.neff` when a compile fails (`Got a cached failed neff`
+/// when torch-neuronx or JAX meets it again): the five bytes `ERROR`.
+pub const FAILED_MARKER: &[u8] = b"ERROR";
+
+/// Whether the file at `path` is a compile cache's failed-compile marker (surrounding white
+/// space aside). Reads at most a few bytes.
+pub fn is_failed_marker(path: &Path) -> bool {
+    use std::io::Read;
+    let Ok(file) = fs::File::open(path) else { return false };
+    let mut head = Vec::new();
+    // One byte past a plausible marker: anything longer is not one.
+    if file.take(64).read_to_end(&mut head).is_err() || head.len() >= 64 {
+        return false;
+    }
+    head.trim_ascii() == FAILED_MARKER
+}
+
+/// `e` with a hint saying what `path` is when it is a failed-compile marker, not a NEFF.
+pub fn with_marker_hint(e: CliError, path: &Path) -> CliError {
+    match e {
+        CliError::Rejected { message, mut hints, fault } if is_failed_marker(path) => {
+            hints.insert(
+                0,
+                "this file is a compile cache's marker for a failed compile (libneuronxla writes `ERROR` as model.neff; `neff cache clean --failed` removes such entries)".into(),
+            );
+            CliError::Rejected { message, hints, fault }
+        }
+        other => other,
+    }
+}
+
 /// Looks at one entry (and checks its NEFF).
 pub fn inspect(path: &Path, layout: Layout) -> Entry {
     let files = files_in(path);
@@ -308,8 +340,10 @@ pub fn inspect(path: &Path, layout: Layout) -> Entry {
         entry.state = State::Locked;
         return entry;
     }
-    let usable = neff.filter(|(_, size)| *size > 0);
-    entry.state = match (usable, done, log) {
+    // The failed-compile marker is no NEFF: the entry failed, whatever else it holds.
+    let marker = neff.is_some_and(|(name, size)| *size < 64 && is_failed_marker(&path.join(name)));
+    let usable = neff.filter(|(_, size)| *size > 0 && !marker);
+    entry.state = match (usable, done, log || marker) {
         (None, _, true) => State::Failed,
         (None, _, false) | (Some(_), false, _) => State::Incomplete,
         (Some((name, _)), true, _) => match mem_of_path(&path.join(name), false) {

@@ -13,8 +13,10 @@
 //!   data), length, usage class and core, by member.
 //!
 //! Exit status as diff(1): 0 the same, 1 different, 2 trouble (a usage error, an unreadable
-//! path, or a NEFF the loader refuses). What is kept is the digests and the consumed values of
-//! both files, not their bytes.
+//! path, or an archive that cannot be read: its header, gzip or tar). A NEFF whose manifests
+//! the loader refuses is compared as far as it was read, the refusal printed as a warning (a
+//! diff is how one finds out why a NEFF is refused). What is kept is the digests and the
+//! consumed values of both files, not their bytes.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -93,7 +95,8 @@ pub fn side(label: String, pass: &Pass, consumed: ConsumedValues) -> Result<Side
     Ok(Side { label, header, members, manifests: consumed.values, io, payloads })
 }
 
-/// Reads one NEFF for comparing. Any refusal is trouble (exit 2): exit 1 means "different".
+/// Reads one NEFF for comparing. An archive that cannot be read is trouble (exit 2): exit 1
+/// means "different". A refusal of its manifests is a warning.
 pub fn read_side(path: &Path) -> Result<Side, CliError> {
     let trouble = |e: CliError| match e {
         CliError::Rejected { message, .. } => CliError::usage(format!("{}: {message}", path.display())),

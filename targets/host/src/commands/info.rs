@@ -305,7 +305,7 @@ pub fn info_json(pass: &mut Pass) -> InfoJson {
 pub fn run(args: &InfoArgs) -> Result<(), CliError> {
     let (source, label) = super::open_input_or_sample(args.file.as_deref(), "info")?;
     let size = source.size();
-    let mut pass = loading::run_info(source, size, PassOptions { allow_legacy: false, verify: args.verify })?;
+    let mut pass = loading::run_info(source, size, PassOptions { verify: args.verify, ..PassOptions::default() })?;
     let doc = info_json(&mut pass);
     let mut out = StdoutText::new();
     if args.json {

@@ -31,8 +31,9 @@ pub fn check(args: &CheckArgs) -> Result<(), CliError> {
     let source = super::open_input(&args.file, "check")?;
     let size = source.size();
     let arch = args.arch.map(arch_of);
-    let options = PassOptions { allow_legacy: args.allow_legacy, verify: args.verify };
-    let pass = loading::run(source, size, Target::Check(arch), options)?;
+    let options = PassOptions { allow_legacy: args.allow_legacy, verify: args.verify, keep_going: false };
+    let pass = loading::run(source, size, Target::Check(arch), options)
+        .map_err(|e| super::cache::with_marker_hint(e, &args.file))?;
     let r = &pass.report;
     let bytes: u64 = r.payloads.iter().map(|p| p.len).sum();
     let gate = arch.map_or_else(String::new, |a| format!(", runs on {}", a.as_str()));
@@ -67,7 +68,8 @@ pub fn target_of(args: &LoadArgs) -> Target {
 pub fn load(args: &LoadArgs) -> Result<(), CliError> {
     let (source, label) = super::open_input_or_sample(args.file.as_deref(), "load")?;
     let size = source.size();
-    let pass = loading::run(source, size, target_of(args), PassOptions { allow_legacy: false, verify: args.verify })?;
+    let pass =
+        loading::run(source, size, target_of(args), PassOptions { verify: args.verify, ..PassOptions::default() })?;
     if args.json {
         let doc = report_json(&pass)?;
         let text = serde_json::to_string_pretty(&doc).map_err(|e| CliError::rejected(e.to_string()))?;

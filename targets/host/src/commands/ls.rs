@@ -4,8 +4,9 @@
 //! producer metadata included), and the consumed values of every manifest
 //! ([`crate::consumed`]). A member's role is the key that reached it: starting at the chain's
 //! root (`neff.json`, or without it the KELF the loader falls back to), a manifest reached so
-//! far reaches every member one of its string values names, relative to the manifest's
-//! directory (an activation set by its name plus `.json`), and so on. A member nothing reached
+//! far reaches every member one of its string values names, relative to the directory the
+//! loader resolves it in (the root for `neff.json` and a KELF, the definition's directory for
+//! a definition and what it names; an activation set by its name plus `.json`), and so on. A member nothing reached
 //! is listed as `not reached`. Payloads carry the usage class and core the loader placed them
 //! with.
 
@@ -58,14 +59,18 @@ pub fn reached(
     let root = ["neff.json", "kelf-0.json", "kelf-a.json"].into_iter().find(|r| manifests.contains_key(*r));
     let Some(root) = root else { return out };
     out.insert(root.to_owned(), Vec::new());
-    let mut queue = VecDeque::from([root.to_owned()]);
+    // Each manifest with the directory its names are relative to, as the loader resolves them:
+    // `neff.json` and a KELF name members from the archive's root (a KELF at `dir/k.json`
+    // still names `sg00/def.json`); a definition and everything below it from the definition's
+    // directory (an engine JSON at `sg00/e/Activation.json` names `sg00/PE.bin`).
+    let mut queue = VecDeque::from([(root.to_owned(), String::new())]);
     let mut done = BTreeSet::new();
-    while let Some(manifest) = queue.pop_front() {
+    while let Some((manifest, base)) = queue.pop_front() {
         if !done.insert(manifest.clone()) {
             continue;
         }
         let Some(values) = manifests.get(&manifest) else { continue };
-        let dir = dir_of(&manifest);
+        let dir = base.as_str();
         for (key, value) in values {
             for s in strings(value) {
                 let named = join(dir, &s);
@@ -83,7 +88,9 @@ pub fn reached(
                 }
                 out.entry(target.clone()).or_default().push(Reference { member: manifest.clone(), key: key.clone() });
                 if manifests.contains_key(&target) {
-                    queue.push_back(target);
+                    // A KELF's `graphs[].definition` starts a subgraph directory.
+                    let below = if key.ends_with("definition") { dir_of(&target).to_owned() } else { base.clone() };
+                    queue.push_back((target, below));
                 }
             }
         }
@@ -209,6 +216,24 @@ mod tests {
         assert!(!r.contains_key("sg09/def.json") && !r.contains_key("sg09/PE.json"));
         // A manifest naming itself does not reach itself.
         assert_eq!(r["sg00/def.json"].len(), 1);
+    }
+
+    #[test]
+    fn names_resolve_where_the_loader_resolves_them() {
+        let mut manifests = BTreeMap::new();
+        let values = |pairs: &[(&str, &str)]| pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+        manifests.insert("neff.json".to_owned(), values(&[("nodes[0].attrs.kelf", "\"dir/k.json\"")]));
+        manifests.insert("dir/k.json".to_owned(), values(&[("graphs[0].definition", "\"sg00/def.json\"")]));
+        manifests.insert("sg00/def.json".to_owned(), values(&[("act", "\"e/Activation.json\"")]));
+        manifests.insert("sg00/e/Activation.json".to_owned(), values(&[("instr", "\"Activation.bin\"")]));
+        let members: BTreeSet<&str> =
+            ["neff.json", "dir/k.json", "sg00/def.json", "sg00/e/Activation.json", "sg00/Activation.bin"]
+                .into_iter()
+                .collect();
+        let r = reached(&manifests, &members);
+        assert_eq!(r.len(), members.len(), "{r:?}");
+        assert_eq!(r["sg00/def.json"][0].member, "dir/k.json");
+        assert_eq!(r["sg00/Activation.bin"][0].member, "sg00/e/Activation.json");
     }
 
     #[test]

@@ -314,6 +314,7 @@ pub fn mem_of_source(source: crate::source::InputSource, file: String, profiling
         Target::Check(None),
         false,
         Some(TapOptions::producer()),
+        loading::PassOptions::default(),
         VirtualExtents::default(),
     )?;
     Ok(file_mem(file, &pass, &extents, profiling))

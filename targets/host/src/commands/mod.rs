@@ -40,7 +40,9 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
     }
 }
 /// One check pass over `path` that keeps the consumed manifest values and the member log:
-/// what `ls` and `diff` read of a NEFF.
+/// what `ls` and `diff` read of a NEFF. A refusal of the manifests does not end it (the
+/// archive itself sound): it is printed as a warning ([`crate::loading::Pass::refusal`]), and
+/// what was read before it is shown.
 pub fn consumed_pass(path: &Path, what: &str) -> Result<(crate::loading::Pass, ConsumedValues), CliError> {
     consumed_pass_of(open_input(path, what)?)
 }
@@ -54,6 +56,7 @@ pub fn consumed_pass_of(source: InputSource) -> Result<(crate::loading::Pass, Co
         crate::loading::Target::Check(None),
         false,
         Some(crate::tap::TapOptions::members()),
+        crate::loading::PassOptions { keep_going: true, ..Default::default() },
         ConsumedValues::new(),
     )
 }
