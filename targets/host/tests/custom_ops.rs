@@ -68,15 +68,25 @@ impl AsRef<std::ffi::OsStr> for TempNeff {
     }
 }
 
-/// The sample with `sg00` in the 2.14 shape; `edit` changes the builder before it builds.
-fn custom_ops_neff(edit: impl FnOnce(SampleBuilder) -> SampleBuilder) -> TempNeff {
+/// The sample's builder with `sg00` in the 2.14 shape.
+fn custom_ops_builder() -> SampleBuilder {
     let mut b = SampleBuilder::new()
         .replace_text("sg00/def.json", r#""cc_streams""#, r#""ucode_lib":"ucode_lib.json","cc_streams""#)
         .add_member("sg00/ucode_lib.json", ucode_lib_json("1.x.x.x").as_bytes());
     for cpu in 0..CPUS {
         b = b.add_member(&format!("sg00/{}", library(cpu)), &library_bytes(cpu));
     }
-    TempNeff::new(&edit(b).build().unwrap())
+    b
+}
+
+/// The sample with `sg00` in the 2.14 shape; `edit` changes the builder before it builds.
+fn custom_ops_neff(edit: impl FnOnce(SampleBuilder) -> SampleBuilder) -> TempNeff {
+    TempNeff::new(&edit(custom_ops_builder()).build().unwrap())
+}
+
+/// The members (name, bytes) of [`custom_ops_neff`] with the same `edit`.
+fn custom_ops_members(edit: impl FnOnce(SampleBuilder) -> SampleBuilder) -> Vec<(String, Vec<u8>)> {
+    edit(custom_ops_builder()).members().unwrap()
 }
 
 fn library_total() -> u64 {
@@ -192,6 +202,20 @@ fn ls_and_diff_on_a_refused_neff() {
     assert_eq!(code(&out), 1, "different, not trouble: {}", stderr(&out));
     assert!(stderr(&out).contains(reason), "{}", stderr(&out));
     assert!(stdout(&out).contains("libbuiltincustomop_cpu3.stripped.so"), "{}", stdout(&out));
+
+    // `cat` and `unpack` read the tar level only: the refused NEFF's members come out whole.
+    let members = custom_ops_members(|b| b.drop_member("sg00/libbuiltincustomop_cpu3.stripped.so"));
+    let def = &members.iter().find(|(n, _)| n == "sg00/def.json").unwrap().1;
+    let out = neff_p(&[&"cat", &refused, &"sg00/def.json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(&out.stdout, def);
+    let dir = tempfile::tempdir().unwrap();
+    let into = dir.path().join("out");
+    let out = neff_p(&[&"unpack", &"--output", &into, &refused]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    for (name, bytes) in &members {
+        assert_eq!(&std::fs::read(into.join(name)).unwrap(), bytes, "{name}");
+    }
 
     // An archive that cannot be read is still trouble.
     let bytes = std::fs::read(&*good).unwrap();
