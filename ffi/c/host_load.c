@@ -187,22 +187,6 @@ static void print_error(const char *name, const neff_error *err) {
          (unsigned long long)neff_error_offset(err), msg);
 }
 
-static uint8_t *read_file(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  uint8_t *bytes = n > 0 ? malloc((size_t)n) : NULL;
-  if (bytes && fread(bytes, 1, (size_t)n, f) != (size_t)n) {
-    free(bytes);
-    bytes = NULL;
-  }
-  fclose(f);
-  *len = (size_t)n;
-  return bytes;
-}
-
 /* Loads `path` through memory and through the read callback; checks both. 1 if it passed. */
 static int load_one(const char *path) {
   /* The file and its directory: several fixtures share a file name. */

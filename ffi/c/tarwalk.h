@@ -24,6 +24,23 @@ typedef struct tarball {
   size_t count;
 } tarball;
 
+/* A whole file in a malloc'd buffer (NULL if it cannot be read); its length in *len. */
+static inline uint8_t *read_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  uint8_t *bytes = n > 0 ? malloc((size_t)n) : NULL;
+  if (bytes && fread(bytes, 1, (size_t)n, f) != (size_t)n) {
+    free(bytes);
+    bytes = NULL;
+  }
+  fclose(f);
+  *len = (size_t)n;
+  return bytes;
+}
+
 /* The NEFF's gzip'd payload (at byte 1024, every gzip member) inflated by zlib. */
 static inline int gunzip(const uint8_t *neff, size_t len, tarball *out) {
   if (len <= 1024) return -1;

@@ -16,22 +16,6 @@
 
 #include "../c/tarwalk.h"
 
-static uint8_t *slurp(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  uint8_t *bytes = n > 0 ? malloc((size_t)n) : NULL;
-  if (bytes && fread(bytes, 1, (size_t)n, f) != (size_t)n) {
-    free(bytes);
-    bytes = NULL;
-  }
-  fclose(f);
-  *len = (size_t)n;
-  return bytes;
-}
-
 static int hex(const char *s, uint8_t out[16]) {
   for (int i = 0; i < 16; i++) {
     unsigned v;
@@ -69,7 +53,7 @@ int main(int argc, char **argv) {
     *file++ = 0;
     *md5hex++ = 0;
     size_t len = 0;
-    uint8_t *bytes = slurp(file, &len);
+    uint8_t *bytes = read_file(file, &len);
     tarball tar = {0};
     uint8_t md5[16], swapped[16];
     if (!bytes || len < 1024 || gunzip(bytes, len, &tar) != 0 || walk_tar(&tar) != 0 || hex(md5hex, md5) != 0) {
