@@ -10,15 +10,8 @@
 #     documents: no enum, `code()`, `status()`, `Display` arm or doc row was written by hand.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-root=$(pwd)
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-scratch="$tmp/repo"
-mkdir "$scratch"
-[ -d "$root/../shared" ] && ln -s "$(cd "$root/../shared" && pwd)" "$tmp/shared"
-git ls-files -z | (cd "$root" && tar --null -T - -cf -) | (cd "$scratch" && tar xf -)
-cd "$scratch"
-git init -q && git add -A && git -c user.email=drill@neff -c user.name=drill commit -qm base
+# shellcheck source=scripts/scratch-copy.sh
+. scripts/scratch-copy.sh
 
 # 1. The row: the last of the manifest's refusals (right before its first warning).
 cat >"$tmp/row.toml" <<'TOML'
