@@ -1,4 +1,4 @@
-//! The container as one stream: header -> gzip (or raw) -> tar (neff-format.md §1-§3).
+//! The container as one stream: header -> gzip (or raw) -> tar (docs/format.md §1-§3).
 //!
 //! ```text
 //! file offset 0      1024-byte neff_header_t          -> header::NeffHeader, gates
@@ -62,7 +62,7 @@ use crate::{Error, ErrorKind, Stage, Warning, WarningKind, WarningSink};
 pub struct OpenOptions {
     /// Compute MD5 (pkg 2) / SHA-256 (pkg 1) over the payload `data[0..data_size]` as it
     /// streams past and compare it with the header's `hash` (MD5 in either byte order real
-    /// compilers write: neff-format.md §2.6). The outcome is in [`Finish::integrity`]; a
+    /// compilers write: docs/format.md §2.6). The outcome is in [`Finish::integrity`]; a
     /// mismatch is a warning, never an error: a caller that wants it fatal checks the outcome.
     /// Default off (the runtime verifies only when asked, too).
     pub verify_integrity: bool,

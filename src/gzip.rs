@@ -1,5 +1,5 @@
 //! The gzip layer (RFC 1952) over the payload, and the raw pass-through for uncompressed tars
-//! (neff-format.md §3.1).
+//! (docs/format.md §3.1).
 //!
 //! A gzip member is:
 //!

@@ -3,7 +3,7 @@
 //! The loader never touches device memory itself: it asks a [`Hal`] for regions of device
 //! memory, streams bytes into them in chunks, and turns *staged* regions into their final
 //! role. A region is described by an [`AllocRequest`]: a size in bytes, a power-of-two
-//! alignment, a usage class (`spec/neff-format.md` §11.8, for accounting) and the index of
+//! alignment, a usage class (`docs/format.md` §11.8, for accounting) and the index of
 //! the core (the subgraph's physical NeuronCore) that owns it.
 //!
 //! # Why staging and adoption

@@ -1,4 +1,4 @@
-//! The 1024-byte NEFF header (`neff_header_t`, neff-format.md §2).
+//! The 1024-byte NEFF header (`neff_header_t`, docs/format.md §2).
 //!
 //! ```text
 //! off   size  field                  off   size  field
@@ -91,7 +91,7 @@ pub mod field {
 
 const _: () = assert!(field::PAD.end == HEADER_SIZE);
 
-/// How the stored digest's bytes are laid out (neff-format.md §2.6).
+/// How the stored digest's bytes are laid out (docs/format.md §2.6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum DigestOrder {
@@ -705,7 +705,7 @@ pub(crate) mod tests {
 
     #[test]
     fn word_swapping_reverses_each_word_as_the_spec_example_shows() {
-        // neff-format.md §2.6, NKIPY matmul_small: its MD5 and what its header stores.
+        // docs/format.md §2.6, NKIPY matmul_small: its MD5 and what its header stores.
         let md5: [u8; 16] =
             [0xef, 0xe9, 0xb3, 0xbc, 0x98, 0x16, 0x30, 0x77, 0xb9, 0x4c, 0x8b, 0xcd, 0xac, 0xf5, 0x1f, 0x47];
         let stored: [u8; 16] =

@@ -1,7 +1,7 @@
 //! A streaming parser for NumPy `.npy` headers (format versions 1.0, 2.0 and 3.0).
 //!
 //! A NEFF carries constants (`var.type == "file"`) as `.npy` members; the runtime writes only
-//! the array data into the variable (`spec/neff-format.md` §9.2). The wire format:
+//! the array data into the variable (`docs/format.md` §9.2). The wire format:
 //!
 //! ```text
 //! offset 0   6 bytes  magic "\x93NUMPY" (the runtime checks the u16 0x4e93 at offset 0)

@@ -1,4 +1,4 @@
-//! A streaming tar walker over the inflated payload (neff-format.md §3.2, §3.3;
+//! A streaming tar walker over the inflated payload (docs/format.md §3.2, §3.3;
 //! embedded-notes.md §3).
 //!
 //! A tar stream is a sequence of 512-byte blocks: a header block, then the member's body

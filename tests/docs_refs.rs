@@ -392,3 +392,146 @@ fn the_checker_tells_ours_from_other_documents_and_sees_what_is_missing() {
     let links = relative_links("[a](../b.md#x) [c](https://e.org) [d](#here) [f](g.rs \"title\")");
     assert_eq!(links, [(1, "../b.md".to_string()), (1, "g.rs".to_string())]);
 }
+
+/// The repository's top-level directories: a backticked name starting with one is a path of
+/// the tree.
+const TREE_TOPS: &[&str] = &[
+    "src/", "macros/", "schema/", "targets/", "tests/", "benches/", "fuzz/", "scripts/", "docs/", "ffi/", "include/",
+    ".ci/",
+];
+/// Crate roots a path in the docs may be relative to (`tests/ls_cat.rs` in the host's section).
+const CRATE_ROOTS: &[&str] = &["", "targets/host/", "targets/qemu-m4/", "targets/python/", "ffi/", "macros/codegen/"];
+/// Files read for the words of the code (identifiers, keys, names of items).
+const CODE_EXTENSIONS: &[&str] = &["rs", "toml", "sh", "py", "pyi", "c", "h"];
+
+/// Every word (`[A-Za-z_][A-Za-z0-9_]*`) of the tree's code, and docs/format.md's (its keys).
+fn code_words() -> BTreeSet<String> {
+    let root = root();
+    let mut words = BTreeSet::new();
+    let mut stack = vec![root.clone()];
+    let mut files = vec![root.join(FORMAT_DOC)];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if path.is_dir() {
+                if !SKIPPED_DIRS.contains(&name.as_str()) && name != "python-venv" {
+                    stack.push(path);
+                }
+            } else if path.extension().is_some_and(|e| CODE_EXTENSIONS.iter().any(|x| e == *x))
+                && rel(&path) != THIS_FILE
+            {
+                // This file's own examples name what does not exist.
+                files.push(path);
+            }
+        }
+    }
+    for file in files {
+        let text = read(&file);
+        let mut word = String::new();
+        for c in text.chars().chain(std::iter::once(' ')) {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                word.push(c);
+            } else if !word.is_empty() {
+                if !word.starts_with(|c: char| c.is_ascii_digit()) {
+                    words.insert(std::mem::take(&mut word));
+                }
+                word.clear();
+            }
+        }
+    }
+    words
+}
+
+/// The backticked spans of `text` outside fenced code blocks (command output, not names), with
+/// their line numbers.
+fn backticked(text: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let mut fenced = false;
+    for (i, line) in text.lines().enumerate() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced {
+            continue;
+        }
+        let mut parts = line.split('`');
+        parts.next();
+        while let (Some(inside), Some(_)) = (parts.next(), parts.next()) {
+            out.push((i + 1, inside.to_string()));
+        }
+    }
+    out
+}
+
+/// A span that names a path of the tree: the path, without a `:line` or `#anchor` tail.
+fn tree_path(span: &str) -> Option<&str> {
+    let path = span.split([':', '#', ' ']).next()?.trim_end_matches([',', '.']);
+    let templated = path.contains(['*', '<', '{', '$']);
+    (TREE_TOPS.iter().any(|top| path.starts_with(top)) && !templated).then_some(path)
+}
+
+/// A span that names an item of the code: a Rust-style path (`Index::named_as`, `run()`,
+/// `refusals!`) that looks like code (a `::`, an inner capital, or an underscore), split into
+/// its segments.
+fn code_identifier(span: &str) -> Option<Vec<&str>> {
+    let name = span.trim_end_matches("()").trim_end_matches('!');
+    let ident = |s: &str| {
+        s.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    };
+    let segments: Vec<&str> = name.split("::").collect();
+    if segments.iter().any(|s| !ident(s)) {
+        return None;
+    }
+    let camel =
+        |s: &str| s.chars().skip(1).any(|c| c.is_ascii_uppercase()) && s.chars().any(|c| c.is_ascii_lowercase());
+    let snake = |s: &str| s.contains('_') && s.chars().all(|c| !c.is_ascii_uppercase());
+    (segments.len() > 1 || camel(name) || snake(name)).then_some(segments)
+}
+
+/// What the named files say that the tree does not have: paths that exist nowhere and code
+/// names no code file writes.
+fn missing_names(docs: &[&str], words: &BTreeSet<String>) -> Vec<String> {
+    let root = root();
+    let mut missing = Vec::new();
+    for doc in docs {
+        for (line, span) in backticked(&read(&root.join(doc))) {
+            if let Some(path) = tree_path(&span) {
+                if !CRATE_ROOTS.iter().any(|base| root.join(format!("{base}{path}")).exists()) {
+                    missing.push(format!("{doc}:{line}: path `{path}` is not in the tree"));
+                }
+            } else if let Some(segments) = code_identifier(&span) {
+                for s in segments.iter().filter(|s| !words.contains(**s)) {
+                    missing.push(format!("{doc}:{line}: `{span}`: no code names `{s}`"));
+                }
+            }
+        }
+    }
+    missing
+}
+
+/// Issue 31 §3: the README and the code map name only what exists. A renamed item, a moved
+/// file or a removed function leaves its old name in a doc, which this test then finds.
+#[test]
+fn every_path_and_code_name_of_the_readme_and_the_code_map_exists() {
+    let missing = missing_names(ROOT_DOCS, &code_words());
+    assert!(missing.is_empty(), "names in the docs that the tree lacks:\n{}", missing.join("\n"));
+}
+
+#[test]
+fn the_name_checker_sees_what_is_missing() {
+    let words: BTreeSet<String> = ["Index", "named_as", "LoadReport"].into_iter().map(String::from).collect();
+    assert_eq!(code_identifier("Index::named_as()"), Some(vec!["Index", "named_as"]));
+    assert_eq!(code_identifier("NameKind"), Some(vec!["NameKind"]));
+    assert_eq!(code_identifier("neff info --json"), None);
+    assert_eq!(code_identifier("cayman"), None, "a plain word is prose, not a code name");
+    assert_eq!(tree_path("src/loader/walk.rs:727"), Some("src/loader/walk.rs"));
+    assert_eq!(tree_path("sg00/def.json"), None, "a NEFF's member is not a path of the tree");
+    assert_eq!(tree_path("fuzz/corpus/<target>/"), None);
+    assert!(!words.contains("NameKind"));
+    let doc = "x `Index::named_as` and `NameKind`, `src/nowhere.rs`, `src/lib.rs`\n```\n`Gone`\n```\n";
+    let spans: Vec<String> = backticked(doc).into_iter().map(|(_, s)| s).collect();
+    assert_eq!(spans, ["Index::named_as", "NameKind", "src/nowhere.rs", "src/lib.rs"]);
+}

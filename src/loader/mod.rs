@@ -226,7 +226,7 @@ pub struct Loader<'a> {
     /// Staged copies of members read both ways ([`walk`]) that still hold a device region.
     either_staged: u32,
     /// The lent replay store: the bytes of members read before anything named them, kept to
-    /// read them again if the chain names them as another kind ([`Loader::with_replay`]).
+    /// read them again if the chain names them as another kind ([`Storage::replay`]).
     replay: &'a mut [u8],
     /// Bytes of `replay` in use.
     replay_used: usize,
