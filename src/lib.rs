@@ -89,8 +89,9 @@ pub mod vocab;
 pub use error::{Error, ErrorKind, Result, Stage, Status, Warning, WarningKind, WarningSink};
 
 /// `Read::read` for a source that is also a `BufRead`: copies what `fill_buf` holds (as much
-/// as fits) and consumes it. Every buffered reader of the data path reads this way.
-pub(crate) fn read_buffered<R: embedded_io::BufRead + ?Sized>(src: &mut R, buf: &mut [u8]) -> Result<usize, R::Error> {
+/// as fits) and consumes it. Every buffered reader of the data path reads this way, and so may
+/// a caller's byte source (the C ABI's).
+pub fn read_buffered<R: embedded_io::BufRead + ?Sized>(src: &mut R, buf: &mut [u8]) -> Result<usize, R::Error> {
     let available = src.fill_buf()?;
     let n = available.len().min(buf.len());
     if let (Some(dst), Some(bytes)) = (buf.get_mut(..n), available.get(..n)) {

@@ -96,12 +96,6 @@ impl BufRead for Reader<'_> {
 
 impl Read for Reader<'_> {
     fn read(&mut self, out: &mut [u8]) -> Result<usize, ErrorKind> {
-        let available = self.fill_buf()?;
-        let n = available.len().min(out.len());
-        if let (Some(dst), Some(src)) = (out.get_mut(..n), available.get(..n)) {
-            dst.copy_from_slice(src);
-        }
-        self.consume(n);
-        Ok(n)
+        neff::read_buffered(self, out)
     }
 }

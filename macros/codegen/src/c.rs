@@ -6,24 +6,14 @@
 
 use std::fmt::Write;
 
+use crate::errors::screaming;
 use crate::gen;
 use crate::model::{EnumToml, LayoutToml, SchemaError, SchemaFile};
 
-/// `UsageClass` -> `usage_class`, `InstrPe` -> `instr_pe`, `E4m3` -> `e4m3`.
+/// `UsageClass` -> `usage_class`, `InstrPe` -> `instr_pe`, `E4m3` -> `e4m3`: the words of
+/// [`screaming`], in lower case.
 fn snake(name: &str) -> String {
-    let mut out = String::new();
-    let chars: Vec<char> = name.chars().collect();
-    for (i, c) in chars.iter().enumerate() {
-        if c.is_ascii_uppercase() && i > 0 {
-            let prev = chars[i - 1];
-            let next_lower = chars.get(i + 1).is_some_and(|n| n.is_ascii_lowercase());
-            if prev.is_ascii_lowercase() || prev.is_ascii_digit() || (prev.is_ascii_uppercase() && next_lower) {
-                out.push('_');
-            }
-        }
-        out.push(c.to_ascii_lowercase());
-    }
-    out
+    screaming(name).to_ascii_lowercase()
 }
 
 /// A doc comment, with nothing in it that could close it early.
@@ -72,7 +62,7 @@ fn c_enum(out: &mut String, e: &EnumToml) {
     let _ = writeln!(out, "typedef enum {name} {{");
     for v in &e.variants {
         doc(out, "  ", &v.doc);
-        let _ = writeln!(out, "  {prefix}_{} = {},", snake(v.name.get_ref()).to_ascii_uppercase(), v.value);
+        let _ = writeln!(out, "  {prefix}_{} = {},", screaming(v.name.get_ref()), v.value);
     }
     let _ = writeln!(out, "}} {name};\n");
 }
