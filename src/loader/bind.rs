@@ -482,7 +482,7 @@ impl Loader<'_> {
                 if r.var.is_some_and(|(_, v)| v.is_kept()) {
                     return None;
                 }
-                let path = Self::joined(dir, r.name);
+                let path = Self::joined(dir, arena.str(r.name));
                 let by = arena.str(r.by.member);
                 (!self.has_payload(&path)).then(|| self.missing_payload(by, &r.row.kind.key_path(), &path))
             });

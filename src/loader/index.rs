@@ -893,11 +893,11 @@ pub(crate) fn usage_of_engine(engine: EngineKey) -> UsageClass {
 
 /// A payload a definition of the chain names, as [`Index::payload_refs`] finds it.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct PayloadRef<'a> {
+pub(crate) struct PayloadRef {
     /// The row of [`REFS`] that names it.
     pub row: &'static Row,
-    /// The name as written, relative to the subgraph directory.
-    pub name: &'a str,
+    /// The name as written, relative to the subgraph directory (in the arena).
+    pub name: Span,
     /// The naming manifest's record.
     pub by: ManifestRec,
     /// The engine whose JSON names it (or whose engine names the activation set naming it).
@@ -906,7 +906,7 @@ pub(crate) struct PayloadRef<'a> {
     pub var: Option<(u32, FileVarRec)>,
 }
 
-impl PayloadRef<'_> {
+impl PayloadRef {
     /// The usage class it is placed with.
     pub fn usage(&self) -> UsageClass {
         match self.row.names {
@@ -966,10 +966,18 @@ impl Default for FreeSlots {
 
 /// `dir/name` compared with `path`, without building it.
 pub(crate) fn is_joined(path: &str, dir: &str, name: &str) -> bool {
+    is_joined_bytes(path.as_bytes(), dir.as_bytes(), name.as_bytes())
+}
+
+/// [`is_joined`] on bytes: the lookups that compare a member with every name of a list take
+/// the names straight from the arena, without the UTF-8 check of [`Arena::str`].
+// Not inlined: one copy for the dozen lookups that call it.
+#[inline(never)]
+pub(crate) fn is_joined_bytes(path: &[u8], dir: &[u8], name: &[u8]) -> bool {
     if dir.is_empty() {
         return path == name;
     }
-    path.strip_prefix(dir).and_then(|rest| rest.strip_prefix('/')).is_some_and(|rest| rest == name)
+    path.strip_prefix(dir).and_then(|rest| rest.strip_prefix(b"/")).is_some_and(|rest| rest == name)
 }
 
 /// `dir/name` + `suffix` compared with `path`.
@@ -1142,24 +1150,21 @@ impl Index {
         self.manifests
             .iter(arena)
             .filter(|(_, m)| !m.superseded && m.kind == ManifestKind::Engine)
-            .filter(|(_, m)| is_joined(arena.str(m.member), dir, name))
+            .filter(|(_, m)| is_joined_bytes(arena.bytes(m.member), dir.as_bytes(), name.as_bytes()))
             .last()
     }
 
     /// The instruction stream an engine runs: the engine JSON's `instr`, else `<eng>_instr`.
-    pub fn instr_of<'a>(
+    pub fn instr_of(
         &self,
-        arena: &'a Arena<'_>,
+        arena: &Arena<'_>,
         def: &ManifestRec,
         json: Option<&ManifestRec>,
         engine: EngineKey,
-    ) -> Option<&'a str> {
+    ) -> Option<Span> {
         match json {
-            Some(j) if j.has_instr => Some(arena.str(j.instr)),
-            _ => {
-                let span = *self.def_ext(arena, def).engine_instrs.get(engine.slot())?;
-                Some(arena.str(span)).filter(|s| !s.is_empty())
-            }
+            Some(j) if j.has_instr => Some(j.instr),
+            _ => self.def_ext(arena, def).engine_instrs.get(engine.slot()).copied().filter(|s| s.len != 0),
         }
     }
 
@@ -1187,7 +1192,7 @@ impl Index {
         arena: &'a Arena<'_>,
         def_pos: u32,
         def: &ManifestRec,
-        f: &mut dyn FnMut(&PayloadRef<'a>) -> Option<T>,
+        f: &mut dyn FnMut(&PayloadRef) -> Option<T>,
     ) -> Option<T> {
         // One copy of the walk whatever `f` answers (flash on a controller).
         let mut answer = None;
@@ -1207,7 +1212,7 @@ impl Index {
         def: &ManifestRec,
         by: (u32, ManifestRec),
         engine: Option<EngineKey>,
-        f: &mut dyn FnMut(&PayloadRef<'a>) -> bool,
+        f: &mut dyn FnMut(&PayloadRef) -> bool,
     ) -> bool {
         let dir = dir_of(arena.str(def.member));
         for row in &REFS {
@@ -1220,11 +1225,9 @@ impl Index {
             }
             let payload = |name, var| PayloadRef { row, name, by: by.1, engine, var };
             let found = match (row.store, row.names) {
-                (Store::FileVars, _) => self
-                    .def_ext(arena, &by.1)
-                    .vars
-                    .iter(arena)
-                    .any(|(pos, v)| f(&payload(arena.str(v.file), Some((pos, v))))),
+                (Store::FileVars, _) => {
+                    self.def_ext(arena, &by.1).vars.iter(arena).any(|(pos, v)| f(&payload(v.file, Some((pos, v)))))
+                }
                 (Store::Instr, _) => engine
                     .and_then(|e| self.instr_of(arena, def, Some(&by.1), e))
                     .is_some_and(|instr| f(&payload(instr, None))),
@@ -1234,7 +1237,7 @@ impl Index {
                         .is_some_and(|json| self.refs_under(arena, Tier::Engine(Some(e)), def, json, Some(e), f))
                 }),
                 (Store::Names, Names::Payload(_)) => {
-                    self.names_by(arena, by.0, row.kind).any(|name| f(&payload(arena.str(name), None)))
+                    self.names_by(arena, by.0, row.kind).any(|name| f(&payload(name, None)))
                 }
                 (Store::Names, Names::Manifest(next)) => self.names_by(arena, by.0, row.kind).any(|name| {
                     let name = arena.str(name);
@@ -1281,13 +1284,20 @@ impl Index {
                 RefKind::UcodeLibJson => "",
                 _ => return false,
             };
+            // Whatever directory it joins, the member's stem ends with the name: a test that
+            // needs no scan, before the scans of the definitions (a lookup per member must not
+            // cost names x manifests).
+            let name = arena.str(n.name);
+            let Some(stem) = member.strip_suffix(suffix).filter(|stem| stem.ends_with(name)) else {
+                return false;
+            };
             let by = self.manifests.get(arena, n.by);
-            let (by_member, name) = (arena.str(by.member), arena.str(n.name));
+            let by_member = arena.str(by.member);
             !by.superseded
                 && if by.kind == ManifestKind::Def {
-                    is_joined(member, dir_of(by_member), name)
+                    is_joined(stem, dir_of(by_member), name)
                 } else {
-                    self.def_dirs_of(arena, by_member).any(|dir| is_joined_suffixed(member, dir, name, suffix))
+                    self.def_dirs_of(arena, by_member).any(|dir| is_joined(stem, dir, name))
                 }
         });
         if by_def || by_name {
@@ -1313,7 +1323,7 @@ pub(crate) struct Role {
 
 impl Role {
     /// The role reference `r` gives, on `core`.
-    fn of(r: &PayloadRef<'_>, core: u8) -> Self {
+    fn of(r: &PayloadRef, core: u8) -> Self {
         Role {
             usage: r.usage(),
             align: r.var.map_or(super::INSTR_ALIGN, |(_, v)| v.align()),
@@ -1348,7 +1358,9 @@ impl super::Loader<'_> {
                 return None;
             }
             let dir = dir_of(arena.str(def.member));
-            index.payload_refs(arena, def_pos, &def, &mut |r| is_joined(member, dir, r.name).then(|| Role::of(r, core)))
+            index.payload_refs(arena, def_pos, &def, &mut |r| {
+                is_joined_bytes(member.as_bytes(), dir.as_bytes(), arena.bytes(r.name)).then(|| Role::of(r, core))
+            })
         })
     }
 }

@@ -825,6 +825,12 @@ impl Loader<'_> {
         teed: &Teed,
         hal: &mut H,
     ) -> Result<(), Error> {
+        // A later copy of the member wins: an earlier one waiting in the store is never read
+        // again, and left there it would be asked after at every manifest that follows.
+        let earlier = self.index.replays.iter(&self.arena).find(|(_, r)| self.arena.eq(r.member, name));
+        if let Some((pos, rec)) = earlier {
+            self.drop_replay(pos, &rec);
+        }
         let fail = |k: ErrorKind| Error::about_member(Stage::Payload, name, k);
         let (written, digest, kept, lost) = (teed.written, teed.digest, teed.kept, teed.lost);
         // Kept for a second reading when it fit (a member that did not, or a loader lent no

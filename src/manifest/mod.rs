@@ -246,8 +246,9 @@ pub const MAX_EXT_ISA_OPS: u64 = 18;
 pub const MAX_CCE_SOURCES: u64 = 16;
 
 /// Sends a manifest warning to `sink`.
+// A `dyn` sink: one copy for every sink type (flash on a controller).
 pub(crate) fn warn(
-    sink: &mut impl crate::WarningSink,
+    sink: &mut dyn crate::WarningSink,
     stage: crate::Stage,
     member: &str,
     offset: u64,
