@@ -36,6 +36,19 @@ use crate::manifest::{
     Arch, DefJson, EngineJson, EngineType, Entry, Graph, Kelf, NeffJson, Node, NodeAttrs, UcodeLib, UsageClass, Var,
 };
 
+/// Instruction streams and staging regions are aligned to one 64-byte instruction slot.
+pub const INSTR_ALIGN: u64 = 64;
+
+/// The scalar keys of the manifest being read: one at a time, so they share memory.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Scratch {
+    Empty,
+    Neff(NeffJson),
+    Kelf(Kelf),
+    Def(DefJson),
+    Engine(EngineJson),
+}
+
 /// Engine slots of a definition ([`crate::manifest::def::ENGINE_KEYS`]).
 pub(crate) const ENGINE_SLOTS: usize = crate::manifest::def::ENGINE_KEYS.len();
 
@@ -391,7 +404,7 @@ impl Record for FileVarRec {
 pub(crate) struct Landing {
     /// Its position among the archive's payload members (the report's order).
     pub seq: u32,
-    /// A [`PayloadState`](super::PayloadState) code, or [`Landing::NOT_LANDED`].
+    /// A [`PayloadState`](super::report::PayloadState) code, or [`Landing::NOT_LANDED`].
     pub state: u8,
     /// A [`usage_code`].
     pub usage: u8,
@@ -429,7 +442,7 @@ impl Landing {
 
     /// Whether a member landed and still holds its place (not released).
     pub fn is_kept(&self) -> bool {
-        self.state != Self::NOT_LANDED && self.state != super::PayloadState::Released.code()
+        self.state != Self::NOT_LANDED && self.state != super::report::PayloadState::Released.code()
     }
 
     /// Size of the member in the tar.
@@ -715,7 +728,7 @@ pub(crate) enum Source {
     Entry(fn(&Entry<'_>, &mut NameSink<'_>) -> Result<(), ErrorKind>),
     /// The name a scalar key of the manifest gives, once it is read (an engine JSON's
     /// `bkt_bin`, a definition's `ucode_lib` string).
-    Scalar(fn(&super::Scratch) -> Option<&str>),
+    Scalar(fn(&Scratch) -> Option<&str>),
 }
 
 /// One row of the table of references ([`REFS`]): a kind of key that names another member.
@@ -838,9 +851,9 @@ fn listed_ucode_libs(e: &Entry<'_>, f: &mut NameSink<'_>) -> Result<(), ErrorKin
     }
 }
 
-fn ucode_lib_json(doc: &super::Scratch) -> Option<&str> {
+fn ucode_lib_json(doc: &Scratch) -> Option<&str> {
     match doc {
-        super::Scratch::Def(doc) => doc.ucode_libs.as_ref()?.name.as_deref(),
+        Scratch::Def(doc) => doc.ucode_libs.as_ref()?.name.as_deref(),
         _ => None,
     }
 }
@@ -864,16 +877,16 @@ fn dve_tables(e: &Entry<'_>, f: &mut NameSink<'_>) -> Result<(), ErrorKind> {
     }
 }
 
-fn bkt_bin(doc: &super::Scratch) -> Option<&str> {
+fn bkt_bin(doc: &Scratch) -> Option<&str> {
     match doc {
-        super::Scratch::Engine(doc) => doc.bkt_bin.as_deref(),
+        Scratch::Engine(doc) => doc.bkt_bin.as_deref(),
         _ => None,
     }
 }
 
-fn ctl_bin(doc: &super::Scratch) -> Option<&str> {
+fn ctl_bin(doc: &Scratch) -> Option<&str> {
     match doc {
-        super::Scratch::Engine(doc) => doc.ctl_bin.as_deref(),
+        Scratch::Engine(doc) => doc.ctl_bin.as_deref(),
         _ => None,
     }
 }
@@ -1326,7 +1339,7 @@ impl Role {
     fn of(r: &PayloadRef, core: u8) -> Self {
         Role {
             usage: r.usage(),
-            align: r.var.map_or(super::INSTR_ALIGN, |(_, v)| v.align()),
+            align: r.var.map_or(INSTR_ALIGN, |(_, v)| v.align()),
             core,
             expect_len: r.var.and_then(|(_, v)| v.size),
             instr: r.row.kind == RefKind::Instr,
@@ -1335,30 +1348,35 @@ impl Role {
     }
 }
 
-impl super::Loader<'_> {
+impl Index {
     /// The role the chain read so far gives `member`, if it gives it one: a def reached from
-    /// the chain's KELFs (before `neff.json` is read, a lone KELF stands for the chain) names
-    /// it, by the first of its references ([`Index::payload_refs`]) that does. While walking
-    /// this is a first answer (the binder moves a payload if the full chain disagrees); when
-    /// binding, it is the answer. Placement and the binder both ask it here, below them.
-    pub(crate) fn role_of(&self, member: &str) -> Option<Role> {
-        let arena = &self.arena;
-        let index = &self.index;
+    /// the chain's KELFs (`mark` and `fallback` as [`Index::chain_kelfs`] takes them: before
+    /// `neff.json` is read, a lone KELF stands for the chain) names it, by the first of its
+    /// references ([`Index::payload_refs`]) that does. While walking this is a first answer
+    /// (the binder moves a payload if the full chain disagrees); when binding, it is the
+    /// answer. Placement and the binder both ask it here, below them.
+    pub fn role_of(
+        &self,
+        arena: &Arena<'_>,
+        member: &str,
+        mark: Option<KelfMark>,
+        fallback: Option<u32>,
+    ) -> Option<Role> {
         // The chain's graphs whose directory holds the member (by prefix: names in a def.json
         // are relative to its directory and may have directories of their own, `w/x.npy`; a
         // definition at the tar root holds every member, so the next graph is asked too).
-        index.chain_graphs(arena, self.kelf_mark, self.fallback_kelf).find_map(|(core, g)| {
+        self.chain_graphs(arena, mark, fallback).find_map(|(core, g)| {
             let definition = arena.str(g.definition);
             let dir = dir_of(definition);
             if !dir.is_empty() && !member.strip_prefix(dir).is_some_and(|r| r.starts_with('/')) {
                 return None;
             }
-            let (def_pos, def) = index.def(arena, definition)?;
+            let (def_pos, def) = self.def(arena, definition)?;
             if def.failed.is_some() {
                 return None;
             }
             let dir = dir_of(arena.str(def.member));
-            index.payload_refs(arena, def_pos, &def, &mut |r| {
+            self.payload_refs(arena, def_pos, &def, &mut |r| {
                 is_joined_bytes(member.as_bytes(), dir.as_bytes(), arena.bytes(r.name)).then(|| Role::of(r, core))
             })
         })

@@ -40,24 +40,21 @@ mod whole;
 use embedded_io::BufRead;
 
 pub use chain::{ChainError, ChainWarning};
-pub use index::ManifestKind;
-pub use report::{JsonLines, LoadReport, PayloadReport, PayloadState, SubgraphReport};
+use index::Scratch;
+pub use index::{ManifestKind, INSTR_ALIGN};
+pub use report::{JsonLines, LoadReport, Manifest, NoObserver, Observer, PayloadReport, PayloadState, SubgraphReport};
 
 use crate::archive::Archive;
 use crate::arena::{Arena, NIL};
 use crate::error::{Warning, WarningSink};
 use crate::hal::{Hal, NullDevice, RegionId};
 use crate::json::Tokenizer;
-use crate::manifest::def::DefFacts;
 use crate::manifest::neff::KelfMark;
-use crate::manifest::{Arch, DefJson, EngineJson, Entry, IoTensor, Kelf, NeffJson, STRING_SCRATCH};
+use crate::manifest::{Arch, STRING_SCRATCH};
 use crate::Error;
 use index::Index;
 pub use whole::Whole;
 use whole::WholeNames;
-
-/// Instruction streams and staging regions are aligned to one 64-byte instruction slot.
-pub const INSTR_ALIGN: u64 = 64;
 
 /// Errors of speculative reads kept until the chain reaches their member, in the loader's own
 /// slots; a caller may lend more ([`Loader::with_storage`]). A slot is free again once the
@@ -115,72 +112,6 @@ pub struct LoadOptions {
     /// `NEURON_RT_ALLOW_LEGACY_NEFF=1`: a NEFF for an older architecture may load, and a
     /// cayman `def.json` may lack its state-buffer carveout.
     pub allow_legacy: bool,
-}
-
-/// A manifest as read: its scalar keys (streamed keys went to [`Observer::entry`]).
-#[derive(Debug, Clone, Copy)]
-pub enum Manifest<'a> {
-    /// `neff.json`.
-    Neff(&'a NeffJson),
-    /// A KELF descriptor.
-    Kelf(&'a Kelf),
-    /// A subgraph definition, with what its checks learned from the streamed entries.
-    Def(&'a DefJson, &'a DefFacts),
-    /// An engine JSON or an activation set JSON.
-    Engine(&'a EngineJson),
-}
-
-/// What a caller sees of a load, as it happens. Every method has an empty default.
-///
-/// A manifest's streamed entries arrive first ([`Observer::entry`]), then the manifest itself
-/// ([`Observer::manifest`]). A member read speculatively (before the manifest that names it)
-/// is observed like any other; whether the chain reached it is known once the payloads are
-/// reported, at the end.
-pub trait Observer {
-    /// A manifest was read (successfully: a failed read is kept for the chain, not observed).
-    fn manifest(&mut self, _member: &str, _manifest: Manifest<'_>) {}
-    /// One streamed entry of the manifest being read.
-    fn entry(&mut self, _member: &str, _entry: &Entry<'_>) {}
-    /// One input or output tensor of `neff.json`, derived once the document is read.
-    fn io_tensor(&mut self, _tensor: &IoTensor<'_>) {}
-    /// A payload, once the chain is bound (in tar order).
-    fn payload(&mut self, _payload: &PayloadReport<'_>) {}
-    /// A subgraph's device accounting, once the chain is bound (in core order).
-    fn subgraph(&mut self, _subgraph: &SubgraphReport<'_>) {}
-}
-
-/// An observer that looks at nothing.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct NoObserver;
-
-impl Observer for NoObserver {}
-
-impl<O: Observer + ?Sized> Observer for &mut O {
-    fn manifest(&mut self, member: &str, manifest: Manifest<'_>) {
-        (**self).manifest(member, manifest);
-    }
-    fn entry(&mut self, member: &str, entry: &Entry<'_>) {
-        (**self).entry(member, entry);
-    }
-    fn io_tensor(&mut self, tensor: &IoTensor<'_>) {
-        (**self).io_tensor(tensor);
-    }
-    fn payload(&mut self, payload: &PayloadReport<'_>) {
-        (**self).payload(payload);
-    }
-    fn subgraph(&mut self, subgraph: &SubgraphReport<'_>) {
-        (**self).subgraph(subgraph);
-    }
-}
-
-/// The scalar keys of the manifest being read: one at a time, so they share memory.
-#[allow(clippy::large_enum_variant)]
-enum Scratch {
-    Empty,
-    Neff(NeffJson),
-    Kelf(Kelf),
-    Def(DefJson),
-    Engine(EngineJson),
 }
 
 /// What a caller lends a [`Loader`]: the memory that grows with a model, bounded by what
@@ -372,6 +303,13 @@ impl<'a> Loader<'a> {
             self.release_all(hal);
         }
         result
+    }
+
+    /// [`Index::role_of`] for the chain this load selected. Not inlined: one copy of the
+    /// five-argument call for the five places that ask (flash on a controller).
+    #[inline(never)]
+    fn role_of(&self, member: &str) -> Option<index::Role> {
+        self.index.role_of(&self.arena, member, self.kelf_mark, self.fallback_kelf)
     }
 
     /// Notes the whole name of the member `e` is about, where nothing noted it while it was

@@ -1,7 +1,7 @@
 //! What a load reports: a fixed-size summary, and a stream of placements.
 //!
 //! The summary ([`LoadReport`]) has no table: what grows with a model (one line per payload,
-//! per subgraph, per I/O tensor) goes to the caller's [`Observer`](super::Observer) as the
+//! per subgraph, per I/O tensor) goes to the caller's [`Observer`] as the
 //! loader learns it ([`PayloadReport`], [`SubgraphReport`]). A caller that wants JSON uses
 //! [`JsonLines`], an observer that writes one JSON object per line to any
 //! `embedded_io::Write` (each line serialised with `serde-json-core` into a small buffer),
@@ -13,7 +13,8 @@ use serde::{Serialize, Serializer};
 use crate::archive::Finish;
 use crate::hal::{usage_index, RegionId, USAGE_CLASSES, USAGE_CLASS_COUNT};
 use crate::header::Integrity;
-use crate::manifest::{Arch, IoKind, IoTensor, UsageClass};
+use crate::manifest::def::DefFacts;
+use crate::manifest::{Arch, DefJson, EngineJson, Entry, IoKind, IoTensor, Kelf, NeffJson, UsageClass};
 
 /// Capacity of the KELF target in the report.
 pub const TARGET_TEXT: usize = 32;
@@ -286,7 +287,7 @@ impl Serialize for LoadReport {
     }
 }
 
-/// An [`Observer`](super::Observer) that writes each placement, subgraph and I/O tensor as
+/// An [`Observer`] that writes each placement, subgraph and I/O tensor as
 /// one line of JSON (`{"payload": {...}}`, `{"subgraph": {...}}`, `{"tensor": {...}}`) to
 /// `W`. A line longer than `LINE` bytes, or a write that fails, is counted in
 /// [`JsonLines::failed`] and skipped: the load itself never fails for its report.
@@ -330,7 +331,7 @@ impl<W: embedded_io::Write, const LINE: usize> JsonLines<W, LINE> {
     }
 }
 
-impl<W: embedded_io::Write, const LINE: usize> super::Observer for JsonLines<W, LINE> {
+impl<W: embedded_io::Write, const LINE: usize> Observer for JsonLines<W, LINE> {
     fn io_tensor(&mut self, tensor: &IoTensor<'_>) {
         self.line("tensor", &TensorJson(tensor));
     }
@@ -341,5 +342,61 @@ impl<W: embedded_io::Write, const LINE: usize> super::Observer for JsonLines<W, 
 
     fn subgraph(&mut self, subgraph: &SubgraphReport<'_>) {
         self.line("subgraph", subgraph);
+    }
+}
+
+/// A manifest as read: its scalar keys (streamed keys went to [`Observer::entry`]).
+#[derive(Debug, Clone, Copy)]
+pub enum Manifest<'a> {
+    /// `neff.json`.
+    Neff(&'a NeffJson),
+    /// A KELF descriptor.
+    Kelf(&'a Kelf),
+    /// A subgraph definition, with what its checks learned from the streamed entries.
+    Def(&'a DefJson, &'a DefFacts),
+    /// An engine JSON or an activation set JSON.
+    Engine(&'a EngineJson),
+}
+
+/// What a caller sees of a load, as it happens. Every method has an empty default.
+///
+/// A manifest's streamed entries arrive first ([`Observer::entry`]), then the manifest itself
+/// ([`Observer::manifest`]). A member read speculatively (before the manifest that names it)
+/// is observed like any other; whether the chain reached it is known once the payloads are
+/// reported, at the end.
+pub trait Observer {
+    /// A manifest was read (successfully: a failed read is kept for the chain, not observed).
+    fn manifest(&mut self, _member: &str, _manifest: Manifest<'_>) {}
+    /// One streamed entry of the manifest being read.
+    fn entry(&mut self, _member: &str, _entry: &Entry<'_>) {}
+    /// One input or output tensor of `neff.json`, derived once the document is read.
+    fn io_tensor(&mut self, _tensor: &IoTensor<'_>) {}
+    /// A payload, once the chain is bound (in tar order).
+    fn payload(&mut self, _payload: &PayloadReport<'_>) {}
+    /// A subgraph's device accounting, once the chain is bound (in core order).
+    fn subgraph(&mut self, _subgraph: &SubgraphReport<'_>) {}
+}
+
+/// An observer that looks at nothing.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoObserver;
+
+impl Observer for NoObserver {}
+
+impl<O: Observer + ?Sized> Observer for &mut O {
+    fn manifest(&mut self, member: &str, manifest: Manifest<'_>) {
+        (**self).manifest(member, manifest);
+    }
+    fn entry(&mut self, member: &str, entry: &Entry<'_>) {
+        (**self).entry(member, entry);
+    }
+    fn io_tensor(&mut self, tensor: &IoTensor<'_>) {
+        (**self).io_tensor(tensor);
+    }
+    fn payload(&mut self, payload: &PayloadReport<'_>) {
+        (**self).payload(payload);
+    }
+    fn subgraph(&mut self, subgraph: &SubgraphReport<'_>) {
+        (**self).subgraph(subgraph);
     }
 }
