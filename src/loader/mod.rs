@@ -33,6 +33,8 @@ pub mod chain;
 mod dma;
 mod index;
 pub mod place;
+mod read;
+mod replay;
 pub mod report;
 mod walk;
 mod whole;

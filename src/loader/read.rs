@@ -1,0 +1,597 @@
+//! Reading one manifest: the parse into the scratch slot of its kind, with the [`Recorder`]
+//! turning streamed entries into index records for the observer; then its record, its names
+//! and its DMA references ([`super::dma`]).
+
+use embedded_io::BufRead;
+
+use super::index::{dir_of, is_joined, push_str, FileVarRec, KelfNameRec, ManifestRec, NameRec, TARGET_ANY};
+use super::index::{RefKind, Source, REFS};
+use super::{Counting, Loader, Manifest, ManifestKind, Observer, Scratch};
+use crate::arena::{Arena, List, Span, NIL};
+use crate::error::{Error, ErrorKind, Stage, Warning, WarningKind, WarningSink};
+use crate::manifest::def::ENGINE_KEYS;
+use crate::manifest::kelf::KelfTarget;
+use crate::manifest::neff::{kelf_mark, kelf_member, IoJoin};
+use crate::manifest::{DocFault, Document, Entry, EntryAt, ManifestWarning, MrType, Visitor};
+
+use super::chain::ChainWarning;
+use super::dma::{
+    block_refs, desc_refs, fingerprint, sort_fingerprints, DmaRefRec, NameSpace, NameTable, RefKey, FINGERPRINT,
+};
+use super::index::{CarveoutFacts, DefExt, Index};
+
+/// Reads a member body through the JSON tokenizer while keeping the archive's own error:
+/// the tokenizer only sees an I/O kind, the caller gets the real gzip/tar error back.
+struct Capture<'r, R: BufRead<Error = Error>> {
+    inner: &'r mut R,
+    error: Option<Error>,
+}
+
+impl<R: BufRead<Error = Error>> embedded_io::ErrorType for Capture<'_, R> {
+    type Error = Error;
+}
+
+impl<R: BufRead<Error = Error>> embedded_io::Read for Capture<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize, Error> {
+        self.inner.read(buf).inspect_err(|e| self.error = Some(*e))
+    }
+}
+
+impl<R: BufRead<Error = Error>> BufRead for Capture<'_, R> {
+    fn fill_buf(&mut self) -> Result<&[u8], Error> {
+        match self.inner.fill_buf() {
+            Ok(b) => Ok(b),
+            Err(e) => {
+                self.error = Some(e);
+                Err(e)
+            }
+        }
+    }
+
+    fn consume(&mut self, amt: usize) {
+        self.inner.consume(amt);
+    }
+}
+
+/// Records what binding needs of each streamed entry, then hands it to the observer.
+struct Recorder<'r, 'a, O: Observer> {
+    arena: &'r mut Arena<'a>,
+    index: &'r mut Index,
+    observer: &'r mut O,
+    member: &'r str,
+    /// The manifest record of the member being read.
+    by: u32,
+    kind: ManifestKind,
+    join: Option<IoJoin>,
+    /// Engine JSON: the names of its directory's definition, when it kept them (a reference is
+    /// then checked on the spot; otherwise it waits for the definition).
+    dma_names: Option<NameTable>,
+    /// Where a failure's whole names are noted ([`Storage::whole_names`](super::Storage)).
+    whole: &'r mut super::whole::WholeNames<'a>,
+}
+
+impl<O: Observer> Recorder<'_, '_, O> {
+    /// Records a name of `kind` the manifest being read gives.
+    fn name(&mut self, kind: RefKind, name: &str) -> Result<(), ErrorKind> {
+        let rec = NameRec { by: self.by, kind, name: Span { at: 0, len: name.len() as u32 } };
+        self.index.names.push_with_tail(self.arena, &rec, name.as_bytes())?;
+        Ok(())
+    }
+
+    fn record(&mut self, entry: &Entry<'_>) -> Result<(), ErrorKind> {
+        match *entry {
+            Entry::Node(node) => {
+                if let (Some(mark), Some(kelf)) = (kelf_mark(node), kelf_member(node)) {
+                    let name = self.arena.push_str(kelf)?;
+                    self.index.kelf_names.push(self.arena, &KelfNameRec { name, mark })?;
+                }
+            }
+            Entry::Graph(g) => {
+                let name = self.arena.push_str(&g.name)?;
+                let definition = self.arena.push_str(&g.definition)?;
+                let rec = super::index::GraphRec { kelf: self.by, name, definition };
+                self.index.graphs.push(self.arena, &rec)?;
+            }
+            Entry::Var(v) => {
+                if let (Some(MrType::Buffer), Some(file)) = (v.mr_type(), &v.file_name) {
+                    // A power of two (the def checks refuse anything else).
+                    let align_log2 = v.alignment.unwrap_or(1).max(1).trailing_zeros() as u8;
+                    let rec = FileVarRec::new(file.len(), v.size, align_log2);
+                    let head = rec.tail_head();
+                    let head: &[u8] = head.as_ref().map_or(&[], |h| h);
+                    self.index.reading_vars.push_with_tails(self.arena, &rec, [head, file.as_bytes()])?;
+                }
+            }
+            _ => {}
+        }
+        // The names the table's rows take from entries.
+        for row in &REFS {
+            if let Source::Entry(names) = row.source {
+                names(entry, &mut |name| self.name(row.kind, name))?;
+            }
+        }
+        if let Some(join) = self.join.as_mut() {
+            join.see(self.arena, entry)?;
+        }
+        Ok(())
+    }
+}
+
+impl<O: Observer> Recorder<'_, '_, O> {
+    /// DMA names (spec §8.2, [`super::dma`]): a definition's queue and variable names are
+    /// collected; a reference is checked against its definition's names, or waits for them.
+    fn dma(&mut self, entry: &Entry<'_>, at: &EntryAt<'_>) -> Result<(), DocFault> {
+        let fail = |k| at.error(k);
+        match *entry {
+            Entry::Var(v) if self.kind == ManifestKind::Def => self.collect(NameSpace::Var, &v.name).map_err(fail),
+            Entry::DmaQueue(q) if self.kind == ManifestKind::Def => {
+                self.collect(NameSpace::Queue, &q.name).map_err(fail)
+            }
+            Entry::DmaBlock(b) | Entry::DefDmaBlock(b) => {
+                block_refs(b).try_for_each(|(key, name)| self.reference(key, name, at))
+            }
+            Entry::DmaDesc(d) => desc_refs(d).try_for_each(|(key, name)| self.reference(key, name, at)),
+            Entry::CceSource(s) => s.from.as_deref().map_or(Ok(()), |name| self.reference(RefKey::From, name, at)),
+            _ => Ok(()),
+        }
+    }
+
+    fn collect(&mut self, space: NameSpace, name: &str) -> Result<(), ErrorKind> {
+        let at = self.arena.alloc_top(FINGERPRINT)?;
+        self.arena.write(at, &fingerprint(space, name).to_le_bytes());
+        Ok(())
+    }
+
+    fn reference(&mut self, key: RefKey, name: &str, at: &EntryAt<'_>) -> Result<(), DocFault> {
+        if let Some(names) = self.dma_names {
+            if names.contains(self.arena, fingerprint(key.space(), name)) {
+                return Ok(());
+            }
+            return Err(at.error(ErrorKind::Manifest(key.unresolved(name))).about(key.key()));
+        }
+        let fail = |k| at.error(k);
+        let path = self.arena.push_str(at.key_path()).map_err(fail)?;
+        let name = self.arena.push_str(name).map_err(fail)?;
+        let rec = DmaRefRec { by: self.by, key, offset: at.offset(), path, name };
+        self.index.dma_refs.push(self.arena, &rec).map_err(fail)?;
+        Ok(())
+    }
+}
+
+impl<O: Observer> Visitor for Recorder<'_, '_, O> {
+    fn entry(&mut self, entry: Entry<'_>, at: &EntryAt<'_>) -> Result<(), DocFault> {
+        self.record(&entry).map_err(|k| at.error(k))?;
+        self.dma(&entry, at)?;
+        self.observer.entry(self.member, &entry);
+        Ok(())
+    }
+
+    fn failed(&mut self, member: &str, path: Option<&str>, key: Option<&'static str>) {
+        self.whole.note(member, path, key);
+    }
+}
+
+/// Gives the NEFF's name to the warnings whose runtime message names it
+/// (`Engine %s not found in NEFF %s, using empty placeholder`).
+struct NamingNeff<'s, S: WarningSink + ?Sized> {
+    inner: &'s mut S,
+    neff: &'s str,
+}
+
+impl<S: WarningSink + ?Sized> WarningSink for NamingNeff<'_, S> {
+    fn warn(&mut self, warning: &Warning) {
+        let mut warning = *warning;
+        if let WarningKind::Manifest(ManifestWarning::EngineMissing { neff, .. }) = &mut warning.kind {
+            *neff = crate::error::Text::new(self.neff);
+        }
+        self.inner.warn(&warning);
+    }
+}
+
+/// [`Document::parse_into`] in a frame of its own, one per tier: inlined into
+/// [`Loader::parse`], the four tiers' parser state would all be reserved in its frame,
+/// live under the whole parse, where only one tier's is ever needed. A document read
+/// without error goes on to `then` (with the visitor back); every tier's outcome is the same
+/// `Result<(), Error>`, so the caller keeps one slot for it, not one per tier.
+#[inline(never)]
+fn parse_doc<D: Document, R: BufRead, S: WarningSink, V: Visitor>(
+    doc: &mut D,
+    tok: &mut crate::json::Tokenizer<'_>,
+    src: &mut R,
+    name: &str,
+    sink: &mut S,
+    visitor: &mut V,
+    then: impl FnOnce(&D, &D::Facts, &mut V) -> Result<(), Error>,
+) -> Result<(), Error> {
+    let facts = doc.parse_into(tok, src, name, sink, visitor)?;
+    then(doc, &facts, visitor)
+}
+
+/// Puts the archive's own error (`inner`, what the tokenizer saw as an I/O fault) in place of
+/// the tokenizer's view of it. Out of line: its temporaries stay out of [`Loader::parse`].
+#[cold]
+#[inline(never)]
+fn archive_error(e: &mut Error, inner: &Error, name: &str) {
+    *e = inner.with_member(name);
+}
+
+/// What a definition adds to the index once it is read: its extension record (file
+/// variables, carveout facts), after the observer has seen it. A frame of its own, entered
+/// after the parse: in [`Loader::parse`] it would hold its stack under the whole parse.
+#[inline(never)]
+fn record_def<O: Observer>(
+    recorder: &mut Recorder<'_, '_, O>,
+    doc: &crate::manifest::DefJson,
+    facts: &crate::manifest::def::DefFacts,
+    pos: u32,
+    name: &str,
+) -> Result<(), Error> {
+    recorder.observer.manifest(name, Manifest::Def(doc, facts));
+    let vars = core::mem::take(&mut recorder.index.reading_vars);
+    let ext = DefExt { def: pos, vars, carveouts: CarveoutFacts::from_def(facts), ..DefExt::default() };
+    let at =
+        recorder.index.def_exts.push(recorder.arena, &ext).map_err(|k| Error::about_member(Stage::DefJson, name, k))?;
+    let mut rec = recorder.index.manifests.get(recorder.arena, pos);
+    rec.ext = at;
+    recorder.index.manifests.set(recorder.arena, pos, &rec);
+    Ok(())
+}
+
+/// The end of a document read without error (its last byte at `end`): `neff.json`'s I/O
+/// join, an engine JSON's scalar names into the index, and the manifest to the observer. A
+/// frame of its own, entered after the parse, for the reason [`record_def`] gives.
+#[inline(never)]
+fn conclude<O: Observer, S: WarningSink>(
+    scratch: &Scratch,
+    recorder: &mut Recorder<'_, '_, O>,
+    name: &str,
+    end: u64,
+    sink: &mut Counting<'_, S>,
+    io_counts: &mut (u32, u32),
+) -> Result<(), Error> {
+    // The names the table's rows take from the manifest's scalar keys.
+    for row in &REFS {
+        if let Some(named) = match row.source {
+            Source::Scalar(name_in) => name_in(scratch),
+            _ => None,
+        } {
+            let stage = recorder.kind.stage();
+            recorder.name(row.kind, named).map_err(|k| Error::in_member(stage, name, end, k))?;
+        }
+    }
+    match scratch {
+        Scratch::Neff(doc) => {
+            let join = recorder.join.take();
+            if let Some(join) = join {
+                let observer = &mut *recorder.observer;
+                let (mut inputs, mut outputs) = (0u32, 0u32);
+                join.finish(recorder.arena, name, end, sink, &mut |t| {
+                    match t.kind {
+                        crate::manifest::IoKind::Input => inputs = inputs.saturating_add(1),
+                        crate::manifest::IoKind::Output => outputs = outputs.saturating_add(1),
+                    }
+                    observer.io_tensor(t);
+                })?;
+                *io_counts = (inputs, outputs);
+            }
+            recorder.observer.manifest(name, Manifest::Neff(doc));
+        }
+        Scratch::Kelf(doc) => recorder.observer.manifest(name, Manifest::Kelf(doc)),
+        Scratch::Engine(doc) => recorder.observer.manifest(name, Manifest::Engine(doc)),
+        Scratch::Def(_) | Scratch::Empty => {}
+    }
+    Ok(())
+}
+
+/// True for an error that ends the load at once: the archive itself failed, or the arena is
+/// full. Anything else in a speculatively read manifest waits for the chain.
+fn is_fatal(e: &Error) -> bool {
+    matches!(e.stage, Stage::Io | Stage::Gzip | Stage::Tar) || matches!(e.kind, ErrorKind::ArenaFull { .. })
+}
+
+impl Loader<'_> {
+    /// Reads one manifest member as `kind`. Its outcome is recorded; an error is returned only
+    /// when it ends the load (the archive failed, the arena is full, `neff.json` is bad).
+    #[inline]
+    pub(super) fn read_manifest<B: BufRead<Error = Error>, S: WarningSink>(
+        &mut self,
+        kind: ManifestKind,
+        name: &str,
+        body: &mut B,
+        observer: &mut impl Observer,
+        sink: &mut Counting<'_, S>,
+    ) -> Result<(), Error> {
+        self.read_manifest_as(kind, name, body, false, observer, sink)
+    }
+
+    /// [`Self::read_manifest`]; `rereading`: the member is read again from the replay store
+    /// as the kind the chain names it as, replacing its first reading (no duplicate).
+    ///
+    /// The body is a trait object: a member comes from the archive, through the tee, or from
+    /// the replay store, and one copy of the parsers serves all three (flash on a controller).
+    #[inline(never)]
+    pub(super) fn read_manifest_as<S: WarningSink>(
+        &mut self,
+        kind: ManifestKind,
+        name: &str,
+        mut body: &mut dyn BufRead<Error = Error>,
+        rereading: bool,
+        observer: &mut impl Observer,
+        sink: &mut Counting<'_, S>,
+    ) -> Result<(), Error> {
+        let pos = self.open_manifest(kind, name, rereading, sink)?;
+        let names_mark = self.arena.mark_top();
+        // One slot for the outcome, settled in place and returned as it is.
+        let mut outcome = self.parse(kind, pos, name, &mut body, observer, sink);
+        self.close_manifest(kind, pos, name, names_mark, &mut outcome);
+        outcome
+    }
+
+    /// The start of a manifest read: supersedes an earlier reading of `name` (a warning unless
+    /// `rereading`) and adds its record, returning the record's position. A frame of its own,
+    /// as [`Self::close_manifest`] is: their locals would otherwise stay reserved in
+    /// [`Self::read_manifest_as`]'s frame under the whole parse.
+    #[inline(never)]
+    fn open_manifest<S: WarningSink>(
+        &mut self,
+        kind: ManifestKind,
+        name: &str,
+        rereading: bool,
+        sink: &mut Counting<'_, S>,
+    ) -> Result<u32, Error> {
+        let stage = kind.stage();
+        if self.supersede(name) && !rereading {
+            // The later copy wins, as in the runtime's member map.
+            sink.warn(&Warning::about_member(stage, name, WarningKind::Chain(ChainWarning::DuplicateMember)));
+        }
+        let member = push_str(&mut self.arena, name, stage, name)?;
+        let pos = self
+            .index
+            .manifests
+            .push(&mut self.arena, &ManifestRec::new(member, kind))
+            .map_err(|k| Error::about_member(stage, name, k))?;
+        if kind == ManifestKind::Neff {
+            // A second neff.json replaces what the first one named.
+            self.index.kelf_names = Default::default();
+        }
+        Ok(pos)
+    }
+
+    /// The end of a manifest read (record `pos`, names collected since `names_mark`), its
+    /// `outcome` settled in place: settles a definition's DMA names, keeps a failed read's
+    /// error for the chain (the outcome is then `Ok`) unless it ends the load, and fills the
+    /// record from the scratch document.
+    #[inline(never)]
+    fn close_manifest(
+        &mut self,
+        kind: ManifestKind,
+        pos: u32,
+        name: &str,
+        names_mark: usize,
+        outcome: &mut Result<(), Error>,
+    ) {
+        if outcome.is_ok() && kind == ManifestKind::Def {
+            *outcome = self.settle_dma_names(pos, name, names_mark);
+        }
+        // What the definition collected and did not keep.
+        self.arena.release_top(names_mark);
+        let mut rec = self.index.manifests.get(&self.arena, pos);
+        if let Err(e) = outcome {
+            if is_fatal(e) || kind == ManifestKind::Neff {
+                return;
+            }
+            rec.failed = Some(self.deferred.keep(*e));
+        }
+        *outcome = self.fill_record(pos, &mut rec, name);
+        if outcome.is_err() {
+            return;
+        }
+        self.index.manifests.set(&mut self.arena, pos, &rec);
+        if kind == ManifestKind::Neff && rec.failed.is_none() {
+            self.index.neff = Some(pos);
+        }
+    }
+
+    /// Marks the current record of `name` replaced, freeing its deferred error's slot.
+    pub(super) fn supersede(&mut self, name: &str) -> bool {
+        if let Some(slot) = self.index.manifest(&self.arena, name).and_then(|(_, r)| r.failed) {
+            self.deferred.free(slot);
+        }
+        self.index.supersede_manifest(&mut self.arena, name)
+    }
+
+    /// Marks the manifest read at record `pos` as failed with `e` (found after its read).
+    fn fail_manifest(&mut self, pos: u32, e: Error) {
+        let mut rec = self.index.manifests.get(&self.arena, pos);
+        rec.failed = Some(self.deferred.keep(e));
+        self.index.manifests.set(&mut self.arena, pos, &rec);
+    }
+
+    /// One generic read-a-document step: parse the body into the scratch slot of `kind`, with
+    /// the recorder as visitor.
+    // A frame of its own: the stack is the deepest path, not the sum of the stages.
+    #[inline(never)]
+    fn parse<B: BufRead<Error = Error>, S: WarningSink>(
+        &mut self,
+        kind: ManifestKind,
+        pos: u32,
+        name: &str,
+        body: &mut B,
+        observer: &mut impl Observer,
+        sink: &mut Counting<'_, S>,
+    ) -> Result<(), Error> {
+        self.reset_scratch(kind);
+        // Only the definition being read records file variables here.
+        self.index.reading_vars = List::new();
+        let join = (kind == ManifestKind::Neff).then(|| IoJoin::new(&self.arena));
+        let dma_names = match kind {
+            ManifestKind::Engine => self.index.dir_names(&self.arena, dir_of(name)),
+            _ => None,
+        };
+        let mut recorder = Recorder {
+            arena: &mut self.arena,
+            index: &mut self.index,
+            observer,
+            member: name,
+            by: pos,
+            kind,
+            join,
+            dma_names,
+            whole: &mut self.whole,
+        };
+        let mut src = Capture { inner: body, error: None };
+        let tok = &mut self.tok;
+        let kelf_mark = &mut self.kelf_mark;
+        let mut result = match &mut self.scratch {
+            Scratch::Neff(doc) => parse_doc(doc, tok, &mut src, name, sink, &mut recorder, |_, facts, _| {
+                *kelf_mark = facts.kelf_mark();
+                Ok(())
+            }),
+            Scratch::Kelf(doc) => parse_doc(doc, tok, &mut src, name, sink, &mut recorder, |_, _, _| Ok(())),
+            Scratch::Def(doc) => {
+                let mut sink = NamingNeff { inner: &mut *sink, neff: self.neff_name.as_str() };
+                parse_doc(doc, tok, &mut src, name, &mut sink, &mut recorder, |doc, facts, recorder| {
+                    record_def(recorder, doc, facts, pos, name)
+                })
+            }
+            Scratch::Engine(doc) => parse_doc(doc, tok, &mut src, name, sink, &mut recorder, |_, _, _| Ok(())),
+            Scratch::Empty => Ok(()),
+        };
+        if let (Err(e), Some(inner)) = (&mut result, &src.error) {
+            if matches!(e.kind, ErrorKind::Io(_)) {
+                archive_error(e, inner, name);
+            }
+        }
+        // One slot for the outcome, returned as it is: a `?` here would copy the error
+        // through a second one.
+        if result.is_ok() {
+            let end = self.tok.offset();
+            result = conclude(&self.scratch, &mut recorder, name, end, sink, &mut self.io_counts);
+        }
+        result
+    }
+
+    /// Empties the scratch slot as a document of `kind`. A frame of its own: the new value is
+    /// built on the stack (3 KiB for a `def.json`) and copied in, and that temporary must not
+    /// stay reserved in [`Self::parse`]'s frame, which is live under the whole parse.
+    #[inline(never)]
+    fn reset_scratch(&mut self, kind: ManifestKind) {
+        self.scratch = match kind {
+            ManifestKind::Neff => Scratch::Neff(Default::default()),
+            ManifestKind::Kelf => Scratch::Kelf(Default::default()),
+            ManifestKind::Def => Scratch::Def(Default::default()),
+            ManifestKind::Engine => Scratch::Engine(Default::default()),
+        };
+    }
+
+    /// Copies what binding needs of the scratch document into its record (at `pos`).
+    fn fill_record(&mut self, pos: u32, rec: &mut ManifestRec, name: &str) -> Result<(), Error> {
+        let stage = rec.kind.stage();
+        let fail = |k: ErrorKind| Error::about_member(stage, name, k);
+        match &self.scratch {
+            Scratch::Kelf(doc) => {
+                rec.graphs = u32::try_from(doc.graphs.count).unwrap_or(u32::MAX);
+                rec.target = match doc.target_kind() {
+                    Ok(KelfTarget::Any) => TARGET_ANY,
+                    Ok(KelfTarget::Arch(a)) => u8::try_from(a.value()).unwrap_or(0),
+                    Err(_) => 0,
+                };
+            }
+            Scratch::Def(doc) => {
+                // A def that failed to parse has no extension yet: its engine names still count.
+                let mut ext = self.index.def_ext(&self.arena, rec);
+                for engine in crate::manifest::def::ENGINE_KEYS {
+                    let slot = engine.slot();
+                    if let (Some(dst), Some(json)) = (ext.engines.get_mut(slot), doc.engine_member(engine)) {
+                        *dst = self.arena.push_str(json).map_err(fail)?;
+                    }
+                    if let (Some(dst), Some(instr)) = (ext.engine_instrs.get_mut(slot), doc.engine_stream(engine)) {
+                        *dst = self.arena.push_str(instr).map_err(fail)?;
+                    }
+                }
+                if rec.ext == crate::arena::NIL {
+                    // It failed to parse: its variables name nothing the chain can reach.
+                    ext.def = pos;
+                    rec.ext = self.index.def_exts.push(&mut self.arena, &ext).map_err(fail)?;
+                } else {
+                    self.index.def_exts.set(&mut self.arena, rec.ext, &ext);
+                }
+            }
+            Scratch::Engine(doc) => {
+                if let Some(instr) = &doc.instr {
+                    rec.instr = self.arena.push_str(instr).map_err(fail)?;
+                    rec.has_instr = true;
+                }
+            }
+            Scratch::Neff(_) | Scratch::Empty => {}
+        }
+        Ok(())
+    }
+}
+
+// DMA names (spec §8.2, `dma.rs`) at the end of a definition.
+impl Loader<'_> {
+    /// The end of a definition read (member `member`, record `pos`): its names, collected in
+    /// the arena's scratch since `mark`, are sorted; every reference waiting for this
+    /// directory's definition is checked and let go (an engine JSON's first unresolved one
+    /// becomes that member's error, kept until the chain reaches it; the definition's own is
+    /// its error, returned); the names are kept if an engine JSON the definition names is
+    /// still to come.
+    fn settle_dma_names(&mut self, pos: u32, member: &str, mark: usize) -> Result<(), Error> {
+        let scratch = self.arena.top_since_mut(mark);
+        sort_fingerprints(scratch);
+        let count = u32::try_from(scratch.len() / FINGERPRINT).unwrap_or(u32::MAX);
+        let names = NameTable { at: u32::try_from(self.arena.mark_top()).unwrap_or(u32::MAX), count };
+        let dir = dir_of(member);
+        let mut own = None;
+        let mut at = self.index.dma_refs.first();
+        for _ in 0..self.index.dma_refs.len() {
+            if at == NIL {
+                break;
+            }
+            let next = List::<DmaRefRec>::next_after(&self.arena, at);
+            let mut r = self.index.dma_refs.get(&self.arena, at);
+            let by = self.index.manifests.get(&self.arena, r.by);
+            let in_dir = by.kind == ManifestKind::Engine && dir_of(self.arena.str(by.member)) == dir;
+            if r.by == pos || in_dir {
+                if !names.contains(&self.arena, fingerprint(r.key.space(), self.arena.str(r.name))) {
+                    if r.by == pos {
+                        own = own.or_else(|| Some(r.error(&self.arena, Stage::DefJson, member)));
+                    } else if by.failed.is_none() {
+                        let e = r.error(&self.arena, Stage::Engine, self.arena.str(by.member));
+                        self.fail_manifest(r.by, e);
+                    }
+                }
+                r.by = NIL;
+                self.index.dma_refs.set(&mut self.arena, at, &r);
+            }
+            at = next;
+        }
+        self.index.dma_refs.retain(&mut self.arena, |r| r.by != NIL);
+        if self.engine_to_come(dir) {
+            let at = self.arena.keep_top(mark);
+            let rec = self.index.manifests.get(&self.arena, pos);
+            if rec.ext != NIL {
+                let mut ext = self.index.def_exts.get(&self.arena, rec.ext);
+                ext.names = Some(NameTable { at, count });
+                self.index.def_exts.set(&mut self.arena, rec.ext, &ext);
+            }
+        }
+        own.map_or(Ok(()), Err)
+    }
+
+    /// Whether the definition just read (in the scratch slot) names an engine JSON of `dir`
+    /// that has not been read yet.
+    fn engine_to_come(&self, dir: &str) -> bool {
+        let super::Scratch::Def(doc) = &self.scratch else {
+            return false;
+        };
+        ENGINE_KEYS.into_iter().filter_map(|e| doc.engine_member(e)).any(|json| {
+            !self
+                .index
+                .manifests
+                .iter(&self.arena)
+                .any(|(_, m)| !m.superseded && is_joined(self.arena.str(m.member), dir, json))
+        })
+    }
+}
