@@ -104,6 +104,17 @@ impl Deferred<'_> {
     }
 }
 
+/// The member being read, as its stages pass it on: the walk fills it from the tar header.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct MemberAt<'n> {
+    /// Its path in the archive.
+    pub name: &'n str,
+    /// Its size, from its tar header.
+    pub len: u64,
+    /// Its number among the payload members, were it one (a payload report's `seq`).
+    pub seq: u32,
+}
+
 /// The longest member path the loader handles: the tar layer's name capacity.
 pub const MEMBER_PATH: usize = crate::tar::DEFAULT_NAME_CAPACITY;
 

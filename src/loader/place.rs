@@ -11,7 +11,7 @@
 use embedded_io::BufRead;
 
 use super::index::{dir_of, is_joined, usage_code, Landing, PayloadRec};
-use super::{Counting, Loader, PayloadState, INSTR_ALIGN};
+use super::{Counting, Loader, MemberAt, PayloadState, INSTR_ALIGN};
 use crate::arena::NIL;
 use crate::digest::Digest64;
 use crate::error::{Error, ErrorKind, Stage, Warning, WarningKind, WarningSink};
@@ -20,29 +20,26 @@ use crate::manifest::UsageClass;
 use crate::npy::{NpyError, NpyFeed, NpyParser};
 
 impl Loader<'_> {
-    /// Streams one payload member: into its final region when its role is known, else staged.
-    /// `seq` is its position among the payload members.
+    /// Streams one payload member: into its final region when its role is known, else staged
+    /// (`quiet`: producer metadata, released without a warning if nothing names it).
     // A frame of its own: the stack is the deepest path, not the sum of the stages.
     #[inline(never)]
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn read_payload<B: BufRead<Error = Error>, H: Hal, S: WarningSink>(
         &mut self,
-        name: &str,
-        member_len: u64,
-        seq: u32,
+        at: MemberAt<'_>,
         quiet: bool,
         body: &mut B,
         hal: &mut H,
         sink: &mut Counting<'_, S>,
     ) -> Result<(), Error> {
-        self.open_payload(name, hal, sink)?;
-        let role = self.role_of(name);
+        self.open_payload(at.name, hal, sink)?;
+        let role = self.role_of(at.name);
         let req = match role {
             Some(r) => AllocRequest { size: 0, align: r.align, usage: r.usage, core: r.core },
             None => AllocRequest { size: 0, align: INSTR_ALIGN, usage: UsageClass::Generic, core: 0 },
         };
-        let placed = stream_to_device(hal, body, name, member_len, req);
-        self.close_payload(name, member_len, seq, quiet, role, placed, hal)
+        let placed = stream_to_device(hal, body, at.name, at.len, req);
+        self.close_payload(at, quiet, role, placed, hal)
     }
 
     /// Before a payload streams: releases an earlier copy of `name` (last wins, as the
@@ -66,18 +63,16 @@ impl Loader<'_> {
 
     /// After a payload streamed (`placed`, for the `role` it had): records its landing, in its
     /// file variable or as a payload of its own.
-    #[allow(clippy::too_many_arguments)]
     #[inline(never)]
     fn close_payload<H: Hal>(
         &mut self,
-        name: &str,
-        member_len: u64,
-        seq: u32,
+        at: MemberAt<'_>,
         quiet: bool,
         role: Option<super::index::Role>,
         placed: Result<Placed, Error>,
         hal: &mut H,
     ) -> Result<(), Error> {
+        let MemberAt { name, len: member_len, seq } = at;
         let fail = |k: ErrorKind| Error::about_member(Stage::Payload, name, k);
         let placed = match placed {
             Ok(placed) => placed,

@@ -12,7 +12,7 @@ use super::index::{push_str, Landing, ManifestRec};
 use super::index::{usage_code, PayloadRec, ReplayRec};
 use super::place::hal_error;
 use super::PayloadState;
-use super::{Counting, Loader, ManifestKind, Observer, MEMBER_PATH};
+use super::{Counting, Loader, ManifestKind, MemberAt, Observer, MEMBER_PATH};
 use crate::arena::NIL;
 use crate::digest::Digest64;
 use crate::error::{Error, ErrorKind, Stage, Warning, WarningKind, WarningSink};
@@ -304,20 +304,17 @@ impl Loader<'_> {
     /// Reads a member nothing names yet both ways at once: as a manifest of `kind`, while
     /// every byte the parser consumes (and the rest after it) streams into a staging region,
     /// as a payload met before its `def.json` would.
-    #[allow(clippy::too_many_arguments)]
     #[inline(never)]
     pub(super) fn read_either<B: BufRead<Error = Error>, H: Hal, S: WarningSink>(
         &mut self,
         kind: ManifestKind,
-        name: &str,
-        member_len: u64,
-        seq: u32,
+        at: MemberAt<'_>,
         body: &mut B,
         hal: &mut H,
         observer: &mut impl Observer,
         sink: &mut Counting<'_, S>,
     ) -> Result<(), Error> {
-        let region = self.open_either(name, member_len, hal, sink)?;
+        let region = self.open_either(at.name, at.len, hal, sink)?;
         // The replay store is lent to the tee while the loader reads the member.
         let replay = core::mem::take(&mut self.replay);
         let window = replay.get_mut(self.replay_used..).unwrap_or_default();
@@ -334,7 +331,7 @@ impl Loader<'_> {
             kept: 0,
             overflow: false,
         };
-        let mut read = self.read_manifest(kind, name, &mut tee, observer, sink);
+        let mut read = self.read_manifest(kind, at.name, &mut tee, observer, sink);
         if read.is_ok() {
             tee.drain(&mut read);
         }
@@ -348,7 +345,7 @@ impl Loader<'_> {
         };
         self.replay = replay;
         // One slot for the outcome, settled in place and returned as it is.
-        self.close_either(kind, name, seq, region, &mut read, &teed, hal);
+        self.close_either(kind, at, region, &mut read, &teed, hal);
         read
     }
 
@@ -378,34 +375,31 @@ impl Loader<'_> {
     /// The end of a member read both ways (`read`: the manifest read's outcome; `teed`: what
     /// the tee saw): keeps its bytes for a second reading when they fit, and records its
     /// staged copy as a payload that nothing names yet.
-    #[allow(clippy::too_many_arguments)]
     #[inline(never)]
     fn close_either<H: Hal>(
         &mut self,
         kind: ManifestKind,
-        name: &str,
-        seq: u32,
+        at: MemberAt<'_>,
         region: Option<RegionId>,
         read: &mut Result<(), Error>,
         teed: &Teed,
         hal: &mut H,
     ) {
         let outcome = core::mem::replace(read, Ok(()));
-        *read = self.settle_either(kind, name, seq, region, outcome, teed, hal);
+        *read = self.settle_either(kind, at, region, outcome, teed, hal);
     }
 
     /// [`Self::close_either`], with the read's outcome by value.
-    #[allow(clippy::too_many_arguments)]
     fn settle_either<H: Hal>(
         &mut self,
         kind: ManifestKind,
-        name: &str,
-        seq: u32,
+        at: MemberAt<'_>,
         region: Option<RegionId>,
         read: Result<(), Error>,
         teed: &Teed,
         hal: &mut H,
     ) -> Result<(), Error> {
+        let MemberAt { name, seq, .. } = at;
         // A later copy of the member wins: an earlier one waiting in the store is never read
         // again, and left there it would be asked after at every manifest that follows.
         let earlier = self.index.replays.iter(&self.arena).find(|(_, r)| self.arena.eq(r.member, name));

@@ -15,7 +15,7 @@
 use embedded_io::BufRead;
 
 use super::index::dir_of;
-use super::{Counting, Loader, ManifestKind, Observer};
+use super::{Counting, Loader, ManifestKind, MemberAt, Observer};
 use crate::archive::Archive;
 use crate::error::{Error, WarningSink};
 use crate::hal::Hal;
@@ -112,20 +112,21 @@ impl Loader<'_> {
                 }
                 Route::Payload => {
                     report.payloads = report.payloads.saturating_add(1);
-                    self.read_payload(name, size, report.payloads, false, &mut member, hal, sink)?;
+                    let at = MemberAt { name, len: size, seq: report.payloads };
+                    self.read_payload(at, false, &mut member, hal, sink)?;
                 }
                 Route::Metadata => {
                     // Counted as a payload only if the chain makes it one (as a member read
                     // both ways): its sequence number is the next one.
                     let seq = report.payloads.saturating_add(1);
-                    self.read_payload(name, size, seq, true, &mut member, hal, sink)?;
+                    self.read_payload(MemberAt { name, len: size, seq }, true, &mut member, hal, sink)?;
                 }
                 Route::Either(kind) => {
                     report.manifests = report.manifests.saturating_add(1);
                     // Its payload sequence number is the next one; it counts as a payload only
                     // if the chain gives it a payload role (the report counts what it places).
                     let seq = report.payloads.saturating_add(1);
-                    self.read_either(kind, name, size, seq, &mut member, hal, observer, sink)?;
+                    self.read_either(kind, MemberAt { name, len: size, seq }, &mut member, hal, observer, sink)?;
                     self.settle_replays(observer, sink)?;
                     self.release_manifest_copies(hal)?;
                 }
