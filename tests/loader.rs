@@ -465,6 +465,59 @@ fn a_waiting_member_that_comes_again_leaves_the_replay_store() {
     assert!(warnings.iter().all(|w| w.member.as_str() == KELF), "{warnings:?}");
 }
 
+/// What the chain names is never debug data (§15.18): a KELF named `kelf.dbg` and a
+/// definition named `sg00/def.asm`, each met before the manifest naming it, open a JSON object
+/// and are read both ways like any other member nothing names yet; the load is the original's.
+#[test]
+fn manifests_with_debug_names_are_read_when_the_chain_names_them() {
+    let Some(original) = variant(|_| {}) else { return };
+    let Some(bytes) = variant(|l| {
+        replace(l, "neff.json", "\"kelf-0.json\"", "\"kelf.dbg\"");
+        replace(l, "kelf-0.json", "\"sg00/def.json\"", "\"sg00/def.asm\"");
+        for (name, _) in l.iter_mut() {
+            match name.as_str() {
+                "kelf-0.json" => *name = "kelf.dbg".into(),
+                "sg00/def.json" => *name = "sg00/def.asm".into(),
+                _ => {}
+            }
+        }
+    }) else {
+        return;
+    };
+    let (out, original) = (load(&bytes), load(&original));
+    out.result.as_ref().unwrap_or_else(|e| panic!("{e}"));
+    original.result.as_ref().unwrap();
+    assert_eq!(out.report.summary.subgraphs, 2);
+    assert_eq!(out.image, original.image, "every payload lands as in the original");
+    assert_eq!(out.report.summary.manifests, original.report.summary.manifests);
+}
+
+/// A payload with a debug name that the chain names before it comes (`sg00/PE.dbg` as the PE
+/// engine's instructions, after `def.json` and `PE.json`) lands as its role says; debug
+/// members nothing names are still skipped unread.
+#[test]
+fn a_payload_with_a_debug_name_the_chain_named_first_lands() {
+    let Some(original) = variant(|_| {}) else { return };
+    let Some(bytes) = variant(|l| {
+        replace(l, "sg00/def.json", "\"PE.bin\"", "\"PE.dbg\"");
+        replace(l, "sg00/PE.json", "\"PE.bin\"", "\"PE.dbg\"");
+        let at = l.iter().position(|(n, _)| n == "sg00/PE.bin").unwrap();
+        let (_, body) = l.remove(at);
+        let after = l.iter().position(|(n, _)| n == "sg00/def.json").unwrap();
+        l.insert(after + 1, ("sg00/PE.dbg".into(), body));
+    }) else {
+        return;
+    };
+    let (out, original) = (load(&bytes), load(&original));
+    out.result.as_ref().unwrap_or_else(|e| panic!("{e}"));
+    let pe = out.report.payloads.iter().find(|p| p.member.as_str() == "sg00/PE.dbg").unwrap();
+    let was = original.report.payloads.iter().find(|p| p.member.as_str() == "sg00/PE.bin").unwrap();
+    assert_eq!((pe.usage, pe.state, pe.core, pe.len, pe.digest), (was.usage, was.state, was.core, was.len, was.digest));
+    assert_eq!(pe.usage, UsageClass::InstrPe);
+    // The real debug members (`sg00/debug_info_asm_PE.dbg`, ...) stay unread: no more payloads.
+    assert_eq!(out.report.payloads.len(), original.report.payloads.len());
+}
+
 /// Where the loader keeps its landings (a notebook on the device, the arena, or the notebook
 /// until it is full and then the arena) changes nothing of a load: the same reports, device
 /// image, warnings and outcome, on the real NEFFs and on one with a duplicate and an

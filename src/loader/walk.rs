@@ -10,7 +10,7 @@
 //! root member as a KELF, `*/def.json` as a definition, any other as an engine JSON), while its
 //! bytes stream to a staging region as a payload's would. The chain then takes whichever it
 //! names; an error of the manifest read is kept until the chain reaches it. Debug members are
-//! never read, and known producer metadata (`info.json`, ...) is staged as a payload, not parsed.
+//! never read (unless the chain names them, or they open a JSON object), and known producer metadata (`info.json`, ...) is staged as a payload, not parsed.
 
 use embedded_io::BufRead;
 
@@ -37,6 +37,8 @@ const METADATA_NAMES: [&str; 8] = [
 /// What the walk does with a member.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Route {
+    /// Debug data nothing names, which opens no JSON object: skipped, never read.
+    Debug,
     /// Named as a manifest of this kind (or `neff.json`).
     Manifest(ManifestKind),
     /// Named as a payload, or not JSON: streamed to the device.
@@ -51,7 +53,8 @@ pub(super) enum Route {
     Either(ManifestKind),
 }
 
-/// Debug data (`debug_info/…`, `*.dbg`, `*.asm`): never read (§15.18).
+/// A debug data name (`debug_info/…`, `*.dbg`, `*.asm`): such a member is never read
+/// (§15.18) unless the chain names it ([`Route::Debug`]).
 pub(super) fn is_debug(name: &str) -> bool {
     let dir = dir_of(name);
     let file = name.get(dir.len()..).unwrap_or(name).trim_start_matches('/');
@@ -98,12 +101,10 @@ impl Loader<'_> {
             // Borrowed from the walker, not copied: a copy (`MEMBER_PATH`, 1 KiB on a
             // controller) would sit in this frame under every member's read.
             let name = member.name();
-            if is_debug(name) {
-                continue;
-            }
             let size = member.size();
             let starts_object = starts_object(&mut member)?;
             match self.route(name, starts_object) {
+                Route::Debug => {}
                 Route::Manifest(kind) => {
                     report.manifests = report.manifests.saturating_add(1);
                     self.read_manifest(kind, name, &mut member, observer, sink)?;
@@ -145,11 +146,17 @@ impl Loader<'_> {
             return Route::Manifest(kind);
         }
         let json_name = name.ends_with(".json");
+        // Debug data is never read (§15.18), but what the chain names is never debug data: a
+        // member named so far is read whatever its name, and one that opens a JSON object is
+        // read both ways, as the manifest the chain may name later.
         if !json_name && !starts_object {
-            return Route::Payload;
+            return if is_debug(name) && self.role_of(name).is_none() { Route::Debug } else { Route::Payload };
         }
         if self.role_of(name).is_some() {
             return Route::Payload;
+        }
+        if !starts_object && is_debug(name) {
+            return Route::Debug;
         }
         let file = name.get(dir_of(name).len()..).unwrap_or(name).trim_start_matches('/');
         if json_name && METADATA_NAMES.contains(&file) {
