@@ -473,6 +473,28 @@ mod tests {
 
     type Chunked<'a> = crate::testutil::Chunked<'a, Error>;
 
+    /// A tee over `src` into `region` of `dev`, with `store` as the free part of the replay store.
+    fn tee<'r, 'd, H: Hal>(
+        src: &'r mut Chunked<'d>,
+        dev: &'r mut H,
+        region: RegionId,
+        digest: &'r mut Digest64,
+        store: &'r mut [u8],
+    ) -> Tee<'r, Chunked<'d>, H> {
+        Tee {
+            inner: src,
+            hal: dev,
+            region: Some(region),
+            written: 0,
+            digest,
+            hal_error: None,
+            lost_bytes: false,
+            replay: store,
+            kept: 0,
+            overflow: false,
+        }
+    }
+
     fn body() -> Vec<u8> {
         (0..700u32).map(|i| (i * 13 % 251) as u8).collect()
     }
@@ -509,18 +531,7 @@ mod tests {
             let mut src = Chunked::new(&data, chunk);
             let mut digest = Digest64::new();
             let mut store = [0u8; 1024];
-            let mut tee = Tee {
-                inner: &mut src,
-                hal: &mut dev,
-                region: Some(region),
-                written: 0,
-                digest: &mut digest,
-                hal_error: None,
-                lost_bytes: false,
-                replay: &mut store,
-                kept: 0,
-                overflow: false,
-            };
+            let mut tee = tee(&mut src, &mut dev, region, &mut digest, &mut store);
             read_through(&mut tee, step).unwrap();
             let (written, kept, overflow) = (tee.written, tee.kept, tee.overflow);
             assert_eq!((written, kept, overflow), (700, 700, false), "chunk {chunk}, step {step}");
@@ -539,18 +550,7 @@ mod tests {
         let mut src = Chunked::new(&data, 100);
         let mut digest = Digest64::new();
         let mut store = [0u8; 650];
-        let mut tee = Tee {
-            inner: &mut src,
-            hal: &mut dev,
-            region: Some(region),
-            written: 0,
-            digest: &mut digest,
-            hal_error: None,
-            lost_bytes: false,
-            replay: &mut store,
-            kept: 0,
-            overflow: false,
-        };
+        let mut tee = tee(&mut src, &mut dev, region, &mut digest, &mut store);
         read_through(&mut tee, 64).unwrap();
         // What fit stays (whole consumes, in order: 64 then 36 bytes of each 100-byte chunk),
         // the rest is marked lost; nothing is kept after the first consume that did not fit.
@@ -572,18 +572,7 @@ mod tests {
         let mut src = Chunked::new(&data, 128);
         let mut digest = Digest64::new();
         let mut store = [0u8; 1024];
-        let mut tee = Tee {
-            inner: &mut src,
-            hal: &mut dev,
-            region: Some(region),
-            written: 0,
-            digest: &mut digest,
-            hal_error: None,
-            lost_bytes: false,
-            replay: &mut store,
-            kept: 0,
-            overflow: false,
-        };
+        let mut tee = tee(&mut src, &mut dev, region, &mut digest, &mut store);
         let mut read = Ok(());
         tee.drain(&mut read);
         read.unwrap();
