@@ -735,6 +735,34 @@ typedef struct neff_error {
   uint64_t opaque[NEFF_ERROR_WORDS];
 } neff_error;
 
+/**
+ * The buffers an info call writes, besides those a check takes ([`neff_info`]).
+ */
+typedef struct neff_info_buffers {
+  /**
+   * Work memory: what the manifests stream, logged until the document is written (the
+   * names, types and sizes of every var, queue and carveout, the graphs, the KELF nodes, the
+   * I/O tensors), `info.json`'s bytes, and an index of 4 bytes per var or queue of a
+   * subgraph to sort them. About the size of the manifests' names: 16 KiB is plenty for the
+   * real NEFFs; a short one is `NEFF_STATUS_RESOURCE`, and [`neff_error_needed`] says how
+   * much it took (null with a length of 0: none).
+   */
+  uint8_t *work;
+  /**
+   * Bytes at `work`.
+   */
+  size_t work_len;
+  /**
+   * The document (UTF-8 JSON, not NUL-terminated). Null with a length of 0 asks for its size
+   * only: the call returns `NEFF_STATUS_BUFFER_TOO_SMALL` with the size in `*written`.
+   */
+  uint8_t *json;
+  /**
+   * Bytes at `json`.
+   */
+  size_t json_len;
+} neff_info_buffers;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -805,6 +833,38 @@ neff_status neff_check(const struct neff_source *source,
                        struct neff_error *err);
 
 /**
+ * Bytes of the caller's stack an info call takes for its state (as [`neff_load_stack_size`]
+ * for a check, with the tap on the tar stream).
+ */
+size_t neff_info_stack_size(void);
+
+/**
+ * What a NEFF holds, as the document `neff info --json` prints (spec `cli-contract.md`: the
+ * header, the chain's KELFs, inputs and outputs, each subgraph's vars by `var_id`, DMA queues
+ * by name, engines, carveouts and FP8 policy, the header hash, and `info.json`'s
+ * `tool_version`), written to `info.json`. The NEFF is checked as [`neff_check`] checks it;
+ * a NEFF it refuses is that error, and nothing is written.
+ *
+ * `*written` (if non-null) receives the document's length; when `info.json_len` is too small,
+ * `NEFF_STATUS_BUFFER_TOO_SMALL` and the length it needs (also [`neff_error_needed`]). A work
+ * buffer too small is `NEFF_STATUS_RESOURCE` with the bytes it needs. Both name their buffer
+ * (`info.json`, `info.work`) in the error, whose stage is `NEFF_STAGE_ARGUMENT`. The output is
+ * never cut short. With `options.verify_integrity` the `hash` object has the outcome (a
+ * mismatch is a warning, as for a check). `options.arch` gates as for [`neff_check`].
+ *
+ * # Safety
+ * As [`neff_load`]'s; `info` points to a `neff_info_buffers` whose buffers are writable for
+ * their lengths and overlap no other buffer of the call.
+ */
+neff_status neff_info(const struct neff_source *source,
+                      const struct neff_buffers *buffers,
+                      const struct neff_options *options,
+                      const struct neff_observer *observer,
+                      const struct neff_info_buffers *info,
+                      size_t *written,
+                      struct neff_error *err);
+
+/**
  * The status of the error in `err`: `NEFF_STATUS_OK` if the call succeeded (or `err` is null
  * or was never filled).
  *
@@ -846,6 +906,23 @@ uint64_t neff_error_offset(const struct neff_error *err);
  * `err` is null or points to a `neff_error` (filled by a `neff_*` call, or never read as one).
  */
 neff_offset_base neff_error_offset_base(const struct neff_error *err);
+
+/**
+ * For a buffer too small (`NEFF_STATUS_BUFFER_TOO_SMALL`, or `NEFF_STATUS_RESOURCE` from
+ * `neff_info`'s work buffer): the bytes it needs; 0 for any other error.
+ *
+ * # Safety
+ * `err` is null or points to a `neff_error` (filled by a `neff_*` call, or never read as one).
+ */
+size_t neff_error_needed(const struct neff_error *err);
+
+/**
+ * For a buffer too small: the bytes the caller lent it; 0 for any other error.
+ *
+ * # Safety
+ * `err` is null or points to a `neff_error` (filled by a `neff_*` call, or never read as one).
+ */
+size_t neff_error_available(const struct neff_error *err);
 
 /**
  * The tar member the error is about (UTF-8, not NUL-terminated: `*len` bytes; the last

@@ -3,7 +3,8 @@
 # include/neff.h is what it generates, then builds ffi/c/host_load.c with the system cc under
 # AddressSanitizer and UBSan, linked against the static library, and runs it on both nkipy
 # NEFFs and every shared real NEFF (found by walking ../shared/fixtures/public); then the same
-# program against the shared library (cdylib) on the small NEFF. Needs zlib
+# program against the shared library (cdylib) on the small NEFF. neff_info's document on every
+# NEFF is compared with `neff info --json` (the host command, built here). Needs zlib
 # and libxxhash headers (Debian: zlib1g-dev, libxxhash-dev) and cbindgen.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,8 +32,31 @@ mapfile -t neffs < <(find "$fixtures" -name '*.neff' | sort)
 small=$fixtures/nkipy/matmul_small.neff
 ordered=("$small")
 for f in "${neffs[@]}"; do [ "$f" = "$small" ] || ordered+=("$f"); done
+# neff_info's documents go to $out/info/<i>.json, compared below with the host command's.
+rm -rf "$out/info"
+mkdir -p "$out/info"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  "$out/host_load" "${ordered[@]}"
+  "$out/host_load" --info "$out/info" "${ordered[@]}"
+
+# Each document equals `neff info --json` on the same NEFF, after JSON normalisation: the same
+# keys in the same order with the same values (the host command pretty-prints; the C ABI
+# writes compact JSON).
+cargo build --quiet -p neff-cli --bin neff
+i=0
+for f in "${ordered[@]}"; do
+  target/debug/neff info --json "$f" > "$out/info/$i.host.json"
+  python3 - "$out/info/$i.json" "$out/info/$i.host.json" "$f" <<'PY'
+import json, sys
+def load(path):
+    with open(path, "rb") as fh:
+        return json.loads(fh.read(), object_pairs_hook=lambda pairs: pairs)
+c, host = load(sys.argv[1]), load(sys.argv[2])
+if c != host:
+    sys.exit(f"test-ffi: neff_info differs from `neff info --json` on {sys.argv[3]}")
+print(f"neff_info == neff info --json: {sys.argv[3]}")
+PY
+  i=$((i + 1))
+done
 
 # The shared library too: the same program, linked against libneff_ffi.so, on the small NEFF.
 cc -std=c11 -Wall -Wextra -Werror -O1 -Iinclude ffi/c/host_load.c -Lffi/target/release -lneff_ffi -lz \

@@ -277,6 +277,153 @@ static int load_one(const char *path) {
   return failures == before;
 }
 
+/* ---- neff_info ---- */
+
+/* The info document of `bytes`, through the byte source `src`: asked for its size first (a
+ * null buffer), then written into a buffer of exactly that size. NULL (after a failure
+ * message) if anything went wrong; else the document, its length in *out_len. */
+static uint8_t *info_of(const char *name, const neff_source *src, size_t *out_len) {
+  size_t arena_len = neff_arena_min() + 256 * 1024, work_len = 64 * 1024;
+  uint8_t *arena = malloc(arena_len), *work = malloc(work_len);
+  neff_buffers bufs = {arena, arena_len, NULL, 0};
+  neff_info_buffers ib = {work, work_len, NULL, 0};
+  neff_error err;
+  size_t needed = 0, written = 0;
+  uint8_t *json = NULL;
+  /* A read callback's FILE * is read from its start by each call. */
+  if (src->read) rewind((FILE *)src->ctx);
+  neff_status status = neff_info(src, &bufs, NULL, NULL, &ib, &needed, &err);
+  if (status != NEFF_STATUS_BUFFER_TOO_SMALL || needed == 0 || neff_error_needed(&err) != needed ||
+      neff_error_available(&err) != 0) {
+    print_error(name, &err);
+    fail(name, "info size query: status %u, %zu bytes", (unsigned)status, needed);
+    goto out;
+  }
+  json = malloc(needed);
+  ib.json = json;
+  ib.json_len = needed;
+  if (src->read) rewind((FILE *)src->ctx);
+  status = neff_info(src, &bufs, NULL, NULL, &ib, &written, &err);
+  if (status != NEFF_STATUS_OK || written != needed || neff_error_status(&err) != NEFF_STATUS_OK) {
+    print_error(name, &err);
+    fail(name, "info: status %u, %zu of %zu bytes", (unsigned)status, written, needed);
+    free(json);
+    json = NULL;
+  }
+out:
+  free(work);
+  free(arena);
+  *out_len = written;
+  return json;
+}
+
+/* `neff_info` on `path` through memory and through the read callback: the same document both
+ * ways, written to `out` (compared with `neff info --json` by scripts/test-ffi.sh). */
+static int info_one(const char *path, const char *out) {
+  size_t len = 0;
+  uint8_t *bytes = read_file(path, &len);
+  if (!bytes) {
+    fail(path, "cannot read");
+    return 0;
+  }
+  int before = failures;
+  neff_source mem = {bytes, len, NULL, NULL, NULL, 0, 0};
+  size_t a_len = 0, b_len = 0;
+  uint8_t *a = info_of(path, &mem, &a_len);
+  FILE *f = fopen(path, "rb");
+  uint8_t buf[3000]; /* an odd size: reads end mid-block */
+  neff_source cb = {NULL, 0, file_read, f, buf, sizeof buf, (uint64_t)len};
+  uint8_t *b = f ? info_of(path, &cb, &b_len) : NULL;
+  if (f) fclose(f);
+  if (a && b && (a_len != b_len || memcmp(a, b, a_len) != 0)) fail(path, "info differs between memory and callback");
+  if (a) {
+    FILE *o = fopen(out, "wb");
+    if (!o || fwrite(a, 1, a_len, o) != a_len) fail(path, "cannot write %s", out);
+    if (o) fclose(o);
+  }
+  if (failures == before) printf("info %s: %zu bytes of JSON -> %s\n", path, a_len, out);
+  free(a);
+  free(b);
+  free(bytes);
+  return failures == before;
+}
+
+/* neff_info's refusals on `path`: buffers too small, null pointers, a damaged NEFF. */
+static int info_refusals(const char *path) {
+  size_t len = 0;
+  uint8_t *bytes = read_file(path, &len);
+  if (!bytes) {
+    fail("info refusals", "cannot read %s", path);
+    return 0;
+  }
+  int before = failures;
+  size_t arena_len = neff_arena_min() + 256 * 1024, work_len = 64 * 1024;
+  uint8_t *arena = malloc(arena_len), *work = malloc(work_len), json[512];
+  neff_buffers bufs = {arena, arena_len, NULL, 0};
+  neff_source src = {bytes, len, NULL, NULL, NULL, 0, 0};
+  neff_info_buffers ib = {work, work_len, json, sizeof json};
+  neff_error err;
+  char msg[512];
+  size_t written = 1;
+
+  /* 1. An output buffer too small: its own status, the size needed, nothing cut. */
+  memset(json, 0xAA, sizeof json);
+  neff_status status = neff_info(&src, &bufs, NULL, NULL, &ib, &written, &err);
+  neff_error_message(&err, (uint8_t *)msg, sizeof msg);
+  print_error("info: json too small", &err);
+  if (status != NEFF_STATUS_BUFFER_TOO_SMALL || neff_error_stage(&err) != NEFF_STAGE_ARGUMENT ||
+      written <= sizeof json || neff_error_needed(&err) != written || neff_error_available(&err) != sizeof json ||
+      strncmp(msg, "info.json: ", 11) != 0)
+    fail("info: json too small", "status %u, needed %zu", (unsigned)status, written);
+
+  /* 2. A work buffer too small: NRT_RESOURCE naming it, with what it needs; then enough. */
+  ib = (neff_info_buffers){work, 64, NULL, 0};
+  status = neff_info(&src, &bufs, NULL, NULL, &ib, &written, &err);
+  neff_error_message(&err, (uint8_t *)msg, sizeof msg);
+  print_error("info: work too small", &err);
+  size_t work_needed = neff_error_needed(&err);
+  if (status != NEFF_STATUS_RESOURCE || work_needed <= 64 || neff_error_available(&err) != 64 ||
+      strncmp(msg, "info.work: ", 11) != 0)
+    fail("info: work too small", "status %u, needed %zu", (unsigned)status, work_needed);
+  ib = (neff_info_buffers){work, work_needed, NULL, 0};
+  status = neff_info(&src, &bufs, NULL, NULL, &ib, &written, &err);
+  if (status != NEFF_STATUS_BUFFER_TOO_SMALL) fail("info: work as needed", "status %u", (unsigned)status);
+
+  /* 3. Null pointers: the info buffers, a null buffer with a length, overlapping buffers. */
+  status = neff_info(&src, &bufs, NULL, NULL, NULL, &written, &err);
+  if (status != NEFF_STATUS_BAD_ARGUMENT) fail("info: null info", "status %u", (unsigned)status);
+  ib = (neff_info_buffers){work, work_len, NULL, 100};
+  status = neff_info(&src, &bufs, NULL, NULL, &ib, &written, &err);
+  print_error("info: null json with a length", &err);
+  if (status != NEFF_STATUS_BAD_ARGUMENT) fail("info: null json with a length", "status %u", (unsigned)status);
+  ib = (neff_info_buffers){arena, work_len, json, sizeof json};
+  status = neff_info(&src, &bufs, NULL, NULL, &ib, &written, &err);
+  print_error("info: work over the arena", &err);
+  if (status != NEFF_STATUS_BAD_ARGUMENT) fail("info: work over the arena", "status %u", (unsigned)status);
+  status = neff_info(NULL, &bufs, NULL, NULL, &ib, NULL, NULL);
+  if (status != NEFF_STATUS_BAD_ARGUMENT) fail("info: null source", "status %u", (unsigned)status);
+
+  /* 4. A damaged NEFF: the check's refusal, nothing written. */
+  uint8_t *damaged = malloc(len);
+  memcpy(damaged, bytes, len);
+  damaged[1024 + (len - 1024) / 2] ^= 0x55;
+  neff_source bad = {damaged, len, NULL, NULL, NULL, 0, 0};
+  ib = (neff_info_buffers){work, work_len, json, sizeof json};
+  written = 1;
+  status = neff_info(&bad, &bufs, NULL, NULL, &ib, &written, &err);
+  print_error("info: damaged", &err);
+  if (status == NEFF_STATUS_OK || status == NEFF_STATUS_BUFFER_TOO_SMALL || neff_error_status(&err) != status ||
+      written != 0)
+    fail("info: damaged", "status %u, %zu written", (unsigned)status, written);
+
+  free(damaged);
+  free(work);
+  free(arena);
+  free(bytes);
+  if (failures == before) printf("info refusals: OK: json too small, work too small, null pointers, damaged NEFF\n");
+  return failures == before;
+}
+
 /* Damaged copies of `path`: each refused with the expected status, stage, kind and message. */
 static int refusals(const char *path) {
   size_t len = 0;
@@ -354,15 +501,31 @@ static int refusals(const char *path) {
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: %s NEFF...  (the first is also damaged for the refusal checks)\n", argv[0]);
+    fprintf(stderr, "usage: %s [--info DIR] NEFF...  (the first is also damaged for the refusal checks)\n", argv[0]);
     return 2;
   }
   printf("c host: neff.h, sizeof(neff_error) %zu, arena minimum %zu, load stack %zu bytes\n", sizeof(neff_error),
          neff_arena_min(), neff_load_stack_size());
+  /* --info DIR: also neff_info on each NEFF, the document of the i-th into DIR/i.json. */
+  const char *info_dir = NULL;
+  int first = 1;
+  if (argc > 3 && strcmp(argv[1], "--info") == 0) {
+    info_dir = argv[2];
+    first = 3;
+  }
   int passed = 0, total = 0;
-  for (int i = 1; i < argc; i++, total++) passed += load_one(argv[i]);
+  for (int i = first; i < argc; i++, total++) passed += load_one(argv[i]);
   total++;
-  passed += refusals(argv[1]);
+  passed += refusals(argv[first]);
+  if (info_dir) {
+    char out[4096];
+    for (int i = first; i < argc; i++, total++) {
+      snprintf(out, sizeof out, "%s/%d.json", info_dir, i - first);
+      passed += info_one(argv[i], out);
+    }
+    total++;
+    passed += info_refusals(argv[first]);
+  }
   printf("c host: %d passed, %d failed\n", passed, total - passed);
   return passed == total && failures == 0 ? 0 : 1;
 }

@@ -8,7 +8,8 @@
 use core::fmt::{self, Write};
 
 use neff::error::{OffsetBase, Stage, Status};
-use neff::{Error, Warning};
+use neff::hal::HalError;
+use neff::{Error, ErrorKind, Warning};
 
 /// The outcome of a call: `NEFF_STATUS_OK`, the runtime's `NRT_STATUS` the error maps to
 /// (same numbers), or a misuse of the API.
@@ -151,6 +152,9 @@ pub(crate) enum What {
     Core(Error),
     /// A misuse of the API: the status and what was wrong.
     Argument(neff_status, &'static str),
+    /// A lent buffer too small for what the call writes: the status, the buffer, the bytes
+    /// it needs and the bytes lent.
+    Short { status: neff_status, buffer: &'static str, needed: usize, available: usize },
 }
 
 /// "NEFFERR1": marks a slot this library wrote.
@@ -206,7 +210,7 @@ fn core_error<'a>(err: *const neff_error) -> Option<&'a Error> {
 pub unsafe extern "C" fn neff_error_status(err: *const neff_error) -> neff_status {
     match load(err) {
         Some(What::Core(e)) => e.status().into(),
-        Some(What::Argument(status, _)) => *status,
+        Some(What::Argument(status, _)) | Some(What::Short { status, .. }) => *status,
         Some(What::Nothing) | None => neff_status::NEFF_STATUS_OK,
     }
 }
@@ -219,7 +223,7 @@ pub unsafe extern "C" fn neff_error_status(err: *const neff_error) -> neff_statu
 pub unsafe extern "C" fn neff_error_stage(err: *const neff_error) -> neff_stage {
     match load(err) {
         Some(What::Core(e)) => e.stage.into(),
-        Some(What::Argument(..)) => neff_stage::NEFF_STAGE_ARGUMENT,
+        Some(What::Argument(..)) | Some(What::Short { .. }) => neff_stage::NEFF_STAGE_ARGUMENT,
         Some(What::Nothing) | None => neff_stage::NEFF_STAGE_NONE,
     }
 }
@@ -251,6 +255,31 @@ pub unsafe extern "C" fn neff_error_offset(err: *const neff_error) -> u64 {
 #[no_mangle]
 pub unsafe extern "C" fn neff_error_offset_base(err: *const neff_error) -> neff_offset_base {
     core_error(err).map_or(neff_offset_base::NEFF_OFFSET_NONE, |e| e.offset_base.into())
+}
+
+/// For a buffer too small (`NEFF_STATUS_BUFFER_TOO_SMALL`, or `NEFF_STATUS_RESOURCE` from
+/// `neff_info`'s work buffer): the bytes it needs; 0 for any other error.
+///
+/// # Safety
+/// `err` is null or points to a `neff_error` (filled by a `neff_*` call, or never read as one).
+#[no_mangle]
+pub unsafe extern "C" fn neff_error_needed(err: *const neff_error) -> usize {
+    match load(err) {
+        Some(What::Short { needed, .. }) => *needed,
+        _ => 0,
+    }
+}
+
+/// For a buffer too small: the bytes the caller lent it; 0 for any other error.
+///
+/// # Safety
+/// `err` is null or points to a `neff_error` (filled by a `neff_*` call, or never read as one).
+#[no_mangle]
+pub unsafe extern "C" fn neff_error_available(err: *const neff_error) -> usize {
+    match load(err) {
+        Some(What::Short { available, .. }) => *available,
+        _ => 0,
+    }
 }
 
 /// Stores `s`'s length in `*len` (if `len` is non-null) and returns its pointer.
@@ -339,10 +368,34 @@ impl Write for Cut<'_> {
 #[no_mangle]
 pub unsafe extern "C" fn neff_error_message(err: *const neff_error, buf: *mut u8, len: usize) -> usize {
     match load(err) {
+        Some(What::Core(e)) if is_c_out_of_memory(e) => {
+            // The C device says it is out of memory, not how much is free: the core's message
+            // would print its figures as 0 bytes. The same line, with that part worded so.
+            let mut line = [0u8; 1024];
+            let n = format_into(line.as_mut_ptr(), line.len(), |w| write!(w, "{e}")).min(line.len() - 1);
+            let text = core::str::from_utf8(line.get(..n).unwrap_or(&[])).unwrap_or("");
+            match text.split_once(FIGURES) {
+                Some((head, tail)) => {
+                    format_into(buf, len, |w| write!(w, "{head}; the device did not report its free bytes{tail}"))
+                }
+                None => format_into(buf, len, |w| w.write_str(text)),
+            }
+        }
         Some(What::Core(e)) => format_into(buf, len, |w| write!(w, "{e}")),
         Some(What::Argument(_, what)) => format_into(buf, len, |w| w.write_str(what)),
+        Some(What::Short { buffer, needed, available, .. }) => {
+            format_into(buf, len, |w| write!(w, "{buffer}: {needed} bytes needed, {available} lent"))
+        }
         Some(What::Nothing) | None => format_into(buf, len, |_| Ok(())),
     }
+}
+
+/// The figures the core's out-of-memory message prints, as a C device's refusal leaves them.
+const FIGURES: &str = ", 0 bytes free, largest free span 0 bytes";
+
+/// Whether `e` is a C device's `NEFF_HAL_OUT_OF_MEMORY` (which reports no free figures).
+fn is_c_out_of_memory(e: &Error) -> bool {
+    matches!(e.kind, ErrorKind::Hal(HalError::OutOfMemory { free: 0, largest_free: 0, .. }))
 }
 
 /// A warning, as the observer's `warning` callback sees it. Its pointers live for the call

@@ -150,6 +150,8 @@ fn hal_result(
     let (offset, len) = write.map_or((0, 0), |(o, l)| (o, l as u64));
     Err(match code {
         0 => return Ok(()),
+        // The C device reports no free figures: 0 and 0 here, which `neff_error_message`
+        // words as unknown instead of printing them.
         1 => HalError::OutOfMemory { requested: size, align, free: 0, largest_free: 0 },
         2 => HalError::RegionTableFull { limit: "the C device's region table", capacity: 0 },
         3 => HalError::IdsExhausted,

@@ -33,7 +33,10 @@
 
 pub mod error;
 pub mod hal;
+mod info;
+mod json;
 pub mod source;
+mod tap;
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 mod tests;
@@ -337,10 +340,10 @@ pub extern "C" fn neff_error_size() -> usize {
 }
 
 /// The caller's observer as the core's observer and warning sink.
-struct CObserver {
-    ctx: *mut c_void,
-    payload: Option<unsafe extern "C" fn(*mut c_void, *const neff_payload)>,
-    warning: Option<unsafe extern "C" fn(*mut c_void, *const neff_warning)>,
+pub(crate) struct CObserver {
+    pub(crate) ctx: *mut c_void,
+    pub(crate) payload: Option<unsafe extern "C" fn(*mut c_void, *const neff_payload)>,
+    pub(crate) warning: Option<unsafe extern "C" fn(*mut c_void, *const neff_warning)>,
 }
 
 impl Observer for CObserver {
@@ -384,14 +387,16 @@ impl neff::WarningSink for CObserver {
 }
 
 /// The caller's arguments, checked and borrowed for the call.
-struct Lent<'a> {
-    reader: Reader<'a>,
-    file_size: Option<u64>,
+pub(crate) struct Lent<'a> {
+    pub(crate) reader: Reader<'a>,
+    pub(crate) file_size: Option<u64>,
     /// `None`: the library's own ([`BUILTIN_ARENA`]).
-    arena: Option<&'a mut [u8]>,
-    replay: &'a mut [u8],
-    options: neff_options,
-    observer: CObserver,
+    pub(crate) arena: Option<&'a mut [u8]>,
+    pub(crate) replay: &'a mut [u8],
+    pub(crate) options: neff_options,
+    pub(crate) observer: CObserver,
+    /// The span of the source's bytes or buffer (address, length), for overlap checks.
+    pub(crate) source_span: (usize, usize),
 }
 
 /// `len` bytes at `ptr` as a mutable slice: empty for (null, 0), an error for null with a length.
@@ -490,7 +495,7 @@ unsafe fn borrow<'a>(
     };
     // SAFETY: as for the arena, for the replay store.
     let replay = unsafe { lent_mut(bufs.replay, bufs.replay_len, "buffers.replay: null with a length") }?;
-    Ok(Lent { reader, file_size, arena, replay, options, observer })
+    Ok(Lent { reader, file_size, arena, replay, options, observer, source_span })
 }
 
 /// Whether two lent buffers (address, length) share a byte.
@@ -507,7 +512,7 @@ fn overlaps((a0, a_len): (usize, usize), (b0, b_len): (usize, usize)) -> bool {
 /// program that only loads links no check path, and the reverse.
 #[inline(never)]
 fn run<H: Hal>(lent: Lent<'_>, device: &mut H, report: &mut LoadReport) -> Result<(), Error> {
-    let Lent { reader, file_size, arena, replay, options, mut observer } = lent;
+    let Lent { reader, file_size, arena, replay, options, mut observer, .. } = lent;
     let mut opened = open(reader, file_size, options.verify_integrity, &mut observer);
     let archive = match &mut opened {
         Ok(archive) => archive,
@@ -695,21 +700,138 @@ pub unsafe extern "C" fn neff_check(
         Ok(lent) => lent,
         Err(what) => return bad_argument(err, neff_status::NEFF_STATUS_BAD_ARGUMENT, what),
     };
-    let arch = match lent.options.arch {
-        0 => None,
-        value => match Arch::from_value(value) {
-            Some(arch) => Some(arch),
-            None => {
-                return bad_argument(
-                    err,
-                    neff_status::NEFF_STATUS_BAD_ARGUMENT,
-                    "options.arch: not 0 nor a neff_arch value",
-                )
-            }
-        },
+    let arch = match check_arch(lent.options.arch) {
+        Ok(arch) => arch,
+        Err(what) => return bad_argument(err, neff_status::NEFF_STATUS_BAD_ARGUMENT, what),
     };
     // SAFETY: the caller's contract for `outputs`.
     unsafe { run_and_report(lent, &mut NullDevice::new(arch), outputs, err) }
+}
+
+/// The buffers an info call writes, besides those a check takes ([`neff_info`]).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct neff_info_buffers {
+    /// Work memory: what the manifests stream, logged until the document is written (the
+    /// names, types and sizes of every var, queue and carveout, the graphs, the KELF nodes, the
+    /// I/O tensors), `info.json`'s bytes, and an index of 4 bytes per var or queue of a
+    /// subgraph to sort them. About the size of the manifests' names: 16 KiB is plenty for the
+    /// real NEFFs; a short one is `NEFF_STATUS_RESOURCE`, and [`neff_error_needed`] says how
+    /// much it took (null with a length of 0: none).
+    pub work: *mut u8,
+    /// Bytes at `work`.
+    pub work_len: usize,
+    /// The document (UTF-8 JSON, not NUL-terminated). Null with a length of 0 asks for its size
+    /// only: the call returns `NEFF_STATUS_BUFFER_TOO_SMALL` with the size in `*written`.
+    pub json: *mut u8,
+    /// Bytes at `json`.
+    pub json_len: usize,
+}
+
+/// Bytes of the caller's stack an info call takes for its state (as [`neff_load_stack_size`]
+/// for a check, with the tap on the tar stream).
+#[no_mangle]
+pub extern "C" fn neff_info_stack_size() -> usize {
+    core::mem::size_of::<Loader<'static>>()
+        .saturating_add(core::mem::size_of::<Archive<tap::Tap<'static, 'static, 'static>>>())
+        .saturating_add(core::mem::size_of::<LoadReport>())
+        .saturating_add(core::mem::size_of::<core::cell::RefCell<info::Work<'static>>>())
+        .saturating_add(BUILTIN_ARENA)
+}
+
+/// The `neff_options.arch` of a check: none for 0, else a `neff_arch` value.
+fn check_arch(value: u32) -> Result<Option<Arch>, &'static str> {
+    match value {
+        0 => Ok(None),
+        value => Arch::from_value(value).map(Some).ok_or("options.arch: not 0 nor a neff_arch value"),
+    }
+}
+
+/// What a NEFF holds, as the document `neff info --json` prints (spec `cli-contract.md`: the
+/// header, the chain's KELFs, inputs and outputs, each subgraph's vars by `var_id`, DMA queues
+/// by name, engines, carveouts and FP8 policy, the header hash, and `info.json`'s
+/// `tool_version`), written to `info.json`. The NEFF is checked as [`neff_check`] checks it;
+/// a NEFF it refuses is that error, and nothing is written.
+///
+/// `*written` (if non-null) receives the document's length; when `info.json_len` is too small,
+/// `NEFF_STATUS_BUFFER_TOO_SMALL` and the length it needs (also [`neff_error_needed`]). A work
+/// buffer too small is `NEFF_STATUS_RESOURCE` with the bytes it needs. Both name their buffer
+/// (`info.json`, `info.work`) in the error, whose stage is `NEFF_STAGE_ARGUMENT`. The output is
+/// never cut short. With `options.verify_integrity` the `hash` object has the outcome (a
+/// mismatch is a warning, as for a check). `options.arch` gates as for [`neff_check`].
+///
+/// # Safety
+/// As [`neff_load`]'s; `info` points to a `neff_info_buffers` whose buffers are writable for
+/// their lengths and overlap no other buffer of the call.
+#[no_mangle]
+pub unsafe extern "C" fn neff_info(
+    source: *const neff_source,
+    buffers: *const neff_buffers,
+    options: *const neff_options,
+    observer: *const neff_observer,
+    info: *const neff_info_buffers,
+    written: *mut usize,
+    err: *mut neff_error,
+) -> neff_status {
+    let bad = |what| bad_argument(err, neff_status::NEFF_STATUS_BAD_ARGUMENT, what);
+    // SAFETY: the caller's contract, as documented on `neff_load`.
+    let lent = match unsafe { borrow(source, buffers, options, observer) } {
+        Ok(lent) => lent,
+        Err(what) => return bad(what),
+    };
+    let arch = match check_arch(lent.options.arch) {
+        Ok(arch) => arch,
+        Err(what) => return bad(what),
+    };
+    if info.is_null() || !info.is_aligned() {
+        return bad("info: null or misaligned");
+    }
+    // SAFETY: non-null, aligned, a `neff_info_buffers` by the caller's contract; copied.
+    let ib = unsafe { *info };
+    let span = |s: Option<&[u8]>| s.map_or((0, 0), |s| (s.as_ptr() as usize, s.len()));
+    let taken = [lent.source_span, span(lent.arena.as_deref()), span(Some(&*lent.replay))];
+    let (work_span, json_span) = ((ib.work as usize, ib.work_len), (ib.json as usize, ib.json_len));
+    if overlaps(work_span, json_span) || taken.iter().any(|&t| overlaps(t, work_span) || overlaps(t, json_span)) {
+        return bad("info: the work or json buffer overlaps another lent buffer");
+    }
+    // SAFETY: the caller lends `work_len` writable bytes at `work`, overlapping no other lent
+    // buffer (checked above).
+    let work = match unsafe { lent_mut(ib.work, ib.work_len, "info.work: null with a length") } {
+        Ok(work) => work,
+        Err(what) => return bad(what),
+    };
+    // SAFETY: as for the work buffer, for the document's.
+    let json = match unsafe { lent_mut(ib.json, ib.json_len, "info.json: null with a length") } {
+        Ok(json) => json,
+        Err(what) => return bad(what),
+    };
+    let put = |n: usize| {
+        if !written.is_null() && written.is_aligned() {
+            // SAFETY: non-null and aligned, a writable `size_t` by contract.
+            unsafe { written.write(n) };
+        }
+    };
+    put(0);
+    let work = core::cell::RefCell::new(info::Work::new(work));
+    let mut report = LoadReport::new();
+    let (header, integrity) = match info::run(lent, arch, &work, &mut report) {
+        Ok(done) => done,
+        Err(e) => return failed(err, &e),
+    };
+    let (status, buffer, needed, available) = match info::render(work.into_inner(), &header, integrity, json) {
+        Ok(n) => {
+            put(n);
+            store(err, What::Nothing);
+            return neff_status::NEFF_STATUS_OK;
+        }
+        Err(info::Short::Json(n)) => {
+            put(n);
+            (neff_status::NEFF_STATUS_BUFFER_TOO_SMALL, "info.json", n, ib.json_len)
+        }
+        Err(info::Short::Work(n)) => (neff_status::NEFF_STATUS_RESOURCE, "info.work", n, ib.work_len),
+    };
+    store(err, What::Short { status, buffer, needed, available });
+    status
 }
 
 /// A panic cannot unwind into C: the library is built with `panic = "abort"`, and this handler

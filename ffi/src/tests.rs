@@ -616,6 +616,14 @@ fn a_refusing_device_fails_the_load_and_gets_every_region_back() {
     assert_eq!(code(&err), 1101, "Hal(OutOfMemory)");
     assert!(!member(&err).is_empty(), "the payload being placed");
     assert!(dev.regions.is_empty());
+    // The C device does not say what is free: the message does not make up "0 bytes free".
+    let text = message(&err);
+    assert!(
+        text.contains("device out of memory: requested ")
+            && text.contains("; the device did not report its free bytes"),
+        "{text}"
+    );
+    assert!(!text.contains("bytes free"), "{text}");
 }
 
 #[test]
@@ -716,4 +724,218 @@ fn no_arena_is_an_error_without_a_built_in_one() {
         assert_eq!(status, neff_status::NEFF_STATUS_BAD_ARGUMENT);
         assert!(message(&err).starts_with("buffers.arena"));
     }
+}
+
+// ---- neff_info ----
+
+/// `neff_info` with `work` and `json` lent; its status, the length it reported, the error.
+fn info_call(src: &neff_source, work: &mut [u8], json: &mut [u8]) -> (neff_status, usize, neff_error) {
+    let mut arena = vec![0u8; neff_arena_min() + 256 * 1024];
+    let bufs = buffers(&mut arena);
+    let (json_ptr, json_len) =
+        if json.is_empty() { (core::ptr::null_mut(), 0) } else { (json.as_mut_ptr(), json.len()) };
+    let ib = neff_info_buffers { work: work.as_mut_ptr(), work_len: work.len(), json: json_ptr, json_len };
+    let mut err = new_error();
+    let mut written = usize::MAX;
+    // SAFETY: every pointer is live or null.
+    let status = unsafe { neff_info(src, &bufs, core::ptr::null(), core::ptr::null(), &ib, &mut written, &mut err) };
+    (status, written, err)
+}
+
+/// The info document through the source `src` makes: its size asked first, then written.
+fn info_document(src: &mut dyn FnMut() -> neff_source) -> String {
+    let mut work = vec![0u8; 64 * 1024];
+    let (status, needed, err) = info_call(&src(), &mut work, &mut []);
+    assert_eq!(status, neff_status::NEFF_STATUS_BUFFER_TOO_SMALL, "{}", message(&err));
+    // SAFETY: a live error.
+    assert_eq!(unsafe { neff_error_needed(&err) }, needed);
+    let mut json = vec![0u8; needed];
+    let (status, written, err) = info_call(&src(), &mut work, &mut json);
+    assert_eq!(status, neff_status::NEFF_STATUS_OK, "{}", message(&err));
+    assert_eq!(written, needed);
+    String::from_utf8(json).unwrap()
+}
+
+/// The numbers after each `"key":` in `doc`, in order.
+fn numbers_of(doc: &str, key: &str) -> Vec<u64> {
+    let pat = format!("\"{key}\":");
+    doc.match_indices(&pat)
+        .map(|(at, _)| {
+            let rest = &doc[at + pat.len()..];
+            rest[..rest.find(|c: char| !c.is_ascii_digit()).unwrap()].parse().unwrap()
+        })
+        .collect()
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "a whole real NEFF takes minutes under Miri")]
+fn info_writes_the_info_document_through_either_source() {
+    let Some(bytes) = fixture(MATMUL_SMALL) else { return };
+    let doc = info_document(&mut || memory(&bytes));
+    if let Ok(path) = std::env::var("NEFF_INFO_DUMP") {
+        std::fs::write(path, &doc).unwrap();
+    }
+    // The keys of the contract, in order, compact.
+    let order = [
+        "\"header\":",
+        "\"kelf\":",
+        "\"inputs\":",
+        "\"outputs\":",
+        "\"subgraphs\":",
+        "\"hash\":",
+        "\"compiler_version\":",
+    ];
+    let at: Vec<usize> = order.iter().map(|k| doc.find(k).unwrap_or_else(|| panic!("{k} missing: {doc}"))).collect();
+    assert!(at.windows(2).all(|w| w[0] < w[1]), "{doc}");
+    assert!(doc.starts_with(
+        "{\"header\":{\"pkg_version\":2,\"header_size\":1024,\"data_size\":61440,\"neff_version\":\"2.0\""
+    ));
+    assert!(
+        doc.contains("\"kelf\":[{\"member\":\"kelf-0.json\",\"version\":\"0.5\",\"target\":\"cayman\",\"arch\":3}]")
+    );
+    assert!(doc.contains(
+        "\"inputs\":[{\"name\":\"x\",\"dtype\":\"float16\",\"nrt_dtype\":7,\"shape\":[128,256],\"size\":65536}"
+    ));
+    // Vars by var_id; the PE stream's size from the payload that carried it (768 bytes, 12
+    // instructions of 64).
+    for subgraph in doc.split("\"definition\":").skip(1) {
+        let ids = numbers_of(subgraph, "var_id");
+        assert!(ids.len() >= 2 && ids.windows(2).all(|w| w[0] <= w[1]), "{ids:?}");
+    }
+    assert!(doc.contains(
+        "{\"engine\":\"pe\",\"json\":\"sg00/PE.json\",\"instr\":\"sg00/PE.bin\",\"instr_size\":768,\"ninstr\":12}"
+    ));
+    assert!(doc.contains("\"result\":\"not-requested\",\"order\":null,\"computed\":null}"));
+    // `info.json`'s tool_version, which the loader skips: from the tap.
+    assert!(doc.ends_with("\"}") && doc.contains("\"compiler_version\":\"2."), "{}", &doc[doc.len() - 80..]);
+
+    // Through a read callback, in odd steps: the same bytes.
+    let mut feeds = Vec::new();
+    let mut bufs = Vec::new();
+    let mut by_callback = || {
+        feeds.push(Box::new(Feed { rest: &bytes, served: 0, step: 777, fail_at: None }));
+        bufs.push(vec![0u8; 1000]);
+        callback(feeds.last_mut().unwrap(), bufs.last_mut().unwrap(), 0)
+    };
+    assert_eq!(info_document(&mut by_callback), doc);
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "a whole real NEFF takes minutes under Miri")]
+fn info_buffers_too_small_are_typed_errors_never_cut_documents() {
+    let Some(bytes) = fixture(MATMUL_SMALL) else { return };
+    let src = memory(&bytes);
+    let mut work = vec![0u8; 64 * 1024];
+    let mut json = vec![0xAAu8; 100];
+    let (status, needed, err) = info_call(&src, &mut work, &mut json);
+    assert_eq!(status, neff_status::NEFF_STATUS_BUFFER_TOO_SMALL);
+    assert_eq!(stage(&err), neff_stage::NEFF_STAGE_ARGUMENT);
+    // SAFETY: a live error.
+    assert_eq!(unsafe { (neff_error_needed(&err), neff_error_available(&err)) }, (needed, 100));
+    assert_eq!(message(&err), format!("info.json: {needed} bytes needed, 100 lent"));
+
+    let mut small = vec![0u8; 256];
+    let (status, written, err) = info_call(&src, &mut small, &mut []);
+    assert_eq!(status, neff_status::NEFF_STATUS_RESOURCE);
+    assert_eq!(written, 0);
+    // SAFETY: a live error.
+    let work_needed = unsafe { neff_error_needed(&err) };
+    assert!(work_needed > 256 && message(&err).starts_with("info.work: "), "{}", message(&err));
+    // What it said is enough.
+    let mut enough = vec![0u8; work_needed];
+    let (status, _, err) = info_call(&src, &mut enough, &mut []);
+    assert_eq!(status, neff_status::NEFF_STATUS_BUFFER_TOO_SMALL, "{}", message(&err));
+}
+
+#[test]
+fn info_refuses_bad_arguments_and_bad_neffs_before_writing() {
+    let bytes = [0u8; 100];
+    let src = memory(&bytes);
+    let mut arena = arena();
+    let bufs = buffers(&mut arena);
+    let mut work = [0u8; 64];
+    let mut json = [0u8; 64];
+    let mut err = new_error();
+    let mut written = 7usize;
+    // No info buffers at all.
+    // SAFETY: every pointer is live or null.
+    let status = unsafe {
+        neff_info(&src, &bufs, core::ptr::null(), core::ptr::null(), core::ptr::null(), &mut written, &mut err)
+    };
+    assert_eq!(status, neff_status::NEFF_STATUS_BAD_ARGUMENT);
+    assert_eq!(message(&err), "info: null or misaligned");
+    // A null buffer with a length.
+    let ib = neff_info_buffers { work: work.as_mut_ptr(), work_len: 64, json: core::ptr::null_mut(), json_len: 8 };
+    // SAFETY: as above.
+    let status = unsafe { neff_info(&src, &bufs, core::ptr::null(), core::ptr::null(), &ib, &mut written, &mut err) };
+    assert_eq!(status, neff_status::NEFF_STATUS_BAD_ARGUMENT);
+    assert!(message(&err).starts_with("info.json"), "{}", message(&err));
+    // The work buffer over the arena.
+    let ib = neff_info_buffers { work: arena.as_mut_ptr(), work_len: 64, json: json.as_mut_ptr(), json_len: 64 };
+    let bufs = buffers(&mut arena);
+    // SAFETY: as above (refused before any slice is made).
+    let status = unsafe { neff_info(&src, &bufs, core::ptr::null(), core::ptr::null(), &ib, &mut written, &mut err) };
+    assert_eq!(status, neff_status::NEFF_STATUS_BAD_ARGUMENT);
+    assert!(message(&err).contains("overlaps"), "{}", message(&err));
+    // A short file: the header gate's refusal, nothing written.
+    let ib = neff_info_buffers { work: work.as_mut_ptr(), work_len: 64, json: json.as_mut_ptr(), json_len: 64 };
+    // SAFETY: as above.
+    let status = unsafe { neff_info(&src, &bufs, core::ptr::null(), core::ptr::null(), &ib, &mut written, &mut err) };
+    assert_eq!(status, neff_status::NEFF_STATUS_INVALID);
+    assert_eq!((code(&err), written), (501, 0));
+    assert!(neff_info_stack_size() > neff_load_stack_size() - BUILTIN_ARENA);
+}
+
+/// A tar header block: `name`, `size`, `typeflag`, POSIX magic, `prefix`.
+fn tar_header(name: &[u8], size: usize, typeflag: u8, prefix: &[u8]) -> Vec<u8> {
+    let mut h = vec![0u8; 512];
+    h[..name.len()].copy_from_slice(name);
+    h[124..135].copy_from_slice(format!("{size:011o}").as_bytes());
+    h[156] = typeflag;
+    h[257..263].copy_from_slice(b"ustar\0");
+    h[345..345 + prefix.len()].copy_from_slice(prefix);
+    h
+}
+
+fn tar_member(tar: &mut Vec<u8>, header: Vec<u8>, body: &[u8]) {
+    tar.extend(header);
+    tar.extend(body);
+    tar.resize(tar.len().div_ceil(512) * 512, 0);
+}
+
+#[test]
+fn the_tap_keeps_the_last_info_json_by_its_tar_name() {
+    let mut tar = Vec::new();
+    tar_member(&mut tar, tar_header(b"info.json", 3, b'0', b""), b"one");
+    // A PAX path naming a member info.json whose ustar name says otherwise, with a PAX size.
+    let pax = b"15 path=x.json\n18 path=info.json\n11 size=10\n";
+    tar_member(&mut tar, tar_header(b"PaxHeader", pax.len(), b'x', b""), pax);
+    tar_member(&mut tar, tar_header(b"something", 4, b'0', b""), b"0123456789");
+    // Not info.json: in a directory (ustar prefix), or a GNU long name.
+    tar_member(&mut tar, tar_header(b"info.json", 5, b'0', b"sg00"), b"three");
+    tar_member(&mut tar, tar_header(b"././@LongLink", 14, b'L', b""), b"deep/info.json");
+    tar_member(&mut tar, tar_header(b"info.json", 4, b'0', b""), b"four");
+    tar.extend([0u8; 1024]);
+    for step in [1, 7, 512, 4096] {
+        let mut buf = vec![0u8; 64];
+        let mut work = info::Work::new(&mut buf);
+        let mut walker = tap::Walker::new();
+        for chunk in tar.chunks(step) {
+            walker.feed(chunk, &mut work);
+        }
+        assert_eq!(work.kept_info(), Some(&b"0123456789"[..]), "step {step}");
+    }
+}
+
+#[test]
+fn the_json_writer_escapes_and_counts_what_does_not_fit() {
+    let mut buf = [0u8; 8];
+    let mut out = json::Out::new(&mut buf);
+    out.str("a\"b\\c\n\u{1}é");
+    out.lossy(b"x\xffy");
+    out.u64(u64::MAX);
+    let whole = "\"a\\\"b\\\\c\\n\\u0001é\"\"x\u{FFFD}y\"18446744073709551615";
+    assert_eq!(out.len(), whole.len());
+    assert!(!out.fits());
+    assert_eq!(&buf, &whole.as_bytes()[..8]);
 }
