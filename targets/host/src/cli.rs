@@ -24,6 +24,9 @@ pub enum Command {
     /// Without FILE, shows the built-in sample NEFF.
     Info(InfoArgs),
     /// Validate a NEFF without a device: header gates, archive, every manifest, every payload.
+    ///
+    /// Several files are checked --threads at a time; their reports come in the order given,
+    /// each refusal named by its file, then a count of the refused ones.
     Check(CheckArgs),
     /// Load a NEFF into the simulated device and print the load report.
     ///
@@ -88,8 +91,9 @@ pub struct InfoArgs {
 /// `neff check`.
 #[derive(Debug, Args)]
 pub struct CheckArgs {
-    /// The NEFF file.
-    pub file: PathBuf,
+    /// The NEFF files.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
     /// Reject a NEFF whose KELF target does not run on this arch
     /// (sunda|v2, cayman|v3, mariana|v4).
     #[arg(long, value_enum)]
@@ -102,6 +106,10 @@ pub struct CheckArgs {
     /// (spec §2.6); print the result. A mismatch exits 1 (`MD5 mismatch!`).
     #[arg(long)]
     pub verify: bool,
+    /// Check N files at once (default: the cores available). The output is the same for
+    /// every N; 1 checks them one after another on one thread.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
 }
 
 /// `neff load`.

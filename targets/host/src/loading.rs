@@ -800,14 +800,21 @@ pub fn run_with(
 }
 
 /// Runs `pass` on a thread with a large stack ([`LOADER_STACK`]).
+///
+/// A caller that keeps its warnings ([`crate::error::capture_warnings`]: one of several files
+/// checked at once) gets the pass's warnings kept too, in the order they were raised.
 fn spawn<T: Send + 'static>(pass: impl FnOnce() -> Result<T, CliError> + Send + 'static) -> Result<T, CliError> {
+    let keep = crate::error::capturing_warnings();
     let worker = std::thread::Builder::new()
         .name("neff-loader".into())
         .stack_size(LOADER_STACK)
-        .spawn(pass)
+        .spawn(move || if keep { crate::error::capture_warnings(pass) } else { (pass(), Vec::new()) })
         .map_err(|e| CliError::usage(format!("cannot start the loader thread: {e}")))?;
     match worker.join() {
-        Ok(result) => result,
+        Ok((result, warnings)) => {
+            crate::error::keep_warnings(warnings);
+            result
+        }
         Err(panic) => std::panic::resume_unwind(panic),
     }
 }
