@@ -963,13 +963,10 @@ impl DeviceArch {
     }
 }
 
-/// The device arch of a command-line `--arch`.
-pub fn arch_of(arch: crate::cli::Arch) -> Arch {
-    match arch {
-        crate::cli::Arch::Sunda => Arch::Sunda,
-        crate::cli::Arch::Cayman => Arch::Cayman,
-        crate::cli::Arch::Mariana => Arch::Mariana,
-    }
+/// The device arch of a command-line `--arch` (its `From` is beside the flag, so the passes
+/// know no command line).
+pub fn arch_of(arch: impl Into<Arch>) -> Arch {
+    arch.into()
 }
 
 /// The subgraph directory of a definition path (`sg00/def.json` -> `sg00`).

@@ -24,9 +24,9 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use clap::{Args, Subcommand};
 use serde_json::{json, Value};
 
+use crate::cli::{CacheAction, CacheArgs, CleanArgs};
 use crate::error::{capture_warnings, print_stdout, print_warnings, CliError};
 use crate::progress::ItemProgress;
 
@@ -38,54 +38,6 @@ pub const DEFAULT_ROOT: &str = "/var/tmp/neuron-compile-cache";
 pub const CACHE_URL_ENV: &str = "NEURON_COMPILE_CACHE_URL";
 /// How deep under DIR entries are looked for.
 pub const MAX_DEPTH: usize = 4;
-
-/// `neff cache`.
-#[derive(Debug, Args)]
-#[command(args_conflicts_with_subcommands = true)]
-pub struct CacheArgs {
-    /// What to do besides listing.
-    #[command(subcommand)]
-    pub action: Option<CacheAction>,
-    /// The cache root (default: the local path in NEURON_COMPILE_CACHE_URL, else
-    /// /var/tmp/neuron-compile-cache).
-    pub dir: Option<PathBuf>,
-    /// One JSON object on stdout.
-    #[arg(long)]
-    pub json: bool,
-    /// Check N entries at once (default: the cores available). The output is the same for
-    /// every N; 1 checks them one after another on one thread.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
-    pub threads: Option<u16>,
-}
-
-/// `neff cache` actions.
-#[derive(Debug, Subcommand)]
-pub enum CacheAction {
-    /// Remove whole entries: failed ones, broken ones, or those of older compilers.
-    Clean(CleanArgs),
-}
-
-/// `neff cache clean`.
-#[derive(Debug, Args)]
-pub struct CleanArgs {
-    /// The cache root (as for `neff cache`).
-    pub dir: Option<PathBuf>,
-    /// Remove entries whose compile failed (a log, no usable NEFF).
-    #[arg(long)]
-    pub failed: bool,
-    /// Remove entries whose NEFF `check` refuses.
-    #[arg(long)]
-    pub broken: bool,
-    /// Remove entries compiled by a compiler older than VERSION (e.g. 2.23).
-    #[arg(long, value_name = "VERSION")]
-    pub older_than: Option<String>,
-    /// Say what would be removed; remove nothing.
-    #[arg(long)]
-    pub dry_run: bool,
-    /// Check N entries at once (as for `neff cache`).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
-    pub threads: Option<u16>,
-}
 
 /// Which cache wrote an entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
