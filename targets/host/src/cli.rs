@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap_complete::Shell;
 
 /// Inspect, check, load, unpack and pack AWS Neuron NEFF model files.
 ///
@@ -24,6 +25,9 @@ pub enum Command {
     /// Without FILE, shows the built-in sample NEFF.
     Info(InfoArgs),
     /// Validate a NEFF without a device: header gates, archive, every manifest, every payload.
+    ///
+    /// Several files are checked --threads at a time; their reports come in the order given,
+    /// each refusal named by its file, then a count of the refused ones.
     Check(CheckArgs),
     /// Load a NEFF into the simulated device and print the load report.
     ///
@@ -44,22 +48,22 @@ pub enum Command {
     /// profile.json files of ../shared/fixtures/public/trainium-kernel-fusion). Only cayman
     /// (Trn2) has measured constants. Several files: also their sum on the same cores and the
     /// largest.
-    Mem(crate::commands::mem::MemArgs),
+    Mem(MemArgs),
     /// What differs between two NEFFs: header, members, consumed manifest keys, I/O, payloads.
     ///
     /// Members are compared by the XXH3 digest of their bytes (debug data and producer metadata
     /// included); manifest keys by member and key path, with both values; payloads by the
     /// digest of the bytes that land. Exit status as diff(1): 0 the same, 1 different, 2 a
     /// usage error, an unreadable path or a NEFF the loader refuses.
-    Diff(crate::commands::diff::DiffArgs),
+    Diff(DiffArgs),
     /// List the members with their size and role (the key that reached each), like `tar -tv`.
-    Ls(crate::commands::ls::LsArgs),
+    Ls(LsArgs),
     /// Write one member to stdout, streamed (--data: a .npy member's array bytes only).
-    Cat(crate::commands::cat::CatArgs),
+    Cat(CatArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
-    Completions(crate::commands::shell::CompletionsArgs),
+    Completions(CompletionsArgs),
     /// Print the man page (roff), of neff or of one verb.
-    Man(crate::commands::shell::ManArgs),
+    Man(ManArgs),
     /// Check a Neuron compile cache: each entry's state, compiler, size, device memory.
     ///
     /// libneuronxla's neuronxcc-<version>/MODULE_<hash>/ entries (model.neff, model.done,
@@ -67,7 +71,7 @@ pub enum Command {
     /// States: ok (check accepts the NEFF), failed (a log, no usable NEFF), broken (check
     /// refuses the NEFF), incomplete (no done marker), locked (a lock file is held). `clean`
     /// removes whole entries inside DIR, never following a link, never one whose lock is held.
-    Cache(crate::commands::cache::CacheArgs),
+    Cache(CacheArgs),
 }
 
 /// `neff info`.
@@ -88,8 +92,9 @@ pub struct InfoArgs {
 /// `neff check`.
 #[derive(Debug, Args)]
 pub struct CheckArgs {
-    /// The NEFF file.
-    pub file: PathBuf,
+    /// The NEFF files.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
     /// Reject a NEFF whose KELF target does not run on this arch
     /// (sunda|v2, cayman|v3, mariana|v4).
     #[arg(long, value_enum)]
@@ -102,6 +107,10 @@ pub struct CheckArgs {
     /// (spec §2.6); print the result. A mismatch exits 1 (`MD5 mismatch!`).
     #[arg(long)]
     pub verify: bool,
+    /// Check N files at once (default: the cores available). The output is the same for
+    /// every N; 1 checks them one after another on one thread.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
 }
 
 /// `neff load`.
@@ -164,6 +173,117 @@ pub struct SchemaArgs {
     pub format: SchemaFormat,
 }
 
+/// `neff cat`.
+#[derive(Debug, Args)]
+pub struct CatArgs {
+    /// The NEFF file.
+    pub file: PathBuf,
+    /// The member's path in the archive (as `neff ls` prints it).
+    pub member: String,
+    /// Write a `.npy` member's array data only, without its header.
+    #[arg(long)]
+    pub data: bool,
+}
+
+/// `neff diff`.
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The first NEFF.
+    pub a: PathBuf,
+    /// The second NEFF.
+    pub b: PathBuf,
+    /// One JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `neff ls`.
+#[derive(Debug, Args)]
+pub struct LsArgs {
+    /// The NEFF file.
+    pub file: PathBuf,
+    /// One JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `neff mem`.
+#[derive(Debug, Args)]
+pub struct MemArgs {
+    /// The NEFF files.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// One JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Add the buffers neuron-profile allocates while it captures (Profiler Buffers).
+    #[arg(long)]
+    pub profiling: bool,
+}
+
+/// `neff completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: Shell,
+}
+
+/// `neff man`.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// A verb: its own page (`neff-VERB(1)`) instead of `neff(1)`.
+    pub verb: Option<String>,
+}
+
+/// `neff cache`.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct CacheArgs {
+    /// What to do besides listing.
+    #[command(subcommand)]
+    pub action: Option<CacheAction>,
+    /// The cache root (default: the local path in NEURON_COMPILE_CACHE_URL, else
+    /// /var/tmp/neuron-compile-cache).
+    pub dir: Option<PathBuf>,
+    /// One JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Check N entries at once (default: the cores available). The output is the same for
+    /// every N; 1 checks them one after another on one thread.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
+}
+
+/// `neff cache` actions.
+#[derive(Debug, Subcommand)]
+pub enum CacheAction {
+    /// Remove whole entries: failed ones, broken ones, or those of older compilers.
+    Clean(CleanArgs),
+}
+
+/// `neff cache clean`.
+#[derive(Debug, Args)]
+pub struct CleanArgs {
+    /// The cache root (as for `neff cache`).
+    pub dir: Option<PathBuf>,
+    /// Remove entries whose compile failed (a log, no usable NEFF).
+    #[arg(long)]
+    pub failed: bool,
+    /// Remove entries whose NEFF `check` refuses.
+    #[arg(long)]
+    pub broken: bool,
+    /// Remove entries compiled by a compiler older than VERSION (e.g. 2.23).
+    #[arg(long, value_name = "VERSION")]
+    pub older_than: Option<String>,
+    /// Say what would be removed; remove nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Check N entries at once (as for `neff cache`).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
+}
+
 /// Output formats of `neff schema`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SchemaFormat {
@@ -203,6 +323,17 @@ impl Arch {
             Arch::Sunda => "sunda",
             Arch::Cayman => "cayman",
             Arch::Mariana => "mariana",
+        }
+    }
+}
+
+impl From<Arch> for neff::manifest::Arch {
+    /// The core's arch of a command-line `--arch`.
+    fn from(arch: Arch) -> Self {
+        match arch {
+            Arch::Sunda => neff::manifest::Arch::Sunda,
+            Arch::Cayman => neff::manifest::Arch::Cayman,
+            Arch::Mariana => neff::manifest::Arch::Mariana,
         }
     }
 }

@@ -188,12 +188,63 @@ impl CliError {
     }
 }
 
-/// Prints a core warning as `warning: ...` (warnings never change the exit status).
+/// Prints a core warning as `warning: ...` (warnings never change the exit status), or keeps
+/// it when this thread is inside [`capture_warnings`].
 pub fn print_warning(message: &str) {
     if !WARNINGS_TO_STDERR.load(std::sync::atomic::Ordering::Relaxed) {
         return;
     }
-    stderr_line("warning", message);
+    let kept = CAPTURED.with(|c| match c.borrow_mut().as_mut() {
+        Some(list) => {
+            list.push(message.to_owned());
+            true
+        }
+        None => false,
+    });
+    if !kept {
+        stderr_line("warning", message);
+    }
+}
+
+std::thread_local! {
+    /// The warnings of the job this thread runs for [`crate::parallel`], when it keeps them.
+    static CAPTURED: std::cell::RefCell<Option<Vec<String>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f`, keeping the warnings it prints instead of writing them, and returns them with
+/// its result: a job run on another thread hands them back, to be printed in the jobs'
+/// order ([`print_warnings`]) so that stderr reads as in a one-thread run.
+pub fn capture_warnings<R>(f: impl FnOnce() -> R) -> (R, Vec<String>) {
+    let outer = CAPTURED.with(|c| c.borrow_mut().replace(Vec::new()));
+    let result = f();
+    let kept = CAPTURED.with(|c| std::mem::replace(&mut *c.borrow_mut(), outer)).unwrap_or_default();
+    (result, kept)
+}
+
+/// Whether this thread keeps its warnings ([`capture_warnings`]): a pass it hands to a thread
+/// of its own keeps that thread's warnings too ([`keep_warnings`]).
+pub fn capturing_warnings() -> bool {
+    CAPTURED.with(|c| c.borrow().is_some())
+}
+
+/// Adds `kept` (warnings another thread kept for this one) to this thread's kept warnings,
+/// or prints them when it keeps none.
+pub fn keep_warnings(kept: Vec<String>) {
+    let rest = CAPTURED.with(|c| match c.borrow_mut().as_mut() {
+        Some(list) => {
+            list.extend(kept);
+            Vec::new()
+        }
+        None => kept,
+    });
+    print_warnings(&rest);
+}
+
+/// Prints warnings kept by [`capture_warnings`].
+pub fn print_warnings(kept: &[String]) {
+    for message in kept {
+        print_warning(message);
+    }
 }
 
 /// Writes `label: message` on stderr. A closed stderr is ignored (`eprintln!` would panic).

@@ -165,12 +165,14 @@ pub struct KelfInfo {
     pub graphs: Vec<(String, String)>,
 }
 
-/// One variable of a `def.json`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One variable of a `def.json` (serialised as `info --json` prints it: the contract's keys,
+/// in its order).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct VarInfo {
     /// Its name (the key in `var`).
     pub name: String,
     /// `type` as written.
+    #[serde(rename = "type")]
     pub var_type: std::borrow::Cow<'static, str>,
     /// The `kbin_mr_type` value, `None` when not published.
     pub mr_type: Option<u32>,
@@ -186,12 +188,13 @@ pub struct VarInfo {
     pub backing_variable_off: Option<u64>,
 }
 
-/// One DMA queue set of a `def.json`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One DMA queue set of a `def.json` (serialised as `info --json` prints it).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct QueueInfo {
     /// Its name (the key in `dma_queue`).
     pub name: String,
     /// `type` as written.
+    #[serde(rename = "type")]
     pub queue_type: String,
     /// The `kbin_dma_ring_type` value, `None` when not published (`dynamic`).
     pub ring_type: Option<u32>,
@@ -203,10 +206,11 @@ pub struct QueueInfo {
     pub semaphores: Vec<u32>,
 }
 
-/// One state-buffer carveout.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One state-buffer carveout (serialised as `info --json` prints it).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct CarveoutInfo {
     /// `type` as written.
+    #[serde(rename = "type")]
     pub carveout_type: String,
     /// `offset`.
     pub offset: u64,
@@ -218,8 +222,8 @@ pub struct CarveoutInfo {
     pub num_partitions: u64,
 }
 
-/// `fp8_conversion_config`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// `fp8_conversion_config` (serialised as `info --json` prints it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct Fp8Info {
     /// `fp8_range_extension`.
     pub fp8_range_extension: bool,
@@ -252,8 +256,8 @@ pub struct DefInfo {
     pub fp8: Option<Fp8Info>,
 }
 
-/// One I/O tensor of `neff.json`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One I/O tensor of `neff.json` (serialised as `info --json` prints it).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct TensorInfo {
     /// The tensor's name.
     pub name: String,
@@ -800,14 +804,21 @@ pub fn run_with(
 }
 
 /// Runs `pass` on a thread with a large stack ([`LOADER_STACK`]).
+///
+/// A caller that keeps its warnings ([`crate::error::capture_warnings`]: one of several files
+/// checked at once) gets the pass's warnings kept too, in the order they were raised.
 fn spawn<T: Send + 'static>(pass: impl FnOnce() -> Result<T, CliError> + Send + 'static) -> Result<T, CliError> {
+    let keep = crate::error::capturing_warnings();
     let worker = std::thread::Builder::new()
         .name("neff-loader".into())
         .stack_size(LOADER_STACK)
-        .spawn(pass)
+        .spawn(move || if keep { crate::error::capture_warnings(pass) } else { (pass(), Vec::new()) })
         .map_err(|e| CliError::usage(format!("cannot start the loader thread: {e}")))?;
     match worker.join() {
-        Ok(result) => result,
+        Ok((result, warnings)) => {
+            crate::error::keep_warnings(warnings);
+            result
+        }
         Err(panic) => std::panic::resume_unwind(panic),
     }
 }
@@ -956,13 +967,10 @@ impl DeviceArch {
     }
 }
 
-/// The device arch of a command-line `--arch`.
-pub fn arch_of(arch: crate::cli::Arch) -> Arch {
-    match arch {
-        crate::cli::Arch::Sunda => Arch::Sunda,
-        crate::cli::Arch::Cayman => Arch::Cayman,
-        crate::cli::Arch::Mariana => Arch::Mariana,
-    }
+/// The device arch of a command-line `--arch` (its `From` is beside the flag, so the passes
+/// know no command line).
+pub fn arch_of(arch: impl Into<Arch>) -> Arch {
+    arch.into()
 }
 
 /// The subgraph directory of a definition path (`sg00/def.json` -> `sg00`).

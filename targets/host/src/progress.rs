@@ -67,3 +67,52 @@ impl Progress {
         }
     }
 }
+
+/// How long a job over many items runs before [`ItemProgress`] draws its line: a cache that is
+/// checked within it shows none.
+pub const ITEMS_DELAY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// A count of items done (`neff cache`'s entries, `neff check`'s files) on one line of stderr,
+/// drawn once the job has run for [`ITEMS_DELAY`] and only when stderr is a terminal.
+pub struct ItemProgress {
+    bar: Option<ProgressBar>,
+    start: std::time::Instant,
+    shown: bool,
+}
+
+impl ItemProgress {
+    /// A count labelled `what` of `total` items; nothing is drawn unless `show` and stderr is
+    /// a terminal.
+    pub fn new(what: &str, total: u64, show: bool) -> Self {
+        let start = std::time::Instant::now();
+        if !show || !std::io::stderr().is_terminal() {
+            return Self { bar: None, start, shown: false };
+        }
+        // Hidden until the delay has passed; cleared when it drops, on success or on error.
+        let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::hidden())
+            .with_finish(ProgressFinish::AndClear);
+        let style = ProgressStyle::with_template("{msg:>8} [{bar:30}] {pos}/{len} {per_sec} eta {eta}")
+            .map(|s| s.progress_chars("=> "))
+            .unwrap_or_else(|_| ProgressStyle::default_bar());
+        bar.set_style(style);
+        bar.set_message(what.to_owned());
+        Self { bar: Some(bar), start, shown: false }
+    }
+
+    /// One more item done.
+    pub fn inc(&mut self) {
+        let Some(bar) = &self.bar else { return };
+        bar.inc(1);
+        if !self.shown && self.start.elapsed() >= ITEMS_DELAY {
+            self.shown = true;
+            bar.set_draw_target(ProgressDrawTarget::stderr());
+        }
+    }
+
+    /// Removes the line from the terminal.
+    pub fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}

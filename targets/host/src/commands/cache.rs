@@ -24,12 +24,13 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use clap::{Args, Subcommand};
 use serde_json::{json, Value};
 
-use crate::error::{print_stdout, CliError};
+use crate::cli::{CacheAction, CacheArgs, CleanArgs};
+use crate::error::{capture_warnings, print_stdout, print_warnings, CliError};
+use crate::progress::ItemProgress;
 
-use super::mem::{mem_of_path, thousands};
+use super::mem::{mem_of_source, thousands};
 
 /// The default root of libneuronxla's cache.
 pub const DEFAULT_ROOT: &str = "/var/tmp/neuron-compile-cache";
@@ -37,47 +38,6 @@ pub const DEFAULT_ROOT: &str = "/var/tmp/neuron-compile-cache";
 pub const CACHE_URL_ENV: &str = "NEURON_COMPILE_CACHE_URL";
 /// How deep under DIR entries are looked for.
 pub const MAX_DEPTH: usize = 4;
-
-/// `neff cache`.
-#[derive(Debug, Args)]
-#[command(args_conflicts_with_subcommands = true)]
-pub struct CacheArgs {
-    /// What to do besides listing.
-    #[command(subcommand)]
-    pub action: Option<CacheAction>,
-    /// The cache root (default: the local path in NEURON_COMPILE_CACHE_URL, else
-    /// /var/tmp/neuron-compile-cache).
-    pub dir: Option<PathBuf>,
-    /// One JSON object on stdout.
-    #[arg(long)]
-    pub json: bool,
-}
-
-/// `neff cache` actions.
-#[derive(Debug, Subcommand)]
-pub enum CacheAction {
-    /// Remove whole entries: failed ones, broken ones, or those of older compilers.
-    Clean(CleanArgs),
-}
-
-/// `neff cache clean`.
-#[derive(Debug, Args)]
-pub struct CleanArgs {
-    /// The cache root (as for `neff cache`).
-    pub dir: Option<PathBuf>,
-    /// Remove entries whose compile failed (a log, no usable NEFF).
-    #[arg(long)]
-    pub failed: bool,
-    /// Remove entries whose NEFF `check` refuses.
-    #[arg(long)]
-    pub broken: bool,
-    /// Remove entries compiled by a compiler older than VERSION (e.g. 2.23).
-    #[arg(long, value_name = "VERSION")]
-    pub older_than: Option<String>,
-    /// Say what would be removed; remove nothing.
-    #[arg(long)]
-    pub dry_run: bool,
-}
 
 /// Which cache wrote an entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -346,7 +306,11 @@ pub fn inspect(path: &Path, layout: Layout) -> Entry {
     entry.state = match (usable, done, log || marker) {
         (None, _, true) => State::Failed,
         (None, _, false) | (Some(_), false, _) => State::Incomplete,
-        (Some((name, _)), true, _) => match mem_of_path(&path.join(name), false) {
+        // No bar of its own: entries are checked several at once, and the cache's count of
+        // entries is the progress shown.
+        (Some((name, _)), true, _) => match super::open_input_quiet(&path.join(name))
+            .and_then(|source| mem_of_source(source, path.join(name).display().to_string(), false))
+        {
             Ok(m) => {
                 entry.target = Some(m.target.clone());
                 entry.version = entry.version.take().or(m.compiler_version.clone());
@@ -389,13 +353,45 @@ fn totals(entries: &[Entry]) -> Value {
     })
 }
 
-/// Every entry under `root`, inspected.
+/// Every entry under `root`, inspected one after another, with no progress drawn (what the
+/// bindings call).
 pub fn scan(root: &Path) -> Result<Vec<Entry>, CliError> {
+    scan_entries(root, 1, false)
+}
+
+/// Every entry under `root`, inspected `threads` at a time ([`crate::parallel`]), in the
+/// order of [`find_entries`] whatever the thread count. The warnings of each entry's check
+/// are printed in that order too, and on a terminal a count of entries done goes to stderr
+/// once the scan has run for a second.
+pub fn scan_with(root: &Path, threads: usize) -> Result<Vec<Entry>, CliError> {
+    scan_entries(root, threads, true)
+}
+
+fn scan_entries(root: &Path, threads: usize, show_progress: bool) -> Result<Vec<Entry>, CliError> {
     let meta = fs::metadata(root).map_err(|e| CliError::path(root, &e))?;
     if !meta.is_dir() {
         return Err(CliError::usage(format!("{}: not a directory", root.display())));
     }
-    Ok(find_entries(root).into_iter().map(|(p, l)| inspect(&p, l)).collect())
+    let found = find_entries(root);
+    let mut progress = ItemProgress::new("cache", found.len() as u64, show_progress);
+    let mut entries = Vec::with_capacity(found.len());
+    crate::parallel::map_ordered(
+        found,
+        threads,
+        |(p, l)| capture_warnings(|| inspect(&p, l)),
+        |(entry, warnings)| {
+            print_warnings(&warnings);
+            progress.inc();
+            entries.push(entry);
+        },
+    );
+    progress.finish();
+    Ok(entries)
+}
+
+/// The thread count of `--threads`, else the cores available.
+pub fn threads_of(flag: Option<u16>) -> usize {
+    flag.map_or_else(crate::parallel::default_threads, usize::from)
 }
 
 /// The `--json` object of the entries under `root`.
@@ -413,7 +409,7 @@ pub fn run(args: &CacheArgs) -> Result<(), CliError> {
         return clean(clean_args);
     }
     let root = root(args.dir.as_deref())?;
-    let entries = scan(&root)?;
+    let entries = scan_with(&root, threads_of(args.threads))?;
     if args.json {
         let doc = document(&root, &entries);
         let mut t = serde_json::to_string_pretty(&doc).map_err(|e| CliError::usage(e.to_string()))?;
@@ -493,7 +489,7 @@ pub fn clean(args: &CleanArgs) -> Result<(), CliError> {
         return Err(CliError::usage("say what to clean: --failed, --broken and/or --older-than VERSION"));
     }
     let root = root(args.dir.as_deref())?;
-    let entries = scan(&root)?;
+    let entries = scan_with(&root, threads_of(args.threads))?;
     let mut out = String::new();
     let (mut removed, mut freed, mut kept_locked) = (0u64, 0u64, 0u64);
     for e in entries.iter().filter(|e| selected(e, args)) {

@@ -7,26 +7,13 @@
 //! name that appears twice in the tar: the first copy is written, and a warning says so.
 
 use std::io::{self, Read, Write};
-use std::path::PathBuf;
 
-use clap::Args;
 use neff::npy::{NpyFeed, NpyParser};
 
+use crate::cli::CatArgs;
 use crate::error::{io_message, print_warning, CliError};
 use crate::header_view::HeaderView;
 use crate::walk::{self, body_error, Visitor};
-
-/// `neff cat`.
-#[derive(Debug, Args)]
-pub struct CatArgs {
-    /// The NEFF file.
-    pub file: PathBuf,
-    /// The member's path in the archive (as `neff ls` prints it).
-    pub member: String,
-    /// Write a `.npy` member's array data only, without its header.
-    #[arg(long)]
-    pub data: bool,
-}
 
 /// Bytes read from a member at a time.
 const CHUNK: usize = 64 * 1024;

@@ -20,27 +20,15 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use clap::Args;
 use serde_json::{json, Value};
 
+use crate::cli::DiffArgs;
 use crate::consumed::ConsumedValues;
 use crate::error::{print_stdout, CliError, EXIT_REJECTED};
 use crate::header_view::hex;
 use crate::loading::{Pass, TensorInfo};
-
-/// `neff diff`.
-#[derive(Debug, Args)]
-pub struct DiffArgs {
-    /// The first NEFF.
-    pub a: PathBuf,
-    /// The second NEFF.
-    pub b: PathBuf,
-    /// One JSON object on stdout.
-    #[arg(long)]
-    pub json: bool,
-}
 
 /// What one pass keeps of a NEFF for comparing.
 pub struct Side {

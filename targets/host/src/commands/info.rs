@@ -13,7 +13,10 @@ use crate::cli::InfoArgs;
 use crate::error::{CliError, StdoutText};
 use crate::header_view::HeaderJson;
 use crate::integrity::{hash_json, verify_text, HashJson};
-use crate::loading::{self, chain_kelfs, dir_of, join, Collected, Pass, PassOptions, TensorInfo};
+use crate::loading::{
+    self, chain_kelfs, dir_of, join, CarveoutInfo, Collected, Fp8Info, Pass, PassOptions, QueueInfo, TensorInfo,
+    VarInfo,
+};
 
 /// The `info --json` document.
 #[derive(Debug, Serialize)]
@@ -23,9 +26,9 @@ pub struct InfoJson {
     /// One entry per KELF node.
     pub kelf: Vec<KelfJson>,
     /// Inputs, in `arg_nodes` order.
-    pub inputs: Vec<TensorJson>,
+    pub inputs: Vec<TensorInfo>,
     /// Outputs, one per distinct name, in `heads` order.
-    pub outputs: Vec<TensorJson>,
+    pub outputs: Vec<TensorInfo>,
     /// One per graph of every KELF.
     pub subgraphs: Vec<SubgraphJson>,
     /// The header hash: the stored value, and the outcome of `--verify` (a key after the
@@ -49,21 +52,6 @@ pub struct KelfJson {
     pub arch: Option<u32>,
 }
 
-/// An I/O tensor.
-#[derive(Debug, Serialize)]
-pub struct TensorJson {
-    /// Name.
-    pub name: String,
-    /// `attrs.dltype` string.
-    pub dtype: String,
-    /// `nrt_dtype_t` value.
-    pub nrt_dtype: u32,
-    /// Shape.
-    pub shape: Vec<u64>,
-    /// Bytes.
-    pub size: u64,
-}
-
 /// A subgraph.
 #[derive(Debug, Serialize)]
 pub struct SubgraphJson {
@@ -74,55 +62,15 @@ pub struct SubgraphJson {
     /// `def.json` `version`.
     pub version: Option<String>,
     /// Variables by `var_id`.
-    pub vars: Vec<VarJson>,
+    pub vars: Vec<VarInfo>,
     /// Queue sets by name.
-    pub dma_queues: Vec<QueueJson>,
+    pub dma_queues: Vec<QueueInfo>,
     /// Engines in `pe act pool dve sp` order.
     pub engines: Vec<EngineJson>,
     /// State-buffer carveouts.
-    pub carveouts: Vec<CarveoutJson>,
+    pub carveouts: Vec<CarveoutInfo>,
     /// FP8 policy.
-    pub fp8: Option<Fp8Json>,
-}
-
-/// A variable.
-#[derive(Debug, Serialize)]
-pub struct VarJson {
-    /// Name.
-    pub name: String,
-    /// `type` as written.
-    #[serde(rename = "type")]
-    pub var_type: std::borrow::Cow<'static, str>,
-    /// `kbin_mr_type` value.
-    pub mr_type: Option<u32>,
-    /// `var_id`.
-    pub var_id: u32,
-    /// `size`.
-    pub size: Option<u64>,
-    /// `alignment`.
-    pub alignment: Option<u64>,
-    /// `file_name`.
-    pub file_name: Option<String>,
-    /// `backing_variable_off`.
-    pub backing_variable_off: Option<u64>,
-}
-
-/// A DMA queue set.
-#[derive(Debug, Serialize)]
-pub struct QueueJson {
-    /// Name.
-    pub name: String,
-    /// `type` as written.
-    #[serde(rename = "type")]
-    pub queue_type: String,
-    /// `kbin_dma_ring_type` value.
-    pub ring_type: Option<u32>,
-    /// `owner`.
-    pub owner: Option<String>,
-    /// `num_queues`.
-    pub num_queues: u32,
-    /// Semaphores.
-    pub semaphores: Vec<u32>,
+    pub fp8: Option<Fp8Info>,
 }
 
 /// An engine.
@@ -138,49 +86,6 @@ pub struct EngineJson {
     pub instr_size: Option<u64>,
     /// `instr_size / 64`.
     pub ninstr: Option<u64>,
-}
-
-/// A carveout.
-#[derive(Debug, Serialize)]
-pub struct CarveoutJson {
-    /// `type`.
-    #[serde(rename = "type")]
-    pub carveout_type: String,
-    /// `offset`.
-    pub offset: u64,
-    /// `size`.
-    pub size: u64,
-    /// First partition.
-    pub start_partition: u64,
-    /// Partition count.
-    pub num_partitions: u64,
-}
-
-/// `fp8_conversion_config`.
-#[derive(Debug, Serialize)]
-pub struct Fp8Json {
-    /// `fp8_range_extension`.
-    pub fp8_range_extension: bool,
-    /// `emax_fp8_e4m3`.
-    pub emax_fp8_e4m3: u32,
-    /// `emax_fp8_e5m2`.
-    pub emax_fp8_e5m2: u32,
-    /// `ocp_sat`.
-    pub ocp_sat: bool,
-    /// `fp8_sis`.
-    pub fp8_sis: bool,
-    /// `fp8_sns`.
-    pub fp8_sns: bool,
-}
-
-fn tensor_json(t: &TensorInfo) -> TensorJson {
-    TensorJson {
-        name: t.name.clone(),
-        dtype: t.dtype.clone(),
-        nrt_dtype: t.nrt_dtype,
-        shape: t.shape.clone(),
-        size: t.size,
-    }
 }
 
 /// Builds the `info --json` document from a pass. The vars move from the pass into the
@@ -203,7 +108,7 @@ pub fn info_json(pass: &mut Pass) -> InfoJson {
         })
         .collect();
     let (inputs, outputs) = match &c.neff {
-        Some((_, i, o)) => (i.iter().map(tensor_json).collect(), o.iter().map(tensor_json).collect()),
+        Some((_, i, o)) => (i.clone(), o.clone()),
         None => (Vec::new(), Vec::new()),
     };
     let member_len = |path: &str| pass.report.payloads.iter().find(|p| p.member.as_str() == path).map(|p| p.member_len);
@@ -241,59 +146,11 @@ pub fn info_json(pass: &mut Pass) -> InfoJson {
             name: name.clone(),
             definition: definition.clone(),
             version: def.and_then(|d| d.version.clone()),
-            vars: vars_of
-                .remove(definition.as_str())
-                .unwrap_or_default()
-                .into_iter()
-                .map(|v| VarJson {
-                    name: v.name,
-                    var_type: v.var_type,
-                    mr_type: v.mr_type,
-                    var_id: v.var_id,
-                    size: v.size,
-                    alignment: v.alignment,
-                    file_name: v.file_name,
-                    backing_variable_off: v.backing_variable_off,
-                })
-                .collect(),
-            dma_queues: def
-                .map(|d| {
-                    d.dma_queues
-                        .iter()
-                        .map(|q| QueueJson {
-                            name: q.name.clone(),
-                            queue_type: q.queue_type.clone(),
-                            ring_type: q.ring_type,
-                            owner: q.owner.clone(),
-                            num_queues: q.num_queues,
-                            semaphores: q.semaphores.clone(),
-                        })
-                        .collect()
-                })
-                .unwrap_or_default(),
+            vars: vars_of.remove(definition.as_str()).unwrap_or_default(),
+            dma_queues: def.map(|d| d.dma_queues.to_vec()).unwrap_or_default(),
             engines,
-            carveouts: def
-                .map(|d| {
-                    d.carveouts
-                        .iter()
-                        .map(|c| CarveoutJson {
-                            carveout_type: c.carveout_type.clone(),
-                            offset: c.offset,
-                            size: c.size,
-                            start_partition: c.start_partition,
-                            num_partitions: c.num_partitions,
-                        })
-                        .collect()
-                })
-                .unwrap_or_default(),
-            fp8: def.and_then(|d| d.fp8).map(|f| Fp8Json {
-                fp8_range_extension: f.fp8_range_extension,
-                emax_fp8_e4m3: f.emax_fp8_e4m3,
-                emax_fp8_e5m2: f.emax_fp8_e5m2,
-                ocp_sat: f.ocp_sat,
-                fp8_sis: f.fp8_sis,
-                fp8_sns: f.fp8_sns,
-            }),
+            carveouts: def.map(|d| d.carveouts.to_vec()).unwrap_or_default(),
+            fp8: def.and_then(|d| d.fp8),
         });
     }
     let compiler_version = pass.members.as_ref().and_then(|m| m.tool_version());

@@ -16,9 +16,10 @@ use neff::hal::USAGE_CLASSES;
 use neff::manifest::Arch;
 
 use crate::cli::{CheckArgs, LoadArgs};
-use crate::error::{print_stdout, CliError};
+use crate::error::{capture_warnings, print_stdout, print_warnings, CliError};
 use crate::integrity::{hash_json, verify_text};
 use crate::loading::{self, arch_of, ArchSource, DeviceArch, DeviceSummary, Pass, PassOptions, Target};
+use crate::progress::ItemProgress;
 
 /// Device memory of `neff load` without `--device-mem`: room for the real NEFFs' payloads
 /// and their staging. Host pages are touched only where payloads land.
@@ -26,20 +27,83 @@ pub const DEFAULT_DEVICE_MEM: u64 = 64 << 20;
 /// Address space of the `--digest-only` device.
 pub const DIGEST_ONLY_CAPACITY: u64 = 64 << 30;
 
-/// Runs `neff check`.
+/// Runs `neff check` on one FILE or several.
+///
+/// One file prints what it always has: the `ok:` report, or the refusal as the command's
+/// error. Several are checked `--threads` at a time ([`crate::parallel`]), and each one's
+/// report, warnings and refusal are printed in the order the files were given, a refusal as
+/// `error: FILE: ...` with its hints; then a last error counts the refused files (exit 1) or
+/// the unreadable ones (exit 2, before any refused).
 pub fn check(args: &CheckArgs) -> Result<(), CliError> {
-    let source = super::open_input(&args.file, "check")?;
+    if let [file] = args.files.as_slice() {
+        let source = super::open_input(file, "check")?;
+        return print_stdout(&check_one(args, file, source)?);
+    }
+    let mut progress = ItemProgress::new("check", args.files.len() as u64, true);
+    let (mut refused, mut unreadable) = (0usize, 0usize);
+    let mut out = Ok(());
+    crate::parallel::map_ordered(
+        &args.files,
+        super::cache::threads_of(args.threads),
+        |file| {
+            (file, capture_warnings(|| super::open_input_quiet(file).and_then(|source| check_one(args, file, source))))
+        },
+        |(file, (result, warnings))| {
+            print_warnings(&warnings);
+            progress.inc();
+            match result {
+                Ok(text) => {
+                    if out.is_ok() {
+                        out = print_stdout(&text);
+                    }
+                }
+                Err(e) => {
+                    if e.exit_code() == crate::error::EXIT_REJECTED {
+                        refused += 1;
+                        named(e, file).print();
+                    } else {
+                        unreadable += 1;
+                        e.print();
+                    }
+                }
+            }
+        },
+    );
+    progress.finish();
+    out?;
+    let n = args.files.len();
+    if unreadable > 0 {
+        Err(CliError::usage(format!("{unreadable} of {n} files could not be read, {refused} refused")))
+    } else if refused > 0 {
+        Err(CliError::rejected(format!("{refused} of {n} files refused")))
+    } else {
+        Ok(())
+    }
+}
+
+/// A refusal of one of several files, with the file's name in front of its message.
+fn named(e: CliError, file: &std::path::Path) -> CliError {
+    match e {
+        CliError::Rejected { message, hints, fault } => {
+            CliError::Rejected { message: format!("{}: {message}", file.display()), hints, fault }
+        }
+        other => other,
+    }
+}
+
+/// The `ok:` report of one file (and its `verify:` line), or its refusal.
+fn check_one(args: &CheckArgs, file: &std::path::Path, source: crate::source::InputSource) -> Result<String, CliError> {
     let size = source.size();
     let arch = args.arch.map(arch_of);
     let options = PassOptions { allow_legacy: args.allow_legacy, verify: args.verify, keep_going: false };
     let pass = loading::run(source, size, Target::Check(arch), options)
-        .map_err(|e| super::cache::with_marker_hint(e, &args.file))?;
+        .map_err(|e| super::cache::with_marker_hint(e, file))?;
     let r = &pass.report;
     let bytes: u64 = r.payloads.iter().map(|p| p.len).sum();
     let gate = arch.map_or_else(String::new, |a| format!(", runs on {}", a.as_str()));
     let mut out = format!(
         "ok: {}: target {:?}{gate}, {} subgraphs, {} members: {} manifests, {} payloads ({bytes} bytes), tar {} bytes, {}\n",
-        args.file.display(),
+        file.display(),
         r.target.as_str(),
         r.subgraphs.len(),
         pass.finish.members,
@@ -51,7 +115,7 @@ pub fn check(args: &CheckArgs) -> Result<(), CliError> {
     if args.verify {
         let _ = writeln!(out, "verify: {}", verify_text(&pass.header, &pass.finish.integrity));
     }
-    print_stdout(&out)
+    Ok(out)
 }
 
 /// The device a `load` asks for.

@@ -12,24 +12,13 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::fmt::Write as _;
-use std::path::PathBuf;
 
-use clap::Args;
 use serde_json::{json, Value};
 
+use crate::cli::LsArgs;
 use crate::consumed::ConsumedValues;
 use crate::error::{print_stdout, CliError};
 use crate::loading::{dir_of, join, Pass};
-
-/// `neff ls`.
-#[derive(Debug, Args)]
-pub struct LsArgs {
-    /// The NEFF file.
-    pub file: PathBuf,
-    /// One JSON object on stdout.
-    #[arg(long)]
-    pub json: bool,
-}
 
 /// A key of a manifest that names a member.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]

@@ -31,31 +31,16 @@
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::path::PathBuf;
 
-use clap::Args;
 use neff::hal::{usage_index, USAGE_CLASS_COUNT};
 use neff::loader::Observer;
 use neff::manifest::{Entry, UsageClass};
 use serde_json::{json, Map, Value};
 
+use crate::cli::MemArgs;
 use crate::error::{print_stdout, CliError};
 use crate::loading::{self, chain_kelfs, Pass, Target};
 use crate::tap::TapOptions;
-
-/// `neff mem`.
-#[derive(Debug, Args)]
-pub struct MemArgs {
-    /// The NEFF files.
-    #[arg(required = true)]
-    pub files: Vec<PathBuf>,
-    /// One JSON object on stdout.
-    #[arg(long)]
-    pub json: bool,
-    /// Add the buffers neuron-profile allocates while it captures (Profiler Buffers).
-    #[arg(long)]
-    pub profiling: bool,
-}
 
 /// The runtime's name of each usage class, indexed by [`usage_index`] (§11.8 numbers): the
 /// names and order of neuron-profile's `nc_mem_usage` table.

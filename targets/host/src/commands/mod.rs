@@ -69,6 +69,12 @@ pub fn open_input(path: &Path, what: &str) -> Result<InputSource, CliError> {
     Ok(InputSource::File(source.with_progress(progress)))
 }
 
+/// Opens FILE for streaming (exit 2 when it cannot be opened) with no bar of its own: one of
+/// many files read at once, whose count [`crate::progress::ItemProgress`] shows instead.
+pub fn open_input_quiet(path: &Path) -> Result<InputSource, CliError> {
+    Ok(InputSource::File(FileSource::open(path).map_err(|e| CliError::path(path, &e))?))
+}
+
 /// FILE, or the built-in sample NEFF when FILE is absent. Returns the source and a label.
 pub fn open_input_or_sample(path: Option<&Path>, what: &str) -> Result<(InputSource, String), CliError> {
     match path {

@@ -2,26 +2,12 @@
 //! from the command line's own clap definitions (`clap_complete`, `clap_mangen`), so they
 //! always match the binary.
 
-use clap::{Args, CommandFactory};
+use clap::CommandFactory;
 use clap_complete::Shell;
 
 use crate::cli::Cli;
+use crate::cli::{CompletionsArgs, ManArgs};
 use crate::error::{print_stdout, CliError};
-
-/// `neff completions`.
-#[derive(Debug, Args)]
-pub struct CompletionsArgs {
-    /// The shell.
-    #[arg(value_enum)]
-    pub shell: Shell,
-}
-
-/// `neff man`.
-#[derive(Debug, Args)]
-pub struct ManArgs {
-    /// A verb: its own page (`neff-VERB(1)`) instead of `neff(1)`.
-    pub verb: Option<String>,
-}
 
 /// The completion script for `shell`.
 pub fn completions(shell: Shell) -> Vec<u8> {
