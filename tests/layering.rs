@@ -39,12 +39,12 @@ fn host_sources() -> Vec<SourceFile> {
 /// library by its crate name) left out.
 fn sources_in(root: &Path) -> Vec<SourceFile> {
     let mut files = Vec::new();
-    collect(&root, &mut files);
+    collect(root, &mut files);
     files
         .into_iter()
         .filter(|path| path.strip_prefix(root).is_ok_and(|p| p != Path::new("main.rs")))
         .map(|path| {
-            let rel = path.strip_prefix(&root).unwrap().to_string_lossy().replace('\\', "/");
+            let rel = path.strip_prefix(root).unwrap().to_string_lossy().replace('\\', "/");
             let mut module: Vec<String> = rel.trim_end_matches(".rs").split('/').map(str::to_owned).collect();
             if module.last().is_some_and(|m| m == "mod") {
                 module.pop();
