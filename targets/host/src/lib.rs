@@ -15,6 +15,7 @@ pub mod header_view;
 pub mod inflate;
 pub mod integrity;
 pub mod loading;
+pub mod located;
 pub mod parallel;
 pub mod progress;
 pub mod sample;

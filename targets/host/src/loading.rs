@@ -36,6 +36,7 @@ use neff::{Stage, WarningKind};
 use crate::error::{print_warning, CliError};
 use crate::header_view::HeaderView;
 use crate::inflate::{open_archive_with, Inflation};
+use crate::located::Again;
 use crate::source::InputSource;
 use crate::tap::{MemberLog, TapHandle, TapOptions, Tapped, Tee};
 
@@ -59,11 +60,10 @@ pub const DEFERRED_SLOTS: usize = 4096;
 /// lines print them whole however long they are (a PAX path can run to thousands of bytes).
 pub const WHOLE_NAMES_BYTES: usize = 1 << 20;
 
-/// The CLI error of a load's error `e`, its line printing the names the loader noted whole.
-fn whole(loader: &Loader<'_>, e: neff::Error) -> CliError {
-    let whole = loader.whole_names(&e);
-    let fault = crate::error::Fault::of(&e, whole.member(), whole.key_path());
-    let line = whole.to_string();
+/// The CLI error of a load's error `e`, its line printing the names the loader noted whole
+/// ([`whole_line`]).
+fn whole(loader: &Loader<'_>, e: neff::Error, again: Option<&Again>) -> CliError {
+    let (line, fault) = whole_line(loader, &e, again);
     match CliError::from_core(e, line) {
         CliError::Rejected { message, hints, .. } => {
             CliError::Rejected { message, hints, fault: Some(Box::new(fault)) }
@@ -71,6 +71,33 @@ fn whole(loader: &Loader<'_>, e: neff::Error) -> CliError {
         other => other,
     }
 }
+
+/// The line and fields of a load's error `e`: the member and key path the loader noted whole,
+/// and, for a member the chain names and the archive lacks, where the manifest names it, with
+/// its whole name, when the input can be read again ([`crate::located`]).
+fn whole_line(loader: &Loader<'_>, e: &neff::Error, again: Option<&Again>) -> (String, crate::error::Fault) {
+    let whole = loader.whole_names(e);
+    let mut fault = crate::error::Fault::of(e, whole.member(), whole.key_path());
+    let mut line = whole.to_string();
+    let neff::ErrorKind::Chain(neff::error::ChainError::MemberMissing { member }) = &e.kind else {
+        return (line, fault);
+    };
+    let (Some(again), Some(by), Some(path)) = (again, fault.member.as_deref(), fault.key_path.as_deref()) else {
+        return (line, fault);
+    };
+    let Some(site) = crate::located::locate(again, by, path, member) else { return (line, fault) };
+    let (old_path, new_path) = (format!(": {path}: "), format!(": {}: ", site.key_path));
+    if let Some(at) = line.find(&old_path) {
+        // The member's text is replaced after the key path only: the naming member precedes it.
+        let (head, tail) = line.split_at(at);
+        let tail = tail.replacen(&old_path, &new_path, 1).replacen(&member.to_string(), &site.member, 1);
+        line = format!("{head}{tail}");
+    }
+    fault.reason = fault.reason.replacen(&member.to_string(), &site.member, 1);
+    fault.key_path = Some(site.key_path);
+    (line, fault)
+}
+
 /// The simulated device on the host.
 pub type HostDevice<'m> = SimDevice<'m, DEVICE_REGIONS>;
 
@@ -712,11 +739,12 @@ fn load_onto(
     summary: &mut LoadReport,
     observer: &mut Tee<'_, Collected, impl Observer + ?Sized>,
     sink: &mut impl neff::error::WarningSink,
+    again: Option<&Again>,
 ) -> Result<DeviceSummary, CliError> {
     let learnt = Cell::new(None);
     let mut dev = LearntArch { dev: sim, arch, learnt: &learnt };
     let mut observer = Learning { observer, target: &learnt };
-    loader.load(archive, &mut dev, summary, &mut observer, sink).map_err(|e| whole(loader, e))?;
+    loader.load(archive, &mut dev, summary, &mut observer, sink).map_err(|e| whole(loader, e, again))?;
     Ok(dev.summary(mode))
 }
 
@@ -857,6 +885,7 @@ fn run_pass(
     warning_records: &mut Vec<neff::Warning>,
 ) -> Result<Pass, CliError> {
     let PassOptions { allow_legacy, verify, keep_going } = options;
+    let again = source.again();
     let mut warnings = Vec::new();
     let mut sink = |w: &neff::Warning| {
         // Asked for, a mismatch is the pass's error (with both values), not also a warning.
@@ -911,11 +940,11 @@ fn run_pass(
                 Ok(()) => {}
                 // The archive is sound: what the manifests refuse is shown, and the walk goes on.
                 Err(e) if keep_going && !matches!(e.stage, Stage::Io | Stage::Header | Stage::Gzip | Stage::Tar) => {
-                    let line = loader.whole_names(&e).to_string();
+                    let (line, _) = whole_line(&loader, &e, again.as_ref());
                     print_warning(&format!("refused: {line}"));
                     refusal = Some(line);
                 }
-                Err(e) => return Err(whole(&loader, e)),
+                Err(e) => return Err(whole(&loader, e, again.as_ref())),
             }
             None
         }
@@ -924,12 +953,22 @@ fn run_pass(
         Target::Memory { arch, .. } => {
             let mut dev: Box<HostDevice<'_>> = Box::new(SimDevice::new(&mut memory, arch.initial()));
             let (l, a) = (&mut *loader, &mut *archive);
-            Some(load_onto(l, a, &mut dev, arch, "memory", &mut summary, &mut observer, &mut sink)?)
+            Some(load_onto(l, a, &mut dev, arch, "memory", &mut summary, &mut observer, &mut sink, again.as_ref())?)
         }
         Target::DigestOnly { arch, capacity } => {
             let mut dev: Box<HostDevice<'_>> = Box::new(SimDevice::digest_only(capacity, arch.initial()));
             let (l, a) = (&mut *loader, &mut *archive);
-            Some(load_onto(l, a, &mut dev, arch, "digest-only", &mut summary, &mut observer, &mut sink)?)
+            Some(load_onto(
+                l,
+                a,
+                &mut dev,
+                arch,
+                "digest-only",
+                &mut summary,
+                &mut observer,
+                &mut sink,
+                again.as_ref(),
+            )?)
         }
     };
     let elapsed = started.elapsed();

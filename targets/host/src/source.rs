@@ -44,6 +44,7 @@ impl embedded_io::Error for HostIoError {
 /// A file opened for streaming, with its size (for the header's `data_size` gate).
 pub struct FileSource {
     reader: BufReader<File>,
+    path: std::path::PathBuf,
     size: u64,
     consumed: u64,
     progress: Progress,
@@ -59,6 +60,7 @@ impl FileSource {
         }
         Ok(Self {
             reader: BufReader::with_capacity(READ_BUFFER, file),
+            path: path.to_owned(),
             size: meta.len(),
             consumed: 0,
             progress: Progress::hidden(),
@@ -147,6 +149,16 @@ impl InputSource {
             InputSource::File(f) => f.size(),
             InputSource::Sample(b) => b.len() as u64,
             InputSource::Reader(_, size) => *size,
+        }
+    }
+
+    /// How to read the input again from its start (a file by its path, the sample), for a
+    /// second look after a refusal ([`crate::located`]); `None` for a reader.
+    pub fn again(&self) -> Option<crate::located::Again> {
+        match self {
+            InputSource::File(f) => Some(crate::located::Again::File(f.path.clone())),
+            InputSource::Sample(b) => Some(crate::located::Again::Sample(b)),
+            InputSource::Reader(..) => None,
         }
     }
 }

@@ -439,12 +439,43 @@ fn check_names_the_missing_member_and_who_names_it() {
     let (line, _) = rejected(SampleBuilder::new().drop_member("sg01/Pool.bin"), &["check"]);
     assert_eq!(line, "error: sg01/Pool.json: instr: member sg01/Pool.bin is missing from the archive");
     let (line, _) = rejected(SampleBuilder::new().drop_member("sg01/def.json"), &["check"]);
-    assert_eq!(line, "error: kelf-0.json: graphs.definition: member sg01/def.json is missing from the archive");
+    assert_eq!(line, "error: kelf-0.json: graphs[1].definition: member sg01/def.json is missing from the archive");
     let (line, _) = rejected(SampleBuilder::new().drop_member("sg00/value_sg0000_identity_7_CRSM.npy"), &["check"]);
+    assert_eq!(
+        line,
+        "error: sg00/def.json: var.identity_7_sg0000.file_name: member sg00/value_sg0000_identity_7_CRSM.npy is missing from the archive"
+    );
+}
+
+#[test]
+fn a_missing_member_is_named_whole_and_its_reference_with_its_index() {
+    // A 42-byte name the archive lacks: the core's error keeps 40 bytes of the member, and the
+    // line gives it whole, with the var that names it.
+    let long = format!("weight_{}.npy", "q".repeat(31));
+    assert_eq!(long.len(), 42);
+    let weight = "value_sg0000_identity_7_CRSM.npy";
+    let renamed =
+        || SampleBuilder::new().replace_text("sg00/def.json", weight, &long).drop_member(&format!("sg00/{weight}"));
+    let (line, _) = rejected(renamed(), &["check"]);
+    assert_eq!(
+        line,
+        format!(
+            "error: sg00/def.json: var.identity_7_sg0000.file_name: member sg00/{long} is missing from the archive"
+        )
+    );
+    // The same through `load` (the device path reports the same refusal).
+    let (line, _) = rejected(renamed(), &["load", "--digest-only"]);
     assert!(
-        line.contains("sg00/def.json: var.file_name: member sg00/value_sg0000_identity_7_CRSM.npy is missing"),
+        line.ends_with(&format!("var.identity_7_sg0000.file_name: member sg00/{long} is missing from the archive")),
         "{line}"
     );
+    // neff.json's KELF node: its index among the nodes.
+    let f = write_temp(&SampleBuilder::new().replace_text("neff.json", "kelf-0.json", "kelf-7.json").build().unwrap());
+    let out = neff_p(&[&"check", &f.path()]);
+    assert_eq!(code(&out), 1);
+    let err = stderr(&out);
+    let line = err.lines().find(|l| l.starts_with("error: ")).unwrap_or_default();
+    assert_eq!(line, "error: neff.json: nodes[2].attrs.kelf: member kelf-7.json is missing from the archive");
 }
 
 #[test]
