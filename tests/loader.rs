@@ -228,10 +228,11 @@ fn a_missing_engine_json_def_or_kelf_is_named() {
     // manifest is an error of the manifest that names it, a missing payload one of the chain.
     let cases: [(&str, &str, &str, Stage); 5] = [
         ("sg00/DVE.json", "sg00/def.json", "dve", Stage::DefJson),
-        ("sg01/def.json", "kelf-0.json", "graphs.definition", Stage::Kelf),
-        ("sg00/exp_and_others.json", "sg00/Activation.json", "activation_function_sets", Stage::Engine),
+        // A key path that crosses an array gives the entry's index; a var is named on the host.
+        ("sg01/def.json", "kelf-0.json", "graphs[1].definition", Stage::Kelf),
+        ("sg00/exp_and_others.json", "sg00/Activation.json", "activation_function_sets[0]", Stage::Engine),
         ("sg00/value_sg0000_identity_82_CRSM.npy", "sg00/def.json", "var.file_name", Stage::Chain),
-        ("kelf-0.json", "neff.json", "nodes.attrs.kelf", Stage::NeffJson),
+        ("kelf-0.json", "neff.json", "nodes[2].attrs.kelf", Stage::NeffJson),
     ];
     for (drop, by, key, stage) in cases {
         let Some(bytes) = variant(|l| l.retain(|(n, _)| n != drop)) else { return };

@@ -369,19 +369,20 @@ fn walk_chain(m: &Members) -> Result<Chain, Refusal> {
     let mut chain = Chain::default();
     chain.manifests.insert("neff.json".into(), Role::Neff);
     let neff = json(m, "neff.json");
-    let mut payload_refs: Vec<(Stage, String, &'static str, String)> = Vec::new();
-    for node in neff["nodes"].as_array().unwrap() {
+    // A key path that crosses an array names the entry's index (a var's name is the host's).
+    let mut payload_refs: Vec<(Stage, String, String, String)> = Vec::new();
+    for (n, node) in neff["nodes"].as_array().unwrap().iter().enumerate() {
         let attrs = &node["attrs"];
         let is_kelf = str_at(attrs, "func_name") == Some("__kelf") || str_at(node, "op") == Some("__kelf");
         let Some(kelf) = str_at(attrs, "kelf").filter(|_| is_kelf) else { continue };
         if !m.contains_key(kelf) {
-            return Err(missing(Stage::NeffJson, "neff.json", "nodes.attrs.kelf", kelf));
+            return Err(missing(Stage::NeffJson, "neff.json", &format!("nodes[{n}].attrs.kelf"), kelf));
         }
         chain.manifests.insert(kelf.into(), Role::Kelf);
-        for graph in json(m, kelf)["graphs"].as_array().unwrap() {
+        for (g, graph) in json(m, kelf)["graphs"].as_array().unwrap().iter().enumerate() {
             let def_name = str_at(graph, "definition").unwrap();
             if !m.contains_key(def_name) {
-                return Err(missing(Stage::Kelf, kelf, "graphs.definition", def_name));
+                return Err(missing(Stage::Kelf, kelf, &format!("graphs[{g}].definition"), def_name));
             }
             chain.manifests.insert(def_name.into(), Role::Def);
             let def = json(m, def_name);
@@ -396,41 +397,43 @@ fn walk_chain(m: &Members) -> Result<Chain, Refusal> {
                 let doc = json(m, &json_name);
                 let instr = str_at(&doc, "instr").or_else(|| str_at(&def, &format!("{engine}_instr")));
                 if let Some(instr) = instr {
-                    payload_refs.push((Stage::Chain, json_name.clone(), "instr", joined(instr)));
+                    payload_refs.push((Stage::Chain, json_name.clone(), "instr".into(), joined(instr)));
                 }
-                for tables in doc.get("dve_tables").and_then(Value::as_array).into_iter().flatten() {
+                for (i, tables) in doc.get("dve_tables").and_then(Value::as_array).into_iter().flatten().enumerate() {
                     for key in
                         ["opcode_table", "datapath_table", "control_table", "control_fast_table", "control_slow_table"]
                     {
                         if let Some(t) = str_at(tables, key) {
-                            payload_refs.push((Stage::Chain, json_name.clone(), "dve_tables", joined(t)));
+                            payload_refs.push((Stage::Chain, json_name.clone(), format!("dve_tables[{i}]"), joined(t)));
                         }
                     }
                 }
-                for set in doc.get("activation_function_sets").and_then(Value::as_array).into_iter().flatten() {
+                let sets = doc.get("activation_function_sets").and_then(Value::as_array).into_iter().flatten();
+                for (i, set) in sets.enumerate() {
                     let set_name = joined(&format!("{}.json", set.as_str().unwrap()));
                     if !m.contains_key(&set_name) {
-                        return Err(missing(Stage::Engine, &json_name, "activation_function_sets", &set_name));
+                        let key = format!("activation_function_sets[{i}]");
+                        return Err(missing(Stage::Engine, &json_name, &key, &set_name));
                     }
                     chain.manifests.insert(set_name.clone(), Role::Engine);
                     let set_doc = json(m, &set_name);
                     for key in ["bkt_bin", "ctl_bin"] {
                         if let Some(t) = str_at(&set_doc, key) {
-                            payload_refs.push((Stage::Chain, set_name.clone(), key, joined(t)));
+                            payload_refs.push((Stage::Chain, set_name.clone(), key.into(), joined(t)));
                         }
                     }
                 }
             }
             for var in def["var"].as_object().unwrap().values() {
                 if let (Some("file"), Some(file)) = (str_at(var, "type"), str_at(var, "file_name")) {
-                    payload_refs.push((Stage::Chain, def_name.into(), "var.file_name", joined(file)));
+                    payload_refs.push((Stage::Chain, def_name.into(), "var.file_name".into(), joined(file)));
                 }
             }
         }
     }
     for (stage, by, key, name) in payload_refs {
         if !m.contains_key(&name) {
-            return Err(missing(stage, &by, key, &name));
+            return Err(missing(stage, &by, &key, &name));
         }
         chain.payloads.insert(name);
     }

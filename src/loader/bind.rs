@@ -112,10 +112,10 @@ impl Loader<'_> {
         }
         let neff_member = self.index.neff.map(|p| self.index.manifests.get(&self.arena, p).member);
         let neff_member = neff_member.map_or("neff.json", |m| self.arena.str(m));
-        for (_, name) in self.index.kelf_names.iter(&self.arena).filter(|(_, k)| Some(k.mark) == self.kelf_mark) {
-            let name = self.arena.str(name.name);
+        for (_, rec) in self.index.kelf_names.iter(&self.arena).filter(|(_, k)| Some(k.mark) == self.kelf_mark) {
+            let name = self.arena.str(rec.name);
             if self.named(name, ManifestKind::Kelf)?.is_none() {
-                return Err(missing(neff_member, Stage::NeffJson, &RefKind::Kelf.key_path(), name));
+                return Err(missing(neff_member, Stage::NeffJson, &RefKind::Kelf.key_path(rec.index), name));
             }
         }
         for (pos, rec) in self.index.manifests.iter(&self.arena) {
@@ -155,7 +155,6 @@ impl Loader<'_> {
     #[inline(never)]
     fn check_manifests(&self, sink: &mut impl WarningSink) -> Result<(), Error> {
         let arena = &self.arena;
-        let def_key = RefKind::Definition.key_path();
         for (kpos, kelf) in self.index.chain_kelfs(arena, self.kelf_mark, self.fallback_kelf) {
             self.reached(&kelf, ManifestKind::Kelf)?;
             let kname = arena.str(kelf.member);
@@ -182,6 +181,7 @@ impl Loader<'_> {
             };
             for (_, graph) in self.index.graphs.iter(arena).filter(|(_, g)| g.kelf == kpos) {
                 let definition = arena.str(graph.definition);
+                let def_key = RefKind::Definition.key_path(graph.index);
                 let fail = |k| Error::about_member(Stage::Kelf, kname, k).with_key_path(&def_key);
                 let dir = dir_of(definition);
                 let earlier = self
@@ -220,13 +220,12 @@ impl Loader<'_> {
             libs = (pos, RefKind::ListedUcodeLib, arena.str(rec.member));
         }
         let names = || self.index.names_by(arena, libs.0, libs.1);
-        for (i, lib) in names().enumerate() {
-            if names().take(i).any(|earlier| arena.bytes(earlier) == arena.bytes(lib)) {
+        for (i, (lib, index)) in names().enumerate() {
+            if names().take(i).any(|(earlier, _)| arena.bytes(earlier) == arena.bytes(lib)) {
                 let e = ManifestError::UcodeLibTwice(crate::error::Text::new(arena.str(lib)));
-                // The key without the entry's index: the image has no room for it (flash).
                 let stage = if libs.2 == member { Stage::DefJson } else { Stage::Engine };
                 return Err(
-                    Error::about_member(stage, libs.2, ErrorKind::Manifest(e)).with_key_path("ucode_lib.library")
+                    Error::about_member(stage, libs.2, ErrorKind::Manifest(e)).with_key_path(&libs.1.key_path(index))
                 );
             }
         }
@@ -262,12 +261,12 @@ impl Loader<'_> {
         let arena = &self.arena;
         let suffix = kind.row().map_or("", |r| r.suffix);
         let mut last = None;
-        for name in self.index.names_by(arena, by.0, kind) {
+        for (name, index) in self.index.names_by(arena, by.0, kind) {
             let mut path = Self::joined(dir, arena.str(name));
             let _ = path.push_str(suffix);
             match self.named(path.as_str(), ManifestKind::Engine)? {
                 Some(found) => last = Some(found),
-                None => return Err(missing(by.1, by.2, &kind.key_path(), &path)),
+                None => return Err(missing(by.1, by.2, &kind.key_path(index), &path)),
             }
         }
         Ok(last)
@@ -484,7 +483,7 @@ impl Loader<'_> {
                 }
                 let path = Self::joined(dir, arena.str(r.name));
                 let by = arena.str(r.by.member);
-                (!self.has_payload(&path)).then(|| self.missing_payload(by, &r.row.kind.key_path(), &path))
+                (!self.has_payload(&path)).then(|| self.missing_payload(by, &r.row.kind.key_path(r.index), &path))
             });
             if let Some(e) = missing {
                 return Err(e);

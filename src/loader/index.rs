@@ -248,16 +248,18 @@ pub(crate) struct GraphRec {
     pub kelf: u32,
     pub name: Span,
     pub definition: Span,
+    /// Its index in the KELF's `graphs` ([`NO_INDEX`]: past `u16`).
+    pub index: u16,
 }
 
 impl Record for GraphRec {
-    const SIZE: usize = 4 + 2 * Span::ENCODED;
+    const SIZE: usize = 4 + 2 * Span::ENCODED + 2;
     fn encode(&self, out: &mut [u8]) {
-        Writer::new(out).u32(self.kelf).span(self.name).span(self.definition);
+        Writer::new(out).u32(self.kelf).span(self.name).span(self.definition).u16(self.index);
     }
     fn decode(bytes: &[u8]) -> Self {
         let mut r = Reader::new(bytes);
-        GraphRec { kelf: r.u32(), name: r.span(), definition: r.span() }
+        GraphRec { kelf: r.u32(), name: r.span(), definition: r.span(), index: r.u16() }
     }
 }
 
@@ -266,18 +268,20 @@ impl Record for GraphRec {
 pub(crate) struct KelfNameRec {
     pub name: Span,
     pub mark: KelfMark,
+    /// Its node's index in `nodes` ([`NO_INDEX`]: past `u16`).
+    pub index: u16,
 }
 
 impl Record for KelfNameRec {
-    const SIZE: usize = Span::ENCODED + 1;
+    const SIZE: usize = Span::ENCODED + 1 + 2;
     fn encode(&self, out: &mut [u8]) {
-        Writer::new(out).span(self.name).u8(u8::from(self.mark == KelfMark::Op));
+        Writer::new(out).span(self.name).u8(u8::from(self.mark == KelfMark::Op)).u16(self.index);
     }
     fn decode(bytes: &[u8]) -> Self {
         let mut r = Reader::new(bytes);
         let name = r.span();
         let mark = if r.u8() == 0 { KelfMark::FuncName } else { KelfMark::Op };
-        KelfNameRec { name, mark }
+        KelfNameRec { name, mark, index: r.u16() }
     }
 }
 
@@ -606,19 +610,22 @@ pub(crate) struct NameRec {
     pub by: u32,
     pub kind: RefKind,
     pub name: Span,
+    /// The naming entry's index in its array ([`NO_INDEX`]: none, or past `u16`).
+    pub index: u16,
 }
 
 impl Record for NameRec {
-    const SIZE: usize = 4 + 1 + 2;
+    const SIZE: usize = 4 + 1 + 2 + 2;
     fn encode(&self, out: &mut [u8]) {
         let len = u16::try_from(self.name.len).unwrap_or(u16::MAX);
-        Writer::new(out).u32(self.by).u8(self.kind as u8).u16(len);
+        Writer::new(out).u32(self.by).u8(self.kind as u8).u16(len).u16(self.index);
     }
     fn decode(bytes: &[u8]) -> Self {
         let mut r = Reader::new(bytes);
         let by = r.u32();
         let kind = RefKind::from_code(r.u8()).unwrap_or(RefKind::DveTable);
-        NameRec { by, kind, name: Span { at: 0, len: u32::from(r.u16()) } }
+        let name = Span { at: 0, len: u32::from(r.u16()) };
+        NameRec { by, kind, name, index: r.u16() }
     }
     fn tail_at(&mut self, at: u32, _arena: &Arena<'_>) {
         self.name.at = at;
@@ -783,6 +790,10 @@ pub(crate) enum RefKind {
 const DVE: Tier = Tier::Engine(Some(EngineKey::Tpb(EngineType::Dve)));
 const ACT: Tier = Tier::Engine(Some(EngineKey::Tpb(EngineType::Act)));
 
+/// An entry's index in its array when it has none, or one past `u16` (key paths then show
+/// none).
+pub(crate) const NO_INDEX: u16 = u16::MAX;
+
 /// The table of what names what: one row a kind of reference, in [`RefKind`] order. Within a
 /// tier, references are walked in this order (a member named twice takes the first role). A
 /// new kind of payload is one row here (and, when its names come from a new entry or key,
@@ -824,14 +835,20 @@ impl RefKind {
         REFS.get(usize::from(c)).map(|r| r.kind)
     }
 
-    /// The naming key as a key path (`var.file_name`), for messages.
-    pub fn key_path(self) -> heapless::String<64> {
+    /// The naming key as a key path for messages, with the naming entry's `index` in the
+    /// array its first key holds (`nodes[2].attrs.kelf`; [`NO_INDEX`]: none, `var.file_name`).
+    pub fn key_path(self, index: u16) -> heapless::String<64> {
         let mut out = heapless::String::new();
         for (i, k) in self.row().map_or(&[][..], |r| r.key).iter().enumerate() {
             if i > 0 {
                 let _ = out.push('.');
             }
             let _ = out.push_str(k);
+            if i == 0 && index != NO_INDEX {
+                let _ = out.push('[').is_ok()
+                    && crate::error::push_decimal(&mut out, u64::from(index))
+                    && out.push(']').is_ok();
+            }
         }
         out
     }
@@ -911,6 +928,8 @@ pub(crate) struct PayloadRef {
     pub row: &'static Row,
     /// The name as written, relative to the subgraph directory (in the arena).
     pub name: Span,
+    /// The naming entry's index in its array ([`NO_INDEX`]: none).
+    pub index: u16,
     /// The naming manifest's record.
     pub by: ManifestRec,
     /// The engine whose JSON names it (or whose engine names the activation set naming it).
@@ -1001,7 +1020,7 @@ pub(crate) fn is_joined_suffixed(path: &str, dir: &str, name: &str, suffix: &str
 /// The directory of a member path (`sg00/def.json` -> `sg00`, `neff.json` -> ``).
 // Not inlined: called from twenty places.
 #[inline(never)]
-pub(crate) fn dir_of(path: &str) -> &str {
+pub fn dir_of(path: &str) -> &str {
     // By bytes: `str::rfind`'s searcher carries a bounds check the compiler keeps.
     path.as_bytes().iter().rposition(|&b| b == b'/').and_then(|i| path.get(..i)).unwrap_or("")
 }
@@ -1236,14 +1255,16 @@ impl Index {
             if !applies {
                 continue;
             }
-            let payload = |name, var| PayloadRef { row, name, by: by.1, engine, var };
+            let payload = |(name, index), var| PayloadRef { row, name, index, by: by.1, engine, var };
             let found = match (row.store, row.names) {
-                (Store::FileVars, _) => {
-                    self.def_ext(arena, &by.1).vars.iter(arena).any(|(pos, v)| f(&payload(v.file, Some((pos, v)))))
-                }
+                (Store::FileVars, _) => self
+                    .def_ext(arena, &by.1)
+                    .vars
+                    .iter(arena)
+                    .any(|(pos, v)| f(&payload((v.file, NO_INDEX), Some((pos, v))))),
                 (Store::Instr, _) => engine
                     .and_then(|e| self.instr_of(arena, def, Some(&by.1), e))
-                    .is_some_and(|instr| f(&payload(instr, None))),
+                    .is_some_and(|instr| f(&payload((instr, NO_INDEX), None))),
                 (Store::EngineSlots, _) => ENGINE_KEYS.into_iter().any(|e| {
                     self.engine_of(arena, &by.1, e)
                         .filter(|(_, j)| j.failed.is_none())
@@ -1252,7 +1273,7 @@ impl Index {
                 (Store::Names, Names::Payload(_)) => {
                     self.names_by(arena, by.0, row.kind).any(|name| f(&payload(name, None)))
                 }
-                (Store::Names, Names::Manifest(next)) => self.names_by(arena, by.0, row.kind).any(|name| {
+                (Store::Names, Names::Manifest(next)) => self.names_by(arena, by.0, row.kind).any(|(name, _)| {
                     let name = arena.str(name);
                     self.manifests
                         .iter(arena)
@@ -1270,8 +1291,13 @@ impl Index {
     }
 
     /// The names of `kind` that the manifest at `by` gives ([`Store::Names`]).
-    pub fn names_by<'s>(&'s self, arena: &'s Arena<'_>, by: u32, kind: RefKind) -> impl Iterator<Item = Span> + 's {
-        self.names.iter(arena).filter(move |(_, n)| n.by == by && n.kind == kind).map(|(_, n)| n.name)
+    pub fn names_by<'s>(
+        &'s self,
+        arena: &'s Arena<'_>,
+        by: u32,
+        kind: RefKind,
+    ) -> impl Iterator<Item = (Span, u16)> + 's {
+        self.names.iter(arena).filter(move |(_, n)| n.by == by && n.kind == kind).map(|(_, n)| (n.name, n.index))
     }
 
     /// Whether any manifest read so far names `member` as a manifest, and as what.
@@ -1514,10 +1540,10 @@ mod tests {
         }
         let mut names = List::<NameRec>::new();
         for kind in REFS.iter().map(|r| r.kind) {
-            let rec = NameRec { by: 9, kind, name: Span { at: 0, len: 6 } };
+            let rec = NameRec { by: 9, kind, name: Span { at: 0, len: 6 }, index: 513 };
             let pos = names.push_with_tail(&mut arena, &rec, b"set0_x").unwrap();
             let back = names.get(&arena, pos);
-            assert_eq!((back.by, back.kind, arena.str(back.name)), (9, kind, "set0_x"));
+            assert_eq!((back.by, back.kind, arena.str(back.name), back.index), (9, kind, "set0_x", 513));
         }
     }
 
@@ -1537,8 +1563,11 @@ mod tests {
                 assert_ne!(tier, row.by, "{kind:?}");
             }
         }
-        assert_eq!(RefKind::Weight.key_path().as_str(), "var.file_name");
-        assert_eq!(RefKind::UcodeLib.key_path().as_str(), "ucode_lib.library");
-        assert_eq!(RefKind::Kelf.key_path().as_str(), "nodes.attrs.kelf");
+        assert_eq!(RefKind::Weight.key_path(NO_INDEX).as_str(), "var.file_name");
+        assert_eq!(RefKind::UcodeLib.key_path(7).as_str(), "ucode_lib[7].library");
+        assert_eq!(RefKind::Kelf.key_path(2).as_str(), "nodes[2].attrs.kelf");
+        assert_eq!(RefKind::Kelf.key_path(NO_INDEX).as_str(), "nodes.attrs.kelf");
+        assert_eq!(RefKind::DveTable.key_path(0).as_str(), "dve_tables[0]");
+        assert_eq!(RefKind::Definition.key_path(u16::MAX - 1).as_str(), "graphs[65534].definition");
     }
 }

@@ -43,7 +43,7 @@ use embedded_io::BufRead;
 
 pub use chain::{ChainError, ChainWarning};
 use index::Scratch;
-pub use index::{ManifestKind, INSTR_ALIGN};
+pub use index::{dir_of, ManifestKind, INSTR_ALIGN};
 pub use report::{JsonLines, LoadReport, Manifest, NoObserver, Observer, PayloadReport, PayloadState, SubgraphReport};
 
 use crate::archive::Archive;
@@ -156,6 +156,7 @@ pub struct Storage<'a> {
     /// Room for the whole member names and key paths of failures, where an [`Error`] keeps
     /// a 128-byte tail and a 96-byte head ([`Loader::whole_names`]). A few KiB is plenty; a
     /// failure that does not fit prints as it would without it. Empty: none kept (firmware).
+    /// Only with the `whole-names` feature (a default; a build without it ignores the buffer).
     pub whole_names: &'a mut [u8],
 }
 
@@ -331,7 +332,7 @@ impl<'a> Loader<'a> {
     #[cold]
     #[inline(never)]
     fn note_kept_name(&mut self, e: &Error, last: &str) {
-        if !e.member.is_elided() || self.whole.of(e).member().is_some() {
+        if !cfg!(feature = "whole-names") || !e.member.is_elided() || self.whole.of(e).member().is_some() {
             return;
         }
         let (arena, tail) = (&self.arena, e.member.as_str());

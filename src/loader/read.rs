@@ -5,7 +5,7 @@
 use embedded_io::BufRead;
 
 use super::index::{dir_of, is_joined, push_str, FileVarRec, KelfNameRec, ManifestRec, NameRec, TARGET_ANY};
-use super::index::{RefKind, Source, REFS};
+use super::index::{RefKind, Source, NO_INDEX, REFS};
 use super::{Counting, Loader, Manifest, ManifestKind, Observer, Scratch};
 use crate::arena::{Arena, List, Span, NIL};
 use crate::error::{Error, ErrorKind, Stage, Warning, WarningKind, WarningSink};
@@ -72,24 +72,26 @@ struct Recorder<'r, 'a, O: Observer> {
 
 impl<O: Observer> Recorder<'_, '_, O> {
     /// Records a name of `kind` the manifest being read gives.
-    fn name(&mut self, kind: RefKind, name: &str) -> Result<(), ErrorKind> {
-        let rec = NameRec { by: self.by, kind, name: Span { at: 0, len: name.len() as u32 } };
+    fn name(&mut self, kind: RefKind, name: &str, index: u16) -> Result<(), ErrorKind> {
+        let rec = NameRec { by: self.by, kind, name: Span { at: 0, len: name.len() as u32 }, index };
         self.index.names.push_with_tail(self.arena, &rec, name.as_bytes())?;
         Ok(())
     }
 
-    fn record(&mut self, entry: &Entry<'_>) -> Result<(), ErrorKind> {
+    /// Records what binding needs of `entry`, the element at `index` of its array (`NO_INDEX`:
+    /// none).
+    fn record(&mut self, entry: &Entry<'_>, index: u16) -> Result<(), ErrorKind> {
         match *entry {
             Entry::Node(node) => {
                 if let (Some(mark), Some(kelf)) = (kelf_mark(node), kelf_member(node)) {
                     let name = self.arena.push_str(kelf)?;
-                    self.index.kelf_names.push(self.arena, &KelfNameRec { name, mark })?;
+                    self.index.kelf_names.push(self.arena, &KelfNameRec { name, mark, index })?;
                 }
             }
             Entry::Graph(g) => {
                 let name = self.arena.push_str(&g.name)?;
                 let definition = self.arena.push_str(&g.definition)?;
-                let rec = super::index::GraphRec { kelf: self.by, name, definition };
+                let rec = super::index::GraphRec { kelf: self.by, name, definition, index };
                 self.index.graphs.push(self.arena, &rec)?;
             }
             Entry::Var(v) => {
@@ -107,7 +109,7 @@ impl<O: Observer> Recorder<'_, '_, O> {
         // The names the table's rows take from entries.
         for row in &REFS {
             if let Source::Entry(names) = row.source {
-                names(entry, &mut |name| self.name(row.kind, name))?;
+                names(entry, &mut |name| self.name(row.kind, name, index))?;
             }
         }
         if let Some(join) = self.join.as_mut() {
@@ -160,7 +162,7 @@ impl<O: Observer> Recorder<'_, '_, O> {
 
 impl<O: Observer> Visitor for Recorder<'_, '_, O> {
     fn entry(&mut self, entry: Entry<'_>, at: &EntryAt<'_>) -> Result<(), DocFault> {
-        self.record(&entry).map_err(|k| at.error(k))?;
+        self.record(&entry, index_of(at)).map_err(|k| at.error(k))?;
         self.dma(&entry, at)?;
         self.observer.entry(self.member, &entry);
         Ok(())
@@ -169,6 +171,20 @@ impl<O: Observer> Visitor for Recorder<'_, '_, O> {
     fn failed(&mut self, member: &str, path: Option<&str>, key: Option<&'static str>) {
         self.whole.note(member, path, key);
     }
+}
+
+/// The index of the element `at` names in its array (`nodes[2]`: 2), read back from its key
+/// path's last segment, for the chain's key paths; [`NO_INDEX`] when it is a map's entry, or
+/// past `u16`.
+fn index_of(at: &EntryAt<'_>) -> u16 {
+    // Bytes, not `str` patterns: their generic searches cost flash on a controller.
+    let name = at.name().as_bytes();
+    let Some((b']', head)) = name.split_last() else { return NO_INDEX };
+    let digits = head.iter().rposition(|&b| b == b'[').and_then(|open| head.get(open.checked_add(1)?..));
+    let parsed = digits
+        .filter(|d| !d.is_empty())
+        .and_then(|d| d.iter().try_fold(0u16, |n, &b| n.checked_mul(10)?.checked_add(u16::from(b.wrapping_sub(b'0')))));
+    parsed.filter(|&n| n != NO_INDEX).unwrap_or(NO_INDEX)
 }
 
 /// Gives the NEFF's name to the warnings whose runtime message names it
@@ -256,7 +272,7 @@ fn conclude<O: Observer, S: WarningSink>(
             _ => None,
         } {
             let stage = recorder.kind.stage();
-            recorder.name(row.kind, named).map_err(|k| Error::in_member(stage, name, end, k))?;
+            recorder.name(row.kind, named, NO_INDEX).map_err(|k| Error::in_member(stage, name, end, k))?;
         }
     }
     match scratch {

@@ -43,6 +43,9 @@ impl<'a> WholeNames<'a> {
     #[cold]
     #[inline(never)]
     pub(crate) fn note(&mut self, member: &str, path: Option<&str>, key: Option<&str>) {
+        if !cfg!(feature = "whole-names") {
+            return;
+        }
         let (path, key) = match path {
             Some(path) => (path, key),
             None => ("", None),
@@ -170,6 +173,8 @@ impl fmt::Display for Whole<'_> {
     }
 }
 
+// Without the feature nothing is noted.
+#[cfg(feature = "whole-names")]
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::arithmetic_side_effects)]

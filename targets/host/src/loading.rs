@@ -36,8 +36,7 @@ use neff::{Stage, WarningKind};
 use crate::error::{print_warning, CliError};
 use crate::header_view::HeaderView;
 use crate::inflate::{open_archive_with, Inflation};
-use crate::located::Again;
-use crate::source::InputSource;
+use crate::source::{Again, InputSource};
 use crate::tap::{MemberLog, TapHandle, TapOptions, Tapped, Tee};
 
 /// Stack of the thread the loader runs on (the manifest slots and the archive reader live in

@@ -10,37 +10,15 @@
 //! `var.tZ.file_name`), and the member its whole name. Nothing is kept during the load, and a
 //! load that succeeds never pays for it.
 
-use std::io;
-use std::path::PathBuf;
-
 use neff::archive::OpenOptions;
 use neff::error::MemberText;
 use serde_json::Value;
 
 use crate::inflate::{open_archive, Inflation};
-use crate::source::{FileSource, InputSource};
+use crate::source::Again;
 
 /// The largest naming manifest read again (a `def.json` of a big model is a few MB).
 const MANIFEST_MAX: u64 = 256 << 20;
-
-/// An input that can be read again from its start.
-#[derive(Debug, Clone)]
-pub enum Again {
-    /// A file, by its path.
-    File(PathBuf),
-    /// The built-in sample.
-    Sample(&'static [u8]),
-}
-
-impl Again {
-    /// The input, from its start.
-    pub fn open(&self) -> io::Result<InputSource> {
-        match self {
-            Again::File(path) => FileSource::open(path).map(InputSource::File),
-            Again::Sample(bytes) => Ok(InputSource::Sample(bytes)),
-        }
-    }
-}
 
 /// Where a missing member's reference stands in its manifest.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,8 +29,9 @@ pub struct Site {
     pub member: String,
 }
 
-/// The site of the reference in manifest `by` (of input `again`) at key path `key_path`
-/// (without indices) that named `missing`; `None` when the input cannot be read again, the
+/// The site of the reference in manifest `by` (of input `again`) at key path `key_path` (the
+/// core's: with the index of an array the chain's records keep, without a var's name) that
+/// named `missing`; `None` when the input cannot be read again, the
 /// manifest is not JSON, or no entry or several agree with the name.
 pub fn locate(again: &Again, by: &str, key_path: &str, missing: &MemberText) -> Option<Site> {
     let doc: Value = serde_json::from_slice(&member_bytes(again, by)?).ok()?;
@@ -61,7 +40,7 @@ pub fn locate(again: &Again, by: &str, key_path: &str, missing: &MemberText) -> 
 
 /// [`locate`] in manifest `doc` (member `by`), already parsed.
 pub fn site_in(doc: &Value, by: &str, key_path: &str, missing: &MemberText) -> Option<Site> {
-    let keys: Vec<&str> = key_path.split('.').collect();
+    let keys: Vec<&str> = key_path.split('.').map(|k| k.split_once('[').map_or(k, |(key, _)| key)).collect();
     let mut found = Vec::new();
     leaves(doc, &keys, String::new(), &mut found);
     let mut sites = found.into_iter().filter_map(|(path, name)| {
@@ -80,6 +59,12 @@ fn leaves(value: &Value, keys: &[&str], path: String, out: &mut Vec<(String, Str
     let dot = |path: &str, key: &str| if path.is_empty() { key.to_owned() } else { format!("{path}.{key}") };
     match (value, keys.split_first()) {
         (Value::String(s), None) => out.push((path, s.clone())),
+        // Past the key path, an object's strings are the names (a `dve_tables` entry's tables).
+        (Value::Object(map), None) => {
+            for (name, v) in map {
+                leaves(v, keys, dot(&path, name), out);
+            }
+        }
         (Value::Array(items), _) => {
             for (i, item) in items.iter().enumerate() {
                 leaves(item, keys, format!("{path}[{i}]"), out);
@@ -101,8 +86,8 @@ fn leaves(value: &Value, keys: &[&str], path: String, out: &mut Vec<(String, Str
 /// error's `missing`: the name itself (from the archive's root) or joined to `by`'s directory,
 /// whichever the error's text is, or ends with where it kept only a tail.
 fn resolved(by: &str, name: &str, missing: &MemberText) -> Option<String> {
-    let dir = crate::loading::dir_of(by);
-    let joined = (!dir.is_empty()).then(|| crate::loading::join(dir, name));
+    let dir = neff::loader::dir_of(by);
+    let joined = (!dir.is_empty()).then(|| format!("{dir}/{name}"));
     let kept = missing.as_str();
     [joined, Some(name.to_owned())].into_iter().flatten().find(|whole| {
         if missing.is_elided() {
@@ -159,9 +144,12 @@ mod tests {
         let site = site_in(&def, "sg00/def.json", "var.file_name", &text("sg00/w.npy")).unwrap();
         assert_eq!(site, Site { key_path: "var.tZ.file_name".into(), member: "sg00/w.npy".into() });
 
-        let engine: Value = serde_json::json!({"dve_tables": ["a.bin", "b.bin"]});
-        let site = site_in(&engine, "sg00/DVE.json", "dve_tables", &text("sg00/b.bin")).unwrap();
-        assert_eq!(site.key_path, "dve_tables[1]");
+        let engine: Value = serde_json::json!({"activation_function_sets": ["a", "b"]});
+        let site = site_in(&engine, "sg00/Act.json", "activation_function_sets[1]", &text("sg00/b")).unwrap();
+        assert_eq!(site.key_path, "activation_function_sets[1]");
+        let dve: Value = serde_json::json!({"dve_tables": [{"opcode_table": "o.bin", "datapath_table": "d.bin"}]});
+        let site = site_in(&dve, "sg00/DVE.json", "dve_tables[0]", &text("sg00/d.bin")).unwrap();
+        assert_eq!(site.key_path, "dve_tables[0].datapath_table");
     }
 
     #[test]

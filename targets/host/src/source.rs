@@ -132,6 +132,25 @@ impl io::BufRead for FileSource {
     }
 }
 
+/// An input that can be read again from its start.
+#[derive(Debug, Clone)]
+pub enum Again {
+    /// A file, by its path.
+    File(std::path::PathBuf),
+    /// The built-in sample.
+    Sample(&'static [u8]),
+}
+
+impl Again {
+    /// The input, from its start.
+    pub fn open(&self) -> io::Result<InputSource> {
+        match self {
+            Again::File(path) => FileSource::open(path).map(InputSource::File),
+            Again::Sample(bytes) => Ok(InputSource::Sample(bytes)),
+        }
+    }
+}
+
 /// The input of a verb: a file, or the built-in sample NEFF embedded in the binary.
 pub enum InputSource {
     /// A file, read through [`FileSource`].
@@ -153,11 +172,11 @@ impl InputSource {
     }
 
     /// How to read the input again from its start (a file by its path, the sample), for a
-    /// second look after a refusal ([`crate::located`]); `None` for a reader.
-    pub fn again(&self) -> Option<crate::located::Again> {
+    /// second look after a refusal; `None` for a reader.
+    pub fn again(&self) -> Option<Again> {
         match self {
-            InputSource::File(f) => Some(crate::located::Again::File(f.path.clone())),
-            InputSource::Sample(b) => Some(crate::located::Again::Sample(b)),
+            InputSource::File(f) => Some(Again::File(f.path.clone())),
+            InputSource::Sample(b) => Some(Again::Sample(b)),
             InputSource::Reader(..) => None,
         }
     }

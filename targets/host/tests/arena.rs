@@ -23,9 +23,9 @@ use serde_json::Value;
 /// Bytes of the records, as the README gives them: each record also takes a 4-byte link.
 const MANIFEST: u64 = 4 + 25;
 const DEF_EXT: u64 = 4 + 114;
-const GRAPH: u64 = 4 + 16;
-const KELF_NAME: u64 = 4 + 7;
-const NAME: u64 = 4 + 7;
+const GRAPH: u64 = 4 + 18;
+const KELF_NAME: u64 = 4 + 9;
+const NAME: u64 = 4 + 9;
 const WEIGHT: u64 = 4 + 11;
 const PAYLOAD: u64 = 4 + 13;
 /// What the loader keeps of a payload that landed (`neff::hal::LANDING_NOTE`): in the device's

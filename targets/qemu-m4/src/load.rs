@@ -41,7 +41,7 @@ pub struct Fixture {
 include!(concat!(env!("OUT_DIR"), "/fixtures.rs"));
 
 /// The arena's records, where the loader keeps what binding needs: the real NEFFs take about
-/// 3 KiB, the generated big model 31,990 bytes (13,500 of it a 15-byte record, link included,
+/// 3 KiB, the generated big model 32,088 bytes (13,500 of it a 15-byte record, link included,
 /// and a 12-byte name per weight, 10 KiB the I/O join of its `neff.json` at the end; the
 /// README's memory section has the formula). What the loader remembers of each payload that landed is in the device's
 /// notebook ([`device::NOTEBOOK`](crate::device::NOTEBOOK)), not here. A load that needs more
