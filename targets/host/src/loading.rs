@@ -72,28 +72,47 @@ fn whole(loader: &Loader<'_>, e: neff::Error, again: Option<&Again>) -> CliError
 }
 
 /// The line and fields of a load's error `e`: the member and key path the loader noted whole,
-/// and, for a member the chain names and the archive lacks, where the manifest names it, with
-/// its whole name, when the input can be read again ([`crate::located`]).
+/// and, when the input can be read again ([`crate::located`]), the names its kind keeps only
+/// in part: a missing member whole, with its var's name in the key path, or the string at
+/// the key path whole (a library named twice).
 fn whole_line(loader: &Loader<'_>, e: &neff::Error, again: Option<&Again>) -> (String, crate::error::Fault) {
     let whole = loader.whole_names(e);
     let mut fault = crate::error::Fault::of(e, whole.member(), whole.key_path());
     let mut line = whole.to_string();
-    let neff::ErrorKind::Chain(neff::error::ChainError::MemberMissing { member }) = &e.kind else {
+    let missing = match e.kind {
+        neff::ErrorKind::Chain(neff::error::ChainError::MemberMissing { member }) => Some(member),
+        _ => None,
+    };
+    // A text the kind keeps in part prints with a leading `…`.
+    let cut = fault.reason.split_whitespace().find(|w| w.starts_with('…')).map(str::to_owned);
+    let (Some(again), Some(by), Some(path)) = (again, fault.member.clone(), fault.key_path.clone()) else {
         return (line, fault);
     };
-    let (Some(again), Some(by), Some(path)) = (again, fault.member.as_deref(), fault.key_path.as_deref()) else {
+    if missing.is_none() && cut.is_none() {
         return (line, fault);
+    }
+    let Some(doc) = crate::located::manifest(again, &by) else { return (line, fault) };
+    let found = match (missing, cut) {
+        (Some(member), _) => {
+            crate::located::locate(&doc, &by, &path, &member).map(|s| (s.key_path, member.to_string(), s.member))
+        }
+        (None, Some(shown)) => {
+            let tail = shown.trim_start_matches('…');
+            let value = crate::located::value_at(&doc, &path).filter(|v| v.ends_with(tail) && v.len() > tail.len());
+            value.map(|v| (path.clone(), shown.clone(), v.to_owned()))
+        }
+        (None, None) => None,
     };
-    let Some(site) = crate::located::locate(again, by, path, member) else { return (line, fault) };
-    let (old_path, new_path) = (format!(": {path}: "), format!(": {}: ", site.key_path));
-    if let Some(at) = line.find(&old_path) {
-        // The member's text is replaced after the key path only: the naming member precedes it.
+    let Some((new_path, shown, whole)) = found else { return (line, fault) };
+    let (old_at, new_at) = (format!(": {path}: "), format!(": {new_path}: "));
+    if let Some(at) = line.find(&old_at) {
+        // Replaced after the key path only: the member the error is about precedes it.
         let (head, tail) = line.split_at(at);
-        let tail = tail.replacen(&old_path, &new_path, 1).replacen(&member.to_string(), &site.member, 1);
+        let tail = tail.replacen(&old_at, &new_at, 1).replacen(&shown, &whole, 1);
         line = format!("{head}{tail}");
     }
-    fault.reason = fault.reason.replacen(&member.to_string(), &site.member, 1);
-    fault.key_path = Some(site.key_path);
+    fault.reason = fault.reason.replacen(&shown, &whole, 1);
+    fault.key_path = Some(new_path);
     (line, fault)
 }
 

@@ -1,14 +1,14 @@
-//! A missing member's reference, found again where the manifest wrote it.
+//! Names an error keeps only in part, read again where the manifest wrote them.
 //!
-//! The core remembers of each reference the chain follows its name and its naming key, not
-//! where in the manifest it stood: an index per node, graph or table and a var's name per
-//! weight would grow the controller's arena with the model. So a refusal for a member the chain
-//! names and the archive lacks says `nodes.attrs.kelf` or `var.file_name`, and keeps the last
-//! 40 bytes of the member's name. On a host that can read its input again (a file, the
-//! sample), [`locate`] reads the naming manifest once more, after the refusal, and finds the
-//! entry: the key path gets its indices and the var's name (`nodes[2].attrs.kelf`,
-//! `var.tZ.file_name`), and the member its whole name. Nothing is kept during the load, and a
-//! load that succeeds never pays for it.
+//! The core keeps of each reference the chain follows its name, its naming key and the index
+//! of the array entry it stands in, but not a var's name (a weight's record would grow by it,
+//! with every weight, in a controller's arena), and a refusal keeps 40 bytes of a missing
+//! member's name and 16 of a library's. On a host that can read its input again (a file, the
+//! sample), the manifest the error is about is read once more, after the refusal:
+//! [`locate`] gives a missing member's reference its var's name (`var.tZ.file_name`) and the
+//! member its whole name, and [`value_at`] gives the string at an error's key path whole
+//! (`ucode_lib[1].library`). Nothing is kept during the load, and a load that succeeds never
+//! pays for it.
 
 use neff::archive::OpenOptions;
 use neff::error::MemberText;
@@ -29,21 +29,26 @@ pub struct Site {
     pub member: String,
 }
 
-/// The site of the reference in manifest `by` (of input `again`) at key path `key_path` (the
-/// core's: with the index of an array the chain's records keep, without a var's name) that
-/// named `missing`; `None` when the input cannot be read again, the
-/// manifest is not JSON, or no entry or several agree with the name.
-pub fn locate(again: &Again, by: &str, key_path: &str, missing: &MemberText) -> Option<Site> {
-    let doc: Value = serde_json::from_slice(&member_bytes(again, by)?).ok()?;
-    site_in(&doc, by, key_path, missing)
+/// Manifest `by` of input `again`, read again and parsed; `None` when the input cannot be
+/// read again or the member is no JSON.
+pub fn manifest(again: &Again, by: &str) -> Option<Value> {
+    serde_json::from_slice(&member_bytes(again, by)?).ok()
 }
 
-/// [`locate`] in manifest `doc` (member `by`), already parsed.
-pub fn site_in(doc: &Value, by: &str, key_path: &str, missing: &MemberText) -> Option<Site> {
+/// The site of the reference in manifest `doc` (member `by`) at the core's key path `key_path`
+/// (an array's index where the core keeps it, no var's name) that named `missing`; `None`
+/// when no entry or several agree with it.
+pub fn locate(doc: &Value, by: &str, key_path: &str, missing: &MemberText) -> Option<Site> {
     let keys: Vec<&str> = key_path.split('.').map(|k| k.split_once('[').map_or(k, |(key, _)| key)).collect();
+    // The segments that carry the core's index: a site must have each of them.
+    let indexed: Vec<&str> = key_path.split('.').filter(|k| k.contains('[')).collect();
     let mut found = Vec::new();
     leaves(doc, &keys, String::new(), &mut found);
     let mut sites = found.into_iter().filter_map(|(path, name)| {
+        let segments: Vec<&str> = path.split('.').collect();
+        if !indexed.iter().all(|k| segments.contains(k)) {
+            return None;
+        }
         let member = resolved(by, &name, missing)?;
         Some(Site { key_path: path, member })
     });
@@ -80,6 +85,20 @@ fn leaves(value: &Value, keys: &[&str], path: String, out: &mut Vec<(String, Str
         },
         _ => {}
     }
+}
+
+/// The string at key path `key_path` of `doc` (`ucode_lib[1].library`); `None` where the path
+/// leads to no string (a var whose name holds a dot is not looked for).
+pub fn value_at<'v>(doc: &'v Value, key_path: &str) -> Option<&'v str> {
+    let mut at = doc;
+    for segment in key_path.split('.') {
+        let (key, indices) = segment.split_once('[').map_or((segment, ""), |(k, rest)| (k, rest));
+        at = at.get(key)?;
+        for index in indices.split('[').filter(|i| !i.is_empty()) {
+            at = at.get(index.strip_suffix(']')?.parse::<usize>().ok()?)?;
+        }
+    }
+    at.as_str()
 }
 
 /// The whole member name `name` (as manifest `by` writes it) stands for when it agrees with the
@@ -136,19 +155,19 @@ mod tests {
     fn an_array_gives_its_index_and_a_map_its_entry_name() {
         let neff: Value = serde_json::json!({"nodes": [
             {"op": "null"}, {"attrs": {"func_name": "x"}}, {"attrs": {"kelf": "kelf-0.json"}}]});
-        let site = site_in(&neff, "neff.json", "nodes.attrs.kelf", &text("kelf-0.json")).unwrap();
+        let site = locate(&neff, "neff.json", "nodes.attrs.kelf", &text("kelf-0.json")).unwrap();
         assert_eq!(site, Site { key_path: "nodes[2].attrs.kelf".into(), member: "kelf-0.json".into() });
 
         let def: Value = serde_json::json!({"var": {
             "x": {"type": "input"}, "tZ": {"file_name": "w.npy"}, "tY": {"file_name": "v.npy"}}});
-        let site = site_in(&def, "sg00/def.json", "var.file_name", &text("sg00/w.npy")).unwrap();
+        let site = locate(&def, "sg00/def.json", "var.file_name", &text("sg00/w.npy")).unwrap();
         assert_eq!(site, Site { key_path: "var.tZ.file_name".into(), member: "sg00/w.npy".into() });
 
         let engine: Value = serde_json::json!({"activation_function_sets": ["a", "b"]});
-        let site = site_in(&engine, "sg00/Act.json", "activation_function_sets[1]", &text("sg00/b")).unwrap();
+        let site = locate(&engine, "sg00/Act.json", "activation_function_sets[1]", &text("sg00/b")).unwrap();
         assert_eq!(site.key_path, "activation_function_sets[1]");
         let dve: Value = serde_json::json!({"dve_tables": [{"opcode_table": "o.bin", "datapath_table": "d.bin"}]});
-        let site = site_in(&dve, "sg00/DVE.json", "dve_tables[0]", &text("sg00/d.bin")).unwrap();
+        let site = locate(&dve, "sg00/DVE.json", "dve_tables[0]", &text("sg00/d.bin")).unwrap();
         assert_eq!(site.key_path, "dve_tables[0].datapath_table");
     }
 
@@ -159,16 +178,35 @@ mod tests {
         let cut = text(&whole);
         assert!(cut.is_elided(), "the error's text keeps 40 bytes");
         let def: Value = serde_json::json!({"var": {"a": {"file_name": "short.npy"}, "b": {"file_name": long}}});
-        let site = site_in(&def, "sg00/def.json", "var.file_name", &cut).unwrap();
+        let site = locate(&def, "sg00/def.json", "var.file_name", &cut).unwrap();
         assert_eq!(site, Site { key_path: "var.b.file_name".into(), member: whole });
+    }
+
+    #[test]
+    fn the_core_index_picks_the_entry() {
+        let kelf: Value =
+            serde_json::json!({"graphs": [{"definition": "sg01/def.json"}, {"definition": "sg01/def.json"}]});
+        let site = locate(&kelf, "kelf-0.json", "graphs[1].definition", &text("sg01/def.json")).unwrap();
+        assert_eq!(site.key_path, "graphs[1].definition");
+        assert_eq!(locate(&kelf, "kelf-0.json", "graphs[2].definition", &text("sg01/def.json")), None);
+    }
+
+    #[test]
+    fn the_value_at_a_key_path_is_the_whole_string() {
+        let libs: Value = serde_json::json!({"ucode_lib": [{"library": "a.so"}, {"library": "libbuiltin_cpu7.so"}]});
+        assert_eq!(value_at(&libs, "ucode_lib[1].library"), Some("libbuiltin_cpu7.so"));
+        assert_eq!(value_at(&libs, "ucode_lib[2].library"), None);
+        assert_eq!(value_at(&libs, "ucode_lib"), None, "an array is no string");
+        let def: Value = serde_json::json!({"var": {"output0": {"dtype": "float99"}}});
+        assert_eq!(value_at(&def, "var.output0.dtype"), Some("float99"));
     }
 
     #[test]
     fn no_site_when_no_entry_or_two_agree() {
         let def: Value = serde_json::json!({"var": {"a": {"file_name": "w.npy"}, "b": {"file_name": "w.npy"}}});
-        assert_eq!(site_in(&def, "sg00/def.json", "var.file_name", &text("sg00/w.npy")), None, "two vars name it");
-        assert_eq!(site_in(&def, "sg00/def.json", "var.file_name", &text("sg00/other.npy")), None);
+        assert_eq!(locate(&def, "sg00/def.json", "var.file_name", &text("sg00/w.npy")), None, "two vars name it");
+        assert_eq!(locate(&def, "sg00/def.json", "var.file_name", &text("sg00/other.npy")), None);
         let kelf: Value = serde_json::json!({"graphs": [{"definition": "sg00/def.json"}]});
-        assert_eq!(site_in(&kelf, "kelf-0.json", "graphs.definition", &text("sg01/def.json")), None);
+        assert_eq!(locate(&kelf, "kelf-0.json", "graphs.definition", &text("sg01/def.json")), None);
     }
 }
