@@ -679,7 +679,7 @@ impl Record for PayloadRec {
 
 /// A tier of the chain: the manifest that holds a naming key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Tier {
+pub enum Tier {
     /// `neff.json`.
     Neff,
     /// A KELF descriptor.
@@ -696,7 +696,7 @@ pub(crate) enum Tier {
 
 /// What a reference names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Names {
+pub enum Names {
     /// A manifest of this tier.
     Manifest(Tier),
     /// A payload of this usage class; `None`: the class of the engine naming it
@@ -823,6 +823,42 @@ pub(crate) static REFS: [Row; 12] = {
 /// A row with no suffix.
 const fn row(kind: RefKind, key: &'static [&'static str], by: Tier, names: Names, store: Store, source: Source) -> Row {
     Row { kind, key, by, names, suffix: "", store, source }
+}
+
+/// What key `key_path` of a manifest of `tier` names, as the loader follows it, with the
+/// suffix the name takes (an activation set `S` is member `S.json`): the rows of [`REFS`], a
+/// definition's engine slots (`pe`: an engine JSON) and their `<eng>_instr`. `key_path` is a
+/// path of the document (`nodes[3].attrs.kelf`, `var.w.file_name`, `dve_tables[0].datapath_table`):
+/// indices are ignored, and a key of the table may sit below a map's entry or above a table's
+/// own key. `None`: the loader follows no member from it. For tools that show what the chain
+/// reaches (`neff ls`), so that they follow the loader's keys, not their own.
+pub fn named_by(tier: Tier, key_path: &str) -> Option<(Names, &'static str)> {
+    let mut segments = key_path.split('.').map(|k| k.split_once('[').map_or(k, |(key, _)| key));
+    let first = segments.next()?;
+    if tier == Tier::Def && key_path == first {
+        for e in ENGINE_KEYS {
+            if first == e.as_str() {
+                return Some((Names::Manifest(Tier::Engine(Some(e))), ""));
+            }
+            if first.strip_suffix("_instr") == Some(e.as_str()) {
+                return Some((Names::Payload(Some(usage_of_engine(e))), ""));
+            }
+        }
+    }
+    let applies = |by: Tier| match (by, tier) {
+        (Tier::Engine(None), Tier::Engine(_)) => true,
+        (a, b) => a == b,
+    };
+    // The row with the most keys that fits: `ucode_lib[0].library` is a library, not the
+    // libraries' manifest that a `ucode_lib` string names.
+    REFS.iter()
+        .filter(|r| applies(r.by) && r.key.first() == Some(&first))
+        .filter(|r| {
+            let mut rest = segments.clone();
+            r.key.iter().skip(1).all(|k| rest.any(|s| s == *k))
+        })
+        .max_by_key(|r| r.key.len())
+        .map(|r| (r.names, r.suffix))
 }
 
 impl RefKind {
@@ -1545,6 +1581,32 @@ mod tests {
             let back = names.get(&arena, pos);
             assert_eq!((back.by, back.kind, arena.str(back.name), back.index), (9, kind, "set0_x", 513));
         }
+    }
+
+    #[test]
+    fn named_by_follows_the_keys_the_loader_follows() {
+        let act = Tier::Engine(Some(EngineKey::Tpb(EngineType::Act)));
+        let pe = Tier::Engine(Some(EngineKey::Tpb(EngineType::Pe)));
+        assert_eq!(named_by(Tier::Neff, "nodes[3].attrs.kelf"), Some((Names::Manifest(Tier::Kelf), "")));
+        assert_eq!(named_by(Tier::Kelf, "graphs[0].definition"), Some((Names::Manifest(Tier::Def), "")));
+        assert_eq!(named_by(Tier::Def, "act"), Some((Names::Manifest(act), "")));
+        assert_eq!(named_by(Tier::Def, "pe_instr"), Some((Names::Payload(Some(UsageClass::InstrPe)), "")));
+        let weight = Some((Names::Payload(Some(UsageClass::Weight)), ""));
+        assert_eq!(named_by(Tier::Def, "var.identity_56_sg0000.file_name"), weight);
+        assert_eq!(named_by(Tier::Def, "ucode_lib"), Some((Names::Manifest(Tier::UcodeLibs), "")));
+        let lib = Some((Names::Payload(Some(UsageClass::UcodeLib)), ""));
+        assert_eq!(named_by(Tier::Def, "ucode_lib[0].library"), lib);
+        assert_eq!(named_by(Tier::UcodeLibs, "ucode_lib[7].library"), lib);
+        assert_eq!(named_by(pe, "instr"), Some((Names::Payload(None), "")));
+        assert_eq!(named_by(act, "activation_function_sets"), Some((Names::Manifest(Tier::ActSet), ".json")));
+        let dve = Tier::Engine(Some(EngineKey::Tpb(EngineType::Dve)));
+        assert_eq!(named_by(dve, "dve_tables[0].opcode_table"), Some((Names::Payload(Some(UsageClass::Generic)), "")));
+        // Keys the loader does not follow, and keys of another tier.
+        assert_eq!(named_by(act, "act_info"), None);
+        assert_eq!(named_by(pe, "dve_tables[0].opcode_table"), None, "only a DVE engine JSON's tables");
+        assert_eq!(named_by(Tier::Kelf, "nodes[0].attrs.kelf"), None);
+        assert_eq!(named_by(Tier::Def, "var.x.size"), None);
+        assert_eq!(named_by(Tier::Neff, "pe"), None);
     }
 
     #[test]

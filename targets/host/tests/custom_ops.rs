@@ -261,5 +261,7 @@ fn ls_reaches_the_subgraphs_of_a_kelf_in_a_directory() {
         .filter(|r| r["reached_by"].is_null() && r["name"].as_str().is_some_and(|n| n.starts_with("sg")))
         .map(|r| r["name"].as_str().unwrap())
         .collect();
-    assert!(unreached.is_empty(), "{unreached:?}");
+    // `act_info` names a member the loader does not follow (spec §8.2: tolerated when absent),
+    // so `ls` does not follow it either: the roles are the loader's.
+    assert_eq!(unreached, ["sg00/act_info.json", "sg01/act_info.json"]);
 }

@@ -2,17 +2,20 @@
 //!
 //! One streaming pass: the loader's check, the tar tap listing every member (debug data and
 //! producer metadata included), and the consumed values of every manifest
-//! ([`crate::consumed`]). A member's role is the key that reached it: starting at the chain's
-//! root (`neff.json`, or without it the KELF the loader falls back to), a manifest reached so
-//! far reaches every member one of its string values names, relative to the directory the
-//! loader resolves it in (the root for `neff.json` and a KELF, the definition's directory for
-//! a definition and what it names; an activation set by its name plus `.json`), and so on. A member nothing reached
-//! is listed as `not reached`. Payloads carry the usage class and core the loader placed them
+//! ([`crate::consumed`]). A member's role is the key that reached it, by the loader's own table
+//! of what names what ([`neff::loader::named_by`]): starting at the chain's root (`neff.json`,
+//! or without it the KELF the loader falls back to), a manifest reached so far reaches each
+//! member a naming key of its tier names, relative to the directory the loader resolves it in
+//! (the root for `neff.json` and a KELF, the definition's directory for a definition and what
+//! it names; an activation set by its name plus `.json`), and so on. A member nothing reached
+//! (debug data, producer metadata, a key the loader does not follow such as `act_info`) is
+//! listed as `not reached`. Payloads carry the usage class and core the loader placed them
 //! with.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::fmt::Write as _;
 
+use neff::loader::{named_by, Names, Tier};
 use serde_json::{json, Value};
 
 use crate::cli::LsArgs;
@@ -27,6 +30,8 @@ pub struct Reference {
     pub member: String,
     /// The key path in it.
     pub key: String,
+    /// The key names a manifest (else a payload).
+    pub manifest: bool,
 }
 
 /// The strings of a consumed value (`"PE.bin"`, or `["exp_and_others"]`).
@@ -45,41 +50,39 @@ pub fn reached(
     members: &BTreeSet<&str>,
 ) -> BTreeMap<String, Vec<Reference>> {
     let mut out: BTreeMap<String, Vec<Reference>> = BTreeMap::new();
-    let root = ["neff.json", "kelf-0.json", "kelf-a.json"].into_iter().find(|r| manifests.contains_key(*r));
-    let Some(root) = root else { return out };
+    let root = [("neff.json", Tier::Neff), ("kelf-0.json", Tier::Kelf), ("kelf-a.json", Tier::Kelf)]
+        .into_iter()
+        .find(|(r, _)| manifests.contains_key(*r));
+    let Some((root, tier)) = root else { return out };
     out.insert(root.to_owned(), Vec::new());
-    // Each manifest with the directory its names are relative to, as the loader resolves them:
-    // `neff.json` and a KELF name members from the archive's root (a KELF at `dir/k.json`
-    // still names `sg00/def.json`); a definition and everything below it from the definition's
-    // directory (an engine JSON at `sg00/e/Activation.json` names `sg00/PE.bin`).
-    let mut queue = VecDeque::from([(root.to_owned(), String::new())]);
+    // Each manifest with its tier and the directory its names are relative to, as the loader
+    // resolves them: `neff.json` and a KELF name members from the archive's root (a KELF at
+    // `dir/k.json` still names `sg00/def.json`); a definition and everything below it from the
+    // definition's directory (an engine JSON at `sg00/e/Activation.json` names `sg00/PE.bin`).
+    let mut queue = VecDeque::from([(root.to_owned(), tier, String::new())]);
     let mut done = BTreeSet::new();
-    while let Some((manifest, base)) = queue.pop_front() {
+    while let Some((manifest, tier, base)) = queue.pop_front() {
         if !done.insert(manifest.clone()) {
             continue;
         }
         let Some(values) = manifests.get(&manifest) else { continue };
-        let dir = base.as_str();
         for (key, value) in values {
+            let Some((names, suffix)) = named_by(tier, key) else { continue };
             for s in strings(value) {
-                let named = join(dir, &s);
-                let target = if members.contains(named.as_str()) {
-                    named
-                } else {
-                    let set = format!("{named}.json");
-                    if !members.contains(set.as_str()) {
-                        continue;
-                    }
-                    set
-                };
-                if target == manifest {
+                let target = format!("{}{suffix}", join(&base, &s));
+                if target == manifest || !members.contains(target.as_str()) {
                     continue;
                 }
-                out.entry(target.clone()).or_default().push(Reference { member: manifest.clone(), key: key.clone() });
-                if manifests.contains_key(&target) {
+                let next = match names {
+                    Names::Manifest(next) => Some(next),
+                    Names::Payload(_) => None,
+                };
+                let reference = Reference { member: manifest.clone(), key: key.clone(), manifest: next.is_some() };
+                out.entry(target.clone()).or_default().push(reference);
+                if let Some(next) = next.filter(|_| manifests.contains_key(&target)) {
                     // A KELF's `graphs[].definition` starts a subgraph directory.
-                    let below = if key.ends_with("definition") { dir_of(&target).to_owned() } else { base.clone() };
-                    queue.push_back((target, below));
+                    let below = if next == Tier::Def { dir_of(&target).to_owned() } else { base.clone() };
+                    queue.push_back((target, next, below));
                 }
             }
         }
@@ -97,8 +100,9 @@ pub fn rows(pass: &Pass, consumed: &ConsumedValues) -> Vec<Value> {
     for m in log {
         let refs = reach.get(&m.name);
         let payload = payloads.get(m.name.as_str());
+        let as_manifest = refs.is_some_and(|r| r.is_empty() || r.iter().any(|r| r.manifest));
         let role = match (refs, payload) {
-            (Some(_), _) if consumed.values.contains_key(&m.name) => Some("manifest"),
+            (Some(_), _) if as_manifest && consumed.values.contains_key(&m.name) => Some("manifest"),
             (_, Some(_)) => Some("payload"),
             (Some(_), None) => Some("named"),
             (None, None) => None,
@@ -181,9 +185,11 @@ mod tests {
         manifests.insert("kelf-0.json".to_owned(), values(&[("graphs[0].definition", "\"sg00/def.json\"")]));
         manifests.insert(
             "sg00/def.json".to_owned(),
-            values(&[("pe", "\"PE.json\""), ("sets", "[\"exp\"]"), ("name", "\"def.json\"")]),
+            values(&[("pe", "\"PE.json\""), ("act", "\"Act.json\""), ("name", "\"def.json\"")]),
         );
         manifests.insert("sg00/PE.json".to_owned(), values(&[("instr", "\"PE.bin\"")]));
+        let act = [("activation_function_sets", "[\"exp\"]"), ("act_info", "\"act_info.json\"")];
+        manifests.insert("sg00/Act.json".to_owned(), values(&act));
         // Parsed on spec, but nothing reached names it.
         manifests.insert("sg09/def.json".to_owned(), values(&[("pe", "\"PE.json\"")]));
         let members: BTreeSet<&str> = [
@@ -192,7 +198,9 @@ mod tests {
             "sg00/def.json",
             "sg00/PE.json",
             "sg00/PE.bin",
+            "sg00/Act.json",
             "sg00/exp.json",
+            "sg00/act_info.json",
             "sg09/def.json",
             "sg09/PE.json",
         ]
@@ -200,8 +208,12 @@ mod tests {
         .collect();
         let r = reached(&manifests, &members);
         assert_eq!(r["neff.json"], []);
-        assert_eq!(r["sg00/PE.bin"], [Reference { member: "sg00/PE.json".into(), key: "instr".into() }]);
-        assert_eq!(r["sg00/exp.json"][0].key, "sets");
+        let by_pe = Reference { member: "sg00/PE.json".into(), key: "instr".into(), manifest: false };
+        assert_eq!(r["sg00/PE.bin"], [by_pe]);
+        assert_eq!(r["sg00/exp.json"][0].key, "activation_function_sets");
+        assert!(r["sg00/exp.json"][0].manifest);
+        // A key the loader does not follow reaches nothing; `name` names no member.
+        assert!(!r.contains_key("sg00/act_info.json"), "{r:?}");
         assert!(!r.contains_key("sg09/def.json") && !r.contains_key("sg09/PE.json"));
         // A manifest naming itself does not reach itself.
         assert_eq!(r["sg00/def.json"].len(), 1);
