@@ -694,6 +694,17 @@ pub enum Tier {
     UcodeLibs,
 }
 
+impl Tier {
+    /// Whether a row whose naming manifest is of this tier applies to a manifest of `tier`:
+    /// `Engine(None)` covers every engine JSON, anything else only itself.
+    fn covers(self, tier: Tier) -> bool {
+        match (self, tier) {
+            (Tier::Engine(None), Tier::Engine(_)) => true,
+            (a, b) => a == b,
+        }
+    }
+}
+
 /// What a reference names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Names {
@@ -845,14 +856,10 @@ pub fn named_by(tier: Tier, key_path: &str) -> Option<(Names, &'static str)> {
             }
         }
     }
-    let applies = |by: Tier| match (by, tier) {
-        (Tier::Engine(None), Tier::Engine(_)) => true,
-        (a, b) => a == b,
-    };
     // The row with the most keys that fits: `ucode_lib[0].library` is a library, not the
     // libraries' manifest that a `ucode_lib` string names.
     REFS.iter()
-        .filter(|r| applies(r.by) && r.key.first() == Some(&first))
+        .filter(|r| r.by.covers(tier) && r.key.first() == Some(&first))
         .filter(|r| {
             let mut rest = segments.clone();
             r.key.iter().skip(1).all(|k| rest.any(|s| s == *k))
@@ -1284,11 +1291,7 @@ impl Index {
     ) -> bool {
         let dir = dir_of(arena.str(def.member));
         for row in &REFS {
-            let applies = match (row.by, tier) {
-                (Tier::Engine(None), Tier::Engine(_)) => true,
-                (a, b) => a == b,
-            };
-            if !applies {
+            if !row.by.covers(tier) {
                 continue;
             }
             let payload = |(name, index), var| PayloadRef { row, name, index, by: by.1, engine, var };

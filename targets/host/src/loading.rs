@@ -99,7 +99,7 @@ fn whole_line(loader: &Loader<'_>, e: &neff::Error, again: Option<&Again>) -> (S
         (None, Some(shown)) => {
             let tail = shown.trim_start_matches('…');
             let value = crate::located::value_at(&doc, &path).filter(|v| v.ends_with(tail) && v.len() > tail.len());
-            value.map(|v| (path.clone(), shown.clone(), v.to_owned()))
+            value.map(|v| (path.clone(), shown.clone(), v))
         }
         (None, None) => None,
     };

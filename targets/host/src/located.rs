@@ -39,12 +39,9 @@ pub fn manifest(again: &Again, by: &str) -> Option<Value> {
 /// (an array's index where the core keeps it, no var's name) that named `missing`; `None`
 /// when no entry or several agree with it.
 pub fn locate(doc: &Value, by: &str, key_path: &str, missing: &MemberText) -> Option<Site> {
-    let keys: Vec<&str> = key_path.split('.').map(|k| k.split_once('[').map_or(k, |(key, _)| key)).collect();
     // The segments that carry the core's index: a site must have each of them.
     let indexed: Vec<&str> = key_path.split('.').filter(|k| k.contains('[')).collect();
-    let mut found = Vec::new();
-    leaves(doc, &keys, String::new(), &mut found);
-    let mut sites = found.into_iter().filter_map(|(path, name)| {
+    let mut sites = strings_under(doc, key_path).into_iter().filter_map(|(path, name)| {
         let segments: Vec<&str> = path.split('.').collect();
         if !indexed.iter().all(|k| segments.contains(k)) {
             return None;
@@ -88,17 +85,17 @@ fn leaves(value: &Value, keys: &[&str], path: String, out: &mut Vec<(String, Str
 }
 
 /// The string at key path `key_path` of `doc` (`ucode_lib[1].library`); `None` where the path
-/// leads to no string (a var whose name holds a dot is not looked for).
-pub fn value_at<'v>(doc: &'v Value, key_path: &str) -> Option<&'v str> {
-    let mut at = doc;
-    for segment in key_path.split('.') {
-        let (key, indices) = segment.split_once('[').map_or((segment, ""), |(k, rest)| (k, rest));
-        at = at.get(key)?;
-        for index in indices.split('[').filter(|i| !i.is_empty()) {
-            at = at.get(index.strip_suffix(']')?.parse::<usize>().ok()?)?;
-        }
-    }
-    at.as_str()
+/// leads to no string: the one of [`leaves`]' strings whose written-out path is `key_path`.
+pub fn value_at(doc: &Value, key_path: &str) -> Option<String> {
+    strings_under(doc, key_path).into_iter().find(|(path, _)| path == key_path).map(|(_, value)| value)
+}
+
+/// [`leaves`] under `key_path` without its indices: every string that could stand there.
+fn strings_under(doc: &Value, key_path: &str) -> Vec<(String, String)> {
+    let keys: Vec<&str> = key_path.split('.').map(|k| k.split_once('[').map_or(k, |(key, _)| key)).collect();
+    let mut found = Vec::new();
+    leaves(doc, &keys, String::new(), &mut found);
+    found
 }
 
 /// The whole member name `name` (as manifest `by` writes it) stands for when it agrees with the
@@ -194,11 +191,11 @@ mod tests {
     #[test]
     fn the_value_at_a_key_path_is_the_whole_string() {
         let libs: Value = serde_json::json!({"ucode_lib": [{"library": "a.so"}, {"library": "libbuiltin_cpu7.so"}]});
-        assert_eq!(value_at(&libs, "ucode_lib[1].library"), Some("libbuiltin_cpu7.so"));
+        assert_eq!(value_at(&libs, "ucode_lib[1].library").as_deref(), Some("libbuiltin_cpu7.so"));
         assert_eq!(value_at(&libs, "ucode_lib[2].library"), None);
         assert_eq!(value_at(&libs, "ucode_lib"), None, "an array is no string");
         let def: Value = serde_json::json!({"var": {"output0": {"dtype": "float99"}}});
-        assert_eq!(value_at(&def, "var.output0.dtype"), Some("float99"));
+        assert_eq!(value_at(&def, "var.output0.dtype").as_deref(), Some("float99"));
     }
 
     #[test]
