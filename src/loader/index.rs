@@ -711,7 +711,7 @@ pub enum Names {
     /// A manifest of this tier.
     Manifest(Tier),
     /// A payload of this usage class; `None`: the class of the engine naming it
-    /// ([`usage_of_engine`]).
+    /// (the usage the engine's slot gives).
     Payload(Option<UsageClass>),
 }
 
@@ -837,7 +837,7 @@ const fn row(kind: RefKind, key: &'static [&'static str], by: Tier, names: Names
 }
 
 /// What key `key_path` of a manifest of `tier` names, as the loader follows it, with the
-/// suffix the name takes (an activation set `S` is member `S.json`): the rows of [`REFS`], a
+/// suffix the name takes (an activation set `S` is member `S.json`): the rows of the loader's table of references (`REFS`), a
 /// definition's engine slots (`pe`: an engine JSON) and their `<eng>_instr`. `key_path` is a
 /// path of the document (`nodes[3].attrs.kelf`, `var.w.file_name`, `dve_tables[0].datapath_table`):
 /// indices are ignored, and a key of the table may sit below a map's entry or above a table's
