@@ -87,6 +87,11 @@ pub struct InfoArgs {
     /// (spec §2.6); print the result. A mismatch exits 1 (`MD5 mismatch!`).
     #[arg(long)]
     pub verify: bool,
+    /// Inflate with N threads (default: the cores available): a big NEFF file's gzip stream
+    /// is inflated in parallel chunks; 1 inflates it on one thread. The output is the same for
+    /// every N.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
 }
 
 /// `neff check`.
@@ -139,6 +144,11 @@ pub struct LoadArgs {
     /// (spec §2.6); print the result. A mismatch exits 1 (`MD5 mismatch!`).
     #[arg(long)]
     pub verify: bool,
+    /// Inflate with N threads (default: the cores available): a big NEFF file's gzip stream
+    /// is inflated in parallel chunks; 1 inflates it on one thread. The output is the same for
+    /// every N.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
 }
 
 /// `neff unpack`.
@@ -149,6 +159,11 @@ pub struct UnpackArgs {
     /// The directory to write into (created if missing; existing files are never overwritten).
     #[arg(short = 'o', long = "output", value_name = "DIR")]
     pub output: PathBuf,
+    /// Inflate with N threads (default: the cores available): a big NEFF file's gzip stream
+    /// is inflated in parallel chunks; 1 inflates it on one thread. The output is the same for
+    /// every N.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
 }
 
 /// `neff pack`.
@@ -183,6 +198,11 @@ pub struct CatArgs {
     /// Write a `.npy` member's array data only, without its header.
     #[arg(long)]
     pub data: bool,
+    /// Inflate with N threads (default: the cores available): a big NEFF file's gzip stream
+    /// is inflated in parallel chunks; 1 inflates it on one thread. The output is the same for
+    /// every N.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
 }
 
 /// `neff diff`.
@@ -195,6 +215,11 @@ pub struct DiffArgs {
     /// One JSON object on stdout.
     #[arg(long)]
     pub json: bool,
+    /// Inflate with N threads (default: the cores available): a big NEFF file's gzip stream
+    /// is inflated in parallel chunks; 1 inflates it on one thread. The output is the same for
+    /// every N.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
 }
 
 /// `neff ls`.
@@ -205,6 +230,11 @@ pub struct LsArgs {
     /// One JSON object on stdout.
     #[arg(long)]
     pub json: bool,
+    /// Inflate with N threads (default: the cores available): a big NEFF file's gzip stream
+    /// is inflated in parallel chunks; 1 inflates it on one thread. The output is the same for
+    /// every N.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
 }
 
 /// `neff mem`.
@@ -219,6 +249,11 @@ pub struct MemArgs {
     /// Add the buffers neuron-profile allocates while it captures (Profiler Buffers).
     #[arg(long)]
     pub profiling: bool,
+    /// Inflate with N threads (default: the cores available): a big NEFF file's gzip stream
+    /// is inflated in parallel chunks; 1 inflates it on one thread. The output is the same for
+    /// every N.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
 }
 
 /// `neff completions`.
