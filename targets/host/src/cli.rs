@@ -87,9 +87,8 @@ pub struct InfoArgs {
     /// (spec §2.6); print the result. A mismatch exits 1 (`MD5 mismatch!`).
     #[arg(long)]
     pub verify: bool,
-    /// Inflate with N threads (default: the cores available): a big NEFF file's gzip stream
-    /// is inflated in parallel chunks; 1 inflates it on one thread. The output is the same for
-    /// every N.
+    /// Inflate a big NEFF file's gzip stream in parallel chunks with N worker threads (N >= 2;
+    /// default and 1: one inflating thread). The output is the same for every N.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
 }
@@ -113,7 +112,8 @@ pub struct CheckArgs {
     #[arg(long)]
     pub verify: bool,
     /// Check N files at once (default: the cores available). The output is the same for
-    /// every N; 1 checks them one after another on one thread.
+    /// every N; 1 checks them one after another on one thread. With one file, inflate its gzip
+    /// stream with N worker threads when it is big (N >= 2).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
 }
@@ -144,9 +144,8 @@ pub struct LoadArgs {
     /// (spec §2.6); print the result. A mismatch exits 1 (`MD5 mismatch!`).
     #[arg(long)]
     pub verify: bool,
-    /// Inflate with N threads (default: the cores available): a big NEFF file's gzip stream
-    /// is inflated in parallel chunks; 1 inflates it on one thread. The output is the same for
-    /// every N.
+    /// Inflate a big NEFF file's gzip stream in parallel chunks with N worker threads (N >= 2;
+    /// default and 1: one inflating thread). The output is the same for every N.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
 }
@@ -159,9 +158,8 @@ pub struct UnpackArgs {
     /// The directory to write into (created if missing; existing files are never overwritten).
     #[arg(short = 'o', long = "output", value_name = "DIR")]
     pub output: PathBuf,
-    /// Inflate with N threads (default: the cores available): a big NEFF file's gzip stream
-    /// is inflated in parallel chunks; 1 inflates it on one thread. The output is the same for
-    /// every N.
+    /// Inflate a big NEFF file's gzip stream in parallel chunks with N worker threads (N >= 2;
+    /// default and 1: one inflating thread). The output is the same for every N.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
 }
@@ -198,9 +196,8 @@ pub struct CatArgs {
     /// Write a `.npy` member's array data only, without its header.
     #[arg(long)]
     pub data: bool,
-    /// Inflate with N threads (default: the cores available): a big NEFF file's gzip stream
-    /// is inflated in parallel chunks; 1 inflates it on one thread. The output is the same for
-    /// every N.
+    /// Inflate a big NEFF file's gzip stream in parallel chunks with N worker threads (N >= 2;
+    /// default and 1: one inflating thread). The output is the same for every N.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
 }
@@ -215,9 +212,8 @@ pub struct DiffArgs {
     /// One JSON object on stdout.
     #[arg(long)]
     pub json: bool,
-    /// Inflate with N threads (default: the cores available): a big NEFF file's gzip stream
-    /// is inflated in parallel chunks; 1 inflates it on one thread. The output is the same for
-    /// every N.
+    /// Inflate a big NEFF file's gzip stream in parallel chunks with N worker threads (N >= 2;
+    /// default and 1: one inflating thread). The output is the same for every N.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
 }
@@ -230,9 +226,8 @@ pub struct LsArgs {
     /// One JSON object on stdout.
     #[arg(long)]
     pub json: bool,
-    /// Inflate with N threads (default: the cores available): a big NEFF file's gzip stream
-    /// is inflated in parallel chunks; 1 inflates it on one thread. The output is the same for
-    /// every N.
+    /// Inflate a big NEFF file's gzip stream in parallel chunks with N worker threads (N >= 2;
+    /// default and 1: one inflating thread). The output is the same for every N.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
 }
@@ -249,9 +244,8 @@ pub struct MemArgs {
     /// Add the buffers neuron-profile allocates while it captures (Profiler Buffers).
     #[arg(long)]
     pub profiling: bool,
-    /// Inflate with N threads (default: the cores available): a big NEFF file's gzip stream
-    /// is inflated in parallel chunks; 1 inflates it on one thread. The output is the same for
-    /// every N.
+    /// Inflate a big NEFF file's gzip stream in parallel chunks with N worker threads (N >= 2;
+    /// default and 1: one inflating thread). The output is the same for every N.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
 }

@@ -106,8 +106,8 @@ pub enum Inflation {
     Inline,
     /// In a thread of its own, beside the tar walk.
     Threaded,
-    /// In a thread of its own, the first gzip member inflated in parallel by worker threads
-    /// ([`parallel`]) when the input is a file; otherwise as [`Inflation::Threaded`].
+    /// The first gzip member inflated in parallel by worker threads ([`parallel`]) when the
+    /// input is a file (else by zlib-rs), the container in the thread of the tar walk.
     Parallel(Parallelism),
 }
 
@@ -134,21 +134,20 @@ pub fn configure(threads: Option<usize>, parallel_min_bytes: Option<u64>, chunk:
 
 impl Inflation {
     /// [`Inflation::Parallel`] for a NEFF of at least the parallel threshold
-    /// ([`PARALLEL_MIN_BYTES`]) when two threads or more are allowed ([`configure`], else the
-    /// cores available); [`Inflation::Threaded`] for a NEFF of [`THREAD_MIN_BYTES`] or more on a
-    /// host with two cores or more; else [`Inflation::Inline`].
+    /// ([`PARALLEL_MIN_BYTES`]) when two threads or more were asked for ([`configure`]; without
+    /// `--threads`, only if [`parallel::PARALLEL_BY_DEFAULT`], with the cores available, at most
+    /// [`parallel::DEFAULT_MAX_THREADS`]); otherwise today's path: [`Inflation::Threaded`] for a
+    /// NEFF of [`THREAD_MIN_BYTES`] or more on a host with two cores or more, else
+    /// [`Inflation::Inline`].
     pub fn for_this_host(file_size: u64) -> Self {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let threads = match THREADS.load(Ordering::Relaxed) {
-            0 => cores,
+            0 if parallel::PARALLEL_BY_DEFAULT => cores.min(parallel::DEFAULT_MAX_THREADS),
+            0 => 1,
             t => t,
         };
         if threads >= 2 && file_size >= PARALLEL_MIN.load(Ordering::Relaxed) {
             return Inflation::Parallel(Parallelism { threads, chunk: PARALLEL_CHUNK.load(Ordering::Relaxed) });
-        }
-        if threads == 1 {
-            // `--threads 1`: today's path on one core.
-            return Inflation::Inline;
         }
         if cores >= 2 && file_size >= THREAD_MIN_BYTES {
             Inflation::Threaded
@@ -198,9 +197,10 @@ pub fn open_archive_with<W: InflatedSource>(
     deferred.set_data_size(container.header().data_size);
     let opened = container.opened();
     let tar = match inflation {
-        Inflation::Inline => HostTar::Inline(container),
-        Inflation::Parallel(_) if std::env::var_os("NEFF_PAR_INLINE").is_some() => HostTar::Inline(container),
-        Inflation::Threaded | Inflation::Parallel(_) => HostTar::Threaded(Box::new(Relay::spawn(container))),
+        // Parallel: the workers inflate; the container (marker resolution, CRC-32) runs with the
+        // tar walk, as a further thread would only compete for the same cores.
+        Inflation::Inline | Inflation::Parallel(_) => HostTar::Inline(container),
+        Inflation::Threaded => HostTar::Threaded(Box::new(Relay::spawn(container))),
     };
     Ok(Box::new(Archive::open_inflated(opened, wrap(tar))))
 }

@@ -165,6 +165,55 @@ fn generated_neffs_inflate_alike_in_parallel() {
         assert!(end.starts_with("finish: Ok"), "seed {seed}: {end}");
         assert_eq!(inflate(&path, None).0, tar);
     }
+    // The parallel path itself served (not only its serial replay).
+    let (chunks, _) = neff_cli::inflate::parallel::stats();
+    assert!(chunks > 100, "chunks handed on: {chunks}");
+}
+
+/// A valid stream of text-like members only (dynamic blocks throughout): served by the
+/// chunks, byte for byte.
+#[test]
+fn a_valid_stream_is_served_by_the_chunks() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut tar = Vec::new();
+    for i in 0..8 {
+        let mut rng = Rng(i + 1);
+        let mut body = Vec::new();
+        while body.len() < 200_000 {
+            let r = rng.next();
+            body.extend_from_slice(
+                format!("{{\"name\": \"w{}\", \"shape\": [{}]}}\n", r % 5000, (r >> 20) % 512).as_bytes(),
+            );
+        }
+        tar.extend_from_slice(&support::raw_tar_member(&format!("t{i}.json"), &body, b'0'));
+    }
+    tar.extend_from_slice(&[0; 1024]);
+    let path = temp_neff(dir.path(), "t.neff", &neff_of(&gzip(&tar)));
+    let source = FileSource::open(&path).unwrap();
+    let size = source.size();
+    let opts = OpenOptions::default();
+    let deferred = Deferred::default();
+    let par = Parallelism { threads: 2, chunk: 4096 };
+    let file = source.file().try_clone().unwrap();
+    let inflater = HostInflater::Parallel(Box::new(ParallelInflate::new(file, size, &opts, par, &deferred)));
+    let mut sink = |_: &Warning| {};
+    let mut container = Container::open(InputSource::File(source), Some(size), &opts, inflater, &mut sink).unwrap();
+    deferred.set_data_size(container.header().data_size);
+    let before = neff_cli::inflate::parallel::stats();
+    let mut out = Vec::new();
+    loop {
+        let b = container.fill_buf().unwrap();
+        if b.is_empty() {
+            break;
+        }
+        let n = b.len();
+        out.extend_from_slice(b);
+        container.consume(n);
+    }
+    assert!(container.finish(&mut sink).is_ok());
+    assert!(out == tar);
+    let after = neff_cli::inflate::parallel::stats();
+    assert!(after.0 - before.0 > 5, "chunks: {before:?} -> {after:?}");
 }
 
 /// Cuts at every chunk boundary (and beside it), a bad CRC, a bad ISIZE, garbage inside

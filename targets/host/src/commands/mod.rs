@@ -25,14 +25,14 @@ pub mod unpack;
 pub fn run(cli: Cli) -> Result<(), CliError> {
     let threads = match &cli.command {
         Command::Info(a) => a.threads,
-        Command::Check(a) => a.threads,
+        // Several files: `--threads` is how many are checked at once.
+        Command::Check(a) if a.files.len() <= 1 => a.threads,
         Command::Load(a) => a.threads,
         Command::Unpack(a) => a.threads,
         Command::Mem(a) => a.threads,
         Command::Diff(a) => a.threads,
         Command::Ls(a) => a.threads,
         Command::Cat(a) => a.threads,
-        Command::Cache(a) => a.threads,
         _ => None,
     };
     // Testing knobs: the payload size from which a file is inflated in parallel, and the

@@ -40,12 +40,21 @@ use super::deflate::{self, BitWriter, Invalid, Stop, MARKER, TERMINATOR, WINDOW}
 use super::ZlibRs;
 use crate::source::{InputSource, READ_BUFFER};
 
-/// Compressed bytes per chunk: each chunk inflates to a few MiB on NEFFs, and the chunks in
-/// flight set the memory.
-pub const CHUNK_BYTES: u64 = 1 << 20;
-/// The payload size from which the parallel path is taken: below it, threads cost more than
-/// they save (measured: see the README's section on loading performance).
-pub const PARALLEL_MIN_BYTES: u64 = 16 << 20;
+/// Compressed bytes per chunk: each inflates to some 15 MiB on NEFFs, and the chunks in flight
+/// set the memory. Smaller chunks spend more of their time before their window is known (in
+/// the slower speculative decoder): 1 MiB cost 20% more CPU on the 400 MB NEFF, 4 MiB no less
+/// than 2 MiB.
+pub const CHUNK_BYTES: u64 = 2 << 20;
+/// The file size from which the parallel path is taken: below it, threads cost more than they
+/// save (measured: see the README's section on loading performance).
+pub const PARALLEL_MIN_BYTES: u64 = 64 << 20;
+/// Whether a big file is inflated in parallel without `--threads`. Off: on this project's busy
+/// 2-core machine the parallel path was slower than one thread and held ten times the memory
+/// (see the README); `--threads N` (N >= 2) turns it on.
+pub const PARALLEL_BY_DEFAULT: bool = false;
+/// Workers when `--threads` is not given (and [`PARALLEL_BY_DEFAULT`]): each holds a chunk's output, so memory grows with
+/// them, and the tar walk in its own thread bounds the gain anyway.
+pub const DEFAULT_MAX_THREADS: usize = 4;
 /// A chunk whose output grows past this is given up (the serial replay streams it instead).
 const CHUNK_OUTPUT_MAX: usize = 48 << 20;
 
@@ -63,6 +72,16 @@ impl Parallelism {
     pub fn new(threads: usize) -> Self {
         Self { threads, chunk: CHUNK_BYTES }
     }
+}
+
+/// Chunks handed on by the parallel path, and replays of the serial path, in this process
+/// (tests check that the parallel path was taken).
+static CHUNKS_HANDED: AtomicU64 = AtomicU64::new(0);
+static REPLAYS: AtomicU64 = AtomicU64::new(0);
+
+/// `(chunks handed on, serial replays)` so far in this process.
+pub fn stats() -> (u64, u64) {
+    (CHUNKS_HANDED.load(Ordering::Relaxed), REPLAYS.load(Ordering::Relaxed))
 }
 
 /// The core's inflater on a host: zlib-rs, or the parallel path (which falls back to zlib-rs).
@@ -146,7 +165,7 @@ struct Setup {
 enum Mode {
     /// Not started: waits for the first call to check that the input is where it was expected.
     Armed(Armed),
-    Pipeline(Pipeline),
+    Pipeline(Box<Pipeline>),
     Shadow(Box<Shadow>),
     /// zlib-rs itself (members after the first, or the parallel path declined).
     Serial,
@@ -191,7 +210,7 @@ impl ParallelInflate {
     ) -> (InflateStatus, usize, usize) {
         if let Mode::Armed(armed) = &self.mode {
             self.mode = match armed.setup().and_then(|setup| start_pipeline(setup, input)) {
-                Some(p) => Mode::Pipeline(p),
+                Some(p) => Mode::Pipeline(Box::new(p)),
                 None => Mode::Serial,
             };
         }
@@ -202,11 +221,11 @@ impl ParallelInflate {
                 Mode::Pipeline(p) => match p.step(input, space, &mut self.rel_in, &mut self.out) {
                     Ok(r) => return r,
                     Err(Invalid) => {
-                        if std::env::var_os("NEFF_INFLATE_DEBUG").is_some() {
-                            eprintln!("replaying the serial path after {} bytes", self.out);
-                        }
                         self.mode = match Shadow::open(&p.setup, self.out) {
-                            Some(s) => Mode::Shadow(Box::new(s)),
+                            Some(s) => {
+                                REPLAYS.fetch_add(1, Ordering::Relaxed);
+                                Mode::Shadow(Box::new(s))
+                            }
                             // The file cannot be read again: report invalid data.
                             None => return (InflateStatus::Invalid(-1), 0, 0),
                         };
@@ -266,12 +285,14 @@ fn start_pipeline(setup: Setup, input: &[u8]) -> Option<Pipeline> {
         file: Arc::clone(&setup.file),
         start: setup.start,
         len: setup.len,
-        chunk: setup.par.chunk.max(4096),
+        chunk: setup.par.chunk.max(64),
         next_job: AtomicU64::new(0),
         delivered: Mutex::new(0),
         cv: Condvar::new(),
         stop: AtomicBool::new(false),
         ahead: threads as u64,
+        found: Mutex::new(BTreeMap::new()),
+        pool: Mutex::new(Vec::new()),
     });
     let (send, results) = mpsc::channel();
     let mut workers = Vec::new();
@@ -308,6 +329,22 @@ struct Shared {
     cv: Condvar,
     stop: AtomicBool,
     ahead: u64,
+    /// The block start found from each chunk's offset: a worker's end is the next one's start.
+    found: Mutex<BTreeMap<u64, Option<u64>>>,
+    /// Emptied output buffers, handed back for reuse (fresh ones cost page faults).
+    pool: Mutex<Vec<Vec<u8>>>,
+}
+
+impl Shared {
+    /// [`find_from`] the offset of chunk `k`, computed once.
+    fn start_of(&self, k: u64) -> Result<Option<u64>, Invalid> {
+        if let Some(&f) = self.found.lock().map_err(|_| Invalid)?.get(&k) {
+            return Ok(f);
+        }
+        let f = find_from(self, k * self.chunk * 8)?;
+        self.found.lock().map_err(|_| Invalid)?.insert(k, f);
+        Ok(f)
+    }
 }
 
 /// A decoded chunk.
@@ -340,21 +377,7 @@ fn work(shared: &Shared, send: &Sender<(u64, Result<ChunkOut, Invalid>)>) {
         if shared.stop.load(Ordering::Relaxed) {
             return;
         }
-        let t = std::time::Instant::now();
         let result = chunk(shared, k);
-        if std::env::var_os("NEFF_INFLATE_DEBUG").is_some() {
-            match &result {
-                Ok(c) => eprintln!(
-                    "chunk {k}: {:?}..{:?} symbols {} bytes {} in {:?}",
-                    c.start,
-                    c.end,
-                    c.symbols.len(),
-                    c.bytes.len(),
-                    t.elapsed()
-                ),
-                Err(_) => eprintln!("chunk {k}: invalid"),
-            }
-        }
         if send.send((k, result)).is_err() {
             return;
         }
@@ -386,7 +409,7 @@ fn find_from(shared: &Shared, from: u64) -> Result<Option<u64>, Invalid> {
 
 fn chunk(shared: &Shared, k: u64) -> Result<ChunkOut, Invalid> {
     let c = shared.chunk;
-    let start = if k == 0 { Some(0) } else { find_from(shared, k * c * 8)? };
+    let start = if k == 0 { Some(0) } else { shared.start_of(k)? };
     let Some(start) = start else {
         return Ok(ChunkOut { start: None, end: None, symbols: Vec::new(), bytes: Vec::new(), final_len: None });
     };
@@ -396,7 +419,7 @@ fn chunk(shared: &Shared, k: u64) -> Result<ChunkOut, Invalid> {
     if start >= next {
         return Ok(empty(start));
     }
-    let end = find_from(shared, next)?;
+    let end = shared.start_of(k + 1)?;
     // A chunk much bigger than asked (no block start found for long) is left to the replay.
     let stop_byte = end.map_or(shared.len, |e| e.div_ceil(8));
     let base = start / 8;
@@ -405,7 +428,7 @@ fn chunk(shared: &Shared, k: u64) -> Result<ChunkOut, Invalid> {
     }
     let data = read_at(&shared.file, shared.start + base, (stop_byte - base) as usize).map_err(|_| Invalid)?;
     let local = |bit: u64| bit - base * 8;
-    let mut symbols = Vec::new();
+    let mut symbols = Vec::with_capacity(1 << 20);
     let mut clean = start;
     if k > 0 {
         match deflate::decode(&data, local(start), end.map(local), &mut symbols, true)? {
@@ -457,7 +480,9 @@ fn chunk(shared: &Shared, k: u64) -> Result<ChunkOut, Invalid> {
         z.set_dictionary(&dict).map_err(|_| Invalid)?;
     }
     drop(data);
-    let mut bytes = Vec::with_capacity((w.bytes.len() * 6).min(CHUNK_OUTPUT_MAX));
+    let mut bytes = shared.pool.lock().ok().and_then(|mut p| p.pop()).unwrap_or_default();
+    bytes.clear();
+    bytes.reserve((w.bytes.len() * 6).min(CHUNK_OUTPUT_MAX));
     loop {
         if bytes.len() == bytes.capacity() {
             if bytes.len() >= CHUNK_OUTPUT_MAX {
@@ -569,18 +594,21 @@ impl Pipeline {
             return Err(Invalid);
         }
         let Some(start) = chunk.start else { return Err(Invalid) };
-        let mut resolved = Vec::with_capacity(chunk.symbols.len());
+        // Markers name bytes of the window before the chunk: those must exist (the stream's
+        // first 32 KiB cannot reach further back than its start).
         let known = self.history.len();
-        for &s in &chunk.symbols {
-            if s >= MARKER {
-                let i = usize::from(s - MARKER);
-                // The marker's byte must exist: the window holds the last `known` bytes.
-                let j = i.checked_sub(WINDOW - known).ok_or(Invalid)?;
-                resolved.push(self.history[j]);
-            } else {
-                resolved.push(s as u8);
-            }
+        if known < WINDOW && chunk.symbols.iter().any(|&s| s >= MARKER && usize::from(s - MARKER) < WINDOW - known) {
+            return Err(Invalid);
         }
+        // Every symbol through one table: bytes to themselves, markers to the window's bytes.
+        let mut table = vec![0u8; 1 << 16];
+        for (i, t) in table.iter_mut().enumerate().take(256) {
+            *t = i as u8;
+        }
+        table[usize::from(MARKER) + WINDOW - known..usize::from(MARKER) + WINDOW].copy_from_slice(&self.history);
+        let mut resolved = self.shared.pool.lock().ok().and_then(|mut p| p.pop()).unwrap_or_default();
+        resolved.clear();
+        resolved.extend(chunk.symbols.iter().map(|&s| table[usize::from(s)]));
         drop(chunk.symbols);
         let total = resolved.len() + chunk.bytes.len();
         if out.saturating_add(total as u64) > self.setup.opts.max_inflated {
@@ -603,7 +631,16 @@ impl Pipeline {
         if chunk.end.is_none() {
             self.ended = Some(chunk.final_len.ok_or(Invalid)?);
         }
-        self.current = [resolved, chunk.bytes];
+        let old = std::mem::replace(&mut self.current, [resolved, chunk.bytes]);
+        CHUNKS_HANDED.fetch_add(1, Ordering::Relaxed);
+        if let Ok(mut pool) = self.shared.pool.lock() {
+            // Buffers in use: one per worker, those waiting, the one handed on.
+            for b in old {
+                if pool.len() < 2 * self.shared.ahead as usize && b.capacity() > 0 {
+                    pool.push(b);
+                }
+            }
+        }
         self.pos = 0;
         Ok(())
     }
