@@ -297,10 +297,22 @@ fn start_pipeline(setup: Setup, input: &[u8]) -> Option<Pipeline> {
     let (send, results) = mpsc::channel();
     let mut workers = Vec::new();
     for i in 0..threads {
-        let shared = Arc::clone(&shared);
+        let mine = Arc::clone(&shared);
         let send = send.clone();
-        let spawned = std::thread::Builder::new().name(format!("neff-inflate-{i}")).spawn(move || work(&shared, &send));
-        workers.push(spawned.ok()?);
+        let spawned = std::thread::Builder::new().name(format!("neff-inflate-{i}")).spawn(move || work(&mine, &send));
+        match spawned {
+            Ok(w) => workers.push(w),
+            Err(_) => {
+                // No thread to be had: stop those started (they may wait for the condition),
+                // and inflate serially.
+                shared.stop.store(true, Ordering::Relaxed);
+                shared.cv.notify_all();
+                for w in workers {
+                    let _ = w.join();
+                }
+                return None;
+            }
+        }
     }
     Some(Pipeline {
         setup,
