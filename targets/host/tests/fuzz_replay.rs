@@ -41,4 +41,7 @@ fn gzip_corpus_inflates_alike_in_parallel() {
             panic!("fuzz input {} fails gzip_parallel", file.display());
         }
     }
+    // The parallel path itself handed chunks on (not only its serial replay).
+    let (chunks, _) = neff_cli::inflate::parallel::stats();
+    assert!(chunks > 0, "no chunk handed on");
 }
