@@ -20,7 +20,9 @@
 //! * **neff, one thread**: the `neff` command's load with the container inflating in the
 //!   loading thread;
 //! * **neff load --digest-only**: the real `neff` binary, inflating in a thread of its own on a
-//!   multi-core host.
+//!   multi-core host;
+//! * **neff load --digest-only --threads N** for N = 1, 2, 4, 8: the first gzip member inflated
+//!   in parallel chunks by N workers (`--threads 1`: on one thread), with its peak RSS.
 //!
 //! It prints each time and the ratios of the same run: neff / eager, neff / bare miniz_oxide,
 //! neff / bare zlib-rs, and neff's peak RSS. Under `cargo test` (no `--bench` argument) it runs
@@ -115,7 +117,17 @@ fn smoke(neff: &Path) {
 fn bench(neff: &Path) {
     let neff_size = std::fs::metadata(neff).unwrap().len();
     let tar_size = tar_size(neff);
-    let contenders = [Contender::Miniz, Contender::ZlibRs, Contender::Eager, Contender::NeffInline, Contender::Neff];
+    let contenders = [
+        Contender::Miniz,
+        Contender::ZlibRs,
+        Contender::Eager,
+        Contender::NeffInline,
+        Contender::Neff,
+        Contender::Threads(1),
+        Contender::Threads(2),
+        Contender::Threads(4),
+        Contender::Threads(8),
+    ];
     let mut best: Vec<Option<Run>> = vec![None; contenders.len()];
     for _ in 0..ROUNDS {
         for (slot, contender) in best.iter_mut().zip(contenders) {
@@ -155,6 +167,18 @@ fn bench(neff: &Path) {
         }
         None => println!("  neff load --digest-only peak RSS: /usr/bin/time not found (apt-get install time)"),
     }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!("parallel inflate (--threads N; {cores} cores here: more threads than cores are oversubscribed):");
+    for (i, n) in [(5, 1), (6, 2), (7, 4), (8, 8)] {
+        let run = &best[i];
+        let rss = run.peak_rss_kib.map_or("-".to_owned(), |k| format!("{:.1} MiB", k as f64 / 1024.0));
+        println!(
+            "  --threads {n}: / bare zlib-rs {:>6.3}, / --threads 1 {:>6.3}, peak RSS {rss}{}",
+            run.time.as_secs_f64() / zlib_rs,
+            run.time.as_secs_f64() / best[5].time.as_secs_f64(),
+            if n > cores { " (oversubscribed)" } else { "" }
+        );
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -164,6 +188,8 @@ enum Contender {
     Eager,
     NeffInline,
     Neff,
+    /// `neff load --digest-only --threads N`.
+    Threads(u8),
 }
 
 #[derive(Debug, Clone)]
@@ -180,6 +206,10 @@ impl Contender {
             Contender::Eager => "eager, libnrt way (flate2 + tar + serde_json)",
             Contender::NeffInline => "neff load --digest-only, one thread",
             Contender::Neff => "neff load --digest-only",
+            Contender::Threads(1) => "neff load --digest-only --threads 1",
+            Contender::Threads(2) => "neff load --digest-only --threads 2",
+            Contender::Threads(4) => "neff load --digest-only --threads 4",
+            Contender::Threads(_) => "neff load --digest-only --threads 8",
         }
     }
 
@@ -192,6 +222,11 @@ impl Contender {
             Contender::Neff => {
                 let mut c = Command::new(env!("CARGO_BIN_EXE_neff"));
                 c.args(["load", "--digest-only"]).arg(neff);
+                c
+            }
+            Contender::Threads(n) => {
+                let mut c = Command::new(env!("CARGO_BIN_EXE_neff"));
+                c.args(["load", "--digest-only", "--threads", &n.to_string()]).arg(neff);
                 c
             }
         }

@@ -87,6 +87,10 @@ pub struct InfoArgs {
     /// (spec §2.6); print the result. A mismatch exits 1 (`MD5 mismatch!`).
     #[arg(long)]
     pub verify: bool,
+    /// Inflate a big NEFF file's gzip stream in parallel chunks with N worker threads (N >= 2;
+    /// default and 1: one inflating thread). The output is the same for every N.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
 }
 
 /// `neff check`.
@@ -108,7 +112,8 @@ pub struct CheckArgs {
     #[arg(long)]
     pub verify: bool,
     /// Check N files at once (default: the cores available). The output is the same for
-    /// every N; 1 checks them one after another on one thread.
+    /// every N; 1 checks them one after another on one thread. With one file, inflate its gzip
+    /// stream with N worker threads when it is big (N >= 2).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
 }
@@ -139,6 +144,10 @@ pub struct LoadArgs {
     /// (spec §2.6); print the result. A mismatch exits 1 (`MD5 mismatch!`).
     #[arg(long)]
     pub verify: bool,
+    /// Inflate a big NEFF file's gzip stream in parallel chunks with N worker threads (N >= 2;
+    /// default and 1: one inflating thread). The output is the same for every N.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
 }
 
 /// `neff unpack`.
@@ -149,6 +158,10 @@ pub struct UnpackArgs {
     /// The directory to write into (created if missing; existing files are never overwritten).
     #[arg(short = 'o', long = "output", value_name = "DIR")]
     pub output: PathBuf,
+    /// Inflate a big NEFF file's gzip stream in parallel chunks with N worker threads (N >= 2;
+    /// default and 1: one inflating thread). The output is the same for every N.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
 }
 
 /// `neff pack`.
@@ -183,6 +196,10 @@ pub struct CatArgs {
     /// Write a `.npy` member's array data only, without its header.
     #[arg(long)]
     pub data: bool,
+    /// Inflate a big NEFF file's gzip stream in parallel chunks with N worker threads (N >= 2;
+    /// default and 1: one inflating thread). The output is the same for every N.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
 }
 
 /// `neff diff`.
@@ -195,6 +212,10 @@ pub struct DiffArgs {
     /// One JSON object on stdout.
     #[arg(long)]
     pub json: bool,
+    /// Inflate a big NEFF file's gzip stream in parallel chunks with N worker threads (N >= 2;
+    /// default and 1: one inflating thread). The output is the same for every N.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
 }
 
 /// `neff ls`.
@@ -205,6 +226,10 @@ pub struct LsArgs {
     /// One JSON object on stdout.
     #[arg(long)]
     pub json: bool,
+    /// Inflate a big NEFF file's gzip stream in parallel chunks with N worker threads (N >= 2;
+    /// default and 1: one inflating thread). The output is the same for every N.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
 }
 
 /// `neff mem`.
@@ -219,6 +244,10 @@ pub struct MemArgs {
     /// Add the buffers neuron-profile allocates while it captures (Profiler Buffers).
     #[arg(long)]
     pub profiling: bool,
+    /// Inflate a big NEFF file's gzip stream in parallel chunks with N worker threads (N >= 2;
+    /// default and 1: one inflating thread). The output is the same for every N.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
 }
 
 /// `neff completions`.

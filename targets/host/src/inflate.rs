@@ -17,6 +17,7 @@
 #![allow(clippy::result_large_err)]
 
 use std::fmt;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::thread::JoinHandle;
 
@@ -27,6 +28,11 @@ use neff::gzip::{Inflate, InflateStatus, WINDOW_SIZE};
 use neff::{Error, Warning, WarningSink};
 
 use crate::source::InputSource;
+
+pub mod deflate;
+pub mod parallel;
+
+use parallel::{HostInflater, ParallelInflate, Parallelism, PARALLEL_MIN_BYTES};
 
 /// Bytes of tar stream per buffer handed from the inflating thread to the parsing one. Each
 /// hand-off may wake a thread (a system call and a context switch), so buffers larger than the
@@ -100,21 +106,60 @@ pub enum Inflation {
     Inline,
     /// In a thread of its own, beside the tar walk.
     Threaded,
+    /// The first gzip member inflated in parallel by worker threads ([`parallel`]) when the
+    /// input is a file (else by zlib-rs), the container in the thread of the tar walk.
+    Parallel(Parallelism),
+}
+
+/// Inflating threads asked for (`--threads`); 0: the cores available.
+static THREADS: AtomicUsize = AtomicUsize::new(0);
+/// The payload size from which the parallel path is taken.
+static PARALLEL_MIN: AtomicU64 = AtomicU64::new(PARALLEL_MIN_BYTES);
+/// Compressed bytes per parallel chunk.
+static PARALLEL_CHUNK: AtomicU64 = AtomicU64::new(parallel::CHUNK_BYTES);
+
+/// Sets the inflating threads of this process (`--threads`: 1 is the serial path), and, for
+/// tests, the payload size from which the parallel path is taken and its chunk size.
+pub fn configure(threads: Option<usize>, parallel_min_bytes: Option<u64>, chunk: Option<u64>) {
+    if let Some(t) = threads {
+        THREADS.store(t, Ordering::Relaxed);
+    }
+    if let Some(m) = parallel_min_bytes {
+        PARALLEL_MIN.store(m, Ordering::Relaxed);
+    }
+    if let Some(c) = chunk {
+        PARALLEL_CHUNK.store(c.max(4096), Ordering::Relaxed);
+    }
 }
 
 impl Inflation {
-    /// [`Inflation::Threaded`] for a NEFF of `file_size` >= [`THREAD_MIN_BYTES`] on a host with
-    /// two cores or more, else [`Inflation::Inline`].
+    /// [`Inflation::Parallel`] for a NEFF of at least the parallel threshold
+    /// ([`PARALLEL_MIN_BYTES`]) when two threads or more were asked for ([`configure`]; without
+    /// `--threads`, only if [`parallel::PARALLEL_BY_DEFAULT`], with the cores available, at most
+    /// [`parallel::DEFAULT_MAX_THREADS`]); otherwise today's path: [`Inflation::Threaded`] for a
+    /// NEFF of [`THREAD_MIN_BYTES`] or more on a host with two cores or more, else
+    /// [`Inflation::Inline`].
     pub fn for_this_host(file_size: u64) -> Self {
-        match std::thread::available_parallelism() {
-            Ok(n) if n.get() >= 2 && file_size >= THREAD_MIN_BYTES => Inflation::Threaded,
-            _ => Inflation::Inline,
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let threads = match THREADS.load(Ordering::Relaxed) {
+            0 if parallel::PARALLEL_BY_DEFAULT => cores.min(parallel::DEFAULT_MAX_THREADS),
+            0 => 1,
+            t => t,
+        };
+        if threads >= 2 && file_size >= PARALLEL_MIN.load(Ordering::Relaxed) {
+            return Inflation::Parallel(Parallelism { threads, chunk: PARALLEL_CHUNK.load(Ordering::Relaxed) });
+        }
+        if cores >= 2 && file_size >= THREAD_MIN_BYTES {
+            Inflation::Threaded
+        } else {
+            Inflation::Inline
         }
     }
 }
 
-/// The container of a NEFF read from an [`InputSource`], inflating with zlib-rs.
-pub type HostContainer = Container<InputSource, ZlibRs>;
+/// The container of a NEFF read from an [`InputSource`], inflating with zlib-rs (in parallel
+/// or not).
+pub type HostContainer = Container<InputSource, HostInflater>;
 
 /// Opens `source` (a NEFF of `size` bytes): the core's header gates and first gzip member
 /// header run here, then the tar stream is inflated as `inflation` says.
@@ -138,10 +183,23 @@ pub fn open_archive_with<W: InflatedSource>(
     sink: &mut (impl WarningSink + ?Sized),
     wrap: impl FnOnce(HostTar) -> W,
 ) -> Result<Box<Archive<W>>, Error> {
-    let container: Box<HostContainer> = Box::new(Container::open(source, Some(size), opts, ZlibRs::new(), sink)?);
+    // The parallel path reads the file by offset through a handle of its own; only files have one.
+    let par = match (&inflation, &source) {
+        (Inflation::Parallel(par), InputSource::File(f)) => f.file().try_clone().ok().map(|file| (*par, file)),
+        _ => None,
+    };
+    let deferred = parallel::Deferred::default();
+    let inflater = match par {
+        Some((par, file)) => HostInflater::Parallel(Box::new(ParallelInflate::new(file, size, opts, par, &deferred))),
+        None => HostInflater::Serial(ZlibRs::new()),
+    };
+    let container: Box<HostContainer> = Box::new(Container::open(source, Some(size), opts, inflater, sink)?);
+    deferred.set_data_size(container.header().data_size);
     let opened = container.opened();
     let tar = match inflation {
-        Inflation::Inline => HostTar::Inline(container),
+        // Parallel: the workers inflate; the container (marker resolution, CRC-32) runs with the
+        // tar walk, as a further thread would only compete for the same cores.
+        Inflation::Inline | Inflation::Parallel(_) => HostTar::Inline(container),
         Inflation::Threaded => HostTar::Threaded(Box::new(Relay::spawn(container))),
     };
     Ok(Box::new(Archive::open_inflated(opened, wrap(tar))))

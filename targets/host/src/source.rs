@@ -79,6 +79,11 @@ impl FileSource {
         self.size
     }
 
+    /// The open file (the parallel inflater reads it by offset through a handle of its own).
+    pub fn file(&self) -> &File {
+        self.reader.get_ref()
+    }
+
     /// Bytes handed to the reader so far.
     pub fn consumed(&self) -> u64 {
         self.consumed

@@ -1,4 +1,5 @@
-//! Replays the saved inputs of the `unpack_path` fuzz target (`fuzz/corpus/unpack_path/`)
+//! Replays the saved inputs of the `unpack_path` fuzz target (`fuzz/corpus/unpack_path/`), and
+//! the `gzip` target's through `gzip_parallel`,
 //! through its body, on stable; the body is the fuzz crate's own, compiled here with `#[path]`.
 
 #[path = "../../../fuzz/src/host_targets.rs"]
@@ -21,4 +22,26 @@ fn unpack_path_corpus() {
             panic!("fuzz input {} fails its target", file.display());
         }
     }
+}
+
+/// The gzip target's saved inputs (`fuzz/corpus/gzip/`) through `gzip_parallel`: serial and
+/// parallel inflation of each as a NEFF's payload end alike.
+#[test]
+fn gzip_corpus_inflates_alike_in_parallel() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/gzip");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "{}: no saved inputs", dir.display());
+    for file in &files {
+        let bytes = std::fs::read(file).unwrap();
+        if std::panic::catch_unwind(|| host_targets::gzip_parallel(&bytes)).is_err() {
+            panic!("fuzz input {} fails gzip_parallel", file.display());
+        }
+    }
+    // The parallel path itself handed chunks on (not only its serial replay).
+    let (chunks, _) = neff_cli::inflate::parallel::stats();
+    assert!(chunks > 0, "no chunk handed on");
 }

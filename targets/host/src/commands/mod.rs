@@ -23,6 +23,22 @@ pub mod unpack;
 
 /// Runs one command line.
 pub fn run(cli: Cli) -> Result<(), CliError> {
+    let threads = match &cli.command {
+        Command::Info(a) => a.threads,
+        // Several files: `--threads` is how many are checked at once.
+        Command::Check(a) if a.files.len() <= 1 => a.threads,
+        Command::Load(a) => a.threads,
+        Command::Unpack(a) => a.threads,
+        Command::Mem(a) => a.threads,
+        Command::Diff(a) => a.threads,
+        Command::Ls(a) => a.threads,
+        Command::Cat(a) => a.threads,
+        _ => None,
+    };
+    // Testing knobs: the payload size from which a file is inflated in parallel, and the
+    // compressed bytes per chunk.
+    let env = |name| std::env::var(name).ok().and_then(|v: String| v.parse::<u64>().ok());
+    crate::inflate::configure(threads.map(usize::from), env("NEFF_PARALLEL_MIN_BYTES"), env("NEFF_INFLATE_CHUNK"));
     match cli.command {
         Command::Info(args) => info::run(&args),
         Command::Check(args) => load::check(&args),

@@ -1,0 +1,874 @@
+//! Parallel inflate of the first gzip member of a NEFF read from a file.
+//!
+//! The deflate data is cut into chunks of [`Parallelism::chunk`] compressed bytes. A worker
+//! thread takes chunk k: it finds the first dynamic-Huffman block start at or after the chunk's
+//! offset ([`deflate::find_block`]: header, code-length code and both codes valid by zlib's
+//! rules), and the first one after the next chunk's offset, where it must stop. It decodes from
+//! the start with [`deflate::decode`], writing markers for bytes of the unknown 32 KiB before
+//! it, until the last 32 KiB it wrote hold no marker; from that block boundary on, zlib-rs
+//! inflates the rest with those 32 KiB as its dictionary, framed so that it starts on a byte
+//! (empty blocks before) and must end exactly at the next chunk's start (a final block with
+//! known output after). The inflater here, driven by the core's `Container` as any other,
+//! takes the chunks in order, resolves their markers against the previous 32 KiB and hands the
+//! bytes on; the core checks CRC-32, ISIZE and everything after the member as always.
+//!
+//! Anything unexpected (no block found, a chunk that does not end where the next starts,
+//! invalid data, a marker before the stream's start, a chunk too big) voids the speculation:
+//! the inflater then replays the serial path — a `Container` with zlib-rs on the same file,
+//! fed the same reads — from the start, skips what was already handed on, and follows it, so
+//! any error is the serial path's error at the same offset. To make that possible, the input
+//! consumption reported to the core lags behind: up to the start of the chunk being handed on.
+// The core's `Error` is `Copy` and large; passed by value as in the core.
+#![allow(clippy::result_large_err)]
+
+use std::collections::{BTreeMap, VecDeque};
+use std::fs::File;
+use std::io::{self, BufReader};
+use std::os::unix::fs::FileExt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::thread::JoinHandle;
+
+use flate2::{Decompress, FlushDecompress, Status};
+use neff::archive::{Container, OpenOptions};
+use neff::error::StreamKind;
+use neff::gzip::{GzipError, Inflate, InflateStatus, WINDOW_SIZE};
+use neff::header::HEADER_SIZE;
+
+use super::deflate::{self, BitWriter, Invalid, Stop, MARKER, TERMINATOR, WINDOW};
+use super::ZlibRs;
+use crate::source::{InputSource, READ_BUFFER};
+
+/// Compressed bytes per chunk: each inflates to some 15 MiB on NEFFs, and the chunks in flight
+/// set the memory. Smaller chunks spend more of their time before their window is known (in
+/// the slower speculative decoder): 1 MiB cost 20% more CPU on the 400 MB NEFF, 4 MiB no less
+/// than 2 MiB.
+pub const CHUNK_BYTES: u64 = 2 << 20;
+/// The file size from which the parallel path is taken: below it, threads cost more than they
+/// save (measured: see the README's section on loading performance).
+pub const PARALLEL_MIN_BYTES: u64 = 64 << 20;
+/// Whether a big file is inflated in parallel without `--threads`. Off: on this project's busy
+/// 2-core machine the parallel path was slower than one thread and held ten times the memory
+/// (see the README); `--threads N` (N >= 2) turns it on.
+pub const PARALLEL_BY_DEFAULT: bool = false;
+/// Workers when `--threads` is not given (and [`PARALLEL_BY_DEFAULT`]): each holds a chunk's output, so memory grows with
+/// them, and the tar walk in its own thread bounds the gain anyway.
+pub const DEFAULT_MAX_THREADS: usize = 4;
+/// A chunk whose output grows past this is given up (the serial replay streams it instead).
+const CHUNK_OUTPUT_MAX: usize = 48 << 20;
+
+/// How to inflate in parallel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Parallelism {
+    /// Worker threads.
+    pub threads: usize,
+    /// Compressed bytes per chunk.
+    pub chunk: u64,
+}
+
+impl Parallelism {
+    /// `threads` workers with [`CHUNK_BYTES`] chunks.
+    pub fn new(threads: usize) -> Self {
+        Self { threads, chunk: CHUNK_BYTES }
+    }
+}
+
+/// Chunks handed on by the parallel path, and replays of the serial path, in this process
+/// (tests check that the parallel path was taken).
+static CHUNKS_HANDED: AtomicU64 = AtomicU64::new(0);
+static REPLAYS: AtomicU64 = AtomicU64::new(0);
+
+/// `(chunks handed on, serial replays)` so far in this process.
+pub fn stats() -> (u64, u64) {
+    (CHUNKS_HANDED.load(Ordering::Relaxed), REPLAYS.load(Ordering::Relaxed))
+}
+
+/// The core's inflater on a host: zlib-rs, or the parallel path (which falls back to zlib-rs).
+pub enum HostInflater {
+    /// zlib-rs, one call at a time.
+    Serial(ZlibRs),
+    /// The parallel path for the first member.
+    Parallel(Box<ParallelInflate>),
+}
+
+impl Inflate for HostInflater {
+    fn reset(&mut self) {
+        match self {
+            HostInflater::Serial(z) => z.reset(),
+            HostInflater::Parallel(p) => p.reset(),
+        }
+    }
+
+    fn inflate(
+        &mut self,
+        input: &[u8],
+        window: &mut [u8; WINDOW_SIZE],
+        out_pos: usize,
+        more_input: bool,
+    ) -> (InflateStatus, usize, usize) {
+        match self {
+            HostInflater::Serial(z) => z.inflate(input, window, out_pos, more_input),
+            HostInflater::Parallel(p) => p.inflate(input, window, out_pos, more_input),
+        }
+    }
+}
+
+/// The header's `data_size`, known once the core has read the header (after the inflater was
+/// made).
+#[derive(Default)]
+pub struct Deferred(Arc<OnceLock<u64>>);
+
+impl Deferred {
+    /// Records the header's `data_size`.
+    pub fn set_data_size(&self, data_size: u64) {
+        let _ = self.0.set(data_size);
+    }
+}
+
+/// What the parallel path starts from.
+struct Armed {
+    file: File,
+    file_size: u64,
+    opts: OpenOptions,
+    par: Parallelism,
+    data_size: Arc<OnceLock<u64>>,
+}
+
+impl Armed {
+    /// Where the deflate data lies, or `None` when the gzip member header is not a plain one.
+    fn setup(&self) -> Option<Setup> {
+        let payload = HEADER_SIZE as u64;
+        let data_size = *self.data_size.get()?;
+        let payload_end = payload.checked_add(data_size)?.min(self.file_size);
+        let start = payload.checked_add(gzip_header_len(&self.file, payload)?)?;
+        let len = payload_end.checked_sub(start)?;
+        let file = Arc::new(self.file.try_clone().ok()?);
+        Some(Setup { file, start, len, file_size: self.file_size, opts: self.opts, par: self.par })
+    }
+}
+
+/// The file and where its deflate data lies.
+#[derive(Clone)]
+struct Setup {
+    file: Arc<File>,
+    /// File offset of the first deflate byte.
+    start: u64,
+    /// Deflate bytes available: up to the payload's end.
+    len: u64,
+    /// File offset of the payload's end (the serial path's input ends there).
+    file_size: u64,
+    opts: OpenOptions,
+    par: Parallelism,
+}
+
+enum Mode {
+    /// Not started: waits for the first call to check that the input is where it was expected.
+    Armed(Armed),
+    Pipeline(Box<Pipeline>),
+    Shadow(Box<Shadow>),
+    /// zlib-rs itself (members after the first, or the parallel path declined).
+    Serial,
+}
+
+/// The parallel path as the core's inflater.
+pub struct ParallelInflate {
+    mode: Mode,
+    serial: ZlibRs,
+    resets: u32,
+    /// Input bytes reported consumed in this member.
+    rel_in: u64,
+    /// Output bytes handed on in this member.
+    out: u64,
+}
+
+impl ParallelInflate {
+    /// An inflater for the NEFF in `file` (`file_size` bytes, opened with `opts`); the
+    /// header's `data_size` comes through `deferred` once the core has read the header.
+    pub fn new(file: File, file_size: u64, opts: &OpenOptions, par: Parallelism, deferred: &Deferred) -> Self {
+        let mode = Mode::Armed(Armed { file, file_size, opts: *opts, par, data_size: Arc::clone(&deferred.0) });
+        Self { mode, serial: ZlibRs::new(), resets: 0, rel_in: 0, out: 0 }
+    }
+
+    fn reset(&mut self) {
+        self.resets += 1;
+        self.rel_in = 0;
+        self.out = 0;
+        if self.resets > 1 {
+            // Members after the first: zlib-rs on the core's input.
+            self.mode = Mode::Serial;
+        }
+        self.serial.reset();
+    }
+
+    fn inflate(
+        &mut self,
+        input: &[u8],
+        window: &mut [u8; WINDOW_SIZE],
+        out_pos: usize,
+        more_input: bool,
+    ) -> (InflateStatus, usize, usize) {
+        if let Mode::Armed(armed) = &self.mode {
+            self.mode = match armed.setup().and_then(|setup| start_pipeline(setup, input)) {
+                Some(p) => Mode::Pipeline(Box::new(p)),
+                None => Mode::Serial,
+            };
+        }
+        loop {
+            let space = window.get_mut(out_pos..).unwrap_or(&mut []);
+            match &mut self.mode {
+                Mode::Armed(_) | Mode::Serial => return self.serial.inflate(input, window, out_pos, more_input),
+                Mode::Pipeline(p) => match p.step(input, space, &mut self.rel_in, &mut self.out) {
+                    Ok(r) => return r,
+                    Err(Invalid) => {
+                        self.mode = match Shadow::open(&p.setup, self.out) {
+                            Some(s) => {
+                                REPLAYS.fetch_add(1, Ordering::Relaxed);
+                                Mode::Shadow(Box::new(s))
+                            }
+                            // The file cannot be read again: report invalid data.
+                            None => return (InflateStatus::Invalid(-1), 0, 0),
+                        };
+                    }
+                },
+                Mode::Shadow(s) => return s.step(input, space, &mut self.rel_in, &mut self.out),
+            }
+        }
+    }
+}
+
+/// Length of the gzip member header at `at`, or `None` if it is not a plain one.
+fn gzip_header_len(file: &File, at: u64) -> Option<u64> {
+    let mut head = [0u8; 10];
+    file.read_exact_at(&mut head, at).ok()?;
+    if head[0] != 0x1f || head[1] != 0x8b || head[2] != 8 {
+        return None;
+    }
+    let flags = head[3];
+    let mut pos = at + 10;
+    let mut byte = [0u8; 2];
+    if flags & 4 != 0 {
+        file.read_exact_at(&mut byte, pos).ok()?;
+        pos += 2 + u64::from(u16::from_le_bytes(byte));
+    }
+    for flag in [8u8, 16] {
+        if flags & flag != 0 {
+            loop {
+                file.read_exact_at(&mut byte[..1], pos).ok()?;
+                pos += 1;
+                if byte[0] == 0 {
+                    break;
+                }
+            }
+        }
+    }
+    if flags & 2 != 0 {
+        pos += 2;
+    }
+    Some(pos - at)
+}
+
+fn read_at(file: &File, at: u64, len: usize) -> io::Result<Vec<u8>> {
+    let mut v = vec![0u8; len];
+    file.read_exact_at(&mut v, at)?;
+    Ok(v)
+}
+
+fn start_pipeline(setup: Setup, input: &[u8]) -> Option<Pipeline> {
+    // The core must be at the deflate start we computed: compare what it holds.
+    let n = input.len().min(256);
+    if n == 0 || read_at(&setup.file, setup.start, n).ok()? != input[..n] {
+        return None;
+    }
+    let threads = setup.par.threads.max(1);
+    let shared = Arc::new(Shared {
+        file: Arc::clone(&setup.file),
+        start: setup.start,
+        len: setup.len,
+        chunk: setup.par.chunk.max(64),
+        next_job: AtomicU64::new(0),
+        delivered: Mutex::new(0),
+        cv: Condvar::new(),
+        stop: AtomicBool::new(false),
+        ahead: threads as u64,
+        found: Mutex::new(BTreeMap::new()),
+        pool: Mutex::new(Vec::new()),
+    });
+    let (send, results) = mpsc::channel();
+    let mut workers = Vec::new();
+    for i in 0..threads {
+        let mine = Arc::clone(&shared);
+        let send = send.clone();
+        let spawned = std::thread::Builder::new().name(format!("neff-inflate-{i}")).spawn(move || work(&mine, &send));
+        match spawned {
+            Ok(w) => workers.push(w),
+            Err(_) => {
+                // No thread to be had: stop those started (they may wait for the condition),
+                // and inflate serially.
+                shared.stop.store(true, Ordering::Relaxed);
+                shared.cv.notify_all();
+                for w in workers {
+                    let _ = w.join();
+                }
+                return None;
+            }
+        }
+    }
+    Some(Pipeline {
+        setup,
+        shared,
+        workers,
+        results: Some(results),
+        pending: BTreeMap::new(),
+        next: 0,
+        expect: Some(0),
+        history: Vec::with_capacity(WINDOW),
+        current: [Vec::new(), Vec::new()],
+        pos: 0,
+        target_in: 0,
+        ended: None,
+    })
+}
+
+struct Shared {
+    file: Arc<File>,
+    start: u64,
+    len: u64,
+    chunk: u64,
+    next_job: AtomicU64,
+    /// Chunks handed on so far; workers stay at most `ahead` chunks in front.
+    delivered: Mutex<u64>,
+    cv: Condvar,
+    stop: AtomicBool,
+    ahead: u64,
+    /// The block start found from each chunk's offset: a worker's end is the next one's start.
+    found: Mutex<BTreeMap<u64, Option<u64>>>,
+    /// Emptied output buffers, handed back for reuse (fresh ones cost page faults).
+    pool: Mutex<Vec<Vec<u8>>>,
+}
+
+impl Shared {
+    /// [`find_from`] the offset of chunk `k`, computed once.
+    fn start_of(&self, k: u64) -> Result<Option<u64>, Invalid> {
+        if let Some(&f) = self.found.lock().map_err(|_| Invalid)?.get(&k) {
+            return Ok(f);
+        }
+        let f = find_from(self, k * self.chunk * 8)?;
+        self.found.lock().map_err(|_| Invalid)?.insert(k, f);
+        Ok(f)
+    }
+}
+
+/// A decoded chunk.
+struct ChunkOut {
+    /// First bit (from the deflate start), `None`: no block start at or after the chunk's offset.
+    start: Option<u64>,
+    /// Where the next chunk starts, `None`: this chunk holds the final block.
+    end: Option<u64>,
+    /// The speculative part: bytes and markers.
+    symbols: Vec<u16>,
+    /// The rest, inflated by zlib-rs.
+    bytes: Vec<u8>,
+    /// After the final block: the deflate data's length in bytes.
+    final_len: Option<u64>,
+}
+
+fn work(shared: &Shared, send: &Sender<(u64, Result<ChunkOut, Invalid>)>) {
+    loop {
+        let k = shared.next_job.fetch_add(1, Ordering::Relaxed);
+        if shared.stop.load(Ordering::Relaxed) || k.saturating_mul(shared.chunk) >= shared.len {
+            return;
+        }
+        {
+            let Ok(mut delivered) = shared.delivered.lock() else { return };
+            while k >= *delivered + shared.ahead && !shared.stop.load(Ordering::Relaxed) {
+                let Ok(d) = shared.cv.wait(delivered) else { return };
+                delivered = d;
+            }
+        }
+        if shared.stop.load(Ordering::Relaxed) {
+            return;
+        }
+        let result = chunk(shared, k);
+        if send.send((k, result)).is_err() {
+            return;
+        }
+    }
+}
+
+/// The first block start at or after bit `from` (of the deflate data), reading as needed.
+fn find_from(shared: &Shared, from: u64) -> Result<Option<u64>, Invalid> {
+    // Bits a dynamic header can take, with margin: a candidate this far from the end of what
+    // was read is judged on complete data, so every worker judges it alike.
+    const MARGIN: u64 = 1024;
+    const STEP: u64 = 256 * 1024;
+    let mut lo = from / 8;
+    while lo < shared.len {
+        let hi = (lo + STEP + MARGIN).min(shared.len);
+        let data = read_at(&shared.file, shared.start + lo, (hi - lo) as usize).map_err(|_| Invalid)?;
+        let until = if hi == shared.len { hi * 8 } else { (hi - MARGIN) * 8 };
+        let first = from.max(lo * 8) - lo * 8;
+        if let Some(b) = deflate::find_block(&data, first, until - lo * 8) {
+            return Ok(Some(lo * 8 + b));
+        }
+        if hi == shared.len {
+            break;
+        }
+        lo = hi - MARGIN;
+    }
+    Ok(None)
+}
+
+fn chunk(shared: &Shared, k: u64) -> Result<ChunkOut, Invalid> {
+    let c = shared.chunk;
+    let start = if k == 0 { Some(0) } else { shared.start_of(k)? };
+    let Some(start) = start else {
+        return Ok(ChunkOut { start: None, end: None, symbols: Vec::new(), bytes: Vec::new(), final_len: None });
+    };
+    let next = (k + 1) * c * 8;
+    let empty =
+        |at| ChunkOut { start: Some(at), end: Some(at), symbols: Vec::new(), bytes: Vec::new(), final_len: None };
+    if start >= next {
+        return Ok(empty(start));
+    }
+    let end = shared.start_of(k + 1)?;
+    // A chunk much bigger than asked (no block start found for long) is left to the replay.
+    let stop_byte = end.map_or(shared.len, |e| e.div_ceil(8));
+    let base = start / 8;
+    if stop_byte - base > 32 * c + 4096 {
+        return Err(Invalid);
+    }
+    let data = read_at(&shared.file, shared.start + base, (stop_byte - base) as usize).map_err(|_| Invalid)?;
+    let local = |bit: u64| bit - base * 8;
+    let mut symbols = Vec::with_capacity(1 << 20);
+    let mut clean = start;
+    if k > 0 {
+        match deflate::decode(&data, local(start), end.map(local), &mut symbols, true)? {
+            Stop::Clean(b) => clean = b + base * 8,
+            Stop::End(_) => {
+                return Ok(ChunkOut { start: Some(start), end, symbols, bytes: Vec::new(), final_len: None });
+            }
+            Stop::Final(b) => {
+                if end.is_some() {
+                    return Err(Invalid);
+                }
+                let final_len = Some((b + base * 8).div_ceil(8));
+                return Ok(ChunkOut { start: Some(start), end: None, symbols, bytes: Vec::new(), final_len });
+            }
+        }
+        if symbols.len() > CHUNK_OUTPUT_MAX / 2 {
+            return Err(Invalid);
+        }
+    }
+    // Frame [clean, end) for zlib-rs: empty blocks so the data starts on a byte boundary, then
+    // the data, then (unless the stream ends in it) the terminator at `end`.
+    let mut w = BitWriter::default();
+    let (q, r) = ((local(clean) / 8) as usize, (local(clean) % 8) as u32);
+    deflate::write_aligning_prefix(&mut w, r);
+    let mut from = q;
+    if r > 0 {
+        w.put(u32::from(data[q] >> r), 8 - r);
+        from = q + 1;
+    }
+    let framed_at = w.bytes.len();
+    match end {
+        Some(e) => {
+            let (p, t) = ((local(e) / 8) as usize, (local(e) % 8) as u32);
+            if p < from {
+                // The clean point is in the last byte: not worth framing; the replay serves.
+                return Err(Invalid);
+            }
+            w.bytes.extend_from_slice(&data[from..p]);
+            if t > 0 {
+                w.put(u32::from(data[p]) & ((1 << t) - 1), t);
+            }
+            deflate::write_terminator(&mut w);
+        }
+        None => w.bytes.extend_from_slice(&data[from..]),
+    }
+    let dict: Vec<u8> = symbols[symbols.len().saturating_sub(WINDOW)..].iter().map(|&s| s as u8).collect();
+    let mut z = Decompress::new(false);
+    if !dict.is_empty() {
+        z.set_dictionary(&dict).map_err(|_| Invalid)?;
+    }
+    drop(data);
+    let mut bytes = shared.pool.lock().ok().and_then(|mut p| p.pop()).unwrap_or_default();
+    bytes.clear();
+    bytes.reserve((w.bytes.len() * 6).min(CHUNK_OUTPUT_MAX));
+    loop {
+        if bytes.len() == bytes.capacity() {
+            if bytes.len() >= CHUNK_OUTPUT_MAX {
+                return Err(Invalid);
+            }
+            // Steps of 2 MiB: doubling would leave up to half of a chunk's buffer unused.
+            bytes.reserve(2 << 20);
+        }
+        let consumed = z.total_in() as usize;
+        let before = (z.total_in(), z.total_out());
+        let status = z
+            .decompress_vec(w.bytes.get(consumed..).unwrap_or(&[]), &mut bytes, FlushDecompress::None)
+            .map_err(|_| Invalid)?;
+        if status == Status::StreamEnd {
+            break;
+        }
+        if before == (z.total_in(), z.total_out()) && bytes.len() < bytes.capacity() {
+            // Input ended before the stream did.
+            return Err(Invalid);
+        }
+    }
+    let used = z.total_in() as usize;
+    match end {
+        Some(_) => {
+            if used != w.bytes.len() || !bytes.ends_with(TERMINATOR) {
+                return Err(Invalid);
+            }
+            bytes.truncate(bytes.len() - TERMINATOR.len());
+            Ok(ChunkOut { start: Some(start), end, symbols, bytes, final_len: None })
+        }
+        None => {
+            let final_len = Some(base + (from + used - framed_at) as u64);
+            Ok(ChunkOut { start: Some(start), end: None, symbols, bytes, final_len })
+        }
+    }
+}
+
+struct Pipeline {
+    setup: Setup,
+    shared: Arc<Shared>,
+    workers: Vec<JoinHandle<()>>,
+    results: Option<Receiver<(u64, Result<ChunkOut, Invalid>)>>,
+    pending: BTreeMap<u64, Result<ChunkOut, Invalid>>,
+    next: u64,
+    /// Where the next chunk must start (`None`: the stream ended).
+    expect: Option<u64>,
+    /// The last 32 KiB handed on.
+    history: Vec<u8>,
+    /// The chunk being handed on: its resolved speculative part, then zlib-rs's part.
+    current: [Vec<u8>; 2],
+    pos: usize,
+    /// How far the core may be told the input is consumed.
+    target_in: u64,
+    /// The deflate data's length, once its end was handed on.
+    ended: Option<u64>,
+}
+
+impl Pipeline {
+    fn step(
+        &mut self,
+        input: &[u8],
+        space: &mut [u8],
+        rel_in: &mut u64,
+        out: &mut u64,
+    ) -> Result<(InflateStatus, usize, usize), Invalid> {
+        loop {
+            let (a, b) = (&self.current[0], &self.current[1]);
+            if self.pos < a.len() + b.len() {
+                let part = if self.pos < a.len() { &a[self.pos..] } else { &b[self.pos - a.len()..] };
+                let n = part.len().min(space.len());
+                space[..n].copy_from_slice(&part[..n]);
+                self.pos += n;
+                *out += n as u64;
+                let n_in = (self.target_in.saturating_sub(*rel_in)).min(input.len() as u64);
+                *rel_in += n_in;
+                return Ok((InflateStatus::Progress, n_in as usize, n));
+            }
+            if let Some(end) = self.ended {
+                let n_in = end.saturating_sub(*rel_in).min(input.len() as u64);
+                *rel_in += n_in;
+                if *rel_in == end {
+                    return Ok((InflateStatus::Done, n_in as usize, 0));
+                }
+                if n_in == 0 {
+                    // The core's input ended before what was read here: let the replay judge.
+                    return Err(Invalid);
+                }
+                return Ok((InflateStatus::Progress, n_in as usize, 0));
+            }
+            self.next_chunk(*out)?;
+        }
+    }
+
+    fn next_chunk(&mut self, out: u64) -> Result<(), Invalid> {
+        let k = self.next;
+        let chunk = loop {
+            if let Some(c) = self.pending.remove(&k) {
+                break c?;
+            }
+            let (i, c) = self.results.as_ref().ok_or(Invalid)?.recv().map_err(|_| Invalid)?;
+            self.pending.insert(i, c);
+        };
+        self.next += 1;
+        if let Ok(mut d) = self.shared.delivered.lock() {
+            *d = self.next;
+        }
+        self.shared.cv.notify_all();
+        if chunk.start != self.expect {
+            return Err(Invalid);
+        }
+        let Some(start) = chunk.start else { return Err(Invalid) };
+        // Markers name bytes of the window before the chunk: those must exist (the stream's
+        // first 32 KiB cannot reach further back than its start).
+        let known = self.history.len();
+        if known < WINDOW && chunk.symbols.iter().any(|&s| s >= MARKER && usize::from(s - MARKER) < WINDOW - known) {
+            return Err(Invalid);
+        }
+        // Every symbol through one table: bytes to themselves, markers to the window's bytes.
+        let mut table = vec![0u8; 1 << 16];
+        for (i, t) in table.iter_mut().enumerate().take(256) {
+            *t = i as u8;
+        }
+        table[usize::from(MARKER) + WINDOW - known..usize::from(MARKER) + WINDOW].copy_from_slice(&self.history);
+        let mut resolved = self.shared.pool.lock().ok().and_then(|mut p| p.pop()).unwrap_or_default();
+        resolved.clear();
+        resolved.extend(chunk.symbols.iter().map(|&s| table[usize::from(s)]));
+        drop(chunk.symbols);
+        let total = resolved.len() + chunk.bytes.len();
+        if out.saturating_add(total as u64) > self.setup.opts.max_inflated {
+            // The core would stop inside this chunk: the replay reports it where it would.
+            return Err(Invalid);
+        }
+        // History: the last 32 KiB of everything handed on.
+        for part in [&resolved, &chunk.bytes] {
+            if part.len() >= WINDOW {
+                self.history.clear();
+                self.history.extend_from_slice(&part[part.len() - WINDOW..]);
+            } else {
+                self.history.extend_from_slice(part);
+                let excess = self.history.len().saturating_sub(WINDOW);
+                self.history.drain(..excess);
+            }
+        }
+        self.target_in = self.target_in.max(start / 8);
+        self.expect = chunk.end;
+        if chunk.end.is_none() {
+            self.ended = Some(chunk.final_len.ok_or(Invalid)?);
+        }
+        let old = std::mem::replace(&mut self.current, [resolved, chunk.bytes]);
+        CHUNKS_HANDED.fetch_add(1, Ordering::Relaxed);
+        if let Ok(mut pool) = self.shared.pool.lock() {
+            // Buffers in use: one per worker, those waiting, the one handed on.
+            for b in old {
+                if pool.len() < 2 * self.shared.ahead as usize && b.capacity() > 0 {
+                    pool.push(b);
+                }
+            }
+        }
+        self.pos = 0;
+        Ok(())
+    }
+}
+
+impl Drop for Pipeline {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::Relaxed);
+        self.shared.cv.notify_all();
+        self.results = None;
+        for w in self.workers.drain(..) {
+            let _ = w.join();
+        }
+    }
+}
+
+/// What the replayed serial inflater did in the first member, call by call.
+#[derive(Default)]
+struct SpyLog {
+    member: u32,
+    out: u64,
+    inp: u64,
+    /// (output, input) totals after each call that wrote output.
+    calls: VecDeque<(u64, u64)>,
+    /// The totals when the member's deflate data ended.
+    done: Option<(u64, u64)>,
+    /// The output of the call that ended it (the core does not hand it on when the trailer
+    /// that follows is refused).
+    tail: Vec<u8>,
+}
+
+/// zlib-rs, logging its progress: the replay's inflater.
+struct Spy {
+    inner: ZlibRs,
+    log: Arc<Mutex<SpyLog>>,
+}
+
+impl Inflate for Spy {
+    fn reset(&mut self) {
+        if let Ok(mut log) = self.log.lock() {
+            log.member += 1;
+        }
+        self.inner.reset();
+    }
+
+    fn inflate(
+        &mut self,
+        input: &[u8],
+        window: &mut [u8; WINDOW_SIZE],
+        out_pos: usize,
+        more_input: bool,
+    ) -> (InflateStatus, usize, usize) {
+        let r = self.inner.inflate(input, window, out_pos, more_input);
+        if let Ok(mut log) = self.log.lock() {
+            if log.member == 1 {
+                log.out += r.2 as u64;
+                log.inp += r.1 as u64;
+                let totals = (log.out, log.inp);
+                if r.2 > 0 {
+                    log.calls.push_back(totals);
+                }
+                if r.0 == InflateStatus::Done {
+                    log.done = Some(totals);
+                    log.tail = window.get(out_pos..out_pos + r.2).unwrap_or(&[]).to_vec();
+                }
+            }
+        }
+        r
+    }
+}
+
+/// A byte source reading a file by offset (the replay's own position, whatever the core's).
+struct AtReader {
+    file: Arc<File>,
+    pos: u64,
+}
+
+impl io::Read for AtReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.file.read_at(buf, self.pos)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+fn din_of(done: Option<(u64, u64)>) -> u64 {
+    done.map_or(0, |d| d.1)
+}
+
+/// The serial path replayed from the start of the file.
+struct Shadow {
+    container: Container<InputSource, Spy>,
+    log: Arc<Mutex<SpyLog>>,
+    start: u64,
+    /// Output of the replay read so far.
+    pos: u64,
+    /// Output already handed on by the pipeline.
+    skip: u64,
+    /// The replay's error, once it failed (its container is not asked again).
+    failed: Option<neff::error::StreamError>,
+}
+
+impl Shadow {
+    fn open(setup: &Setup, skip: u64) -> Option<Self> {
+        let log = Arc::new(Mutex::new(SpyLog::default()));
+        let reader = BufReader::with_capacity(READ_BUFFER, AtReader { file: Arc::clone(&setup.file), pos: 0 });
+        let source = InputSource::Reader(Box::new(reader), setup.file_size);
+        // The core's own checks run on what is handed on; the replay only inflates.
+        let opts = OpenOptions { max_inflated: u64::MAX, verify_integrity: false, ..setup.opts };
+        let spy = Spy { inner: ZlibRs::new(), log: Arc::clone(&log) };
+        let container = Container::open(source, Some(setup.file_size), &opts, spy, &mut |_: &neff::Warning| {}).ok()?;
+        Some(Shadow { container, log, start: setup.start, pos: 0, skip, failed: None })
+    }
+
+    fn step(
+        &mut self,
+        input: &[u8],
+        space: &mut [u8],
+        rel_in: &mut u64,
+        out: &mut u64,
+    ) -> (InflateStatus, usize, usize) {
+        use embedded_io::BufRead as _;
+        loop {
+            let done = self.log.lock().ok().and_then(|l| l.done);
+            if let Some((dout, din)) = done {
+                if self.pos >= dout && self.skip == 0 {
+                    let n_in = din.saturating_sub(*rel_in).min(input.len() as u64);
+                    *rel_in += n_in;
+                    if *rel_in == din {
+                        return (InflateStatus::Done, n_in as usize, 0);
+                    }
+                    if n_in == 0 {
+                        return (InflateStatus::Truncated, 0, 0);
+                    }
+                    return (InflateStatus::Progress, n_in as usize, 0);
+                }
+            }
+            let filled = match self.failed {
+                Some(e) => Err(e),
+                None => self.container.fill_buf().map(|b| b.len()),
+            };
+            match filled {
+                Ok(0) => return (InflateStatus::Invalid(-1), 0, 0),
+                Ok(len) => {
+                    let mut avail = len as u64;
+                    if let Some((dout, _)) = done {
+                        avail = avail.min(dout.saturating_sub(self.pos));
+                    }
+                    if avail == 0 {
+                        // The pipeline handed on more than the member holds: cannot happen.
+                        return (InflateStatus::Invalid(-1), 0, 0);
+                    }
+                    if self.skip > 0 {
+                        let n = self.skip.min(avail);
+                        self.container.consume(n as usize);
+                        self.skip -= n;
+                        self.pos += n;
+                        continue;
+                    }
+                    // Hand on bytes of one replayed call at a time, with its input total, so
+                    // a limit the core checks on the output trips at the serial offset.
+                    let (call_out, call_in) = {
+                        let Ok(mut log) = self.log.lock() else { return (InflateStatus::Invalid(-1), 0, 0) };
+                        while log.calls.front().is_some_and(|&(o, _)| o <= self.pos) {
+                            log.calls.pop_front();
+                        }
+                        log.calls.front().copied().unwrap_or((u64::MAX, log.inp))
+                    };
+                    let n = avail.min(call_out - self.pos).min(space.len() as u64) as usize;
+                    let Ok(bytes) = self.container.fill_buf() else { return (InflateStatus::Invalid(-1), 0, 0) };
+                    space[..n].copy_from_slice(&bytes[..n]);
+                    self.container.consume(n);
+                    self.pos += n as u64;
+                    *out += n as u64;
+                    let n_in = call_in.saturating_sub(*rel_in).min(input.len() as u64);
+                    *rel_in += n_in;
+                    return (InflateStatus::Progress, n_in as usize, n);
+                }
+                Err(e) => {
+                    self.failed = Some(e);
+                    if let Some((dout, _)) = done {
+                        // The member ended and what follows failed: the core here checks that
+                        // itself. Hand on the rest of the member's output from the last call.
+                        let Ok(log) = self.log.lock() else { return (InflateStatus::Invalid(-1), 0, 0) };
+                        let left = dout.saturating_sub(self.pos);
+                        let from = log.tail.len().saturating_sub(left as usize);
+                        let skip = (self.skip.min(left)) as usize;
+                        if skip > 0 {
+                            self.skip -= skip as u64;
+                            self.pos += skip as u64;
+                            continue;
+                        }
+                        let n = (left as usize).min(space.len());
+                        space[..n].copy_from_slice(&log.tail[from..from + n]);
+                        self.pos += n as u64;
+                        *out += n as u64;
+                        let n_in = din_of(done).saturating_sub(*rel_in).min(input.len() as u64);
+                        *rel_in += n_in;
+                        return (InflateStatus::Progress, n_in as usize, n);
+                    }
+                    let status = match e.kind {
+                        StreamKind::Gzip(GzipError::Inflate { status }) => InflateStatus::Invalid(status),
+                        StreamKind::Truncated => InflateStatus::Truncated,
+                        _ => InflateStatus::Invalid(-1),
+                    };
+                    // The core adds the input it is told about to its offset: bring it to the
+                    // replay's, in as many calls as its buffer takes.
+                    let target = e.offset.saturating_sub(self.start);
+                    let n_in = target.saturating_sub(*rel_in).min(input.len() as u64);
+                    *rel_in += n_in;
+                    if *rel_in < target {
+                        return (InflateStatus::Progress, n_in as usize, 0);
+                    }
+                    return (status, n_in as usize, 0);
+                }
+            }
+        }
+    }
+}
