@@ -10,6 +10,8 @@
 //! changes the number of cases.
 //!
 //! GPSIMD libraries are added to some definitions, in both forms of `ucode_lib` (§7.6).
+//! Dangling references with long names (a KELF, a definition, a weight, 42 to 200 bytes) are
+//! refused at the reference, with its array index and the missing name's tail.
 //!
 //! Not covered yet: other base NEFFs (one graph, DMA blocks and their queue/var names, Q7 engines, `<V2` weights, npy v2/v3 headers); renamed vars and queues; graph
 //! counts other than the header's; duplicate members; no `neff.json` (the KELF fallback);
@@ -34,7 +36,7 @@ use common::neff::{members, npy_data};
 use common::recorder::{run, TEST_ARENA};
 use neff::archive::{Archive, OpenOptions};
 use neff::digest::digest64;
-use neff::error::{Warning, WarningKind};
+use neff::error::{ChainError, ErrorKind, MemberText, Text, Warning, WarningKind};
 use neff::loader::{ChainWarning, LoadOptions, PayloadState};
 use neff::manifest::{Arch, ManifestWarning, UsageClass};
 use neff::sim::SimDevice;
@@ -962,4 +964,146 @@ fn known_loader_failures_still_fail() {
             Err(e) => assert!(e.contains(message), "seed {seed} fails otherwise now: {e}"),
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dangling references with long names (issue 30).
+
+/// Cases of [`random_dangling_references_name_the_entry`].
+const DANGLING_CASES: u64 = 60;
+
+/// What a dangling reference must be refused with: the member and key path of the error, and
+/// the whole name of the missing member.
+struct Dangling {
+    by: String,
+    key_path: String,
+    missing: String,
+}
+
+/// A long name part (42 to 200 bytes, sometimes with characters JSON escapes or beyond ASCII)
+/// that no member of `list` has.
+fn long_part(rng: &mut Rng, len: usize) -> String {
+    let exotic = rng.chance(30);
+    let mut s = String::from("dangling_");
+    while s.len() < len {
+        if exotic && rng.chance(10) {
+            s.push(*rng.pick(EXOTIC));
+        } else {
+            s.push(*rng.pick(ALPHABET) as char);
+        }
+    }
+    s
+}
+
+/// `seed`'s case with one of its references made dangling: the KELF that `neff.json` names, a
+/// graph's definition, or a file variable's weight now names a long name (42 to 200 bytes,
+/// below zero to two directories) that is in no member, and the member it named is gone.
+fn dangle(seed: u64, header: &[u8], base: &[(String, Vec<u8>)]) -> (Vec<u8>, Dangling, String) {
+    let case = generate(seed, 0, header, base);
+    let mut rng = Rng::new(seed ^ 0x6461_6e67_6c69_6e67);
+    let mut list = case.list;
+    let len = 42 + rng.below(159);
+    let sub = (0..rng.below(3)).map(|_| namer_free_dir(&mut rng)).collect::<Vec<_>>().join("/");
+    let rel = join(&sub, &long_part(&mut rng, len.saturating_sub(sub.len() + 1).max(42)));
+    let position = |list: &[(String, Vec<u8>, Role)], role: Role| list.iter().position(|e| e.2 == role).unwrap();
+    let (dangling, what) = match rng.below(3) {
+        0 => {
+            let at = position(&list, Role::Neff);
+            let mut neff: Value = serde_json::from_slice(&list[at].1).unwrap();
+            let nodes = neff["nodes"].as_array_mut().unwrap();
+            let i = nodes.iter().position(|n| n["attrs"]["func_name"] == "__kelf").unwrap();
+            let old = nodes[i]["attrs"]["kelf"].as_str().unwrap().to_string();
+            nodes[i]["attrs"]["kelf"] = rel.clone().into();
+            list[at].1 = serde_json::to_vec(&neff).unwrap();
+            list.retain(|e| e.0 != old);
+            (Dangling { by: "neff.json".into(), key_path: format!("nodes[{i}].attrs.kelf"), missing: rel }, "KELF")
+        }
+        1 => {
+            let at = position(&list, Role::Kelf);
+            let mut kelf: Value = serde_json::from_slice(&list[at].1).unwrap();
+            let graphs = kelf["graphs"].as_array_mut().unwrap();
+            let j = rng.below(graphs.len());
+            let old = graphs[j]["definition"].as_str().unwrap().to_string();
+            // In the directory of the definition it replaces: two graphs in one directory are
+            // refused before any member is found missing (docs/refusals.md, `DuplicateSubgraph`).
+            let rel = join(dir_of(&old), &rel);
+            graphs[j]["definition"] = rel.clone().into();
+            list[at].1 = serde_json::to_vec(&kelf).unwrap();
+            let by = list[at].0.clone();
+            list.retain(|e| e.0 != old);
+            (Dangling { by, key_path: format!("graphs[{j}].definition"), missing: rel }, "definition")
+        }
+        _ => {
+            let defs: Vec<usize> = (0..list.len()).filter(|&i| list[i].2 == Role::Def).collect();
+            let at = *rng.pick(&defs);
+            let dir = dir_of(&list[at].0).to_string();
+            let mut def: Value = serde_json::from_slice(&list[at].1).unwrap();
+            let files: Vec<String> = def["var"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .filter(|(_, v)| v["type"] == "file")
+                .map(|(k, _)| k.clone())
+                .collect();
+            let var = rng.pick(&files).clone();
+            let old = join(&dir, def["var"][&var]["file_name"].as_str().unwrap());
+            def["var"][&var]["file_name"] = rel.clone().into();
+            list[at].1 = serde_json::to_vec(&def).unwrap();
+            let by = list[at].0.clone();
+            list.retain(|e| e.0 != old);
+            // The core keeps no var's name (it would grow every weight's record): the key
+            // path is `var.file_name`, and the host names the var (targets/host, located.rs).
+            (Dangling { by, key_path: "var.file_name".into(), missing: join(&dir, &rel) }, "weight")
+        }
+    };
+    assert!(!list.iter().any(|e| e.0 == dangling.missing), "seed {seed}: the dangling name is a member");
+    let format = *rng.pick(&[Format::Ustar, Format::Gnu, Format::Pax, Format::Mixed]);
+    let bytes = pack(&mut rng, header, &list, format, DirEntries::None);
+    let desc = format!("{what} named {} ({} bytes), tar {format:?}; {}", short(&dangling.missing), len, case.desc);
+    (bytes, dangling, desc)
+}
+
+/// A short directory name of the generator's alphabet.
+fn namer_free_dir(rng: &mut Rng) -> String {
+    let mut s = String::new();
+    s.push(*rng.pick(LEADING) as char);
+    for _ in 0..rng.below(8) {
+        s.push(*rng.pick(ALPHABET) as char);
+    }
+    s
+}
+
+#[test]
+fn random_dangling_references_name_the_entry() {
+    // Every case is refused with MemberMissing at the reference, with its array index; the
+    // error keeps the tail of the missing name (the host prints it whole: targets/host
+    // tests/verbs.rs, generated long names in every kind of reference).
+    let Some((header, base)) = base() else { return };
+    let mut kinds = BTreeSet::new();
+    for seed in 0..DANGLING_CASES {
+        let (bytes, want, desc) = dangle(seed, &header, &base);
+        kinds.insert(want.key_path.split('[').next().unwrap_or_default().to_string());
+        let mut memory = vec![0u8; 16 << 20];
+        let mut dev: SimDevice = SimDevice::new(&mut memory, Arch::Cayman);
+        let mut sink = |_: &Warning| {};
+        let mut archive =
+            Archive::<&[u8]>::open(&bytes[..], Some(bytes.len() as u64), &OpenOptions::default(), &mut sink).unwrap();
+        let e = run(&mut archive, Some(&mut dev), None, LoadOptions::default(), TEST_ARENA, &mut sink)
+            .0
+            .expect_err(&format!("seed {seed}: loads although {desc}"));
+        let kept = Text::<{ neff::error::MEMBER_TEXT }>::new(&want.by);
+        let missing = MemberText::new(&want.missing);
+        assert!(
+            matches!(e.kind, ErrorKind::Chain(ChainError::MemberMissing { member }) if member == missing),
+            "seed {seed}: {e} ({desc})"
+        );
+        assert_eq!(
+            (e.member.as_str(), e.key_path.as_str(), e.offset),
+            (kept.as_str(), want.key_path.as_str(), 0),
+            "seed {seed}: {desc}"
+        );
+        assert!(missing.is_elided(), "seed {seed}: a name of 42 bytes or more is cut in the error");
+        assert!(want.missing.ends_with(missing.as_str()), "seed {seed}: the error keeps the name's tail");
+    }
+    assert_eq!(kinds.len(), 3, "every kind of reference was made dangling: {kinds:?}");
 }

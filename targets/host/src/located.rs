@@ -12,6 +12,8 @@
 
 use neff::archive::OpenOptions;
 use neff::error::MemberText;
+use neff::loader::{named_by, Tier};
+use neff::manifest::def::ENGINE_KEYS;
 use serde_json::Value;
 
 use crate::inflate::{open_archive, Inflation};
@@ -41,12 +43,13 @@ pub fn manifest(again: &Again, by: &str) -> Option<Value> {
 pub fn locate(doc: &Value, by: &str, key_path: &str, missing: &MemberText) -> Option<Site> {
     // The segments that carry the core's index: a site must have each of them.
     let indexed: Vec<&str> = key_path.split('.').filter(|k| k.contains('[')).collect();
+    let suffixes = suffixes(key_path);
     let mut sites = strings_under(doc, key_path).into_iter().filter_map(|(path, name)| {
         let segments: Vec<&str> = path.split('.').collect();
         if !indexed.iter().all(|k| segments.contains(k)) {
             return None;
         }
-        let member = resolved(by, &name, missing)?;
+        let member = resolved(by, &name, &suffixes, missing)?;
         Some(Site { key_path: path, member })
     });
     let site = sites.next()?;
@@ -101,17 +104,34 @@ fn strings_under(doc: &Value, key_path: &str) -> Vec<(String, String)> {
 /// The whole member name `name` (as manifest `by` writes it) stands for when it agrees with the
 /// error's `missing`: the name itself (from the archive's root) or joined to `by`'s directory,
 /// whichever the error's text is, or ends with where it kept only a tail.
-fn resolved(by: &str, name: &str, missing: &MemberText) -> Option<String> {
+fn resolved(by: &str, name: &str, suffixes: &[&str], missing: &MemberText) -> Option<String> {
     let dir = neff::loader::dir_of(by);
-    let joined = (!dir.is_empty()).then(|| format!("{dir}/{name}"));
     let kept = missing.as_str();
-    [joined, Some(name.to_owned())].into_iter().flatten().find(|whole| {
+    let named = |suffix: &str| {
+        let joined = (!dir.is_empty()).then(|| format!("{dir}/{name}{suffix}"));
+        [joined, Some(format!("{name}{suffix}"))]
+    };
+    suffixes.iter().flat_map(|s| named(s)).flatten().find(|whole| {
         if missing.is_elided() {
             whole.ends_with(kept) && whole.len() > kept.len()
         } else {
             whole == kept
         }
     })
+}
+
+/// The suffixes the loader may give a name at `key_path` (an activation set `S` is member
+/// `S.json`), whichever tier of manifest holds it; the name as written first.
+fn suffixes(key_path: &str) -> Vec<&'static str> {
+    let engines = ENGINE_KEYS.iter().map(|&e| Tier::Engine(Some(e)));
+    let tiers = [Tier::Neff, Tier::Kelf, Tier::Def, Tier::Engine(None), Tier::ActSet, Tier::UcodeLibs];
+    let mut out = vec![""];
+    for (_, suffix) in tiers.into_iter().chain(engines).filter_map(|t| named_by(t, key_path)) {
+        if !out.contains(&suffix) {
+            out.push(suffix);
+        }
+    }
+    out
 }
 
 /// The bytes of member `name` of input `again`, read again through the core's archive (its

@@ -478,6 +478,126 @@ fn a_missing_member_is_named_whole_and_its_reference_with_its_index() {
     assert_eq!(line, "error: neff.json: nodes[2].attrs.kelf: member kelf-7.json is missing from the archive");
 }
 
+/// A generated long name part (`len` bytes or a few more), sometimes with characters beyond
+/// ASCII and ones a shell or a tar name treats specially (none that JSON escapes: the sample's
+/// text is edited in place).
+fn long_part(state: &mut u64, len: usize) -> String {
+    let mut next = || {
+        // SplitMix64.
+        *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = *state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        (z ^ (z >> 31)) as usize
+    };
+    const PLAIN: &[char] = &['a', 'b', 'c', 'd', 'e', 'f', '0', '1', '7', '9', '_', '-', '.'];
+    const EXOTIC: &[char] = &[' ', '+', '#', '~', 'é', 'Ω', '名'];
+    let exotic = next() % 3 == 0;
+    let mut s = String::from("dangling_");
+    while s.len() < len {
+        let r = next();
+        s.push(if exotic && r % 8 == 0 { EXOTIC[(r >> 8) % EXOTIC.len()] } else { PLAIN[(r >> 8) % PLAIN.len()] });
+    }
+    s
+}
+
+#[test]
+fn generated_long_names_in_dangling_references_are_printed_whole() {
+    // Every kind of reference the chain follows, made dangling with a generated name of 42 to
+    // 200 bytes (at times below a directory of its own): the core's error keeps 40 bytes of
+    // the missing name, and `check` on a file prints it whole, with the key path's indices.
+    let mut state = 0x6e65_6666_u64;
+    let mut kinds = std::collections::BTreeSet::new();
+    for case in 0..16u64 {
+        let sg = (case / 8 % 2) as usize;
+        let dir = format!("sg{sg:02}");
+        let len = 42 + (case as usize * 37) % 159;
+        let mut part = long_part(&mut state, len);
+        if case % 5 == 4 {
+            part = format!("w{case}/{part}");
+        }
+        // (manifest, text it holds, text replacing it, member dropped, key path, missing member)
+        let (by, from, to, drop, key_path, missing) = match case % 8 {
+            0 => (
+                "neff.json".to_string(),
+                "\"kelf\":\"kelf-0.json\"".to_string(),
+                format!("\"kelf\":\"{part}\""),
+                "kelf-0.json".to_string(),
+                "nodes[2].attrs.kelf".to_string(),
+                part.clone(),
+            ),
+            1 => (
+                "kelf-0.json".into(),
+                format!("{dir}/def.json"),
+                format!("{dir}/{part}"),
+                format!("{dir}/def.json"),
+                format!("graphs[{sg}].definition"),
+                format!("{dir}/{part}"),
+            ),
+            2 => (
+                format!("{dir}/def.json"),
+                format!("value_sg{sg:02}00_identity_7_CRSM.npy"),
+                part.clone(),
+                format!("{dir}/value_sg{sg:02}00_identity_7_CRSM.npy"),
+                format!("var.identity_7_sg{sg:02}00.file_name"),
+                format!("{dir}/{part}"),
+            ),
+            3 => (
+                format!("{dir}/def.json"),
+                "\"pool\":\"Pool.json\"".into(),
+                format!("\"pool\":\"{part}\""),
+                format!("{dir}/Pool.json"),
+                "pool".into(),
+                format!("{dir}/{part}"),
+            ),
+            4 => (
+                format!("{dir}/Activation.json"),
+                "[\"exp_and_others\"]".into(),
+                format!("[\"{part}\"]"),
+                format!("{dir}/exp_and_others.json"),
+                "activation_function_sets[0]".into(),
+                format!("{dir}/{part}.json"),
+            ),
+            5 => (
+                format!("{dir}/exp_and_others.json"),
+                "exp_and_others_bkt.bin".into(),
+                part.clone(),
+                format!("{dir}/exp_and_others_bkt.bin"),
+                "bkt_bin".into(),
+                format!("{dir}/{part}"),
+            ),
+            6 => (
+                format!("{dir}/DVE.json"),
+                "default_datapath_table.bin".into(),
+                part.clone(),
+                format!("{dir}/default_datapath_table.bin"),
+                "dve_tables[0].datapath_table".into(),
+                format!("{dir}/{part}"),
+            ),
+            _ => (
+                format!("{dir}/exp_and_others.json"),
+                "exp_and_others_ctrl.bin".into(),
+                part.clone(),
+                format!("{dir}/exp_and_others_ctrl.bin"),
+                "ctl_bin".into(),
+                format!("{dir}/{part}"),
+            ),
+        };
+        assert!(missing.len() > 40, "case {case}: the core keeps 40 bytes of a missing name");
+        kinds.insert(key_path.clone());
+        let builder = SampleBuilder::new().replace_text(&by, &from, &to).drop_member(&drop);
+        let (line, _) = rejected(builder, &["check"]);
+        assert_eq!(
+            line,
+            format!("error: {by}: {key_path}: member {missing} is missing from the archive"),
+            "case {case} ({} bytes)",
+            missing.len()
+        );
+    }
+    // Eight kinds of reference, two of them with an index that follows the subgraph.
+    assert_eq!(kinds.len(), 10, "{kinds:?}");
+}
+
 #[test]
 fn check_gives_key_path_and_byte_of_a_bad_value() {
     let bad = SampleBuilder::new().replace_text("sg00/def.json", "\"size\":16384", "\"size\":\"big\"");
