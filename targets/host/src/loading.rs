@@ -782,7 +782,8 @@ pub struct Pass {
     pub elapsed: Duration,
     /// Warnings, as printed.
     pub warnings: Vec<String>,
-    /// The same warnings field by field (for bindings: code, stage, member, key path).
+    /// The same warnings field by field (for bindings: code, stage, member, key path), when
+    /// [`PassOptions::keep_warning_records`] asked for them.
     pub warning_records: Vec<neff::Warning>,
     /// What the tar tap saw (`None` for a pass without one; see [`crate::tap`]).
     pub members: Option<MemberLog>,
@@ -804,6 +805,11 @@ pub struct PassOptions {
     /// [`Pass::refusal`], and the pass ends with what was read (the tools that show *why* a
     /// NEFF is refused: `ls`, `diff`).
     pub keep_going: bool,
+    /// Keep each warning field by field as well as printed ([`Pass::warning_records`], and
+    /// a refusal's [`Fault`](crate::error::Fault)): for bindings, which hand warnings on as
+    /// objects. Off, a NEFF with many warnings (15,312 for a member added twice, 320 times)
+    /// costs no memory for them beyond their lines.
+    pub keep_warning_records: bool,
 }
 
 /// Runs the loader over `source` (a NEFF of `size` bytes) on a thread with a large stack.
@@ -902,7 +908,7 @@ fn run_pass(
     extra: &mut dyn Observer,
     warning_records: &mut Vec<neff::Warning>,
 ) -> Result<Pass, CliError> {
-    let PassOptions { allow_legacy, verify, keep_going } = options;
+    let PassOptions { allow_legacy, verify, keep_going, keep_warning_records } = options;
     let again = source.again();
     let mut warnings = Vec::new();
     let mut sink = |w: &neff::Warning| {
@@ -913,7 +919,9 @@ fn run_pass(
         let text = w.to_string();
         print_warning(&text);
         warnings.push(text);
-        warning_records.push(*w);
+        if keep_warning_records {
+            warning_records.push(*w);
+        }
     };
     // The device memory is set up before the clock starts: the time is the load's.
     let mut memory = match target {

@@ -44,7 +44,8 @@ pub struct WalkSummary {
     pub padding_bytes: u64,
     /// Warnings raised (already printed as `warning: ...`).
     pub warnings: Vec<String>,
-    /// The same warnings field by field (for bindings: code, stage, member, key path).
+    /// The same warnings field by field (for bindings: code, stage, member, key path), when
+    /// [`walk_keeping`] was asked to keep them.
     pub warning_records: Vec<neff::Warning>,
 }
 
@@ -89,13 +90,26 @@ impl<M: embedded_io::Read<Error = neff::Error>> Read for Body<'_, M> {
 
 /// Walks `src` (a file of `file_size` bytes): header gates, then every member to `visitor`.
 pub fn walk(src: InputSource, file_size: u64, visitor: &mut dyn Visitor) -> Result<WalkSummary, CliError> {
+    walk_keeping(src, file_size, visitor, false)
+}
+
+/// [`walk`], keeping each warning field by field too ([`WalkSummary::warning_records`]) when
+/// `records` (bindings, which hand warnings on as objects).
+pub fn walk_keeping(
+    src: InputSource,
+    file_size: u64,
+    visitor: &mut dyn Visitor,
+    records: bool,
+) -> Result<WalkSummary, CliError> {
     let mut warnings = Vec::new();
     let mut warning_records = Vec::new();
     let mut sink = |w: &neff::Warning| {
         let text = w.to_string();
         print_warning(&text);
         warnings.push(text);
-        warning_records.push(*w);
+        if records {
+            warning_records.push(*w);
+        }
     };
     let mut archive =
         open_archive(src, file_size, &OpenOptions::default(), Inflation::for_this_host(file_size), &mut sink)?;

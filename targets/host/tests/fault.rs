@@ -15,7 +15,8 @@ fn reader(bytes: Vec<u8>) -> InputSource {
 fn check(bytes: Vec<u8>, arch: Option<neff::manifest::Arch>) -> Result<loading::Pass, CliError> {
     let source = reader(bytes);
     let size = source.size();
-    loading::run(source, size, Target::Check(arch), PassOptions::default())
+    let options = PassOptions { keep_warning_records: true, ..PassOptions::default() };
+    loading::run(source, size, Target::Check(arch), options)
 }
 
 fn fault(e: CliError) -> (String, Fault) {
@@ -52,6 +53,11 @@ fn a_refusal_keeps_the_warnings_raised_before_it() {
     let (_, f) = fault(check(bytes, Some(neff::manifest::Arch::Sunda)).err().unwrap());
     assert_eq!((f.code, f.stage, f.offset), (919, "kelf", None));
     assert_eq!(f.warnings, accepted.warning_records);
+    // Unasked, the records are not kept: the lines are.
+    let source = reader(SampleBuilder::new().build().unwrap().into_iter().chain(*b"tail").collect());
+    let size = source.size();
+    let plain = loading::run(source, size, Target::Check(None), PassOptions::default()).unwrap();
+    assert_eq!((plain.warnings.len(), plain.warning_records.len()), (1, 0));
 }
 
 #[test]

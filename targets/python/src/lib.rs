@@ -227,7 +227,11 @@ fn info(py: Python<'_>, src: &Bound<'_, PyAny>, verify: bool) -> PyResult<(Strin
     answer(py, move || {
         let source = input.open()?;
         let size = source.size();
-        let mut pass = loading::run_info(source, size, PassOptions { verify, ..PassOptions::default() })?;
+        let mut pass = loading::run_info(
+            source,
+            size,
+            PassOptions { verify, keep_warning_records: true, ..PassOptions::default() },
+        )?;
         let doc = verbs::info::info_json(&mut pass);
         Ok((json_text(&doc)?, std::mem::take(&mut pass.warning_records), std::mem::take(&mut pass.warnings)))
     })
@@ -253,7 +257,7 @@ fn check(
             source,
             size,
             Target::Check(arch),
-            PassOptions { allow_legacy, verify, ..PassOptions::default() },
+            PassOptions { allow_legacy, verify, keep_warning_records: true, ..PassOptions::default() },
         )?;
         let r = &pass.report;
         let doc = serde_json::json!({
@@ -300,7 +304,12 @@ fn load(
     answer(py, move || {
         let source = input.open()?;
         let size = source.size();
-        let mut pass = loading::run(source, size, target, PassOptions { verify, ..PassOptions::default() })?;
+        let mut pass = loading::run(
+            source,
+            size,
+            target,
+            PassOptions { verify, keep_warning_records: true, ..PassOptions::default() },
+        )?;
         let doc = verbs::load::report_json(&pass)?;
         Ok((json_text(&doc)?, std::mem::take(&mut pass.warning_records), std::mem::take(&mut pass.warnings)))
     })
@@ -385,7 +394,7 @@ fn read(py: Python<'_>, src: &Bound<'_, PyAny>, member: String) -> PyResult<(PyO
         let source = input.open()?;
         let size = source.size();
         let mut one = ReadOne { want: member, found: None };
-        let summary = walk::walk(source, size, &mut one)?;
+        let summary = walk::walk_keeping(source, size, &mut one, true)?;
         match one.found {
             Some(bytes) => Ok((bytes, summary)),
             None => Err(Failure::NoMember(one.want)),
@@ -412,7 +421,8 @@ fn weight_vars(py: Python<'_>, src: &Bound<'_, PyAny>) -> PyResult<WeightVars> {
     let found = py.allow_threads(move || -> Result<_, Failure> {
         let source = input.open()?;
         let size = source.size();
-        let mut pass = loading::run_info(source, size, PassOptions::default())?;
+        let mut pass =
+            loading::run_info(source, size, PassOptions { keep_warning_records: true, ..PassOptions::default() })?;
         let doc = verbs::info::info_json(&mut pass);
         let mut pairs = Vec::new();
         for sg in doc.subgraphs {
@@ -545,7 +555,7 @@ fn npy_members(src: &Bound<'_, PyAny>, wanted: Vec<String>) -> PyResult<NpyStrea
             let source = input.open()?;
             let size = source.size();
             let mut sender = NpySender { wanted, tx };
-            Ok(walk::walk(source, size, &mut sender)?)
+            Ok(walk::walk_keeping(source, size, &mut sender, true)?)
         })
         .map_err(|e| PyOSError::new_err(format!("cannot start the walk thread: {e}")))?;
     Ok(NpyStream { rx: Mutex::new(rx), worker: Mutex::new(Some(worker)) })

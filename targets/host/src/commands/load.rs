@@ -95,7 +95,7 @@ fn named(e: CliError, file: &std::path::Path) -> CliError {
 fn check_one(args: &CheckArgs, file: &std::path::Path, source: crate::source::InputSource) -> Result<String, CliError> {
     let size = source.size();
     let arch = args.arch.map(arch_of);
-    let options = PassOptions { allow_legacy: args.allow_legacy, verify: args.verify, keep_going: false };
+    let options = PassOptions { allow_legacy: args.allow_legacy, verify: args.verify, ..PassOptions::default() };
     let pass = loading::run(source, size, Target::Check(arch), options)
         .map_err(|e| super::cache::with_marker_hint(e, file))?;
     let r = &pass.report;
