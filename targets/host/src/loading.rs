@@ -1038,11 +1038,6 @@ pub fn arch_of(arch: impl Into<Arch>) -> Arch {
     arch.into()
 }
 
-/// The subgraph directory of a definition path (`sg00/def.json` -> `sg00`).
-pub fn dir_of(path: &str) -> &str {
-    path.rsplit_once('/').map_or("", |(dir, _)| dir)
-}
-
 /// `dir/name`, or `name` at the root.
 pub fn join(dir: &str, name: &str) -> String {
     if dir.is_empty() {

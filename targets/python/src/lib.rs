@@ -426,7 +426,7 @@ fn weight_vars(py: Python<'_>, src: &Bound<'_, PyAny>) -> PyResult<WeightVars> {
         let doc = verbs::info::info_json(&mut pass);
         let mut pairs = Vec::new();
         for sg in doc.subgraphs {
-            let dir = loading::dir_of(&sg.definition);
+            let dir = neff::loader::dir_of(&sg.definition);
             for v in sg.vars {
                 if let Some(file) = v.file_name {
                     pairs.push((loading::join(dir, &file), v.name));

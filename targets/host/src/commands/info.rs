@@ -9,13 +9,14 @@
 
 use serde::Serialize;
 
+use neff::loader::dir_of;
+
 use crate::cli::InfoArgs;
 use crate::error::{CliError, StdoutText};
 use crate::header_view::HeaderJson;
 use crate::integrity::{hash_json, verify_text, HashJson};
 use crate::loading::{
-    self, chain_kelfs, dir_of, join, CarveoutInfo, Collected, Fp8Info, Pass, PassOptions, QueueInfo, TensorInfo,
-    VarInfo,
+    self, chain_kelfs, join, CarveoutInfo, Collected, Fp8Info, Pass, PassOptions, QueueInfo, TensorInfo, VarInfo,
 };
 
 /// The `info --json` document.

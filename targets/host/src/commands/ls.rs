@@ -15,13 +15,13 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::fmt::Write as _;
 
-use neff::loader::{named_by, Names, Tier};
+use neff::loader::{dir_of, named_by, Names, Tier};
 use serde_json::{json, Value};
 
 use crate::cli::LsArgs;
 use crate::consumed::ConsumedValues;
 use crate::error::{print_stdout, CliError};
-use crate::loading::{dir_of, join, Pass};
+use crate::loading::{join, Pass};
 
 /// A key of a manifest that names a member.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
