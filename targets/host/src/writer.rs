@@ -32,20 +32,22 @@
 //! uses only std, `tar`, `flate2`, `md-5` and `sha2`.
 
 use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::ops::Range;
 
 use md5::Md5;
+use neff::header::field;
 use sha2::{Digest, Sha256};
 
 /// Size of `neff_header_t`, and the file offset of the payload.
-pub const HEADER_SIZE: usize = 1024;
+pub const HEADER_SIZE: usize = neff::header::HEADER_SIZE;
 /// The payload is zero-padded to a multiple of this many bytes (libarchive's block size).
 pub const PAYLOAD_BLOCK: u64 = 10240;
 /// Capacity of `neff_build_version` (NUL-terminated, so at most 127 bytes of text).
-pub const BUILD_VERSION_LEN: usize = 128;
+pub const BUILD_VERSION_LEN: usize = field::BUILD_VERSION.end - field::BUILD_VERSION.start;
 /// Capacity of `name` (NUL-terminated, so at most 255 bytes of text).
-pub const NAME_LEN: usize = 256;
+pub const NAME_LEN: usize = field::NAME.end - field::NAME.start;
 /// Entries of `tpb_per_node` (`MAX_NODES`).
-pub const TPB_PER_NODE_LEN: usize = 64;
+pub const TPB_PER_NODE_LEN: usize = field::TPB_PER_NODE.end - field::TPB_PER_NODE.start;
 /// Mode bits of every member written (what the real NEFFs carry).
 pub const MEMBER_MODE: u32 = 0o664;
 /// Longest path a ustar `name` field holds without a prefix; longer ones get a PAX `path` record.
@@ -98,42 +100,46 @@ impl HeaderFields {
         }
     }
 
-    /// Encodes the 1024-byte `neff_header_t` (offsets of `spec/neff-format.md` §2.3).
+    /// Encodes the 1024-byte `neff_header_t` at the offsets the core reads it by
+    /// (`neff::header::field`, docs/format.md §2.3).
     ///
     /// Fails when a string does not fit its NUL-terminated field.
     pub fn encode(&self, data_size: u64, hash: &[u8; 32]) -> io::Result<[u8; HEADER_SIZE]> {
         let mut h = [0u8; HEADER_SIZE];
-        put(&mut h, 0, &self.pkg_version.to_le_bytes());
-        put(&mut h, 8, &(HEADER_SIZE as u64).to_le_bytes());
-        put(&mut h, 16, &data_size.to_le_bytes());
-        put(&mut h, 24, &self.neff_version_major.to_le_bytes());
-        put(&mut h, 32, &self.neff_version_minor.to_le_bytes());
-        put_str(&mut h, 40, BUILD_VERSION_LEN, "build_version", &self.build_version)?;
-        put(&mut h, 168, &self.num_tpb.to_le_bytes());
-        put(&mut h, 172, hash);
-        put(&mut h, 204, &self.uuid);
-        put_str(&mut h, 220, NAME_LEN, "name", &self.name)?;
-        put(&mut h, 476, &self.requested_tpb_count.to_le_bytes());
-        put(&mut h, 480, &self.tpb_per_node);
-        put(&mut h, 544, &self.feature_bits.to_le_bytes());
-        put(&mut h, 552, &self.lnc_size.to_le_bytes());
+        put(&mut h, field::PKG_VERSION, &self.pkg_version.to_le_bytes());
+        put(&mut h, field::HEADER_SIZE, &(HEADER_SIZE as u64).to_le_bytes());
+        put(&mut h, field::DATA_SIZE, &data_size.to_le_bytes());
+        put(&mut h, field::VERSION_MAJOR, &self.neff_version_major.to_le_bytes());
+        put(&mut h, field::VERSION_MINOR, &self.neff_version_minor.to_le_bytes());
+        put_str(&mut h, field::BUILD_VERSION, "build_version", &self.build_version)?;
+        put(&mut h, field::NUM_TPB, &self.num_tpb.to_le_bytes());
+        put(&mut h, field::HASH, hash);
+        put(&mut h, field::UUID, &self.uuid);
+        put_str(&mut h, field::NAME, "name", &self.name)?;
+        put(&mut h, field::REQUESTED_TPB_COUNT, &self.requested_tpb_count.to_le_bytes());
+        put(&mut h, field::TPB_PER_NODE, &self.tpb_per_node);
+        put(&mut h, field::FEATURE_BITS, &self.feature_bits.to_le_bytes());
+        put(&mut h, field::LNC_SIZE, &self.lnc_size.to_le_bytes());
         Ok(h)
     }
 }
 
-fn put(h: &mut [u8; HEADER_SIZE], at: usize, bytes: &[u8]) {
-    h[at..at + bytes.len()].copy_from_slice(bytes);
+/// Writes `bytes` over all of header field `at` (a value of the field's width).
+fn put(h: &mut [u8; HEADER_SIZE], at: Range<usize>, bytes: &[u8]) {
+    h[at].copy_from_slice(bytes);
 }
 
-fn put_str(h: &mut [u8; HEADER_SIZE], at: usize, cap: usize, field: &str, s: &str) -> io::Result<()> {
+/// Writes `s` at the start of the NUL-terminated text field `at`.
+fn put_str(h: &mut [u8; HEADER_SIZE], at: Range<usize>, name: &str, s: &str) -> io::Result<()> {
     // One byte stays for the NUL terminator; a NUL inside would cut the string short.
+    let cap = at.len();
     if s.len() >= cap || s.as_bytes().contains(&0) {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
-            format!("header field {field} must be at most {} bytes without NUL, got {} bytes", cap - 1, s.len()),
+            format!("header field {name} must be at most {} bytes without NUL, got {} bytes", cap - 1, s.len()),
         ));
     }
-    put(h, at, s.as_bytes());
+    h[at.start..at.start + s.len()].copy_from_slice(s.as_bytes());
     Ok(())
 }
 
