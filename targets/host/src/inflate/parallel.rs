@@ -618,7 +618,9 @@ impl Pipeline {
             *t = i as u8;
         }
         table[usize::from(MARKER) + WINDOW - known..usize::from(MARKER) + WINDOW].copy_from_slice(&self.history);
-        let mut resolved = self.shared.pool.lock().ok().and_then(|mut p| p.pop()).unwrap_or_default();
+        // The speculative part is small (until a clean window): it reuses the last chunk's
+        // buffer for it, not one of the pool's, which are sized for a chunk's whole output.
+        let mut resolved = std::mem::take(&mut self.current[0]);
         resolved.clear();
         resolved.extend(chunk.symbols.iter().map(|&s| table[usize::from(s)]));
         drop(chunk.symbols);
@@ -643,14 +645,13 @@ impl Pipeline {
         if chunk.end.is_none() {
             self.ended = Some(chunk.final_len.ok_or(Invalid)?);
         }
-        let old = std::mem::replace(&mut self.current, [resolved, chunk.bytes]);
+        let [_, old] = std::mem::replace(&mut self.current, [resolved, chunk.bytes]);
         CHUNKS_HANDED.fetch_add(1, Ordering::Relaxed);
         if let Ok(mut pool) = self.shared.pool.lock() {
-            // Buffers in use: one per worker, those waiting, the one handed on.
-            for b in old {
-                if pool.len() < 2 * self.shared.ahead as usize && b.capacity() > 0 {
-                    pool.push(b);
-                }
+            // Buffers in use: one per worker, those waiting, the one handed on; one spare per
+            // worker saves the page faults of a fresh one without holding more.
+            if pool.len() < self.shared.ahead as usize && old.capacity() > 0 {
+                pool.push(old);
             }
         }
         self.pos = 0;
