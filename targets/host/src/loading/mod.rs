@@ -1,0 +1,323 @@
+//! Running the core loader on the host: one streaming pass over a NEFF, with or without the
+//! simulated device, collecting what `info` prints from the parsed manifests as they pass.
+//!
+//! The core's [`neff::loader::Loader`] keeps what binding needs in an arena this module lends
+//! ([`ARENA_BYTES`] of address space, allocated zeroed, so only the pages a load touches cost
+//! memory: spec §15.20 wants no valid NEFF refused for its size on a host, and this is room
+//! for millions of weights). Everything else the core streams: the observer here collects
+//! what `info` prints. The input streams through the source's fixed buffer and is inflated by
+//! zlib-rs, in a thread of its own on a host with two cores or more ([`crate::inflate`]); what
+//! grows with the NEFF is the simulated device's memory and, for `info`, the collected tables.
+//!
+//! The simulated device of a `load` has the arch `--arch` pins, or else the NEFF's own: the
+//! target of the chain's first KELF ([`DeviceArch::NeffTarget`]). That target is known only
+//! once the KELF has streamed past, and the loader needs the device's arch only when it binds,
+//! after the archive (the target gate and the target's rules apply there; see
+//! [`neff::hal::Hal::device_arch`]). So the arch is learnt on the way, in the one pass: the
+//! observer notes the chain's first KELF target as `neff.json` and the KELFs are read
+//! ([`Collected::neff_target`]), and the device (`device.rs`) answers with it when asked.
+
+use std::time::{Duration, Instant};
+
+use neff::archive::OpenOptions;
+
+use neff::header::HeaderWarning;
+use neff::loader::{LoadOptions, LoadReport, Loader, NoObserver, Observer, Storage};
+use neff::manifest::Arch;
+use neff::sim::SimDevice;
+use neff::{Stage, WarningKind};
+
+use crate::error::{print_warning, CliError};
+use crate::header_view::HeaderView;
+use crate::inflate::{open_archive_with, Inflation};
+use crate::source::InputSource;
+use crate::tap::{MemberLog, TapHandle, TapOptions, Tapped, Tee};
+
+mod collected;
+mod device;
+mod whole;
+
+pub use collected::*;
+use device::load_onto;
+pub use device::*;
+use whole::{whole, whole_line};
+
+/// Stack of the thread the loader runs on (the manifest slots and the archive reader live in
+/// the loader's frames).
+pub const LOADER_STACK: usize = 64 << 20;
+/// The arena lent to the loader: 256 MiB of address space, of which a load touches only what
+/// it uses (`LoadReport::arena_peak`: a few KiB for the real NEFFs).
+pub const ARENA_BYTES: usize = 256 << 20;
+/// The replay store lent to the loader: 256 MiB of address space for the bytes of members met
+/// before the manifest naming them, kept until the chain names them (touched only as far as
+/// they need: the JSON members of a NEFF, at most).
+pub const REPLAY_BYTES: usize = 256 << 20;
+/// Error slots lent to the loader for members read before the manifest naming them, whose
+/// reading failed (kept until the chain says whether it reaches them; 296 bytes each).
+pub const DEFERRED_SLOTS: usize = 4096;
+
+/// Room for the whole member names and key paths of failures (`Storage::whole_names`): error
+/// lines print them whole however long they are (a PAX path can run to thousands of bytes).
+pub const WHOLE_NAMES_BYTES: usize = 1 << 20;
+
+/// What one pass produced.
+pub struct Pass {
+    /// The header.
+    pub header: HeaderView,
+    /// The load report.
+    pub report: Box<HostReport>,
+    /// What the observer collected.
+    pub collected: Collected,
+    /// The simulated device at the end (`None` for a check).
+    pub device: Option<DeviceSummary>,
+    /// The archive's closing figures (members, stream, padding).
+    pub finish: neff::archive::Finish,
+    /// Time from opening the archive to the end of the load.
+    pub elapsed: Duration,
+    /// Warnings, as printed.
+    pub warnings: Vec<String>,
+    /// The same warnings field by field (for bindings: code, stage, member, key path), when
+    /// [`PassOptions::keep_warning_records`] asked for them.
+    pub warning_records: Vec<neff::Warning>,
+    /// What the tar tap saw (`None` for a pass without one; see [`crate::tap`]).
+    pub members: Option<MemberLog>,
+    /// The refusal a [`PassOptions::keep_going`] check went on after, as printed.
+    pub refusal: Option<String>,
+}
+
+/// What a pass is asked for besides its target.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PassOptions {
+    /// Accept what `NEURON_RT_ALLOW_LEGACY_NEFF=1` accepts (`--allow-legacy`).
+    pub allow_legacy: bool,
+    /// Verify the header hash while the payload streams (`--verify`): the outcome is in
+    /// [`Pass::finish`], and a mismatch ends the pass with the rejection of
+    /// [`crate::integrity::mismatch_error`] instead of a warning.
+    pub verify: bool,
+    /// A check that the manifests refuse (the archive itself sound: header, gzip and tar read
+    /// to the end) is not the pass's error: the refusal is printed as a warning, kept in
+    /// [`Pass::refusal`], and the pass ends with what was read (the tools that show *why* a
+    /// NEFF is refused: `ls`, `diff`).
+    pub keep_going: bool,
+    /// Keep each warning field by field as well as printed ([`Pass::warning_records`], and
+    /// a refusal's [`Fault`](crate::error::Fault)): for bindings, which hand warnings on as
+    /// objects. Off, a NEFF with many warnings (15,312 for a member added twice, 320 times)
+    /// costs no memory for them beyond their lines.
+    pub keep_warning_records: bool,
+}
+
+/// Runs the loader over `source` (a NEFF of `size` bytes) on a thread with a large stack.
+pub fn run(source: InputSource, size: u64, target: Target, options: PassOptions) -> Result<Pass, CliError> {
+    run_with(source, size, target, options, Inflation::for_this_host(size))
+}
+
+/// `neff info`'s pass: a check that keeps every manifest entry `info` prints, and `info.json`
+/// (the compiler's version) from the tar tap.
+pub fn run_info(source: InputSource, size: u64, options: PassOptions) -> Result<Pass, CliError> {
+    let inflation = Inflation::for_this_host(size);
+    let tap = Some(TapOptions::producer());
+    spawn(move || run_here(source, size, Target::Check(None), options, inflation, true, tap, &mut NoObserver))
+}
+
+/// A pass whose observations also go to `extra` (after the pass's own collection), with the
+/// tar tap `tap` when given ([`Pass::members`]). `details` keeps the manifests' entries in
+/// [`Collected`] as `info` does; an `extra` that keeps only what it needs keeps memory flat.
+pub fn run_observed<O: Observer + Send + 'static>(
+    source: InputSource,
+    size: u64,
+    target: Target,
+    details: bool,
+    tap: Option<TapOptions>,
+    options: PassOptions,
+    mut extra: O,
+) -> Result<(Pass, O), CliError> {
+    let inflation = Inflation::for_this_host(size);
+    spawn(move || {
+        let pass = run_here(source, size, target, options, inflation, details, tap, &mut extra)?;
+        Ok((pass, extra))
+    })
+}
+
+/// [`run`], inflating as `inflation` says (tests compare both ways).
+pub fn run_with(
+    source: InputSource,
+    size: u64,
+    target: Target,
+    options: PassOptions,
+    inflation: Inflation,
+) -> Result<Pass, CliError> {
+    spawn(move || run_here(source, size, target, options, inflation, false, None, &mut NoObserver))
+}
+
+/// Runs `pass` on a thread with a large stack ([`LOADER_STACK`]).
+///
+/// A caller that keeps its warnings ([`crate::error::capture_warnings`]: one of several files
+/// checked at once) gets the pass's warnings kept too, in the order they were raised.
+fn spawn<T: Send + 'static>(pass: impl FnOnce() -> Result<T, CliError> + Send + 'static) -> Result<T, CliError> {
+    let keep = crate::error::capturing_warnings();
+    let worker = std::thread::Builder::new()
+        .name("neff-loader".into())
+        .stack_size(LOADER_STACK)
+        .spawn(move || if keep { crate::error::capture_warnings(pass) } else { (pass(), Vec::new()) })
+        .map_err(|e| CliError::usage(format!("cannot start the loader thread: {e}")))?;
+    match worker.join() {
+        Ok((result, warnings)) => {
+            crate::error::keep_warnings(warnings);
+            result
+        }
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
+}
+
+/// [`run_pass`], with the warnings raised before a refusal kept in its [`Fault`](crate::error::Fault).
+#[allow(clippy::too_many_arguments)]
+fn run_here(
+    source: InputSource,
+    size: u64,
+    target: Target,
+    options: PassOptions,
+    inflation: Inflation,
+    details: bool,
+    tap: Option<TapOptions>,
+    extra: &mut dyn Observer,
+) -> Result<Pass, CliError> {
+    let mut warning_records = Vec::new();
+    run_pass(source, size, target, options, inflation, details, tap, extra, &mut warning_records).map_err(|mut e| {
+        if let CliError::Rejected { fault: Some(fault), .. } = &mut e {
+            fault.warnings = warning_records;
+        }
+        e
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_pass(
+    source: InputSource,
+    size: u64,
+    target: Target,
+    options: PassOptions,
+    inflation: Inflation,
+    details: bool,
+    tap: Option<TapOptions>,
+    extra: &mut dyn Observer,
+    warning_records: &mut Vec<neff::Warning>,
+) -> Result<Pass, CliError> {
+    let PassOptions { allow_legacy, verify, keep_going, keep_warning_records } = options;
+    let again = source.again();
+    let mut warnings = Vec::new();
+    let mut sink = |w: &neff::Warning| {
+        // Asked for, a mismatch is the pass's error (with both values), not also a warning.
+        if verify && matches!(w.kind, WarningKind::Header(HeaderWarning::IntegrityMismatch { .. })) {
+            return;
+        }
+        let text = w.to_string();
+        print_warning(&text);
+        warnings.push(text);
+        if keep_warning_records {
+            warning_records.push(*w);
+        }
+    };
+    // The device memory is set up before the clock starts: the time is the load's.
+    let mut memory = match target {
+        Target::Memory { bytes, .. } => {
+            let len = usize::try_from(bytes).map_err(|_| {
+                CliError::usage(format!("--device-mem {bytes} does not fit in this host's address space"))
+            })?;
+            // Zeroed pages from the allocator: untouched pages cost no host memory.
+            vec![0u8; len]
+        }
+        _ => Vec::new(),
+    };
+    let started = Instant::now();
+    let mut tap_handle: Option<TapHandle> = None;
+    let wrap = |tar| match tap {
+        Some(options) => {
+            let (tapped, handle) = Tapped::with_tap(tar, options);
+            tap_handle = Some(handle);
+            tapped
+        }
+        None => Tapped::plain(tar),
+    };
+    let open = OpenOptions { verify_integrity: verify, ..OpenOptions::default() };
+    let mut archive = open_archive_with(source, size, &open, inflation, &mut sink, wrap)?;
+    let header = HeaderView::from(archive.header());
+    // Zeroed by the allocator: pages the load never touches cost no memory.
+    let mut arena = vec![0u8; ARENA_BYTES];
+    let mut replay = vec![0u8; REPLAY_BYTES];
+    let mut deferred = vec![None; DEFERRED_SLOTS];
+    let mut whole_names = vec![0u8; WHOLE_NAMES_BYTES];
+    let storage =
+        Storage { arena: &mut arena, replay: &mut replay, deferred: &mut deferred, whole_names: &mut whole_names };
+    let mut loader = Box::new(Loader::with_storage(storage, LoadOptions { allow_legacy }));
+    let mut summary = LoadReport::new();
+    // Only `info` (a check whose observer keeps the details) prints the manifests' entries.
+    let mut collected = Collected::new(details);
+    let mut observer = Tee(&mut collected, extra);
+    let mut refusal = None;
+    let device = match target {
+        Target::Check(arch) => {
+            match loader.check(&mut *archive, arch, &mut summary, &mut observer, &mut sink) {
+                Ok(()) => {}
+                // The archive is sound: what the manifests refuse is shown, and the walk goes on.
+                Err(e) if keep_going && !matches!(e.stage, Stage::Io | Stage::Header | Stage::Gzip | Stage::Tar) => {
+                    let (line, _) = whole_line(&loader, &e, again.as_ref());
+                    print_warning(&format!("refused: {line}"));
+                    refusal = Some(line);
+                }
+                Err(e) => return Err(whole(&loader, e, again.as_ref())),
+            }
+            None
+        }
+        // The device's own arch field is the pinned one or the default; what the loader sees
+        // is the wrapper's (`LearntArch`), which may learn the NEFF's target.
+        Target::Memory { arch, .. } => {
+            let mut dev: Box<HostDevice<'_>> = Box::new(SimDevice::new(&mut memory, arch.initial()));
+            let (l, a) = (&mut *loader, &mut *archive);
+            Some(load_onto(l, a, &mut dev, arch, "memory", &mut summary, &mut observer, &mut sink, again.as_ref())?)
+        }
+        Target::DigestOnly { arch, capacity } => {
+            let mut dev: Box<HostDevice<'_>> = Box::new(SimDevice::digest_only(capacity, arch.initial()));
+            let (l, a) = (&mut *loader, &mut *archive);
+            Some(load_onto(
+                l,
+                a,
+                &mut dev,
+                arch,
+                "digest-only",
+                &mut summary,
+                &mut observer,
+                &mut sink,
+                again.as_ref(),
+            )?)
+        }
+    };
+    let elapsed = started.elapsed();
+    // The loader finished the archive; asking again returns the same figures.
+    let finish = archive.finish(&mut sink)?;
+    // Dropping the archive closes the tap's stream; then its walk ends.
+    drop(archive);
+    let members = tap_handle.map(TapHandle::finish);
+    if verify {
+        if let Some(e) = crate::integrity::mismatch_error(&finish.integrity) {
+            return Err(e);
+        }
+    }
+    let report = Box::new(HostReport {
+        summary,
+        // In tar order, as the core's reports are not (weights come last).
+        payloads: {
+            let mut payloads = std::mem::take(&mut collected.payloads);
+            payloads.sort_by_key(|p| p.seq);
+            payloads
+        },
+        subgraphs: std::mem::take(&mut collected.subgraphs),
+    });
+    let warning_records = std::mem::take(warning_records);
+    Ok(Pass { header, report, collected, device, finish, elapsed, warnings, warning_records, members, refusal })
+}
+
+/// The device arch of a command-line `--arch` (its `From` is beside the flag, so the passes
+/// know no command line).
+pub fn arch_of(arch: impl Into<Arch>) -> Arch {
+    arch.into()
+}
