@@ -13,7 +13,7 @@
 use super::chain::{self, ChainError, ChainWarning, MemberText};
 use super::index::{
     dir_of, is_joined, usage_of_code, DefExt, FileVarRec, Landing, ManifestKind, ManifestRec, PayloadRec, RefKind,
-    NO_SLOT,
+    KELF_FALLBACK_NAMES, NO_SLOT,
 };
 use super::report::{LoadReport, PayloadReport, PayloadState, SubgraphReport};
 use super::{Counting, Loader, Observer};
@@ -99,7 +99,7 @@ impl Loader<'_> {
     /// its conventional name.
     fn choose_kelfs(&mut self, sink: &mut impl WarningSink) -> Result<(), Error> {
         if self.index.neff.is_none() {
-            let fallback = ["kelf-0.json", "kelf-a.json"].into_iter().find_map(|n| {
+            let fallback = KELF_FALLBACK_NAMES.into_iter().find_map(|n| {
                 self.index.manifest(&self.arena, n).filter(|(_, m)| m.kind == ManifestKind::Kelf).map(|(p, _)| (n, p))
             });
             let Some((name, pos)) = fallback else {

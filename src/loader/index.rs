@@ -1060,6 +1060,10 @@ pub(crate) fn is_joined_suffixed(path: &str, dir: &str, name: &str, suffix: &str
     path.strip_suffix(suffix).is_some_and(|stem| is_joined(stem, dir, name))
 }
 
+/// The KELFs a NEFF without `neff.json` is loaded by, the first present wins (docs/format.md
+/// §5.2: `kelf-0.json`, else `kelf-a.json`).
+pub const KELF_FALLBACK_NAMES: [&str; 2] = ["kelf-0.json", "kelf-a.json"];
+
 /// The directory of a member path (`sg00/def.json` -> `sg00`, `neff.json` -> ``).
 // Not inlined: called from twenty places.
 #[inline(never)]

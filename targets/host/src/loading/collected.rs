@@ -482,7 +482,7 @@ pub fn join(dir: &str, name: &str) -> String {
 pub fn chain_kelfs(collected: &Collected) -> Vec<String> {
     match &collected.neff {
         Some((kelfs, _, _)) => kelfs.clone(),
-        None => ["kelf-0.json", "kelf-a.json"]
+        None => neff::loader::KELF_FALLBACK_NAMES
             .into_iter()
             .find(|n| collected.kelfs.contains_key(*n))
             .map(|n| vec![n.to_owned()])
