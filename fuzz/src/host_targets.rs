@@ -49,10 +49,10 @@ pub fn gzip_parallel(data: &[u8]) {
         return;
     }
     let chunk = 64 + u64::from(data.first().copied().unwrap_or(0)) * 2;
-    let (serial, serial_end) = inflate_file(&path, None);
+    let (serial, serial_end) = inflate_file(&path, None, 1 << 24);
     for threads in [2, 3] {
         let par = neff_cli::inflate::parallel::Parallelism { threads, chunk };
-        let (out, end) = inflate_file(&path, Some(par));
+        let (out, end) = inflate_file(&path, Some(par), 1 << 24);
         assert_eq!(end, serial_end, "{threads} threads, chunk {chunk}");
         let common = out.len().min(serial.len());
         assert!(out[..common] == serial[..common], "{threads} threads, chunk {chunk}: streams differ");
@@ -65,16 +65,21 @@ pub fn gzip_parallel(data: &[u8]) {
     let _ = std::fs::remove_file(&path);
 }
 
-/// The tar stream of the NEFF at `path` and how it ended, inflated serially (`None`) or in
-/// parallel.
-fn inflate_file(path: &Path, par: Option<neff_cli::inflate::parallel::Parallelism>) -> (Vec<u8>, String) {
+/// The tar stream of the NEFF at `path` and how it ended (the error with its offset, or the
+/// closing result, and the warnings raised), inflated serially (`None`) or in parallel, the
+/// inflated stream limited to `max_inflated` bytes. The parallel inflate tests use it too.
+pub fn inflate_file(
+    path: &Path,
+    par: Option<neff_cli::inflate::parallel::Parallelism>,
+    max_inflated: u64,
+) -> (Vec<u8>, String) {
     use embedded_io::BufRead as _;
     use neff::archive::{Container, OpenOptions};
     use neff_cli::inflate::parallel::{Deferred, HostInflater, ParallelInflate};
     use neff_cli::source::{FileSource, InputSource};
     let Ok(source) = FileSource::open(path) else { return (Vec::new(), "unreadable".into()) };
     let size = source.size();
-    let opts = OpenOptions { max_inflated: 1 << 24, ..OpenOptions::default() };
+    let opts = OpenOptions { max_inflated, ..OpenOptions::default() };
     let deferred = Deferred::default();
     let inflater = match (par, source.file().try_clone()) {
         (Some(par), Ok(file)) => {
@@ -82,7 +87,8 @@ fn inflate_file(path: &Path, par: Option<neff_cli::inflate::parallel::Parallelis
         }
         _ => HostInflater::Serial(neff_cli::inflate::ZlibRs::new()),
     };
-    let mut sink = |_: &neff::Warning| {};
+    let mut warnings = Vec::new();
+    let mut sink = |w: &neff::Warning| warnings.push(format!("{w:?}"));
     let mut container = match Container::open(InputSource::File(source), Some(size), &opts, inflater, &mut sink) {
         Ok(c) => c,
         Err(e) => return (Vec::new(), format!("open: {e:?}")),
@@ -100,6 +106,6 @@ fn inflate_file(path: &Path, par: Option<neff_cli::inflate::parallel::Parallelis
             Err(e) => return (out, format!("stream: {e:?}")),
         }
     }
-    let end = format!("finish: {:?}", container.finish(&mut sink));
+    let end = format!("finish: {:?} {warnings:?}", container.finish(&mut sink));
     (out, end)
 }

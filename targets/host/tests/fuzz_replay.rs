@@ -7,15 +7,21 @@ mod host_targets;
 
 use std::path::PathBuf;
 
-#[test]
-fn unpack_path_corpus() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/unpack_path");
+/// The saved inputs of fuzz target `target`, in name order (there must be some).
+fn corpus(target: &str) -> Vec<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus").join(target);
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|entry| entry.unwrap().path())
         .collect();
     files.sort();
     assert!(!files.is_empty(), "{}: no saved inputs", dir.display());
+    files
+}
+
+#[test]
+fn unpack_path_corpus() {
+    let files = corpus("unpack_path");
     for file in &files {
         let bytes = std::fs::read(file).unwrap();
         if std::panic::catch_unwind(|| host_targets::unpack_path(&bytes)).is_err() {
@@ -28,13 +34,7 @@ fn unpack_path_corpus() {
 /// parallel inflation of each as a NEFF's payload end alike.
 #[test]
 fn gzip_corpus_inflates_alike_in_parallel() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/gzip");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|entry| entry.unwrap().path())
-        .collect();
-    files.sort();
-    assert!(!files.is_empty(), "{}: no saved inputs", dir.display());
+    let files = corpus("gzip");
     for file in &files {
         let bytes = std::fs::read(file).unwrap();
         if std::panic::catch_unwind(|| host_targets::gzip_parallel(&bytes)).is_err() {

@@ -6,6 +6,10 @@
 
 #[path = "../../../tests/common/mod.rs"]
 mod common;
+// The fuzz crate's harness: one inflate-and-compare body for the fuzz target and these tests.
+#[allow(dead_code)]
+#[path = "../../../fuzz/src/host_targets.rs"]
+mod host_targets;
 mod support;
 
 use std::path::{Path, PathBuf};
@@ -15,7 +19,6 @@ use embedded_io::BufRead as _;
 use neff::archive::{Container, OpenOptions};
 use neff::Warning;
 use neff_cli::inflate::parallel::{Deferred, HostInflater, ParallelInflate, Parallelism};
-use neff_cli::inflate::ZlibRs;
 use neff_cli::source::{FileSource, InputSource};
 
 /// xorshift: the generated NEFFs are the same on every run.
@@ -81,44 +84,10 @@ fn gzip(data: &[u8]) -> Vec<u8> {
     gz.finish().unwrap()
 }
 
-/// The container's tar stream and how it ended (the error with its offset, or the closing
-/// result), inflated serially (`None`) or in parallel.
+/// The container's tar stream and how it ended, inflated serially (`None`) or in parallel: the
+/// fuzz target's own harness ([`host_targets::inflate_file`]).
 fn inflate(path: &Path, par: Option<Parallelism>) -> (Vec<u8>, String) {
-    let source = FileSource::open(path).unwrap();
-    let size = source.size();
-    let opts = OpenOptions::default();
-    let deferred = Deferred::default();
-    let inflater = match par {
-        Some(par) => HostInflater::Parallel(Box::new(ParallelInflate::new(
-            source.file().try_clone().unwrap(),
-            size,
-            &opts,
-            par,
-            &deferred,
-        ))),
-        None => HostInflater::Serial(ZlibRs::new()),
-    };
-    let mut warnings = Vec::new();
-    let mut sink = |w: &Warning| warnings.push(format!("{w:?}"));
-    let mut container = match Container::open(InputSource::File(source), Some(size), &opts, inflater, &mut sink) {
-        Ok(c) => c,
-        Err(e) => return (Vec::new(), format!("open: {e:?}")),
-    };
-    deferred.set_data_size(container.header().data_size);
-    let mut out = Vec::new();
-    loop {
-        match container.fill_buf() {
-            Ok([]) => break,
-            Ok(b) => {
-                let n = b.len();
-                out.extend_from_slice(b);
-                container.consume(n);
-            }
-            Err(e) => return (out, format!("stream: {e:?}")),
-        }
-    }
-    let end = format!("finish: {:?} {warnings:?}", container.finish(&mut sink));
-    (out, end)
+    host_targets::inflate_file(path, par, OpenOptions::default().max_inflated)
 }
 
 fn temp_neff(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
