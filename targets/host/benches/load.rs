@@ -22,7 +22,10 @@
 //! * **neff load --digest-only**: the real `neff` binary, inflating in a thread of its own on a
 //!   multi-core host;
 //! * **neff load --digest-only --threads N** for N = 1, 2, 4, 8: the first gzip member inflated
-//!   in parallel chunks by N workers (`--threads 1`: on one thread), with its peak RSS.
+//!   in parallel chunks by N workers (`--threads 1`: on one thread), with its peak RSS;
+//! * **rapidgzip -P 2**, where `rapidgzip` is on the `PATH` (`pip install rapidgzip`): the
+//!   NEFF's payload (written once beside it) inflated to nowhere by rapidgzip's parallel
+//!   decoder with 2 threads, inflating only.
 //!
 //! It prints each time and the ratios of the same run: neff / eager, neff / bare miniz_oxide,
 //! neff / bare zlib-rs, and neff's peak RSS. Under `cargo test` (no `--bench` argument) it runs
@@ -128,6 +131,10 @@ fn bench(neff: &Path) {
         Contender::Threads(4),
         Contender::Threads(8),
     ];
+    // rapidgzip, where it is installed: the parallel inflater the issue measured against.
+    let rapidgzip = which("rapidgzip").map(|_| Contender::Rapidgzip);
+    let contenders: Vec<Contender> = contenders.into_iter().chain(rapidgzip).collect();
+    let contenders = &contenders[..];
     let mut best: Vec<Option<Run>> = vec![None; contenders.len()];
     for _ in 0..ROUNDS {
         for (slot, contender) in best.iter_mut().zip(contenders) {
@@ -179,6 +186,35 @@ fn bench(neff: &Path) {
             if n > cores { " (oversubscribed)" } else { "" }
         );
     }
+    match best.get(9) {
+        Some(run) => {
+            let rapid = run.time.as_secs_f64();
+            println!("  rapidgzip -P 2 (inflate only): / bare zlib-rs {:>6.3}", rapid / zlib_rs);
+            println!(
+                "  neff load --digest-only --threads 2 / rapidgzip -P 2 {:>6.3}",
+                best[6].time.as_secs_f64() / rapid
+            );
+        }
+        None => println!("  rapidgzip: not on the PATH (pip install rapidgzip), not run"),
+    }
+}
+
+/// The path of program `name` on the `PATH`.
+fn which(name: &str) -> Option<PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?).map(|d| d.join(name)).find(|p| p.is_file())
+}
+
+/// The NEFF's payload (its gzip stream and padding, without the 1024-byte header) as a file of
+/// its own beside it, written once: what a gzip tool reads.
+fn payload_file(neff: &Path) -> PathBuf {
+    let path = neff.with_extension("payload.gz");
+    if !path.exists() {
+        let mut file = File::open(neff).unwrap();
+        file.seek(SeekFrom::Start(1024)).unwrap();
+        let mut out = File::create(&path).unwrap();
+        std::io::copy(&mut file, &mut out).unwrap();
+    }
+    path
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -190,6 +226,8 @@ enum Contender {
     Neff,
     /// `neff load --digest-only --threads N`.
     Threads(u8),
+    /// `rapidgzip -P 2 -d -c` on the NEFF's payload (inflating only, to /dev/null).
+    Rapidgzip,
 }
 
 #[derive(Debug, Clone)]
@@ -210,6 +248,7 @@ impl Contender {
             Contender::Threads(2) => "neff load --digest-only --threads 2",
             Contender::Threads(4) => "neff load --digest-only --threads 4",
             Contender::Threads(_) => "neff load --digest-only --threads 8",
+            Contender::Rapidgzip => "rapidgzip -P 2 (inflate only)",
         }
     }
 
@@ -227,6 +266,11 @@ impl Contender {
             Contender::Threads(n) => {
                 let mut c = Command::new(env!("CARGO_BIN_EXE_neff"));
                 c.args(["load", "--digest-only", "--threads", &n.to_string()]).arg(neff);
+                c
+            }
+            Contender::Rapidgzip => {
+                let mut c = Command::new(which("rapidgzip").unwrap_or_else(|| PathBuf::from("rapidgzip")));
+                c.args(["-P", "2", "-d", "-c"]).arg(payload_file(neff));
                 c
             }
         }
