@@ -103,7 +103,8 @@ fn strings_under(doc: &Value, key_path: &str) -> Vec<(String, String)> {
 
 /// The whole member name `name` (as manifest `by` writes it) stands for when it agrees with the
 /// error's `missing`: the name itself (from the archive's root) or joined to `by`'s directory,
-/// whichever the error's text is, or ends with where it kept only a tail.
+/// with one of `suffixes` (as the loader names the member: [`suffixes`]), whichever the
+/// error's text is, or ends with where it kept only a tail.
 fn resolved(by: &str, name: &str, suffixes: &[&str], missing: &MemberText) -> Option<String> {
     let dir = neff::loader::dir_of(by);
     let kept = missing.as_str();
@@ -197,6 +198,19 @@ mod tests {
         let def: Value = serde_json::json!({"var": {"a": {"file_name": "short.npy"}, "b": {"file_name": long}}});
         let site = locate(&def, "sg00/def.json", "var.file_name", &cut).unwrap();
         assert_eq!(site, Site { key_path: "var.b.file_name".into(), member: whole });
+    }
+
+    #[test]
+    fn a_set_name_gets_the_suffix_the_loader_gives_it() {
+        // Activation set `S` is member `S.json` (the core's `named_by`): a cut name is found
+        // whole with it.
+        let set = format!("exp_{}", "z".repeat(50));
+        let whole = format!("sg00/{set}.json");
+        let engine: Value = serde_json::json!({"activation_function_sets": ["other", set]});
+        let site = locate(&engine, "sg00/Act.json", "activation_function_sets[1]", &text(&whole)).unwrap();
+        assert_eq!(site, Site { key_path: "activation_function_sets[1]".into(), member: whole });
+        assert_eq!(suffixes("activation_function_sets[1]"), ["", ".json"]);
+        assert_eq!(suffixes("var.w.file_name"), [""]);
     }
 
     #[test]
