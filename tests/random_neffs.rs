@@ -7,7 +7,7 @@
 //!
 //! `RANDOM_NEFFS_SEED=<n>` runs one seed and prints its member names (with
 //! `RANDOM_NEFFS_SHRINK=1`, also the fewest members that still fail); `RANDOM_NEFFS_CASES=<n>`
-//! changes the number of cases.
+//! changes the number of cases, `RANDOM_NEFFS_DANGLING=<n>` that of the dangling ones.
 //!
 //! GPSIMD libraries are added to some definitions, in both forms of `ucode_lib` (§7.6).
 //! Dangling references with long names (a KELF, a definition, a weight, 42 to 200 bytes) are
@@ -980,8 +980,8 @@ struct Dangling {
     missing: String,
 }
 
-/// A long name part (42 to 200 bytes, sometimes with characters JSON escapes or beyond ASCII)
-/// that no member of `list` has.
+/// A file name of `len` bytes or a few more (a last character beyond ASCII may pass it),
+/// sometimes with characters JSON escapes or beyond ASCII; `dangling_` marks it as no member's.
 fn long_part(rng: &mut Rng, len: usize) -> String {
     let exotic = rng.chance(30);
     let mut s = String::from("dangling_");
@@ -996,15 +996,16 @@ fn long_part(rng: &mut Rng, len: usize) -> String {
 }
 
 /// `seed`'s case with one of its references made dangling: the KELF that `neff.json` names, a
-/// graph's definition, or a file variable's weight now names a long name (42 to 200 bytes,
-/// below zero to two directories) that is in no member, and the member it named is gone.
+/// graph's definition, or a file variable's weight now names a file of a long name (42 to 200
+/// bytes, below zero to two short directories) that is in no member, and the member it named
+/// is gone.
 fn dangle(seed: u64, header: &[u8], base: &[(String, Vec<u8>)]) -> (Vec<u8>, Dangling, String) {
     let case = generate(seed, 0, header, base);
     let mut rng = Rng::new(seed ^ 0x6461_6e67_6c69_6e67);
     let mut list = case.list;
     let len = 42 + rng.below(159);
-    let sub = (0..rng.below(3)).map(|_| namer_free_dir(&mut rng)).collect::<Vec<_>>().join("/");
-    let rel = join(&sub, &long_part(&mut rng, len.saturating_sub(sub.len() + 1).max(42)));
+    let sub = (0..rng.below(3)).map(|_| short_dir(&mut rng)).collect::<Vec<_>>().join("/");
+    let rel = join(&sub, &long_part(&mut rng, len));
     let position = |list: &[(String, Vec<u8>, Role)], role: Role| list.iter().position(|e| e.2 == role).unwrap();
     let (dangling, what) = match rng.below(3) {
         0 => {
@@ -1064,7 +1065,7 @@ fn dangle(seed: u64, header: &[u8], base: &[(String, Vec<u8>)]) -> (Vec<u8>, Dan
 }
 
 /// A short directory name of the generator's alphabet.
-fn namer_free_dir(rng: &mut Rng) -> String {
+fn short_dir(rng: &mut Rng) -> String {
     let mut s = String::new();
     s.push(*rng.pick(LEADING) as char);
     for _ in 0..rng.below(8) {
@@ -1080,7 +1081,8 @@ fn random_dangling_references_name_the_entry() {
     // tests/verbs.rs, generated long names in every kind of reference).
     let Some((header, base)) = base() else { return };
     let mut kinds = BTreeSet::new();
-    for seed in 0..DANGLING_CASES {
+    let cases = std::env::var("RANDOM_NEFFS_DANGLING").ok().and_then(|s| s.parse().ok()).unwrap_or(DANGLING_CASES);
+    for seed in 0..cases {
         let (bytes, want, desc) = dangle(seed, &header, &base);
         kinds.insert(want.key_path.split('[').next().unwrap_or_default().to_string());
         let mut memory = vec![0u8; 16 << 20];
