@@ -278,6 +278,14 @@ impl<'a> Loader<'a> {
         self.whole.of(e)
     }
 
+    /// The directories of the definitions read in the last load that name engine JSON
+    /// `member`: the directory the engine JSON's own names are resolved in (spec §4), which is
+    /// not its own when it sits below it. For a host that reads a refusal's names again.
+    #[cfg(feature = "whole-names")]
+    pub fn definition_dirs_of<'s>(&'s self, member: &'s str) -> impl Iterator<Item = &'s str> + 's {
+        self.index.def_dirs_of(&self.arena, member)
+    }
+
     /// Bytes of the lent arena left for the records, after the tokenizer's string scratch.
     pub fn arena_capacity(&self) -> usize {
         self.arena.capacity()

@@ -39,8 +39,10 @@ pub fn manifest(again: &Again, by: &str) -> Option<Value> {
 
 /// The site of the reference in manifest `doc` (member `by`) at the core's key path `key_path`
 /// (an array's index where the core keeps it, no var's name) that named `missing`; `None`
-/// when no entry or several agree with it.
-pub fn locate(doc: &Value, by: &str, key_path: &str, missing: &MemberText) -> Option<Site> {
+/// when no entry or several agree with it. `dirs`: where `by`'s names are resolved when not in
+/// its own directory (an engine JSON below its definition's directory: that directory, as
+/// `Loader::definition_dirs_of` gives it).
+pub fn locate(doc: &Value, by: &str, dirs: &[&str], key_path: &str, missing: &MemberText) -> Option<Site> {
     // The segments that carry the core's index: a site must have each of them.
     let indexed: Vec<&str> = key_path.split('.').filter(|k| k.contains('[')).collect();
     let suffixes = suffixes(key_path);
@@ -49,7 +51,7 @@ pub fn locate(doc: &Value, by: &str, key_path: &str, missing: &MemberText) -> Op
         if !indexed.iter().all(|k| segments.contains(k)) {
             return None;
         }
-        let member = resolved(by, &name, &suffixes, missing)?;
+        let member = resolved(by, dirs, &name, &suffixes, missing)?;
         Some(Site { key_path: path, member })
     });
     let site = sites.next()?;
@@ -102,17 +104,19 @@ fn strings_under(doc: &Value, key_path: &str) -> Vec<(String, String)> {
 }
 
 /// The whole member name `name` (as manifest `by` writes it) stands for when it agrees with the
-/// error's `missing`: the name itself (from the archive's root) or joined to `by`'s directory,
-/// with one of `suffixes` (as the loader names the member: [`suffixes`]), whichever the
-/// error's text is, or ends with where it kept only a tail.
-fn resolved(by: &str, name: &str, suffixes: &[&str], missing: &MemberText) -> Option<String> {
-    let dir = neff::loader::dir_of(by);
+/// error's `missing`: the name itself (from the archive's root) or joined to the directory it
+/// is resolved in (`dirs`, else `by`'s own), with one of `suffixes` (as the loader names the
+/// member: [`suffixes`]), whichever the error's text is, or ends with where it kept only a
+/// tail.
+fn resolved(by: &str, dirs: &[&str], name: &str, suffixes: &[&str], missing: &MemberText) -> Option<String> {
+    let own = [neff::loader::dir_of(by)];
+    let dirs = if dirs.is_empty() { &own[..] } else { dirs };
     let kept = missing.as_str();
-    let named = |suffix: &str| {
-        let joined = (!dir.is_empty()).then(|| format!("{dir}/{name}{suffix}"));
-        [joined, Some(format!("{name}{suffix}"))]
+    let named = |suffix: &str| -> Vec<String> {
+        let joined = dirs.iter().filter(|d| !d.is_empty()).map(|dir| format!("{dir}/{name}{suffix}"));
+        joined.chain([format!("{name}{suffix}")]).collect()
     };
-    suffixes.iter().flat_map(|s| named(s)).flatten().find(|whole| {
+    suffixes.iter().flat_map(|s| named(s)).find(|whole| {
         if missing.is_elided() {
             whole.ends_with(kept) && whole.len() > kept.len()
         } else {
@@ -173,19 +177,19 @@ mod tests {
     fn an_array_gives_its_index_and_a_map_its_entry_name() {
         let neff: Value = serde_json::json!({"nodes": [
             {"op": "null"}, {"attrs": {"func_name": "x"}}, {"attrs": {"kelf": "kelf-0.json"}}]});
-        let site = locate(&neff, "neff.json", "nodes.attrs.kelf", &text("kelf-0.json")).unwrap();
+        let site = locate(&neff, "neff.json", &[], "nodes.attrs.kelf", &text("kelf-0.json")).unwrap();
         assert_eq!(site, Site { key_path: "nodes[2].attrs.kelf".into(), member: "kelf-0.json".into() });
 
         let def: Value = serde_json::json!({"var": {
             "x": {"type": "input"}, "tZ": {"file_name": "w.npy"}, "tY": {"file_name": "v.npy"}}});
-        let site = locate(&def, "sg00/def.json", "var.file_name", &text("sg00/w.npy")).unwrap();
+        let site = locate(&def, "sg00/def.json", &[], "var.file_name", &text("sg00/w.npy")).unwrap();
         assert_eq!(site, Site { key_path: "var.tZ.file_name".into(), member: "sg00/w.npy".into() });
 
         let engine: Value = serde_json::json!({"activation_function_sets": ["a", "b"]});
-        let site = locate(&engine, "sg00/Act.json", "activation_function_sets[1]", &text("sg00/b")).unwrap();
+        let site = locate(&engine, "sg00/Act.json", &[], "activation_function_sets[1]", &text("sg00/b")).unwrap();
         assert_eq!(site.key_path, "activation_function_sets[1]");
         let dve: Value = serde_json::json!({"dve_tables": [{"opcode_table": "o.bin", "datapath_table": "d.bin"}]});
-        let site = locate(&dve, "sg00/DVE.json", "dve_tables[0]", &text("sg00/d.bin")).unwrap();
+        let site = locate(&dve, "sg00/DVE.json", &[], "dve_tables[0]", &text("sg00/d.bin")).unwrap();
         assert_eq!(site.key_path, "dve_tables[0].datapath_table");
     }
 
@@ -196,7 +200,7 @@ mod tests {
         let cut = text(&whole);
         assert!(cut.is_elided(), "the error's text keeps 40 bytes");
         let def: Value = serde_json::json!({"var": {"a": {"file_name": "short.npy"}, "b": {"file_name": long}}});
-        let site = locate(&def, "sg00/def.json", "var.file_name", &cut).unwrap();
+        let site = locate(&def, "sg00/def.json", &[], "var.file_name", &cut).unwrap();
         assert_eq!(site, Site { key_path: "var.b.file_name".into(), member: whole });
     }
 
@@ -207,19 +211,32 @@ mod tests {
         let set = format!("exp_{}", "z".repeat(50));
         let whole = format!("sg00/{set}.json");
         let engine: Value = serde_json::json!({"activation_function_sets": ["other", set]});
-        let site = locate(&engine, "sg00/Act.json", "activation_function_sets[1]", &text(&whole)).unwrap();
+        let site = locate(&engine, "sg00/Act.json", &[], "activation_function_sets[1]", &text(&whole)).unwrap();
         assert_eq!(site, Site { key_path: "activation_function_sets[1]".into(), member: whole });
         assert_eq!(suffixes("activation_function_sets[1]"), ["", ".json"]);
         assert_eq!(suffixes("var.w.file_name"), [""]);
     }
 
     #[test]
+    fn an_engine_below_its_definition_resolves_in_the_definition_directory() {
+        // `sg00/x/DVE.json` names its tables from `sg00` (spec §4): its own directory would
+        // give a whole name that ends as the error's text does, and is not the member.
+        let table = format!("datapath_{}.bin", "t".repeat(50));
+        let whole = format!("sg00/{table}");
+        let dve: Value = serde_json::json!({"dve_tables": [{"datapath_table": table}]});
+        let site = locate(&dve, "sg00/x/DVE.json", &["sg00"], "dve_tables[0]", &text(&whole)).unwrap();
+        assert_eq!(site.member, whole);
+        let guessed = locate(&dve, "sg00/x/DVE.json", &[], "dve_tables[0]", &text(&whole)).unwrap();
+        assert_eq!(guessed.member, format!("sg00/x/{table}"), "without the definition's directory");
+    }
+
+    #[test]
     fn the_core_index_picks_the_entry() {
         let kelf: Value =
             serde_json::json!({"graphs": [{"definition": "sg01/def.json"}, {"definition": "sg01/def.json"}]});
-        let site = locate(&kelf, "kelf-0.json", "graphs[1].definition", &text("sg01/def.json")).unwrap();
+        let site = locate(&kelf, "kelf-0.json", &[], "graphs[1].definition", &text("sg01/def.json")).unwrap();
         assert_eq!(site.key_path, "graphs[1].definition");
-        assert_eq!(locate(&kelf, "kelf-0.json", "graphs[2].definition", &text("sg01/def.json")), None);
+        assert_eq!(locate(&kelf, "kelf-0.json", &[], "graphs[2].definition", &text("sg01/def.json")), None);
     }
 
     #[test]
@@ -235,9 +252,9 @@ mod tests {
     #[test]
     fn no_site_when_no_entry_or_two_agree() {
         let def: Value = serde_json::json!({"var": {"a": {"file_name": "w.npy"}, "b": {"file_name": "w.npy"}}});
-        assert_eq!(locate(&def, "sg00/def.json", "var.file_name", &text("sg00/w.npy")), None, "two vars name it");
-        assert_eq!(locate(&def, "sg00/def.json", "var.file_name", &text("sg00/other.npy")), None);
+        assert_eq!(locate(&def, "sg00/def.json", &[], "var.file_name", &text("sg00/w.npy")), None, "two vars name it");
+        assert_eq!(locate(&def, "sg00/def.json", &[], "var.file_name", &text("sg00/other.npy")), None);
         let kelf: Value = serde_json::json!({"graphs": [{"definition": "sg00/def.json"}]});
-        assert_eq!(locate(&kelf, "kelf-0.json", "graphs.definition", &text("sg01/def.json")), None);
+        assert_eq!(locate(&kelf, "kelf-0.json", &[], "graphs.definition", &text("sg01/def.json")), None);
     }
 }

@@ -599,6 +599,27 @@ fn generated_long_names_in_dangling_references_are_printed_whole() {
 }
 
 #[test]
+fn an_engine_below_its_definition_names_its_missing_member_whole() {
+    // `sg00/x/DVE.json` names its tables from the definition's directory `sg00` (spec §4), so
+    // the whole name is `sg00/<table>`, not `sg00/x/<table>` (which ends as the error's text does).
+    let table = format!("datapath_{}.bin", "t".repeat(60));
+    let dve = SampleBuilder::new().members().unwrap().into_iter().find(|(n, _)| n == "sg00/DVE.json").unwrap().1;
+    let dve = String::from_utf8(dve).unwrap().replace("default_datapath_table.bin", &table);
+    let builder = SampleBuilder::new()
+        .replace_text("sg00/def.json", "\"dve\":\"DVE.json\"", "\"dve\":\"x/DVE.json\"")
+        .drop_member("sg00/DVE.json")
+        .add_member("sg00/x/DVE.json", dve.as_bytes())
+        .drop_member("sg00/default_datapath_table.bin");
+    let (line, _) = rejected(builder, &["check"]);
+    assert_eq!(
+        line,
+        format!(
+            "error: sg00/x/DVE.json: dve_tables[0].datapath_table: member sg00/{table} is missing from the archive"
+        )
+    );
+}
+
+#[test]
 fn check_gives_key_path_and_byte_of_a_bad_value() {
     let bad = SampleBuilder::new().replace_text("sg00/def.json", "\"size\":16384", "\"size\":\"big\"");
     let (line, _) = rejected(bad, &["check"]);
