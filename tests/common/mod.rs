@@ -11,6 +11,10 @@ pub mod neff;
 pub mod peers;
 pub mod recorder;
 
+/// The tests' deterministic generator (xorshift64*), so a failure replays.
+#[allow(unused_imports)] // Not every test binary that includes this module generates.
+pub use corpus::Rng;
+
 use std::path::PathBuf;
 
 /// The repository root (the core crate's manifest directory).

@@ -21,17 +21,8 @@ use neff::Warning;
 use neff_cli::inflate::parallel::{Deferred, HostInflater, ParallelInflate, Parallelism};
 use neff_cli::source::{FileSource, InputSource};
 
-/// xorshift: the generated NEFFs are the same on every run.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
+// The generated NEFFs are the same on every run.
+use common::Rng;
 
 /// A tar stream of members of every texture: JSON-like text with repeats, incompressible bytes
 /// (stored blocks), zeros, copies of earlier members (matches reaching far back).

@@ -481,22 +481,17 @@ fn a_missing_member_is_named_whole_and_its_reference_with_its_index() {
 /// A generated long name part (`len` bytes or a few more), sometimes with characters beyond
 /// ASCII and ones a shell or a tar name treats specially (none that JSON escapes: the sample's
 /// text is edited in place).
-fn long_part(state: &mut u64, len: usize) -> String {
-    let mut next = || {
-        // SplitMix64.
-        *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = *state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        (z ^ (z >> 31)) as usize
-    };
+fn long_part(rng: &mut common::Rng, len: usize) -> String {
     const PLAIN: &[char] = &['a', 'b', 'c', 'd', 'e', 'f', '0', '1', '7', '9', '_', '-', '.'];
     const EXOTIC: &[char] = &[' ', '+', '#', '~', 'é', 'Ω', '名'];
-    let exotic = next() % 3 == 0;
+    let exotic = rng.below(3) == 0;
     let mut s = String::from("dangling_");
     while s.len() < len {
-        let r = next();
-        s.push(if exotic && r % 8 == 0 { EXOTIC[(r >> 8) % EXOTIC.len()] } else { PLAIN[(r >> 8) % PLAIN.len()] });
+        s.push(if exotic && rng.below(8) == 0 {
+            EXOTIC[rng.below(EXOTIC.len())]
+        } else {
+            PLAIN[rng.below(PLAIN.len())]
+        });
     }
     s
 }
@@ -506,13 +501,13 @@ fn generated_long_names_in_dangling_references_are_printed_whole() {
     // Every kind of reference the chain follows, made dangling with a generated name of 42 to
     // 200 bytes (at times below a directory of its own): the core's error keeps 40 bytes of
     // the missing name, and `check` on a file prints it whole, with the key path's indices.
-    let mut state = 0x6e65_6666_u64;
+    let mut rng = common::Rng(0x6e65_6666);
     let mut kinds = std::collections::BTreeSet::new();
     for case in 0..16u64 {
         let sg = (case / 8 % 2) as usize;
         let dir = format!("sg{sg:02}");
         let len = 42 + (case as usize * 37) % 159;
-        let mut part = long_part(&mut state, len);
+        let mut part = long_part(&mut rng, len);
         if case % 5 == 4 {
             part = format!("w{case}/{part}");
         }

@@ -41,12 +41,9 @@ pub(super) fn whole_line(loader: &Loader<'_>, e: &neff::Error, again: Option<&Ag
     let Some(doc) = crate::located::manifest(again, &by) else { return (line, fault) };
     let found = match (missing, cut) {
         (Some(member), _) => {
-            {
-                // An engine JSON's names are its definition's directory's (spec §4).
-                let dirs: Vec<&str> = loader.definition_dirs_of(&by).collect();
-                crate::located::locate(&doc, &by, &dirs, &path, &member)
-                    .map(|s| (s.key_path, member.to_string(), s.member))
-            }
+            // An engine JSON's names are its definition's directory's (spec §4).
+            let dirs: Vec<&str> = loader.definition_dirs_of(&by).collect();
+            crate::located::locate(&doc, &by, &dirs, &path, &member).map(|s| (s.key_path, member.to_string(), s.member))
         }
         (None, Some(shown)) => {
             let tail = shown.trim_start_matches('…');
