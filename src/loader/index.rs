@@ -1060,6 +1060,12 @@ pub(crate) fn is_joined_suffixed(path: &str, dir: &str, name: &str, suffix: &str
     path.strip_suffix(suffix).is_some_and(|stem| is_joined(stem, dir, name))
 }
 
+/// [`dir_of`] on bytes, for the scans that take names straight from the arena.
+#[inline(never)]
+pub(crate) fn dir_of_bytes(path: &[u8]) -> &[u8] {
+    path.iter().rposition(|&b| b == b'/').and_then(|i| path.get(..i)).unwrap_or(&[])
+}
+
 /// The KELFs a NEFF without `neff.json` is loaded by, the first present wins (docs/format.md
 /// §5.2: `kelf-0.json`, else `kelf-a.json`).
 pub const KELF_FALLBACK_NAMES: [&str; 2] = ["kelf-0.json", "kelf-a.json"];
@@ -1253,7 +1259,10 @@ impl Index {
             move |(_, d)| {
                 let dir = dir_of(arena.str(d.member));
                 let names = self.def_ext(arena, &d).engines;
-                names.iter().any(|s| s.len != 0 && is_joined(engine_json, dir, arena.str(*s))).then_some(dir)
+                names
+                    .iter()
+                    .any(|s| s.len != 0 && is_joined_bytes(engine_json.as_bytes(), dir.as_bytes(), arena.bytes(*s)))
+                    .then_some(dir)
             },
         )
     }
@@ -1353,8 +1362,9 @@ impl Index {
         }
         let by_def =
             self.manifests.iter(arena).filter(|(_, m)| !m.superseded && m.kind == ManifestKind::Def).any(|(_, m)| {
-                let dir = dir_of(arena.str(m.member));
-                self.def_ext(arena, &m).engines.iter().any(|s| s.len != 0 && is_joined(member, dir, arena.str(*s)))
+                let dir = dir_of_bytes(arena.bytes(m.member));
+                let engines = self.def_ext(arena, &m).engines;
+                engines.iter().any(|s| s.len != 0 && is_joined_bytes(member.as_bytes(), dir, arena.bytes(*s)))
             });
         // A manifest a name of the table names (§8.3, §7.6): an activation set `S` is member
         // `S.json` of the subgraph directory, the directory of the definition naming the
@@ -1474,6 +1484,25 @@ mod tests {
             len: 5 << 33,
             header_len: 268,
             digest: 0x0123_4567_89ab_cdef,
+        }
+    }
+
+    /// The directory of a member, by `str` and by bytes: the last `/` splits, none gives the
+    /// top directory (empty), and a name beyond ASCII is cut at the same place.
+    #[test]
+    fn dir_of_and_dir_of_bytes_cut_at_the_last_slash() {
+        let cases = [
+            ("neff.json", ""),
+            ("sg00/def.json", "sg00"),
+            ("sg00/x/DVE.json", "sg00/x"),
+            ("/a", ""),
+            ("a/", "a"),
+            ("", ""),
+            ("é/ü/w.bin", "é/ü"),
+        ];
+        for (path, dir) in cases {
+            assert_eq!(dir_of(path), dir, "{path}");
+            assert_eq!(dir_of_bytes(path.as_bytes()), dir.as_bytes(), "{path}");
         }
     }
 

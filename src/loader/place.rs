@@ -10,7 +10,7 @@
 
 use embedded_io::BufRead;
 
-use super::index::{dir_of, is_joined, usage_code, Landing, PayloadRec};
+use super::index::{dir_of_bytes, is_joined_bytes, usage_code, Landing, PayloadRec};
 use super::{Counting, Loader, MemberAt, PayloadState, INSTR_ALIGN};
 use crate::arena::NIL;
 use crate::digest::Digest64;
@@ -164,9 +164,12 @@ impl Loader<'_> {
             return Ok(true);
         }
         let landed = self.index.find_var(&self.arena, &mut |ext, v| {
-            v.has_landed() && {
+            // This runs for every file variable at every member that lands: by bytes, and the
+            // definition's record is read only for a file name that ends the member's.
+            let file = self.arena.bytes(v.file);
+            v.has_landed() && name.as_bytes().ends_with(file) && {
                 let def = self.index.manifests.get(&self.arena, ext.def);
-                is_joined(name, dir_of(self.arena.str(def.member)), self.arena.str(v.file))
+                is_joined_bytes(name.as_bytes(), dir_of_bytes(self.arena.bytes(def.member)), file)
             }
         });
         if let Some((ext_pos, mut ext, pos, mut var)) = landed {
