@@ -1060,12 +1060,6 @@ pub(crate) fn is_joined_suffixed(path: &str, dir: &str, name: &str, suffix: &str
     path.strip_suffix(suffix).is_some_and(|stem| is_joined(stem, dir, name))
 }
 
-/// [`dir_of`] on bytes, for the scans that take names straight from the arena.
-#[inline(never)]
-pub(crate) fn dir_of_bytes(path: &[u8]) -> &[u8] {
-    path.iter().rposition(|&b| b == b'/').and_then(|i| path.get(..i)).unwrap_or(&[])
-}
-
 /// The KELFs a NEFF without `neff.json` is loaded by, the first present wins (docs/format.md
 /// §5.2: `kelf-0.json`, else `kelf-a.json`).
 pub const KELF_FALLBACK_NAMES: [&str; 2] = ["kelf-0.json", "kelf-a.json"];
@@ -1074,8 +1068,15 @@ pub const KELF_FALLBACK_NAMES: [&str; 2] = ["kelf-0.json", "kelf-a.json"];
 // Not inlined: called from twenty places.
 #[inline(never)]
 pub fn dir_of(path: &str) -> &str {
-    // By bytes: `str::rfind`'s searcher carries a bounds check the compiler keeps.
-    path.as_bytes().iter().rposition(|&b| b == b'/').and_then(|i| path.get(..i)).unwrap_or("")
+    // A `/` is one byte of UTF-8, so the cut is on a character boundary.
+    path.get(..dir_of_bytes(path.as_bytes()).len()).unwrap_or("")
+}
+
+/// [`dir_of`] on bytes, for the scans that take names straight from the arena.
+// By bytes: `str::rfind`'s searcher carries a bounds check the compiler keeps.
+#[inline(never)]
+pub(crate) fn dir_of_bytes(path: &[u8]) -> &[u8] {
+    path.iter().rposition(|&b| b == b'/').and_then(|i| path.get(..i)).unwrap_or(&[])
 }
 
 impl Index {
