@@ -55,7 +55,8 @@ pub const CHUNK_BYTES: u64 = 2 << 20;
 pub const PARALLEL_MIN_BYTES: u64 = 64 << 20;
 /// Whether a big file is inflated in parallel without `--threads`. Off: on this project's busy
 /// 2-core machine the parallel path was slower than one thread and held ten times the memory
-/// (see the README); `--threads N` (N >= 2) turns it on.
+/// (four times since its output is handed on in pieces; see the README); `--threads N`
+/// (N >= 2) turns it on.
 pub const PARALLEL_BY_DEFAULT: bool = false;
 /// Workers when `--threads` is not given (and [`PARALLEL_BY_DEFAULT`]): each holds a chunk's output, so memory grows with
 /// them, and the tar walk in its own thread bounds the gain anyway.
