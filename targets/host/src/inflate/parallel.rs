@@ -12,6 +12,11 @@
 //! takes the chunks in order, resolves their markers against the previous 32 KiB and hands the
 //! bytes on; the core checks CRC-32, ISIZE and everything after the member as always.
 //!
+//! Memory: zlib-rs's output comes in pieces of up to 1 MiB, handed on while the chunk is still
+//! being inflated (all but the last 64 KiB or more, kept until the chunk's end is checked) and
+//! then reused; a worker starts chunk k only once fewer than `threads` chunks are taken and not
+//! yet handed on whole, so at 2 threads about two chunks' output (some 15 MiB each) is alive.
+//!
 //! Anything unexpected (no block found, a chunk that does not end where the next starts,
 //! invalid data, a marker before the stream's start, a chunk too big) voids the speculation:
 //! the inflater then replays the serial path — a `Container` with zlib-rs on the same file,
@@ -50,13 +55,22 @@ pub const CHUNK_BYTES: u64 = 2 << 20;
 pub const PARALLEL_MIN_BYTES: u64 = 64 << 20;
 /// Whether a big file is inflated in parallel without `--threads`. Off: on this project's busy
 /// 2-core machine the parallel path was slower than one thread and held ten times the memory
-/// (see the README); `--threads N` (N >= 2) turns it on.
+/// (four times since its output is handed on in pieces; see the README); `--threads N`
+/// (N >= 2) turns it on.
 pub const PARALLEL_BY_DEFAULT: bool = false;
 /// Workers when `--threads` is not given (and [`PARALLEL_BY_DEFAULT`]): each holds a chunk's output, so memory grows with
 /// them, and the tar walk in its own thread bounds the gain anyway.
 pub const DEFAULT_MAX_THREADS: usize = 4;
 /// A chunk whose output grows past this is given up (the serial replay streams it instead).
 const CHUNK_OUTPUT_MAX: usize = 48 << 20;
+/// Bytes of chunk output per piece, at most: the consumer hands a chunk on piece by piece
+/// while its worker still inflates it, and gives each piece back for reuse, so a chunk being
+/// handed on holds only what is not handed on yet.
+const PIECE_BYTES: usize = 1 << 20;
+/// Output a worker keeps back until its chunk's end is checked: if the next chunk's start was
+/// no block boundary, what zlib-rs made of the terminator's 75 bits (at most 258 bytes a bit)
+/// is not the stream's, and must not be handed on.
+const HOLD_BYTES: usize = 64 << 10;
 
 /// How to inflate in parallel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -281,18 +295,23 @@ fn start_pipeline(setup: Setup, input: &[u8]) -> Option<Pipeline> {
         return None;
     }
     let threads = setup.par.threads.max(1);
+    let chunk = setup.par.chunk.max(64);
     let shared = Arc::new(Shared {
         file: Arc::clone(&setup.file),
         start: setup.start,
         len: setup.len,
-        chunk: setup.par.chunk.max(64),
+        chunk,
+        piece: usize::try_from(chunk.saturating_mul(4)).unwrap_or(PIECE_BYTES).clamp(4096, PIECE_BYTES),
         next_job: AtomicU64::new(0),
-        delivered: Mutex::new(0),
+        released: Mutex::new(0),
         cv: Condvar::new(),
         stop: AtomicBool::new(false),
         ahead: threads as u64,
         found: Mutex::new(BTreeMap::new()),
-        pool: Mutex::new(Vec::new()),
+        pieces: Mutex::new(Vec::new()),
+        symbols: Mutex::new(Vec::new()),
+        pieces_made: AtomicU64::new(0),
+        most_ahead: AtomicU64::new(0),
     });
     let (send, results) = mpsc::channel();
     let mut workers = Vec::new();
@@ -321,9 +340,13 @@ fn start_pipeline(setup: Setup, input: &[u8]) -> Option<Pipeline> {
         results: Some(results),
         pending: BTreeMap::new(),
         next: 0,
+        in_chunk: false,
         expect: Some(0),
         history: Vec::with_capacity(WINDOW),
-        current: [Vec::new(), Vec::new()],
+        table: vec![0u8; 1 << 16],
+        current: Vec::new(),
+        current_is_piece: false,
+        resolved: Vec::new(),
         pos: 0,
         target_in: 0,
         ended: None,
@@ -335,16 +358,28 @@ struct Shared {
     start: u64,
     len: u64,
     chunk: u64,
+    /// Capacity of an output piece.
+    piece: usize,
     next_job: AtomicU64,
-    /// Chunks handed on so far; workers stay at most `ahead` chunks in front.
-    delivered: Mutex<u64>,
+    /// Chunks handed on whole so far; a worker starts chunk k only when `k < released +
+    /// ahead`, so at most `ahead` chunks hold output at a time (the one handed on included).
+    released: Mutex<u64>,
     cv: Condvar,
     stop: AtomicBool,
     ahead: u64,
     /// The block start found from each chunk's offset: a worker's end is the next one's start.
     found: Mutex<BTreeMap<u64, Option<u64>>>,
-    /// Emptied output buffers, handed back for reuse (fresh ones cost page faults).
-    pool: Mutex<Vec<Vec<u8>>>,
+    /// Output pieces handed back for reuse. None is freed before the pipeline ends: a freed
+    /// buffer raises glibc's mmap threshold and its memory stays in the worker's arena, and a
+    /// fresh one costs page faults; so the pieces made are the most ever alive at once.
+    pieces: Mutex<Vec<Vec<u8>>>,
+    /// Speculative parts' buffers handed back for reuse (the same reasons).
+    symbols: Mutex<Vec<Vec<u16>>>,
+    /// Pieces allocated (tests check that they are reused).
+    pieces_made: AtomicU64,
+    /// The most chunks a worker saw taken and not yet released, its own included (tests check
+    /// the bound).
+    most_ahead: AtomicU64,
 }
 
 impl Shared {
@@ -357,40 +392,72 @@ impl Shared {
         self.found.lock().map_err(|_| Invalid)?.insert(k, f);
         Ok(f)
     }
+
+    /// An empty piece: a reused one, else a new one of the piece's capacity (exactly: it is
+    /// never grown).
+    fn take_piece(&self) -> Vec<u8> {
+        if let Some(mut p) = self.pieces.lock().ok().and_then(|mut p| p.pop()) {
+            p.clear();
+            return p;
+        }
+        self.pieces_made.fetch_add(1, Ordering::Relaxed);
+        Vec::with_capacity(self.piece)
+    }
+
+    fn give_piece(&self, piece: Vec<u8>) {
+        if let Ok(mut pieces) = self.pieces.lock() {
+            pieces.push(piece);
+        }
+    }
 }
 
-/// A decoded chunk.
-struct ChunkOut {
-    /// First bit (from the deflate start), `None`: no block start at or after the chunk's offset.
-    start: Option<u64>,
-    /// Where the next chunk starts, `None`: this chunk holds the final block.
-    end: Option<u64>,
-    /// The speculative part: bytes and markers.
-    symbols: Vec<u16>,
-    /// The rest, inflated by zlib-rs.
-    bytes: Vec<u8>,
-    /// After the final block: the deflate data's length in bytes.
-    final_len: Option<u64>,
+/// What a worker sends about its chunk, in this order: the head, the output of zlib-rs in
+/// pieces, the tail (or, at any point, `Err`).
+enum Part {
+    /// Where the chunk starts (`None`: no block start at or after the chunk's offset), and its
+    /// speculative part: bytes and markers.
+    Head { start: Option<u64>, symbols: Vec<u16> },
+    /// A piece of the rest, inflated by zlib-rs.
+    Piece(Vec<u8>),
+    /// The chunk ended where the next starts (`None`: it holds the final block, and
+    /// `final_len` is the deflate data's length in bytes).
+    Tail { end: Option<u64>, final_len: Option<u64> },
 }
 
-fn work(shared: &Shared, send: &Sender<(u64, Result<ChunkOut, Invalid>)>) {
+type Sent = (u64, Result<Part, Invalid>);
+
+/// A worker's buffers, kept from chunk to chunk.
+#[derive(Default)]
+struct Scratch {
+    data: Vec<u8>,
+    framed: Vec<u8>,
+}
+
+fn work(shared: &Shared, send: &Sender<Sent>) {
+    let mut scratch = Scratch::default();
     loop {
         let k = shared.next_job.fetch_add(1, Ordering::Relaxed);
         if shared.stop.load(Ordering::Relaxed) || k.saturating_mul(shared.chunk) >= shared.len {
             return;
         }
         {
-            let Ok(mut delivered) = shared.delivered.lock() else { return };
-            while k >= *delivered + shared.ahead && !shared.stop.load(Ordering::Relaxed) {
-                let Ok(d) = shared.cv.wait(delivered) else { return };
-                delivered = d;
+            let Ok(mut released) = shared.released.lock() else { return };
+            while k >= *released + shared.ahead && !shared.stop.load(Ordering::Relaxed) {
+                let Ok(r) = shared.cv.wait(released) else { return };
+                released = r;
             }
+            shared.most_ahead.fetch_max(k + 1 - (*released).min(k), Ordering::Relaxed);
         }
         if shared.stop.load(Ordering::Relaxed) {
             return;
         }
-        let result = chunk(shared, k);
-        if send.send((k, result)).is_err() {
+        let mut closed = false;
+        let mut out = |part: Part| {
+            closed = closed || send.send((k, Ok(part))).is_err();
+            !closed
+        };
+        let result = chunk(shared, k, &mut scratch, &mut out);
+        if closed || (result.is_err() && send.send((k, Err(Invalid))).is_err()) {
             return;
         }
     }
@@ -419,17 +486,21 @@ fn find_from(shared: &Shared, from: u64) -> Result<Option<u64>, Invalid> {
     Ok(None)
 }
 
-fn chunk(shared: &Shared, k: u64) -> Result<ChunkOut, Invalid> {
+/// Decodes chunk `k`, giving its parts to `out` (which returns `false` once nobody listens:
+/// the chunk is then given up).
+fn chunk(shared: &Shared, k: u64, scratch: &mut Scratch, out: &mut dyn FnMut(Part) -> bool) -> Result<(), Invalid> {
     let c = shared.chunk;
     let start = if k == 0 { Some(0) } else { shared.start_of(k)? };
     let Some(start) = start else {
-        return Ok(ChunkOut { start: None, end: None, symbols: Vec::new(), bytes: Vec::new(), final_len: None });
+        out(Part::Head { start: None, symbols: Vec::new() });
+        return Ok(());
     };
     let next = (k + 1) * c * 8;
-    let empty =
-        |at| ChunkOut { start: Some(at), end: Some(at), symbols: Vec::new(), bytes: Vec::new(), final_len: None };
     if start >= next {
-        return Ok(empty(start));
+        if out(Part::Head { start: Some(start), symbols: Vec::new() }) {
+            out(Part::Tail { end: Some(start), final_len: None });
+        }
+        return Ok(());
     }
     let end = shared.start_of(k + 1)?;
     // A chunk much bigger than asked (no block start found for long) is left to the replay.
@@ -438,22 +509,32 @@ fn chunk(shared: &Shared, k: u64) -> Result<ChunkOut, Invalid> {
     if stop_byte - base > 32 * c + 4096 {
         return Err(Invalid);
     }
-    let data = read_at(&shared.file, shared.start + base, (stop_byte - base) as usize).map_err(|_| Invalid)?;
+    let data = &mut scratch.data;
+    data.resize((stop_byte - base) as usize, 0);
+    shared.file.read_exact_at(data, shared.start + base).map_err(|_| Invalid)?;
     let local = |bit: u64| bit - base * 8;
-    let mut symbols = Vec::with_capacity(1 << 20);
+    let mut symbols =
+        shared.symbols.lock().ok().and_then(|mut s| s.pop()).unwrap_or_else(|| Vec::with_capacity(1 << 20));
+    symbols.clear();
     let mut clean = start;
     if k > 0 {
-        match deflate::decode(&data, local(start), end.map(local), &mut symbols, true)? {
+        match deflate::decode(data, local(start), end.map(local), &mut symbols, true)? {
             Stop::Clean(b) => clean = b + base * 8,
             Stop::End(_) => {
-                return Ok(ChunkOut { start: Some(start), end, symbols, bytes: Vec::new(), final_len: None });
+                if out(Part::Head { start: Some(start), symbols }) {
+                    out(Part::Tail { end, final_len: None });
+                }
+                return Ok(());
             }
             Stop::Final(b) => {
                 if end.is_some() {
                     return Err(Invalid);
                 }
                 let final_len = Some((b + base * 8).div_ceil(8));
-                return Ok(ChunkOut { start: Some(start), end: None, symbols, bytes: Vec::new(), final_len });
+                if out(Part::Head { start: Some(start), symbols }) {
+                    out(Part::Tail { end: None, final_len });
+                }
+                return Ok(());
             }
         }
         if symbols.len() > CHUNK_OUTPUT_MAX / 2 {
@@ -463,6 +544,8 @@ fn chunk(shared: &Shared, k: u64) -> Result<ChunkOut, Invalid> {
     // Frame [clean, end) for zlib-rs: empty blocks so the data starts on a byte boundary, then
     // the data, then (unless the stream ends in it) the terminator at `end`.
     let mut w = BitWriter::default();
+    w.bytes = std::mem::take(&mut scratch.framed);
+    w.bytes.clear();
     let (q, r) = ((local(clean) / 8) as usize, (local(clean) % 8) as u32);
     deflate::write_aligning_prefix(&mut w, r);
     let mut from = q;
@@ -486,65 +569,130 @@ fn chunk(shared: &Shared, k: u64) -> Result<ChunkOut, Invalid> {
         }
         None => w.bytes.extend_from_slice(&data[from..]),
     }
-    let dict: Vec<u8> = symbols[symbols.len().saturating_sub(WINDOW)..].iter().map(|&s| s as u8).collect();
     let mut z = Decompress::new(false);
-    if !dict.is_empty() {
+    if !symbols.is_empty() {
+        let dict: Vec<u8> = symbols[symbols.len().saturating_sub(WINDOW)..].iter().map(|&s| s as u8).collect();
         z.set_dictionary(&dict).map_err(|_| Invalid)?;
     }
-    drop(data);
-    let mut bytes = shared.pool.lock().ok().and_then(|mut p| p.pop()).unwrap_or_default();
-    bytes.clear();
-    bytes.reserve((w.bytes.len() * 6).min(CHUNK_OUTPUT_MAX));
+    // The consumer resolves the speculative part while the rest is inflated.
+    if !out(Part::Head { start: Some(start), symbols }) {
+        return Ok(());
+    }
+    let result = inflate_pieces(shared, &mut z, &w.bytes, end.is_some(), out);
+    scratch.framed = w.bytes;
+    let Some(used) = result? else { return Ok(()) };
+    let final_len = match end {
+        Some(_) => None,
+        None => Some(base + (from + used - framed_at) as u64),
+    };
+    out(Part::Tail { end, final_len });
+    Ok(())
+}
+
+/// Inflates `framed` with `z` into pieces given to `out` as they fill, keeping the last
+/// [`HOLD_BYTES`] or more until the end is checked: with `terminated`, it must end with
+/// [`TERMINATOR`], which is dropped. Returns the framed bytes used, `None` when nobody listens.
+fn inflate_pieces(
+    shared: &Shared,
+    z: &mut Decompress,
+    framed: &[u8],
+    terminated: bool,
+    out: &mut dyn FnMut(Part) -> bool,
+) -> Result<Option<usize>, Invalid> {
+    // Full pieces not given yet (each holds the piece's capacity), and the one being filled.
+    let mut held: VecDeque<Vec<u8>> = VecDeque::new();
+    let mut piece = shared.take_piece();
+    let mut made = 0usize;
+    let give_back = |held: VecDeque<Vec<u8>>, piece: Vec<u8>| {
+        for p in held.into_iter().chain([piece]) {
+            shared.give_piece(p);
+        }
+    };
     loop {
-        if bytes.len() == bytes.capacity() {
-            if bytes.len() >= CHUNK_OUTPUT_MAX {
+        if piece.len() == piece.capacity() {
+            made += piece.len();
+            if made >= CHUNK_OUTPUT_MAX {
+                give_back(held, piece);
                 return Err(Invalid);
             }
-            // Steps of 2 MiB: doubling would leave up to half of a chunk's buffer unused.
-            bytes.reserve(2 << 20);
+            held.push_back(std::mem::replace(&mut piece, shared.take_piece()));
+        }
+        // Give what at least HOLD_BYTES follow.
+        let mut after: usize = held.iter().map(Vec::len).sum::<usize>() + piece.len();
+        while let Some(front) = held.front() {
+            if after - front.len() < HOLD_BYTES {
+                break;
+            }
+            after -= front.len();
+            if !out(Part::Piece(held.pop_front().unwrap_or_default())) {
+                return Ok(None);
+            }
         }
         let consumed = z.total_in() as usize;
         let before = (z.total_in(), z.total_out());
-        let status = z
-            .decompress_vec(w.bytes.get(consumed..).unwrap_or(&[]), &mut bytes, FlushDecompress::None)
-            .map_err(|_| Invalid)?;
+        let status = z.decompress_vec(framed.get(consumed..).unwrap_or(&[]), &mut piece, FlushDecompress::None);
+        let Ok(status) = status else {
+            give_back(held, piece);
+            return Err(Invalid);
+        };
         if status == Status::StreamEnd {
             break;
         }
-        if before == (z.total_in(), z.total_out()) && bytes.len() < bytes.capacity() {
+        if before == (z.total_in(), z.total_out()) && piece.len() < piece.capacity() {
             // Input ended before the stream did.
+            give_back(held, piece);
             return Err(Invalid);
         }
     }
     let used = z.total_in() as usize;
-    match end {
-        Some(_) => {
-            if used != w.bytes.len() || !bytes.ends_with(TERMINATOR) {
-                return Err(Invalid);
-            }
-            bytes.truncate(bytes.len() - TERMINATOR.len());
-            Ok(ChunkOut { start: Some(start), end, symbols, bytes, final_len: None })
+    if terminated {
+        // The terminator's bytes end the last piece, or straddle it and the full one before.
+        let n = piece.len().min(TERMINATOR.len());
+        let rest = TERMINATOR.len() - n;
+        let ok = used == framed.len()
+            && piece[piece.len() - n..] == TERMINATOR[rest..]
+            && (rest == 0 || held.back().is_some_and(|h| h.len() >= rest && h[h.len() - rest..] == TERMINATOR[..rest]));
+        if !ok {
+            give_back(held, piece);
+            return Err(Invalid);
         }
-        None => {
-            let final_len = Some(base + (from + used - framed_at) as u64);
-            Ok(ChunkOut { start: Some(start), end: None, symbols, bytes, final_len })
+        piece.truncate(piece.len() - n);
+        if let Some(h) = held.back_mut() {
+            h.truncate(h.len() - rest);
         }
     }
+    for p in held.into_iter().chain([piece]) {
+        if p.is_empty() {
+            shared.give_piece(p);
+        } else if !out(Part::Piece(p)) {
+            return Ok(None);
+        }
+    }
+    Ok(Some(used))
 }
 
 struct Pipeline {
     setup: Setup,
     shared: Arc<Shared>,
     workers: Vec<JoinHandle<()>>,
-    results: Option<Receiver<(u64, Result<ChunkOut, Invalid>)>>,
-    pending: BTreeMap<u64, Result<ChunkOut, Invalid>>,
+    results: Option<Receiver<Sent>>,
+    /// Parts received before their chunk's turn.
+    pending: BTreeMap<u64, VecDeque<Result<Part, Invalid>>>,
+    /// The chunk being handed on, or next.
     next: u64,
+    /// Whether chunk `next`'s head was taken (and its tail not yet).
+    in_chunk: bool,
     /// Where the next chunk must start (`None`: the stream ended).
     expect: Option<u64>,
     /// The last 32 KiB handed on.
     history: Vec<u8>,
-    /// The chunk being handed on: its resolved speculative part, then zlib-rs's part.
-    current: [Vec<u8>; 2],
+    /// Symbols to bytes: bytes to themselves, markers to the window's bytes.
+    table: Vec<u8>,
+    /// What is being handed on: a resolved speculative part, or a piece.
+    current: Vec<u8>,
+    current_is_piece: bool,
+    /// The buffer for the next resolved speculative part.
+    resolved: Vec<u8>,
     pos: usize,
     /// How far the core may be told the input is consumed.
     target_in: u64,
@@ -561,9 +709,8 @@ impl Pipeline {
         out: &mut u64,
     ) -> Result<(InflateStatus, usize, usize), Invalid> {
         loop {
-            let (a, b) = (&self.current[0], &self.current[1]);
-            if self.pos < a.len() + b.len() {
-                let part = if self.pos < a.len() { &a[self.pos..] } else { &b[self.pos - a.len()..] };
+            if self.pos < self.current.len() {
+                let part = &self.current[self.pos..];
                 let n = part.len().min(space.len());
                 space[..n].copy_from_slice(&part[..n]);
                 self.pos += n;
@@ -584,76 +731,89 @@ impl Pipeline {
                 }
                 return Ok((InflateStatus::Progress, n_in as usize, 0));
             }
-            self.next_chunk(*out)?;
+            self.next_part(*out)?;
         }
     }
 
-    fn next_chunk(&mut self, out: u64) -> Result<(), Invalid> {
+    /// Takes chunk `next`'s next part (waiting for it); called when all before is handed on.
+    fn next_part(&mut self, out: u64) -> Result<(), Invalid> {
         let k = self.next;
-        let chunk = loop {
-            if let Some(c) = self.pending.remove(&k) {
-                break c?;
+        let part = loop {
+            if let Some(p) = self.pending.get_mut(&k).and_then(VecDeque::pop_front) {
+                break p?;
             }
-            let (i, c) = self.results.as_ref().ok_or(Invalid)?.recv().map_err(|_| Invalid)?;
-            self.pending.insert(i, c);
+            let (i, p) = self.results.as_ref().ok_or(Invalid)?.recv().map_err(|_| Invalid)?;
+            self.pending.entry(i).or_default().push_back(p);
         };
-        self.next += 1;
-        if let Ok(mut d) = self.shared.delivered.lock() {
-            *d = self.next;
+        match part {
+            Part::Head { start, symbols } => {
+                if self.in_chunk || start != self.expect {
+                    return Err(Invalid);
+                }
+                let Some(start) = start else { return Err(Invalid) };
+                // Markers name bytes of the window before the chunk: those must exist (the
+                // stream's first 32 KiB cannot reach further back than its start).
+                let known = self.history.len();
+                if known < WINDOW && symbols.iter().any(|&s| s >= MARKER && usize::from(s - MARKER) < WINDOW - known) {
+                    return Err(Invalid);
+                }
+                for (i, t) in self.table.iter_mut().enumerate().take(256) {
+                    *t = i as u8;
+                }
+                let at = usize::from(MARKER) + WINDOW;
+                self.table[at - known..at].copy_from_slice(&self.history);
+                let mut resolved = std::mem::take(&mut self.resolved);
+                resolved.clear();
+                resolved.extend(symbols.iter().map(|&s| self.table[usize::from(s)]));
+                if let Ok(mut pool) = self.shared.symbols.lock() {
+                    pool.push(symbols);
+                }
+                self.in_chunk = true;
+                self.target_in = self.target_in.max(start / 8);
+                self.hand(resolved, false, out)
+            }
+            Part::Piece(piece) if self.in_chunk => self.hand(piece, true, out),
+            Part::Tail { end, final_len } if self.in_chunk => {
+                self.in_chunk = false;
+                self.pending.remove(&k);
+                self.next += 1;
+                if let Ok(mut r) = self.shared.released.lock() {
+                    *r = self.next;
+                }
+                self.shared.cv.notify_all();
+                self.expect = end;
+                if end.is_none() {
+                    self.ended = Some(final_len.ok_or(Invalid)?);
+                }
+                CHUNKS_HANDED.fetch_add(1, Ordering::Relaxed);
+                Ok(())
+            }
+            Part::Piece(_) | Part::Tail { .. } => Err(Invalid),
         }
-        self.shared.cv.notify_all();
-        if chunk.start != self.expect {
-            return Err(Invalid);
-        }
-        let Some(start) = chunk.start else { return Err(Invalid) };
-        // Markers name bytes of the window before the chunk: those must exist (the stream's
-        // first 32 KiB cannot reach further back than its start).
-        let known = self.history.len();
-        if known < WINDOW && chunk.symbols.iter().any(|&s| s >= MARKER && usize::from(s - MARKER) < WINDOW - known) {
-            return Err(Invalid);
-        }
-        // Every symbol through one table: bytes to themselves, markers to the window's bytes.
-        let mut table = vec![0u8; 1 << 16];
-        for (i, t) in table.iter_mut().enumerate().take(256) {
-            *t = i as u8;
-        }
-        table[usize::from(MARKER) + WINDOW - known..usize::from(MARKER) + WINDOW].copy_from_slice(&self.history);
-        // The speculative part is small (until a clean window): it reuses the last chunk's
-        // buffer for it, not one of the pool's, which are sized for a chunk's whole output.
-        let mut resolved = std::mem::take(&mut self.current[0]);
-        resolved.clear();
-        resolved.extend(chunk.symbols.iter().map(|&s| table[usize::from(s)]));
-        drop(chunk.symbols);
-        let total = resolved.len() + chunk.bytes.len();
-        if out.saturating_add(total as u64) > self.setup.opts.max_inflated {
-            // The core would stop inside this chunk: the replay reports it where it would.
+    }
+
+    /// Makes `part` the bytes being handed on (`out` handed on before it).
+    fn hand(&mut self, part: Vec<u8>, is_piece: bool, out: u64) -> Result<(), Invalid> {
+        if out.saturating_add(part.len() as u64) > self.setup.opts.max_inflated {
+            // The core would stop inside this part: the replay reports it where it would.
             return Err(Invalid);
         }
         // History: the last 32 KiB of everything handed on.
-        for part in [&resolved, &chunk.bytes] {
-            if part.len() >= WINDOW {
-                self.history.clear();
-                self.history.extend_from_slice(&part[part.len() - WINDOW..]);
-            } else {
-                self.history.extend_from_slice(part);
-                let excess = self.history.len().saturating_sub(WINDOW);
-                self.history.drain(..excess);
-            }
+        if part.len() >= WINDOW {
+            self.history.clear();
+            self.history.extend_from_slice(&part[part.len() - WINDOW..]);
+        } else {
+            self.history.extend_from_slice(&part);
+            let excess = self.history.len().saturating_sub(WINDOW);
+            self.history.drain(..excess);
         }
-        self.target_in = self.target_in.max(start / 8);
-        self.expect = chunk.end;
-        if chunk.end.is_none() {
-            self.ended = Some(chunk.final_len.ok_or(Invalid)?);
+        let old = std::mem::replace(&mut self.current, part);
+        if self.current_is_piece {
+            self.shared.give_piece(old);
+        } else {
+            self.resolved = old;
         }
-        let [_, old] = std::mem::replace(&mut self.current, [resolved, chunk.bytes]);
-        CHUNKS_HANDED.fetch_add(1, Ordering::Relaxed);
-        if let Ok(mut pool) = self.shared.pool.lock() {
-            // Buffers in use: one per worker, those waiting, the one handed on; one spare per
-            // worker saves the page faults of a fresh one without holding more.
-            if pool.len() < self.shared.ahead as usize && old.capacity() > 0 {
-                pool.push(old);
-            }
-        }
+        self.current_is_piece = is_piece;
         self.pos = 0;
         Ok(())
     }
@@ -871,5 +1031,67 @@ impl Shadow {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write as _;
+
+    use flate2::write::DeflateEncoder;
+    use flate2::Compression;
+
+    use super::*;
+
+    /// Text-like bytes that compress some 4 to 1 in dynamic blocks.
+    fn sample(len: usize) -> Vec<u8> {
+        let words: [&[u8]; 8] = [b"tensor ", b"weight ", b"matmul ", b"bias ", b"0.125 ", b"\n", b"{\"k\": ", b"neff "];
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut v = Vec::with_capacity(len + 8);
+        while v.len() < len {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            v.extend_from_slice(words[(x % 8) as usize]);
+            v.push((x >> 40) as u8);
+        }
+        v
+    }
+
+    #[test]
+    fn chunks_in_flight_and_pieces_stay_bounded_behind_a_slow_consumer() {
+        let data = sample(3 << 20);
+        let mut e = DeflateEncoder::new(Vec::new(), Compression::new(6));
+        e.write_all(&data).unwrap();
+        let deflated = e.finish().unwrap();
+        let mut file = tempfile::tempfile().unwrap();
+        file.write_all(&deflated).unwrap();
+        let len = deflated.len() as u64;
+        let par = Parallelism { threads: 2, chunk: 16 << 10 };
+        let setup = Setup { file: Arc::new(file), start: 0, len, file_size: len, opts: OpenOptions::default(), par };
+        let mut p = start_pipeline(setup, &deflated).expect("pipeline");
+        let (mut rel_in, mut out, mut got) = (0u64, 0u64, Vec::new());
+        let mut space = [0u8; 4096];
+        for i in 0u64.. {
+            let (status, _, n) = p.step(&deflated, &mut space, &mut rel_in, &mut out).expect("served by the chunks");
+            got.extend_from_slice(&space[..n]);
+            if status == InflateStatus::Done {
+                break;
+            }
+            // A consumer slower than the workers: without the bound they would run ahead.
+            if i % 64 == 0 {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        }
+        assert!(got == data, "output differs");
+        let chunks = p.next;
+        assert!(chunks > 8, "{chunks} chunks");
+        let ahead = p.shared.most_ahead.load(Ordering::Relaxed);
+        assert!(ahead <= 2, "{ahead} chunks in flight with 2 threads");
+        // Pieces are reused: those made are what two chunks in flight hold, not one per piece
+        // handed on.
+        let made = p.shared.pieces_made.load(Ordering::Relaxed);
+        let handed = data.len() as u64 / p.shared.piece as u64;
+        assert!(made * 4 < handed, "{made} pieces made for {handed} handed on");
     }
 }
