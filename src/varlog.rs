@@ -84,8 +84,13 @@ impl<'j, 'b> Cursor<'j, 'b> {
 
     /// The next varint; `None` at the end of the log or for more than 19 bytes.
     pub fn varint(&mut self) -> Option<u128> {
-        let mut v: u128 = 0;
-        for shift in (0..MAX_VARINT_BITS).step_by(7) {
+        let first = self.byte()?;
+        // Most are one byte (item heads, small lengths): no 128-bit shifts for those.
+        if first & 0x80 == 0 {
+            return Some(u128::from(first));
+        }
+        let mut v = u128::from(first & 0x7f);
+        for shift in (7..MAX_VARINT_BITS).step_by(7) {
             let b = self.byte()?;
             v |= u128::from(b & 0x7f).checked_shl(shift)?;
             if b & 0x80 == 0 {

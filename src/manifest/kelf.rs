@@ -30,8 +30,12 @@ const ANY_TARGET: &str = "*";
 
 /// `MAJOR.MINOR[-suffix]` split as the runtime does; `None` without a `.` or numbers.
 pub fn parse_version(v: &str) -> Option<(u16, u16, &str)> {
-    let (major, rest) = v.split_once('.')?;
-    let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+    // Byte scans and checked cuts: `split_once('.')` links a char searcher with a bounds check
+    // that LLVM keeps at `opt-level = "z"` (a panic path in the firmware image).
+    let dot = v.bytes().position(|b| b == b'.')?;
+    let (major, dot_rest) = v.split_at_checked(dot)?;
+    let rest = dot_rest.get(1..)?;
+    let digits = rest.bytes().position(|b| !b.is_ascii_digit()).unwrap_or(rest.len());
     let (minor, suffix) = rest.split_at_checked(digits)?;
     let major = major.parse().ok()?;
     let minor = minor.parse().ok()?;
