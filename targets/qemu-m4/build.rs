@@ -52,6 +52,9 @@ const NEFFS: [(&str, &str); 3] = [
 /// Its name in the firmware's output.
 const SCALE_NAME: &str = "scale-firmware.neff (generated)";
 
+/// A variant of `matmul_small.neff` ([`VARIANTS`]).
+type Variant = (&'static str, &'static str, &'static str, &'static str, Option<(&'static str, &'static str)>);
+
 /// The variants of `matmul_small.neff` the defmt image loads: name, the manifest edited, the
 /// text replaced (its first occurrence) and its replacement, and for a NEFF that must be
 /// rejected, the member and key path its error names.
@@ -61,7 +64,7 @@ const SCALE_NAME: &str = "scale-firmware.neff (generated)";
 ///   original.
 /// * The rejection: var `output0`'s `size` written as a string; refused
 ///   (`ManifestError::WrongType`, an unsigned integer expected, a string found).
-const VARIANTS: [(&str, &str, &str, &str, Option<(&str, &str)>); 2] = [
+const VARIANTS: [Variant; 2] = [
     (
         "matmul_small-unknown-dtype.neff (variant)",
         "sg00/def.json",
