@@ -19,13 +19,15 @@ use neff::archive::{Archive, Container, OpenOptions};
 use neff::gzip::MinizInflater;
 use neff::header::{Integrity, NeffHeader};
 use neff::json::{Event, TokenKind, Tokenizer};
-use neff::loader::{LoadOptions, LoadReport, Loader, Manifest, Observer, PayloadReport, Storage};
+use neff::loader::{
+    dir_of_bytes, is_joined_bytes, LoadOptions, LoadReport, Loader, Manifest, Observer, PayloadReport, Storage,
+};
 use neff::manifest::def::ENGINE_KEYS;
 use neff::manifest::{Arch, Entry, IoKind, IoTensor};
 use neff::Error;
 
 use crate::json::Out;
-use crate::tap::Tap;
+use crate::tap::{Keep, Tap};
 use crate::{CObserver, Lent, BUILTIN_ARENA};
 
 /// The caller's work buffer: the log grows from the front, `info.json` sits at the top.
@@ -120,8 +122,15 @@ impl<'b> Work<'b> {
         self.front = self.front.min(at);
     }
 
-    /// `info.json` starts: `size` bytes, replacing a copy kept before.
-    pub(crate) fn begin_capture(&mut self, size: u64) {
+    /// The bytes of the last `info.json` kept whole.
+    #[cfg(test)]
+    pub(crate) fn kept_info(&self) -> Option<&[u8]> {
+        self.buf.get(self.top..).filter(|_| self.have_info)
+    }
+}
+
+impl Keep for Work<'_> {
+    fn begin_capture(&mut self, size: u64) {
         let size = usize::try_from(size).unwrap_or(usize::MAX);
         self.reserved = size;
         self.captured = 0;
@@ -133,8 +142,7 @@ impl<'b> Work<'b> {
         }
     }
 
-    /// The next bytes of `info.json`.
-    pub(crate) fn capture(&mut self, bytes: &[u8]) {
+    fn capture(&mut self, bytes: &[u8]) {
         if self.overflow {
             return;
         }
@@ -145,14 +153,7 @@ impl<'b> Work<'b> {
         }
     }
 
-    /// The bytes of the last `info.json` kept whole.
-    #[cfg(test)]
-    pub(crate) fn kept_info(&self) -> Option<&[u8]> {
-        self.buf.get(self.top..).filter(|_| self.have_info)
-    }
-
-    /// `info.json` ended.
-    pub(crate) fn end_capture(&mut self) {
+    fn end_capture(&mut self) {
         self.have_info = !self.overflow && self.captured == self.reserved;
     }
 }
@@ -383,7 +384,7 @@ impl Observer for InfoObserver<'_, '_> {
                     None => fixed.u8(0).u8(0).u32(0).u32(0).u8(0).u8(0).u8(0),
                 };
                 let mut strs: [&[u8]; 13] = [version; 13];
-                let dir = dir_of(member.as_bytes()).len();
+                let dir = dir_of_bytes(member.as_bytes()).len();
                 for (i, &e) in ENGINE_KEYS.iter().enumerate() {
                     let (has_json, json) = opt_str(doc.engine_member(e));
                     let (has_stream, stream) = opt_str(doc.engine_stream(e));
@@ -431,7 +432,7 @@ impl Observer for InfoObserver<'_, '_> {
         let log = work.buf.get(..end).unwrap_or(&[]);
         let named = Records { log, at: start }.any(|r| {
             let mut r = r.reader();
-            matches!((r.str(), r.str()), (Some(dir), Some(name)) if joined_eq(dir, name, p.member.as_bytes()))
+            matches!((r.str(), r.str()), (Some(dir), Some(name)) if is_joined_bytes(p.member.as_bytes(), dir, name))
         });
         if named {
             let fixed = Fixed::new().u32(p.seq).u64(p.member_len);
@@ -442,22 +443,6 @@ impl Observer for InfoObserver<'_, '_> {
     fn subgraph(&mut self, s: &neff::loader::SubgraphReport<'_>) {
         self.c.subgraph(s);
     }
-}
-
-/// Whether `dir/name` (or `name` at the root) is `path`.
-fn joined_eq(dir: &[u8], name: &[u8], path: &[u8]) -> bool {
-    if dir.is_empty() {
-        return name == path;
-    }
-    path.len() == dir.len() + 1 + name.len()
-        && path.starts_with(dir)
-        && path.get(dir.len()) == Some(&b'/')
-        && path.ends_with(name)
-}
-
-/// The directory of a member path (`sg00/def.json` -> `sg00`; `""` at the root).
-fn dir_of(path: &[u8]) -> &[u8] {
-    path.iter().rposition(|&c| c == b'/').and_then(|i| path.get(..i)).unwrap_or(&[])
 }
 
 /// One record of the log.
@@ -598,11 +583,11 @@ fn def_view<'a>(g: &Group<'a>) -> Option<DefView<'a>> {
 /// The instruction stream of engine `slot` of the `def.json` `g`, as `(dir, path in dir)`:
 /// the engine JSON's `instr` wins over `def.json`'s `<eng>_instr`.
 fn instr_of<'a>(log: &'a [u8], g: &Group<'a>, view: &DefView<'a>, slot: usize) -> Option<(&'a [u8], &'a [u8])> {
-    let dir = dir_of(g.member);
+    let dir = dir_of_bytes(g.member);
     let (json, stream) = *view.engines.get(slot)?;
     let json = json?;
     let engine = groups(log)
-        .filter(|e| e.commit.body.first() == Some(&ENGINE) && joined_eq(dir, json, e.member))
+        .filter(|e| e.commit.body.first() == Some(&ENGINE) && is_joined_bytes(e.member, dir, json))
         .last()
         .and_then(|e| {
             let mut f = e.commit.reader();
@@ -979,7 +964,7 @@ fn write_subgraph(
     out.key(false, "engines");
     out.raw(b"[");
     if let (Some(g), Some(view)) = (&def, &view) {
-        let dir = dir_of(definition);
+        let dir = dir_of_bytes(definition);
         let mut first = true;
         for (slot, key) in ENGINE_KEYS.iter().enumerate() {
             let Some((Some(json), _)) = view.engines.get(slot).copied() else { continue };
@@ -1002,7 +987,7 @@ fn write_subgraph(
                     .filter_map(|r| {
                         let mut f = r.reader();
                         let (seq, len, member) = (f.u32()?, f.u64()?, f.str()?);
-                        joined_eq(d, n, member).then_some((seq, len))
+                        is_joined_bytes(member, d, n).then_some((seq, len))
                     })
                     .min_by_key(|&(seq, _)| seq)
                     .map(|(_, len)| len)

@@ -19,7 +19,6 @@ use neff::error::StreamError;
 use neff::tar::{field, parse_number};
 use neff::{Error, WarningSink};
 
-use crate::info::Work;
 use crate::source::Reader;
 
 /// The member whose body is kept.
@@ -54,16 +53,27 @@ impl embedded_io::Error for Relayed {
     }
 }
 
+/// Where the tap keeps `info.json`'s body: `neff_info`'s work buffer ([`crate::info::Work`]),
+/// which the tap knows only by this, so that `info` uses the tap and not the other way round.
+pub(crate) trait Keep {
+    /// `info.json` starts: `size` bytes, replacing a copy kept before.
+    fn begin_capture(&mut self, size: u64);
+    /// The next bytes of `info.json`.
+    fn capture(&mut self, bytes: &[u8]);
+    /// `info.json` ended.
+    fn end_capture(&mut self);
+}
+
 /// The container's tar stream, watched.
 pub(crate) struct Tap<'w, 'b, 'r> {
     inner: Container<Reader<'r>>,
     walker: Walker,
-    work: &'w RefCell<Work<'b>>,
+    work: &'w RefCell<dyn Keep + 'b>,
 }
 
 impl<'w, 'b, 'r> Tap<'w, 'b, 'r> {
     /// Watches `inner`'s stream, keeping `info.json` in `work`.
-    pub(crate) fn new(inner: Container<Reader<'r>>, work: &'w RefCell<Work<'b>>) -> Self {
+    pub(crate) fn new(inner: Container<Reader<'r>>, work: &'w RefCell<dyn Keep + 'b>) -> Self {
         Self { inner, walker: Walker::new(), work }
     }
 }
@@ -82,7 +92,7 @@ impl BufRead for Tap<'_, '_, '_> {
         // returns the same buffer without reading.
         if let Ok(bytes) = self.inner.fill_buf() {
             if let Ok(mut work) = self.work.try_borrow_mut() {
-                self.walker.feed(bytes.get(..amt).unwrap_or(bytes), &mut work);
+                self.walker.feed(bytes.get(..amt).unwrap_or(bytes), &mut *work);
             }
         }
         self.inner.consume(amt);
@@ -189,7 +199,7 @@ impl Walker {
     }
 
     /// Follows `bytes`, the next bytes of the tar stream.
-    pub(crate) fn feed(&mut self, mut bytes: &[u8], work: &mut Work<'_>) {
+    pub(crate) fn feed(&mut self, mut bytes: &[u8], work: &mut dyn Keep) {
         loop {
             // A body done (an empty one too, at once): what it said takes effect.
             if let State::Body { left: 0, pad: 0, what } = self.state {
@@ -246,7 +256,7 @@ impl Walker {
     }
 
     /// A whole header block: what follows it.
-    fn header(&mut self, work: &mut Work<'_>) -> State {
+    fn header(&mut self, work: &mut dyn Keep) -> State {
         let block = &self.block;
         if block.iter().all(|&b| b == 0) {
             return State::Done;
@@ -296,7 +306,7 @@ impl Walker {
     }
 
     /// After a body and its padding.
-    fn body_end(&mut self, what: Body, work: &mut Work<'_>) -> State {
+    fn body_end(&mut self, what: Body, work: &mut dyn Keep) -> State {
         let extended = self.extended.get(..self.extended_len).unwrap_or(&[]);
         match what {
             Body::Keep => work.end_capture(),

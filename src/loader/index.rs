@@ -1044,11 +1044,12 @@ pub(crate) fn is_joined(path: &str, dir: &str, name: &str) -> bool {
     is_joined_bytes(path.as_bytes(), dir.as_bytes(), name.as_bytes())
 }
 
-/// [`is_joined`] on bytes: the lookups that compare a member with every name of a list take
+/// Whether `path` is `dir/name` (`name` itself when `dir` is empty), compared as bytes without
+/// building the joined name: the lookups that compare a member with every name of a list take
 /// the names straight from the arena, without the UTF-8 check of [`Arena::str`].
 // Not inlined: one copy for the dozen lookups that call it.
 #[inline(never)]
-pub(crate) fn is_joined_bytes(path: &[u8], dir: &[u8], name: &[u8]) -> bool {
+pub fn is_joined_bytes(path: &[u8], dir: &[u8], name: &[u8]) -> bool {
     if dir.is_empty() {
         return path == name;
     }
@@ -1075,7 +1076,7 @@ pub fn dir_of(path: &str) -> &str {
 /// [`dir_of`] on bytes, for the scans that take names straight from the arena.
 // By bytes: `str::rfind`'s searcher carries a bounds check the compiler keeps.
 #[inline(never)]
-pub(crate) fn dir_of_bytes(path: &[u8]) -> &[u8] {
+pub fn dir_of_bytes(path: &[u8]) -> &[u8] {
     path.iter().rposition(|&b| b == b'/').and_then(|i| path.get(..i)).unwrap_or(&[])
 }
 

@@ -43,7 +43,9 @@ use embedded_io::BufRead;
 
 pub use chain::{ChainError, ChainWarning};
 use index::Scratch;
-pub use index::{dir_of, named_by, ManifestKind, Names, Tier, INSTR_ALIGN, KELF_FALLBACK_NAMES};
+pub use index::{
+    dir_of, dir_of_bytes, is_joined_bytes, named_by, ManifestKind, Names, Tier, INSTR_ALIGN, KELF_FALLBACK_NAMES,
+};
 pub use report::{JsonLines, LoadReport, Manifest, NoObserver, Observer, PayloadReport, PayloadState, SubgraphReport};
 
 use crate::archive::Archive;
