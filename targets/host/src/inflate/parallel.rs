@@ -324,8 +324,7 @@ fn start_pipeline(setup: Setup, input: &[u8]) -> Option<Pipeline> {
             Err(_) => {
                 // No thread to be had: stop those started (they may wait for the condition),
                 // and inflate serially.
-                shared.stop.store(true, Ordering::Relaxed);
-                shared.cv.notify_all();
+                shared.stop_all();
                 for w in workers {
                     let _ = w.join();
                 }
@@ -391,6 +390,16 @@ impl Shared {
         let f = find_from(self, k * self.chunk * 8)?;
         self.found.lock().map_err(|_| Invalid)?.insert(k, f);
         Ok(f)
+    }
+
+    /// Stops the workers, waking those that wait for a chunk to be released. The flag is set
+    /// under the lock they wait with: a worker between its check of the flag and its wait would
+    /// otherwise miss the wake-up, wait for ever, and never be joined.
+    fn stop_all(&self) {
+        let released = self.released.lock();
+        self.stop.store(true, Ordering::Relaxed);
+        drop(released);
+        self.cv.notify_all();
     }
 
     /// An empty piece: a reused one, else a new one of the piece's capacity (exactly: it is
@@ -821,8 +830,7 @@ impl Pipeline {
 
 impl Drop for Pipeline {
     fn drop(&mut self) {
-        self.shared.stop.store(true, Ordering::Relaxed);
-        self.shared.cv.notify_all();
+        self.shared.stop_all();
         self.results = None;
         for w in self.workers.drain(..) {
             let _ = w.join();
