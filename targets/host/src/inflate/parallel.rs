@@ -342,7 +342,8 @@ fn start_pipeline(setup: Setup, input: &[u8]) -> Option<Pipeline> {
         in_chunk: false,
         expect: Some(0),
         history: Vec::with_capacity(WINDOW),
-        table: vec![0u8; 1 << 16],
+        // Bytes map to themselves once and for all; each chunk rewrites only the markers' part.
+        table: (0..1u32 << 16).map(|i| u8::try_from(i).unwrap_or(0)).collect(),
         current: Vec::new(),
         current_is_piece: false,
         resolved: Vec::new(),
@@ -440,6 +441,7 @@ type Sent = (u64, Result<Part, Invalid>);
 struct Scratch {
     data: Vec<u8>,
     framed: Vec<u8>,
+    dict: Vec<u8>,
 }
 
 fn work(shared: &Shared, send: &Sender<Sent>) {
@@ -580,8 +582,10 @@ fn chunk(shared: &Shared, k: u64, scratch: &mut Scratch, out: &mut dyn FnMut(Par
     }
     let mut z = Decompress::new(false);
     if !symbols.is_empty() {
-        let dict: Vec<u8> = symbols[symbols.len().saturating_sub(WINDOW)..].iter().map(|&s| s as u8).collect();
-        z.set_dictionary(&dict).map_err(|_| Invalid)?;
+        let dict = &mut scratch.dict;
+        dict.clear();
+        dict.extend(symbols[symbols.len().saturating_sub(WINDOW)..].iter().map(|&s| s as u8));
+        z.set_dictionary(dict).map_err(|_| Invalid)?;
     }
     // The consumer resolves the speculative part while the rest is inflated.
     if !out(Part::Head { start: Some(start), symbols }) {
@@ -765,9 +769,6 @@ impl Pipeline {
                 let known = self.history.len();
                 if known < WINDOW && symbols.iter().any(|&s| s >= MARKER && usize::from(s - MARKER) < WINDOW - known) {
                     return Err(Invalid);
-                }
-                for (i, t) in self.table.iter_mut().enumerate().take(256) {
-                    *t = i as u8;
                 }
                 let at = usize::from(MARKER) + WINDOW;
                 self.table[at - known..at].copy_from_slice(&self.history);
