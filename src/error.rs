@@ -25,63 +25,12 @@ pub use chain::{ChainError, ChainWarning, ManifestKind, MemberText, ShortText};
 pub use gzip::{GzipError, GzipWarning};
 pub use hal::{HalError, RegionId};
 pub use header::{HashAlgorithm, HeaderError, HeaderWarning};
-pub use json::{Expected, JsonError, TokenKind};
-pub use manifest::{JsonType, ManifestError, ManifestWarning, Name, QueueKind, RequiredKey};
+pub use json::{Expected, JsonError, JsonType, TokenKind};
+pub use manifest::{ManifestError, ManifestWarning, Name, QueueKind, RequiredKey};
 pub use npy::NpyError;
 pub use tar::{TarError, TarWarning};
 
-/// Where in the data path something happened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum Stage {
-    /// Reading the byte source itself.
-    Io,
-    /// The 1024-byte `neff_header_t`.
-    Header,
-    /// The gzip wrapper and the deflate stream.
-    Gzip,
-    /// The tar walker.
-    Tar,
-    /// Tier 1: `neff.json`.
-    NeffJson,
-    /// Tier 2: `kelf-<i>.json`.
-    Kelf,
-    /// Tier 3: `sgNN/def.json`.
-    DefJson,
-    /// Engine JSONs (`PE.json`, `Activation.json`, ...) and their tables.
-    Engine,
-    /// Raw payloads (`*.bin`, `*.npy`).
-    Payload,
-    /// Checks across the manifest chain, once every manifest is known.
-    Chain,
-    /// The device behind the [`Hal`](crate::hal::Hal).
-    Hal,
-}
-
-impl Stage {
-    /// A short lowercase name, as printed in messages.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Stage::Io => "io",
-            Stage::Header => "header",
-            Stage::Gzip => "gzip",
-            Stage::Tar => "tar",
-            Stage::NeffJson => "neff.json",
-            Stage::Kelf => "kelf",
-            Stage::DefJson => "def.json",
-            Stage::Engine => "engine",
-            Stage::Payload => "payload",
-            Stage::Chain => "chain",
-            Stage::Hal => "hal",
-        }
-    }
-}
-
-impl fmt::Display for Stage {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+neff_macros::kinds!("schema/kinds.toml", Stage);
 
 /// What a byte offset is counted from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

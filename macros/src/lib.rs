@@ -56,6 +56,28 @@ pub fn refusal_table(input: TokenStream) -> TokenStream {
     expand_errors(input, None)
 }
 
+/// `kinds!("schema/kinds.toml", Stage)`: one enum of the kinds table (the stages and the manifest
+/// tiers among them, the JSON tokens, the JSON value types) with its methods, in the calling
+/// module: `Stage`, `ManifestKind`, `Scratch`, `Manifest`, `TokenKind`, `Event` or `JsonType`.
+#[proc_macro]
+pub fn kinds(input: TokenStream) -> TokenStream {
+    let args = syn::parse_macro_input!(input as ErrorsArgs);
+    let span = args.path.span();
+    let rel = args.path.value();
+    let Some(which) = args.layer else {
+        return syn::Error::new(span, "name the enum: (\"schema/kinds.toml\", Stage)").to_compile_error().into();
+    };
+    let root = match std::env::var("CARGO_MANIFEST_DIR") {
+        Ok(r) => std::path::PathBuf::from(r),
+        Err(_) => return syn::Error::new(span, "CARGO_MANIFEST_DIR is not set").to_compile_error().into(),
+    };
+    match neff_schema_codegen::expand_kinds(&root.join(&rel), &rel, &which.to_string()) {
+        Ok(tokens) => tokens.into(),
+        Err(e) => syn::Error::new(which.span(), e.0).to_compile_error().into(),
+    }
+}
+
+/// A table's path and, for the macros that expand one part of it, the part's name.
 struct ErrorsArgs {
     path: syn::LitStr,
     layer: Option<syn::Ident>,

@@ -1,5 +1,6 @@
 //! What the JSON tokenizer refuses: syntax error kinds ([`JsonError`]), what it was looking
-//! for ([`Expected`]) and the kinds of tokens ([`TokenKind`]).
+//! for ([`Expected`]), the kinds of tokens ([`TokenKind`]) and the value types that type errors
+//! name ([`JsonType`]).
 
 use core::fmt;
 
@@ -30,20 +31,10 @@ pub enum Expected {
     False,
     /// The rest of the literal `null`.
     Null,
-    /// An object (`{`), asked for by [`Tokenizer::begin_object`](crate::json::Tokenizer::begin_object).
-    Object,
-    /// An array (`[`), asked for by [`Tokenizer::begin_array`](crate::json::Tokenizer::begin_array).
-    Array,
-    /// A string value ([`Tokenizer::read_str`](crate::json::Tokenizer::read_str)).
-    String,
-    /// A non-negative integer ([`Tokenizer::read_u64`](crate::json::Tokenizer::read_u64)).
-    UnsignedInteger,
-    /// An integer ([`Tokenizer::read_i64`](crate::json::Tokenizer::read_i64)).
-    Integer,
-    /// Any number ([`Tokenizer::read_f64`](crate::json::Tokenizer::read_f64)).
-    Number,
-    /// `true` or `false` ([`Tokenizer::read_bool`](crate::json::Tokenizer::read_bool)).
-    Bool,
+    /// A value of this type, asked for by a typed read
+    /// ([`Tokenizer::begin_object`](crate::json::Tokenizer::begin_object),
+    /// [`Tokenizer::read_u64`](crate::json::Tokenizer::read_u64), ...).
+    Type(JsonType),
 }
 
 impl fmt::Display for Expected {
@@ -59,64 +50,10 @@ impl fmt::Display for Expected {
             Expected::True => "'true'",
             Expected::False => "'false'",
             Expected::Null => "'null'",
-            Expected::Object => "an object",
-            Expected::Array => "an array",
-            Expected::String => "a string",
-            Expected::UnsignedInteger => "an unsigned integer",
-            Expected::Integer => "an integer",
-            Expected::Number => "a number",
-            Expected::Bool => "a boolean",
+            Expected::Type(t) => t.with_article(),
         })
     }
 }
 
-/// The kind of the next token, as [`Tokenizer::peek_kind`](crate::json::Tokenizer::peek_kind)
-/// reports it without consuming anything. One per [`Event`](crate::json::Event) variant.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum TokenKind {
-    /// `{`
-    BeginObject,
-    /// `}`
-    EndObject,
-    /// `[`
-    BeginArray,
-    /// `]`
-    EndArray,
-    /// A member's key.
-    Key,
-    /// A string value.
-    Str,
-    /// A number.
-    Num,
-    /// `true` or `false`.
-    Bool,
-    /// `null`.
-    Null,
-    /// The end of the document, after the top-level value.
-    End,
-}
-
-impl TokenKind {
-    /// A short name for messages: `"object"`, `"string"`, `"number"`, ...
-    pub const fn name(self) -> &'static str {
-        match self {
-            TokenKind::BeginObject => "object",
-            TokenKind::EndObject => "'}'",
-            TokenKind::BeginArray => "array",
-            TokenKind::EndArray => "']'",
-            TokenKind::Key => "key",
-            TokenKind::Str => "string",
-            TokenKind::Num => "number",
-            TokenKind::Bool => "boolean",
-            TokenKind::Null => "null",
-            TokenKind::End => "end of input",
-        }
-    }
-}
-
-impl fmt::Display for TokenKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+neff_macros::kinds!("schema/kinds.toml", TokenKind);
+neff_macros::kinds!("schema/kinds.toml", JsonType);

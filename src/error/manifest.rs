@@ -1,65 +1,11 @@
 //! What a manifest refuses and notices once it is valid JSON: the runtime's rules per key,
-//! with its wording (docs/format.md §12A), and the JSON types named in type errors.
+//! with its wording (docs/format.md §12A).
 
 use super::Text;
 
 neff_macros::refusals!("schema/errors.toml", Manifest);
 
-/// JSON value types, as named in type errors.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum JsonType {
-    /// `{...}`
-    Object,
-    /// `[...]`
-    Array,
-    /// `"..."`
-    String,
-    /// A non-negative integer.
-    UnsignedInteger,
-    /// An integer that may be negative.
-    Integer,
-    /// Any number (with a fraction or an exponent when found).
-    Number,
-    /// `true` / `false`.
-    Bool,
-    /// `null`.
-    Null,
-    /// The end of the document.
-    Nothing,
-}
-
-impl JsonType {
-    /// The name with its article, as expected: `an unsigned integer`.
-    pub const fn with_article(self) -> &'static str {
-        match self {
-            JsonType::Object => "an object",
-            JsonType::Array => "an array",
-            JsonType::String => "a string",
-            JsonType::UnsignedInteger => "an unsigned integer",
-            JsonType::Integer => "an integer",
-            JsonType::Number => "a number",
-            JsonType::Bool => "a bool",
-            JsonType::Null => "null",
-            JsonType::Nothing => "nothing",
-        }
-    }
-
-    /// The bare name, as found: `string`.
-    pub const fn name(self) -> &'static str {
-        match self {
-            JsonType::Object => "object",
-            JsonType::Array => "array",
-            JsonType::String => "string",
-            JsonType::UnsignedInteger => "unsigned integer",
-            JsonType::Integer => "negative integer",
-            JsonType::Number => "fractional number",
-            JsonType::Bool => "bool",
-            JsonType::Null => "null",
-            JsonType::Nothing => "end of input",
-        }
-    }
-}
+use super::json::JsonType;
 
 /// Short context strings kept in errors and warnings (the tail of longer ones). Small on
 /// purpose: every `Error`, and the tokenizer's stored fault, holds a `ManifestError`.

@@ -5,7 +5,7 @@
 use core::fmt;
 
 use crate::error::{Error, ErrorKind, Stage};
-pub use crate::error::{Expected, JsonError, TokenKind};
+pub use crate::error::{Expected, JsonError, JsonType, TokenKind};
 
 /// A tokenizer failure: where it happened and why.
 ///
@@ -66,7 +66,7 @@ mod tests {
         assert_eq!(text(e).as_str(), "expected ':' after key, found 'x'");
         let e = JsonError::UnexpectedByte { found: 0x07, expected: Expected::Value };
         assert_eq!(text(e).as_str(), "expected a value, found byte 0x07");
-        let e = JsonError::UnexpectedToken { found: TokenKind::Str, expected: Expected::Object };
+        let e = JsonError::UnexpectedToken { found: TokenKind::Str, expected: Expected::Type(JsonType::Object) };
         assert_eq!(text(e).as_str(), "expected an object, found string");
     }
 

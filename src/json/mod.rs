@@ -116,7 +116,7 @@ mod error;
 mod number;
 mod tokenizer;
 
-pub use error::{Expected, Fault, JsonError, TokenKind};
+pub use error::{Expected, Fault, JsonError, JsonType, TokenKind};
 pub use number::{Float, Number};
 pub use tokenizer::{Event, Tokenizer, MAX_DEPTH, NUMBER_CAPACITY, NUMBER_LIMIT, SCRATCH_LIMIT};
 

@@ -16,7 +16,7 @@ use core::fmt;
 
 use embedded_io::{BufRead, Error as _};
 
-use super::{Expected, Fault, JsonError, Number, TokenKind};
+use super::{Expected, Fault, JsonError, JsonType, Number, TokenKind};
 use crate::error::{CapacityError, ErrorKind};
 
 /// The largest depth limit a [`Tokenizer`] applies (its container stack is a fixed 256-bit
@@ -36,49 +36,7 @@ pub const SCRATCH_LIMIT: &str = "JSON string scratch";
 /// The limit name reported when a received number is longer than [`NUMBER_CAPACITY`].
 pub const NUMBER_LIMIT: &str = "JSON number length";
 
-/// One token. Strings and number text borrow the tokenizer's buffers until the next call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Event<'a> {
-    /// `{`
-    BeginObject,
-    /// `}`
-    EndObject,
-    /// `[`
-    BeginArray,
-    /// `]`
-    EndArray,
-    /// A member's key, unescaped.
-    Key(&'a str),
-    /// A string value, unescaped.
-    Str(&'a str),
-    /// A number, grammar-checked.
-    Num(Number<'a>),
-    /// `true` or `false`.
-    Bool(bool),
-    /// `null`.
-    Null,
-    /// The end of input after the single top-level value and trailing whitespace. Returned
-    /// again by every later call.
-    End,
-}
-
-impl Event<'_> {
-    /// The kind of this token.
-    pub fn kind(&self) -> TokenKind {
-        match self {
-            Event::BeginObject => TokenKind::BeginObject,
-            Event::EndObject => TokenKind::EndObject,
-            Event::BeginArray => TokenKind::BeginArray,
-            Event::EndArray => TokenKind::EndArray,
-            Event::Key(_) => TokenKind::Key,
-            Event::Str(_) => TokenKind::Str,
-            Event::Num(_) => TokenKind::Num,
-            Event::Bool(_) => TokenKind::Bool,
-            Event::Null => TokenKind::Null,
-            Event::End => TokenKind::End,
-        }
-    }
-}
+neff_macros::kinds!("schema/kinds.toml", Event);
 
 /// Where the grammar stands between two tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,17 +76,16 @@ enum Next {
 
 /// A token read; its text, if any, is in the tokenizer's buffers.
 #[derive(Debug, Clone, Copy)]
-enum Token {
-    BeginObject,
-    EndObject,
-    BeginArray,
-    EndArray,
-    Key,
-    Str,
-    Num { integer: bool },
-    Bool(bool),
-    Null,
-    End,
+struct Token {
+    kind: TokenKind,
+    /// A `Num`: whether it is an integer; a `Bool`: its value.
+    flag: bool,
+}
+
+impl From<TokenKind> for Token {
+    fn from(kind: TokenKind) -> Self {
+        Token { kind, flag: false }
+    }
 }
 
 /// The signal that a step failed; the [`Fault`] itself is recorded in the tokenizer, which
@@ -358,58 +315,59 @@ impl<'s> Tokenizer<'s> {
     }
 
     /// Consumes the `{` of the next value, or fails with [`JsonError::UnexpectedToken`]
-    /// (expected [`Expected::Object`], found the token's kind) at the token's offset.
+    /// (expected [`JsonType::Object`], found the token's kind) at the token's offset.
     pub fn begin_object<R: BufRead>(&mut self, src: &mut R) -> Result<(), Fault> {
-        self.begin(src, b'{', Expected::Object)
+        self.begin(src, b'{', Expected::Type(JsonType::Object))
     }
 
     /// Consumes the `[` of the next value, or fails with [`JsonError::UnexpectedToken`]
-    /// (expected [`Expected::Array`], found the token's kind) at the token's offset.
+    /// (expected [`JsonType::Array`], found the token's kind) at the token's offset.
     pub fn begin_array<R: BufRead>(&mut self, src: &mut R) -> Result<(), Fault> {
-        self.begin(src, b'[', Expected::Array)
+        self.begin(src, b'[', Expected::Type(JsonType::Array))
     }
 
     /// Reads a string value. Any other token is [`JsonError::UnexpectedToken`] (expected
-    /// [`Expected::String`]) at the token's offset, before anything of it is consumed.
+    /// [`JsonType::String`]) at the token's offset, before anything of it is consumed.
     pub fn read_str<R: BufRead>(&mut self, src: &mut R) -> Result<&str, Fault> {
-        let at = self.expect_kind(src, TokenKind::Str, Expected::String)?;
+        let at = self.expect_kind(src, TokenKind::Str, Expected::Type(JsonType::String))?;
         match self.next(src)? {
             Event::Str(text) => Ok(text),
-            other => {
-                Err(Fault::json(at, JsonError::UnexpectedToken { found: other.kind(), expected: Expected::String }))
-            }
+            other => Err(Fault::json(
+                at,
+                JsonError::UnexpectedToken { found: other.kind(), expected: Expected::Type(JsonType::String) },
+            )),
         }
     }
 
     /// Reads a number as a `u64` (see [`Number::as_u64`]). Another token is
-    /// [`JsonError::UnexpectedToken`] (expected [`Expected::UnsignedInteger`]); a number that
+    /// [`JsonError::UnexpectedToken`] (expected [`JsonType::UnsignedInteger`]); a number that
     /// does not convert is its [`JsonError`]; either at the token's offset.
     pub fn read_u64<R: BufRead>(&mut self, src: &mut R) -> Result<u64, Fault> {
-        self.read_number_as(src, Expected::UnsignedInteger, |n| n.as_u64())
+        self.read_number_as(src, Expected::Type(JsonType::UnsignedInteger), |n| n.as_u64())
     }
 
     /// Reads a number as an `i64` (see [`Number::as_i64`]); errors as [`Tokenizer::read_u64`],
-    /// with [`Expected::Integer`].
+    /// with [`JsonType::Integer`].
     pub fn read_i64<R: BufRead>(&mut self, src: &mut R) -> Result<i64, Fault> {
-        self.read_number_as(src, Expected::Integer, |n| n.as_i64())
+        self.read_number_as(src, Expected::Type(JsonType::Integer), |n| n.as_i64())
     }
 
     /// Reads a number as an `f64` (see [`Number::as_f64`]); errors as [`Tokenizer::read_u64`],
-    /// with [`Expected::Number`].
+    /// with [`JsonType::Number`].
     pub fn read_f64<R: BufRead>(&mut self, src: &mut R) -> Result<f64, Fault> {
-        self.read_number_as(src, Expected::Number, |n| n.as_f64())
+        self.read_number_as(src, Expected::Type(JsonType::Number), |n| n.as_f64())
     }
 
     /// Reads `true` or `false`. Any other token is [`JsonError::UnexpectedToken`] (expected
-    /// [`Expected::Bool`]) at the token's offset.
+    /// [`JsonType::Bool`]) at the token's offset.
     pub fn read_bool<R: BufRead>(&mut self, src: &mut R) -> Result<bool, Fault> {
-        let at = self.expect_kind(src, TokenKind::Bool, Expected::Bool)?;
+        let at = self.expect_kind(src, TokenKind::Bool, Expected::Type(JsonType::Bool))?;
         let read = match self.next(src)? {
             Event::Bool(value) => Ok(value),
             other => Err(other.kind()),
         };
         read.map_err(|found| {
-            self.spend(Fault::json(at, JsonError::UnexpectedToken { found, expected: Expected::Bool }))
+            self.spend(Fault::json(at, JsonError::UnexpectedToken { found, expected: Expected::Type(JsonType::Bool) }))
         })
     }
 
@@ -511,17 +469,17 @@ impl<'s> Tokenizer<'s> {
     }
 
     fn event(&self, token: Token) -> Result<Event<'_>, Fault> {
-        Ok(match token {
-            Token::BeginObject => Event::BeginObject,
-            Token::EndObject => Event::EndObject,
-            Token::BeginArray => Event::BeginArray,
-            Token::EndArray => Event::EndArray,
-            Token::Key => Event::Key(self.scratch_str()?),
-            Token::Str => Event::Str(self.scratch_str()?),
-            Token::Num { integer } => Event::Num(Number::new(self.number_str()?, integer)),
-            Token::Bool(value) => Event::Bool(value),
-            Token::Null => Event::Null,
-            Token::End => Event::End,
+        Ok(match token.kind {
+            TokenKind::BeginObject => Event::BeginObject,
+            TokenKind::EndObject => Event::EndObject,
+            TokenKind::BeginArray => Event::BeginArray,
+            TokenKind::EndArray => Event::EndArray,
+            TokenKind::Key => Event::Key(self.scratch_str()?),
+            TokenKind::Str => Event::Str(self.scratch_str()?),
+            TokenKind::Num => Event::Num(Number::new(self.number_str()?, token.flag)),
+            TokenKind::Bool => Event::Bool(token.flag),
+            TokenKind::Null => Event::Null,
+            TokenKind::End => Event::End,
         })
     }
 
@@ -546,7 +504,7 @@ impl<'s> Tokenizer<'s> {
         loop {
             let token = self.read(src, next, false)?;
             let value_done = self.depth == base && self.state == State::AfterValue;
-            if value_done || matches!(token, Token::End) {
+            if value_done || token.kind == TokenKind::End {
                 break;
             }
             next = self.prepare(src)?;
@@ -635,51 +593,51 @@ impl<'s> Tokenizer<'s> {
     fn read<R: BufRead>(&mut self, src: &mut R, next: Next, store: bool) -> Result<Token, Stop> {
         self.token_start = self.pos;
         let token = match next {
-            Next::End => return Ok(Token::End),
+            Next::End => return Ok(TokenKind::End.into()),
             Next::Close => {
                 let object = self.top_is_object();
                 self.advance(src, 1);
                 self.depth = self.depth.saturating_sub(1);
                 if object {
-                    Token::EndObject
+                    TokenKind::EndObject.into()
                 } else {
-                    Token::EndArray
+                    TokenKind::EndArray.into()
                 }
             }
             Next::Key => {
                 self.read_string(src, store)?;
                 self.state = State::AfterKey;
-                return Ok(Token::Key);
+                return Ok(TokenKind::Key.into());
             }
             Next::Value(b'{') => {
                 self.push(true)?;
                 self.advance(src, 1);
                 self.state = State::ObjectFirst;
-                return Ok(Token::BeginObject);
+                return Ok(TokenKind::BeginObject.into());
             }
             Next::Value(b'[') => {
                 self.push(false)?;
                 self.advance(src, 1);
                 self.state = State::ArrayFirst;
-                return Ok(Token::BeginArray);
+                return Ok(TokenKind::BeginArray.into());
             }
             Next::Value(b'"') => {
                 self.read_string(src, store)?;
-                Token::Str
+                TokenKind::Str.into()
             }
             Next::Value(b't') => {
                 self.read_literal(src, b"true", Expected::True)?;
-                Token::Bool(true)
+                Token { kind: TokenKind::Bool, flag: true }
             }
             Next::Value(b'f') => {
                 self.read_literal(src, b"false", Expected::False)?;
-                Token::Bool(false)
+                Token { kind: TokenKind::Bool, flag: false }
             }
             Next::Value(b'n') => {
                 self.read_literal(src, b"null", Expected::Null)?;
-                Token::Null
+                TokenKind::Null.into()
             }
-            Next::Value(_) => Token::Num { integer: self.read_number(src, store)? },
+            Next::Value(_) => Token { kind: TokenKind::Num, flag: self.read_number(src, store)? },
         };
         self.state = State::AfterValue;
         Ok(token)
@@ -1736,14 +1694,17 @@ mod tests {
         let mut scratch = [0; 8];
         let mut tok = Tokenizer::new(&mut scratch, 8);
         let mut src: &[u8] = br#"  "text""#;
-        assert_eq!(tok.begin_object(&mut src), unexpected(2, TokenKind::Str, Expected::Object));
-        assert_eq!(tok.next(&mut src), unexpected(2, TokenKind::Str, Expected::Object).map(|()| Event::End));
+        assert_eq!(tok.begin_object(&mut src), unexpected(2, TokenKind::Str, Expected::Type(JsonType::Object)));
+        assert_eq!(
+            tok.next(&mut src),
+            unexpected(2, TokenKind::Str, Expected::Type(JsonType::Object)).map(|()| Event::End)
+        );
 
         let mut scratch = [0; 8];
 
         let mut tok = Tokenizer::new(&mut scratch, 8);
         let mut src: &[u8] = br#"{"k": [1]}"#;
-        assert_eq!(tok.begin_array(&mut src), unexpected(0, TokenKind::BeginObject, Expected::Array));
+        assert_eq!(tok.begin_array(&mut src), unexpected(0, TokenKind::BeginObject, Expected::Type(JsonType::Array)));
 
         let mut scratch = [0; 8];
 
@@ -1795,12 +1756,24 @@ mod tests {
         };
         let wrong = |offset, found, expected| Fault::json(offset, JsonError::UnexpectedToken { found, expected });
         let fault = refused(b"[ \"12\"]", &|t, s| t.read_u64(s).err());
-        assert_eq!(fault, wrong(2, TokenKind::Str, Expected::UnsignedInteger));
+        assert_eq!(fault, wrong(2, TokenKind::Str, Expected::Type(JsonType::UnsignedInteger)));
         assert_eq!(fault.to_string(), "expected an unsigned integer, found string (byte 2)");
-        assert_eq!(refused(b"[ 12]", &|t, s| t.read_str(s).err()), wrong(2, TokenKind::Num, Expected::String));
-        assert_eq!(refused(b"[{}]", &|t, s| t.read_bool(s).err()), wrong(1, TokenKind::BeginObject, Expected::Bool));
-        assert_eq!(refused(b"[null]", &|t, s| t.read_f64(s).err()), wrong(1, TokenKind::Null, Expected::Number));
-        assert_eq!(refused(b"[]", &|t, s| t.read_i64(s).err()), wrong(1, TokenKind::EndArray, Expected::Integer));
+        assert_eq!(
+            refused(b"[ 12]", &|t, s| t.read_str(s).err()),
+            wrong(2, TokenKind::Num, Expected::Type(JsonType::String))
+        );
+        assert_eq!(
+            refused(b"[{}]", &|t, s| t.read_bool(s).err()),
+            wrong(1, TokenKind::BeginObject, Expected::Type(JsonType::Bool))
+        );
+        assert_eq!(
+            refused(b"[null]", &|t, s| t.read_f64(s).err()),
+            wrong(1, TokenKind::Null, Expected::Type(JsonType::Number))
+        );
+        assert_eq!(
+            refused(b"[]", &|t, s| t.read_i64(s).err()),
+            wrong(1, TokenKind::EndArray, Expected::Type(JsonType::Integer))
+        );
         assert_eq!(refused(b"[ -1]", &|t, s| t.read_u64(s).err()), Fault::json(2, JsonError::NumberOutOfRange));
         assert_eq!(refused(b"[1.5]", &|t, s| t.read_i64(s).err()), Fault::json(1, JsonError::NotAnInteger));
         assert_eq!(refused(b"[1e999]", &|t, s| t.read_f64(s).err()), Fault::json(1, JsonError::NumberOutOfRange));

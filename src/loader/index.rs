@@ -39,15 +39,7 @@ use crate::manifest::{
 /// Instruction streams and staging regions are aligned to one 64-byte instruction slot.
 pub const INSTR_ALIGN: u64 = 64;
 
-/// The scalar keys of the manifest being read: one at a time, so they share memory.
-#[allow(clippy::large_enum_variant)]
-pub(crate) enum Scratch {
-    Empty,
-    Neff(NeffJson),
-    Kelf(Kelf),
-    Def(DefJson),
-    Engine(EngineJson),
-}
+neff_macros::kinds!("schema/kinds.toml", Scratch);
 
 /// Engine slots of a definition ([`crate::manifest::def::ENGINE_KEYS`]).
 pub(crate) const ENGINE_SLOTS: usize = crate::manifest::def::ENGINE_KEYS.len();

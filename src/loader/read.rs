@@ -492,12 +492,7 @@ impl Loader<'_> {
     /// stay reserved in [`Self::parse`]'s frame, which is live under the whole parse.
     #[inline(never)]
     fn reset_scratch(&mut self, kind: ManifestKind) {
-        self.scratch = match kind {
-            ManifestKind::Neff => Scratch::Neff(Default::default()),
-            ManifestKind::Kelf => Scratch::Kelf(Default::default()),
-            ManifestKind::Def => Scratch::Def(Default::default()),
-            ManifestKind::Engine => Scratch::Engine(Default::default()),
-        };
+        self.scratch = Scratch::empty(kind);
     }
 
     /// Copies what binding needs of the scratch document into its record (at `pos`).

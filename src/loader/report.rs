@@ -13,8 +13,7 @@ use serde::{Serialize, Serializer};
 use crate::archive::Finish;
 use crate::hal::{usage_index, RegionId, USAGE_CLASSES, USAGE_CLASS_COUNT};
 use crate::header::Integrity;
-use crate::manifest::def::DefFacts;
-use crate::manifest::{Arch, DefJson, EngineJson, Entry, IoKind, IoTensor, Kelf, NeffJson, UsageClass};
+use crate::manifest::{Arch, Entry, IoKind, IoTensor, UsageClass};
 
 /// Capacity of the KELF target in the report.
 pub const TARGET_TEXT: usize = 32;
@@ -345,18 +344,7 @@ impl<W: embedded_io::Write, const LINE: usize> Observer for JsonLines<W, LINE> {
     }
 }
 
-/// A manifest as read: its scalar keys (streamed keys went to [`Observer::entry`]).
-#[derive(Debug, Clone, Copy)]
-pub enum Manifest<'a> {
-    /// `neff.json`.
-    Neff(&'a NeffJson),
-    /// A KELF descriptor.
-    Kelf(&'a Kelf),
-    /// A subgraph definition, with what its checks learned from the streamed entries.
-    Def(&'a DefJson, &'a DefFacts),
-    /// An engine JSON or an activation set JSON.
-    Engine(&'a EngineJson),
-}
+neff_macros::kinds!("schema/kinds.toml", Manifest);
 
 /// What a caller sees of a load, as it happens. Every method has an empty default.
 ///

@@ -2,8 +2,9 @@
 //! `cargo run -p neff-schema-codegen --example c-header -- schema` (scripts/gen-header.sh).
 fn main() {
     let dir = std::env::args().nth(1).unwrap_or_else(|| "schema".into());
-    let header = neff_schema_codegen::model::load_dir(std::path::Path::new(&dir), "schema/")
-        .and_then(|files| neff_schema_codegen::c::header(&files));
+    let dir = std::path::Path::new(&dir);
+    let header = neff_schema_codegen::model::load_dir(dir, "schema/")
+        .and_then(|files| neff_schema_codegen::c::header(&files, &neff_schema_codegen::load_kinds(dir, "schema/")?));
     match header {
         Ok(text) => print!("{text}"),
         Err(e) => {

@@ -2,9 +2,10 @@
 //! `cargo run -p neff-schema-codegen --example expand -- schema`.
 fn main() {
     let dir = std::env::args().nth(1).unwrap_or_else(|| "schema".into());
-    match neff_schema_codegen::generate(
-        &neff_schema_codegen::model::load_dir(std::path::Path::new(&dir), "schema/").unwrap_or_else(|e| panic!("{e}")),
-    ) {
+    let dir = std::path::Path::new(&dir);
+    let files = neff_schema_codegen::model::load_dir(dir, "schema/").unwrap_or_else(|e| panic!("{e}"));
+    let kinds = neff_schema_codegen::load_kinds(dir, "schema/").unwrap_or_else(|e| panic!("{e}"));
+    match neff_schema_codegen::generate(&files, &kinds) {
         Ok(ts) => println!("{ts}"),
         Err(e) => {
             eprintln!("error: {e}");

@@ -87,8 +87,8 @@ fn c_layout(out: &mut String, l: &LayoutToml, layouts: &[&LayoutToml]) -> Result
 }
 
 /// The whole header for `files` (checked first, as the Rust side checks them).
-pub fn header(files: &[SchemaFile]) -> Result<String, SchemaError> {
-    gen::check(files)?;
+pub fn header(files: &[SchemaFile], kinds: &crate::kinds::Kinds) -> Result<String, SchemaError> {
+    gen::check(files, kinds)?;
     let layouts: Vec<&LayoutToml> = files.iter().flat_map(|f| f.toml.layouts.iter()).collect();
     let mut out = String::from(
         "/* neff_schema.h: the discriminator enums and published repr(C) layouts of schema/.\n \

@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use proc_macro2::{Literal, TokenStream};
 use quote::{format_ident, quote};
 
+use crate::kinds::Kinds;
 use crate::model::{EnumToml, KeyToml, LayoutToml, ObjectToml, SchemaError, SchemaFile};
 use crate::ty::{Cap, Scalar, Ty};
 
@@ -32,9 +33,10 @@ pub struct Checked<'a> {
     layouts: BTreeMap<String, (&'a SchemaFile, &'a LayoutToml)>,
     /// The `Entry` variants of streamed keys: (variant, owning object, key index).
     entries: Vec<(String, String, usize)>,
+    /// The manifest tiers' stages (`schema/kinds.toml`): name -> as printed, the label of
+    /// their keys in the consumed-key table.
+    tier_stages: BTreeMap<String, String>,
 }
-
-const STAGES: &[&str] = &["NeffJson", "Kelf", "DefJson", "Engine"];
 const REPRS: &[&str] = &["u8", "u16", "u32", "i32", "u64"];
 
 fn is_ident(s: &str) -> bool {
@@ -43,7 +45,9 @@ fn is_ident(s: &str) -> bool {
 
 /// Checks every cross-reference of the schema; the first problem is returned with its
 /// `file:line:col`.
-pub fn check(files: &[SchemaFile]) -> Result<Checked<'_>, SchemaError> {
+pub fn check<'a>(files: &'a [SchemaFile], kinds: &Kinds) -> Result<Checked<'a>, SchemaError> {
+    let tier_stages: BTreeMap<String, String> =
+        kinds.tiers().map(|t| (t.stage.name.get_ref().clone(), t.stage.printed.clone())).collect();
     let mut caps: Vec<(String, usize, Option<usize>, String)> = Vec::new();
     let mut type_names: BTreeSet<String> = BTreeSet::new();
     let mut enums = BTreeMap::new();
@@ -52,10 +56,11 @@ pub fn check(files: &[SchemaFile]) -> Result<Checked<'_>, SchemaError> {
 
     for f in files {
         if let Some(stage) = &f.toml.stage {
-            if !STAGES.contains(&stage.get_ref().as_str()) {
+            if !tier_stages.contains_key(stage.get_ref()) {
+                let known: Vec<&str> = tier_stages.keys().map(String::as_str).collect();
                 return Err(f.error_at(
                     stage.span(),
-                    format!("unknown stage `{}` (expected one of {})", stage.get_ref(), STAGES.join(", ")),
+                    format!("unknown stage `{}` (expected a tier's: {})", stage.get_ref(), known.join(", ")),
                 ));
             }
         }
@@ -244,7 +249,7 @@ pub fn check(files: &[SchemaFile]) -> Result<Checked<'_>, SchemaError> {
         }
     }
 
-    Ok(Checked { files, caps, objects, enums, layouts, entries })
+    Ok(Checked { files, caps, objects, enums, layouts, entries, tier_stages })
 }
 
 fn raw_enum_exists(files: &[SchemaFile], name: &str) -> bool {
@@ -381,6 +386,11 @@ fn cap_tokens(c: &Cap) -> TokenStream {
 }
 
 impl Checked<'_> {
+    /// The consumed-key table's label of `file`'s keys: its stage, as printed.
+    fn tier_label(&self, file: &SchemaFile) -> String {
+        file.toml.stage.as_ref().and_then(|s| self.tier_stages.get(s.get_ref())).cloned().unwrap_or_default()
+    }
+
     fn object_type(&self, name: &str) -> TokenStream {
         let id = format_ident!("{}", name);
         quote!(#id)
@@ -647,7 +657,7 @@ impl Checked<'_> {
         let root = if obj.root {
             let stage =
                 format_ident!("{}", o.file.toml.stage.as_ref().map(|s| s.get_ref().as_str()).unwrap_or("DefJson"));
-            let tier = o.file.toml.tier.clone().unwrap_or_default();
+            let tier = self.tier_label(o.file);
             let sdoc = format!(" The stage of errors in `{tier}`.");
             quote! {
                 impl #id {
@@ -1068,7 +1078,7 @@ impl Checked<'_> {
         }
         let mut rows = Vec::new();
         for f in self.files {
-            let tier = f.toml.tier.clone().unwrap_or_default();
+            let tier = self.tier_label(f);
             for o in f.toml.objects.iter().filter(|o| o.root) {
                 self.key_rows(&tier, o.name.get_ref(), "", &mut rows, 0);
             }

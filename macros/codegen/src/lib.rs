@@ -8,6 +8,7 @@
 pub mod c;
 pub mod errors;
 pub mod gen;
+pub mod kinds;
 pub mod model;
 pub mod ty;
 
@@ -18,9 +19,9 @@ use quote::quote;
 
 pub use model::{SchemaError, SchemaFile};
 
-/// Checks `files` and generates every item.
-pub fn generate(files: &[SchemaFile]) -> Result<TokenStream, SchemaError> {
-    Ok(gen::check(files)?.generate())
+/// Checks `files` (against the tiers of `kinds`) and generates every item.
+pub fn generate(files: &[SchemaFile], kinds: &kinds::Kinds) -> Result<TokenStream, SchemaError> {
+    Ok(gen::check(files, kinds)?.generate())
 }
 
 /// Which items of a schema to expand.
@@ -38,12 +39,14 @@ pub enum Part {
 /// `include_bytes!` per file so that editing a schema file rebuilds the crate.
 pub fn expand_dir(dir: &Path, display_prefix: &str, part: Part) -> Result<TokenStream, SchemaError> {
     let files = model::load_dir(dir, display_prefix)?;
-    let checked = gen::check(&files)?;
+    let kinds = load_kinds(dir, display_prefix)?;
+    let checked = gen::check(&files, &kinds)?;
     let mut out = match part {
         Part::All => checked.generate(),
         Part::Enums => checked.generate_enums(),
         Part::Readers => checked.generate_readers(),
     };
+    out.extend(kinds.track());
     for f in &files {
         let p = f.path.to_string_lossy().into_owned();
         out.extend(quote!(
@@ -51,4 +54,27 @@ pub fn expand_dir(dir: &Path, display_prefix: &str, part: Part) -> Result<TokenS
         ));
     }
     Ok(out)
+}
+
+/// The kinds table of the schema directory `dir`.
+pub fn load_kinds(dir: &Path, display_prefix: &str) -> Result<kinds::Kinds, SchemaError> {
+    kinds::Kinds::load(&dir.join(kinds::KINDS_FILE), &format!("{display_prefix}{}", kinds::KINDS_FILE))
+}
+
+/// `kinds!`'s expansion: the enum `which` of the kinds table at `path` (in a schema directory,
+/// whose files give the tiers' documents).
+pub fn expand_kinds(path: &Path, display: &str, which: &str) -> Result<TokenStream, SchemaError> {
+    let Some(which) = kinds::KindEnum::named(which) else {
+        let names: Vec<&str> = kinds::KindEnum::ALL.iter().map(|(n, _)| *n).collect();
+        return Err(SchemaError(format!("{display}: no enum `{which}` (expected one of {})", names.join(", "))));
+    };
+    let kinds = kinds::Kinds::parse(
+        display,
+        path.to_path_buf(),
+        std::fs::read_to_string(path).map_err(|e| SchemaError(format!("{display}: {e}")))?,
+    )?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let prefix = display.strip_suffix(kinds::KINDS_FILE).unwrap_or("");
+    let files = model::load_dir(dir, prefix)?;
+    kinds.generate(which, &files)
 }

@@ -4,8 +4,8 @@
 //! One file holds any of four kinds of tables:
 //!
 //! ```toml
-//! tier = "def.json"            # label used in the consumed-key table
-//! stage = "DefJson"            # the `neff::Stage` variant of the root objects' errors
+//! stage = "DefJson"            # the manifest tier (`kinds.toml`) whose document the root
+//!                              # object is; its errors' `Stage`, its keys' table label
 //!
 //! [[capacity]]                 # a const generic parameter of the manifest types
 //! name = "VARS"
@@ -56,10 +56,7 @@ pub struct FileToml {
     /// What the file describes (free text for the docs).
     #[serde(default)]
     pub doc: String,
-    /// The tier label printed in the consumed-key table (`neff.json`, `def.json`, ...).
-    #[serde(default)]
-    pub tier: Option<String>,
-    /// The `Stage` variant name used for errors in this file's root objects.
+    /// The `Stage` of the manifest tier (`kinds.toml`) whose document the file's root object is.
     #[serde(default)]
     pub stage: Option<Spanned<String>>,
     /// Const generic capacities.
@@ -297,7 +294,7 @@ impl SchemaFile {
 /// The refusal table's file name in a schema directory ([`crate::errors`]).
 pub const ERRORS_FILE: &str = "errors.toml";
 
-/// Reads every `*.toml` of `dir` (but the refusal table), sorted by name. `display_prefix` is prepended to file
+/// Reads every `*.toml` of `dir` (but the refusal and kinds tables), sorted by name. `display_prefix` is prepended to file
 /// names in messages (for example `schema/`).
 pub fn load_dir(dir: &Path, display_prefix: &str) -> Result<Vec<SchemaFile>, SchemaError> {
     let entries = std::fs::read_dir(dir)
@@ -305,8 +302,9 @@ pub fn load_dir(dir: &Path, display_prefix: &str) -> Result<Vec<SchemaFile>, Sch
     let mut paths: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "toml"))
-        // The refusal table is not a schema file: `refusals!` expands it.
-        .filter(|p| !p.ends_with(ERRORS_FILE))
+        // The refusal table and the kinds table are not schema files: `refusals!` and
+        // `kinds!` expand them.
+        .filter(|p| !p.ends_with(ERRORS_FILE) && !p.ends_with(crate::kinds::KINDS_FILE))
         .collect();
     paths.sort();
     if paths.is_empty() {

@@ -11,7 +11,8 @@ fn repo() -> &'static Path {
 
 fn header() -> String {
     let files = model::load_dir(&repo().join("schema"), "schema/").unwrap_or_else(|e| panic!("{e}"));
-    c::header(&files).unwrap_or_else(|e| panic!("{e}"))
+    let kinds = neff_schema_codegen::load_kinds(&repo().join("schema"), "schema/").unwrap_or_else(|e| panic!("{e}"));
+    c::header(&files, &kinds).unwrap_or_else(|e| panic!("{e}"))
 }
 
 #[test]

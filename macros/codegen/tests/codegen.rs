@@ -2,19 +2,28 @@
 //! name `file:line:col`.
 use std::path::PathBuf;
 
+use neff_schema_codegen::kinds::{KindEnum, Kinds};
 use neff_schema_codegen::{generate, SchemaFile};
 
 fn file(name: &str, text: &str) -> Result<SchemaFile, neff_schema_codegen::SchemaError> {
     SchemaFile::parse(&format!("schema/{name}"), PathBuf::from(name), text.to_string())
 }
 
+fn schema_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../schema")
+}
+
+/// The real kinds table: the small schemas below name its tiers.
+fn kinds() -> Kinds {
+    neff_schema_codegen::load_kinds(&schema_dir(), "schema/").unwrap()
+}
+
 fn gen(files: &[(&str, &str)]) -> Result<String, String> {
     let files: Vec<SchemaFile> = files.iter().map(|(n, t)| file(n, t)).collect::<Result<_, _>>().map_err(|e| e.0)?;
-    generate(&files).map(|ts| ts.to_string()).map_err(|e| e.0)
+    generate(&files, &kinds()).map(|ts| ts.to_string()).map_err(|e| e.0)
 }
 
 const SMALL: &str = r#"
-tier = "t.json"
 stage = "Kelf"
 
 [[capacity]]
@@ -124,7 +133,7 @@ fn golden_tokens_of_a_small_schema() {
         // the map accessor
         "pub fn name_kind (& self) -> :: core :: option :: Option < Color > { Color :: from_json (self . name . as_str ()) }",
         // the key table
-        "tier : \"t.json\" , path : \"name\" , aliases : & [\"title\"] , json_type : \"string\" , required : true",
+        "tier : \"kelf\" , path : \"name\" , aliases : & [\"title\"] , json_type : \"string\" , required : true",
         "pub const STAGE : crate :: Stage = crate :: Stage :: Kelf ;",
         // a streamed key: one slot, and each element handed on as its Entry variant
         "pub items : :: core :: option :: Option < crate :: manifest :: rt :: Each < Item , crate :: manifest :: streamed :: Item > > ,",
@@ -148,7 +157,7 @@ fn output_is_deterministic() {
 
 #[test]
 fn toml_syntax_error_names_file_line_col() {
-    let broken = "tier = \"x\"\n[[capacity]]\nname = \"A\"\ndefault = \"eight\"\ndoc = \"\"\n";
+    let broken = "stage = \"Kelf\"\n[[capacity]]\nname = \"A\"\ndefault = \"eight\"\ndoc = \"\"\n";
     let e = gen(&[("broken.toml", broken)]).unwrap_err();
     assert!(e.starts_with("schema/broken.toml:4:11:"), "{e}");
     assert!(e.contains("invalid type"), "{e}");
@@ -193,14 +202,95 @@ fn semantic_schema_errors_name_file_line_col() {
     let bad_default = SMALL.replace("default = 3", "default = \"three\"");
     let e = gen(&[("small.toml", &bad_default)]).unwrap_err();
     assert!(e.contains("does not fit type unsigned integer"), "{e}");
+
+    let not_a_tier = SMALL.replace("stage = \"Kelf\"", "stage = \"Payload\"");
+    let e = gen(&[("small.toml", &not_a_tier)]).unwrap_err();
+    assert_eq!(
+        e,
+        "schema/small.toml:2:9: unknown stage `Payload` (expected a tier's: DefJson, Engine, Kelf, NeffJson)"
+    );
 }
 
 #[test]
 fn the_real_schema_directory_generates() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../schema");
     let files = neff_schema_codegen::model::load_dir(&dir, "schema/").unwrap();
-    let out = generate(&files).unwrap().to_string();
+    let out = generate(&files, &kinds()).unwrap().to_string();
     for name in ["pub struct DefJson", "pub enum UsageClass", "pub struct IoNodeInfo", "CONSUMED_KEYS"] {
         assert!(out.contains(name), "{name}");
     }
+}
+
+fn kinds_of(text: &str) -> Result<Kinds, String> {
+    Kinds::parse("schema/kinds.toml", PathBuf::from("kinds.toml"), text.to_string()).map_err(|e| e.0)
+}
+
+fn real_kinds_text() -> String {
+    std::fs::read_to_string(schema_dir().join("kinds.toml")).unwrap()
+}
+
+#[test]
+fn every_kind_enum_of_the_real_table_generates_from_one_list() {
+    let kinds = kinds();
+    let files = neff_schema_codegen::model::load_dir(&schema_dir(), "schema/").unwrap();
+    let out = |which| kinds.generate(which, &files).unwrap().to_string();
+    let tiers = ["Neff", "Kelf", "Def", "Engine"];
+    let stage = out(KindEnum::Stage);
+    assert!(stage.contains("Stage :: DefJson => \"def.json\""), "{stage}");
+    let kind = out(KindEnum::ManifestKind);
+    for (code, tier) in tiers.iter().enumerate() {
+        assert!(kind.contains(&format!("ManifestKind :: {tier} => {}", code + 1)), "{tier}: {kind}");
+    }
+    assert!(kind.contains("ManifestKind :: Def => crate :: error :: Stage :: DefJson"), "{kind}");
+    // The tiers' documents are the root objects of the schema files of their stages.
+    let scratch = out(KindEnum::Scratch);
+    for doc in [
+        "Neff (crate :: manifest :: NeffJson)",
+        "Def (crate :: manifest :: DefJson)",
+        "Engine (crate :: manifest :: EngineJson)",
+    ] {
+        assert!(scratch.contains(doc), "{doc}: {scratch}");
+    }
+    let manifest = out(KindEnum::Manifest);
+    assert!(
+        manifest.contains("Def (& 'a crate :: manifest :: DefJson , & 'a crate :: manifest :: def :: DefFacts)"),
+        "{manifest}"
+    );
+    let event = out(KindEnum::Event);
+    assert!(event.contains("Num (crate :: json :: Number < 'a >)"), "{event}");
+    assert!(event.contains("Event :: End => crate :: error :: TokenKind :: End"), "{event}");
+    assert!(out(KindEnum::JsonType).contains("JsonType :: Integer => \"negative integer\""));
+    assert!(out(KindEnum::TokenKind).contains("TokenKind :: EndArray => \"']'\""));
+}
+
+#[test]
+fn kinds_table_errors_name_file_line_col() {
+    let text = real_kinds_text();
+    let swapped = text.replacen("code = 2", "code = 5", 1);
+    let e = kinds_of(&swapped).unwrap_err();
+    assert!(e.starts_with("schema/kinds.toml:"), "{e}");
+    assert!(e.ends_with("tier codes run 1, 2, ... in order: expected 2"), "{e}");
+
+    let twice = text.replacen("name = \"Gzip\"", "name = \"Header\"", 1);
+    let e = kinds_of(&twice).unwrap_err();
+    assert!(e.ends_with("`Header` is listed twice"), "{e}");
+
+    let bad_type = text.replacen("event = \"bool\"", "event = \"bool bool\"", 1);
+    let e = kinds_of(&bad_type).unwrap_err();
+    assert!(e.ends_with("`bool bool` is not a Rust type"), "{e}");
+
+    let typo = text.replacen("printed = \"io\"", "printd = \"io\"", 1);
+    let e = kinds_of(&typo).unwrap_err();
+    assert!(e.starts_with("schema/kinds.toml:"), "{e}");
+    assert!(e.contains("unknown field `printd`"), "{e}");
+}
+
+#[test]
+fn a_tier_needs_one_root_object_of_its_stage() {
+    let kinds = kinds();
+    let mut files = neff_schema_codegen::model::load_dir(&schema_dir(), "schema/").unwrap();
+    files.retain(|f| !f.display.ends_with("kelf.toml"));
+    let e = kinds.generate(KindEnum::Scratch, &files).unwrap_err().0;
+    assert!(e.ends_with("tier `Kelf` needs one root object in a schema file of stage `Kelf`, found 0"), "{e}");
+    assert!(kinds.generate(KindEnum::Stage, &files).is_ok());
 }
