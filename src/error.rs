@@ -792,6 +792,22 @@ impl WarningSink for IgnoreWarnings {
 mod tests {
     use super::*;
 
+    /// The tier enums come from one list (`schema/kinds.toml`): each kind's code comes back
+    /// through `from_code`, 0 is none, and its stage is the tier's.
+    #[test]
+    fn manifest_kinds_round_trip_their_codes_and_report_in_their_tier_stage() {
+        let kinds = [ManifestKind::Neff, ManifestKind::Kelf, ManifestKind::Def, ManifestKind::Engine];
+        for (i, kind) in kinds.into_iter().enumerate() {
+            assert_eq!(usize::from(kind.code()), i + 1);
+            assert_eq!(ManifestKind::from_code(kind.code()), Some(kind));
+        }
+        assert_eq!(ManifestKind::from_code(0), None);
+        assert_eq!(ManifestKind::from_code(5), None);
+        let stages: [&str; 4] = kinds.map(|k| k.stage().name());
+        assert_eq!(stages, ["neff.json", "kelf", "def.json", "engine"]);
+        assert_eq!(ManifestKind::Def.as_str(), "subgraph definition");
+    }
+
     /// The hand-written joins give what `format_args!` gave, and stop where a part does not fit.
     #[test]
     fn push_all_and_push_decimal_write_what_format_would() {
