@@ -16,7 +16,7 @@ use quote::{format_ident, quote};
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::model::{line_col, SchemaError};
+use crate::model::{error_in, parse_toml, read_text, SchemaError};
 
 /// The file as written.
 #[derive(Debug, Deserialize)]
@@ -226,24 +226,19 @@ const STATUSES: &[(&str, &str, u32)] = &[
 impl Errors {
     /// Reads and checks the table at `path`, named `display` in messages.
     pub fn load(path: &Path, display: &str) -> Result<Self, SchemaError> {
-        let text = std::fs::read_to_string(path).map_err(|e| SchemaError(format!("{display}: {e}")))?;
-        Self::parse(display, path.to_path_buf(), text)
+        Self::parse(display, path.to_path_buf(), read_text(path, display)?)
     }
 
     /// Parses and checks `text`.
     pub fn parse(display: &str, path: PathBuf, text: String) -> Result<Self, SchemaError> {
-        let toml = toml::from_str::<ErrorsToml>(&text).map_err(|e| {
-            let (line, col) = line_col(&text, e.span().map_or(0, |s| s.start));
-            SchemaError(format!("{display}:{line}:{col}: {}", e.message().trim_end()))
-        })?;
+        let toml = parse_toml::<ErrorsToml>(display, &text)?;
         let errors = Self { display: display.to_string(), path, text, toml };
         errors.check()?;
         Ok(errors)
     }
 
     fn error_at(&self, span: std::ops::Range<usize>, msg: impl std::fmt::Display) -> SchemaError {
-        let (line, col) = line_col(&self.text, span.start);
-        SchemaError(format!("{}:{line}:{col}: {msg}", self.display))
+        error_in(&self.display, &self.text, span.start, msg)
     }
 
     fn layer(&self, name: &str) -> Option<&LayerToml> {

@@ -11,7 +11,7 @@ use quote::{format_ident, quote};
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::model::{line_col, SchemaError, SchemaFile};
+use crate::model::{error_in, parse_toml, read_text, SchemaError, SchemaFile};
 
 /// The kinds table's file name in a schema directory.
 pub const KINDS_FILE: &str = "kinds.toml";
@@ -165,24 +165,19 @@ fn is_ident(s: &str) -> bool {
 impl Kinds {
     /// Reads and checks the table at `path`, named `display` in messages.
     pub fn load(path: &Path, display: &str) -> Result<Self, SchemaError> {
-        let text = std::fs::read_to_string(path).map_err(|e| SchemaError(format!("{display}: {e}")))?;
-        Self::parse(display, path.to_path_buf(), text)
+        Self::parse(display, path.to_path_buf(), read_text(path, display)?)
     }
 
     /// Parses and checks `text`.
     pub fn parse(display: &str, path: PathBuf, text: String) -> Result<Self, SchemaError> {
-        let toml = toml::from_str::<KindsToml>(&text).map_err(|e| {
-            let (line, col) = line_col(&text, e.span().map_or(0, |s| s.start));
-            SchemaError(format!("{display}:{line}:{col}: {}", e.message().trim_end()))
-        })?;
+        let toml = parse_toml::<KindsToml>(display, &text)?;
         let kinds = Self { display: display.to_string(), path, text, toml };
         kinds.check()?;
         Ok(kinds)
     }
 
     fn error_at(&self, span: std::ops::Range<usize>, msg: impl std::fmt::Display) -> SchemaError {
-        let (line, col) = line_col(&self.text, span.start);
-        SchemaError(format!("{}:{line}:{col}: {msg}", self.display))
+        error_in(&self.display, &self.text, span.start, msg)
     }
 
     fn check(&self) -> Result<(), SchemaError> {

@@ -68,11 +68,7 @@ pub fn expand_kinds(path: &Path, display: &str, which: &str) -> Result<TokenStre
         let names: Vec<&str> = kinds::KindEnum::ALL.iter().map(|(n, _)| *n).collect();
         return Err(SchemaError(format!("{display}: no enum `{which}` (expected one of {})", names.join(", "))));
     };
-    let kinds = kinds::Kinds::parse(
-        display,
-        path.to_path_buf(),
-        std::fs::read_to_string(path).map_err(|e| SchemaError(format!("{display}: {e}")))?,
-    )?;
+    let kinds = kinds::Kinds::load(path, display)?;
     let dir = path.parent().unwrap_or(Path::new("."));
     let prefix = display.strip_suffix(kinds::KINDS_FILE).unwrap_or("");
     let files = model::load_dir(dir, prefix)?;

@@ -272,22 +272,34 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, col)
 }
 
+/// `display:line:col: msg`, for byte `at` of `text` (the file named `display`).
+pub fn error_in(display: &str, text: &str, at: usize, msg: impl std::fmt::Display) -> SchemaError {
+    let (line, col) = line_col(text, at);
+    SchemaError(format!("{display}:{line}:{col}: {msg}"))
+}
+
+/// Parses `text`, the TOML file named `display`, as `T`: a syntax error or an unknown key is an
+/// error at its `line:col`.
+pub fn parse_toml<T: serde::de::DeserializeOwned>(display: &str, text: &str) -> Result<T, SchemaError> {
+    toml::from_str::<T>(text)
+        .map_err(|e| error_in(display, text, e.span().map_or(0, |s| s.start), e.message().trim_end()))
+}
+
+/// The text of the file at `path`, named `display` in messages.
+pub fn read_text(path: &Path, display: &str) -> Result<String, SchemaError> {
+    std::fs::read_to_string(path).map_err(|e| SchemaError(format!("{display}: {e}")))
+}
+
 impl SchemaFile {
     /// Parses `text` as a schema file named `display`.
     pub fn parse(display: &str, path: PathBuf, text: String) -> Result<Self, SchemaError> {
-        match toml::from_str::<FileToml>(&text) {
-            Ok(toml) => Ok(Self { display: display.to_string(), path, text, toml }),
-            Err(e) => {
-                let (line, col) = line_col(&text, e.span().map_or(0, |s| s.start));
-                Err(SchemaError(format!("{display}:{line}:{col}: {}", e.message().trim_end())))
-            }
-        }
+        let toml = parse_toml::<FileToml>(display, &text)?;
+        Ok(Self { display: display.to_string(), path, text, toml })
     }
 
     /// An error at the start of `span`.
     pub fn error_at(&self, span: std::ops::Range<usize>, msg: impl std::fmt::Display) -> SchemaError {
-        let (line, col) = line_col(&self.text, span.start);
-        SchemaError(format!("{}:{line}:{col}: {msg}", self.display))
+        error_in(&self.display, &self.text, span.start, msg)
     }
 }
 
@@ -315,7 +327,7 @@ pub fn load_dir(dir: &Path, display_prefix: &str) -> Result<Vec<SchemaFile>, Sch
         .map(|path| {
             let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
             let display = format!("{display_prefix}{name}");
-            let text = std::fs::read_to_string(&path).map_err(|e| SchemaError(format!("{display}: {e}")))?;
+            let text = read_text(&path, &display)?;
             SchemaFile::parse(&display, path, text)
         })
         .collect()
