@@ -13,9 +13,6 @@ use toml::Spanned;
 
 use crate::model::{error_in, parse_toml, read_text, SchemaError, SchemaFile};
 
-/// The kinds table's file name in a schema directory.
-pub const KINDS_FILE: &str = "kinds.toml";
-
 /// The file as written.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

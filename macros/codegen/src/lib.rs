@@ -58,7 +58,7 @@ pub fn expand_dir(dir: &Path, display_prefix: &str, part: Part) -> Result<TokenS
 
 /// The kinds table of the schema directory `dir`.
 pub fn load_kinds(dir: &Path, display_prefix: &str) -> Result<kinds::Kinds, SchemaError> {
-    kinds::Kinds::load(&dir.join(kinds::KINDS_FILE), &format!("{display_prefix}{}", kinds::KINDS_FILE))
+    kinds::Kinds::load(&dir.join(model::KINDS_FILE), &format!("{display_prefix}{}", model::KINDS_FILE))
 }
 
 /// `kinds!`'s expansion: the enum `which` of the kinds table at `path` (in a schema directory,
@@ -70,7 +70,7 @@ pub fn expand_kinds(path: &Path, display: &str, which: &str) -> Result<TokenStre
     };
     let kinds = kinds::Kinds::load(path, display)?;
     let dir = path.parent().unwrap_or(Path::new("."));
-    let prefix = display.strip_suffix(kinds::KINDS_FILE).unwrap_or("");
+    let prefix = display.strip_suffix(model::KINDS_FILE).unwrap_or("");
     let files = model::load_dir(dir, prefix)?;
     kinds.generate(which, &files)
 }

@@ -306,6 +306,9 @@ impl SchemaFile {
 /// The refusal table's file name in a schema directory ([`crate::errors`]).
 pub const ERRORS_FILE: &str = "errors.toml";
 
+/// The kinds table's file name in a schema directory ([`crate::kinds`]).
+pub const KINDS_FILE: &str = "kinds.toml";
+
 /// Reads every `*.toml` of `dir` (but the refusal and kinds tables), sorted by name. `display_prefix` is prepended to file
 /// names in messages (for example `schema/`).
 pub fn load_dir(dir: &Path, display_prefix: &str) -> Result<Vec<SchemaFile>, SchemaError> {
@@ -316,7 +319,7 @@ pub fn load_dir(dir: &Path, display_prefix: &str) -> Result<Vec<SchemaFile>, Sch
         .filter(|p| p.extension().is_some_and(|x| x == "toml"))
         // The refusal table and the kinds table are not schema files: `refusals!` and
         // `kinds!` expand them.
-        .filter(|p| !p.ends_with(ERRORS_FILE) && !p.ends_with(crate::kinds::KINDS_FILE))
+        .filter(|p| !p.ends_with(ERRORS_FILE) && !p.ends_with(KINDS_FILE))
         .collect();
     paths.sort();
     if paths.is_empty() {
