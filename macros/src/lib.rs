@@ -21,12 +21,19 @@ pub fn schema_enums(input: TokenStream) -> TokenStream {
     expand(input, neff_schema_codegen::Part::Enums)
 }
 
+/// The calling crate's directory, which the tables' paths are relative to.
+fn crate_root(span: proc_macro2::Span) -> Result<std::path::PathBuf, TokenStream> {
+    std::env::var("CARGO_MANIFEST_DIR")
+        .map(std::path::PathBuf::from)
+        .map_err(|_| syn::Error::new(span, "CARGO_MANIFEST_DIR is not set").to_compile_error().into())
+}
+
 fn expand(input: TokenStream, part: neff_schema_codegen::Part) -> TokenStream {
     let lit = syn::parse_macro_input!(input as syn::LitStr);
     let rel = lit.value();
-    let root = match std::env::var("CARGO_MANIFEST_DIR") {
-        Ok(r) => std::path::PathBuf::from(r),
-        Err(_) => return syn::Error::new(lit.span(), "CARGO_MANIFEST_DIR is not set").to_compile_error().into(),
+    let root = match crate_root(lit.span()) {
+        Ok(r) => r,
+        Err(e) => return e,
     };
     let prefix = format!("{}/", rel.trim_end_matches('/'));
     match neff_schema_codegen::expand_dir(&root.join(&rel), &prefix, part) {
@@ -61,15 +68,15 @@ pub fn refusal_table(input: TokenStream) -> TokenStream {
 /// module: `Stage`, `ManifestKind`, `Scratch`, `Manifest`, `TokenKind`, `Event` or `JsonType`.
 #[proc_macro]
 pub fn kinds(input: TokenStream) -> TokenStream {
-    let args = syn::parse_macro_input!(input as ErrorsArgs);
+    let args = syn::parse_macro_input!(input as TableArgs);
     let span = args.path.span();
     let rel = args.path.value();
     let Some(which) = args.layer else {
         return syn::Error::new(span, "name the enum: (\"schema/kinds.toml\", Stage)").to_compile_error().into();
     };
-    let root = match std::env::var("CARGO_MANIFEST_DIR") {
-        Ok(r) => std::path::PathBuf::from(r),
-        Err(_) => return syn::Error::new(span, "CARGO_MANIFEST_DIR is not set").to_compile_error().into(),
+    let root = match crate_root(span) {
+        Ok(r) => r,
+        Err(e) => return e,
     };
     match neff_schema_codegen::expand_kinds(&root.join(&rel), &rel, &which.to_string()) {
         Ok(tokens) => tokens.into(),
@@ -78,12 +85,12 @@ pub fn kinds(input: TokenStream) -> TokenStream {
 }
 
 /// A table's path and, for the macros that expand one part of it, the part's name.
-struct ErrorsArgs {
+struct TableArgs {
     path: syn::LitStr,
     layer: Option<syn::Ident>,
 }
 
-impl syn::parse::Parse for ErrorsArgs {
+impl syn::parse::Parse for TableArgs {
     fn parse(input: syn::parse::ParseStream<'_>) -> syn::Result<Self> {
         let path = input.parse()?;
         let layer = if input.parse::<Option<syn::Token![,]>>()?.is_some() && !input.is_empty() {
@@ -96,12 +103,12 @@ impl syn::parse::Parse for ErrorsArgs {
 }
 
 fn expand_errors(input: TokenStream, part: Option<neff_schema_codegen::errors::LayerPart>) -> TokenStream {
-    let args = syn::parse_macro_input!(input as ErrorsArgs);
+    let args = syn::parse_macro_input!(input as TableArgs);
     let span = args.path.span();
     let rel = args.path.value();
-    let root = match std::env::var("CARGO_MANIFEST_DIR") {
-        Ok(r) => std::path::PathBuf::from(r),
-        Err(_) => return syn::Error::new(span, "CARGO_MANIFEST_DIR is not set").to_compile_error().into(),
+    let root = match crate_root(span) {
+        Ok(r) => r,
+        Err(e) => return e,
     };
     let table = match neff_schema_codegen::errors::Errors::load(&root.join(&rel), &rel) {
         Ok(t) => t,

@@ -17,6 +17,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::model::{error_in, parse_toml, read_text, SchemaError};
+use crate::tokens::{doc_attrs, is_ident, track};
 
 /// The file as written.
 #[derive(Debug, Deserialize)]
@@ -408,10 +409,6 @@ impl Errors {
     }
 }
 
-fn is_ident(s: &str) -> bool {
-    syn::parse_str::<syn::Ident>(s).is_ok()
-}
-
 /// Rust code of the table (a pattern, an expression) as tokens: lexed here, checked by the
 /// compiler where it is expanded.
 fn tokens(code: &str) -> Result<TokenStream, String> {
@@ -490,11 +487,6 @@ pub fn placeholders(message: &str) -> Result<Vec<String>, String> {
 /// A message as text: `{{` and `}}` as single braces.
 fn unescape(message: &str) -> String {
     message.replace("{{", "{").replace("}}", "}")
-}
-
-fn doc_attrs(doc: &str) -> TokenStream {
-    let lines = doc.trim_end().lines().map(|l| if l.is_empty() { String::new() } else { format!(" {l}") });
-    quote!(#(#[doc = #lines])*)
 }
 
 /// `code` parsed as a `T` (a type, a path), or the parse error as a compile error.
@@ -990,7 +982,7 @@ impl Errors {
         let refusals = self.render_refusals();
         let codes = self.render_error_codes();
         let header = self.render_c_header();
-        let path = self.path.to_string_lossy().into_owned();
+        let track = track(&self.path);
         quote!(
             /// Every error code, in order: `ErrorKind::code()`'s values.
             pub const ERRORS: &[CodeRow] = #errors;
@@ -1002,7 +994,7 @@ impl Errors {
             pub const ERROR_CODES_MD: &str = #codes;
             /// `include/neff_codes.h` as the table renders it.
             pub const C_HEADER: &str = #header;
-            const _: &[u8] = include_bytes!(#path);
+            #track
         )
     }
 
@@ -1116,9 +1108,6 @@ impl Errors {
 
     /// The `include_bytes!` that rebuilds the crate when the table changes.
     pub fn track(&self) -> TokenStream {
-        let path = self.path.to_string_lossy().into_owned();
-        quote!(
-            const _: &[u8] = include_bytes!(#path);
-        )
+        track(&self.path)
     }
 }

@@ -11,6 +11,7 @@ use quote::{format_ident, quote};
 
 use crate::kinds::Kinds;
 use crate::model::{EnumToml, KeyToml, LayoutToml, ObjectToml, SchemaError, SchemaFile};
+use crate::tokens::{doc_attrs, is_ident};
 use crate::ty::{Cap, Scalar, Ty};
 
 /// Where an object is declared.
@@ -38,10 +39,6 @@ pub struct Checked<'a> {
     tier_stages: BTreeMap<String, String>,
 }
 const REPRS: &[&str] = &["u8", "u16", "u32", "i32", "u64"];
-
-fn is_ident(s: &str) -> bool {
-    syn::parse_str::<syn::Ident>(s).is_ok()
-}
 
 /// Checks every cross-reference of the schema; the first problem is returned with its
 /// `file:line:col`.
@@ -360,18 +357,6 @@ fn default_tokens(ty: &Ty, v: &toml::Value) -> Result<TokenStream, String> {
     }
 }
 
-fn doc_attr(doc: &str) -> TokenStream {
-    let lines: Vec<TokenStream> = doc
-        .trim()
-        .lines()
-        .map(|l| {
-            let l = format!(" {}", l.trim_end());
-            quote!(#[doc = #l])
-        })
-        .collect();
-    quote!(#(#lines)*)
-}
-
 fn cap_tokens(c: &Cap) -> TokenStream {
     match c {
         Cap::Param(p) => {
@@ -515,7 +500,7 @@ impl Checked<'_> {
         let o = &self.objects[name];
         let obj = o.obj;
         let id = format_ident!("{}", name);
-        let doc = doc_attr(&obj.doc);
+        let doc = doc_attrs(&obj.doc);
 
         let mut fields = Vec::new();
         let mut defaults = Vec::new();
@@ -524,7 +509,7 @@ impl Checked<'_> {
         if let (Some(kf), Some(kt)) = (&obj.key_field, &o.key_ty) {
             let f = format_ident!("{}", kf.get_ref());
             let t = self.rust_type(kt);
-            let d = doc_attr(obj.key_doc.as_deref().unwrap_or("The name this entry has in its parent object."));
+            let d = doc_attrs(obj.key_doc.as_deref().unwrap_or("The name this entry has in its parent object."));
             fields.push(quote!(#d pub #f: #t,));
             defaults.push(quote!(#f: ::core::default::Default::default(),));
             clears.push(quote!(self.#f.clear();));
@@ -539,7 +524,7 @@ impl Checked<'_> {
             let f = format_ident!("{}", k.field.get_ref());
             let t = self.field_type(ty, k.entry.as_ref().map(|e| e.get_ref().as_str()));
             let optional = !k.required && k.default.is_none();
-            let fdoc = doc_attr(&field_doc(k, ty));
+            let fdoc = doc_attrs(&field_doc(k, ty));
             if optional {
                 fields.push(quote!(#fdoc pub #f: ::core::option::Option<#t>,));
                 defaults.push(quote!(#f: ::core::option::Option::None,));
@@ -752,7 +737,7 @@ impl Checked<'_> {
     fn gen_enum(&self, e: &EnumToml) -> TokenStream {
         let id = format_ident!("{}", e.name.get_ref());
         let repr = format_ident!("{}", e.repr.get_ref());
-        let doc = doc_attr(&format!("{}\n\nThe runtime's `{}`.", e.doc, e.c_name));
+        let doc = doc_attrs(&format!("{}\n\nThe runtime's `{}`.", e.doc, e.c_name));
         let c_name = &e.c_name;
         let mut variants = Vec::new();
         let mut all = Vec::new();
@@ -773,7 +758,7 @@ impl Checked<'_> {
                     let js: Vec<String> = v.json.iter().map(|s| format!("\"{}\"", s.get_ref())).collect();
                     d = format!("{d} (JSON {})", js.join(", "));
                 }
-                doc_attr(&d)
+                doc_attrs(&d)
             };
             variants.push(quote!(#vdoc #vid = #value,));
             all.push(quote!(Self::#vid));
@@ -865,7 +850,7 @@ impl Checked<'_> {
 
     fn gen_layout(&self, l: &LayoutToml) -> TokenStream {
         let id = format_ident!("{}", l.name.get_ref());
-        let doc = doc_attr(&format!(
+        let doc = doc_attrs(&format!(
             "{}\n\nThe runtime's `{}`, {} bytes on x86-64 (asserted at compile time, on every target).",
             l.doc, l.c_name, l.size
         ));
@@ -878,7 +863,7 @@ impl Checked<'_> {
             let fid = format_ident!("{}", f.name.get_ref());
             let ty: syn::Type = syn::parse_str(f.ty.get_ref()).unwrap_or_else(|_| syn::parse_quote!(u8));
             let off = Literal::usize_unsuffixed(f.offset as usize);
-            let fdoc = doc_attr(&format!("{} (offset {}).", f.doc.trim_end_matches('.'), f.offset));
+            let fdoc = doc_attrs(&format!("{} (offset {}).", f.doc.trim_end_matches('.'), f.offset));
             fields.push(quote!(#fdoc pub #fid: #ty,));
             asserts.push(quote!(
                 ::static_assertions::const_assert_eq!(::core::mem::offset_of!(#id, #fid), #off);
@@ -964,11 +949,11 @@ impl Checked<'_> {
             let (k, ty) = (&o.obj.keys[*i], &o.tys[*i]);
             let v = format_ident!("{}", variant);
             let t = self.entry_type(ty).unwrap_or_default();
-            let d = doc_attr(&format!("An element of `{obj}` key `{}`: {}", k.key.get_ref(), k.doc.trim()));
+            let d = doc_attrs(&format!("An element of `{obj}` key `{}`: {}", k.key.get_ref(), k.doc.trim()));
             variants.push(quote!(#d #v(&'a #t),));
             let key = k.key.get_ref();
             names.push(quote!(Entry::#v(_) => #key,));
-            let md = doc_attr(&format!("The elements of `{obj}` key `{key}`: handed on as [`Entry::{variant}`]."));
+            let md = doc_attrs(&format!("The elements of `{obj}` key `{key}`: handed on as [`Entry::{variant}`]."));
             markers.push(quote! {
                 #md
                 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -1041,11 +1026,11 @@ impl Checked<'_> {
                 let lit = Literal::usize_unsuffixed(*value);
                 match hosted {
                     None => {
-                        let d = doc_attr(doc);
+                        let d = doc_attrs(doc);
                         quote!(#d pub const #id: usize = #lit;)
                     }
                     Some(hosted) => {
-                        let d = doc_attr(&format!(
+                        let d = doc_attrs(&format!(
                             "{doc} {value} on bare-metal targets (the firmware profile), {hosted} on hosted ones."
                         ));
                         let host = Literal::usize_unsuffixed(*hosted);

@@ -6,12 +6,13 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use proc_macro2::TokenStream;
+use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
 use serde::Deserialize;
 use toml::Spanned;
 
 use crate::model::{error_in, parse_toml, read_text, SchemaError, SchemaFile};
+use crate::tokens::{doc_attrs, is_ident, track};
 
 /// The file as written.
 #[derive(Debug, Deserialize)]
@@ -150,13 +151,33 @@ pub struct Tier<'a> {
     pub tier: &'a TierToml,
 }
 
-fn doc_attr(text: &str) -> TokenStream {
-    let lines = text.lines().map(|l| format!(" {l}"));
-    quote!(#(#[doc = #lines])*)
+/// `pub const fn #method(self) -> &'static str`: the string of each of `ty`'s `variants`.
+fn str_method(ty: &str, method: &str, doc: &str, variants: &[Ident], strings: &[&String]) -> TokenStream {
+    let (ty, method, doc) = (format_ident!("{ty}"), format_ident!("{method}"), doc_attrs(doc));
+    quote! {
+        #doc
+        pub const fn #method(self) -> &'static str {
+            match self {
+                #(#ty::#variants => #strings,)*
+            }
+        }
+    }
 }
 
-fn is_ident(s: &str) -> bool {
-    syn::parse_str::<syn::Ident>(s).is_ok()
+/// `Display` for `ty`, printing its `name()`.
+fn display_by_name(ty: &str) -> TokenStream {
+    let ty = format_ident!("{ty}");
+    quote! {
+        impl ::core::fmt::Display for #ty {
+            fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+    }
+}
+
+fn idents<'a>(names: impl Iterator<Item = &'a Spanned<String>>) -> Vec<Ident> {
+    names.map(|n| format_ident!("{}", n.get_ref())).collect()
 }
 
 impl Kinds {
@@ -212,23 +233,24 @@ impl Kinds {
                     self.error_at(tier.tier.code.span(), format!("tier codes run 1, 2, ... in order: expected {want}"))
                 );
             }
-            if let Some(o) = &tier.tier.observed {
-                if syn::parse_str::<syn::Type>(o.get_ref()).is_err() {
-                    return Err(self.error_at(o.span(), format!("`{}` is not a Rust type", o.get_ref())));
-                }
-            }
         }
         if self.tiers().next().is_none() {
             return Err(SchemaError(format!("{}: no stage has a `tier`", self.display)));
         }
-        for token in &t.tokens {
-            if let Some(e) = &token.event {
-                if syn::parse_str::<syn::Type>(e.get_ref()).is_err() {
-                    return Err(self.error_at(e.span(), format!("`{}` is not a Rust type", e.get_ref())));
-                }
-            }
+        let types = self
+            .tiers()
+            .filter_map(|t| t.tier.observed.as_ref())
+            .chain(t.tokens.iter().filter_map(|k| k.event.as_ref()));
+        for ty in types {
+            self.rust_type(ty)?;
         }
         Ok(())
+    }
+
+    /// `ty` parsed as a Rust type (checked at load, so generation does not fail on it).
+    fn rust_type(&self, ty: &Spanned<String>) -> Result<syn::Type, SchemaError> {
+        syn::parse_str(ty.get_ref())
+            .map_err(|_| self.error_at(ty.span(), format!("`{}` is not a Rust type", ty.get_ref())))
     }
 
     /// The manifest tiers, in order.
@@ -236,17 +258,9 @@ impl Kinds {
         self.toml.stages.iter().filter_map(|stage| stage.tier.as_ref().map(|tier| Tier { stage, tier }))
     }
 
-    /// The stage row named `name`, if it is a tier's.
-    pub fn tier_stage(&self, name: &str) -> Option<&StageToml> {
-        self.tiers().map(|t| t.stage).find(|s| s.name.get_ref() == name)
-    }
-
     /// An `include_bytes!` of the table, so that editing it rebuilds the crate.
     pub fn track(&self) -> TokenStream {
-        let path = self.path.to_string_lossy().into_owned();
-        quote!(
-            const _: &[u8] = include_bytes!(#path);
-        )
+        track(&self.path)
     }
 
     /// Expands `which`. `schema` is the schema directory's files (the tiers' documents are the
@@ -267,9 +281,11 @@ impl Kinds {
 
     fn stage(&self) -> TokenStream {
         let stages = &self.toml.stages;
-        let names: Vec<_> = stages.iter().map(|s| format_ident!("{}", s.name.get_ref())).collect();
-        let docs = stages.iter().map(|s| doc_attr(&s.doc));
-        let printed = stages.iter().map(|s| &s.printed);
+        let names = idents(stages.iter().map(|s| &s.name));
+        let docs = stages.iter().map(|s| doc_attrs(&s.doc));
+        let printed: Vec<_> = stages.iter().map(|s| &s.printed).collect();
+        let name = str_method("Stage", "name", "A short lowercase name, as printed in messages.", &names, &printed);
+        let display = display_by_name("Stage");
         quote! {
             /// Where in the data path something happened (`schema/kinds.toml`).
             #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -279,29 +295,21 @@ impl Kinds {
             }
 
             impl Stage {
-                /// A short lowercase name, as printed in messages.
-                pub const fn name(self) -> &'static str {
-                    match self {
-                        #(Stage::#names => #printed,)*
-                    }
-                }
+                #name
             }
 
-            impl ::core::fmt::Display for Stage {
-                fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-                    f.write_str(self.name())
-                }
-            }
+            #display
         }
     }
 
     fn manifest_kind(&self) -> TokenStream {
         let tiers: Vec<_> = self.tiers().collect();
-        let kinds: Vec<_> = tiers.iter().map(|t| format_ident!("{}", t.tier.kind.get_ref())).collect();
-        let docs = tiers.iter().map(|t| doc_attr(&t.tier.doc));
+        let kinds = idents(tiers.iter().map(|t| &t.tier.kind));
+        let docs = tiers.iter().map(|t| doc_attrs(&t.tier.doc));
         let codes: Vec<_> = tiers.iter().map(|t| *t.tier.code.get_ref()).collect();
-        let stages = tiers.iter().map(|t| format_ident!("{}", t.stage.name.get_ref()));
-        let printed = tiers.iter().map(|t| &t.tier.printed);
+        let stages = idents(tiers.iter().map(|t| &t.stage.name));
+        let printed: Vec<_> = tiers.iter().map(|t| &t.tier.printed).collect();
+        let as_str = str_method("ManifestKind", "as_str", "As printed.", &kinds, &printed);
         quote! {
             /// What a manifest member is, by the key that names it (or, read before that, by its
             /// name): a tier of the chain (`schema/kinds.toml`).
@@ -334,12 +342,7 @@ impl Kinds {
                     }
                 }
 
-                /// As printed.
-                pub const fn as_str(self) -> &'static str {
-                    match self {
-                        #(ManifestKind::#kinds => #printed,)*
-                    }
-                }
+                #as_str
             }
         }
     }
@@ -374,7 +377,7 @@ impl Kinds {
 
     fn scratch(&self, schema: &[SchemaFile]) -> Result<TokenStream, SchemaError> {
         let docs = self.documents(schema)?;
-        let kinds: Vec<_> = docs.iter().map(|(t, _)| format_ident!("{}", t.tier.kind.get_ref())).collect();
+        let kinds = idents(docs.iter().map(|(t, _)| &t.tier.kind));
         let roots: Vec<_> = docs.iter().map(|(_, r)| r).collect();
         Ok(quote! {
             /// The scalar keys of the manifest being read: one at a time, so they share memory
@@ -400,20 +403,18 @@ impl Kinds {
     fn manifest(&self, schema: &[SchemaFile]) -> Result<TokenStream, SchemaError> {
         let docs = self.documents(schema)?;
         let mut variants = Vec::new();
-        let mut kinds = Vec::new();
         for (t, root) in &docs {
             let kind = format_ident!("{}", t.tier.kind.get_ref());
-            let (doc, fields, pattern) = match &t.tier.observed {
+            variants.push(match &t.tier.observed {
                 Some(o) => {
-                    let ty: syn::Type = syn::parse_str(o.get_ref())
-                        .map_err(|_| self.error_at(o.span(), format!("`{}` is not a Rust type", o.get_ref())))?;
-                    let doc = doc_attr(&format!("{} {}", t.tier.doc, t.tier.observed_doc));
-                    (doc, quote!((&'a crate::manifest::#root, &'a #ty)), quote!((..)))
+                    let (ty, doc) = (self.rust_type(o)?, doc_attrs(&format!("{} {}", t.tier.doc, t.tier.observed_doc)));
+                    quote!(#doc #kind(&'a crate::manifest::#root, &'a #ty))
                 }
-                None => (doc_attr(&t.tier.doc), quote!((&'a crate::manifest::#root)), quote!((_))),
-            };
-            variants.push(quote!(#doc #kind #fields));
-            kinds.push(quote!(Manifest::#kind #pattern => crate::error::ManifestKind::#kind));
+                None => {
+                    let doc = doc_attrs(&t.tier.doc);
+                    quote!(#doc #kind(&'a crate::manifest::#root))
+                }
+            });
         }
         Ok(quote! {
             /// A manifest as read: its scalar keys (streamed keys went to
@@ -423,23 +424,22 @@ impl Kinds {
             pub enum Manifest<'a> {
                 #(#variants,)*
             }
-
-            impl Manifest<'_> {
-                /// Its tier.
-                pub fn kind(&self) -> crate::error::ManifestKind {
-                    match self {
-                        #(#kinds,)*
-                    }
-                }
-            }
         })
     }
 
     fn token_kind(&self) -> TokenStream {
         let tokens = &self.toml.tokens;
-        let names: Vec<_> = tokens.iter().map(|t| format_ident!("{}", t.name.get_ref())).collect();
-        let docs = tokens.iter().map(|t| doc_attr(&t.doc));
-        let printed = tokens.iter().map(|t| &t.printed);
+        let names = idents(tokens.iter().map(|t| &t.name));
+        let docs = tokens.iter().map(|t| doc_attrs(&t.doc));
+        let printed: Vec<_> = tokens.iter().map(|t| &t.printed).collect();
+        let name = str_method(
+            "TokenKind",
+            "name",
+            "A short name for messages: `\"object\"`, `\"string\"`, `\"number\"`, ...",
+            &names,
+            &printed,
+        );
+        let display = display_by_name("TokenKind");
         quote! {
             /// The kind of the next token, as
             /// [`Tokenizer::peek_kind`](crate::json::Tokenizer::peek_kind) reports it without
@@ -452,19 +452,10 @@ impl Kinds {
             }
 
             impl TokenKind {
-                /// A short name for messages: `"object"`, `"string"`, `"number"`, ...
-                pub const fn name(self) -> &'static str {
-                    match self {
-                        #(TokenKind::#names => #printed,)*
-                    }
-                }
+                #name
             }
 
-            impl ::core::fmt::Display for TokenKind {
-                fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-                    f.write_str(self.name())
-                }
-            }
+            #display
         }
     }
 
@@ -473,11 +464,10 @@ impl Kinds {
         let mut kinds = Vec::new();
         for t in &self.toml.tokens {
             let name = format_ident!("{}", t.name.get_ref());
-            let doc = doc_attr(t.event_doc.as_deref().unwrap_or(&t.doc));
+            let doc = doc_attrs(t.event_doc.as_deref().unwrap_or(&t.doc));
             match &t.event {
                 Some(e) => {
-                    let ty: syn::Type = syn::parse_str(e.get_ref())
-                        .map_err(|_| self.error_at(e.span(), format!("`{}` is not a Rust type", e.get_ref())))?;
+                    let ty = self.rust_type(e)?;
                     variants.push(quote!(#doc #name(#ty)));
                     kinds.push(quote!(Event::#name(_) => crate::error::TokenKind::#name));
                 }
@@ -508,10 +498,18 @@ impl Kinds {
 
     fn json_type(&self) -> TokenStream {
         let types = &self.toml.types;
-        let names: Vec<_> = types.iter().map(|t| format_ident!("{}", t.name.get_ref())).collect();
-        let docs = types.iter().map(|t| doc_attr(&t.doc));
-        let articles = types.iter().map(|t| &t.article);
-        let found = types.iter().map(|t| &t.found);
+        let names = idents(types.iter().map(|t| &t.name));
+        let docs = types.iter().map(|t| doc_attrs(&t.doc));
+        let articles: Vec<_> = types.iter().map(|t| &t.article).collect();
+        let found: Vec<_> = types.iter().map(|t| &t.found).collect();
+        let with_article = str_method(
+            "JsonType",
+            "with_article",
+            "The name with its article, as expected: `an unsigned integer`.",
+            &names,
+            &articles,
+        );
+        let name = str_method("JsonType", "name", "The bare name, as found: `string`.", &names, &found);
         quote! {
             /// JSON value types, as named in type errors (`schema/kinds.toml`).
             #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -521,19 +519,8 @@ impl Kinds {
             }
 
             impl JsonType {
-                /// The name with its article, as expected: `an unsigned integer`.
-                pub const fn with_article(self) -> &'static str {
-                    match self {
-                        #(JsonType::#names => #articles,)*
-                    }
-                }
-
-                /// The bare name, as found: `string`.
-                pub const fn name(self) -> &'static str {
-                    match self {
-                        #(JsonType::#names => #found,)*
-                    }
-                }
+                #with_article
+                #name
             }
         }
     }

@@ -10,12 +10,12 @@ pub mod errors;
 pub mod gen;
 pub mod kinds;
 pub mod model;
+pub mod tokens;
 pub mod ty;
 
 use std::path::Path;
 
 use proc_macro2::TokenStream;
-use quote::quote;
 
 pub use model::{SchemaError, SchemaFile};
 
@@ -48,10 +48,7 @@ pub fn expand_dir(dir: &Path, display_prefix: &str, part: Part) -> Result<TokenS
     };
     out.extend(kinds.track());
     for f in &files {
-        let p = f.path.to_string_lossy().into_owned();
-        out.extend(quote!(
-            const _: &[u8] = include_bytes!(#p);
-        ));
+        out.extend(tokens::track(&f.path));
     }
     Ok(out)
 }
@@ -69,8 +66,12 @@ pub fn expand_kinds(path: &Path, display: &str, which: &str) -> Result<TokenStre
         return Err(SchemaError(format!("{display}: no enum `{which}` (expected one of {})", names.join(", "))));
     };
     let kinds = kinds::Kinds::load(path, display)?;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let prefix = display.strip_suffix(model::KINDS_FILE).unwrap_or("");
-    let files = model::load_dir(dir, prefix)?;
+    // Only the tiers' documents need the schema files.
+    let files = if matches!(which, kinds::KindEnum::Scratch | kinds::KindEnum::Manifest) {
+        let dir = path.parent().unwrap_or(Path::new("."));
+        model::load_dir(dir, display.strip_suffix(model::KINDS_FILE).unwrap_or(""))?
+    } else {
+        Vec::new()
+    };
     kinds.generate(which, &files)
 }
