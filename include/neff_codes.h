@@ -256,6 +256,8 @@ typedef enum neff_error_code {
     NEFF_ERR_HAL_OUT_OF_ORDER_WRITE = 1108,
     /** `cannot adopt staged region {region} of {staged} bytes into {requested} bytes`; NRT_INVALID (2). */
     NEFF_ERR_HAL_ADOPT_TOO_SMALL = 1109,
+    /** `the device's notebook was asked for while another call held the device`; NRT_FAILURE (1). */
+    NEFF_ERR_HAL_NOTEBOOK_BUSY = 1110,
     /** `NUMPY bad magic {found:02x?} != \x93NUMPY` (or `NUMPY bad header {magic:x} != 0x4e93`) (`{magic}`: the first two bytes, little-endian); NRT_INVALID (2). */
     NEFF_ERR_NPY_BAD_MAGIC = 1201,
     /** `NUMPY format version {major}.{minor} is not supported (1.0, 2.0, 3.0 are)`; NRT_INVALID (2). */

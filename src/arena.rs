@@ -255,7 +255,7 @@ impl<'a> Arena<'a> {
     // Not inlined: a record read or write is called from some sixty places, and each inlined
     // copy of the bounds checks costs more flash than the call.
     #[inline(never)]
-    fn read_into(&self, at: u32, out: &mut [u8]) {
+    pub fn read_into(&self, at: u32, out: &mut [u8]) {
         let start = at as usize;
         let end = start.checked_add(out.len()).filter(|&e| self.in_use(start, e));
         if let Some(src) = end.and_then(|e| self.buf.get(start..e)) {

@@ -172,6 +172,13 @@ impl<const N: usize> Text<N> {
         text
     }
 
+    /// [`Text::new`] of the tail of a longer string (`elided`), as it would have kept it.
+    pub(crate) fn new_elided(s: &str, elided: bool) -> Self {
+        let mut text = Self::new(s);
+        text.elided |= elided;
+        text
+    }
+
     /// Copies raw bytes (lossy: invalid UTF-8 becomes `?`).
     #[inline(never)]
     pub fn from_bytes_lossy(b: &[u8]) -> Self {

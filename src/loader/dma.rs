@@ -22,8 +22,11 @@
 //! reads the manifests, collects, checks and settles them (`walk.rs`), and the index keeps the
 //! records: nothing here calls back into either.
 
-use crate::arena::{Arena, Reader, Record, Span, Writer};
-use crate::error::{Error, ErrorKind, Stage};
+use core::cell::RefCell;
+
+use crate::arena::{Arena, Reader, Writer, NIL};
+use crate::error::{Error, ErrorKind, HalError, Stage};
+use crate::hal::{DeviceError, Hal};
 use crate::manifest::{DmaBlock, DmaDesc, ManifestError};
 
 /// What a DMA name must resolve to.
@@ -182,9 +185,9 @@ impl RefKey {
         }
     }
 
-    /// The error for `name` not found.
-    pub fn unresolved(self, name: &str) -> ManifestError {
-        let name = crate::error::Text::new(name);
+    /// The error for `name` not found (`elided`: `name` is the tail of a longer one).
+    pub fn unresolved(self, name: &str, elided: bool) -> ManifestError {
+        let name = crate::error::Text::new_elided(name, elided);
         match self {
             RefKey::Queue => ManifestError::UnknownDmaQueue(name),
             RefKey::From | RefKey::To => ManifestError::UnknownDmaVariable { to: self == RefKey::To, name },
@@ -192,40 +195,446 @@ impl RefKey {
     }
 }
 
-/// A DMA reference waiting for the definition it names into.
+/// The notebook as the reading path sees it: device memory the loader keeps notes in
+/// ([`Hal::notebook_len`](crate::hal::Hal::notebook_len)), without the device's type, so that
+/// one copy of the manifest readers serves every [`Hal`](crate::hal::Hal).
+pub(crate) trait Notebook {
+    /// Writes `bytes` at byte `at`.
+    fn note(&mut self, at: u64, bytes: &[u8]) -> Result<(), ErrorKind>;
+    /// Reads `out.len()` bytes at byte `at`.
+    fn recall(&self, at: u64, out: &mut [u8]) -> Result<(), ErrorKind>;
+}
+
+/// No notebook: every pending reference waits in the arena.
+#[cfg(test)]
+pub(crate) struct NoNotebook;
+
+#[cfg(test)]
+impl Notebook for NoNotebook {
+    fn note(&mut self, _: u64, _: &[u8]) -> Result<(), ErrorKind> {
+        Ok(())
+    }
+    fn recall(&self, _: u64, _: &mut [u8]) -> Result<(), ErrorKind> {
+        Ok(())
+    }
+}
+
+/// A device's notebook shared with whatever else writes to the device during a read (the tee
+/// staging a member read both ways): each call borrows the device for itself alone.
+pub(crate) struct HalNotebook<'c, 'h, H: Hal>(pub &'c RefCell<&'h mut H>);
+
+impl<H: Hal> Notebook for HalNotebook<'_, '_, H> {
+    fn note(&mut self, at: u64, bytes: &[u8]) -> Result<(), ErrorKind> {
+        let mut hal = self.0.try_borrow_mut().map_err(|_| ErrorKind::Hal(HalError::NotebookBusy))?;
+        hal.note(at, bytes).map_err(|e| ErrorKind::Hal(e.kind()))
+    }
+    fn recall(&self, at: u64, out: &mut [u8]) -> Result<(), ErrorKind> {
+        let hal = self.0.try_borrow().map_err(|_| ErrorKind::Hal(HalError::NotebookBusy))?;
+        hal.recall(at, out).map_err(|e| ErrorKind::Hal(e.kind()))
+    }
+}
+
+/// Bucket heads of the pending references' hash chains (a power of two): 1 KiB of arena,
+/// taken when the first reference must wait. A chain holds the distinct (member, name) pairs
+/// whose key falls in its bucket: a few dozen for the largest real NEFF (6,376 pairs).
+const BUCKETS: usize = 256;
+const BUCKET_MASK: u32 = BUCKETS as u32 - 1;
+
+/// The bit of a pending slot that says it is in the notebook (else it is an arena position).
+const FAR: u32 = 1 << 31;
+
+/// Bytes of a pending reference's fixed part: next, chain, by (`u32` each), key (`u8`),
+/// fingerprint and offset (`u64` each), the lengths of the kept path and name tail (`u8`
+/// each), and whether the name was longer than its tail (`u8`).
+const HEADER: usize = 4 + 4 + 4 + 1 + 8 + 8 + 1 + 1 + 1;
+
+/// Bytes of a name kept for the error: what its [`Name`](crate::error::Name) shows.
+pub(crate) const NAME_TAIL: usize = 16;
+
+/// A DMA reference waiting for the definition it names into, one per distinct name a member
+/// uses (the fixed part; the key path and the name's tail follow it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct DmaRefRec {
+pub(crate) struct PendingRef {
+    /// The next pending reference, in the order they were met ([`NIL`]: the last).
+    pub next: u32,
+    /// The next of its hash chain.
+    chain: u32,
     /// The manifest record of the member holding the reference.
     pub by: u32,
     pub key: RefKey,
-    /// Offset just past the block or descriptor in its member.
+    /// The name's [`fingerprint`] in the key's namespace.
+    pub fp: u64,
+    /// Offset just past the block or descriptor in its member (its first use of the name).
     pub offset: u64,
-    /// The block's or descriptor's key path (`dma[0].desc[1]`).
-    pub path: Span,
-    pub name: Span,
+    path_len: u8,
+    name_len: u8,
+    name_elided: bool,
+    /// A definition read since gives the name.
+    pub resolved: bool,
 }
 
-impl Record for DmaRefRec {
-    const SIZE: usize = 4 + 1 + 8 + 2 * Span::ENCODED;
-    fn encode(&self, out: &mut [u8]) {
-        Writer::new(out).u32(self.by).u8(self.key.code()).u64(self.offset).span(self.path).span(self.name);
+impl PendingRef {
+    fn encode(&self, out: &mut [u8; HEADER]) {
+        Writer::new(out)
+            .u32(self.next)
+            .u32(self.chain)
+            .u32(self.by)
+            .u8(self.key.code())
+            .u64(self.fp)
+            .u64(self.offset)
+            .u8(self.path_len)
+            .u8(self.name_len)
+            .u8(u8::from(self.name_elided) | u8::from(self.resolved) << 1);
     }
-    fn decode(bytes: &[u8]) -> Self {
+
+    fn decode(bytes: &[u8; HEADER]) -> Self {
         let mut r = Reader::new(bytes);
-        DmaRefRec { by: r.u32(), key: RefKey::from_code(r.u8()), offset: r.u64(), path: r.span(), name: r.span() }
+        PendingRef {
+            next: r.u32(),
+            chain: r.u32(),
+            by: r.u32(),
+            key: RefKey::from_code(r.u8()),
+            fp: r.u64(),
+            offset: r.u64(),
+            path_len: r.u8(),
+            name_len: r.u8(),
+            name_elided: false,
+            resolved: false,
+        }
+        .flags(r.u8())
+    }
+
+    fn flags(mut self, flags: u8) -> Self {
+        self.name_elided = flags & 1 != 0;
+        self.resolved = flags & 2 != 0;
+        self
+    }
+
+    /// Bytes of the whole record.
+    fn size(&self) -> usize {
+        HEADER.saturating_add(usize::from(self.path_len)).saturating_add(usize::from(self.name_len))
     }
 }
 
-impl DmaRefRec {
-    /// The error of this reference, unresolved, in `member`.
-    pub fn error(&self, arena: &Arena<'_>, stage: Stage, member: &str) -> Error {
-        unresolved_error(stage, member, self.offset, arena.str(self.path), self.key, arena.str(self.name))
+/// The DMA references met before the definition they name into (spec §8.2), kept per
+/// distinct name a member uses, not per reference: a real training NEFF's engine JSONs make
+/// 30,000 references over a few hundred names each, and they come before their `def.json`.
+/// Each keeps its first use (offset, key path, the name's tail), so that an unresolved name
+/// is reported exactly where it was first met. They wait in the device's notebook when it
+/// lends one, growing down from its end (the landings grow up from its start), else in the
+/// arena; the hash chains' heads are in the arena.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Pending {
+    /// Arena position of the bucket heads ([`NIL`]: none yet).
+    buckets: u32,
+    /// The first and last pending reference in the order they were met.
+    first: u32,
+    last: u32,
+    /// Pending references.
+    count: u32,
+    /// The notebook's end, and the low end of what the pending references use of it.
+    far_top: u64,
+    far_low: u64,
+    /// The most notebook bytes the pending references used at once.
+    far_peak: u64,
+}
+
+impl Default for Pending {
+    fn default() -> Self {
+        Self::new(0)
+    }
+}
+
+impl Pending {
+    /// No pending reference, over a notebook of `notebook_len` bytes (0: the arena only).
+    pub fn new(notebook_len: u64) -> Self {
+        // A far slot is its distance below the notebook's end, under the `FAR` bit.
+        let top = notebook_len;
+        Self { buckets: NIL, first: NIL, last: NIL, count: 0, far_top: top, far_low: top, far_peak: 0 }
+    }
+
+    /// Pending references.
+    pub fn len(&self) -> u32 {
+        self.count
+    }
+
+    /// The first pending reference ([`NIL`]: none).
+    pub fn first(&self) -> u32 {
+        self.first
+    }
+
+    /// The lowest notebook byte the pending references use (the notebook's end: none).
+    pub fn far_low(&self) -> u64 {
+        self.far_low
+    }
+
+    /// The most notebook bytes they used at once.
+    pub fn far_peak(&self) -> u64 {
+        self.far_peak
+    }
+
+    fn far_at(&self, slot: u32) -> Option<u64> {
+        (slot & FAR != 0 && slot != NIL).then(|| self.far_top.saturating_sub(u64::from(slot & !FAR)))
+    }
+
+    /// Reads `out.len()` bytes at byte `off` of the record in `slot`.
+    fn read(&self, arena: &Arena<'_>, nb: &dyn Notebook, slot: u32, off: u32, out: &mut [u8]) -> Result<(), ErrorKind> {
+        match self.far_at(slot) {
+            Some(at) => nb.recall(at.saturating_add(u64::from(off)), out),
+            None => {
+                arena.read_into(slot.saturating_add(off), out);
+                Ok(())
+            }
+        }
+    }
+
+    /// Writes `bytes` at byte `off` of the record in `slot`.
+    fn write(
+        &self,
+        arena: &mut Arena<'_>,
+        nb: &mut dyn Notebook,
+        slot: u32,
+        off: u32,
+        bytes: &[u8],
+    ) -> Result<(), ErrorKind> {
+        match self.far_at(slot) {
+            Some(at) => nb.note(at.saturating_add(u64::from(off)), bytes),
+            None => {
+                arena.write(slot.saturating_add(off), bytes);
+                Ok(())
+            }
+        }
+    }
+
+    /// The pending reference in `slot`.
+    pub fn get(&self, arena: &Arena<'_>, nb: &dyn Notebook, slot: u32) -> Result<PendingRef, ErrorKind> {
+        let mut bytes = [0u8; HEADER];
+        self.read(arena, nb, slot, 0, &mut bytes)?;
+        Ok(PendingRef::decode(&bytes))
+    }
+
+    fn set(&self, arena: &mut Arena<'_>, nb: &mut dyn Notebook, slot: u32, r: &PendingRef) -> Result<(), ErrorKind> {
+        let mut bytes = [0u8; HEADER];
+        r.encode(&mut bytes);
+        self.write(arena, nb, slot, 0, &bytes)
+    }
+
+    /// The bucket of a name's uses, by every member: a definition's name resolves them at
+    /// once.
+    fn bucket(fp: u64) -> u32 {
+        // The top bits: the fingerprint is a digest, its high bits as good as any.
+        (fp >> 56) as u32 & BUCKET_MASK
+    }
+
+    fn bucket_at(&self, b: u32) -> u32 {
+        self.buckets.saturating_add(b.saturating_mul(4))
+    }
+
+    /// Makes reference `key` = `name` of member record `by`, at `offset` and key path `path`,
+    /// wait for its definition, unless `by` already waits for that name (its first use is the
+    /// one reported). `floor`: the notebook bytes in use from its start (the landings'); the
+    /// notebook's room is what lies between, the arena takes what does not fit there.
+    #[allow(clippy::too_many_arguments)]
+    pub fn wait(
+        &mut self,
+        arena: &mut Arena<'_>,
+        nb: &mut dyn Notebook,
+        floor: u64,
+        by: u32,
+        key: RefKey,
+        offset: u64,
+        path: &str,
+        name: &str,
+    ) -> Result<(), ErrorKind> {
+        let fp = fingerprint(key.space(), name);
+        if self.buckets == NIL {
+            self.buckets = arena.alloc(BUCKETS.saturating_mul(4))?;
+            for b in 0..BUCKETS as u32 {
+                arena.write(self.bucket_at(b), &NIL.to_le_bytes());
+            }
+        }
+        let bucket = Self::bucket(fp);
+        let head = arena.u32_at(self.bucket_at(bucket));
+        let mut at = head;
+        // A chain is no longer than the pending references: the count bounds the walk.
+        for _ in 0..self.count {
+            if at == NIL {
+                break;
+            }
+            let r = self.get(arena, nb, at)?;
+            if r.by == by && r.fp == fp {
+                return Ok(());
+            }
+            at = r.chain;
+        }
+        // The path is at most `KEY_PATH_TEXT` bytes (it is built in one); the name keeps the
+        // tail its error shows.
+        let path = path.as_bytes().get(..path.len().min(u8::MAX as usize)).unwrap_or(&[]);
+        let tail_start = {
+            let mut s = name.len().saturating_sub(NAME_TAIL);
+            while !name.is_char_boundary(s) {
+                s = s.saturating_add(1);
+            }
+            s
+        };
+        let tail = name.as_bytes().get(tail_start..).unwrap_or(&[]);
+        let rec = PendingRef {
+            next: NIL,
+            chain: head,
+            by,
+            key,
+            fp,
+            offset,
+            path_len: path.len() as u8,
+            name_len: tail.len() as u8,
+            name_elided: tail_start > 0,
+            resolved: false,
+        };
+        let size = rec.size();
+        let slot = self.place(arena, floor, size)?;
+        let mut header = [0u8; HEADER];
+        rec.encode(&mut header);
+        self.write(arena, nb, slot, 0, &header)?;
+        self.write(arena, nb, slot, HEADER as u32, path)?;
+        self.write(arena, nb, slot, HEADER.saturating_add(path.len()) as u32, tail)?;
+        arena.write(self.bucket_at(bucket), &slot.to_le_bytes());
+        if self.last != NIL {
+            let mut last = self.get(arena, nb, self.last)?;
+            last.next = slot;
+            self.set(arena, nb, self.last, &last)?;
+        } else {
+            self.first = slot;
+        }
+        self.last = slot;
+        self.count = self.count.saturating_add(1);
+        Ok(())
+    }
+
+    /// Marks every pending reference to the name of fingerprint `fp` resolved: the definition
+    /// being read gives it. Done as the definition streams, so that it needs no table of its
+    /// names for the references that came before it.
+    /// Only the references of members `mine` accepts (by manifest record) are marked: a name
+    /// of one subgraph's definition says nothing of another's.
+    pub fn resolve(
+        &mut self,
+        arena: &mut Arena<'_>,
+        nb: &mut dyn Notebook,
+        fp: u64,
+        mut mine: impl FnMut(&Arena<'_>, u32) -> bool,
+    ) -> Result<(), ErrorKind> {
+        if self.buckets == NIL {
+            return Ok(());
+        }
+        let mut at = arena.u32_at(self.bucket_at(Self::bucket(fp)));
+        for _ in 0..self.count {
+            if at == NIL {
+                break;
+            }
+            let mut r = self.get(arena, nb, at)?;
+            if r.fp == fp && !r.resolved && mine(arena, r.by) {
+                r.resolved = true;
+                self.set(arena, nb, at, &r)?;
+            }
+            at = r.chain;
+        }
+        Ok(())
+    }
+
+    /// A slot of `size` bytes: below the notebook's part in use if it fits above `floor`,
+    /// else in the arena.
+    fn place(&mut self, arena: &mut Arena<'_>, floor: u64, size: usize) -> Result<u32, ErrorKind> {
+        let low = self.far_low.checked_sub(size as u64).filter(|&l| l >= floor);
+        let slot = low.map(|l| self.far_top.saturating_sub(l)).filter(|&d| d < u64::from(FAR));
+        match (low, slot) {
+            (Some(low), Some(distance)) => {
+                self.far_low = low;
+                self.far_peak = self.far_peak.max(self.far_top.saturating_sub(low));
+                Ok(FAR | distance as u32)
+            }
+            _ => arena.alloc(size),
+        }
+    }
+
+    /// The key path and name tail of the pending reference `r` in `slot`, for its error:
+    /// `(path, name, whether the name was longer)`.
+    pub fn texts<'b>(
+        &self,
+        arena: &Arena<'_>,
+        nb: &dyn Notebook,
+        slot: u32,
+        r: &PendingRef,
+        path: &'b mut [u8; 255],
+        name: &'b mut [u8; NAME_TAIL],
+    ) -> Result<(&'b str, &'b str, bool), ErrorKind> {
+        let path = path.get_mut(..usize::from(r.path_len)).unwrap_or_default();
+        self.read(arena, nb, slot, HEADER as u32, path)?;
+        let name = name.get_mut(..usize::from(r.name_len)).unwrap_or_default();
+        self.read(arena, nb, slot, HEADER.saturating_add(path.len()) as u32, name)?;
+        let text = |b: &'b [u8]| core::str::from_utf8(b).unwrap_or("");
+        Ok((text(path), text(name), r.name_elided))
+    }
+
+    /// Keeps the pending references for which `keep` holds, in their order, and lets the others
+    /// go; the notebook's part is given back once none is left.
+    pub fn retain(
+        &mut self,
+        arena: &mut Arena<'_>,
+        nb: &mut dyn Notebook,
+        mut keep: impl FnMut(&Arena<'_>, &PendingRef) -> bool,
+    ) -> Result<(), ErrorKind> {
+        if self.buckets == NIL {
+            return Ok(());
+        }
+        for b in 0..BUCKETS as u32 {
+            arena.write(self.bucket_at(b), &NIL.to_le_bytes());
+        }
+        let (mut at, mut prev) = (self.first, NIL);
+        let mut kept = 0u32;
+        self.first = NIL;
+        for _ in 0..self.count {
+            if at == NIL {
+                break;
+            }
+            let mut r = self.get(arena, nb, at)?;
+            let next = r.next;
+            if keep(arena, &r) {
+                let bucket = Self::bucket(r.fp);
+                r.chain = arena.u32_at(self.bucket_at(bucket));
+                r.next = NIL;
+                arena.write(self.bucket_at(bucket), &at.to_le_bytes());
+                self.set(arena, nb, at, &r)?;
+                if prev == NIL {
+                    self.first = at;
+                } else {
+                    let mut p = self.get(arena, nb, prev)?;
+                    p.next = at;
+                    self.set(arena, nb, prev, &p)?;
+                }
+                prev = at;
+                kept = kept.saturating_add(1);
+            }
+            at = next;
+        }
+        self.last = prev;
+        self.count = kept;
+        if kept == 0 {
+            self.far_low = self.far_top;
+        }
+        Ok(())
     }
 }
 
 /// The error for reference `key` = `name` of the block or descriptor at `path`, unresolved.
-pub(crate) fn unresolved_error(stage: Stage, member: &str, offset: u64, path: &str, key: RefKey, name: &str) -> Error {
-    Error::in_member(stage, member, offset, ErrorKind::Manifest(key.unresolved(name)))
+pub(crate) fn unresolved_error(
+    stage: Stage,
+    member: &str,
+    offset: u64,
+    path: &str,
+    key: RefKey,
+    name: &str,
+    elided: bool,
+) -> Error {
+    Error::in_member(stage, member, offset, ErrorKind::Manifest(key.unresolved(name, elided)))
         .with_key_path(&crate::manifest::rt::shown_path(path, false, Some(key.key())))
 }
 
@@ -247,6 +656,8 @@ pub(crate) fn desc_refs(d: &DmaDesc) -> impl Iterator<Item = (RefKey, &str)> {
 mod tests {
     extern crate std;
     use super::*;
+    use crate::arena::Span;
+    use std::string::String;
     use std::vec::Vec;
 
     fn table(arena: &mut Arena<'_>, fps: &[u64]) -> NameTable {
@@ -312,17 +723,133 @@ mod tests {
         assert!(!NameTable { at: 0, count: 0 }.contains(&arena, 0));
     }
 
+    /// A notebook over a vector, counting its calls.
+    struct VecNotebook(Vec<u8>);
+
+    impl Notebook for VecNotebook {
+        fn note(&mut self, at: u64, bytes: &[u8]) -> Result<(), ErrorKind> {
+            self.0[at as usize..at as usize + bytes.len()].copy_from_slice(bytes);
+            Ok(())
+        }
+        fn recall(&self, at: u64, out: &mut [u8]) -> Result<(), ErrorKind> {
+            out.copy_from_slice(&self.0[at as usize..at as usize + out.len()]);
+            Ok(())
+        }
+    }
+
+    /// A pending reference as the tests see it: by, key, offset, path, name tail, elided.
+    type Listed = (u32, RefKey, u64, String, String, bool);
+
+    /// Every pending reference, in order, with its texts.
+    fn listed(p: &Pending, arena: &Arena<'_>, nb: &dyn Notebook) -> Vec<Listed> {
+        let mut out = Vec::new();
+        let mut at = p.first();
+        while at != NIL {
+            let r = p.get(arena, nb, at).unwrap();
+            let (mut path, mut name) = ([0u8; 255], [0u8; NAME_TAIL]);
+            let (path, name, elided) = p.texts(arena, nb, at, &r, &mut path, &mut name).unwrap();
+            out.push((r.by, r.key, r.offset, path.into(), name.into(), elided));
+            at = r.next;
+        }
+        out
+    }
+
+    /// 30,000 references over 40 names from two members: one pending reference per member and
+    /// name, each its first use; the same in the arena and in a notebook.
+    fn many_references(nb: &mut dyn Notebook, notebook_len: u64) -> (Pending, usize, Vec<Listed>) {
+        let mut buf = std::vec![0u8; 64 * 1024];
+        let mut arena = Arena::new(&mut buf);
+        let mut p = Pending::new(notebook_len);
+        for i in 0..30_000u64 {
+            let by = (i % 2) as u32 * 7;
+            let key = if i % 3 == 0 { RefKey::Queue } else { RefKey::To };
+            let name = std::format!("Coalesced_memloc_{}_a_long_real_name", i % 20);
+            let path = std::format!("dma[{i}].desc[0]");
+            p.wait(&mut arena, nb, 0, by, key, i, &path, &name).unwrap();
+        }
+        let used = arena.used();
+        let listed = listed(&p, &arena, nb);
+        (p, used, listed)
+    }
+
     #[test]
-    fn references_encode_and_decode() {
-        let r = DmaRefRec {
-            by: 7,
-            key: RefKey::To,
-            offset: 1 << 40,
-            path: Span { at: 3, len: 14 },
-            name: Span { at: 20, len: 5 },
-        };
-        let mut out = [0u8; DmaRefRec::SIZE];
-        r.encode(&mut out);
-        assert_eq!(DmaRefRec::decode(&out), r);
+    fn references_wait_once_per_member_and_name() {
+        let (p, used, listed) = many_references(&mut NoNotebook, 0);
+        // 2 members x 20 names x 2 keys' namespaces, as far as the residues meet: every
+        // (by, space, name) once.
+        let mut distinct = std::collections::BTreeSet::new();
+        for i in 0..30_000u64 {
+            distinct.insert(((i % 2) * 7, i % 3 == 0, i % 20));
+        }
+        assert_eq!(p.len() as usize, distinct.len());
+        assert_eq!(listed.len(), distinct.len());
+        // Each kept its first use: offset, path, and the name's last 16 bytes, elided.
+        let first = &listed[0];
+        assert_eq!((first.0, first.1, first.2), (0, RefKey::Queue, 0));
+        assert_eq!(first.3, "dma[0].desc[0]");
+        assert_eq!(first.4, "_a_long_real_name"[1..]);
+        assert!(first.5);
+        assert!(listed.windows(2).all(|w| w[0].2 < w[1].2), "in the order met");
+        // Bounded by the distinct names, not the references: 1 KiB of buckets and a record
+        // of at most 33 + 96 + 16 bytes each.
+        assert!(used <= 1024 + listed.len() * (HEADER + 96 + NAME_TAIL), "{used}");
+    }
+
+    #[test]
+    fn a_notebook_holds_them_instead_of_the_arena() {
+        let mut nb = VecNotebook(std::vec![0u8; 1 << 20]);
+        let (p, used, in_notebook) = many_references(&mut nb, 1 << 20);
+        let (_, _, in_arena) = many_references(&mut NoNotebook, 0);
+        assert_eq!(in_notebook, in_arena);
+        // Only the buckets in the arena.
+        assert_eq!(used, BUCKETS * 4);
+        assert_eq!(p.far_peak(), (1 << 20) - p.far_low());
+        assert!(p.far_peak() > 0);
+    }
+
+    #[test]
+    fn a_full_notebook_spills_to_the_arena_and_landings_keep_their_floor() {
+        let mut buf = std::vec![0u8; 64 * 1024];
+        let mut arena = Arena::new(&mut buf);
+        let mut nb = VecNotebook(std::vec![0u8; 1024]);
+        let mut p = Pending::new(1024);
+        // The landings use 900 bytes from the start: two records fit above them.
+        for i in 0..10u64 {
+            let name = std::format!("var{i}");
+            p.wait(&mut arena, &mut nb, 900, 1, RefKey::From, i, "dma[0].desc[1]", &name).unwrap();
+        }
+        assert!(p.far_low() >= 900);
+        let listed = listed(&p, &arena, &nb);
+        assert_eq!(listed.len(), 10);
+        assert_eq!(
+            listed.iter().map(|l| l.4.as_str()).collect::<Vec<_>>(),
+            (0..10).map(|i| std::format!("var{i}")).collect::<Vec<_>>()
+        );
+        assert!(arena.used() > BUCKETS * 4, "the rest went to the arena");
+    }
+
+    #[test]
+    fn retain_keeps_order_and_dedup_and_frees_the_notebook() {
+        let mut buf = std::vec![0u8; 64 * 1024];
+        let mut arena = Arena::new(&mut buf);
+        let mut nb = VecNotebook(std::vec![0u8; 1 << 16]);
+        let mut p = Pending::new(1 << 16);
+        for i in 0..100u64 {
+            let name = std::format!("n{}", i % 10);
+            p.wait(&mut arena, &mut nb, 0, (i % 3) as u32, RefKey::To, i, "dma[0].desc[0]", &name).unwrap();
+        }
+        assert_eq!(p.len(), 30);
+        p.retain(&mut arena, &mut nb, |_, r| r.by != 1).unwrap();
+        assert_eq!(p.len(), 20);
+        let kept = listed(&p, &arena, &nb);
+        assert!(kept.iter().all(|k| k.0 != 1) && kept.windows(2).all(|w| w[0].2 < w[1].2));
+        // Still one per name: a later use of a kept name adds nothing.
+        p.wait(&mut arena, &mut nb, 0, 0, RefKey::To, 1000, "x", "n0").unwrap();
+        assert_eq!(p.len(), 20);
+        // A new one goes last.
+        p.wait(&mut arena, &mut nb, 0, 1, RefKey::To, 1001, "x", "n0").unwrap();
+        assert_eq!(listed(&p, &arena, &nb).last().unwrap().2, 1001);
+        p.retain(&mut arena, &mut nb, |_, _| false).unwrap();
+        assert_eq!((p.len(), p.first(), p.far_low()), (0, NIL, 1 << 16));
     }
 }

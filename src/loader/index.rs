@@ -25,7 +25,7 @@
 //! else in the arena ([`Landing::SIZE`] bytes). The README's memory section has the whole
 //! formula, and `targets/host/tests/arena.rs` checks it against the measured peak.
 
-use super::dma::{DmaRefRec, NameTable};
+use super::dma::{NameTable, Pending};
 use crate::arena::{Arena, List, Reader, Record, Span, Writer, NIL};
 pub use crate::error::ManifestKind;
 use crate::error::{Error, ErrorKind};
@@ -489,8 +489,11 @@ static_assertions::const_assert_eq!(Landing::SIZE, crate::hal::LANDING_NOTE);
 pub(crate) struct Landings {
     /// Notebook slots handed out.
     noted: u32,
-    /// Notebook slots the device has.
+    /// Notebook slots the landings may take now: the device's, less what the pending DMA
+    /// references use of the notebook's end ([`Landings::limit`]).
     room: u32,
+    /// Notebook slots the device has.
+    slots: u32,
     /// The first slot given back ([`NIL`]: none), each linked to the next by its first 4 bytes.
     free: u32,
 }
@@ -508,7 +511,20 @@ impl Landings {
     /// A store over a notebook of `notebook_len` bytes (`0`: the arena only).
     pub fn new(notebook_len: u64) -> Self {
         let room = notebook_len.checked_div(Landing::SIZE as u64).unwrap_or(0);
-        Self { noted: 0, room: u32::try_from(room).unwrap_or(u32::MAX).min(NOTED - 1), free: NIL }
+        let slots = u32::try_from(room).unwrap_or(u32::MAX).min(NOTED - 1);
+        Self { noted: 0, room: slots, slots, free: NIL }
+    }
+
+    /// Notebook bytes the landings use, from its start.
+    pub fn floor(&self) -> u64 {
+        u64::from(self.noted).saturating_mul(Landing::SIZE as u64)
+    }
+
+    /// Keeps new landings below byte `ceiling` of the notebook (what lies above is the pending
+    /// DMA references'); further ones go to the arena.
+    pub fn limit(&mut self, ceiling: u64) {
+        let below = u32::try_from(ceiling.checked_div(Landing::SIZE as u64).unwrap_or(0)).unwrap_or(u32::MAX);
+        self.room = self.slots.min(below);
     }
 
     /// Keeps a new landing and returns its slot: one given back, else a new one.
@@ -1011,7 +1027,9 @@ pub(crate) struct Index {
     /// Where the payloads' landings are kept.
     pub landings: Landings,
     /// DMA references read before the definition they name into.
-    pub dma_refs: List<DmaRefRec>,
+    pub pending: Pending,
+    /// The definition being read: its names' table did not fit the arena (what it needed).
+    pub names_full: Option<ErrorKind>,
     /// Members read as the kind their name suggests, waiting for the chain to name them.
     pub replays: List<ReplayRec>,
     /// The `neff.json` read (its manifest record), if any.
@@ -1098,7 +1116,8 @@ impl Index {
                 ext.vars.retain(arena, |v| v.has_landed());
                 self.def_exts.set(arena, rec.ext, &ext);
             }
-            self.dma_refs.retain(arena, |r| r.by != pos);
+            // Its pending DMA references are let go when their definition settles them
+            // (`Loader::settle_dma_names` skips a superseded member's).
             true
         } else {
             false

@@ -70,11 +70,16 @@ pub const DEFERRED_ERRORS: usize = 4;
 struct Deferred<'a> {
     own: [Option<Error>; DEFERRED_ERRORS],
     lent: &'a mut [Option<Error>],
+    /// Errors kept now (or that would be, had there been a slot), and the most at once.
+    in_use: usize,
+    peak: usize,
 }
 
 impl Deferred<'_> {
     /// Keeps `e`, returning its slot, or [`index::NO_SLOT`] when every slot is taken.
     fn keep(&mut self, e: Error) -> u16 {
+        self.in_use = self.in_use.saturating_add(1);
+        self.peak = self.peak.max(self.in_use);
         let free = self.own.iter_mut().chain(self.lent.iter_mut()).enumerate().find(|(_, s)| s.is_none());
         match free {
             Some((i, slot)) if i < usize::from(index::NO_SLOT) => {
@@ -92,7 +97,9 @@ impl Deferred<'_> {
     /// Frees a slot whose member the chain has settled.
     fn free(&mut self, slot: u16) {
         if let Some(s) = self.own.iter_mut().chain(self.lent.iter_mut()).nth(usize::from(slot)) {
-            *s = None;
+            if s.take().is_some() {
+                self.in_use = self.in_use.saturating_sub(1);
+            }
         }
     }
 
@@ -103,6 +110,7 @@ impl Deferred<'_> {
 
     fn clear(&mut self) {
         self.own.iter_mut().chain(self.lent.iter_mut()).for_each(|s| *s = None);
+        (self.in_use, self.peak) = (0, 0);
     }
 }
 
@@ -119,6 +127,24 @@ pub(super) struct MemberAt<'n> {
 
 /// The longest member path the loader handles: the tar layer's name capacity.
 pub const MEMBER_PATH: usize = crate::tar::DEFAULT_NAME_CAPACITY;
+
+/// What one load needed of each buffer a caller lends ([`Loader::needs`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Needs {
+    /// Bytes of [`Storage::arena`]: the tokenizer's string scratch plus the records' peak.
+    pub arena: u64,
+    /// Bytes of [`Storage::replay`] in use at once (0: a load without a replay store reads
+    /// every member once).
+    pub replay: u64,
+    /// Bytes of the device's notebook ([`Hal::notebook_len`]) used: landings from its start
+    /// plus pending DMA references from its end, each at its peak (what did not fit went to
+    /// the arena, and is counted there).
+    pub notebook: u64,
+    /// Deferred-error slots in use at once, the loader's own [`DEFERRED_ERRORS`] included
+    /// ([`Storage::deferred`] lends the rest).
+    pub deferred: u32,
+}
 
 /// How a load behaves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -177,6 +203,8 @@ pub struct Loader<'a> {
     replay: &'a mut [u8],
     /// Bytes of `replay` in use.
     replay_used: usize,
+    /// The most bytes of `replay` in use at once.
+    replay_peak: usize,
     /// How `neff.json` marks its KELF nodes (`None` before it is read).
     kelf_mark: Option<KelfMark>,
     /// Without `neff.json`: the KELF found by its conventional name.
@@ -259,10 +287,11 @@ impl<'a> Loader<'a> {
             scratch: Scratch::Empty,
             arena: Arena::new(arena),
             index: Index::default(),
-            deferred: Deferred { own: [None; DEFERRED_ERRORS], lent: deferred },
+            deferred: Deferred { own: [None; DEFERRED_ERRORS], lent: deferred, in_use: 0, peak: 0 },
             either_staged: 0,
             replay,
             replay_used: 0,
+            replay_peak: 0,
             kelf_mark: None,
             fallback_kelf: None,
             device_arch: None,
@@ -305,7 +334,9 @@ impl<'a> Loader<'a> {
         sink: &mut impl WarningSink,
     ) -> Result<(), Error> {
         self.reset(hal.device_arch(), archive.header().lnc_size);
+        // Landings take the notebook from its start, pending DMA references from its end.
         self.index.landings = index::Landings::new(hal.notebook_len());
+        self.index.pending = dma::Pending::new(hal.notebook_len());
         self.neff_name = chain::MemberText::from_bytes_lossy(archive.header().name().0);
         report.clear();
         let mut sink = Counting { sink, count: 0 };
@@ -357,6 +388,20 @@ impl<'a> Loader<'a> {
         }
     }
 
+    /// What the last load needed of each buffer the caller lends, measured as it ran: lend
+    /// these and the same NEFF loads again (the stack it needs is apart: see the firmware and
+    /// the C ABI's stack figures). A measuring pass lends generous buffers (a host's virtual
+    /// memory is touched only as far as it is used) and reads this afterwards; a load that
+    /// stopped early needed at least these.
+    pub fn needs(&self) -> Needs {
+        Needs {
+            arena: (STRING_SCRATCH as u64).saturating_add(self.arena.peak() as u64),
+            replay: self.replay_peak as u64,
+            notebook: self.index.landings.floor().saturating_add(self.index.pending.far_peak()),
+            deferred: u32::try_from(self.deferred.peak).unwrap_or(u32::MAX),
+        }
+    }
+
     /// Everything a load checks, with no device: payloads are read, digested and checked
     /// (`.npy` headers, sizes) but stored nowhere. `arch`, when given, applies the target
     /// gate; the KELF target's architecture rules apply either way.
@@ -377,6 +422,7 @@ impl<'a> Loader<'a> {
         self.deferred.clear();
         self.either_staged = 0;
         self.replay_used = 0;
+        self.replay_peak = 0;
         self.kelf_mark = None;
         self.fallback_kelf = None;
         self.device_arch = device_arch;

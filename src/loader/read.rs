@@ -16,7 +16,8 @@ use crate::manifest::{DocFault, Document, Entry, EntryAt, ManifestWarning, MrTyp
 
 use super::chain::ChainWarning;
 use super::dma::{
-    block_refs, desc_refs, fingerprint, sort_fingerprints, DmaRefRec, NameSpace, NameTable, RefKey, FINGERPRINT,
+    block_refs, desc_refs, fingerprint, sort_fingerprints, unresolved_error, NameSpace, NameTable, Notebook, RefKey,
+    FINGERPRINT,
 };
 use super::index::{CarveoutFacts, DefExt, Index};
 
@@ -66,6 +67,8 @@ struct Recorder<'r, 'a, O: Observer> {
     /// Engine JSON: the names of its directory's definition, when it kept them (a reference is
     /// then checked on the spot; otherwise it waits for the definition).
     dma_names: Option<NameTable>,
+    /// Where references wait for their definition when the device lends one.
+    notebook: &'r mut dyn Notebook,
     /// Where a failure's whole names are noted ([`Storage::whole_names`](super::Storage)).
     whole: &'r mut super::whole::WholeNames<'a>,
 }
@@ -138,9 +141,25 @@ impl<O: Observer> Recorder<'_, '_, O> {
         }
     }
 
+    /// A name the definition gives: the references waiting for it are resolved now, and it
+    /// joins the table an engine JSON still to come would be checked against. A table that
+    /// does not fit is no error yet: only an engine JSON still to come needs it
+    /// (`settle_dma_names`).
     fn collect(&mut self, space: NameSpace, name: &str) -> Result<(), ErrorKind> {
-        let at = self.arena.alloc_top(FINGERPRINT)?;
-        self.arena.write(at, &fingerprint(space, name).to_le_bytes());
+        let fp = fingerprint(space, name);
+        let (manifests, pos, dir) = (self.index.manifests, self.by, dir_of(self.member));
+        let mine = |arena: &Arena<'_>, by: u32| {
+            let m = manifests.get(arena, by);
+            by == pos || (m.kind == ManifestKind::Engine && dir_of(arena.str(m.member)) == dir)
+        };
+        self.index.pending.resolve(self.arena, self.notebook, fp, mine)?;
+        if self.index.names_full.is_some() {
+            return Ok(());
+        }
+        match self.arena.alloc_top(FINGERPRINT) {
+            Ok(at) => self.arena.write(at, &fp.to_le_bytes()),
+            Err(e) => self.index.names_full = Some(e),
+        }
         Ok(())
     }
 
@@ -149,13 +168,13 @@ impl<O: Observer> Recorder<'_, '_, O> {
             if names.contains(self.arena, fingerprint(key.space(), name)) {
                 return Ok(());
             }
-            return Err(at.error(ErrorKind::Manifest(key.unresolved(name))).about(key.key()));
+            return Err(at.error(ErrorKind::Manifest(key.unresolved(name, false))).about(key.key()));
         }
-        let fail = |k| at.error(k);
-        let path = self.arena.push_str(at.key_path()).map_err(fail)?;
-        let name = self.arena.push_str(name).map_err(fail)?;
-        let rec = DmaRefRec { by: self.by, key, offset: at.offset(), path, name };
-        self.index.dma_refs.push(self.arena, &rec).map_err(fail)?;
+        let floor = self.index.landings.floor();
+        let pending = &mut self.index.pending;
+        let waited = pending.wait(self.arena, self.notebook, floor, self.by, key, at.offset(), at.key_path(), name);
+        waited.map_err(|k| at.error(k))?;
+        self.index.landings.limit(self.index.pending.far_low());
         Ok(())
     }
 }
@@ -314,10 +333,11 @@ impl Loader<'_> {
         kind: ManifestKind,
         name: &str,
         body: &mut B,
+        nb: &mut dyn Notebook,
         observer: &mut impl Observer,
         sink: &mut Counting<'_, S>,
     ) -> Result<(), Error> {
-        self.read_manifest_as(kind, name, body, false, observer, sink)
+        self.read_manifest_as(kind, name, body, false, nb, observer, sink)
     }
 
     /// [`Self::read_manifest`]; `rereading`: the member is read again from the replay store
@@ -326,20 +346,22 @@ impl Loader<'_> {
     /// The body is a trait object: a member comes from the archive, through the tee, or from
     /// the replay store, and one copy of the parsers serves all three (flash on a controller).
     #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn read_manifest_as<S: WarningSink>(
         &mut self,
         kind: ManifestKind,
         name: &str,
         mut body: &mut dyn BufRead<Error = Error>,
         rereading: bool,
+        nb: &mut dyn Notebook,
         observer: &mut impl Observer,
         sink: &mut Counting<'_, S>,
     ) -> Result<(), Error> {
         let pos = self.open_manifest(kind, name, rereading, sink)?;
         let names_mark = self.arena.mark_top();
         // One slot for the outcome, settled in place and returned as it is.
-        let mut outcome = self.parse(kind, pos, name, &mut body, observer, sink);
-        self.close_manifest(kind, pos, name, names_mark, &mut outcome);
+        let mut outcome = self.parse(kind, pos, name, &mut body, nb, observer, sink);
+        self.close_manifest(kind, pos, name, names_mark, nb, &mut outcome);
         outcome
     }
 
@@ -384,10 +406,11 @@ impl Loader<'_> {
         pos: u32,
         name: &str,
         names_mark: usize,
+        nb: &mut dyn Notebook,
         outcome: &mut Result<(), Error>,
     ) {
         if outcome.is_ok() && kind == ManifestKind::Def {
-            *outcome = self.settle_dma_names(pos, name, names_mark);
+            *outcome = self.settle_dma_names(pos, name, names_mark, nb);
         }
         // What the definition collected and did not keep.
         self.arena.release_top(names_mark);
@@ -427,18 +450,21 @@ impl Loader<'_> {
     /// the recorder as visitor.
     // A frame of its own: the stack is the deepest path, not the sum of the stages.
     #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
     fn parse<B: BufRead<Error = Error>, S: WarningSink>(
         &mut self,
         kind: ManifestKind,
         pos: u32,
         name: &str,
         body: &mut B,
+        nb: &mut dyn Notebook,
         observer: &mut impl Observer,
         sink: &mut Counting<'_, S>,
     ) -> Result<(), Error> {
         self.reset_scratch(kind);
         // Only the definition being read records file variables here.
         self.index.reading_vars = List::new();
+        self.index.names_full = None;
         let join = (kind == ManifestKind::Neff).then(|| IoJoin::new(&self.arena));
         let dma_names = match kind {
             ManifestKind::Engine => self.index.dir_names(&self.arena, dir_of(name)),
@@ -453,6 +479,7 @@ impl Loader<'_> {
             kind,
             join,
             dma_names,
+            notebook: nb,
             whole: &mut self.whole,
         };
         let mut src = Capture { inner: body, error: None };
@@ -548,38 +575,61 @@ impl Loader<'_> {
     /// becomes that member's error, kept until the chain reaches it; the definition's own is
     /// its error, returned); the names are kept if an engine JSON the definition names is
     /// still to come.
-    fn settle_dma_names(&mut self, pos: u32, member: &str, mark: usize) -> Result<(), Error> {
+    fn settle_dma_names(&mut self, pos: u32, member: &str, mark: usize, nb: &mut dyn Notebook) -> Result<(), Error> {
         let scratch = self.arena.top_since_mut(mark);
         sort_fingerprints(scratch);
         let count = u32::try_from(scratch.len() / FINGERPRINT).unwrap_or(u32::MAX);
         let names = NameTable { at: u32::try_from(self.arena.mark_top()).unwrap_or(u32::MAX), count };
         let dir = dir_of(member);
         let mut own = None;
-        let mut at = self.index.dma_refs.first();
-        for _ in 0..self.index.dma_refs.len() {
+        let fail = |k| Error::about_member(Stage::DefJson, member, k);
+        let names_kept = self.index.names_full.is_none();
+        let mut at = self.index.pending.first();
+        for _ in 0..self.index.pending.len() {
             if at == NIL {
                 break;
             }
-            let next = List::<DmaRefRec>::next_after(&self.arena, at);
-            let mut r = self.index.dma_refs.get(&self.arena, at);
+            let r = self.index.pending.get(&self.arena, nb, at).map_err(fail)?;
             let by = self.index.manifests.get(&self.arena, r.by);
             let in_dir = by.kind == ManifestKind::Engine && dir_of(self.arena.str(by.member)) == dir;
-            if r.by == pos || in_dir {
-                if !names.contains(&self.arena, fingerprint(r.key.space(), self.arena.str(r.name))) {
-                    if r.by == pos {
-                        own = own.or_else(|| Some(r.error(&self.arena, Stage::DefJson, member)));
-                    } else if by.failed.is_none() {
-                        let e = r.error(&self.arena, Stage::Engine, self.arena.str(by.member));
-                        self.fail_manifest(r.by, e);
-                    }
-                }
-                r.by = NIL;
-                self.index.dma_refs.set(&mut self.arena, at, &r);
+            let ours = r.by == pos || in_dir;
+            let found = r.resolved || (names_kept && names.contains(&self.arena, r.fp));
+            if ours && !by.superseded && !found && !names_kept && r.by == pos {
+                // The definition's own reference, met after its names streamed past, and
+                // their table did not fit: the arena is what it needs.
+                return Err(fail(self.index.names_full.unwrap_or(ErrorKind::Truncated)));
             }
-            at = next;
+            if ours && !by.superseded && !found {
+                let e = if r.by == pos {
+                    own.is_none().then(|| self.pending_error(at, &r, Stage::DefJson, member, nb)).transpose()?
+                } else if by.failed.is_none() {
+                    Some(self.pending_error(at, &r, Stage::Engine, self.arena.str(by.member), nb)?)
+                } else {
+                    None
+                };
+                match e {
+                    Some(e) if r.by == pos => own = Some(e),
+                    Some(e) => self.fail_manifest(r.by, e),
+                    None => {}
+                }
+            }
+            at = r.next;
         }
-        self.index.dma_refs.retain(&mut self.arena, |r| r.by != NIL);
+        // What the definition settled (its own, its directory's engine JSONs'), and what a
+        // superseded member left, goes.
+        let manifests = self.index.manifests;
+        let waiting = |arena: &Arena<'_>, r: &super::dma::PendingRef| {
+            let by = manifests.get(arena, r.by);
+            let in_dir = by.kind == ManifestKind::Engine && dir_of(arena.str(by.member)) == dir;
+            !(r.by == pos || by.superseded || in_dir)
+        };
+        self.index.pending.retain(&mut self.arena, nb, waiting).map_err(fail)?;
+        self.index.landings.limit(self.index.pending.far_low());
         if self.engine_to_come(dir) {
+            if let Some(full) = self.index.names_full {
+                // An engine JSON still to come is checked against the names: they must fit.
+                return Err(fail(full));
+            }
             let at = self.arena.keep_top(mark);
             let rec = self.index.manifests.get(&self.arena, pos);
             if rec.ext != NIL {
@@ -589,6 +639,23 @@ impl Loader<'_> {
             }
         }
         own.map_or(Ok(()), Err)
+    }
+
+    /// The error of the pending reference `r` in `slot`, unresolved, in `member`.
+    #[cold]
+    #[inline(never)]
+    fn pending_error(
+        &self,
+        slot: u32,
+        r: &super::dma::PendingRef,
+        stage: Stage,
+        member: &str,
+        nb: &dyn Notebook,
+    ) -> Result<Error, Error> {
+        let (mut path, mut name) = ([0u8; 255], [0u8; super::dma::NAME_TAIL]);
+        let texts = self.index.pending.texts(&self.arena, nb, slot, r, &mut path, &mut name);
+        let (path, name, elided) = texts.map_err(|k| Error::about_member(stage, member, k))?;
+        Ok(unresolved_error(stage, member, r.offset, path, r.key, name, elided))
     }
 
     /// Whether the definition just read (in the scratch slot) names an engine JSON of `dir`

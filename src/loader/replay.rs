@@ -6,6 +6,8 @@
 //! or as a payload, the first reading stands; named as another kind, it is read again from the
 //! store ([`Replayed`]). A later copy of the member takes the earlier one's place.
 
+use core::cell::RefCell;
+
 use embedded_io::BufRead;
 
 use super::index::{push_str, Landing, ManifestRec};
@@ -20,6 +22,7 @@ use crate::hal::{AllocRequest, DeviceError, Hal, RegionId};
 use crate::manifest::UsageClass;
 
 use super::chain::ChainWarning;
+use super::dma::{HalNotebook, Notebook};
 
 /// A member's bytes read back from the replay store.
 struct Replayed<'b>(&'b [u8]);
@@ -52,9 +55,11 @@ fn replay_capacity(capacity: usize) -> ErrorKind {
 
 /// A member body read by the manifest parser while every byte it consumes also streams into
 /// a device region (and a digest), as a payload's would.
-struct Tee<'r, R: BufRead<Error = Error>, H: Hal> {
+struct Tee<'r, 'h, R: BufRead<Error = Error>, H: Hal> {
     inner: &'r mut R,
-    hal: &'r mut H,
+    /// The device, shared with the notebook the reader keeps pending DMA references in: each
+    /// write borrows it for itself alone.
+    hal: &'r RefCell<&'h mut H>,
     region: Option<RegionId>,
     /// Bytes consumed (and written) so far.
     written: u64,
@@ -73,7 +78,7 @@ struct Tee<'r, R: BufRead<Error = Error>, H: Hal> {
     overflow: bool,
 }
 
-impl<R: BufRead<Error = Error>, H: Hal> Tee<'_, R, H> {
+impl<R: BufRead<Error = Error>, H: Hal> Tee<'_, '_, R, H> {
     /// Consumes the rest of the member (what the parser left, after an error or trailing data);
     /// an error reading it goes to `read`, the read's outcome. Out of line, and writing into
     /// the caller's slot rather than returning one of its own: a frame holding the tee is live
@@ -123,17 +128,17 @@ impl Teed {
     }
 }
 
-impl<R: BufRead<Error = Error>, H: Hal> embedded_io::ErrorType for Tee<'_, R, H> {
+impl<R: BufRead<Error = Error>, H: Hal> embedded_io::ErrorType for Tee<'_, '_, R, H> {
     type Error = Error;
 }
 
-impl<R: BufRead<Error = Error>, H: Hal> embedded_io::Read for Tee<'_, R, H> {
+impl<R: BufRead<Error = Error>, H: Hal> embedded_io::Read for Tee<'_, '_, R, H> {
     fn read(&mut self, buf: &mut [u8]) -> Result<usize, Error> {
         crate::read_buffered(self, buf)
     }
 }
 
-impl<R: BufRead<Error = Error>, H: Hal> BufRead for Tee<'_, R, H> {
+impl<R: BufRead<Error = Error>, H: Hal> BufRead for Tee<'_, '_, R, H> {
     fn fill_buf(&mut self) -> Result<&[u8], Error> {
         self.inner.fill_buf()
     }
@@ -145,8 +150,12 @@ impl<R: BufRead<Error = Error>, H: Hal> BufRead for Tee<'_, R, H> {
             Ok(chunk) => {
                 let bytes = chunk.get(..amt).unwrap_or(chunk);
                 if let (Some(region), None) = (self.region, self.hal_error) {
-                    if let Err(e) = self.hal.write(region, self.written, bytes) {
-                        self.hal_error = Some((e.kind(), self.written));
+                    let written = match self.hal.try_borrow_mut() {
+                        Ok(mut hal) => hal.write(region, self.written, bytes).map_err(|e| e.kind()),
+                        Err(_) => Err(crate::hal::HalError::NotebookBusy),
+                    };
+                    if let Err(e) = written {
+                        self.hal_error = Some((e, self.written));
                     }
                 }
                 self.digest.update(bytes);
@@ -174,13 +183,14 @@ impl Loader<'_> {
     #[inline]
     pub(super) fn settle_replays<S: WarningSink>(
         &mut self,
+        nb: &mut dyn Notebook,
         observer: &mut impl Observer,
         sink: &mut Counting<'_, S>,
     ) -> Result<(), Error> {
         if self.index.replays.is_empty() {
             return Ok(());
         }
-        self.settle_waiting(observer, sink)
+        self.settle_waiting(nb, observer, sink)
     }
 
     /// [`Self::settle_replays`] with members waiting.
@@ -188,6 +198,7 @@ impl Loader<'_> {
     #[inline(never)]
     fn settle_waiting<S: WarningSink>(
         &mut self,
+        nb: &mut dyn Notebook,
         observer: &mut impl Observer,
         sink: &mut Counting<'_, S>,
     ) -> Result<(), Error> {
@@ -205,7 +216,7 @@ impl Loader<'_> {
                     continue;
                 }
                 if let Some(kind) = named.filter(|k| *k != rec.kind) {
-                    self.reread(&rec, kind, &name, observer, sink)?;
+                    self.reread(&rec, kind, &name, nb, observer, sink)?;
                     again = true;
                 }
                 self.drop_replay(pos, &rec);
@@ -224,6 +235,7 @@ impl Loader<'_> {
         rec: &ReplayRec,
         kind: ManifestKind,
         name: &str,
+        nb: &mut dyn Notebook,
         observer: &mut impl Observer,
         sink: &mut Counting<'_, S>,
     ) -> Result<(), Error> {
@@ -241,7 +253,7 @@ impl Loader<'_> {
         let start = usize::try_from(rec.at).unwrap_or(usize::MAX);
         let end = start.saturating_add(usize::try_from(rec.len).unwrap_or(usize::MAX));
         let mut body = Replayed(replay.get(start..end).unwrap_or_default());
-        let read = self.read_manifest_as(kind, name, &mut body, true, observer, sink);
+        let read = self.read_manifest_as(kind, name, &mut body, true, nb, observer, sink);
         self.replay = replay;
         read
     }
@@ -319,9 +331,10 @@ impl Loader<'_> {
         let replay = core::mem::take(&mut self.replay);
         let window = replay.get_mut(self.replay_used..).unwrap_or_default();
         let mut digest = Digest64::new();
+        let device = RefCell::new(&mut *hal);
         let mut tee = Tee {
             inner: body,
-            hal: &mut *hal,
+            hal: &device,
             region,
             written: 0,
             digest: &mut digest,
@@ -331,7 +344,8 @@ impl Loader<'_> {
             kept: 0,
             overflow: false,
         };
-        let mut read = self.read_manifest(kind, at.name, &mut tee, observer, sink);
+        let mut notebook = HalNotebook(&device);
+        let mut read = self.read_manifest(kind, at.name, &mut tee, &mut notebook, observer, sink);
         if read.is_ok() {
             tee.drain(&mut read);
         }
@@ -417,6 +431,7 @@ impl Loader<'_> {
             let len = u32::try_from(kept).map_err(|_| fail(replay_capacity(self.replay.len())))?;
             self.index.replays.push(&mut self.arena, &ReplayRec { member, kind, at, len, lost }).map_err(fail)?;
             self.replay_used = self.replay_used.saturating_add(kept);
+            self.replay_peak = self.replay_peak.max(self.replay_used);
         }
         let release = |hal: &mut H| {
             if let Some(r) = region {
@@ -474,13 +489,13 @@ mod tests {
     type Chunked<'a> = crate::testutil::Chunked<'a, Error>;
 
     /// A tee over `src` into `region` of `dev`, with `store` as the free part of the replay store.
-    fn tee<'r, 'd, H: Hal>(
+    fn tee<'r, 'd, 'h, H: Hal>(
         src: &'r mut Chunked<'d>,
-        dev: &'r mut H,
+        dev: &'r RefCell<&'h mut H>,
         region: RegionId,
         digest: &'r mut Digest64,
         store: &'r mut [u8],
-    ) -> Tee<'r, Chunked<'d>, H> {
+    ) -> Tee<'r, 'h, Chunked<'d>, H> {
         Tee {
             inner: src,
             hal: dev,
@@ -500,7 +515,7 @@ mod tests {
     }
 
     /// Reads all of `tee` the way the parser does (whatever it asks at a time), then drains.
-    fn read_through<R: BufRead<Error = Error>, H: Hal>(tee: &mut Tee<'_, R, H>, step: usize) -> Result<(), Error> {
+    fn read_through<R: BufRead<Error = Error>, H: Hal>(tee: &mut Tee<'_, '_, R, H>, step: usize) -> Result<(), Error> {
         let mut seen = Vec::new();
         let mut buf = [0u8; 64];
         loop {
@@ -531,7 +546,8 @@ mod tests {
             let mut src = Chunked::new(&data, chunk);
             let mut digest = Digest64::new();
             let mut store = [0u8; 1024];
-            let mut tee = tee(&mut src, &mut dev, region, &mut digest, &mut store);
+            let device = RefCell::new(&mut dev);
+            let mut tee = tee(&mut src, &device, region, &mut digest, &mut store);
             read_through(&mut tee, step).unwrap();
             let (written, kept, overflow) = (tee.written, tee.kept, tee.overflow);
             assert_eq!((written, kept, overflow), (700, 700, false), "chunk {chunk}, step {step}");
@@ -550,7 +566,8 @@ mod tests {
         let mut src = Chunked::new(&data, 100);
         let mut digest = Digest64::new();
         let mut store = [0u8; 650];
-        let mut tee = tee(&mut src, &mut dev, region, &mut digest, &mut store);
+        let device = RefCell::new(&mut dev);
+        let mut tee = tee(&mut src, &device, region, &mut digest, &mut store);
         read_through(&mut tee, 64).unwrap();
         // What fit stays (whole consumes, in order: 64 then 36 bytes of each 100-byte chunk),
         // the rest is marked lost; nothing is kept after the first consume that did not fit.
@@ -572,7 +589,8 @@ mod tests {
         let mut src = Chunked::new(&data, 128);
         let mut digest = Digest64::new();
         let mut store = [0u8; 1024];
-        let mut tee = tee(&mut src, &mut dev, region, &mut digest, &mut store);
+        let device = RefCell::new(&mut dev);
+        let mut tee = tee(&mut src, &device, region, &mut digest, &mut store);
         let mut read = Ok(());
         tee.drain(&mut read);
         read.unwrap();

@@ -19,6 +19,9 @@ use super::{Counting, Loader, ManifestKind, MemberAt, Observer};
 use crate::archive::Archive;
 use crate::error::{Error, WarningSink};
 use crate::hal::Hal;
+use core::cell::RefCell;
+
+use super::dma::HalNotebook;
 
 use super::report::LoadReport;
 
@@ -107,8 +110,10 @@ impl Loader<'_> {
                 Route::Debug => {}
                 Route::Manifest(kind) => {
                     report.manifests = report.manifests.saturating_add(1);
-                    self.read_manifest(kind, name, &mut member, observer, sink)?;
-                    self.settle_replays(observer, sink)?;
+                    let device = RefCell::new(&mut *hal);
+                    let mut notebook = HalNotebook(&device);
+                    self.read_manifest(kind, name, &mut member, &mut notebook, observer, sink)?;
+                    self.settle_replays(&mut notebook, observer, sink)?;
                     self.release_manifest_copies(hal)?;
                 }
                 Route::Payload => {
@@ -128,7 +133,7 @@ impl Loader<'_> {
                     // if the chain gives it a payload role (the report counts what it places).
                     let seq = report.payloads.saturating_add(1);
                     self.read_either(kind, MemberAt { name, len: size, seq }, &mut member, hal, observer, sink)?;
-                    self.settle_replays(observer, sink)?;
+                    self.settle_replays(&mut HalNotebook(&RefCell::new(&mut *hal)), observer, sink)?;
                     self.release_manifest_copies(hal)?;
                 }
             }
