@@ -261,8 +261,10 @@ mod tag {
     pub const SHAPE: u8 = 6;
 }
 
-/// Bytes the join notes of each head while checking them: its name's span and its EID.
-const HEAD_NOTE: usize = Span::ENCODED + 8;
+/// Bytes the join notes of each head while checking them: its name's span and its EID (a
+/// `u32`: an EID that resolved indexes the log's entries, which the arena's `u32` offsets
+/// bound). 1,300 heads take 13 KB: the larger part of a training NEFF's join.
+const HEAD_NOTE: usize = Span::ENCODED + 4;
 
 /// Items between two entries of a skip table (a lookup walks at most this many of its kind).
 const SKIP: u64 = 64;
@@ -481,13 +483,13 @@ impl IoJoin {
             let mut rec = [0u8; HEAD_NOTE];
             let (a, b) = rec.split_at_mut(Span::ENCODED);
             a.copy_from_slice(&name.encode());
-            b.copy_from_slice(&eid.to_le_bytes());
+            b.copy_from_slice(&u32::try_from(eid).unwrap_or(u32::MAX).to_le_bytes());
             join.arena.write(table.at.saturating_add(i.saturating_mul(HEAD_NOTE as u32)), &rec);
             i = i.saturating_add(1);
         }
         let noted = |k: u32| {
             let at = table.at.saturating_add(k.saturating_mul(HEAD_NOTE as u32));
-            (join.arena.span_at(at), join.arena.u64_at(at.saturating_add(Span::ENCODED as u32)))
+            (join.arena.span_at(at), u64::from(join.arena.u32_at(at.saturating_add(Span::ENCODED as u32))))
         };
         let same = |a: Span, b: Span| join.arena.bytes(a) == join.arena.bytes(b);
         let mut emitted: u32 = 0;

@@ -44,13 +44,34 @@ use std::{env, fs};
 /// trainium-kernel-fusion one is a bf16 model: its weights are `.npy` with `'descr': '<V2'`
 /// (spec §15.21); it is named by its directory (every file there is `baseline.neff` or
 /// `fused.neff`).
-const NEFFS: [(&str, &str); 3] = [
+const NEFFS: [(&str, &str); 7] = [
     ("public/nkipy/matmul_small.neff", "matmul_small.neff"),
     ("public/nkipy/matmul_large.neff", "matmul_large.neff"),
     ("public/trainium-kernel-fusion/baseline_bf16_s512/baseline.neff", "trainium-kernel-fusion/baseline_bf16_s512"),
+    // The real training NEFFs a controller's arena once refused, one per cause, and a small one
+    // (`shared/fixtures/training-cache/README.md`): DMA references waiting for `def.json`
+    // (29,581 of them, var names of 468 bytes), the `neff.json` I/O join of 1,312 tensors,
+    // the DVE references of a mid-size one, and a small healthy entry.
+    (TRAINING_BIG, "training-cache/MODULE_14041361676943519958"),
+    (TRAINING_IO, "training-cache/MODULE_6855667900855398127"),
+    (TRAINING_DVE, "training-cache/MODULE_10103772202104053224"),
+    (TRAINING_SMALL, "training-cache/MODULE_10014641777187220149"),
 ];
-/// Its name in the firmware's output.
-const SCALE_NAME: &str = "scale-firmware.neff (generated)";
+const TRAINING_BIG: &str =
+    "training-cache/neuronxcc-2.14.227.0+2d4f85be/MODULE_14041361676943519958+ade7b014/model.neff";
+const TRAINING_IO: &str = "training-cache/neuronxcc-2.14.227.0+2d4f85be/MODULE_6855667900855398127+ade7b014/model.neff";
+const TRAINING_DVE: &str =
+    "training-cache/neuronxcc-2.14.227.0+2d4f85be/MODULE_10103772202104053224+ade7b014/model.neff";
+const TRAINING_SMALL: &str =
+    "training-cache/neuronxcc-2.14.227.0+2d4f85be/MODULE_10014641777187220149+ade7b014/model.neff";
+/// The generated NEFFs: preset, and name in the firmware's output. `firmware` is the big
+/// model (hundreds of members); `controller` is shaped like the real NEFFs a controller's arena
+/// once refused (engine JSONs before `def.json` with 30,000 DMA references over 300 names,
+/// 1,300 I/O tensors, var names of 468 bytes).
+const GENERATED: [(&str, &str); 2] = [
+    ("firmware", "scale-firmware.neff (generated)"),
+    ("controller", "scale-controller.neff (generated: shaped like the refused real ones)"),
+];
 
 /// A variant of `matmul_small.neff` ([`VARIANTS`]).
 type Variant = (&'static str, &'static str, &'static str, &'static str, Option<(&'static str, &'static str)>);
@@ -127,7 +148,23 @@ fn header_md5(path: &Path, bytes: &[u8]) -> ([u8; 16], &'static str) {
     (md5, order)
 }
 
-/// Expected values of one NEFF (`bytes`, read from `path`), as Rust source.
+/// The `Arch` variant of the KELF target `kelf-0.json` names, as Rust source.
+fn kelf_arch(tar_stream: &[u8]) -> &'static str {
+    let mut archive = tar::Archive::new(tar_stream);
+    for entry in archive.entries().expect("tar entries") {
+        let mut entry = entry.expect("tar entry");
+        if entry.path().expect("member path").to_string_lossy() == "kelf-0.json" {
+            let mut text = String::new();
+            entry.read_to_string(&mut text).expect("kelf-0.json");
+            return if text.contains("\"sunda\"") { "Sunda" } else { "Cayman" };
+        }
+    }
+    "Cayman"
+}
+
+/// Expected values of one NEFF (`bytes`, read from `path`), as Rust source. Its bytes are a
+/// static of their own in the `.neffs` section (`memory.x`: the board's PSRAM, past flash),
+/// named by `n`.
 fn expected(name: &str, path: &Path, bytes: &[u8]) -> String {
     let mut tar_stream = Vec::new();
     flate2::read::GzDecoder::new(&bytes[HEADER_SIZE..])
@@ -158,10 +195,14 @@ fn expected(name: &str, path: &Path, bytes: &[u8]) -> String {
         .unwrap();
     }
     let (md5, order) = header_md5(path, bytes);
+    let arch = kelf_arch(&tar_stream);
     format!(
-        "    Fixture {{\n        name: {name:?},\n        bytes: include_bytes!({path:?}),\n        members: {members},\n        \
+        "    Fixture {{\n        name: {name:?},\n        bytes: {{\n            #[allow(unsafe_code)]\n            \
+         #[link_section = \".neffs\"]\n            static BYTES: [u8; {len}] = *include_bytes!({path:?});\n            \
+         &BYTES\n        }},\n        arch: Arch::{arch},\n        members: {members},\n        \
          inflated_bytes: {inflated},\n        md5: {md5:#04x?},\n        md5_order: DigestOrder::{order},\n        \
          payloads: &[\n{payloads}        ],\n    }},\n",
+        len = bytes.len(),
         path = path.display().to_string(),
         inflated = tar_stream.len(),
     )
@@ -279,11 +320,13 @@ fn main() {
     for source in ["writer.rs", "sample.rs", "scale.rs"] {
         println!("cargo:rerun-if-changed=../host/src/{source}");
     }
-    let spec = scale::ScaleSpec::preset("firmware").expect("the generator has a firmware preset");
-    let bytes = spec.build().expect("the scale NEFF generator failed");
-    let path = out.join("scale-firmware.neff");
-    fs::write(&path, &bytes).expect("write the generated NEFF to OUT_DIR");
-    table.push_str(&expected(SCALE_NAME, &path, &bytes));
+    for (preset, name) in GENERATED {
+        let spec = scale::ScaleSpec::preset(preset).expect("the generator has the preset");
+        let bytes = spec.build().expect("the scale NEFF generator failed");
+        let path = out.join(format!("scale-{preset}.neff"));
+        fs::write(&path, &bytes).expect("write the generated NEFF to OUT_DIR");
+        table.push_str(&expected(name, &path, &bytes));
+    }
     table.push_str("];\n");
     fs::write(out.join("fixtures.rs"), table).expect("write fixtures.rs");
 }

@@ -138,6 +138,15 @@ pub struct ScaleSpec {
     pub act_sets: usize,
     /// Whose shapes: Trn2 (the default) or Trn1.
     pub generation: Generation,
+    /// DMA descriptors of each subgraph's engine JSONs (DVE, SP, Activation in turn), each
+    /// naming a long-named variable and the state buffer: two references each, waiting for a
+    /// `def.json` that comes after them in the tar, as in real training NEFFs.
+    pub dma_descs: usize,
+    /// Distinct long-named variables those descriptors name (`tmp-buf` vars of `def.json`).
+    pub dma_vars: usize,
+    /// The longest of their names (they cycle from 24 bytes up to it): real training NEFFs
+    /// have variable names of up to 468 bytes.
+    pub var_name_len: usize,
 }
 
 impl ScaleSpec {
@@ -157,6 +166,9 @@ impl ScaleSpec {
             semaphores: 16,
             act_sets: 1,
             generation: Generation::Trn2,
+            dma_descs: 0,
+            dma_vars: 0,
+            var_name_len: 24,
         }
     }
 
@@ -189,6 +201,9 @@ impl ScaleSpec {
                 semaphores: 32,
                 act_sets: 8,
                 generation: Generation::Trn2,
+                dma_descs: 0,
+                dma_vars: 0,
+                var_name_len: 24,
             },
             "firmware" => Self {
                 inputs: 384,
@@ -200,13 +215,41 @@ impl ScaleSpec {
                 ..s
             },
             "trn1" => Self { subgraphs: 1, weights: 8, generation: Generation::Trn1, ..s },
+            // The shapes of the real NEFFs a controller's arena once refused: engine JSONs
+            // before `def.json` (a byte-wise sorted trn1 tar) with 30,000 DMA references over
+            // 300 names, 1,300 I/O tensors, variable names of up to 468 bytes.
+            "controller" => Self {
+                inputs: 400,
+                outputs: 900,
+                max_dims: 4,
+                subgraphs: 1,
+                vars_per_subgraph: 3500,
+                weights: 8,
+                generation: Generation::Trn1,
+                dma_descs: 15_000,
+                dma_vars: 300,
+                var_name_len: 468,
+                ..s
+            },
             _ => return None,
         })
     }
 
     /// The preset names [`ScaleSpec::preset`] knows.
-    pub const PRESETS: [&'static str; 11] =
-        ["small", "io", "vars", "weights", "subgraphs", "names", "queues", "act-sets", "host", "firmware", "trn1"];
+    pub const PRESETS: [&'static str; 12] = [
+        "small",
+        "io",
+        "vars",
+        "weights",
+        "subgraphs",
+        "names",
+        "queues",
+        "act-sets",
+        "host",
+        "firmware",
+        "trn1",
+        "controller",
+    ];
 
     /// Changes one field from a `field=value` argument (`weights=2`).
     pub fn set(&mut self, arg: &str) -> Result<(), String> {
@@ -225,6 +268,9 @@ impl ScaleSpec {
             "queues_per_set" => &mut self.queues_per_set,
             "semaphores" => &mut self.semaphores,
             "act_sets" => &mut self.act_sets,
+            "dma_descs" => &mut self.dma_descs,
+            "dma_vars" => &mut self.dma_vars,
+            "var_name_len" => &mut self.var_name_len,
             _ => return Err(format!("no field {field:?}")),
         };
         *slot = value;
@@ -362,7 +408,52 @@ impl ScaleSpec {
         format!("{{\"graphs\":[{}],\"target\":\"{}\",\"version\":\"0.5\"}}\n", graphs.join(","), self.target())
     }
 
+    /// The name of long-named variable `v` of [`ScaleSpec::dma_vars`]: 24 bytes and up, the
+    /// longest [`ScaleSpec::var_name_len`].
+    pub fn dma_var(&self, v: usize) -> String {
+        let base = format!("Coalesced_memloc_{v:05}_");
+        let span = self.var_name_len.saturating_sub(24).max(1);
+        let len = if v == 0 { self.var_name_len } else { 24 + (v * 37) % span };
+        format!("{base}{}", "x".repeat(len.saturating_sub(base.len())))
+    }
+
+    /// The DMA blocks of engine `key` of a subgraph: its share of [`ScaleSpec::dma_descs`],
+    /// 64 descriptors a block, on the engine's own queue set, each moving a long-named
+    /// variable to the state buffer or back.
+    fn engine_dma(&self, key: &str) -> String {
+        let engines = ["dve", "sp", "act"];
+        let Some(e) = engines.iter().position(|k| *k == key) else { return String::new() };
+        let mine: Vec<usize> = (0..self.dma_descs).filter(|d| d % engines.len() == e).collect();
+        let mut blocks = Vec::new();
+        for (b, chunk) in mine.chunks(64).enumerate() {
+            let descs: Vec<String> = chunk
+                .iter()
+                .map(|&d| {
+                    let var = self.dma_var(d % self.dma_vars.max(1));
+                    let (from, to) = if d % 2 == 0 { (var.as_str(), "SB") } else { ("SB", var.as_str()) };
+                    format!(
+                        concat!(
+                            "{{\"from\":\"{}\",\"from_dtype\":\"float32\",\"from_off\":{},\"from_sizes\":[256,1],",
+                            "\"from_steps\":[1,262144],\"op\":\"copy\",\"to\":\"{}\",\"to_dtype\":\"float32\",",
+                            "\"to_off\":0,\"to_sizes\":[256,1],\"to_steps\":[1,256]}}"
+                        ),
+                        from,
+                        (d % 97) * 1024,
+                        to
+                    )
+                })
+                .collect();
+            blocks.push(format!(
+                "{{\"#comment\":\"spill-block-{b}\",\"desc\":[{}],\"id\":{b},\"queue\":\"{}\",\"semaphore\":40}}",
+                descs.join(","),
+                TRN1_IO_QUEUES[e % TRN1_IO_QUEUES.len()].0
+            ));
+        }
+        blocks.join(",")
+    }
+
     fn engine_json(&self, sg: usize, key: &str, stem: &str) -> String {
+        let dma = self.engine_dma(key);
         match key {
             "pool" if self.generation == Generation::Trn1 => {
                 format!("{{\"dma\":[{}],\"instr\":\"{stem}.bin\",\"name\":\"{stem}.json\"}}", self.weight_dma(sg))
@@ -370,18 +461,18 @@ impl ScaleSpec {
             "act" => {
                 let sets: Vec<String> = (0..self.act_sets).map(|a| format!("\"set{a}\"")).collect();
                 format!(
-                    "{{\"activation_function_sets\":[{}],\"dma\":[],\"instr\":\"{stem}.bin\",\"name\":\"{stem}.json\"}}",
+                    "{{\"activation_function_sets\":[{}],\"dma\":[{dma}],\"instr\":\"{stem}.bin\",\"name\":\"{stem}.json\"}}",
                     sets.join(",")
                 )
             }
             "dve" => {
                 let tables: Vec<String> = DVE_TABLES.iter().map(|(k, f, _)| format!("\"{k}\":\"{f}\"")).collect();
                 format!(
-                    "{{\"dma\":[],\"dve_tables\":[{{{}}}],\"instr\":\"{stem}.bin\",\"name\":\"{stem}.json\"}}",
+                    "{{\"dma\":[{dma}],\"dve_tables\":[{{{}}}],\"instr\":\"{stem}.bin\",\"name\":\"{stem}.json\"}}",
                     tables.join(",")
                 )
             }
-            _ => format!("{{\"dma\":[],\"instr\":\"{stem}.bin\",\"name\":\"{stem}.json\"}}"),
+            _ => format!("{{\"dma\":[{dma}],\"instr\":\"{stem}.bin\",\"name\":\"{stem}.json\"}}"),
         }
     }
 
@@ -451,7 +542,11 @@ impl ScaleSpec {
         }
         s.push_str(",\"var\":{\"SB\":{\"type\":\"state-buffer\",\"var_id\":0},\"output0\":{\"size\":64,\"type\":\"output\",\"var_id\":1}");
         let mut id = 2usize;
-        for v in 0..self.vars_per_subgraph.saturating_sub(2) {
+        for v in 0..self.dma_vars {
+            s.push_str(&format!(",\"{}\":{{\"size\":1024,\"type\":\"tmp-buf\",\"var_id\":{id}}}", self.dma_var(v)));
+            id += 1;
+        }
+        for v in 0..self.vars_per_subgraph.saturating_sub(2 + self.dma_vars) {
             s.push_str(&format!(",\"t{v:06}\":{{\"size\":{},\"type\":\"tmp-buf\",\"var_id\":{id}}}", 64 + v % 64));
             id += 1;
         }
@@ -542,6 +637,16 @@ mod tests {
         for name in ScaleSpec::PRESETS {
             assert!(ScaleSpec::preset(name).is_some(), "{name}");
         }
+        let controller = ScaleSpec::preset("controller").unwrap();
+        let engines: String = ["dve", "sp", "act"].iter().map(|k| controller.engine_dma(k)).collect();
+        assert_eq!(engines.matches("\"from\"").count(), 15_000, "15,000 descriptors, 30,000 references");
+        assert_eq!(controller.dma_var(0).len(), 468);
+        let def = controller.def_json(0);
+        assert_eq!(def.matches("\"var_id\"").count(), 3500 + 8);
+        assert!((0..300).all(|v| def.contains(&format!("\"{}\":", controller.dma_var(v)))));
+        let members: Vec<String> = controller.members().into_iter().map(|(n, _)| n).collect();
+        let at = |name: &str| members.iter().position(|m| m == name).unwrap();
+        assert!(at("sg00/DVE.json") < at("sg00/def.json") && at("sg00/SP.json") < at("sg00/def.json"));
         let vars = ScaleSpec::preset("vars").unwrap();
         let def = vars.def_json(0);
         assert_eq!(def.matches("\"var_id\"").count(), 100_000 + 2, "100,000 vars and both weights");
