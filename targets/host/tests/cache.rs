@@ -580,3 +580,36 @@ fn every_verb_names_the_failed_compile_marker() {
     let err = stderr(&neff_p(&[&"mem", &good, &marker]));
     assert!(err.contains(&format!("hint: {}: this file is a compile cache's marker", marker.display())), "{err}");
 }
+
+/// The README's `neff cache` transcript on the real training cache: each `$ neff ...` line is
+/// run from the repository's root and prints what the README shows under it.
+#[test]
+fn the_readme_cache_transcript_is_what_neff_prints() {
+    if common::fixture("training-cache").is_none() {
+        return;
+    }
+    // The host crate sits two levels below the repository's root.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap();
+    let readme = fs::read_to_string(root.join("README.md")).unwrap();
+    let at = readme.find("$ neff cache ../shared/fixtures/training-cache\n").expect("the transcript");
+    let block = &readme[at..at + readme[at..].find("```").unwrap()];
+    let mut runs: Vec<(String, String)> = Vec::new();
+    for line in block.lines() {
+        match line.strip_prefix("$ ") {
+            Some(command) => runs.push((command.to_owned(), String::new())),
+            None => {
+                let (_, out) = runs.last_mut().unwrap();
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+    }
+    assert_eq!(runs.len(), 2, "{block}");
+    for (command, want) in runs {
+        let args: Vec<&str> = command.split_whitespace().skip(1).collect();
+        let out =
+            std::process::Command::new(env!("CARGO_BIN_EXE_neff")).args(&args).current_dir(&root).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{command}: {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(String::from_utf8(out.stdout).unwrap(), want, "{command}");
+    }
+}
