@@ -177,13 +177,6 @@ pub struct Scan {
     pub locks: Vec<LockFile>,
 }
 
-impl std::ops::Deref for Scan {
-    type Target = [Entry];
-    fn deref(&self) -> &[Entry] {
-        &self.entries
-    }
-}
-
 /// The cache root: DIR, or the local path of `NEURON_COMPILE_CACHE_URL`, or the default.
 pub fn root(dir: Option<&Path>) -> Result<PathBuf, CliError> {
     if let Some(d) = dir {
