@@ -189,10 +189,11 @@ rm -rf target/python-wheels
 # The package's annotations and the native module's stubs (python/neff/_neff.pyi) agree.
 (cd targets/python/python && "../../../$venv/bin/python" -m mypy --strict --cache-dir=/dev/null neff)
 # The tests compare the package with the command, and generate big NEFFs with scale-neff.
-cargo build -q -p neff-cli --bin neff --example scale-neff
+cargo build -q -p neff-cli --bin neff --example scale-neff --example scale-cache
 # Any non-zero status fails the step, 5 (pytest collected no test) included.
 pytest_status=0
 (cd targets/python && NEFF_BIN=../../target/debug/neff SCALE_NEFF_BIN=../../target/debug/examples/scale-neff \
+  SCALE_CACHE_BIN=../../target/debug/examples/scale-cache \
   PYTHONDONTWRITEBYTECODE=1 "../../$venv/bin/python" -m pytest -q -rs -p no:cacheprovider tests) || pytest_status=$?
 if [ "$pytest_status" -ne 0 ]; then
   [ "$pytest_status" -eq 5 ] && echo "error: pytest collected no test in targets/python/tests" >&2

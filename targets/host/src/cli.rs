@@ -66,11 +66,15 @@ pub enum Command {
     Man(ManArgs),
     /// Check a Neuron compile cache: each entry's state, compiler, size, device memory.
     ///
-    /// libneuronxla's neuronxcc-<version>/MODULE_<hash>/ entries (model.neff, model.done,
-    /// model.log, *.lock) and vllm-neuron's <hash>/graph_<hash>.neff (.compilation_complete).
-    /// States: ok (check accepts the NEFF), failed (a log, no usable NEFF), broken (check
-    /// refuses the NEFF), incomplete (no done marker), locked (a lock file is held). `clean`
-    /// removes whole entries inside DIR, never following a link, never one whose lock is held.
+    /// libneuronxla's neuronxcc-<version>/MODULE_<hash>/ entries of every age (model.neff,
+    /// model.log, compile_flags.txt or .json, model.done where it writes one, *.lock) and
+    /// vllm-neuron's <hash>/graph_<hash>.neff (.compilation_complete). Every NEFF is checked,
+    /// done marker or not. States: ok (check accepts the NEFF), broken (check refuses it),
+    /// failed (the ERROR marker, or a log and no NEFF: the compiler's reason is shown),
+    /// uncompiled (HLO and flags only, no NEFF), incomplete (a refused NEFF without the done
+    /// marker its compiler writes), locked (a lock file is held); a lock nobody holds is
+    /// reported as stale. `clean` removes each kind inside DIR, never following a link, never
+    /// an entry whose lock is held.
     Cache(CacheArgs),
 }
 
@@ -287,7 +291,7 @@ pub struct CacheArgs {
 /// `neff cache` actions.
 #[derive(Debug, Subcommand)]
 pub enum CacheAction {
-    /// Remove whole entries: failed ones, broken ones, or those of older compilers.
+    /// Remove leftovers: failed, broken or uncompiled entries, stale locks, older compilers.
     Clean(CleanArgs),
 }
 
@@ -296,12 +300,18 @@ pub enum CacheAction {
 pub struct CleanArgs {
     /// The cache root (as for `neff cache`).
     pub dir: Option<PathBuf>,
-    /// Remove entries whose compile failed (a log, no usable NEFF).
+    /// Remove entries whose compile failed (the ERROR marker, or a log and no NEFF).
     #[arg(long)]
     pub failed: bool,
     /// Remove entries whose NEFF `check` refuses.
     #[arg(long)]
     pub broken: bool,
+    /// Remove entries with no NEFF and no log (HLO and flags only).
+    #[arg(long)]
+    pub uncompiled: bool,
+    /// Remove lock files nobody holds (each while this command holds it), keeping the entries.
+    #[arg(long)]
+    pub stale_locks: bool,
     /// Remove entries compiled by a compiler older than VERSION (e.g. 2.23).
     #[arg(long, value_name = "VERSION")]
     pub older_than: Option<String>,

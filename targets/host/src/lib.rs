@@ -7,6 +7,7 @@
 //! Every verb reads its input as a stream through a fixed-size buffer ([`source`]), so the
 //! command's memory stays flat whatever the size of the NEFF.
 
+pub mod cache_gen;
 pub mod cli;
 pub mod commands;
 pub mod consumed;

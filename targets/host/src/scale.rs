@@ -21,6 +21,9 @@ use std::io;
 use crate::sample::{f16_values, npy, pseudo_random, sort_members, MemberOrder};
 use crate::writer::{self, HeaderFields};
 
+/// The generated compile caches moved to [`crate::cache_gen`]; their old names stay.
+pub use crate::cache_gen::{CacheTree, CACHE_CYCLE};
+
 /// The compiler generation whose shapes a generated NEFF has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Generation {
@@ -655,73 +658,5 @@ mod tests {
         assert_eq!(neff.matches("\"op\":\"null\"").count(), 2000);
         assert!(neff.contains("[2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2]"));
         assert!(ScaleSpec::preset("nope").is_none());
-    }
-}
-
-/// A generated Neuron compile cache: `entries` entries under a root, cycling through every
-/// state `neff cache` tells apart (spread over two compiler versions and both layouts), each
-/// ok one holding a copy of one NEFF. `cargo run -p neff-cli --example scale-cache -- DIR N`
-/// writes one; the cache tests and the README's `cache` timing use it.
-#[derive(Debug, Clone, Copy)]
-pub struct CacheTree<'a> {
-    /// How many entries.
-    pub entries: usize,
-    /// The NEFF of the ok entries (a truncated copy makes the broken ones).
-    pub neff: &'a [u8],
-}
-
-/// The cycle of [`CacheTree`]'s entries, by position modulo its length, with the state `neff
-/// cache` gives each: seven ok libneuronxla entries, an ok vllm-neuron one, a failed compile
-/// (a log, no NEFF), libneuronxla's failed-compile marker (`model.neff` is `ERROR`), a broken
-/// one (done, its NEFF cut in half) and an incomplete one (no done marker).
-pub const CACHE_CYCLE: [&str; 12] =
-    ["ok", "ok", "ok", "ok", "ok", "ok", "ok", "ok", "failed", "failed", "broken", "incomplete"];
-
-impl CacheTree<'_> {
-    /// Writes the entries under `root` (created if missing) and returns each one's path
-    /// relative to it and the state it should get, in `neff cache`'s order.
-    pub fn write(&self, root: &std::path::Path) -> io::Result<Vec<(String, &'static str)>> {
-        use std::fs;
-        let put = |rel: &str, name: &str, bytes: &[u8]| -> io::Result<()> {
-            let dir = root.join(rel);
-            fs::create_dir_all(&dir)?;
-            fs::write(dir.join(name), bytes)
-        };
-        let mut out = Vec::with_capacity(self.entries);
-        for i in 0..self.entries {
-            let state = CACHE_CYCLE[i % CACHE_CYCLE.len()];
-            let version = if i % 3 == 0 { "neuronxcc-2.22.1.0+0a1b2c3d" } else { "neuronxcc-2.23.6484.0+3b612583" };
-            // A hash-like spread of names, so the sorted order is not the writing order.
-            let hash = (i as u32).wrapping_mul(0x9e37_79b1);
-            let rel = format!("{version}/MODULE_{i:06}{hash:08x}+4fa1");
-            match i % CACHE_CYCLE.len() {
-                7 => {
-                    let rel = format!("vllm/{hash:08x}{i:06}");
-                    put(&rel, &format!("graph_{hash:08x}{i:06}.neff"), self.neff)?;
-                    put(&rel, ".compilation_complete", b"")?;
-                    out.push((rel, state));
-                    continue;
-                }
-                8 => put(&rel, "model.log", b"ERROR: compilation failed\n")?,
-                9 => {
-                    put(&rel, "model.neff", b"ERROR")?;
-                    put(&rel, "model.done", b"")?;
-                }
-                10 => {
-                    put(&rel, "model.neff", &self.neff[..self.neff.len() / 2])?;
-                    put(&rel, "model.done", b"")?;
-                }
-                11 => put(&rel, "model.neff", self.neff)?,
-                _ => {
-                    put(&rel, "model.neff", self.neff)?;
-                    put(&rel, "model.done", b"")?;
-                    put(&rel, "compile_flags.json", br#"["--target=trn2"]"#)?;
-                }
-            }
-            out.push((rel, state));
-        }
-        // `neff cache`'s order: by path, component by component.
-        out.sort_by(|a, b| std::path::Path::new(&a.0).cmp(std::path::Path::new(&b.0)));
-        Ok(out)
     }
 }

@@ -79,7 +79,9 @@ fn a_generated_cache_reads_the_same_on_any_thread_count() {
     let text = same_whatever_the_threads(&[&"cache", &r]);
     assert_eq!(code(&text), 0);
     assert!(
-        stdout(&text).contains("64 entries: 44 ok, 10 failed, 5 broken, 5 incomplete, 0 locked;"),
+        stdout(&text).contains(
+            "64 entries: 44 ok, 10 failed, 5 broken, 0 uncompiled, 5 incomplete, 0 locked; 0 stale lock files;"
+        ),
         "{}",
         stdout(&text)
     );

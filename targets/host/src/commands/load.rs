@@ -60,7 +60,8 @@ pub fn check(args: &CheckArgs) -> Result<(), CliError> {
                 Err(e) => {
                     if e.exit_code() == crate::error::EXIT_REJECTED {
                         refused += 1;
-                        named(e, file).print();
+                        // One file of many: its own hint, as `run` gives a single file's.
+                        named(super::cache::with_marker_hint(e, file), file).print();
                     } else {
                         unreadable += 1;
                         e.print();
@@ -96,8 +97,7 @@ fn check_one(args: &CheckArgs, file: &std::path::Path, source: crate::source::In
     let size = source.size();
     let arch = args.arch.map(arch_of);
     let options = PassOptions { allow_legacy: args.allow_legacy, verify: args.verify, ..PassOptions::default() };
-    let pass = loading::run(source, size, Target::Check(arch), options)
-        .map_err(|e| super::cache::with_marker_hint(e, file))?;
+    let pass = loading::run(source, size, Target::Check(arch), options)?;
     let r = &pass.report;
     let bytes: u64 = r.payloads.iter().map(|p| p.len).sum();
     let gate = arch.map_or_else(String::new, |a| format!(", runs on {}", a.as_str()));

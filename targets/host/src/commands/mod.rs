@@ -39,7 +39,19 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
     // compressed bytes per chunk.
     let env = |name| std::env::var(name).ok().and_then(|v: String| v.parse::<u64>().ok());
     crate::inflate::configure(threads.map(usize::from), env("NEFF_PARALLEL_MIN_BYTES"), env("NEFF_INFLATE_CHUNK"));
-    match cli.command {
+    // Every verb's refusal says so when an input is a compile cache's failed-compile marker.
+    let inputs: Vec<std::path::PathBuf> = match &cli.command {
+        Command::Info(a) => a.file.iter().cloned().collect(),
+        Command::Check(a) if a.files.len() == 1 => a.files.clone(),
+        Command::Load(a) => a.file.iter().cloned().collect(),
+        Command::Unpack(a) => vec![a.file.clone()],
+        Command::Mem(a) => a.files.clone(),
+        Command::Diff(a) => vec![a.a.clone(), a.b.clone()],
+        Command::Ls(a) => vec![a.file.clone()],
+        Command::Cat(a) => vec![a.file.clone()],
+        _ => Vec::new(),
+    };
+    let result = match cli.command {
         Command::Info(args) => info::run(&args),
         Command::Check(args) => load::check(&args),
         Command::Load(args) => load::load(&args),
@@ -53,7 +65,9 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         Command::Completions(args) => shell::run_completions(&args),
         Command::Man(args) => shell::run_man(&args),
         Command::Cache(args) => cache::run(&args),
-    }
+    };
+    let inputs: Vec<&Path> = inputs.iter().map(|p| p.as_path()).collect();
+    result.map_err(|e| cache::with_marker_hints(e, &inputs))
 }
 /// One check pass over `path` that keeps the consumed manifest values and the member log:
 /// what `ls` and `diff` read of a NEFF. A refusal of the manifests does not end it (the

@@ -17,7 +17,7 @@ import io
 import os
 import sys
 import warnings as _warnings
-from typing import IO, Any, Dict, Iterator, List, NamedTuple, Optional, Tuple, Union
+from typing import IO, Any, Dict, Iterator, List, Literal, NamedTuple, Optional, Tuple, TypedDict, Union
 
 from . import _neff
 from ._neff import NeffError, NeffWarning
@@ -37,6 +37,13 @@ __all__ = [
     "mem",
     "diff",
     "cache",
+    "Cache",
+    "CacheEntry",
+    "CacheLock",
+    "CacheNeff",
+    "CacheFlags",
+    "CacheTotals",
+    "CacheState",
     "members",
     "read",
     "weights",
@@ -204,8 +211,101 @@ def diff(a: Source, b: Source) -> Dict[str, Any]:
     return _answer(_call(_neff.diff, _native(a), _native(b)))  # type: ignore[no-any-return]
 
 
-def cache(dir: Optional[Union[str, "os.PathLike[str]"]] = None) -> Dict[str, Any]:
-    """A Neuron compile cache's entries: state, compiler, size, device memory (``neff cache --json``).
+class CacheNeff(TypedDict):
+    """A cache entry's NEFF file."""
+
+    #: Relative to the cache root.
+    path: str
+    size: int
+
+
+class CacheFlags(TypedDict):
+    """The compiler flags an entry was compiled with."""
+
+    #: ``compile_flags.txt`` (libneuronxla of the 2.14 age) or ``compile_flags.json``.
+    file: str
+    flags: List[str]
+
+
+class CacheLock(TypedDict):
+    """A lock file, and whether a process holds it (a ``flock`` or an ``fcntl`` lock)."""
+
+    #: Relative to the cache root.
+    path: str
+    #: ``False``: stale, nobody holds it.
+    held: bool
+
+
+#: An entry's state: ``ok`` and ``broken`` (its NEFF, checked whether or not a done marker
+#: exists, is accepted or refused), ``failed`` (the ``ERROR`` marker, or a log and no NEFF),
+#: ``uncompiled`` (HLO and flags only), ``incomplete`` (a refused NEFF without the done marker
+#: its compiler writes), ``locked`` (a lock file is held).
+CacheState = Literal["ok", "failed", "broken", "uncompiled", "incomplete", "locked"]
+
+
+class CacheEntry(TypedDict):
+    """One entry of ``neff cache --json``."""
+
+    #: Its directory, relative to the cache root.
+    path: str
+    #: ``libneuronxla`` or ``vllm-neuron``.
+    layout: str
+    state: CacheState
+    #: Why it is in its state, in one line: for ``failed``, the compiler's own line from its log
+    #: (``[F137] neuronx-cc was forcibly killed ...``, ``BrokenPipeError: ...``); for ``broken``,
+    #: the refusal; ``None`` when ``ok``.
+    reason: Optional[str]
+    #: The compiler's error code in ``reason`` (``F137``), when it has one.
+    error_code: Optional[str]
+    #: What says a failed compile failed: ``model.neff is ERROR``, ``model.log``.
+    markers: List[str]
+    compiler_version: Optional[str]
+    #: The NEFF's KELF target (``ok`` entries).
+    target: Optional[str]
+    #: Bytes of its files.
+    size: int
+    #: ``neff mem``'s total over the NEFF's NeuronCores (``ok`` entries).
+    device_memory: Optional[int]
+    #: The refusal of its NEFF (``broken`` and ``incomplete`` entries).
+    error: Optional[str]
+    neff: Optional[CacheNeff]
+    #: The size of ``model.hlo_module.pb``.
+    hlo_size: Optional[int]
+    flags: Optional[CacheFlags]
+    #: Whether its done marker (``model.done``, ``.compilation_complete``) is there.
+    done: bool
+    locks: List[CacheLock]
+
+
+class CacheTotals(TypedDict):
+    """The counts of ``neff cache --json``."""
+
+    entries: int
+    ok: int
+    failed: int
+    broken: int
+    uncompiled: int
+    incomplete: int
+    locked: int
+    #: Lock files in the entries that nobody holds.
+    stale_locks: int
+    size: int
+    device_memory: int
+
+
+class Cache(TypedDict):
+    """What ``neff cache --json`` prints."""
+
+    root: str
+    entries: List[CacheEntry]
+    #: Lock files outside the entries (the root's ``lock``).
+    locks: List[CacheLock]
+    totals: CacheTotals
+
+
+def cache(dir: Optional[Union[str, "os.PathLike[str]"]] = None) -> Cache:
+    """A Neuron compile cache's entries: state and why, NEFF, HLO, flags, locks, compiler, target,
+    size, device memory (``neff cache --json``).
 
     Without ``dir``: ``$NEURON_COMPILE_CACHE_URL``, else ``/var/tmp/neuron-compile-cache``."""
     return _answer(_call(_neff.cache, None if dir is None else os.fsdecode(os.fspath(dir))))  # type: ignore[no-any-return]
