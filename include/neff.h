@@ -14,11 +14,46 @@
 #include <stdint.h>
 #include "neff_codes.h"
 #include "neff_schema.h"
+/** The version of this header, "MAJOR.MINOR.PATCH": neff_version() returns the library's. */
+#define NEFF_VERSION_STRING "0.1.0"
+
+/**
+ * Checks, once at start-up, that the library the program runs with is the one this header
+ * describes (its version and its structure sizes), as zlib's inflateInit() checks
+ * ZLIB_VERSION: NEFF_STATUS_OK, or NEFF_STATUS_VERSION_MISMATCH with both versions in the
+ * message of *err (err may be NULL). It keeps no state and may be called from any thread.
+ */
+#define neff_init(err) \
+  neff_init_(NEFF_VERSION_MAJOR, NEFF_VERSION_MINOR, sizeof(neff_error), sizeof(neff_report), (err))
+
 
 /**
  * 64-bit words in a [`neff_error`].
  */
 #define NEFF_ERROR_WORDS 40
+
+/**
+ * The library's major version: a program built against a header of another major version is
+ * refused by `neff_init()`.
+ */
+#define NEFF_VERSION_MAJOR 0
+
+/**
+ * The library's minor version: before 1.0 a change of minor version may break the ABI, and
+ * `neff_init()` refuses a header of another minor version; from 1.0 on, a header newer than
+ * the library.
+ */
+#define NEFF_VERSION_MINOR 1
+
+/**
+ * The library's patch version.
+ */
+#define NEFF_VERSION_PATCH 0
+
+/**
+ * The version as one number, `MAJOR * 10000 + MINOR * 100 + PATCH`, for `#if` tests.
+ */
+#define NEFF_VERSION_NUMBER (((NEFF_VERSION_MAJOR * 10000) + (NEFF_VERSION_MINOR * 100)) + NEFF_VERSION_PATCH)
 
 /**
  * The outcome of a call: `NEFF_STATUS_OK`, the runtime's `NRT_STATUS` the error maps to
@@ -55,9 +90,17 @@ enum neff_status
    */
   NEFF_STATUS_BAD_ARGUMENT = 64,
   /**
-   * The load or check succeeded but an output buffer (the JSON report) is too small.
+   * A buffer the call writes is too small for what it must hold: nothing was done (a load
+   * was undone, its regions released). `neff_error_needed()` gives the bytes it needs,
+   * `neff_error_available()` the bytes lent.
    */
   NEFF_STATUS_BUFFER_TOO_SMALL = 65,
+  /**
+   * `neff_init()` was given a header of another major version (or, before 1.0, another minor
+   * version), a newer header than the library, or structure sizes that differ from the
+   * library's: the program was built against another `neff.h`.
+   */
+  NEFF_STATUS_VERSION_MISMATCH = 66,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -331,9 +374,12 @@ typedef uint32_t neff_digest_order;
 
 /**
  * Fills `buf` with up to `len` bytes of the NEFF, the next ones in order: returns how many
- * (0 at the end of the file), or a negative number if the read failed (the load then fails
- * with status `NEFF_STATUS_FAILURE`, stage `NEFF_STAGE_IO`, code `NEFF_ERR_IO_OTHER`).
- * Returning more than `len` is an error too (`NEFF_ERR_IO_INVALID_DATA`).
+ * (0 at the end of the file), or a negative number if the read failed, by convention the
+ * negated `errno` (`-EIO`): any value from -1 down to `PTRDIFF_MIN` is passed on as is. The
+ * call then fails with status `NEFF_STATUS_FAILURE`, stage `NEFF_STAGE_IO`, code
+ * `NEFF_ERR_IO_OTHER`; `neff_error_read_result()` gives the value returned and the message
+ * ends with it. Returning more than `len` is an error too (`NEFF_ERR_IO_INVALID_DATA`, the
+ * value in `neff_error_read_result()` as well).
  */
 typedef ptrdiff_t (*neff_read_fn)(void *ctx, uint8_t *buf, size_t len);
 
@@ -718,7 +764,9 @@ typedef struct neff_outputs {
    */
   size_t json_len;
   /**
-   * Bytes of JSON written (not NUL-terminated), if non-null.
+   * If non-null, receives the bytes of JSON written (not NUL-terminated); with
+   * `NEFF_STATUS_BUFFER_TOO_SMALL`, the bytes the report needs (as `neff_error_needed()`);
+   * with any other failure, 0.
    */
   size_t *json_written;
 } neff_outputs;
@@ -793,15 +841,22 @@ size_t neff_load_stack_size(void);
 size_t neff_error_size(void);
 
 /**
- * Loads a NEFF onto the device behind `hal`: every check of [`neff_check`], and every payload
- * lands in a device region with its usage class. On failure every region this load allocated
- * is released again. Returns `NEFF_STATUS_OK` or the failure's status, with the error in
- * `*err` (if non-null) and the report (what was done before the failure, too) in `*outputs`.
+ * Loads a NEFF onto the device behind `hal`: every check of `neff_check()`, and every payload
+ * lands in a device region with its usage class. Returns `NEFF_STATUS_OK` or the failure's
+ * status, with the error in `*err` (if non-null) and the report (what was done before the
+ * failure, too) in `*outputs`.
+ *
+ * All or nothing: whatever the status, unless it is `NEFF_STATUS_OK`, no region this call
+ * allocated is left live on the device (each was released through `hal->release`). A JSON
+ * report too long for `outputs->json` is `NEFF_STATUS_BUFFER_TOO_SMALL`, found once the
+ * load is over and before it returns: the load is undone.
  *
  * `source`, `hal` and `buffers` are required; `options`, `observer`, `outputs` and `err` may
- * be null. A null required pointer, a null buffer with a length, or an arena shorter than
- * [`neff_arena_min`] (or none, in a library without a built-in one) is
- * `NEFF_STATUS_BAD_ARGUMENT`.
+ * be null. A null required pointer, a null buffer with a length, an arena shorter than
+ * `neff_arena_min()` (or none, in a library without a built-in one), or two lent buffers
+ * that share a byte (the source's bytes or buffer, the arena, the replay store,
+ * `outputs->report`, `outputs->json`, `outputs->json_written`, `err`) is
+ * `NEFF_STATUS_BAD_ARGUMENT`, before anything is read or allocated.
  *
  * # Safety
  * Every non-null pointer points to a live object of its type; the memory a `neff_source`,
@@ -819,8 +874,8 @@ neff_status neff_load(const struct neff_source *source,
 /**
  * Validates a NEFF without a device: header gates, gzip and tar, every manifest of the chain,
  * every payload read, digested and size-checked (the observer sees each as
- * `NEFF_PAYLOAD_CHECKED`, with no region). `options.arch`, when not 0, adds the target gate against that architecture. As
- * [`neff_load`] otherwise.
+ * `NEFF_PAYLOAD_CHECKED`, with no region). `options->arch`, when not 0, adds the target gate
+ * against that architecture. As `neff_load()` otherwise, the overlap checks included.
  *
  * # Safety
  * As [`neff_load`]'s.
@@ -925,6 +980,16 @@ size_t neff_error_needed(const struct neff_error *err);
 size_t neff_error_available(const struct neff_error *err);
 
 /**
+ * What the read callback returned when it failed (negative, by convention the negated
+ * `errno`; or more than it was asked for): the call failed with stage `NEFF_STAGE_IO`. 0 when
+ * the error did not come from the callback.
+ *
+ * # Safety
+ * `err` is null or points to a `neff_error` (filled by a `neff_*` call, or never read as one).
+ */
+ptrdiff_t neff_error_read_result(const struct neff_error *err);
+
+/**
  * The tar member the error is about (UTF-8, not NUL-terminated: `*len` bytes; the last
  * 128 bytes of a longer path, after `…`). Empty outside a member. The pointer points into
  * `err` and lives as long as it.
@@ -968,6 +1033,57 @@ size_t neff_error_message(const struct neff_error *err,
  * `buf` is null or lends `len` writable bytes.
  */
 size_t neff_warning_message(const struct neff_warning *w, uint8_t *buf, size_t len);
+
+/**
+ * The library's version, `"MAJOR.MINOR.PATCH"` (NUL-terminated, static): compare it with the
+ * header's `NEFF_VERSION_STRING`, or let `neff_init()` do it.
+ */
+const char *neff_version(void);
+
+/**
+ * What `neff_init()` expands to: checks that the header the program was built with
+ * (`major`, `minor`, `sizeof(neff_error)`, `sizeof(neff_report)`) matches this library.
+ * Returns `NEFF_STATUS_OK`, or `NEFF_STATUS_VERSION_MISMATCH` with the two versions in the
+ * error's message: another major version (before 1.0, another minor version), a header newer
+ * than the library, or structure sizes that differ (a header for another target). Call it
+ * once at start-up, through `neff_init(err)`; it keeps no state and may be called from any
+ * thread.
+ *
+ * # Safety
+ * `err` is null or points to a writable `neff_error`.
+ */
+neff_status neff_init_(uint32_t major,
+                       uint32_t minor,
+                       size_t error_size,
+                       size_t report_size,
+                       struct neff_error *err);
+
+/**
+ * The C name of a status (`"NEFF_STATUS_INVALID"`), NUL-terminated and static; NULL for a
+ * value that is no `neff_status`.
+ */
+const char *neff_status_name(uint32_t status);
+
+/**
+ * The name a stage has in messages (`"header"`, `"def.json"`; `"argument"` for
+ * `NEFF_STAGE_ARGUMENT`, `"none"` for `NEFF_STAGE_NONE`), NUL-terminated and static; NULL for
+ * a value that is no `neff_stage`.
+ */
+const char *neff_stage_name(uint32_t stage);
+
+/**
+ * The C name of an error code, a `neff_error_code` as `neff_error_kind()` returns it
+ * (`"NEFF_ERR_HEADER_SHORT_FILE"`), NUL-terminated and static; NULL for a number that is no
+ * error code. (Warning codes are numbered apart: `neff_warning_code_name()`.)
+ */
+const char *neff_code_name(uint16_t code);
+
+/**
+ * The C name of a warning code, a `neff_warning_code` as `neff_warning.code` holds it
+ * (`"NEFF_WARN_HEADER_TRAILING_BYTES"`), NUL-terminated and static; NULL for a number that is
+ * no warning code.
+ */
+const char *neff_warning_code_name(uint16_t code);
 
 #ifdef __cplusplus
 }  // extern "C"
