@@ -4,7 +4,19 @@
  * here is ABI: once given, never renumbered or reused. Error and warning kinds are the stable
  * codes of neff_codes.h (docs/error-codes.md); the schema's enums (neff_arch, neff_usage_class,
  * ...) and published repr(C) layouts (io_node_info_t, sb_carveout, the fp8 config structs), with
- * _Static_asserts on their sizes and offsets, are in neff_schema.h, generated from schema/. */
+ * _Static_asserts on their sizes and offsets, are in neff_schema.h, generated from schema/.
+ *
+ * Thread safety: the library has no global or static mutable state and allocates nothing;
+ * each call works on what its arguments lend, and calls its callbacks on the calling thread
+ * before it returns. Calls may run at the same time from any number of threads as long as
+ * they share no writable buffer (arena, replay store, outputs, neff_error) and no device
+ * context the callbacks are not themselves safe to share. The name and version functions
+ * return static strings.
+ *
+ * Portability: the layouts hold on 64-bit and 32-bit targets alike (x86-64, i386, armv7,
+ * Cortex-M; C99, C11, C2x, C++); every enum type a signature or field uses is 32 bits wide (a
+ * uint32_t before C23, an enum with a fixed uint32_t type in C23 and C++), whatever
+ * -fshort-enums says. */
 
 #ifndef NEFF_H
 #define NEFF_H
@@ -28,7 +40,7 @@
 
 
 /**
- * 64-bit words in a [`neff_error`].
+ * 64-bit words in a `neff_error`.
  */
 #define NEFF_ERROR_WORDS 40
 
@@ -131,7 +143,7 @@ enum neff_payload_state
    */
   NEFF_PAYLOAD_RELEASED = 2,
   /**
-   * Checked but stored nowhere ([`neff_check`]).
+   * Checked but stored nowhere (`neff_check()`).
    */
   NEFF_PAYLOAD_CHECKED = 3,
 };
@@ -433,9 +445,9 @@ typedef struct neff_alloc_request {
    */
   uint64_t align;
   /**
-   * The usage class (`neff_usage_class`, the runtime's numbering).
+   * The usage class (the runtime's numbering).
    */
-  uint32_t usage;
+  neff_usage_class usage;
   /**
    * The NeuronCore (subgraph) it is for.
    */
@@ -458,31 +470,35 @@ typedef struct neff_hal {
   /**
    * The device's architecture (`neff_arch`: 2 sunda, 3 cayman, 4 mariana). Asked once per load.
    */
-  uint32_t (*arch)(void *ctx);
+  neff_arch (*arch)(void *ctx);
   /**
    * A new region for `req`: its id into `*region`.
    */
-  uint32_t (*alloc)(void *ctx, const struct neff_alloc_request *req, uint32_t *region);
+  neff_hal_result (*alloc)(void *ctx, const struct neff_alloc_request *req, uint32_t *region);
   /**
    * `len` bytes at `bytes` into `region` at `offset`.
    */
-  uint32_t (*write)(void *ctx, uint32_t region, uint64_t offset, const uint8_t *bytes, size_t len);
+  neff_hal_result (*write)(void *ctx,
+                           uint32_t region,
+                           uint64_t offset,
+                           const uint8_t *bytes,
+                           size_t len);
   /**
    * The staged region's bytes become a region for `req` (the staged id is consumed): its id
    * into `*region`.
    */
-  uint32_t (*adopt)(void *ctx,
-                    uint32_t staged,
-                    const struct neff_alloc_request *req,
-                    uint32_t *region);
+  neff_hal_result (*adopt)(void *ctx,
+                           uint32_t staged,
+                           const struct neff_alloc_request *req,
+                           uint32_t *region);
   /**
    * Frees `region`.
    */
-  uint32_t (*release)(void *ctx, uint32_t region);
+  neff_hal_result (*release)(void *ctx, uint32_t region);
   /**
    * The device address of `region` into `*address`.
    */
-  uint32_t (*address)(void *ctx, uint32_t region, uint64_t *address);
+  neff_hal_result (*address)(void *ctx, uint32_t region, uint64_t *address);
   /**
    * Bytes of the notebook (0: none).
    */
@@ -490,11 +506,11 @@ typedef struct neff_hal {
   /**
    * Stores `len` bytes at `bytes` at notebook offset `at`.
    */
-  uint32_t (*note)(void *ctx, uint64_t at, const uint8_t *bytes, size_t len);
+  neff_hal_result (*note)(void *ctx, uint64_t at, const uint8_t *bytes, size_t len);
   /**
    * Reads `len` bytes at notebook offset `at` into `out`.
    */
-  uint32_t (*recall)(void *ctx, uint64_t at, uint8_t *out, size_t len);
+  neff_hal_result (*recall)(void *ctx, uint64_t at, uint8_t *out, size_t len);
 } neff_hal;
 
 /**
@@ -503,10 +519,10 @@ typedef struct neff_hal {
  */
 typedef struct neff_buffers {
   /**
-   * The arena: the tokenizer's string scratch ([`neff_arena_min`] bytes), then the records
+   * The arena: the tokenizer's string scratch (`neff_arena_min()` bytes), then the records
    * binding keeps (a few KiB for small models; `neff_report.arena_peak` says what a NEFF
    * took). Required, unless the library was built with an arena of its own
-   * ([`neff_builtin_arena_size`]): then null with a length of 0 uses that one.
+   * (`neff_builtin_arena_size()`): then null with a length of 0 uses that one.
    */
   uint8_t *arena;
   /**
@@ -514,8 +530,8 @@ typedef struct neff_buffers {
    */
   size_t arena_len;
   /**
-   * The replay store: the bytes of members read before the manifest that names them (spec
-   * §15.18). Optional (null, 0).
+   * The replay store: the bytes of members read before the manifest that names them (a
+   * member the tar holds ahead of its manifest). Optional (null, 0).
    */
   uint8_t *replay;
   /**
@@ -538,10 +554,10 @@ typedef struct neff_options {
    */
   bool verify_integrity;
   /**
-   * For [`neff_check`]: the device architecture to gate the KELF target against
-   * (`neff_arch`: 2 sunda, 3 cayman, 4 mariana), or 0 for none.
+   * For `neff_check()`: the device architecture to gate the KELF target against
+   * (2 sunda, 3 cayman, 4 mariana), or 0 for none.
    */
-  uint32_t arch;
+  neff_arch arch;
 } neff_options;
 
 /**
@@ -566,9 +582,9 @@ typedef struct neff_payload {
    */
   int32_t core;
   /**
-   * The usage class (`neff_usage_class`).
+   * The usage class.
    */
-  uint32_t usage;
+  neff_usage_class usage;
   /**
    * What became of it.
    */
@@ -641,7 +657,7 @@ typedef struct neff_warning {
    */
   size_t key_path_len;
   /**
-   * The core's warning, for [`neff_warning_message`]. Opaque.
+   * The core's warning, for `neff_warning_message()`. Opaque.
    */
   const void *inner;
 } neff_warning;
@@ -705,13 +721,13 @@ typedef struct neff_report {
    */
   uint32_t warnings;
   /**
-   * The header hash check (`neff_integrity`).
+   * The header hash check.
    */
-  uint32_t integrity;
+  neff_integrity integrity;
   /**
-   * On a match, its byte order (`neff_digest_order`).
+   * On a match, its byte order.
    */
-  uint32_t integrity_order;
+  neff_digest_order integrity_order;
   /**
    * Bytes of `computed_hash` (16 for MD5, 32 for SHA-256, 0 when not computed).
    */
@@ -784,7 +800,7 @@ typedef struct neff_error {
 } neff_error;
 
 /**
- * The buffers an info call writes, besides those a check takes ([`neff_info`]).
+ * The buffers an info call writes, besides those a check takes (`neff_info()`).
  */
 typedef struct neff_info_buffers {
   /**
@@ -792,7 +808,7 @@ typedef struct neff_info_buffers {
    * names, types and sizes of every var, queue and carveout, the graphs, the KELF nodes, the
    * I/O tensors), `info.json`'s bytes, and an index of 4 bytes per var or queue of a
    * subgraph to sort them. About the size of the manifests' names: 16 KiB is plenty for the
-   * real NEFFs; a short one is `NEFF_STATUS_RESOURCE`, and [`neff_error_needed`] says how
+   * real NEFFs; a short one is `NEFF_STATUS_RESOURCE`, and `neff_error_needed()` says how
    * much it took (null with a length of 0: none).
    */
   uint8_t *work;
@@ -816,7 +832,8 @@ extern "C" {
 #endif // __cplusplus
 
 /**
- * Bytes of the library's own arena ([`BUILTIN_ARENA`]; 0: none, every caller lends one).
+ * Bytes of the library's own arena (set by `NEFF_FFI_BUILTIN_ARENA` when the library was
+ * built; 0: none, every caller lends one).
  */
 size_t neff_builtin_arena_size(void);
 
@@ -878,7 +895,7 @@ neff_status neff_load(const struct neff_source *source,
  * against that architecture. As `neff_load()` otherwise, the overlap checks included.
  *
  * # Safety
- * As [`neff_load`]'s.
+ * As `neff_load()`'s.
  */
 neff_status neff_check(const struct neff_source *source,
                        const struct neff_buffers *buffers,
@@ -888,27 +905,26 @@ neff_status neff_check(const struct neff_source *source,
                        struct neff_error *err);
 
 /**
- * Bytes of the caller's stack an info call takes for its state (as [`neff_load_stack_size`]
+ * Bytes of the caller's stack an info call takes for its state (as `neff_load_stack_size()`
  * for a check, with the tap on the tar stream).
  */
 size_t neff_info_stack_size(void);
 
 /**
- * What a NEFF holds, as the document `neff info --json` prints (spec `cli-contract.md`: the
- * header, the chain's KELFs, inputs and outputs, each subgraph's vars by `var_id`, DMA queues
+ * What a NEFF holds, as the document `neff info --json` prints (the header, the chain's KELFs, inputs and outputs, each subgraph's vars by `var_id`, DMA queues
  * by name, engines, carveouts and FP8 policy, the header hash, and `info.json`'s
- * `tool_version`), written to `info.json`. The NEFF is checked as [`neff_check`] checks it;
+ * `tool_version`), written to `info.json`. The NEFF is checked as `neff_check()` checks it;
  * a NEFF it refuses is that error, and nothing is written.
  *
  * `*written` (if non-null) receives the document's length; when `info.json_len` is too small,
- * `NEFF_STATUS_BUFFER_TOO_SMALL` and the length it needs (also [`neff_error_needed`]). A work
+ * `NEFF_STATUS_BUFFER_TOO_SMALL` and the length it needs (also `neff_error_needed()`). A work
  * buffer too small is `NEFF_STATUS_RESOURCE` with the bytes it needs. Both name their buffer
  * (`info.json`, `info.work`) in the error, whose stage is `NEFF_STAGE_ARGUMENT`. The output is
  * never cut short. With `options.verify_integrity` the `hash` object has the outcome (a
- * mismatch is a warning, as for a check). `options.arch` gates as for [`neff_check`].
+ * mismatch is a warning, as for a check). `options.arch` gates as for `neff_check()`.
  *
  * # Safety
- * As [`neff_load`]'s; `info` points to a `neff_info_buffers` whose buffers are writable for
+ * As `neff_load()`'s; `info` points to a `neff_info_buffers` whose buffers are writable for
  * their lengths and overlap no other buffer of the call.
  */
 neff_status neff_info(const struct neff_source *source,
@@ -946,7 +962,7 @@ neff_stage neff_error_stage(const struct neff_error *err);
 uint16_t neff_error_kind(const struct neff_error *err);
 
 /**
- * The byte offset of the error, counted from what [`neff_error_offset_base`] says (0 when it
+ * The byte offset of the error, counted from what `neff_error_offset_base()` says (0 when it
  * has none).
  *
  * # Safety
@@ -955,7 +971,7 @@ uint16_t neff_error_kind(const struct neff_error *err);
 uint64_t neff_error_offset(const struct neff_error *err);
 
 /**
- * What [`neff_error_offset`] counts from (`NEFF_OFFSET_NONE`: no byte position).
+ * What `neff_error_offset()` counts from (`NEFF_OFFSET_NONE`: no byte position).
  *
  * # Safety
  * `err` is null or points to a `neff_error` (filled by a `neff_*` call, or never read as one).
@@ -1001,7 +1017,7 @@ const uint8_t *neff_error_member(const struct neff_error *err,
                                  size_t *len);
 
 /**
- * The JSON key path of the error (`var.x.size`), as [`neff_error_member`] gives the member.
+ * The JSON key path of the error (`var.x.size`), as `neff_error_member()` gives the member.
  * Empty outside a manifest.
  *
  * # Safety
@@ -1025,7 +1041,7 @@ size_t neff_error_message(const struct neff_error *err,
 
 /**
  * The warning's message, as the `neff` command prints it, into `buf` as
- * [`neff_error_message`] writes. Call it inside the `warning` callback only (the warning
+ * `neff_error_message()` writes. Call it inside the `warning` callback only (the warning
  * lives for that call).
  *
  * # Safety

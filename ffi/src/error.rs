@@ -1,5 +1,5 @@
 //! Errors across the boundary: the stable C enums (status, stage), the caller-lent
-//! [`neff_error`] that keeps the whole core error, and its accessors.
+//! `neff_error` that keeps the whole core error, and its accessors.
 //!
 //! Every numeric value here is ABI: a value, once given, keeps its meaning and is never
 //! renumbered or reused. The error's kind is `neff_error_code` (`neff_codes.h`), the stable
@@ -126,7 +126,7 @@ impl From<OffsetBase> for neff_offset_base {
     }
 }
 
-/// 64-bit words in a [`neff_error`].
+/// 64-bit words in a `neff_error`.
 pub const NEFF_ERROR_WORDS: usize = 40;
 
 /// Room for one error, lent by the caller to every call that can fail (any alignment the
@@ -139,11 +139,11 @@ pub struct neff_error {
     pub opaque: [u64; NEFF_ERROR_WORDS],
 }
 
-/// What a call writes into a [`neff_error`].
+/// What a call writes into a `neff_error`.
 #[derive(Debug, Clone, Copy)]
 #[repr(C)]
 pub(crate) struct Slot {
-    /// [`MAGIC`]: the slot was written by this library (read through a `u64` pointer, first).
+    /// `MAGIC`: the slot was written by this library (read through a `u64` pointer, first).
     #[allow(dead_code)]
     magic: u64,
     pub(crate) what: What,
@@ -183,7 +183,7 @@ pub(crate) fn store(out: *mut neff_error, what: What) {
     store_read(out, what, 0);
 }
 
-/// As [`store`], with the value a failed read callback returned (0: none).
+/// As `store`, with the value a failed read callback returned (0: none).
 pub(crate) fn store_read(out: *mut neff_error, what: What, read: isize) {
     if out.is_null() || !out.is_aligned() {
         return;
@@ -265,7 +265,7 @@ pub unsafe extern "C" fn neff_error_kind(err: *const neff_error) -> u16 {
     core_error(err).map_or(0, |e| e.kind.code())
 }
 
-/// The byte offset of the error, counted from what [`neff_error_offset_base`] says (0 when it
+/// The byte offset of the error, counted from what `neff_error_offset_base()` says (0 when it
 /// has none).
 ///
 /// # Safety
@@ -275,7 +275,7 @@ pub unsafe extern "C" fn neff_error_offset(err: *const neff_error) -> u64 {
     core_error(err).and_then(Error::position).map_or(0, |(offset, _)| offset)
 }
 
-/// What [`neff_error_offset`] counts from (`NEFF_OFFSET_NONE`: no byte position).
+/// What `neff_error_offset()` counts from (`NEFF_OFFSET_NONE`: no byte position).
 ///
 /// # Safety
 /// `err` is null or points to a `neff_error` (filled by a `neff_*` call, or never read as one).
@@ -343,7 +343,7 @@ pub unsafe extern "C" fn neff_error_member(err: *const neff_error, len: *mut usi
     text_out(core_error(err).map_or("", |e| e.member.as_str()), len)
 }
 
-/// The JSON key path of the error (`var.x.size`), as [`neff_error_member`] gives the member.
+/// The JSON key path of the error (`var.x.size`), as `neff_error_member()` gives the member.
 /// Empty outside a manifest.
 ///
 /// # Safety
@@ -477,7 +477,7 @@ pub struct neff_warning {
     pub key_path: *const u8,
     /// Bytes at `key_path`.
     pub key_path_len: usize,
-    /// The core's warning, for [`neff_warning_message`]. Opaque.
+    /// The core's warning, for `neff_warning_message()`. Opaque.
     pub inner: *const core::ffi::c_void,
 }
 
@@ -499,7 +499,7 @@ impl neff_warning {
 }
 
 /// The warning's message, as the `neff` command prints it, into `buf` as
-/// [`neff_error_message`] writes. Call it inside the `warning` callback only (the warning
+/// `neff_error_message()` writes. Call it inside the `warning` callback only (the warning
 /// lives for that call).
 ///
 /// # Safety

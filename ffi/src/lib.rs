@@ -6,17 +6,17 @@
 //!
 //! What a C caller lends, and what it calls:
 //!
-//! * the NEFF: bytes in memory, or a `read` callback filling a lent buffer ([`neff_source`]);
+//! * the NEFF: bytes in memory, or a `read` callback filling a lent buffer (`neff_source`);
 //! * the device: a vtable of callbacks, `arch`, `alloc`, `write`, `adopt`, `release` and
-//!   optionally `address` ([`neff_hal`]); [`neff_check`] needs none;
+//!   optionally `address` (`neff_hal`); `neff_check()` needs none;
 //! * the arena, where binding keeps what it must remember, and an optional replay store
-//!   ([`neff_buffers`]); [`neff_arena_min`] is the least arena that works at all;
-//! * an observer for payload placements and warnings ([`neff_observer`], optional);
-//! * a [`neff_report`] and a buffer for the JSON report (both optional), and a
-//!   [`neff_error`](error::neff_error) for the failure (optional).
+//!   (`neff_buffers`); `neff_arena_min()` is the least arena that works at all;
+//! * an observer for payload placements and warnings (`neff_observer`, optional);
+//! * a `neff_report` and a buffer for the JSON report (both optional), and a
+//!   `neff_error` for the failure (optional).
 //!
 //! The loader state and the archive reader (with its 32 KiB inflate window) live on the
-//! caller's stack during the call: [`neff_load_stack_size`] gives their size.
+//! caller's stack during the call: `neff_load_stack_size()` gives their size.
 //!
 //! No panic crosses the boundary: the core never panics by design (its lints deny every
 //! panicking construct), this crate checks every pointer and length it can before use, and
@@ -24,8 +24,8 @@
 //! program at once (C's `abort`), never unwind into C.
 //!
 //! `unsafe` is confined to the boundary itself: dereferencing what the caller lent
-//! ([`buffers`]), calling the caller's callbacks ([`source`], [`hal`]) and the error slot
-//! ([`error`]); each block says why it is sound. The core stays `forbid(unsafe_code)`.
+//! (`buffers`), calling the caller's callbacks (`source`, `hal`) and the error slot
+//! (`error`); each block says why it is sound. The core stays `forbid(unsafe_code)`.
 #![cfg_attr(not(test), no_std)]
 #![allow(non_camel_case_types)]
 // `neff::Error` is ~300 bytes by value: with no heap there is nothing to box it into.
@@ -56,7 +56,7 @@ pub(crate) use names::VERSION;
 use core::cell::Cell;
 
 use error::{neff_error, neff_status, neff_warning, store, store_read, What};
-use hal::{neff_hal, BadHal, CHal};
+use hal::{neff_hal, ArchValue, BadHal, CHal, UsageValue};
 use source::{neff_source, Reader};
 
 /// Memory the caller lends a load or check, as pointer and length. A null pointer with a
@@ -64,15 +64,15 @@ use source::{neff_source, Reader};
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct neff_buffers {
-    /// The arena: the tokenizer's string scratch ([`neff_arena_min`] bytes), then the records
+    /// The arena: the tokenizer's string scratch (`neff_arena_min()` bytes), then the records
     /// binding keeps (a few KiB for small models; `neff_report.arena_peak` says what a NEFF
     /// took). Required, unless the library was built with an arena of its own
-    /// ([`neff_builtin_arena_size`]): then null with a length of 0 uses that one.
+    /// (`neff_builtin_arena_size()`): then null with a length of 0 uses that one.
     pub arena: *mut u8,
     /// Bytes at `arena`.
     pub arena_len: usize,
-    /// The replay store: the bytes of members read before the manifest that names them (spec
-    /// §15.18). Optional (null, 0).
+    /// The replay store: the bytes of members read before the manifest that names them (a
+    /// member the tar holds ahead of its manifest). Optional (null, 0).
     pub replay: *mut u8,
     /// Bytes at `replay`.
     pub replay_len: usize,
@@ -87,9 +87,9 @@ pub struct neff_options {
     /// Check the header hash (MD5 or SHA-256 of the payload) while it streams past; the
     /// outcome is in `neff_report.integrity` (a mismatch is a warning, as in the runtime).
     pub verify_integrity: bool,
-    /// For [`neff_check`]: the device architecture to gate the KELF target against
-    /// (`neff_arch`: 2 sunda, 3 cayman, 4 mariana), or 0 for none.
-    pub arch: u32,
+    /// For `neff_check()`: the device architecture to gate the KELF target against
+    /// (2 sunda, 3 cayman, 4 mariana), or 0 for none.
+    pub arch: ArchValue,
 }
 
 /// What became of a payload.
@@ -102,7 +102,7 @@ pub enum neff_payload_state {
     NEFF_PAYLOAD_PLACED = 1,
     /// Nothing referenced it: its staging region was released.
     NEFF_PAYLOAD_RELEASED = 2,
-    /// Checked but stored nowhere ([`neff_check`]).
+    /// Checked but stored nowhere (`neff_check()`).
     NEFF_PAYLOAD_CHECKED = 3,
 }
 
@@ -119,8 +119,8 @@ pub struct neff_payload {
     pub seq: u32,
     /// The subgraph (core) it belongs to, or -1.
     pub core: i32,
-    /// The usage class (`neff_usage_class`).
-    pub usage: u32,
+    /// The usage class.
+    pub usage: UsageValue,
     /// What became of it.
     pub state: neff_payload_state,
     /// Bytes that landed (a `.npy` member's array data only).
@@ -167,6 +167,12 @@ pub enum neff_integrity {
     NEFF_INTEGRITY_NOT_APPLICABLE = 4,
 }
 
+/// A `neff_integrity`, held as its 32 bits (written `neff_integrity` in C: see `HalResult`).
+pub type IntegrityValue = u32;
+
+/// A `neff_digest_order`, held as its 32 bits (written `neff_digest_order` in C).
+pub type DigestOrderValue = u32;
+
 /// The byte order a matching MD5 is stored in.
 #[repr(u32)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -201,10 +207,10 @@ pub struct neff_report {
     pub outputs: u32,
     /// Warnings sent to the observer.
     pub warnings: u32,
-    /// The header hash check (`neff_integrity`).
-    pub integrity: u32,
-    /// On a match, its byte order (`neff_digest_order`).
-    pub integrity_order: u32,
+    /// The header hash check.
+    pub integrity: IntegrityValue,
+    /// On a match, its byte order.
+    pub integrity_order: DigestOrderValue,
     /// Bytes of `computed_hash` (16 for MD5, 32 for SHA-256, 0 when not computed).
     pub computed_hash_len: u32,
     /// The payload's digest in its plain order, when computed.
@@ -314,7 +320,8 @@ const fn parse_size(mut digits: &[u8]) -> usize {
     n
 }
 
-/// Bytes of the library's own arena ([`BUILTIN_ARENA`]; 0: none, every caller lends one).
+/// Bytes of the library's own arena (set by `NEFF_FFI_BUILTIN_ARENA` when the library was
+/// built; 0: none, every caller lends one).
 #[no_mangle]
 pub extern "C" fn neff_builtin_arena_size() -> usize {
     BUILTIN_ARENA
@@ -397,7 +404,7 @@ impl neff::WarningSink for CObserver {
 pub(crate) struct Lent<'a> {
     pub(crate) reader: Reader<'a>,
     pub(crate) file_size: Option<u64>,
-    /// `None`: the library's own ([`BUILTIN_ARENA`]).
+    /// `None`: the library's own (`BUILTIN_ARENA`).
     pub(crate) arena: Option<&'a mut [u8]>,
     pub(crate) replay: &'a mut [u8],
     pub(crate) options: neff_options,
@@ -602,7 +609,7 @@ pub(crate) enum Failed {
 /// One load or check. The big objects are spread over frames as the Rust firmware image
 /// spreads them (targets/qemu-m4/src/load.rs): this frame holds the archive reader, borrowed
 /// out of its `Result` (a move would copy the ~46 KB reader into a second slot), and the copy
-/// `Archive::open` makes lives in [`open`]'s frame, gone before [`load`] builds the loader.
+/// `Archive::open` makes lives in `open`'s frame, gone before `load` builds the loader.
 /// Returns the bytes of JSON report written into `json` (0 for none).
 ///
 /// Generic over the device (the caller's, or the core's `NullDevice` for a check), so that a
@@ -753,7 +760,7 @@ fn failed(err: *mut neff_error, e: &Error, read: isize) -> neff_status {
 /// The shared tail of both entry points: run, then report.
 ///
 /// # Safety
-/// As [`neff_load`]'s; `out` is what [`read_outputs`] returned, its buffers checked against
+/// As `neff_load()`'s; `out` is what `read_outputs` returned, its buffers checked against
 /// every other lent buffer.
 unsafe fn run_and_report<H: Hal>(
     lent: Lent<'_>,
@@ -870,7 +877,7 @@ pub unsafe extern "C" fn neff_load(
 /// against that architecture. As `neff_load()` otherwise, the overlap checks included.
 ///
 /// # Safety
-/// As [`neff_load`]'s.
+/// As `neff_load()`'s.
 #[no_mangle]
 pub unsafe extern "C" fn neff_check(
     source: *const neff_source,
@@ -899,7 +906,7 @@ pub unsafe extern "C" fn neff_check(
     unsafe { run_and_report(lent, &mut NullDevice::new(arch), out, err, &read_failure) }
 }
 
-/// The buffers an info call writes, besides those a check takes ([`neff_info`]).
+/// The buffers an info call writes, besides those a check takes (`neff_info()`).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct neff_info_buffers {
@@ -907,7 +914,7 @@ pub struct neff_info_buffers {
     /// names, types and sizes of every var, queue and carveout, the graphs, the KELF nodes, the
     /// I/O tensors), `info.json`'s bytes, and an index of 4 bytes per var or queue of a
     /// subgraph to sort them. About the size of the manifests' names: 16 KiB is plenty for the
-    /// real NEFFs; a short one is `NEFF_STATUS_RESOURCE`, and [`neff_error_needed`] says how
+    /// real NEFFs; a short one is `NEFF_STATUS_RESOURCE`, and `neff_error_needed()` says how
     /// much it took (null with a length of 0: none).
     pub work: *mut u8,
     /// Bytes at `work`.
@@ -919,7 +926,7 @@ pub struct neff_info_buffers {
     pub json_len: usize,
 }
 
-/// Bytes of the caller's stack an info call takes for its state (as [`neff_load_stack_size`]
+/// Bytes of the caller's stack an info call takes for its state (as `neff_load_stack_size()`
 /// for a check, with the tap on the tar stream).
 #[no_mangle]
 pub extern "C" fn neff_info_stack_size() -> usize {
@@ -938,21 +945,20 @@ fn check_arch(value: u32) -> Result<Option<Arch>, &'static str> {
     }
 }
 
-/// What a NEFF holds, as the document `neff info --json` prints (spec `cli-contract.md`: the
-/// header, the chain's KELFs, inputs and outputs, each subgraph's vars by `var_id`, DMA queues
+/// What a NEFF holds, as the document `neff info --json` prints (the header, the chain's KELFs, inputs and outputs, each subgraph's vars by `var_id`, DMA queues
 /// by name, engines, carveouts and FP8 policy, the header hash, and `info.json`'s
-/// `tool_version`), written to `info.json`. The NEFF is checked as [`neff_check`] checks it;
+/// `tool_version`), written to `info.json`. The NEFF is checked as `neff_check()` checks it;
 /// a NEFF it refuses is that error, and nothing is written.
 ///
 /// `*written` (if non-null) receives the document's length; when `info.json_len` is too small,
-/// `NEFF_STATUS_BUFFER_TOO_SMALL` and the length it needs (also [`neff_error_needed`]). A work
+/// `NEFF_STATUS_BUFFER_TOO_SMALL` and the length it needs (also `neff_error_needed()`). A work
 /// buffer too small is `NEFF_STATUS_RESOURCE` with the bytes it needs. Both name their buffer
 /// (`info.json`, `info.work`) in the error, whose stage is `NEFF_STAGE_ARGUMENT`. The output is
 /// never cut short. With `options.verify_integrity` the `hash` object has the outcome (a
-/// mismatch is a warning, as for a check). `options.arch` gates as for [`neff_check`].
+/// mismatch is a warning, as for a check). `options.arch` gates as for `neff_check()`.
 ///
 /// # Safety
-/// As [`neff_load`]'s; `info` points to a `neff_info_buffers` whose buffers are writable for
+/// As `neff_load()`'s; `info` points to a `neff_info_buffers` whose buffers are writable for
 /// their lengths and overlap no other buffer of the call.
 #[no_mangle]
 pub unsafe extern "C" fn neff_info(

@@ -187,7 +187,7 @@ const fn packed<const N: usize>(rows: &[CodeRow]) -> [u8; N] {
 
 /// The error codes' C names (`neff_codes.h`), NUL-terminated, in `ERRORS` order.
 static ERROR_NAMES: [u8; packed_len(ERRORS)] = packed(ERRORS);
-/// The warning codes' C names, as [`ERROR_NAMES`].
+/// The warning codes' C names, as `ERROR_NAMES`.
 static WARNING_NAMES: [u8; packed_len(WARNINGS)] = packed(WARNINGS);
 
 /// The name of `code` among `rows`, in `names` (their packed names).
