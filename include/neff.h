@@ -156,7 +156,7 @@ typedef uint32_t neff_payload_state;
 #endif // __cplusplus
 
 /**
- * Where in the data path an error or warning arose (the core's `Stage`).
+ * Where in the data path an error or warning arose.
  */
 enum neff_stage
 #if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
@@ -433,7 +433,7 @@ typedef struct neff_source {
 } neff_source;
 
 /**
- * A region request: the core's `AllocRequest`.
+ * A region request: what the loader asks the device for.
  */
 typedef struct neff_alloc_request {
   /**
@@ -681,7 +681,7 @@ typedef struct neff_observer {
 } neff_observer;
 
 /**
- * The summary of a load or check (the core's `LoadReport`), fixed size.
+ * The summary of a load or check, fixed size.
  */
 typedef struct neff_report {
   /**
@@ -846,7 +846,7 @@ size_t neff_arena_min(void);
 
 /**
  * Bytes of the caller's stack a load or check takes for its state, besides the frames of
- * the code itself: loader state plus archive reader (the core's `LOAD_FOOTPRINT` for a
+ * the code itself: loader state plus archive reader (the loader's footprint for a
  * reader of this library's source type) plus the report, plus the built-in arena if any.
  */
 size_t neff_load_stack_size(void);
@@ -873,7 +873,8 @@ size_t neff_error_size(void);
  * `neff_arena_min()` (or none, in a library without a built-in one), or two lent buffers
  * that share a byte (the source's bytes or buffer, the arena, the replay store,
  * `outputs->report`, `outputs->json`, `outputs->json_written`, `err`) is
- * `NEFF_STATUS_BAD_ARGUMENT`, before anything is read or allocated.
+ * `NEFF_STATUS_BAD_ARGUMENT`, before anything is read or allocated (an `err` that overlaps
+ * another buffer is then left unwritten: only the status says it).
  *
  * # Safety
  * Every non-null pointer points to a live object of its type; the memory a `neff_source`,
@@ -1078,14 +1079,14 @@ neff_status neff_init_(uint32_t major,
  * The C name of a status (`"NEFF_STATUS_INVALID"`), NUL-terminated and static; NULL for a
  * value that is no `neff_status`.
  */
-const char *neff_status_name(uint32_t status);
+const char *neff_status_name(neff_status status);
 
 /**
  * The name a stage has in messages (`"header"`, `"def.json"`; `"argument"` for
  * `NEFF_STAGE_ARGUMENT`, `"none"` for `NEFF_STAGE_NONE`), NUL-terminated and static; NULL for
  * a value that is no `neff_stage`.
  */
-const char *neff_stage_name(uint32_t stage);
+const char *neff_stage_name(neff_stage stage);
 
 /**
  * The C name of an error code, a `neff_error_code` as `neff_error_kind()` returns it

@@ -9,8 +9,15 @@ set -euo pipefail
 in=$1 out=$2 tools=${3:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-# --whole-archive: every member, whatever calls it (the entry points reach them from inside).
-"${tools}ld" -r --whole-archive "$in" -o "$tmp/neff.o"
+# The members a program calling every entry point would link, as a link pulls them: each
+# neff_* symbol asked for (-u), and what those members need, transitively. (Every member,
+# --whole-archive, would drag in objects that want the unwinder's rust_eh_personality.)
+entry=()
+for symbol in $("${tools}nm" -g --defined-only "$in" 2>/dev/null | awk 'NF == 3 && $3 ~ /^neff_/ { print $3 }' | sort -u); do
+  entry+=(-u "$symbol")
+done
+[ ${#entry[@]} -gt 0 ] || { echo "c-static-lib: no neff_* symbol in $in" >&2; exit 1; }
+"${tools}ld" -r "${entry[@]}" "$in" -o "$tmp/neff.o"
 # The built-ins' embedded LLVM bitcode (.llvmbc, .llvmcmd: what Rust ships for LTO), concatenated
 # by `ld -r`, is no bitcode any more: binutils' LLVM plugin aborts on it ("Invalid encoding").
 # The machine code is all a C link uses.

@@ -50,7 +50,7 @@ impl From<Status> for neff_status {
     }
 }
 
-/// Where in the data path an error or warning arose (the core's `Stage`).
+/// Where in the data path an error or warning arose.
 #[repr(u32)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum neff_stage {

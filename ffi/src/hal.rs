@@ -45,7 +45,7 @@ pub type ArchValue = u32;
 /// A `neff_usage_class` (`neff_schema.h`), held as its 32 bits (written `neff_usage_class` in C).
 pub type UsageValue = u32;
 
-/// A region request: the core's `AllocRequest`.
+/// A region request: what the loader asks the device for.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct neff_alloc_request {

@@ -185,7 +185,7 @@ pub enum neff_digest_order {
     NEFF_ORDER_WORD_SWAPPED = 2,
 }
 
-/// The summary of a load or check (the core's `LoadReport`), fixed size.
+/// The summary of a load or check, fixed size.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct neff_report {
@@ -336,7 +336,7 @@ pub extern "C" fn neff_arena_min() -> usize {
 }
 
 /// Bytes of the caller's stack a load or check takes for its state, besides the frames of
-/// the code itself: loader state plus archive reader (the core's `LOAD_FOOTPRINT` for a
+/// the code itself: loader state plus archive reader (the loader's footprint for a
 /// reader of this library's source type) plus the report, plus the built-in arena if any.
 #[no_mangle]
 pub extern "C" fn neff_load_stack_size() -> usize {
@@ -822,7 +822,8 @@ unsafe fn run_and_report<H: Hal>(
 /// `neff_arena_min()` (or none, in a library without a built-in one), or two lent buffers
 /// that share a byte (the source's bytes or buffer, the arena, the replay store,
 /// `outputs->report`, `outputs->json`, `outputs->json_written`, `err`) is
-/// `NEFF_STATUS_BAD_ARGUMENT`, before anything is read or allocated.
+/// `NEFF_STATUS_BAD_ARGUMENT`, before anything is read or allocated (an `err` that overlaps
+/// another buffer is then left unwritten: only the status says it).
 ///
 /// # Safety
 /// Every non-null pointer points to a live object of its type; the memory a `neff_source`,

@@ -73,10 +73,17 @@ pub unsafe extern "C" fn neff_init_(
     neff_status::NEFF_STATUS_OK
 }
 
+/// A `neff_status` as C passes it: its 32 bits (any value is defined behaviour here), written
+/// `neff_status` in C (`ffi/cbindgen.toml`).
+pub type StatusValue = u32;
+
+/// A `neff_stage` as C passes it, as `StatusValue`.
+pub type StageValue = u32;
+
 /// The C name of a status (`"NEFF_STATUS_INVALID"`), NUL-terminated and static; NULL for a
 /// value that is no `neff_status`.
 #[no_mangle]
-pub extern "C" fn neff_status_name(status: u32) -> *const c_char {
+pub extern "C" fn neff_status_name(status: StatusValue) -> *const c_char {
     let name: &'static CStr = match status {
         0 => c"NEFF_STATUS_OK",
         1 => c"NEFF_STATUS_FAILURE",
@@ -141,7 +148,7 @@ const fn terminated<const N: usize>(name: &str) -> [u8; N] {
 /// `NEFF_STAGE_ARGUMENT`, `"none"` for `NEFF_STAGE_NONE`), NUL-terminated and static; NULL for
 /// a value that is no `neff_stage`.
 #[no_mangle]
-pub extern "C" fn neff_stage_name(stage: u32) -> *const c_char {
+pub extern "C" fn neff_stage_name(stage: StageValue) -> *const c_char {
     if stage == neff_stage::NEFF_STAGE_ARGUMENT as u32 {
         return c"argument".as_ptr();
     }
