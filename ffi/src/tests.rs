@@ -1123,21 +1123,29 @@ fn every_pair_of_lent_buffers_is_refused_in_every_entry_point_and_nothing_is_wri
         for callback in [false, true] {
             let source = if callback { "source.buf" } else { "source.bytes" };
             let name = |i: usize| if i == 0 { source } else { names[i] };
+            const MARK: u64 = 0x5a5a_5a5a_5a5a_5a5a;
+            let words = slot_len() / 8;
+            // One pool for every layout: a refused call writes nothing but the error slot, which
+            // is marked again after each call.
+            let mut pool = vec![MARK; names.len() * words];
             for first in 0..names.len() {
                 for second in 0..names.len() {
                     if first == second {
                         continue;
                     }
-                    let mut pool = vec![0x5a5a_5a5a_5a5a_5a5au64; names.len() * slot_len() / 8];
                     let (status, text) = call_with_layout(entry, callback, &mut pool, second, first);
                     let case = format!("{entry:?}, {} inside {}", name(second), name(first));
                     assert_eq!(status, neff_status::NEFF_STATUS_BAD_ARGUMENT, "{case}: {text}");
-                    // Nothing but the error slot is written, and that one only if it overlaps nothing.
+                    // Nothing but the error slot is written, and that one only if it overlaps
+                    // nothing (it is skipped unread: the library's write leaves its padding
+                    // uninitialised). Each buffer starts its slot; Miri, slow, reads those starts.
                     let err_moved = names[first] == "err" || names[second] == "err";
-                    let untouched = |(i, w): (usize, &u64)| {
-                        *w == 0x5a5a_5a5a_5a5a_5a5a || (!err_moved && i / (slot_len() / 8) == 6)
-                    };
-                    assert!(pool.iter().enumerate().all(untouched), "{case}: a lent buffer was written");
+                    for slot in (0..names.len()).filter(|&slot| err_moved || slot != 6) {
+                        let checked = if cfg!(miri) { 64 } else { words };
+                        let words = &pool[slot * words..slot * words + checked];
+                        assert!(words.iter().all(|&w| w == MARK), "{case}: slot {slot} was written");
+                    }
+                    pool[6 * words..7 * words].fill(MARK);
                     if !text.is_empty() {
                         let (a, b) = (name(first.min(second)), name(first.max(second)));
                         assert!(text.starts_with(&format!("{a} and {b} overlap")), "{case}: {text}");
