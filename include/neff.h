@@ -4,7 +4,19 @@
  * here is ABI: once given, never renumbered or reused. Error and warning kinds are the stable
  * codes of neff_codes.h (docs/error-codes.md); the schema's enums (neff_arch, neff_usage_class,
  * ...) and published repr(C) layouts (io_node_info_t, sb_carveout, the fp8 config structs), with
- * _Static_asserts on their sizes and offsets, are in neff_schema.h, generated from schema/. */
+ * _Static_asserts on their sizes and offsets, are in neff_schema.h, generated from schema/.
+ *
+ * Thread safety: the library has no global or static mutable state and allocates nothing;
+ * each call works on what its arguments lend, and calls its callbacks on the calling thread
+ * before it returns. Calls may run at the same time from any number of threads as long as
+ * they share no writable buffer (arena, replay store, outputs, neff_error) and no device
+ * context the callbacks are not themselves safe to share. The name and version functions
+ * return static strings.
+ *
+ * Portability: the layouts hold on 64-bit and 32-bit targets alike (x86-64, i386, armv7,
+ * Cortex-M; C99, C11, C2x, C++); every enum type a signature or field uses is 32 bits wide (a
+ * uint32_t before C23, an enum with a fixed uint32_t type in C23 and C++), whatever
+ * -fshort-enums says. */
 
 #ifndef NEFF_H
 #define NEFF_H
@@ -14,11 +26,46 @@
 #include <stdint.h>
 #include "neff_codes.h"
 #include "neff_schema.h"
+/** The version of this header, "MAJOR.MINOR.PATCH": neff_version() returns the library's. */
+#define NEFF_VERSION_STRING "0.1.0"
 
 /**
- * 64-bit words in a [`neff_error`].
+ * Checks, once at start-up, that the library the program runs with is the one this header
+ * describes (its version and its structure sizes), as zlib's inflateInit() checks
+ * ZLIB_VERSION: NEFF_STATUS_OK, or NEFF_STATUS_VERSION_MISMATCH with both versions in the
+ * message of *err (err may be NULL). It keeps no state and may be called from any thread.
+ */
+#define neff_init(err) \
+  neff_init_(NEFF_VERSION_MAJOR, NEFF_VERSION_MINOR, sizeof(neff_error), sizeof(neff_report), (err))
+
+
+/**
+ * 64-bit words in a `neff_error`.
  */
 #define NEFF_ERROR_WORDS 40
+
+/**
+ * The library's major version: a program built against a header of another major version is
+ * refused by `neff_init()`.
+ */
+#define NEFF_VERSION_MAJOR 0
+
+/**
+ * The library's minor version: before 1.0 a change of minor version may break the ABI, and
+ * `neff_init()` refuses a header of another minor version; from 1.0 on, a header newer than
+ * the library.
+ */
+#define NEFF_VERSION_MINOR 1
+
+/**
+ * The library's patch version.
+ */
+#define NEFF_VERSION_PATCH 0
+
+/**
+ * The version as one number, `MAJOR * 10000 + MINOR * 100 + PATCH`, for `#if` tests.
+ */
+#define NEFF_VERSION_NUMBER (((NEFF_VERSION_MAJOR * 10000) + (NEFF_VERSION_MINOR * 100)) + NEFF_VERSION_PATCH)
 
 /**
  * The outcome of a call: `NEFF_STATUS_OK`, the runtime's `NRT_STATUS` the error maps to
@@ -55,9 +102,17 @@ enum neff_status
    */
   NEFF_STATUS_BAD_ARGUMENT = 64,
   /**
-   * The load or check succeeded but an output buffer (the JSON report) is too small.
+   * A buffer the call writes is too small for what it must hold: nothing was done (a load
+   * was undone, its regions released). `neff_error_needed()` gives the bytes it needs,
+   * `neff_error_available()` the bytes lent.
    */
   NEFF_STATUS_BUFFER_TOO_SMALL = 65,
+  /**
+   * `neff_init()` was given a header of another major version (or, before 1.0, another minor
+   * version), a newer header than the library, or structure sizes that differ from the
+   * library's: the program was built against another `neff.h`.
+   */
+  NEFF_STATUS_VERSION_MISMATCH = 66,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -88,7 +143,7 @@ enum neff_payload_state
    */
   NEFF_PAYLOAD_RELEASED = 2,
   /**
-   * Checked but stored nowhere ([`neff_check`]).
+   * Checked but stored nowhere (`neff_check()`).
    */
   NEFF_PAYLOAD_CHECKED = 3,
 };
@@ -101,7 +156,7 @@ typedef uint32_t neff_payload_state;
 #endif // __cplusplus
 
 /**
- * Where in the data path an error or warning arose (the core's `Stage`).
+ * Where in the data path an error or warning arose.
  */
 enum neff_stage
 #if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
@@ -331,9 +386,12 @@ typedef uint32_t neff_digest_order;
 
 /**
  * Fills `buf` with up to `len` bytes of the NEFF, the next ones in order: returns how many
- * (0 at the end of the file), or a negative number if the read failed (the load then fails
- * with status `NEFF_STATUS_FAILURE`, stage `NEFF_STAGE_IO`, code `NEFF_ERR_IO_OTHER`).
- * Returning more than `len` is an error too (`NEFF_ERR_IO_INVALID_DATA`).
+ * (0 at the end of the file), or a negative number if the read failed, by convention the
+ * negated `errno` (`-EIO`): any value from -1 down to `PTRDIFF_MIN` is passed on as is. The
+ * call then fails with status `NEFF_STATUS_FAILURE`, stage `NEFF_STAGE_IO`, code
+ * `NEFF_ERR_IO_OTHER`; `neff_error_read_result()` gives the value returned and the message
+ * ends with it. Returning more than `len` is an error too (`NEFF_ERR_IO_INVALID_DATA`, the
+ * value in `neff_error_read_result()` as well).
  */
 typedef ptrdiff_t (*neff_read_fn)(void *ctx, uint8_t *buf, size_t len);
 
@@ -375,7 +433,7 @@ typedef struct neff_source {
 } neff_source;
 
 /**
- * A region request: the core's `AllocRequest`.
+ * A region request: what the loader asks the device for.
  */
 typedef struct neff_alloc_request {
   /**
@@ -387,9 +445,9 @@ typedef struct neff_alloc_request {
    */
   uint64_t align;
   /**
-   * The usage class (`neff_usage_class`, the runtime's numbering).
+   * The usage class (the runtime's numbering).
    */
-  uint32_t usage;
+  neff_usage_class usage;
   /**
    * The NeuronCore (subgraph) it is for.
    */
@@ -412,31 +470,35 @@ typedef struct neff_hal {
   /**
    * The device's architecture (`neff_arch`: 2 sunda, 3 cayman, 4 mariana). Asked once per load.
    */
-  uint32_t (*arch)(void *ctx);
+  neff_arch (*arch)(void *ctx);
   /**
    * A new region for `req`: its id into `*region`.
    */
-  uint32_t (*alloc)(void *ctx, const struct neff_alloc_request *req, uint32_t *region);
+  neff_hal_result (*alloc)(void *ctx, const struct neff_alloc_request *req, uint32_t *region);
   /**
    * `len` bytes at `bytes` into `region` at `offset`.
    */
-  uint32_t (*write)(void *ctx, uint32_t region, uint64_t offset, const uint8_t *bytes, size_t len);
+  neff_hal_result (*write)(void *ctx,
+                           uint32_t region,
+                           uint64_t offset,
+                           const uint8_t *bytes,
+                           size_t len);
   /**
    * The staged region's bytes become a region for `req` (the staged id is consumed): its id
    * into `*region`.
    */
-  uint32_t (*adopt)(void *ctx,
-                    uint32_t staged,
-                    const struct neff_alloc_request *req,
-                    uint32_t *region);
+  neff_hal_result (*adopt)(void *ctx,
+                           uint32_t staged,
+                           const struct neff_alloc_request *req,
+                           uint32_t *region);
   /**
    * Frees `region`.
    */
-  uint32_t (*release)(void *ctx, uint32_t region);
+  neff_hal_result (*release)(void *ctx, uint32_t region);
   /**
    * The device address of `region` into `*address`.
    */
-  uint32_t (*address)(void *ctx, uint32_t region, uint64_t *address);
+  neff_hal_result (*address)(void *ctx, uint32_t region, uint64_t *address);
   /**
    * Bytes of the notebook (0: none).
    */
@@ -444,11 +506,11 @@ typedef struct neff_hal {
   /**
    * Stores `len` bytes at `bytes` at notebook offset `at`.
    */
-  uint32_t (*note)(void *ctx, uint64_t at, const uint8_t *bytes, size_t len);
+  neff_hal_result (*note)(void *ctx, uint64_t at, const uint8_t *bytes, size_t len);
   /**
    * Reads `len` bytes at notebook offset `at` into `out`.
    */
-  uint32_t (*recall)(void *ctx, uint64_t at, uint8_t *out, size_t len);
+  neff_hal_result (*recall)(void *ctx, uint64_t at, uint8_t *out, size_t len);
 } neff_hal;
 
 /**
@@ -457,10 +519,10 @@ typedef struct neff_hal {
  */
 typedef struct neff_buffers {
   /**
-   * The arena: the tokenizer's string scratch ([`neff_arena_min`] bytes), then the records
+   * The arena: the tokenizer's string scratch (`neff_arena_min()` bytes), then the records
    * binding keeps (a few KiB for small models; `neff_report.arena_peak` says what a NEFF
    * took). Required, unless the library was built with an arena of its own
-   * ([`neff_builtin_arena_size`]): then null with a length of 0 uses that one.
+   * (`neff_builtin_arena_size()`): then null with a length of 0 uses that one.
    */
   uint8_t *arena;
   /**
@@ -468,8 +530,8 @@ typedef struct neff_buffers {
    */
   size_t arena_len;
   /**
-   * The replay store: the bytes of members read before the manifest that names them (spec
-   * §15.18). Optional (null, 0).
+   * The replay store: the bytes of members read before the manifest that names them (a
+   * member the tar holds ahead of its manifest). Optional (null, 0).
    */
   uint8_t *replay;
   /**
@@ -492,10 +554,10 @@ typedef struct neff_options {
    */
   bool verify_integrity;
   /**
-   * For [`neff_check`]: the device architecture to gate the KELF target against
-   * (`neff_arch`: 2 sunda, 3 cayman, 4 mariana), or 0 for none.
+   * For `neff_check()`: the device architecture to gate the KELF target against
+   * (2 sunda, 3 cayman, 4 mariana), or 0 for none.
    */
-  uint32_t arch;
+  neff_arch arch;
 } neff_options;
 
 /**
@@ -520,9 +582,9 @@ typedef struct neff_payload {
    */
   int32_t core;
   /**
-   * The usage class (`neff_usage_class`).
+   * The usage class.
    */
-  uint32_t usage;
+  neff_usage_class usage;
   /**
    * What became of it.
    */
@@ -595,7 +657,7 @@ typedef struct neff_warning {
    */
   size_t key_path_len;
   /**
-   * The core's warning, for [`neff_warning_message`]. Opaque.
+   * The core's warning, for `neff_warning_message()`. Opaque.
    */
   const void *inner;
 } neff_warning;
@@ -619,7 +681,7 @@ typedef struct neff_observer {
 } neff_observer;
 
 /**
- * The summary of a load or check (the core's `LoadReport`), fixed size.
+ * The summary of a load or check, fixed size.
  */
 typedef struct neff_report {
   /**
@@ -659,13 +721,13 @@ typedef struct neff_report {
    */
   uint32_t warnings;
   /**
-   * The header hash check (`neff_integrity`).
+   * The header hash check.
    */
-  uint32_t integrity;
+  neff_integrity integrity;
   /**
-   * On a match, its byte order (`neff_digest_order`).
+   * On a match, its byte order.
    */
-  uint32_t integrity_order;
+  neff_digest_order integrity_order;
   /**
    * Bytes of `computed_hash` (16 for MD5, 32 for SHA-256, 0 when not computed).
    */
@@ -718,7 +780,9 @@ typedef struct neff_outputs {
    */
   size_t json_len;
   /**
-   * Bytes of JSON written (not NUL-terminated), if non-null.
+   * If non-null, receives the bytes of JSON written (not NUL-terminated); with
+   * `NEFF_STATUS_BUFFER_TOO_SMALL`, the bytes the report needs (as `neff_error_needed()`);
+   * with any other failure, 0.
    */
   size_t *json_written;
 } neff_outputs;
@@ -736,7 +800,7 @@ typedef struct neff_error {
 } neff_error;
 
 /**
- * The buffers an info call writes, besides those a check takes ([`neff_info`]).
+ * The buffers an info call writes, besides those a check takes (`neff_info()`).
  */
 typedef struct neff_info_buffers {
   /**
@@ -744,7 +808,7 @@ typedef struct neff_info_buffers {
    * names, types and sizes of every var, queue and carveout, the graphs, the KELF nodes, the
    * I/O tensors), `info.json`'s bytes, and an index of 4 bytes per var or queue of a
    * subgraph to sort them. About the size of the manifests' names: 16 KiB is plenty for the
-   * real NEFFs; a short one is `NEFF_STATUS_RESOURCE`, and [`neff_error_needed`] says how
+   * real NEFFs; a short one is `NEFF_STATUS_RESOURCE`, and `neff_error_needed()` says how
    * much it took (null with a length of 0: none).
    */
   uint8_t *work;
@@ -768,7 +832,8 @@ extern "C" {
 #endif // __cplusplus
 
 /**
- * Bytes of the library's own arena ([`BUILTIN_ARENA`]; 0: none, every caller lends one).
+ * Bytes of the library's own arena (set by `NEFF_FFI_BUILTIN_ARENA` when the library was
+ * built; 0: none, every caller lends one).
  */
 size_t neff_builtin_arena_size(void);
 
@@ -781,7 +846,7 @@ size_t neff_arena_min(void);
 
 /**
  * Bytes of the caller's stack a load or check takes for its state, besides the frames of
- * the code itself: loader state plus archive reader (the core's `LOAD_FOOTPRINT` for a
+ * the code itself: loader state plus archive reader (the loader's footprint for a
  * reader of this library's source type) plus the report, plus the built-in arena if any.
  */
 size_t neff_load_stack_size(void);
@@ -793,15 +858,23 @@ size_t neff_load_stack_size(void);
 size_t neff_error_size(void);
 
 /**
- * Loads a NEFF onto the device behind `hal`: every check of [`neff_check`], and every payload
- * lands in a device region with its usage class. On failure every region this load allocated
- * is released again. Returns `NEFF_STATUS_OK` or the failure's status, with the error in
- * `*err` (if non-null) and the report (what was done before the failure, too) in `*outputs`.
+ * Loads a NEFF onto the device behind `hal`: every check of `neff_check()`, and every payload
+ * lands in a device region with its usage class. Returns `NEFF_STATUS_OK` or the failure's
+ * status, with the error in `*err` (if non-null) and the report (what was done before the
+ * failure, too) in `*outputs`.
+ *
+ * All or nothing: whatever the status, unless it is `NEFF_STATUS_OK`, no region this call
+ * allocated is left live on the device (each was released through `hal->release`). A JSON
+ * report too long for `outputs->json` is `NEFF_STATUS_BUFFER_TOO_SMALL`, found once the
+ * load is over and before it returns: the load is undone.
  *
  * `source`, `hal` and `buffers` are required; `options`, `observer`, `outputs` and `err` may
- * be null. A null required pointer, a null buffer with a length, or an arena shorter than
- * [`neff_arena_min`] (or none, in a library without a built-in one) is
- * `NEFF_STATUS_BAD_ARGUMENT`.
+ * be null. A null required pointer, a null buffer with a length, an arena shorter than
+ * `neff_arena_min()` (or none, in a library without a built-in one), or two lent buffers
+ * that share a byte (the source's bytes or buffer, the arena, the replay store,
+ * `outputs->report`, `outputs->json`, `outputs->json_written`, `err`) is
+ * `NEFF_STATUS_BAD_ARGUMENT`, before anything is read or allocated (an `err` that overlaps
+ * another buffer is then left unwritten: only the status says it).
  *
  * # Safety
  * Every non-null pointer points to a live object of its type; the memory a `neff_source`,
@@ -819,11 +892,11 @@ neff_status neff_load(const struct neff_source *source,
 /**
  * Validates a NEFF without a device: header gates, gzip and tar, every manifest of the chain,
  * every payload read, digested and size-checked (the observer sees each as
- * `NEFF_PAYLOAD_CHECKED`, with no region). `options.arch`, when not 0, adds the target gate against that architecture. As
- * [`neff_load`] otherwise.
+ * `NEFF_PAYLOAD_CHECKED`, with no region). `options->arch`, when not 0, adds the target gate
+ * against that architecture. As `neff_load()` otherwise, the overlap checks included.
  *
  * # Safety
- * As [`neff_load`]'s.
+ * As `neff_load()`'s.
  */
 neff_status neff_check(const struct neff_source *source,
                        const struct neff_buffers *buffers,
@@ -833,27 +906,26 @@ neff_status neff_check(const struct neff_source *source,
                        struct neff_error *err);
 
 /**
- * Bytes of the caller's stack an info call takes for its state (as [`neff_load_stack_size`]
+ * Bytes of the caller's stack an info call takes for its state (as `neff_load_stack_size()`
  * for a check, with the tap on the tar stream).
  */
 size_t neff_info_stack_size(void);
 
 /**
- * What a NEFF holds, as the document `neff info --json` prints (spec `cli-contract.md`: the
- * header, the chain's KELFs, inputs and outputs, each subgraph's vars by `var_id`, DMA queues
+ * What a NEFF holds, as the document `neff info --json` prints (the header, the chain's KELFs, inputs and outputs, each subgraph's vars by `var_id`, DMA queues
  * by name, engines, carveouts and FP8 policy, the header hash, and `info.json`'s
- * `tool_version`), written to `info.json`. The NEFF is checked as [`neff_check`] checks it;
+ * `tool_version`), written to `info.json`. The NEFF is checked as `neff_check()` checks it;
  * a NEFF it refuses is that error, and nothing is written.
  *
  * `*written` (if non-null) receives the document's length; when `info.json_len` is too small,
- * `NEFF_STATUS_BUFFER_TOO_SMALL` and the length it needs (also [`neff_error_needed`]). A work
+ * `NEFF_STATUS_BUFFER_TOO_SMALL` and the length it needs (also `neff_error_needed()`). A work
  * buffer too small is `NEFF_STATUS_RESOURCE` with the bytes it needs. Both name their buffer
  * (`info.json`, `info.work`) in the error, whose stage is `NEFF_STAGE_ARGUMENT`. The output is
  * never cut short. With `options.verify_integrity` the `hash` object has the outcome (a
- * mismatch is a warning, as for a check). `options.arch` gates as for [`neff_check`].
+ * mismatch is a warning, as for a check). `options.arch` gates as for `neff_check()`.
  *
  * # Safety
- * As [`neff_load`]'s; `info` points to a `neff_info_buffers` whose buffers are writable for
+ * As `neff_load()`'s; `info` points to a `neff_info_buffers` whose buffers are writable for
  * their lengths and overlap no other buffer of the call.
  */
 neff_status neff_info(const struct neff_source *source,
@@ -891,7 +963,7 @@ neff_stage neff_error_stage(const struct neff_error *err);
 uint16_t neff_error_kind(const struct neff_error *err);
 
 /**
- * The byte offset of the error, counted from what [`neff_error_offset_base`] says (0 when it
+ * The byte offset of the error, counted from what `neff_error_offset_base()` says (0 when it
  * has none).
  *
  * # Safety
@@ -900,7 +972,7 @@ uint16_t neff_error_kind(const struct neff_error *err);
 uint64_t neff_error_offset(const struct neff_error *err);
 
 /**
- * What [`neff_error_offset`] counts from (`NEFF_OFFSET_NONE`: no byte position).
+ * What `neff_error_offset()` counts from (`NEFF_OFFSET_NONE`: no byte position).
  *
  * # Safety
  * `err` is null or points to a `neff_error` (filled by a `neff_*` call, or never read as one).
@@ -925,6 +997,16 @@ size_t neff_error_needed(const struct neff_error *err);
 size_t neff_error_available(const struct neff_error *err);
 
 /**
+ * What the read callback returned when it failed (negative, by convention the negated
+ * `errno`; or more than it was asked for): the call failed with stage `NEFF_STAGE_IO`. 0 when
+ * the error did not come from the callback.
+ *
+ * # Safety
+ * `err` is null or points to a `neff_error` (filled by a `neff_*` call, or never read as one).
+ */
+ptrdiff_t neff_error_read_result(const struct neff_error *err);
+
+/**
  * The tar member the error is about (UTF-8, not NUL-terminated: `*len` bytes; the last
  * 128 bytes of a longer path, after `…`). Empty outside a member. The pointer points into
  * `err` and lives as long as it.
@@ -936,7 +1018,7 @@ const uint8_t *neff_error_member(const struct neff_error *err,
                                  size_t *len);
 
 /**
- * The JSON key path of the error (`var.x.size`), as [`neff_error_member`] gives the member.
+ * The JSON key path of the error (`var.x.size`), as `neff_error_member()` gives the member.
  * Empty outside a manifest.
  *
  * # Safety
@@ -960,7 +1042,7 @@ size_t neff_error_message(const struct neff_error *err,
 
 /**
  * The warning's message, as the `neff` command prints it, into `buf` as
- * [`neff_error_message`] writes. Call it inside the `warning` callback only (the warning
+ * `neff_error_message()` writes. Call it inside the `warning` callback only (the warning
  * lives for that call).
  *
  * # Safety
@@ -968,6 +1050,57 @@ size_t neff_error_message(const struct neff_error *err,
  * `buf` is null or lends `len` writable bytes.
  */
 size_t neff_warning_message(const struct neff_warning *w, uint8_t *buf, size_t len);
+
+/**
+ * The library's version, `"MAJOR.MINOR.PATCH"` (NUL-terminated, static): compare it with the
+ * header's `NEFF_VERSION_STRING`, or let `neff_init()` do it.
+ */
+const char *neff_version(void);
+
+/**
+ * What `neff_init()` expands to: checks that the header the program was built with
+ * (`major`, `minor`, `sizeof(neff_error)`, `sizeof(neff_report)`) matches this library.
+ * Returns `NEFF_STATUS_OK`, or `NEFF_STATUS_VERSION_MISMATCH` with the two versions in the
+ * error's message: another major version (before 1.0, another minor version), a header newer
+ * than the library, or structure sizes that differ (a header for another target). Call it
+ * once at start-up, through `neff_init(err)`; it keeps no state and may be called from any
+ * thread.
+ *
+ * # Safety
+ * `err` is null or points to a writable `neff_error`.
+ */
+neff_status neff_init_(uint32_t major,
+                       uint32_t minor,
+                       size_t error_size,
+                       size_t report_size,
+                       struct neff_error *err);
+
+/**
+ * The C name of a status (`"NEFF_STATUS_INVALID"`), NUL-terminated and static; NULL for a
+ * value that is no `neff_status`.
+ */
+const char *neff_status_name(neff_status status);
+
+/**
+ * The name a stage has in messages (`"header"`, `"def.json"`; `"argument"` for
+ * `NEFF_STAGE_ARGUMENT`, `"none"` for `NEFF_STAGE_NONE`), NUL-terminated and static; NULL for
+ * a value that is no `neff_stage`.
+ */
+const char *neff_stage_name(neff_stage stage);
+
+/**
+ * The C name of an error code, a `neff_error_code` as `neff_error_kind()` returns it
+ * (`"NEFF_ERR_HEADER_SHORT_FILE"`), NUL-terminated and static; NULL for a number that is no
+ * error code. (Warning codes are numbered apart: `neff_warning_code_name()`.)
+ */
+const char *neff_code_name(uint16_t code);
+
+/**
+ * The C name of a warning code, a `neff_warning_code` as `neff_warning.code` holds it
+ * (`"NEFF_WARN_HEADER_TRAILING_BYTES"`), NUL-terminated and static; NULL for a number that is
+ * no warning code.
+ */
+const char *neff_warning_code_name(uint16_t code);
 
 #ifdef __cplusplus
 }  // extern "C"

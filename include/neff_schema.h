@@ -10,20 +10,52 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#ifdef __cplusplus
+/* C11 and C++11 assert with _Static_assert and static_assert; C99 with an array whose
+ * size is negative when the condition fails. */
+#if defined(__cplusplus)
 #define NEFF_SCHEMA_ASSERT(cond, what) static_assert(cond, what)
-#else
+#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
 #define NEFF_SCHEMA_ASSERT(cond, what) _Static_assert(cond, what)
+#else
+#define NEFF_SCHEMA_CAT_(a, b) a##b
+#define NEFF_SCHEMA_CAT(a, b) NEFF_SCHEMA_CAT_(a, b)
+#define NEFF_SCHEMA_ASSERT(cond, what) \
+  typedef char NEFF_SCHEMA_CAT(neff_schema_assert_, __LINE__)[(cond) ? 1 : -1]
+#endif
+
+/* 8-byte alignment for 64-bit fields, as on x86-64 (i386 aligns uint64_t to 4). */
+#if defined(__cplusplus) && __cplusplus >= 201103L
+#define NEFF_SCHEMA_ALIGN8 alignas(8)
+#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+#define NEFF_SCHEMA_ALIGN8 _Alignas(8)
+#elif defined(__GNUC__)
+#define NEFF_SCHEMA_ALIGN8 __attribute__((aligned(8)))
+#elif defined(_MSC_VER)
+#define NEFF_SCHEMA_ALIGN8 __declspec(align(8))
+#else
+#error "neff_schema.h: no way to align a field to 8 bytes with this compiler"
+#endif
+
+/* Enums with a fixed 32-bit type where the language has them (C++11, C23); else their
+ * values in a uint32_t. */
+#if defined(__cplusplus) || (defined(__STDC_VERSION__) && __STDC_VERSION__ >= 202311L)
+#define NEFF_SCHEMA_FIXED_ENUMS 1
+#else
+#define NEFF_SCHEMA_FIXED_ENUMS 0
 #endif
 
 /**
- * I/O tensor dtype of `neff.json` `attrs.dltype` (§11.1), with the explicit values of the
- * current public `nrt.h` (the old sequential numbering of `nrt_experimental.h` is obsolete, §15.13).
+ * I/O tensor dtype of `neff.json` `attrs.dltype`, with the explicit values of the
+ * current public `nrt.h` (the old sequential numbering of `nrt_experimental.h` is obsolete).
  * Strings the runtime does not know map to `Unknown` (1 byte per element) with a warning.
  * 
  * The runtime's `nrt_dtype_t` (schema `NrtDtype`).
  */
-typedef enum neff_nrt_dtype {
+enum neff_nrt_dtype
+#if NEFF_SCHEMA_FIXED_ENUMS
+  : uint32_t
+#endif
+{
   /**
    * Unknown dtype; the runtime sizes it 1 byte per element.
    */
@@ -55,14 +87,25 @@ typedef enum neff_nrt_dtype {
    * No string selects it at the I/O layer.
    */
   NEFF_NRT_DTYPE_FP8_E5 = 15,
-} neff_nrt_dtype;
+};
+#ifndef __cplusplus
+#if NEFF_SCHEMA_FIXED_ENUMS
+typedef enum neff_nrt_dtype neff_nrt_dtype;
+#else
+typedef uint32_t neff_nrt_dtype;
+#endif
+#endif
 
 /**
- * `def.json` dtype strings (var `dtype`, descriptor `from_dtype`/`to_dtype`) (§11.2, 19-entry map).
+ * `def.json` dtype strings (var `dtype`, descriptor `from_dtype`/`to_dtype`) (19-entry map).
  * 
  * The runtime's `kbin_dtype` (schema `KbinDtype`).
  */
-typedef enum neff_kbin_dtype {
+enum neff_kbin_dtype
+#if NEFF_SCHEMA_FIXED_ENUMS
+  : uint32_t
+#endif
+{
   NEFF_KBIN_DTYPE_INVALID = 0,
   NEFF_KBIN_DTYPE_FLOAT8E3 = 1,
   NEFF_KBIN_DTYPE_FLOAT8E4 = 2,
@@ -85,15 +128,26 @@ typedef enum neff_kbin_dtype {
   NEFF_KBIN_DTYPE_INT16 = 13,
   NEFF_KBIN_DTYPE_INT32 = 14,
   NEFF_KBIN_DTYPE_INT64 = 15,
-} neff_kbin_dtype;
+};
+#ifndef __cplusplus
+#if NEFF_SCHEMA_FIXED_ENUMS
+typedef enum neff_kbin_dtype neff_kbin_dtype;
+#else
+typedef uint32_t neff_kbin_dtype;
+#endif
+#endif
 
 /**
- * Device architecture of `kelf` `target` (§11.3). `""` selects `Sunda` (the runtime's default);
+ * Device architecture of `kelf` `target`. `""` selects `Sunda` (the runtime's default);
  * `"*"` (any architecture) selects no variant: it matches the device present.
  * 
  * The runtime's `al_hal_tpb_arch_type` (schema `Arch`).
  */
-typedef enum neff_arch {
+enum neff_arch
+#if NEFF_SCHEMA_FIXED_ENUMS
+  : uint32_t
+#endif
+{
   /**
    * Trn1 / Inf2, NeuronCore-v2.
    */
@@ -106,15 +160,26 @@ typedef enum neff_arch {
    * Trn3, NeuronCore-v4.
    */
   NEFF_ARCH_MARIANA = 4,
-} neff_arch;
+};
+#ifndef __cplusplus
+#if NEFF_SCHEMA_FIXED_ENUMS
+typedef enum neff_arch neff_arch;
+#else
+typedef uint32_t neff_arch;
+#endif
+#endif
 
 /**
- * Memory-reference type of a `def.json` var `type` (§7.3). Only the published pairs have strings;
+ * Memory-reference type of a `def.json` var `type`. Only the published pairs have strings;
  * `dge-table`, `remote` and the like are unconfirmed and select no variant.
  * 
  * The runtime's `kbin_mr_type` (schema `MrType`).
  */
-typedef enum neff_mr_type {
+enum neff_mr_type
+#if NEFF_SCHEMA_FIXED_ENUMS
+  : uint32_t
+#endif
+{
   NEFF_MR_TYPE_INVALID = 0,
   NEFF_MR_TYPE_SB = 1,
   NEFF_MR_TYPE_BUFFER_STAGED = 2,
@@ -127,15 +192,26 @@ typedef enum neff_mr_type {
   NEFF_MR_TYPE_LIST = 9,
   NEFF_MR_TYPE_PTR_TABLE = 10,
   NEFF_MR_TYPE_REMOTE = 11,
-} neff_mr_type;
+};
+#ifndef __cplusplus
+#if NEFF_SCHEMA_FIXED_ENUMS
+typedef enum neff_mr_type neff_mr_type;
+#else
+typedef uint32_t neff_mr_type;
+#endif
+#endif
 
 /**
- * DMA ring type of a `dma_queue` `type` (§11.5). `data` with `indirect_memcpy` becomes
+ * DMA ring type of a `dma_queue` `type`. `data` with `indirect_memcpy` becomes
  * `IndirectMemcpy`; `dynamic` has no published value and selects no variant.
  * 
  * The runtime's `kbin_dma_ring_type` (schema `DmaRingType`).
  */
-typedef enum neff_dma_ring_type {
+enum neff_dma_ring_type
+#if NEFF_SCHEMA_FIXED_ENUMS
+  : uint32_t
+#endif
+{
   NEFF_DMA_RING_TYPE_ENG = 0,
   NEFF_DMA_RING_TYPE_H2T = 1,
   NEFF_DMA_RING_TYPE_H2T_SERVICE = 2,
@@ -154,63 +230,118 @@ typedef enum neff_dma_ring_type {
   NEFF_DMA_RING_TYPE_EMBEDDING_UPDATE = 15,
   NEFF_DMA_RING_TYPE_CUSTOM_OP = 16,
   NEFF_DMA_RING_TYPE_GENERIC = 17,
-} neff_dma_ring_type;
+};
+#ifndef __cplusplus
+#if NEFF_SCHEMA_FIXED_ENUMS
+typedef enum neff_dma_ring_type neff_dma_ring_type;
+#else
+typedef uint32_t neff_dma_ring_type;
+#endif
+#endif
 
 /**
- * Engine of a `dma_queue` `owner` and of the `def.json` engine keys (§7.5, §11.5).
+ * Engine of a `dma_queue` `owner` and of the `def.json` engine keys.
  * 
  * The runtime's `al_hal_tpb_eng_type` (schema `EngineType`).
  */
-typedef enum neff_engine_type {
+enum neff_engine_type
+#if NEFF_SCHEMA_FIXED_ENUMS
+  : uint32_t
+#endif
+{
   NEFF_ENGINE_TYPE_PE = 0,
   NEFF_ENGINE_TYPE_ACT = 1,
   NEFF_ENGINE_TYPE_POOL = 2,
   NEFF_ENGINE_TYPE_DVE = 3,
   NEFF_ENGINE_TYPE_SP = 4,
-} neff_engine_type;
+};
+#ifndef __cplusplus
+#if NEFF_SCHEMA_FIXED_ENUMS
+typedef enum neff_engine_type neff_engine_type;
+#else
+typedef uint32_t neff_engine_type;
+#endif
+#endif
 
 /**
- * DMA descriptor `op` (§11.6); absent means `copy`. `cast` is a type-converting copy: COPY with
- * the cast flag set (real NEFFs write it, §15.21). Anything else is `Unknown dma operation`.
+ * DMA descriptor `op`; absent means `copy`. `cast` is a type-converting copy: COPY with
+ * the cast flag set (real NEFFs write it). Anything else is `Unknown dma operation`.
  * 
  * The runtime's `kbin_dma_desc_op` (schema `DescOp`).
  */
-typedef enum neff_desc_op {
+enum neff_desc_op
+#if NEFF_SCHEMA_FIXED_ENUMS
+  : uint32_t
+#endif
+{
   NEFF_DESC_OP_COPY = 0,
   NEFF_DESC_OP_FMA = 1,
   NEFF_DESC_OP_ADD = 2,
   NEFF_DESC_OP_MIN = 3,
   NEFF_DESC_OP_MAX = 4,
   NEFF_DESC_OP_TRANSPOSE = 5,
-} neff_desc_op;
+};
+#ifndef __cplusplus
+#if NEFF_SCHEMA_FIXED_ENUMS
+typedef enum neff_desc_op neff_desc_op;
+#else
+typedef uint32_t neff_desc_op;
+#endif
+#endif
 
 /**
- * DMA descriptor type (§11.6); not selected by a string.
+ * DMA descriptor type; not selected by a string.
  * 
  * The runtime's `kbin_dma_desc_type` (schema `DescType`).
  */
-typedef enum neff_desc_type {
+enum neff_desc_type
+#if NEFF_SCHEMA_FIXED_ENUMS
+  : uint32_t
+#endif
+{
   NEFF_DESC_TYPE_DATA = 0,
   NEFF_DESC_TYPE_EVENT = 1,
   NEFF_DESC_TYPE_INC_SEMA = 2,
-} neff_desc_type;
+};
+#ifndef __cplusplus
+#if NEFF_SCHEMA_FIXED_ENUMS
+typedef enum neff_desc_type neff_desc_type;
+#else
+typedef uint32_t neff_desc_type;
+#endif
+#endif
 
 /**
- * State-buffer carveout `type` of `runtime_statebuffer_reservation` (§11.7).
+ * State-buffer carveout `type` of `runtime_statebuffer_reservation`.
  * 
  * The runtime's `kbin_sb_carveout_type` (schema `CarveoutType`).
  */
-typedef enum neff_carveout_type {
+enum neff_carveout_type
+#if NEFF_SCHEMA_FIXED_ENUMS
+  : uint32_t
+#endif
+{
   NEFF_CARVEOUT_TYPE_INVALID = 0,
   NEFF_CARVEOUT_TYPE_EVTACCEL = 1,
-} neff_carveout_type;
+};
+#ifndef __cplusplus
+#if NEFF_SCHEMA_FIXED_ENUMS
+typedef enum neff_carveout_type neff_carveout_type;
+#else
+typedef uint32_t neff_carveout_type;
+#endif
+#endif
 
 /**
- * Device-memory usage classes for allocation accounting (§11.8).
+ * Device-memory usage classes for allocation accounting.
  * 
  * The runtime's `device memory usage class` (schema `UsageClass`).
  */
-typedef enum neff_usage_class {
+enum neff_usage_class
+#if NEFF_SCHEMA_FIXED_ENUMS
+  : uint32_t
+#endif
+{
   NEFF_USAGE_CLASS_GENERIC = 0,
   NEFF_USAGE_CLASS_INSTR_PE = 1,
   NEFF_USAGE_CLASS_INSTR_ACT = 2,
@@ -233,10 +364,17 @@ typedef enum neff_usage_class {
   NEFF_USAGE_CLASS_DMA_RING_SPILL = 19,
   NEFF_USAGE_CLASS_DMA_RING_IO = 20,
   NEFF_USAGE_CLASS_DMA_RING_COLLECTIVES = 21,
-} neff_usage_class;
+};
+#ifndef __cplusplus
+#if NEFF_SCHEMA_FIXED_ENUMS
+typedef enum neff_usage_class neff_usage_class;
+#else
+typedef uint32_t neff_usage_class;
+#endif
+#endif
 
 /**
- * One I/O tensor of `neff.json` as the runtime keeps it (§5.4).
+ * One I/O tensor of `neff.json` as the runtime keeps it.
  * 
  * The runtime's `io_node_info_t` (schema `IoNodeInfo`), 144 bytes.
  */
@@ -244,7 +382,7 @@ typedef struct io_node_info_t {
   /**
    * Bytes: product of the shape times the element size (offset 0).
    */
-  uint64_t size;
+  NEFF_SCHEMA_ALIGN8 uint64_t size;
   /**
    * `nrt_dtype_t` value (offset 8).
    */
@@ -265,7 +403,7 @@ NEFF_SCHEMA_ASSERT(offsetof(io_node_info_t, shape) == 12, "offsetof(io_node_info
 NEFF_SCHEMA_ASSERT(offsetof(io_node_info_t, ndim) == 140, "offsetof(io_node_info_t, ndim)");
 
 /**
- * One `runtime_statebuffer_reservation` entry (`kbin_sb_carveout_t`, §7.7).
+ * One `runtime_statebuffer_reservation` entry (`kbin_sb_carveout_t`).
  * 
  * The runtime's `sb_carveout` (schema `SbCarveout`), 40 bytes.
  */
@@ -277,19 +415,19 @@ typedef struct sb_carveout {
   /**
    * State-buffer byte offset (offset 8).
    */
-  uint64_t offset;
+  NEFF_SCHEMA_ALIGN8 uint64_t offset;
   /**
    * Bytes (offset 16).
    */
-  uint64_t size;
+  NEFF_SCHEMA_ALIGN8 uint64_t size;
   /**
    * First partition (JSON `base_partition` or `start_partition`) (offset 24).
    */
-  uint64_t start_partition;
+  NEFF_SCHEMA_ALIGN8 uint64_t start_partition;
   /**
    * Partition count (JSON `partitions` or `num_partitions`) (offset 32).
    */
-  uint64_t num_partitions;
+  NEFF_SCHEMA_ALIGN8 uint64_t num_partitions;
 } sb_carveout;
 NEFF_SCHEMA_ASSERT(sizeof(sb_carveout) == 40, "sizeof(sb_carveout)");
 NEFF_SCHEMA_ASSERT(offsetof(sb_carveout, carveout_type) == 0, "offsetof(sb_carveout, carveout_type)");
@@ -299,7 +437,7 @@ NEFF_SCHEMA_ASSERT(offsetof(sb_carveout, start_partition) == 24, "offsetof(sb_ca
 NEFF_SCHEMA_ASSERT(offsetof(sb_carveout, num_partitions) == 32, "offsetof(sb_carveout, num_partitions)");
 
 /**
- * The FP8 cast policy of `fp8_conversion_config` (§7.8).
+ * The FP8 cast policy of `fp8_conversion_config`.
  * 
  * The runtime's `kbin_fp8_conv_cfg_t` (schema `KbinFp8ConvCfg`), 16 bytes.
  */
@@ -338,7 +476,7 @@ NEFF_SCHEMA_ASSERT(offsetof(kbin_fp8_conv_cfg_t, fp8_sis) == 13, "offsetof(kbin_
 NEFF_SCHEMA_ASSERT(offsetof(kbin_fp8_conv_cfg_t, fp8_sns) == 14, "offsetof(kbin_fp8_conv_cfg_t, fp8_sns)");
 
 /**
- * `kbin_fp8_conv_cfg_t` with its presence flag (§7.8).
+ * `kbin_fp8_conv_cfg_t` with its presence flag.
  * 
  * The runtime's `fp8_conversion_info` (schema `Fp8ConversionInfo`), 20 bytes.
  */
@@ -376,7 +514,7 @@ NEFF_SCHEMA_ASSERT(offsetof(kbin_cc_streams_t, num_streams) == 0, "offsetof(kbin
 NEFF_SCHEMA_ASSERT(offsetof(kbin_cc_streams_t, reserved) == 4, "offsetof(kbin_cc_streams_t, reserved)");
 
 /**
- * One DMA queue set of `dma_queue`, without its flexible `ring_instances` pointer array (§12).
+ * One DMA queue set of `dma_queue`, without its flexible `ring_instances` pointer array.
  * 
  * The runtime's `kbin_dma_t` (schema `KbinDmaHeader`), 296 bytes.
  */
@@ -445,7 +583,7 @@ NEFF_SCHEMA_ASSERT(offsetof(kbin_dma_t, ring_instance_count) == 288, "offsetof(k
 NEFF_SCHEMA_ASSERT(offsetof(kbin_dma_t, reserved) == 292, "offsetof(kbin_dma_t, reserved)");
 
 /**
- * Scratchpad sizes and variable count of a subgraph, without its flexible `mem` array (§12).
+ * Scratchpad sizes and variable count of a subgraph, without its flexible `mem` array.
  * 
  * The runtime's `kbin_mem_ref_set_t` (schema `KbinMemRefSetHeader`), 24 bytes.
  */
@@ -453,11 +591,11 @@ typedef struct kbin_mem_ref_set_t {
   /**
    * Private scratch bytes (offset 0).
    */
-  uint64_t local_scratchpad_size;
+  NEFF_SCHEMA_ALIGN8 uint64_t local_scratchpad_size;
   /**
    * Shared scratchpad bytes (max of `backing_variable_off + size`) (offset 8).
    */
-  uint64_t shared_scratchpad_size;
+  NEFF_SCHEMA_ALIGN8 uint64_t shared_scratchpad_size;
   /**
    * Number of variables (offset 16).
    */

@@ -106,6 +106,10 @@ command -v cbindgen >/dev/null 2>&1 && [ "$(cbindgen --version)" = "cbindgen 0.2
   cargo install cbindgen --version 0.29.4 --locked --force
 [ -f /usr/include/zlib.h ] || apt_install zlib1g-dev
 [ -f /usr/include/xxhash.h ] || apt_install libxxhash-dev
+command -v pkg-config >/dev/null 2>&1 || apt_install pkg-config
+# The header's targets: armv7 (C++ too) and Cortex-M; i386 needs only gcc's -m32.
+command -v arm-linux-gnueabihf-g++ >/dev/null 2>&1 || apt_install g++-arm-linux-gnueabihf
+command -v arm-none-eabi-g++ >/dev/null 2>&1 || apt_install gcc-arm-none-eabi
 ./scripts/test-ffi.sh
 
 for spec in "${cross_targets[@]}"; do

@@ -49,12 +49,16 @@ ln -sf /usr/include/xxhash.h "$out/xxhash/xxhash.h"
 # Its arena built in (string scratch + 32 KiB of records, as the Rust image's): a local of the
 # frame that loads, after the open, where a lent one would be live during the open too.
 (cd ffi && NEFF_FFI_BUILTIN_ARENA=33792 cargo build --profile firmware --lib --target thumbv7em-none-eabihf)
+# As a firmware team links it: one object whose only global symbols are neff_* (no compiler
+# built-in of the library's can clash with the toolchain's libgcc).
+scripts/c-static-lib.sh ffi/target/thumbv7em-none-eabihf/firmware/libneff_ffi.a "$out/libneff.a" arm-none-eabi-
+echo "libneff.a (thumbv7em): global symbols: $(arm-none-eabi-nm -g --defined-only "$out/libneff.a" | awk 'NF == 3 { print $3 }' | tr '\n' ' ')"
 flags=(-mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16 -Os -g -std=c11 -Wall -Wextra -Werror
   -ffunction-sections -fdata-sections -ffreestanding -Iinclude -Iffi/firmware -I"$out/xxhash")
 arm-none-eabi-gcc "${flags[@]}" -nostartfiles -T ffi/firmware/memory.ld -Wl,--gc-sections \
   -Wl,-Map="$out/neff-c-firmware.map" -Wl,--no-warn-execstack --specs=nano.specs \
   ffi/firmware/startup.c ffi/firmware/main.c "$out/fixtures.c" "$out/fixtures.S" \
-  ffi/target/thumbv7em-none-eabihf/firmware/libneff_ffi.a -lc -lgcc -o "$out/neff-c-firmware.elf"
+  "$out/libneff.a" -lc -lgcc -o "$out/neff-c-firmware.elf"
 # The image writes with SYS_WRITE0, which QEMU sends to its stderr.
 c_log=$(timeout 120 qemu-system-arm -cpu cortex-m4 -machine mps2-an386 -nographic \
   -semihosting-config enable=on,target=native -kernel "$out/neff-c-firmware.elf" 2>&1 </dev/null)

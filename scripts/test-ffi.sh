@@ -4,8 +4,13 @@
 # AddressSanitizer and UBSan, linked against the static library, and runs it on both nkipy
 # NEFFs and every shared real NEFF (found by walking ../shared/fixtures/public); then the same
 # program against the shared library (cdylib) on the small NEFF. neff_info's document on every
-# NEFF is compared with `neff info --json` (the host command, built here). Needs zlib
-# and libxxhash headers (Debian: zlib1g-dev, libxxhash-dev) and cbindgen.
+# NEFF is compared with `neff info --json` (the host command, built here). Before that: the
+# headers compile as C99, C11, C2x and C++17 for x86-64, i386, armv7 and Cortex-M with their
+# _Static_asserts, and the library is installed under a prefix (scripts/install-c.sh) whose
+# pkg-config file the programs are built with, the README's way; both libraries export neff_*
+# only, and the shared one is named by its SONAME. Needs zlib and libxxhash headers (Debian:
+# zlib1g-dev, libxxhash-dev), pkg-config, cbindgen, and the cross compilers
+# (gcc-arm-linux-gnueabihf, g++-arm-linux-gnueabihf, gcc-arm-none-eabi).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,15 +22,50 @@ if [ ! -d "$fixtures" ]; then
 fi
 
 scripts/gen-header.sh --check
-# The headers compile as C11 and as C++ (cbindgen's enums take a fixed type there), with their
-# _Static_asserts.
-printf '#include "neff.h"\n' | cc -std=c11 -Wall -Wextra -Werror -pedantic -fsyntax-only -Iinclude -x c -
-printf '#include "neff.h"\n' | c++ -std=c++17 -Wall -Wextra -Werror -fsyntax-only -Iinclude -x c++ -
-(cd ffi && cargo build --release --lib)
+# The headers, with their _Static_asserts, on 64- and 32-bit targets (i386 aligns uint64_t to 4,
+# arm-none-eabi-gcc sizes enums by their values): as C99, C11, C2x and C++17. i386 is checked
+# freestanding (the compiler's own stdint.h): its syntax and layouts need no 32-bit libc.
+targets=("x86-64:cc:c++" "i386:cc -m32 -ffreestanding:c++ -m32 -ffreestanding"
+  "armv7:arm-linux-gnueabihf-gcc:arm-linux-gnueabihf-g++"
+  "cortex-m4:arm-none-eabi-gcc -mcpu=cortex-m4 -mthumb -ffreestanding:arm-none-eabi-g++ -mcpu=cortex-m4 -mthumb -ffreestanding")
+for spec in "${targets[@]}"; do
+  IFS=: read -r name c cxx <<<"$spec"
+  for tool in "${c%% *}" "${cxx%% *}"; do
+    command -v "$tool" >/dev/null || { echo "test-ffi: $tool not found (see the header of this script)" >&2; exit 1; }
+  done
+  for std in c99 c11 c2x; do
+    printf '#include "neff.h"\n' | $c -std=$std -Wall -Wextra -Werror -pedantic -fsyntax-only -Iinclude -x c -
+  done
+  printf '#include "neff.h"\n' | $cxx -std=c++17 -Wall -Wextra -Werror -pedantic -fsyntax-only -Iinclude -x c++ -
+  echo "test-ffi: neff.h compiles for $name as C99, C11, C2x and C++17"
+done
+
+# Installed under a prefix, as the README says; then every global symbol checked.
 out=ffi/target/c
+prefix=$(pwd)/$out/prefix
+rm -rf "$prefix"
 mkdir -p "$out"
+scripts/install-c.sh "$prefix"
+lib=$prefix/lib
+export PKG_CONFIG_PATH=$lib/pkgconfig
+static_syms=$(nm -g --defined-only "$lib/libneff.a" | awk 'NF == 3 { print $3 }' | sort)
+shared_syms=$(nm -D --defined-only "$lib/libneff.so" | awk 'NF == 3 { print $3 }' | sort)
+for syms in "$static_syms" "$shared_syms"; do
+  if grep -qv '^neff_' <<<"$syms"; then
+    echo "test-ffi: a library exports more than neff_*:" >&2
+    grep -v '^neff_' <<<"$syms" >&2
+    exit 1
+  fi
+done
+[ "$static_syms" = "$shared_syms" ] || { echo "test-ffi: the two libraries export different symbols" >&2; exit 1; }
+echo "test-ffi: both libraries export the same $(wc -l <<<"$static_syms") symbols, all neff_*: $(tr '\n' ' ' <<<"$static_syms")"
+soname=$(readelf -d "$lib/libneff.so" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
+[ "$soname" = libneff.so.0 ] || { echo "test-ffi: SONAME '$soname', expected libneff.so.0" >&2; exit 1; }
+echo "test-ffi: libneff.so SONAME $soname; pkg-config: $(pkg-config --cflags --libs neff)"
+
+# The static library: the program names libneff.a itself (-lneff would take the .so).
 cc -std=c11 -Wall -Wextra -Werror -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
-  -fno-sanitize-recover=undefined -Iinclude ffi/c/host_load.c ffi/target/release/libneff_ffi.a -lz \
+  -fno-sanitize-recover=undefined $(pkg-config --cflags neff) ffi/c/host_load.c "$lib/libneff.a" -lz \
   -o "$out/host_load"
 mapfile -t neffs < <(find "$fixtures" -name '*.neff' | sort)
 # matmul_small first: the refusal checks damage the first NEFF named.
@@ -58,7 +98,10 @@ PY
   i=$((i + 1))
 done
 
-# The shared library too: the same program, linked against libneff_ffi.so, on the small NEFF.
-cc -std=c11 -Wall -Wextra -Werror -O1 -Iinclude ffi/c/host_load.c -Lffi/target/release -lneff_ffi -lz \
-  -Wl,-rpath,"$(pwd)/ffi/target/release" -o "$out/host_load_shared"
+# The shared library too: the same program, built with the README's link line, on the small NEFF;
+# it must ask for libneff.so.0 (the SONAME), found through the installed prefix.
+cc -std=c11 -Wall -Wextra -Werror -O1 ffi/c/host_load.c $(pkg-config --cflags --libs neff) -lz \
+  -Wl,-rpath,"$(pkg-config --variable=libdir neff)" -o "$out/host_load_shared"
+readelf -d "$out/host_load_shared" | grep -q 'Shared library: \[libneff.so.0\]' ||
+  { echo "test-ffi: the program does not ask for libneff.so.0" >&2; exit 1; }
 "$out/host_load_shared" "$small" | tail -n 1

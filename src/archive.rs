@@ -319,12 +319,13 @@ fn close<R: BufRead, I: Inflate>(
     }
     let inflated_bytes = decoder.total_out();
     let compressed_bytes = decoder.compressed_len();
-    let consumed = decoder.consumed();
     let payload = decoder.source_mut();
     let data_size = header.data_size;
     if payload.remaining() > 0 {
+        // The header field at fault, as the gate names it for a file of known size: the same
+        // refusal at the same byte whatever the source.
         let e = HeaderError::DataSizePastEnd { data_size, available: data_size.saturating_sub(payload.remaining()) };
-        return Err(Error::at_file(Stage::Header, (HEADER_SIZE as u64).saturating_add(consumed), ErrorKind::Header(e)));
+        return Err(header_error(e));
     }
     let integrity = payload.hasher.finish_in_place(header);
     if let Integrity::Mismatch { computed, .. } = integrity {

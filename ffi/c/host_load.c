@@ -4,11 +4,16 @@
  * independent computation: zlib gunzips the NEFF's payload, a tar walk written here finds each
  * member, and xxhash's own XXH3-64 (libxxhash, seed 0) digests the bytes that must land (a
  * `.npy` member's array data only). Then it damages a NEFF and checks the refusal: status,
- * stage, kind and message.
+ * stage, kind and message. Before the loads: neff_init and the names (identity), and every
+ * ordered pair of lent buffers made to overlap in neff_check, neff_load and neff_info, each
+ * refused with nothing written (overlaps). Among the refusals: a JSON report too long for a
+ * 16-byte buffer undoes the load (no region live), a read callback's -EIO reaches the error,
+ * and a data_size past the end is at byte 16 from memory and through a callback alike.
  *
- * Built by scripts/test-ffi.sh with the system cc, -fsanitize=address,undefined, linked against
- * the static library (ffi/target/release/libneff_ffi.a). Exit status 0 only when every check
- * passed; the last line is `c host: N passed, M failed`. */
+ * Built by scripts/test-ffi.sh with the system cc, -fsanitize=address,undefined, against the
+ * installed static library (scripts/install-c.sh: libneff.a, only neff_* global), then with
+ * pkg-config against the shared one. Exit status 0 only when every check passed; the last line
+ * is `c host: N passed, M failed`. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -51,12 +56,12 @@ typedef struct device {
   uint32_t alloc_limit; /* refuse allocations past this many (0: no limit) */
 } device;
 
-static uint32_t dev_arch(void *ctx) {
+static neff_arch dev_arch(void *ctx) {
   (void)ctx;
   return ARCH_CAYMAN;
 }
 
-static uint32_t new_region(device *d, uint64_t size, uint32_t *id) {
+static neff_hal_result new_region(device *d, uint64_t size, uint32_t *id) {
   if (size == 0) return NEFF_HAL_ZERO_SIZE;
   if (size > ((uint64_t)1 << 32)) return NEFF_HAL_OUT_OF_MEMORY;
   if (d->count == d->cap) {
@@ -79,14 +84,14 @@ static region *live_region(device *d, uint32_t id) {
   return &d->regions[id - 1];
 }
 
-static uint32_t dev_alloc(void *ctx, const neff_alloc_request *req, uint32_t *id) {
+static neff_hal_result dev_alloc(void *ctx, const neff_alloc_request *req, uint32_t *id) {
   device *d = ctx;
   if (d->alloc_limit && d->count >= d->alloc_limit) return NEFF_HAL_OUT_OF_MEMORY;
   if (req->align == 0 || (req->align & (req->align - 1))) return NEFF_HAL_BAD_ALIGNMENT;
   return new_region(ctx, req->size, id);
 }
 
-static uint32_t dev_write(void *ctx, uint32_t id, uint64_t offset, const uint8_t *bytes, size_t len) {
+static neff_hal_result dev_write(void *ctx, uint32_t id, uint64_t offset, const uint8_t *bytes, size_t len) {
   region *r = live_region(ctx, id);
   if (!r) return NEFF_HAL_UNKNOWN_REGION;
   if (offset > r->size || len > r->size - offset) return NEFF_HAL_OUT_OF_BOUNDS;
@@ -94,7 +99,7 @@ static uint32_t dev_write(void *ctx, uint32_t id, uint64_t offset, const uint8_t
   return NEFF_HAL_OK;
 }
 
-static uint32_t dev_release(void *ctx, uint32_t id) {
+static neff_hal_result dev_release(void *ctx, uint32_t id) {
   device *d = ctx;
   region *r = live_region(d, id);
   if (!r) return NEFF_HAL_UNKNOWN_REGION;
@@ -105,12 +110,12 @@ static uint32_t dev_release(void *ctx, uint32_t id) {
   return NEFF_HAL_OK;
 }
 
-static uint32_t dev_adopt(void *ctx, uint32_t staged, const neff_alloc_request *req, uint32_t *id) {
+static neff_hal_result dev_adopt(void *ctx, uint32_t staged, const neff_alloc_request *req, uint32_t *id) {
   device *d = ctx;
   region *r = live_region(d, staged);
   if (!r) return NEFF_HAL_UNKNOWN_REGION;
   if (req->size < r->size) return NEFF_HAL_ADOPT_TOO_SMALL;
-  uint32_t rc = dev_alloc(ctx, req, id);
+  neff_hal_result rc = dev_alloc(ctx, req, id);
   if (rc != NEFF_HAL_OK) return rc;
   r = live_region(d, staged); /* the table may have moved */
   memcpy(d->regions[*id - 1].bytes, r->bytes, (size_t)r->size);
@@ -172,9 +177,10 @@ static void on_warning(void *ctx, const neff_warning *w) {
 
 /* ---- the byte-source callback: a FILE * ---- */
 
+/* A failed read returns the negated errno, which reaches neff_error_read_result(). */
 static ptrdiff_t file_read(void *ctx, uint8_t *buf, size_t len) {
   size_t n = fread(buf, 1, len, ctx);
-  return ferror((FILE *)ctx) ? -1 : (ptrdiff_t)n;
+  return ferror((FILE *)ctx) ? -(ptrdiff_t)(errno ? errno : EIO) : (ptrdiff_t)n;
 }
 
 static void print_error(const char *name, const neff_error *err) {
@@ -424,6 +430,141 @@ static int info_refusals(const char *path) {
   return failures == before;
 }
 
+
+/* ---- the library's identity and names ---- */
+
+static int same(const char *got, const char *want) {
+  return got && want ? strcmp(got, want) == 0 : got == want;
+}
+
+/* neff_init and neff_version against this header; the names of a status, a stage and codes. */
+static int identity(void) {
+  int before = failures;
+  neff_error err;
+  char msg[512];
+  if (!same(neff_version(), NEFF_VERSION_STRING)) fail("identity", "library %s, header %s", neff_version(), NEFF_VERSION_STRING);
+  if (neff_init(&err) != NEFF_STATUS_OK || neff_error_status(&err) != NEFF_STATUS_OK) fail("identity", "neff_init refused its own header");
+  /* A header of the next major version, then one whose neff_error is another size. */
+  neff_status status = neff_init_(NEFF_VERSION_MAJOR + 1, NEFF_VERSION_MINOR, sizeof(neff_error), sizeof(neff_report), &err);
+  neff_error_message(&err, (uint8_t *)msg, sizeof msg);
+  printf("identity: another major version: %s: %s\n", neff_status_name(status), msg);
+  if (status != NEFF_STATUS_VERSION_MISMATCH || neff_error_status(&err) != status || strstr(msg, NEFF_VERSION_STRING) == NULL)
+    fail("identity", "another major version: status %u", (unsigned)status);
+  status = neff_init_(NEFF_VERSION_MAJOR, NEFF_VERSION_MINOR, sizeof(neff_error) - 8, sizeof(neff_report), NULL);
+  if (status != NEFF_STATUS_VERSION_MISMATCH) fail("identity", "another sizeof(neff_error): status %u", (unsigned)status);
+  if (!same(neff_status_name(NEFF_STATUS_BUFFER_TOO_SMALL), "NEFF_STATUS_BUFFER_TOO_SMALL") ||
+      !same(neff_status_name(NEFF_STATUS_OK), "NEFF_STATUS_OK") || neff_status_name((neff_status)3) != NULL)
+    fail("identity", "status names");
+  if (!same(neff_stage_name(NEFF_STAGE_HEADER), "header") || !same(neff_stage_name(NEFF_STAGE_DEF_JSON), "def.json") ||
+      !same(neff_stage_name(NEFF_STAGE_ARGUMENT), "argument") || neff_stage_name((neff_stage)77) != NULL)
+    fail("identity", "stage names");
+  if (!same(neff_code_name(NEFF_ERR_HEADER_SHORT_FILE), "NEFF_ERR_HEADER_SHORT_FILE") ||
+      !same(neff_code_name(NEFF_ERR_MANIFEST_ARCH_MISMATCH), "NEFF_ERR_MANIFEST_ARCH_MISMATCH") ||
+      !same(neff_warning_code_name(NEFF_WARN_HEADER_TRAILING_BYTES), "NEFF_WARN_HEADER_TRAILING_BYTES") ||
+      neff_code_name(0) != NULL)
+    fail("identity", "code names");
+  if (failures == before)
+    printf("identity: OK: library %s = header %s (%u), neff_init, status, stage and code names\n", neff_version(),
+           NEFF_VERSION_STRING, (unsigned)NEFF_VERSION_NUMBER);
+  return failures == before;
+}
+
+/* ---- every pair of lent buffers ---- */
+
+/* The lent buffers of check and load (outputs) and of info (its buffers), in a pool of one
+ * slot each; a pair is made to overlap by putting the second at the start of the first's slot. */
+static const char *const check_names[] = {"source", "buffers.arena", "buffers.replay", "outputs.report",
+                                          "outputs.json", "outputs.json_written", "err"};
+static const char *const info_names[] = {"source", "buffers.arena", "buffers.replay", "info.work",
+                                         "info.json", "written", "err"};
+enum { BUFFERS = 7, ERR_SLOT = 6 };
+
+static ptrdiff_t never_read(void *ctx, uint8_t *buf, size_t len) {
+  (void)buf;
+  (void)len;
+  *(int *)ctx = 1;
+  return 0;
+}
+
+/* entry: 0 check, 1 load, 2 info; through: 0 memory, 1 callback. The status; *read set if the
+ * callback was called. */
+static neff_status overlapping(int entry, int through, uint8_t *pool, size_t slot, int moved, int into, int *read,
+                               device *dev) {
+  uint8_t *at[BUFFERS];
+  for (int i = 0; i < BUFFERS; i++) at[i] = pool + (size_t)(i == moved ? into : i) * slot;
+  neff_source src = {at[0], 1024, NULL, NULL, NULL, 0, 0};
+  if (through) src = (neff_source){NULL, 0, never_read, read, at[0], 1024, 0};
+  neff_buffers bufs = {at[1], neff_arena_min(), at[2], 512};
+  neff_error *err = (neff_error *)(void *)at[6];
+  if (entry == 2) {
+    neff_info_buffers ib = {at[3], 4096, at[4], 256};
+    return neff_info(&src, &bufs, NULL, NULL, &ib, (size_t *)(void *)at[5], err);
+  }
+  neff_outputs out = {(neff_report *)(void *)at[3], at[4], 256, (size_t *)(void *)at[5]};
+  if (entry == 0) return neff_check(&src, &bufs, NULL, NULL, &out, err);
+  neff_hal hal = {dev, dev_arch, dev_alloc, dev_write, dev_adopt, dev_release, NULL, 0, NULL, NULL};
+  return neff_load(&src, &hal, &bufs, NULL, NULL, &out, err);
+}
+
+static int overlaps(void) {
+  int before = failures, cases = 0;
+  size_t slot = (neff_arena_min() + 4096 + 7) & ~(size_t)7;
+  uint8_t *pool = malloc(slot * BUFFERS), *clean = malloc(slot * BUFFERS);
+  memset(clean, 0x5a, slot * BUFFERS);
+  static const char *const entries[] = {"neff_check", "neff_load", "neff_info"};
+  for (int entry = 0; entry < 3; entry++) {
+    const char *const *names = entry == 2 ? info_names : check_names;
+    for (int through = 0; through < 2; through++) {
+      for (int first = 0; first < BUFFERS; first++) {
+        for (int second = 0; second < BUFFERS; second++) {
+          if (first == second) continue;
+          memcpy(pool, clean, slot * BUFFERS);
+          int read = 0;
+          device dev = {0};
+          neff_status status = overlapping(entry, through, pool, slot, second, first, &read, &dev);
+          char what[128];
+          snprintf(what, sizeof what, "%s (%s): %s inside %s", entries[entry], through ? "callback" : "memory",
+                   names[second], names[first]);
+          cases++;
+          if (status != NEFF_STATUS_BAD_ARGUMENT || read || dev.count != 0) fail(what, "status %u", (unsigned)status);
+          /* Nothing written but the error slot, and that only when it overlaps nothing. */
+          int err_involved = first == ERR_SLOT || second == ERR_SLOT;
+          for (int i = 0; i < BUFFERS; i++) {
+            if (i == ERR_SLOT && !err_involved) continue;
+            if (memcmp(pool + (size_t)i * slot, clean, slot) != 0) fail(what, "slot %d was written", i);
+          }
+          if (!err_involved) {
+            char msg[256];
+            neff_error_message((neff_error *)(void *)(pool + ERR_SLOT * slot), (uint8_t *)msg, sizeof msg);
+            if (strstr(msg, " overlap: ") == NULL) fail(what, "message: %s", msg);
+          }
+          dev_free(&dev);
+        }
+      }
+    }
+  }
+  free(pool);
+  free(clean);
+  if (failures == before) printf("overlaps: OK: %d layouts refused (every ordered pair of lent buffers, check, load and info, both sources), nothing written\n", cases);
+  return failures == before;
+}
+
+/* ---- a failing read callback: its errno reaches the error ---- */
+
+typedef struct feed {
+  const uint8_t *bytes;
+  size_t len, at, fail_at;
+} feed;
+
+static ptrdiff_t feed_read(void *ctx, uint8_t *buf, size_t len) {
+  feed *f = ctx;
+  if (f->fail_at && f->at >= f->fail_at) return -EIO;
+  size_t n = f->len - f->at < len ? f->len - f->at : len;
+  memcpy(buf, f->bytes + f->at, n);
+  f->at += n;
+  return (ptrdiff_t)n;
+}
+
 /* Damaged copies of `path`: each refused with the expected status, stage, kind and message. */
 static int refusals(const char *path) {
   size_t len = 0;
@@ -492,10 +633,62 @@ static int refusals(const char *path) {
   size_t whole = neff_error_message(&err, (uint8_t *)small, sizeof small);
   if (whole <= sizeof small - 1 || strlen(small) != sizeof small - 1) fail("cut message", "not cut as snprintf cuts");
 
+  /* 7. All or nothing: a JSON report too long for its buffer undoes the load. */
+  device full = {0};
+  hal = (neff_hal){&full, dev_arch, dev_alloc, dev_write, dev_adopt, dev_release, NULL, 0, NULL, NULL};
+  uint8_t json16[16];
+  size_t json_written = 0;
+  neff_report report;
+  neff_outputs out = {&report, json16, sizeof json16, &json_written};
+  src = (neff_source){bytes, len, NULL, NULL, NULL, 0, 0};
+  status = neff_load(&src, &hal, &bufs, NULL, NULL, &out, &err);
+  print_error("16-byte outputs.json", &err);
+  size_t needed = neff_error_needed(&err);
+  if (status != NEFF_STATUS_BUFFER_TOO_SMALL || needed <= sizeof json16 || neff_error_available(&err) != sizeof json16 ||
+      json_written != needed || full.live != 0 || full.count == 0 || report.placed == 0)
+    fail("16-byte outputs.json", "status %u, needed %zu, written %zu, %u of %u regions live", (unsigned)status, needed,
+         json_written, full.live, full.count);
+  uint8_t *json = malloc(needed);
+  out = (neff_outputs){NULL, json, needed, &json_written};
+  status = neff_load(&src, &hal, &bufs, NULL, NULL, &out, &err);
+  if (status != NEFF_STATUS_OK || json_written != needed || full.live != report.placed)
+    fail("outputs.json as needed", "status %u, written %zu of %zu", (unsigned)status, json_written, needed);
+  free(json);
+  dev_free(&full);
+
+  /* 8. A read callback that fails with -EIO: the errno reaches the error and its message. */
+  feed fd = {bytes, len, 0, 4096};
+  uint8_t buf[512];
+  src = (neff_source){NULL, 0, feed_read, &fd, buf, sizeof buf, 0};
+  status = neff_check(&src, &bufs, NULL, NULL, NULL, &err);
+  neff_error_message(&err, (uint8_t *)msg, sizeof msg);
+  print_error("read fails with EIO", &err);
+  ptrdiff_t read_result = neff_error_read_result(&err);
+  if (status != NEFF_STATUS_FAILURE || neff_error_stage(&err) != NEFF_STAGE_IO || read_result != -EIO ||
+      strstr(msg, "(the read callback returned -") == NULL)
+    fail("read fails with EIO", "status %u, read result %td", (unsigned)status, read_result);
+  else
+    printf("read fails with EIO: neff_error_read_result %td: %s\n", read_result, strerror((int)-read_result));
+
+  /* 9. data_size past the end: byte 16 from memory and through a callback that knows no size. */
+  memcpy(damaged, bytes, len);
+  uint64_t twice = (uint64_t)len * 2;
+  memcpy(damaged + 16, &twice, sizeof twice);
+  src = (neff_source){damaged, len, NULL, NULL, NULL, 0, 0};
+  neff_check(&src, &bufs, NULL, NULL, NULL, &err);
+  uint64_t from_memory = neff_error_offset(&err);
+  fd = (feed){damaged, len, 0, 0};
+  src = (neff_source){NULL, 0, feed_read, &fd, buf, sizeof buf, 0};
+  neff_check(&src, &bufs, NULL, NULL, NULL, &err);
+  print_error("data_size past the end (callback, no file size)", &err);
+  if (from_memory != 16 || neff_error_offset(&err) != 16 || neff_error_kind(&err) != NEFF_ERR_HEADER_DATA_SIZE_PAST_END)
+    fail("data_size past the end", "byte %llu from memory, %llu through the callback", (unsigned long long)from_memory,
+         (unsigned long long)neff_error_offset(&err));
+
   free(damaged);
   free(arena);
   free(bytes);
-  if (failures == before) printf("refusals: OK: short file, flipped deflate byte, arch mismatch, null arena, device out of memory, cut message\n");
+  if (failures == before) printf("refusals: OK: short file, flipped deflate byte, arch mismatch, null arena, device out of memory, cut message, report too long (undone), read errno, data_size at byte 16 both ways\n");
   return failures == before;
 }
 
@@ -513,7 +706,9 @@ int main(int argc, char **argv) {
     info_dir = argv[2];
     first = 3;
   }
-  int passed = 0, total = 0;
+  int passed = 0, total = 2;
+  passed += identity();
+  passed += overlaps();
   for (int i = first; i < argc; i++, total++) passed += load_one(argv[i]);
   total++;
   passed += refusals(argv[first]);

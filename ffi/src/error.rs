@@ -1,5 +1,5 @@
 //! Errors across the boundary: the stable C enums (status, stage), the caller-lent
-//! [`neff_error`] that keeps the whole core error, and its accessors.
+//! `neff_error` that keeps the whole core error, and its accessors.
 //!
 //! Every numeric value here is ABI: a value, once given, keeps its meaning and is never
 //! renumbered or reused. The error's kind is `neff_error_code` (`neff_codes.h`), the stable
@@ -29,8 +29,14 @@ pub enum neff_status {
     /// An argument is null where it may not be, or a length is wrong: nothing was read. The
     /// error's stage is `NEFF_STAGE_ARGUMENT` and its message names the argument.
     NEFF_STATUS_BAD_ARGUMENT = 64,
-    /// The load or check succeeded but an output buffer (the JSON report) is too small.
+    /// A buffer the call writes is too small for what it must hold: nothing was done (a load
+    /// was undone, its regions released). `neff_error_needed()` gives the bytes it needs,
+    /// `neff_error_available()` the bytes lent.
     NEFF_STATUS_BUFFER_TOO_SMALL = 65,
+    /// `neff_init()` was given a header of another major version (or, before 1.0, another minor
+    /// version), a newer header than the library, or structure sizes that differ from the
+    /// library's: the program was built against another `neff.h`.
+    NEFF_STATUS_VERSION_MISMATCH = 66,
 }
 
 impl From<Status> for neff_status {
@@ -44,7 +50,7 @@ impl From<Status> for neff_status {
     }
 }
 
-/// Where in the data path an error or warning arose (the core's `Stage`).
+/// Where in the data path an error or warning arose.
 #[repr(u32)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum neff_stage {
@@ -120,7 +126,7 @@ impl From<OffsetBase> for neff_offset_base {
     }
 }
 
-/// 64-bit words in a [`neff_error`].
+/// 64-bit words in a `neff_error`.
 pub const NEFF_ERROR_WORDS: usize = 40;
 
 /// Room for one error, lent by the caller to every call that can fail (any alignment the
@@ -133,14 +139,16 @@ pub struct neff_error {
     pub opaque: [u64; NEFF_ERROR_WORDS],
 }
 
-/// What a call writes into a [`neff_error`].
+/// What a call writes into a `neff_error`.
 #[derive(Debug, Clone, Copy)]
 #[repr(C)]
 pub(crate) struct Slot {
-    /// [`MAGIC`]: the slot was written by this library (read through a `u64` pointer, first).
+    /// `MAGIC`: the slot was written by this library (read through a `u64` pointer, first).
     #[allow(dead_code)]
     magic: u64,
     pub(crate) what: What,
+    /// What the read callback returned when it failed (0: it did not).
+    read: isize,
 }
 
 /// What went wrong, if anything.
@@ -152,6 +160,11 @@ pub(crate) enum What {
     Core(Error),
     /// A misuse of the API: the status and what was wrong.
     Argument(neff_status, &'static str),
+    /// Two lent buffers share a byte (`NEFF_STATUS_BAD_ARGUMENT`): their names.
+    Overlap(&'static str, &'static str),
+    /// `neff_init` was given a header of another version (`NEFF_STATUS_VERSION_MISMATCH`): the
+    /// header's major and minor version.
+    Version(u32, u32),
     /// A lent buffer too small for what the call writes: the status, the buffer, the bytes
     /// it needs and the bytes lent.
     Short { status: neff_status, buffer: &'static str, needed: usize, available: usize },
@@ -167,17 +180,27 @@ const _: () = assert!(core::mem::align_of::<Slot>() <= core::mem::align_of::<nef
 /// Writes `what` into the caller's error, if the caller lent one (null: the caller reads only
 /// the status).
 pub(crate) fn store(out: *mut neff_error, what: What) {
+    store_read(out, what, 0);
+}
+
+/// As `store`, with the value a failed read callback returned (0: none).
+pub(crate) fn store_read(out: *mut neff_error, what: What, read: isize) {
     if out.is_null() || !out.is_aligned() {
         return;
     }
     // SAFETY: `out` is non-null and aligned for `neff_error`, whose size and alignment cover a
     // `Slot` (asserted above); the caller lent it for the call as writable `neff_error` memory.
     // `write` does not read or drop what was there, so uninitialised memory is fine.
-    unsafe { out.cast::<Slot>().write(Slot { magic: MAGIC, what }) };
+    unsafe { out.cast::<Slot>().write(Slot { magic: MAGIC, what, read }) };
 }
 
 /// The slot in `err`, if this library wrote one there.
 fn load<'a>(err: *const neff_error) -> Option<&'a What> {
+    slot(err).map(|s| &s.what)
+}
+
+/// The whole slot in `err`, if this library wrote one there.
+fn slot<'a>(err: *const neff_error) -> Option<&'a Slot> {
     if err.is_null() || !err.is_aligned() {
         return None;
     }
@@ -190,7 +213,7 @@ fn load<'a>(err: *const neff_error) -> Option<&'a What> {
     // SAFETY: the magic says `store` wrote a whole, valid `Slot` here (a caller that copies a
     // `neff_error` copies it whole; the accessors document that they read only what a `neff_*`
     // call filled). The reference lives no longer than the caller's borrow of `err`.
-    Some(unsafe { &(*err.cast::<Slot>()).what })
+    Some(unsafe { &*err.cast::<Slot>() })
 }
 
 /// The core error in `err`, if it holds one.
@@ -211,6 +234,8 @@ pub unsafe extern "C" fn neff_error_status(err: *const neff_error) -> neff_statu
     match load(err) {
         Some(What::Core(e)) => e.status().into(),
         Some(What::Argument(status, _)) | Some(What::Short { status, .. }) => *status,
+        Some(What::Overlap(..)) => neff_status::NEFF_STATUS_BAD_ARGUMENT,
+        Some(What::Version(..)) => neff_status::NEFF_STATUS_VERSION_MISMATCH,
         Some(What::Nothing) | None => neff_status::NEFF_STATUS_OK,
     }
 }
@@ -223,7 +248,9 @@ pub unsafe extern "C" fn neff_error_status(err: *const neff_error) -> neff_statu
 pub unsafe extern "C" fn neff_error_stage(err: *const neff_error) -> neff_stage {
     match load(err) {
         Some(What::Core(e)) => e.stage.into(),
-        Some(What::Argument(..)) | Some(What::Short { .. }) => neff_stage::NEFF_STAGE_ARGUMENT,
+        Some(What::Argument(..) | What::Short { .. } | What::Overlap(..) | What::Version(..)) => {
+            neff_stage::NEFF_STAGE_ARGUMENT
+        }
         Some(What::Nothing) | None => neff_stage::NEFF_STAGE_NONE,
     }
 }
@@ -238,7 +265,7 @@ pub unsafe extern "C" fn neff_error_kind(err: *const neff_error) -> u16 {
     core_error(err).map_or(0, |e| e.kind.code())
 }
 
-/// The byte offset of the error, counted from what [`neff_error_offset_base`] says (0 when it
+/// The byte offset of the error, counted from what `neff_error_offset_base()` says (0 when it
 /// has none).
 ///
 /// # Safety
@@ -248,7 +275,7 @@ pub unsafe extern "C" fn neff_error_offset(err: *const neff_error) -> u64 {
     core_error(err).and_then(Error::position).map_or(0, |(offset, _)| offset)
 }
 
-/// What [`neff_error_offset`] counts from (`NEFF_OFFSET_NONE`: no byte position).
+/// What `neff_error_offset()` counts from (`NEFF_OFFSET_NONE`: no byte position).
 ///
 /// # Safety
 /// `err` is null or points to a `neff_error` (filled by a `neff_*` call, or never read as one).
@@ -282,6 +309,20 @@ pub unsafe extern "C" fn neff_error_available(err: *const neff_error) -> usize {
     }
 }
 
+/// What the read callback returned when it failed (negative, by convention the negated
+/// `errno`; or more than it was asked for): the call failed with stage `NEFF_STAGE_IO`. 0 when
+/// the error did not come from the callback.
+///
+/// # Safety
+/// `err` is null or points to a `neff_error` (filled by a `neff_*` call, or never read as one).
+#[no_mangle]
+pub unsafe extern "C" fn neff_error_read_result(err: *const neff_error) -> isize {
+    match slot(err) {
+        Some(Slot { what: What::Core(_), read, .. }) => *read,
+        _ => 0,
+    }
+}
+
 /// Stores `s`'s length in `*len` (if `len` is non-null) and returns its pointer.
 fn text_out(s: &str, len: *mut usize) -> *const u8 {
     if !len.is_null() && len.is_aligned() {
@@ -302,7 +343,7 @@ pub unsafe extern "C" fn neff_error_member(err: *const neff_error, len: *mut usi
     text_out(core_error(err).map_or("", |e| e.member.as_str()), len)
 }
 
-/// The JSON key path of the error (`var.x.size`), as [`neff_error_member`] gives the member.
+/// The JSON key path of the error (`var.x.size`), as `neff_error_member()` gives the member.
 /// Empty outside a manifest.
 ///
 /// # Safety
@@ -367,6 +408,13 @@ impl Write for Cut<'_> {
 /// `err` is null or points to a `neff_error` (filled by a `neff_*` call, or never read as one). `buf` is null or lends `len` writable bytes.
 #[no_mangle]
 pub unsafe extern "C" fn neff_error_message(err: *const neff_error, buf: *mut u8, len: usize) -> usize {
+    // SAFETY: the caller's contract for `err`, as above.
+    let read = unsafe { neff_error_read_result(err) };
+    if read != 0 {
+        if let Some(e) = core_error(err) {
+            return format_into(buf, len, |w| write!(w, "{e} (the read callback returned {read})"));
+        }
+    }
     match load(err) {
         Some(What::Core(e)) if is_c_out_of_memory(e) => {
             // The C device says it is out of memory, not how much is free: the core's message
@@ -383,6 +431,16 @@ pub unsafe extern "C" fn neff_error_message(err: *const neff_error, buf: *mut u8
         }
         Some(What::Core(e)) => format_into(buf, len, |w| write!(w, "{e}")),
         Some(What::Argument(_, what)) => format_into(buf, len, |w| w.write_str(what)),
+        Some(What::Overlap(first, second)) => format_into(buf, len, |w| {
+            write!(w, "{first} and {second} overlap: each lent buffer must share no byte with another or the source")
+        }),
+        Some(What::Version(major, minor)) => format_into(buf, len, |w| {
+            write!(
+                w,
+                "neff_init: neff.h {major}.{minor} does not match the library {}: build against the library's own neff.h",
+                crate::VERSION.trim_end_matches('\0')
+            )
+        }),
         Some(What::Short { buffer, needed, available, .. }) => {
             format_into(buf, len, |w| write!(w, "{buffer}: {needed} bytes needed, {available} lent"))
         }
@@ -419,7 +477,7 @@ pub struct neff_warning {
     pub key_path: *const u8,
     /// Bytes at `key_path`.
     pub key_path_len: usize,
-    /// The core's warning, for [`neff_warning_message`]. Opaque.
+    /// The core's warning, for `neff_warning_message()`. Opaque.
     pub inner: *const core::ffi::c_void,
 }
 
@@ -441,7 +499,7 @@ impl neff_warning {
 }
 
 /// The warning's message, as the `neff` command prints it, into `buf` as
-/// [`neff_error_message`] writes. Call it inside the `warning` callback only (the warning
+/// `neff_error_message()` writes. Call it inside the `warning` callback only (the warning
 /// lives for that call).
 ///
 /// # Safety

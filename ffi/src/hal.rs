@@ -34,7 +34,18 @@ pub enum neff_hal_result {
     NEFF_HAL_ADOPT_TOO_SMALL = 9,
 }
 
-/// A region request: the core's `AllocRequest`.
+/// A `neff_hal_result` as a callback returns it. C sees the enum's type; this side reads the
+/// 32 bits as they come (a value the enum does not name is not undefined behaviour here, it
+/// reads as `NEFF_HAL_UNKNOWN_REGION`). `ffi/cbindgen.toml` writes it as `neff_hal_result`.
+pub type HalResult = u32;
+
+/// A `neff_arch` (`neff_schema.h`), held as its 32 bits (written `neff_arch` in C).
+pub type ArchValue = u32;
+
+/// A `neff_usage_class` (`neff_schema.h`), held as its 32 bits (written `neff_usage_class` in C).
+pub type UsageValue = u32;
+
+/// A region request: what the loader asks the device for.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct neff_alloc_request {
@@ -42,8 +53,8 @@ pub struct neff_alloc_request {
     pub size: u64,
     /// Alignment in bytes (a power of two).
     pub align: u64,
-    /// The usage class (`neff_usage_class`, the runtime's numbering).
-    pub usage: u32,
+    /// The usage class (the runtime's numbering).
+    pub usage: UsageValue,
     /// The NeuronCore (subgraph) it is for.
     pub core: u8,
 }
@@ -60,38 +71,45 @@ pub struct neff_hal {
     /// Passed to every callback.
     pub ctx: *mut c_void,
     /// The device's architecture (`neff_arch`: 2 sunda, 3 cayman, 4 mariana). Asked once per load.
-    pub arch: Option<unsafe extern "C" fn(ctx: *mut c_void) -> u32>,
+    pub arch: Option<unsafe extern "C" fn(ctx: *mut c_void) -> ArchValue>,
     /// A new region for `req`: its id into `*region`.
-    pub alloc: Option<unsafe extern "C" fn(ctx: *mut c_void, req: *const neff_alloc_request, region: *mut u32) -> u32>,
+    pub alloc:
+        Option<unsafe extern "C" fn(ctx: *mut c_void, req: *const neff_alloc_request, region: *mut u32) -> HalResult>,
     /// `len` bytes at `bytes` into `region` at `offset`.
-    pub write:
-        Option<unsafe extern "C" fn(ctx: *mut c_void, region: u32, offset: u64, bytes: *const u8, len: usize) -> u32>,
+    pub write: Option<
+        unsafe extern "C" fn(ctx: *mut c_void, region: u32, offset: u64, bytes: *const u8, len: usize) -> HalResult,
+    >,
     /// The staged region's bytes become a region for `req` (the staged id is consumed): its id
     /// into `*region`.
     pub adopt: Option<
-        unsafe extern "C" fn(ctx: *mut c_void, staged: u32, req: *const neff_alloc_request, region: *mut u32) -> u32,
+        unsafe extern "C" fn(
+            ctx: *mut c_void,
+            staged: u32,
+            req: *const neff_alloc_request,
+            region: *mut u32,
+        ) -> HalResult,
     >,
     /// Frees `region`.
-    pub release: Option<unsafe extern "C" fn(ctx: *mut c_void, region: u32) -> u32>,
+    pub release: Option<unsafe extern "C" fn(ctx: *mut c_void, region: u32) -> HalResult>,
     /// The device address of `region` into `*address`.
-    pub address: Option<unsafe extern "C" fn(ctx: *mut c_void, region: u32, address: *mut u64) -> u32>,
+    pub address: Option<unsafe extern "C" fn(ctx: *mut c_void, region: u32, address: *mut u64) -> HalResult>,
     /// Bytes of the notebook (0: none).
     pub notebook_len: u64,
     /// Stores `len` bytes at `bytes` at notebook offset `at`.
-    pub note: Option<unsafe extern "C" fn(ctx: *mut c_void, at: u64, bytes: *const u8, len: usize) -> u32>,
+    pub note: Option<unsafe extern "C" fn(ctx: *mut c_void, at: u64, bytes: *const u8, len: usize) -> HalResult>,
     /// Reads `len` bytes at notebook offset `at` into `out`.
-    pub recall: Option<unsafe extern "C" fn(ctx: *mut c_void, at: u64, out: *mut u8, len: usize) -> u32>,
+    pub recall: Option<unsafe extern "C" fn(ctx: *mut c_void, at: u64, out: *mut u8, len: usize) -> HalResult>,
 }
 
-type AllocFn = unsafe extern "C" fn(*mut c_void, *const neff_alloc_request, *mut u32) -> u32;
-type WriteFn = unsafe extern "C" fn(*mut c_void, u32, u64, *const u8, usize) -> u32;
-type AdoptFn = unsafe extern "C" fn(*mut c_void, u32, *const neff_alloc_request, *mut u32) -> u32;
-type ReleaseFn = unsafe extern "C" fn(*mut c_void, u32) -> u32;
-type AddressFn = unsafe extern "C" fn(*mut c_void, u32, *mut u64) -> u32;
-type NoteFn = unsafe extern "C" fn(*mut c_void, u64, *const u8, usize) -> u32;
-type RecallFn = unsafe extern "C" fn(*mut c_void, u64, *mut u8, usize) -> u32;
+type AllocFn = unsafe extern "C" fn(*mut c_void, *const neff_alloc_request, *mut u32) -> HalResult;
+type WriteFn = unsafe extern "C" fn(*mut c_void, u32, u64, *const u8, usize) -> HalResult;
+type AdoptFn = unsafe extern "C" fn(*mut c_void, u32, *const neff_alloc_request, *mut u32) -> HalResult;
+type ReleaseFn = unsafe extern "C" fn(*mut c_void, u32) -> HalResult;
+type AddressFn = unsafe extern "C" fn(*mut c_void, u32, *mut u64) -> HalResult;
+type NoteFn = unsafe extern "C" fn(*mut c_void, u64, *const u8, usize) -> HalResult;
+type RecallFn = unsafe extern "C" fn(*mut c_void, u64, *mut u8, usize) -> HalResult;
 
-/// A checked [`neff_hal`]: the required callbacks are present and the architecture is known.
+/// A checked `neff_hal`: the required callbacks are present and the architecture is known.
 pub(crate) struct CHal {
     ctx: *mut c_void,
     arch: Arch,
@@ -104,7 +122,7 @@ pub(crate) struct CHal {
     notebook: Option<(u64, NoteFn, RecallFn)>,
 }
 
-/// Why a [`neff_hal`] cannot be used.
+/// Why a `neff_hal` cannot be used.
 pub(crate) enum BadHal {
     /// A required callback is null.
     MissingCallback,

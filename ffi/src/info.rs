@@ -3,11 +3,11 @@
 //!
 //! The document's order is not the tar's: `neff.json`, which says which KELFs make the chain,
 //! comes last; vars print by `var_id` and queues by name. So what the manifests stream is
-//! logged in the caller's work buffer as it comes ([`Work`]), as the host command collects it
+//! logged in the caller's work buffer as it comes (`Work`), as the host command collects it
 //! (`targets/host/src/loading.rs`, `Collected`): a manifest's entries wait until the manifest
 //! itself is read (a member read and refused leaves nothing behind), and a later copy of a
 //! member is the one shown. `info.json`'s bytes, which the loader skips, are kept at the top of
-//! the same buffer by the tar tap ([`crate::tap`]). Once the check succeeds, the document is
+//! the same buffer by the tar tap (`crate::tap`). Once the check succeeds, the document is
 //! written from the log; the sorting takes an index of 4 bytes per var or queue from the free
 //! middle of the work buffer. A work buffer that is too small is `NEFF_STATUS_RESOURCE` naming
 //! it with the bytes needed, an output buffer that is too small `NEFF_STATUS_BUFFER_TOO_SMALL`
@@ -57,7 +57,7 @@ pub(crate) struct Work<'b> {
     bound: Bound,
 }
 
-/// See [`Work::bound`].
+/// See `Work::bound`.
 #[derive(Default)]
 struct Bound {
     slots: usize,

@@ -6,17 +6,17 @@
 //!
 //! What a C caller lends, and what it calls:
 //!
-//! * the NEFF: bytes in memory, or a `read` callback filling a lent buffer ([`neff_source`]);
+//! * the NEFF: bytes in memory, or a `read` callback filling a lent buffer (`neff_source`);
 //! * the device: a vtable of callbacks, `arch`, `alloc`, `write`, `adopt`, `release` and
-//!   optionally `address` ([`neff_hal`]); [`neff_check`] needs none;
+//!   optionally `address` (`neff_hal`); `neff_check()` needs none;
 //! * the arena, where binding keeps what it must remember, and an optional replay store
-//!   ([`neff_buffers`]); [`neff_arena_min`] is the least arena that works at all;
-//! * an observer for payload placements and warnings ([`neff_observer`], optional);
-//! * a [`neff_report`] and a buffer for the JSON report (both optional), and a
-//!   [`neff_error`](error::neff_error) for the failure (optional).
+//!   (`neff_buffers`); `neff_arena_min()` is the least arena that works at all;
+//! * an observer for payload placements and warnings (`neff_observer`, optional);
+//! * a `neff_report` and a buffer for the JSON report (both optional), and a
+//!   `neff_error` for the failure (optional).
 //!
 //! The loader state and the archive reader (with its 32 KiB inflate window) live on the
-//! caller's stack during the call: [`neff_load_stack_size`] gives their size.
+//! caller's stack during the call: `neff_load_stack_size()` gives their size.
 //!
 //! No panic crosses the boundary: the core never panics by design (its lints deny every
 //! panicking construct), this crate checks every pointer and length it can before use, and
@@ -24,8 +24,8 @@
 //! program at once (C's `abort`), never unwind into C.
 //!
 //! `unsafe` is confined to the boundary itself: dereferencing what the caller lent
-//! ([`buffers`]), calling the caller's callbacks ([`source`], [`hal`]) and the error slot
-//! ([`error`]); each block says why it is sound. The core stays `forbid(unsafe_code)`.
+//! (`buffers`), calling the caller's callbacks (`source`, `hal`) and the error slot
+//! (`error`); each block says why it is sound. The core stays `forbid(unsafe_code)`.
 #![cfg_attr(not(test), no_std)]
 #![allow(non_camel_case_types)]
 // `neff::Error` is ~300 bytes by value: with no heap there is nothing to box it into.
@@ -35,6 +35,7 @@ pub mod error;
 pub mod hal;
 mod info;
 mod json;
+pub mod names;
 pub mod source;
 mod tap;
 #[cfg(test)]
@@ -50,8 +51,12 @@ use neff::loader::{LoadOptions, LoadReport, Loader, Observer, PayloadReport, Pay
 use neff::manifest::{Arch, STRING_SCRATCH};
 use neff::{Error, Warning};
 
-use error::{neff_error, neff_status, neff_warning, store, What};
-use hal::{neff_hal, BadHal, CHal};
+pub(crate) use names::VERSION;
+
+use core::cell::Cell;
+
+use error::{neff_error, neff_status, neff_warning, store, store_read, What};
+use hal::{neff_hal, ArchValue, BadHal, CHal, UsageValue};
 use source::{neff_source, Reader};
 
 /// Memory the caller lends a load or check, as pointer and length. A null pointer with a
@@ -59,15 +64,15 @@ use source::{neff_source, Reader};
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct neff_buffers {
-    /// The arena: the tokenizer's string scratch ([`neff_arena_min`] bytes), then the records
+    /// The arena: the tokenizer's string scratch (`neff_arena_min()` bytes), then the records
     /// binding keeps (a few KiB for small models; `neff_report.arena_peak` says what a NEFF
     /// took). Required, unless the library was built with an arena of its own
-    /// ([`neff_builtin_arena_size`]): then null with a length of 0 uses that one.
+    /// (`neff_builtin_arena_size()`): then null with a length of 0 uses that one.
     pub arena: *mut u8,
     /// Bytes at `arena`.
     pub arena_len: usize,
-    /// The replay store: the bytes of members read before the manifest that names them (spec
-    /// §15.18). Optional (null, 0).
+    /// The replay store: the bytes of members read before the manifest that names them (a
+    /// member the tar holds ahead of its manifest). Optional (null, 0).
     pub replay: *mut u8,
     /// Bytes at `replay`.
     pub replay_len: usize,
@@ -82,9 +87,9 @@ pub struct neff_options {
     /// Check the header hash (MD5 or SHA-256 of the payload) while it streams past; the
     /// outcome is in `neff_report.integrity` (a mismatch is a warning, as in the runtime).
     pub verify_integrity: bool,
-    /// For [`neff_check`]: the device architecture to gate the KELF target against
-    /// (`neff_arch`: 2 sunda, 3 cayman, 4 mariana), or 0 for none.
-    pub arch: u32,
+    /// For `neff_check()`: the device architecture to gate the KELF target against
+    /// (2 sunda, 3 cayman, 4 mariana), or 0 for none.
+    pub arch: ArchValue,
 }
 
 /// What became of a payload.
@@ -97,7 +102,7 @@ pub enum neff_payload_state {
     NEFF_PAYLOAD_PLACED = 1,
     /// Nothing referenced it: its staging region was released.
     NEFF_PAYLOAD_RELEASED = 2,
-    /// Checked but stored nowhere ([`neff_check`]).
+    /// Checked but stored nowhere (`neff_check()`).
     NEFF_PAYLOAD_CHECKED = 3,
 }
 
@@ -114,8 +119,8 @@ pub struct neff_payload {
     pub seq: u32,
     /// The subgraph (core) it belongs to, or -1.
     pub core: i32,
-    /// The usage class (`neff_usage_class`).
-    pub usage: u32,
+    /// The usage class.
+    pub usage: UsageValue,
     /// What became of it.
     pub state: neff_payload_state,
     /// Bytes that landed (a `.npy` member's array data only).
@@ -162,6 +167,12 @@ pub enum neff_integrity {
     NEFF_INTEGRITY_NOT_APPLICABLE = 4,
 }
 
+/// A `neff_integrity`, held as its 32 bits (written `neff_integrity` in C: see `HalResult`).
+pub type IntegrityValue = u32;
+
+/// A `neff_digest_order`, held as its 32 bits (written `neff_digest_order` in C).
+pub type DigestOrderValue = u32;
+
 /// The byte order a matching MD5 is stored in.
 #[repr(u32)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -174,7 +185,7 @@ pub enum neff_digest_order {
     NEFF_ORDER_WORD_SWAPPED = 2,
 }
 
-/// The summary of a load or check (the core's `LoadReport`), fixed size.
+/// The summary of a load or check, fixed size.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct neff_report {
@@ -196,10 +207,10 @@ pub struct neff_report {
     pub outputs: u32,
     /// Warnings sent to the observer.
     pub warnings: u32,
-    /// The header hash check (`neff_integrity`).
-    pub integrity: u32,
-    /// On a match, its byte order (`neff_digest_order`).
-    pub integrity_order: u32,
+    /// The header hash check.
+    pub integrity: IntegrityValue,
+    /// On a match, its byte order.
+    pub integrity_order: DigestOrderValue,
     /// Bytes of `computed_hash` (16 for MD5, 32 for SHA-256, 0 when not computed).
     pub computed_hash_len: u32,
     /// The payload's digest in its plain order, when computed.
@@ -280,7 +291,9 @@ pub struct neff_outputs {
     pub json: *mut u8,
     /// Bytes at `json`.
     pub json_len: usize,
-    /// Bytes of JSON written (not NUL-terminated), if non-null.
+    /// If non-null, receives the bytes of JSON written (not NUL-terminated); with
+    /// `NEFF_STATUS_BUFFER_TOO_SMALL`, the bytes the report needs (as `neff_error_needed()`);
+    /// with any other failure, 0.
     pub json_written: *mut usize,
 }
 
@@ -307,7 +320,8 @@ const fn parse_size(mut digits: &[u8]) -> usize {
     n
 }
 
-/// Bytes of the library's own arena ([`BUILTIN_ARENA`]; 0: none, every caller lends one).
+/// Bytes of the library's own arena (set by `NEFF_FFI_BUILTIN_ARENA` when the library was
+/// built; 0: none, every caller lends one).
 #[no_mangle]
 pub extern "C" fn neff_builtin_arena_size() -> usize {
     BUILTIN_ARENA
@@ -322,7 +336,7 @@ pub extern "C" fn neff_arena_min() -> usize {
 }
 
 /// Bytes of the caller's stack a load or check takes for its state, besides the frames of
-/// the code itself: loader state plus archive reader (the core's `LOAD_FOOTPRINT` for a
+/// the code itself: loader state plus archive reader (the loader's footprint for a
 /// reader of this library's source type) plus the report, plus the built-in arena if any.
 #[no_mangle]
 pub extern "C" fn neff_load_stack_size() -> usize {
@@ -390,13 +404,76 @@ impl neff::WarningSink for CObserver {
 pub(crate) struct Lent<'a> {
     pub(crate) reader: Reader<'a>,
     pub(crate) file_size: Option<u64>,
-    /// `None`: the library's own ([`BUILTIN_ARENA`]).
+    /// `None`: the library's own (`BUILTIN_ARENA`).
     pub(crate) arena: Option<&'a mut [u8]>,
     pub(crate) replay: &'a mut [u8],
     pub(crate) options: neff_options,
     pub(crate) observer: CObserver,
-    /// The span of the source's bytes or buffer (address, length), for overlap checks.
-    pub(crate) source_span: (usize, usize),
+}
+
+/// A lent buffer, by the name the C API gives it, for the overlap checks: its first byte's
+/// address and its length (0: lends nothing).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Span {
+    pub(crate) name: &'static str,
+    pub(crate) start: usize,
+    pub(crate) len: usize,
+}
+
+impl Span {
+    /// Nothing lent.
+    const NONE: Span = Span { name: "", start: 0, len: 0 };
+
+    /// `len` bytes at `ptr`.
+    fn bytes<T>(name: &'static str, ptr: *const T, len: usize) -> Self {
+        Span { name, start: ptr as usize, len }
+    }
+
+    /// One `T` at `ptr` (nothing if null).
+    fn one<T>(name: &'static str, ptr: *const T) -> Self {
+        Span { name, start: ptr as usize, len: core::mem::size_of::<T>() }
+    }
+}
+
+/// The first two lent buffers that share a byte, by name.
+fn first_overlap(spans: &[Span]) -> Option<(&'static str, &'static str)> {
+    spans.iter().enumerate().find_map(|(i, a)| {
+        spans
+            .iter()
+            .skip(i.saturating_add(1))
+            .find(|b| overlaps((a.start, a.len), (b.start, b.len)))
+            .map(|b| (a.name, b.name))
+    })
+}
+
+/// A misuse of the API, found before anything is read: `NEFF_STATUS_BAD_ARGUMENT`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Misuse {
+    /// What was wrong.
+    Argument(&'static str),
+    /// Two lent buffers share a byte: their names.
+    Overlap(&'static str, &'static str),
+}
+
+impl From<&'static str> for Misuse {
+    fn from(what: &'static str) -> Self {
+        Misuse::Argument(what)
+    }
+}
+
+/// Records a misuse; `NEFF_STATUS_BAD_ARGUMENT`.
+fn refuse(err: *mut neff_error, misuse: Misuse) -> neff_status {
+    match misuse {
+        Misuse::Argument(what) => bad_argument(err, neff_status::NEFF_STATUS_BAD_ARGUMENT, what),
+        Misuse::Overlap(first, second) => {
+            // An error slot that overlaps another buffer is left as it was: writing it would
+            // write that buffer (the source, even).
+            if first != ERROR_SPAN && second != ERROR_SPAN {
+                store(err, What::Overlap(first, second));
+            }
+            neff_status::NEFF_STATUS_BAD_ARGUMENT
+        }
+    }
 }
 
 /// `len` bytes at `ptr` as a mutable slice: empty for (null, 0), an error for null with a length.
@@ -416,7 +493,13 @@ unsafe fn lent_mut<'a>(ptr: *mut u8, len: usize, what: &'static str) -> Result<&
     Ok(unsafe { core::slice::from_raw_parts_mut(ptr, len) })
 }
 
-/// Checks and borrows the arguments every entry point shares.
+/// The buffers an entry point lends besides the source and `neff_buffers` (its outputs and its
+/// `neff_error`), for the overlap checks.
+pub(crate) type Others = [Span; 4];
+
+/// Checks and borrows the arguments every entry point shares. Every lent buffer (the source's,
+/// the arena, the replay store and `others`) is checked against every other before any is
+/// used: the source is never written, and no write lands in another buffer.
 ///
 /// # Safety
 /// Each non-null pointer points to its type (a `neff_source`, `neff_buffers`, `neff_options`,
@@ -426,12 +509,14 @@ unsafe fn borrow<'a>(
     buffers: *const neff_buffers,
     options: *const neff_options,
     observer: *const neff_observer,
-) -> Result<Lent<'a>, &'static str> {
+    others: &Others,
+    read_failure: &'a Cell<isize>,
+) -> Result<Lent<'a>, Misuse> {
     if source.is_null() || !source.is_aligned() {
-        return Err("source: null or misaligned");
+        return Err("source: null or misaligned".into());
     }
     if buffers.is_null() || !buffers.is_aligned() {
-        return Err("buffers: null or misaligned");
+        return Err("buffers: null or misaligned".into());
     }
     // SAFETY: non-null and aligned, and a `neff_source` by the caller's contract; copied.
     let src = unsafe { *source };
@@ -454,22 +539,31 @@ unsafe fn borrow<'a>(
     #[allow(clippy::absurd_extreme_comparisons)]
     let builtin = bufs.arena.is_null() && bufs.arena_len == 0 && BUILTIN_ARENA >= STRING_SCRATCH;
     if !builtin && (bufs.arena.is_null() || bufs.arena_len < STRING_SCRATCH) {
-        return Err("buffers.arena: null (and no built-in arena) or shorter than neff_arena_min()");
+        return Err("buffers.arena: null (and no built-in arena) or shorter than neff_arena_min()".into());
     }
     // Every overlap is refused before any slice is made: a `&mut` slice sharing a byte with
     // another slice would itself be undefined behaviour (Miri caught a check made after them).
-    let source_span = if src.bytes.is_null() { (src.buf as usize, src.buf_len) } else { (src.bytes as usize, src.len) };
-    let arena_span = (bufs.arena as usize, bufs.arena_len);
-    let replay_span = (bufs.replay as usize, bufs.replay_len);
-    if overlaps(arena_span, replay_span) {
-        return Err("buffers: the arena and the replay store overlap");
-    }
-    if overlaps(source_span, arena_span) || overlaps(source_span, replay_span) {
-        return Err("source: its bytes or buffer overlap a lent buffer");
+    let source_span = if src.bytes.is_null() {
+        Span::bytes("source.buf", src.buf, src.buf_len)
+    } else {
+        Span::bytes("source.bytes", src.bytes, src.len)
+    };
+    let [a, b, c, d] = *others;
+    let spans = [
+        source_span,
+        Span::bytes("buffers.arena", bufs.arena, bufs.arena_len),
+        Span::bytes("buffers.replay", bufs.replay, bufs.replay_len),
+        a,
+        b,
+        c,
+        d,
+    ];
+    if let Some((first, second)) = first_overlap(&spans) {
+        return Err(Misuse::Overlap(first, second));
     }
     let (reader, file_size) = if !src.bytes.is_null() {
         if src.len > isize::MAX as usize {
-            return Err("source.len: larger than any object");
+            return Err("source.len: larger than any object".into());
         }
         // SAFETY: non-null, `len` fits an allocation; the caller lends `len` readable bytes at
         // `bytes` for the call and does not write them meanwhile (`neff_source`'s contract);
@@ -477,14 +571,14 @@ unsafe fn borrow<'a>(
         let bytes = unsafe { core::slice::from_raw_parts(src.bytes, src.len) };
         (Reader::Memory(bytes), Some(src.len as u64))
     } else {
-        let Some(read) = src.read else { return Err("source: neither bytes nor a read callback") };
+        let Some(read) = src.read else { return Err("source: neither bytes nor a read callback".into()) };
         if src.buf.is_null() || src.buf_len == 0 {
-            return Err("source.buf: a read callback needs a buffer of at least 1 byte");
+            return Err("source.buf: a read callback needs a buffer of at least 1 byte".into());
         }
         // SAFETY: the caller lends `buf_len` writable bytes at `buf` (the contract above), which
         // overlap no other lent buffer (checked above).
         let buf = unsafe { lent_mut(src.buf, src.buf_len, "source.buf") }?;
-        (Reader::callback(read, src.ctx, buf), (src.file_size != 0).then_some(src.file_size))
+        (Reader::callback(read, src.ctx, buf, read_failure), (src.file_size != 0).then_some(src.file_size))
     };
     let arena = if builtin {
         None
@@ -495,7 +589,7 @@ unsafe fn borrow<'a>(
     };
     // SAFETY: as for the arena, for the replay store.
     let replay = unsafe { lent_mut(bufs.replay, bufs.replay_len, "buffers.replay: null with a length") }?;
-    Ok(Lent { reader, file_size, arena, replay, options, observer, source_span })
+    Ok(Lent { reader, file_size, arena, replay, options, observer })
 }
 
 /// Whether two lent buffers (address, length) share a byte.
@@ -503,22 +597,37 @@ fn overlaps((a0, a_len): (usize, usize), (b0, b_len): (usize, usize)) -> bool {
     a0 != 0 && b0 != 0 && a_len != 0 && b_len != 0 && a0 < b0.saturating_add(b_len) && b0 < a0.saturating_add(a_len)
 }
 
+/// Why a load or check that got past its arguments failed.
+pub(crate) enum Failed {
+    /// The core's error (every region the load allocated was released).
+    Core(Error),
+    /// The load succeeded, but its JSON report needs `needed` bytes, more than the caller lent:
+    /// the load was undone.
+    ReportTooLong { needed: usize },
+}
+
 /// One load or check. The big objects are spread over frames as the Rust firmware image
 /// spreads them (targets/qemu-m4/src/load.rs): this frame holds the archive reader, borrowed
 /// out of its `Result` (a move would copy the ~46 KB reader into a second slot), and the copy
-/// `Archive::open` makes lives in [`open`]'s frame, gone before [`load`] builds the loader.
+/// `Archive::open` makes lives in `open`'s frame, gone before `load` builds the loader.
+/// Returns the bytes of JSON report written into `json` (0 for none).
 ///
 /// Generic over the device (the caller's, or the core's `NullDevice` for a check), so that a
 /// program that only loads links no check path, and the reverse.
 #[inline(never)]
-fn run<H: Hal>(lent: Lent<'_>, device: &mut H, report: &mut LoadReport) -> Result<(), Error> {
+fn run<H: Hal>(
+    lent: Lent<'_>,
+    device: &mut H,
+    report: &mut LoadReport,
+    json: Option<&mut [u8]>,
+) -> Result<usize, Failed> {
     let Lent { reader, file_size, arena, replay, options, mut observer, .. } = lent;
     let mut opened = open(reader, file_size, options.verify_integrity, &mut observer);
     let archive = match &mut opened {
         Ok(archive) => archive,
-        Err(e) => return Err(*e),
+        Err(e) => return Err(Failed::Core(*e)),
     };
-    load(archive, arena, replay, options.allow_legacy, device, report, &mut observer)
+    load(archive, arena, replay, options.allow_legacy, device, report, &mut observer, json)
 }
 
 /// Header gates and gzip sniff, in a frame of its own.
@@ -533,8 +642,11 @@ fn open<'a>(
     Archive::open(reader, file_size, &options, sink)
 }
 
-/// The load itself over an opened archive: the loader is a local of this frame.
+/// The load itself over an opened archive: the loader is a local of this frame. The JSON
+/// report is written here, while the loader can still undo the load: a report that does not
+/// fit leaves no region live (all or nothing).
 #[inline(never)]
+#[allow(clippy::too_many_arguments)]
 fn load<H: Hal>(
     archive: &mut Archive<Reader<'_>>,
     arena: Option<&mut [u8]>,
@@ -543,7 +655,8 @@ fn load<H: Hal>(
     device: &mut H,
     report: &mut LoadReport,
     observer: &mut CObserver,
-) -> Result<(), Error> {
+    json: Option<&mut [u8]>,
+) -> Result<usize, Failed> {
     // The built-in arena, when the caller lent none: a local of this frame, after the open.
     let mut own = [0u8; BUILTIN_ARENA];
     let arena = match arena {
@@ -555,40 +668,78 @@ fn load<H: Hal>(
     // The observer is both the placements' observer and the warnings' sink: two borrows of
     // one value, so the warnings go through a second handle with the same callbacks.
     let mut sink = CObserver { ctx: observer.ctx, payload: None, warning: observer.warning };
-    loader.load(archive, device, report, observer, &mut sink)
+    if let Err(e) = loader.load(archive, device, report, observer, &mut sink) {
+        return Err(Failed::Core(e));
+    }
+    let Some(json) = json else { return Ok(0) };
+    match report.to_json(json) {
+        Ok(n) => Ok(n),
+        Err(_) => {
+            loader.unload(device);
+            Err(Failed::ReportTooLong { needed: report_json_len(report) })
+        }
+    }
 }
 
-/// Writes the outputs the caller asked for; the status of the call.
+/// The most bytes a load's JSON report takes (every count and size at its largest, the KELF
+/// target at its longest, every character escaped: `report_json_is_bounded` in the tests).
+pub(crate) const REPORT_JSON_MAX: usize = 1024;
+
+/// Bytes of `report` as JSON: measured in a buffer of this frame, entered only once the load
+/// is over (its stack is what the load's deeper frames took).
+#[cold]
+#[inline(never)]
+fn report_json_len(report: &LoadReport) -> usize {
+    let mut room = [0u8; REPORT_JSON_MAX];
+    report.to_json(&mut room).unwrap_or(REPORT_JSON_MAX)
+}
+
+/// The caller's `neff_outputs`, copied and checked before anything is read: its buffers'
+/// spans for the overlap checks (with the `neff_error`'s).
 ///
 /// # Safety
-/// `outputs`, if non-null, points to a `neff_outputs` whose non-null pointers are writable for
-/// their types and lengths.
-unsafe fn write_outputs(outputs: *const neff_outputs, report: &LoadReport, err: *mut neff_error) -> neff_status {
-    if outputs.is_null() || !outputs.is_aligned() {
-        return neff_status::NEFF_STATUS_OK;
-    }
-    // SAFETY: non-null, aligned, a `neff_outputs` by contract; copied.
-    let out = unsafe { *outputs };
-    if !out.report.is_null() && out.report.is_aligned() {
-        // SAFETY: non-null and aligned, writable by contract; `write` reads nothing there.
-        unsafe { out.report.write(neff_report::of(report)) };
-    }
-    if out.json.is_null() {
-        return neff_status::NEFF_STATUS_OK;
-    }
-    // SAFETY: the caller lends `json_len` writable bytes at `json`.
-    let json = match unsafe { lent_mut(out.json, out.json_len, "outputs.json") } {
-        Ok(json) => json,
-        Err(what) => return bad_argument(err, neff_status::NEFF_STATUS_BAD_ARGUMENT, what),
+/// `outputs` is null or points to a `neff_outputs`.
+unsafe fn read_outputs(outputs: *const neff_outputs, err: *mut neff_error) -> Result<(neff_outputs, Others), Misuse> {
+    let none = neff_outputs {
+        report: core::ptr::null_mut(),
+        json: core::ptr::null_mut(),
+        json_len: 0,
+        json_written: core::ptr::null_mut(),
     };
-    let Ok(n) = report.to_json(json) else {
-        return bad_argument(err, neff_status::NEFF_STATUS_BUFFER_TOO_SMALL, "outputs.json: too small for the report");
+    let out = if outputs.is_null() || !outputs.is_aligned() {
+        none
+    } else {
+        // SAFETY: non-null, aligned, a `neff_outputs` by contract; copied.
+        unsafe { *outputs }
     };
-    if !out.json_written.is_null() && out.json_written.is_aligned() {
-        // SAFETY: non-null and aligned, a writable `size_t` by contract.
-        unsafe { out.json_written.write(n) };
+    if out.json.is_null() && out.json_len != 0 {
+        return Err("outputs.json: null with a length".into());
     }
-    neff_status::NEFF_STATUS_OK
+    if out.json_len > isize::MAX as usize {
+        return Err("outputs.json_len: larger than any object".into());
+    }
+    let report = if out.report.is_aligned() { out.report } else { core::ptr::null_mut() };
+    let written = if out.json_written.is_aligned() { out.json_written } else { core::ptr::null_mut() };
+    let out = neff_outputs { report, json_written: written, ..out };
+    let spans = [
+        Span::one("outputs.report", out.report),
+        Span::bytes("outputs.json", out.json, out.json_len),
+        Span::one("outputs.json_written", out.json_written),
+        error_span(err),
+    ];
+    Ok((out, spans))
+}
+
+/// The name of the caller's `neff_error` among the lent buffers.
+const ERROR_SPAN: &str = "err";
+
+/// The caller's `neff_error`, as a lent buffer.
+fn error_span(err: *mut neff_error) -> Span {
+    if err.is_aligned() {
+        Span::one(ERROR_SPAN, err)
+    } else {
+        Span::NONE
+    }
 }
 
 /// Records an argument error; its status.
@@ -597,46 +748,82 @@ fn bad_argument(err: *mut neff_error, status: neff_status, what: &'static str) -
     status
 }
 
-/// Records the core's error; its status.
+/// Records the core's error (with what a failed read callback returned, if it did); its status.
 #[cold]
 #[inline(never)]
-fn failed(err: *mut neff_error, e: &Error) -> neff_status {
-    store(err, What::Core(*e));
+fn failed(err: *mut neff_error, e: &Error, read: isize) -> neff_status {
+    let read = if e.stage == neff::error::Stage::Io { read } else { 0 };
+    store_read(err, What::Core(*e), read);
     e.status().into()
 }
 
 /// The shared tail of both entry points: run, then report.
 ///
 /// # Safety
-/// As [`neff_load`]'s.
+/// As `neff_load()`'s; `out` is what `read_outputs` returned, its buffers checked against
+/// every other lent buffer.
 unsafe fn run_and_report<H: Hal>(
     lent: Lent<'_>,
     device: &mut H,
-    outputs: *const neff_outputs,
+    out: neff_outputs,
     err: *mut neff_error,
+    read_failure: &Cell<isize>,
 ) -> neff_status {
+    // SAFETY: the caller lends `json_len` writable bytes at `json` (null only with 0, checked
+    // by `read_outputs`), overlapping no other lent buffer (checked by `borrow`).
+    let json = match unsafe { lent_mut(out.json, out.json_len, "outputs.json") } {
+        Ok(json) if !out.json.is_null() => Some(json),
+        _ => None,
+    };
     let mut report = LoadReport::new();
-    let result = run(lent, device, &mut report);
-    // SAFETY: the caller's contract for `outputs` (see `neff_load`).
-    let status = unsafe { write_outputs(outputs, &report, err) };
-    if let Err(e) = &result {
-        return failed(err, e);
+    let result = run(lent, device, &mut report, json);
+    if !out.report.is_null() {
+        // SAFETY: non-null and aligned (`read_outputs`), writable by contract and overlapping
+        // no other lent buffer; `write` reads nothing there.
+        unsafe { out.report.write(neff_report::of(&report)) };
     }
-    if status == neff_status::NEFF_STATUS_OK {
-        store(err, What::Nothing);
+    let put = |n: usize| {
+        if !out.json_written.is_null() {
+            // SAFETY: non-null and aligned (`read_outputs`), a writable `size_t` by contract.
+            unsafe { out.json_written.write(n) };
+        }
+    };
+    match result {
+        Ok(n) => {
+            put(n);
+            store(err, What::Nothing);
+            neff_status::NEFF_STATUS_OK
+        }
+        Err(Failed::ReportTooLong { needed }) => {
+            put(needed);
+            let status = neff_status::NEFF_STATUS_BUFFER_TOO_SMALL;
+            store(err, What::Short { status, buffer: "outputs.json", needed, available: out.json_len });
+            status
+        }
+        Err(Failed::Core(e)) => {
+            put(0);
+            failed(err, &e, read_failure.get())
+        }
     }
-    status
 }
 
-/// Loads a NEFF onto the device behind `hal`: every check of [`neff_check`], and every payload
-/// lands in a device region with its usage class. On failure every region this load allocated
-/// is released again. Returns `NEFF_STATUS_OK` or the failure's status, with the error in
-/// `*err` (if non-null) and the report (what was done before the failure, too) in `*outputs`.
+/// Loads a NEFF onto the device behind `hal`: every check of `neff_check()`, and every payload
+/// lands in a device region with its usage class. Returns `NEFF_STATUS_OK` or the failure's
+/// status, with the error in `*err` (if non-null) and the report (what was done before the
+/// failure, too) in `*outputs`.
+///
+/// All or nothing: whatever the status, unless it is `NEFF_STATUS_OK`, no region this call
+/// allocated is left live on the device (each was released through `hal->release`). A JSON
+/// report too long for `outputs->json` is `NEFF_STATUS_BUFFER_TOO_SMALL`, found once the
+/// load is over and before it returns: the load is undone.
 ///
 /// `source`, `hal` and `buffers` are required; `options`, `observer`, `outputs` and `err` may
-/// be null. A null required pointer, a null buffer with a length, or an arena shorter than
-/// [`neff_arena_min`] (or none, in a library without a built-in one) is
-/// `NEFF_STATUS_BAD_ARGUMENT`.
+/// be null. A null required pointer, a null buffer with a length, an arena shorter than
+/// `neff_arena_min()` (or none, in a library without a built-in one), or two lent buffers
+/// that share a byte (the source's bytes or buffer, the arena, the replay store,
+/// `outputs->report`, `outputs->json`, `outputs->json_written`, `err`) is
+/// `NEFF_STATUS_BAD_ARGUMENT`, before anything is read or allocated (an `err` that overlaps
+/// another buffer is then left unwritten: only the status says it).
 ///
 /// # Safety
 /// Every non-null pointer points to a live object of its type; the memory a `neff_source`,
@@ -655,6 +842,17 @@ pub unsafe extern "C" fn neff_load(
     if hal.is_null() || !hal.is_aligned() {
         return bad_argument(err, neff_status::NEFF_STATUS_BAD_ARGUMENT, "hal: null or misaligned");
     }
+    // SAFETY: the caller's contract for `outputs`.
+    let (out, others) = match unsafe { read_outputs(outputs, err) } {
+        Ok(read) => read,
+        Err(misuse) => return refuse(err, misuse),
+    };
+    let read_failure = Cell::new(0);
+    // SAFETY: the caller's contract, as documented above.
+    let lent = match unsafe { borrow(source, buffers, options, observer, &others, &read_failure) } {
+        Ok(lent) => lent,
+        Err(misuse) => return refuse(err, misuse),
+    };
     // SAFETY: non-null, aligned, a `neff_hal` by the caller's contract; copied.
     let vtable = unsafe { *hal };
     let mut device = match CHal::new(&vtable) {
@@ -670,22 +868,17 @@ pub unsafe extern "C" fn neff_load(
             return bad_argument(err, neff_status::NEFF_STATUS_BAD_ARGUMENT, "hal.arch: not a neff_arch value")
         }
     };
-    // SAFETY: the caller's contract, as documented above.
-    let lent = match unsafe { borrow(source, buffers, options, observer) } {
-        Ok(lent) => lent,
-        Err(what) => return bad_argument(err, neff_status::NEFF_STATUS_BAD_ARGUMENT, what),
-    };
-    // SAFETY: the caller's contract for `outputs`.
-    unsafe { run_and_report(lent, &mut device, outputs, err) }
+    // SAFETY: `out` came from `read_outputs`, its buffers checked by `borrow`.
+    unsafe { run_and_report(lent, &mut device, out, err, &read_failure) }
 }
 
 /// Validates a NEFF without a device: header gates, gzip and tar, every manifest of the chain,
 /// every payload read, digested and size-checked (the observer sees each as
-/// `NEFF_PAYLOAD_CHECKED`, with no region). `options.arch`, when not 0, adds the target gate against that architecture. As
-/// [`neff_load`] otherwise.
+/// `NEFF_PAYLOAD_CHECKED`, with no region). `options->arch`, when not 0, adds the target gate
+/// against that architecture. As `neff_load()` otherwise, the overlap checks included.
 ///
 /// # Safety
-/// As [`neff_load`]'s.
+/// As `neff_load()`'s.
 #[no_mangle]
 pub unsafe extern "C" fn neff_check(
     source: *const neff_source,
@@ -695,20 +888,26 @@ pub unsafe extern "C" fn neff_check(
     outputs: *const neff_outputs,
     err: *mut neff_error,
 ) -> neff_status {
+    // SAFETY: the caller's contract for `outputs`.
+    let (out, others) = match unsafe { read_outputs(outputs, err) } {
+        Ok(read) => read,
+        Err(misuse) => return refuse(err, misuse),
+    };
+    let read_failure = Cell::new(0);
     // SAFETY: the caller's contract, as documented on `neff_load`.
-    let lent = match unsafe { borrow(source, buffers, options, observer) } {
+    let lent = match unsafe { borrow(source, buffers, options, observer, &others, &read_failure) } {
         Ok(lent) => lent,
-        Err(what) => return bad_argument(err, neff_status::NEFF_STATUS_BAD_ARGUMENT, what),
+        Err(misuse) => return refuse(err, misuse),
     };
     let arch = match check_arch(lent.options.arch) {
         Ok(arch) => arch,
         Err(what) => return bad_argument(err, neff_status::NEFF_STATUS_BAD_ARGUMENT, what),
     };
-    // SAFETY: the caller's contract for `outputs`.
-    unsafe { run_and_report(lent, &mut NullDevice::new(arch), outputs, err) }
+    // SAFETY: `out` came from `read_outputs`, its buffers checked by `borrow`.
+    unsafe { run_and_report(lent, &mut NullDevice::new(arch), out, err, &read_failure) }
 }
 
-/// The buffers an info call writes, besides those a check takes ([`neff_info`]).
+/// The buffers an info call writes, besides those a check takes (`neff_info()`).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct neff_info_buffers {
@@ -716,7 +915,7 @@ pub struct neff_info_buffers {
     /// names, types and sizes of every var, queue and carveout, the graphs, the KELF nodes, the
     /// I/O tensors), `info.json`'s bytes, and an index of 4 bytes per var or queue of a
     /// subgraph to sort them. About the size of the manifests' names: 16 KiB is plenty for the
-    /// real NEFFs; a short one is `NEFF_STATUS_RESOURCE`, and [`neff_error_needed`] says how
+    /// real NEFFs; a short one is `NEFF_STATUS_RESOURCE`, and `neff_error_needed()` says how
     /// much it took (null with a length of 0: none).
     pub work: *mut u8,
     /// Bytes at `work`.
@@ -728,7 +927,7 @@ pub struct neff_info_buffers {
     pub json_len: usize,
 }
 
-/// Bytes of the caller's stack an info call takes for its state (as [`neff_load_stack_size`]
+/// Bytes of the caller's stack an info call takes for its state (as `neff_load_stack_size()`
 /// for a check, with the tap on the tar stream).
 #[no_mangle]
 pub extern "C" fn neff_info_stack_size() -> usize {
@@ -747,21 +946,20 @@ fn check_arch(value: u32) -> Result<Option<Arch>, &'static str> {
     }
 }
 
-/// What a NEFF holds, as the document `neff info --json` prints (spec `cli-contract.md`: the
-/// header, the chain's KELFs, inputs and outputs, each subgraph's vars by `var_id`, DMA queues
+/// What a NEFF holds, as the document `neff info --json` prints (the header, the chain's KELFs, inputs and outputs, each subgraph's vars by `var_id`, DMA queues
 /// by name, engines, carveouts and FP8 policy, the header hash, and `info.json`'s
-/// `tool_version`), written to `info.json`. The NEFF is checked as [`neff_check`] checks it;
+/// `tool_version`), written to `info.json`. The NEFF is checked as `neff_check()` checks it;
 /// a NEFF it refuses is that error, and nothing is written.
 ///
 /// `*written` (if non-null) receives the document's length; when `info.json_len` is too small,
-/// `NEFF_STATUS_BUFFER_TOO_SMALL` and the length it needs (also [`neff_error_needed`]). A work
+/// `NEFF_STATUS_BUFFER_TOO_SMALL` and the length it needs (also `neff_error_needed()`). A work
 /// buffer too small is `NEFF_STATUS_RESOURCE` with the bytes it needs. Both name their buffer
 /// (`info.json`, `info.work`) in the error, whose stage is `NEFF_STAGE_ARGUMENT`. The output is
 /// never cut short. With `options.verify_integrity` the `hash` object has the outcome (a
-/// mismatch is a warning, as for a check). `options.arch` gates as for [`neff_check`].
+/// mismatch is a warning, as for a check). `options.arch` gates as for `neff_check()`.
 ///
 /// # Safety
-/// As [`neff_load`]'s; `info` points to a `neff_info_buffers` whose buffers are writable for
+/// As `neff_load()`'s; `info` points to a `neff_info_buffers` whose buffers are writable for
 /// their lengths and overlap no other buffer of the call.
 #[no_mangle]
 pub unsafe extern "C" fn neff_info(
@@ -774,28 +972,30 @@ pub unsafe extern "C" fn neff_info(
     err: *mut neff_error,
 ) -> neff_status {
     let bad = |what| bad_argument(err, neff_status::NEFF_STATUS_BAD_ARGUMENT, what);
-    // SAFETY: the caller's contract, as documented on `neff_load`.
-    let lent = match unsafe { borrow(source, buffers, options, observer) } {
-        Ok(lent) => lent,
-        Err(what) => return bad(what),
-    };
-    let arch = match check_arch(lent.options.arch) {
-        Ok(arch) => arch,
-        Err(what) => return bad(what),
-    };
     if info.is_null() || !info.is_aligned() {
         return bad("info: null or misaligned");
     }
     // SAFETY: non-null, aligned, a `neff_info_buffers` by the caller's contract; copied.
     let ib = unsafe { *info };
-    let span = |s: Option<&[u8]>| s.map_or((0, 0), |s| (s.as_ptr() as usize, s.len()));
-    let taken = [lent.source_span, span(lent.arena.as_deref()), span(Some(&*lent.replay))];
-    let (work_span, json_span) = ((ib.work as usize, ib.work_len), (ib.json as usize, ib.json_len));
-    if overlaps(work_span, json_span) || taken.iter().any(|&t| overlaps(t, work_span) || overlaps(t, json_span)) {
-        return bad("info: the work or json buffer overlaps another lent buffer");
-    }
+    let written = if written.is_aligned() { written } else { core::ptr::null_mut() };
+    let others = [
+        Span::bytes("info.work", ib.work, ib.work_len),
+        Span::bytes("info.json", ib.json, ib.json_len),
+        Span::one("written", written),
+        error_span(err),
+    ];
+    let read_failure = Cell::new(0);
+    // SAFETY: the caller's contract, as documented on `neff_load`.
+    let lent = match unsafe { borrow(source, buffers, options, observer, &others, &read_failure) } {
+        Ok(lent) => lent,
+        Err(misuse) => return refuse(err, misuse),
+    };
+    let arch = match check_arch(lent.options.arch) {
+        Ok(arch) => arch,
+        Err(what) => return bad(what),
+    };
     // SAFETY: the caller lends `work_len` writable bytes at `work`, overlapping no other lent
-    // buffer (checked above).
+    // buffer (checked by `borrow`).
     let work = match unsafe { lent_mut(ib.work, ib.work_len, "info.work: null with a length") } {
         Ok(work) => work,
         Err(what) => return bad(what),
@@ -806,7 +1006,7 @@ pub unsafe extern "C" fn neff_info(
         Err(what) => return bad(what),
     };
     let put = |n: usize| {
-        if !written.is_null() && written.is_aligned() {
+        if !written.is_null() {
             // SAFETY: non-null and aligned, a writable `size_t` by contract.
             unsafe { written.write(n) };
         }
@@ -816,7 +1016,7 @@ pub unsafe extern "C" fn neff_info(
     let mut report = LoadReport::new();
     let (header, integrity) = match info::run(lent, arch, &work, &mut report) {
         Ok(done) => done,
-        Err(e) => return failed(err, &e),
+        Err(e) => return failed(err, &e, read_failure.get()),
     };
     let (status, buffer, needed, available) = match info::render(work.into_inner(), &header, integrity, json) {
         Ok(n) => {

@@ -1,14 +1,14 @@
 //! The tar stream as the loader reads it, watched for one member the loader skips: `info.json`
 //! (producer metadata, spec §10.1), whose `tool_version` is `neff info`'s `compiler_version`.
 //!
-//! [`Tap`] sits between the core's [`Container`] (header, gzip) and the archive's tar walk,
+//! `Tap` sits between the core's `Container` (header, gzip) and the archive's tar walk,
 //! and sees each byte the walk consumes, in order. It follows the 512-byte blocks with a small
-//! push-driven walker ([`Walker`]): header blocks, PAX `x` `path`/`size` records and GNU `L`
+//! push-driven walker (`Walker`): header blocks, PAX `x` `path`/`size` records and GNU `L`
 //! long names (the ways a member gets a name the ustar fields cannot hold), one leading `./`
 //! stripped as the core does. The body of a regular member named `info.json` at the root is
 //! copied to the top of the caller's work buffer; a later copy replaces an earlier one, as the
 //! host command's tap keeps the last. What it cannot follow (an old GNU sparse header, a PAX
-//! header over [`PAX_ROOM`] bytes, a size it cannot parse) ends the watch: the loader's own
+//! header over `PAX_ROOM` bytes, a size it cannot parse) ends the watch: the loader's own
 //! walk, which decides what the NEFF holds, is untouched either way.
 
 use core::cell::RefCell;
@@ -53,7 +53,7 @@ impl embedded_io::Error for Relayed {
     }
 }
 
-/// Where the tap keeps `info.json`'s body: `neff_info`'s work buffer ([`crate::info::Work`]),
+/// Where the tap keeps `info.json`'s body: `neff_info`'s work buffer (`crate::info::Work`),
 /// which the tap knows only by this, so that `info` uses the tap and not the other way round.
 pub(crate) trait Keep {
     /// `info.json` starts: `size` bytes, replacing a copy kept before.
@@ -146,7 +146,7 @@ enum State {
 struct Name {
     bytes: [u8; NAME_ROOM],
     len: usize,
-    /// Longer than [`NAME_ROOM`]: certainly not `info.json`.
+    /// Longer than `NAME_ROOM`: certainly not `info.json`.
     long: bool,
 }
 

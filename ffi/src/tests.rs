@@ -350,7 +350,7 @@ fn wrong_lengths_are_errors() {
     // SAFETY: as above.
     let status = unsafe { neff_check(&src, &bufs, core::ptr::null(), core::ptr::null(), core::ptr::null(), &mut err) };
     assert_eq!(status, neff_status::NEFF_STATUS_BAD_ARGUMENT);
-    assert!(message(&err).starts_with("source: its bytes or buffer overlap"), "{}", message(&err));
+    assert!(message(&err).starts_with("source.buf and buffers.arena overlap"), "{}", message(&err));
     // A callback source without a buffer.
     let mut feed = Feed { rest: &bytes, served: 0, step: 8, fail_at: None };
     let mut src = callback(&mut feed, &mut [], 0);
@@ -876,7 +876,7 @@ fn info_refuses_bad_arguments_and_bad_neffs_before_writing() {
     // SAFETY: as above (refused before any slice is made).
     let status = unsafe { neff_info(&src, &bufs, core::ptr::null(), core::ptr::null(), &ib, &mut written, &mut err) };
     assert_eq!(status, neff_status::NEFF_STATUS_BAD_ARGUMENT);
-    assert!(message(&err).contains("overlaps"), "{}", message(&err));
+    assert!(message(&err).starts_with("buffers.arena and info.work overlap"), "{}", message(&err));
     // A short file: the header gate's refusal, nothing written.
     let ib = neff_info_buffers { work: work.as_mut_ptr(), work_len: 64, json: json.as_mut_ptr(), json_len: 64 };
     // SAFETY: as above.
@@ -938,4 +938,356 @@ fn the_json_writer_escapes_and_counts_what_does_not_fit() {
     assert_eq!(out.len(), whole.len());
     assert!(!out.fits());
     assert_eq!(&buf, &whole.as_bytes()[..8]);
+}
+
+fn outputs_of(report: *mut neff_report, json: &mut [u8], written: *mut usize) -> neff_outputs {
+    neff_outputs { report, json: json.as_mut_ptr(), json_len: json.len(), json_written: written }
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "a whole real NEFF takes minutes under Miri")]
+fn a_report_too_long_for_its_buffer_undoes_the_load() {
+    let Some(bytes) = fixture(MATMUL_SMALL) else { return };
+    let src = memory(&bytes);
+    let mut arena = arena();
+    let bufs = buffers(&mut arena);
+    let mut dev = Device { arch: 3, ..Device::default() };
+    let hal = hal_of(&mut dev);
+    let mut err = new_error();
+    let mut json = [0u8; 16];
+    let mut written = 7usize;
+    let mut report = neff_report::default();
+    let outputs = outputs_of(&mut report, &mut json, &mut written);
+    // SAFETY: every pointer is live or null.
+    let status = unsafe { neff_load(&src, &hal, &bufs, core::ptr::null(), core::ptr::null(), &outputs, &mut err) };
+    assert_eq!(status, neff_status::NEFF_STATUS_BUFFER_TOO_SMALL, "{}", message(&err));
+    assert_eq!(status_of(&err), status);
+    assert_eq!(stage(&err), neff_stage::NEFF_STAGE_ARGUMENT);
+    // SAFETY: a live error.
+    let (needed, available) = unsafe { (neff_error_needed(&err), neff_error_available(&err)) };
+    assert!(needed > 16 && needed <= REPORT_JSON_MAX, "{needed}");
+    assert_eq!(available, 16);
+    assert_eq!(written, needed, "json_written holds the bytes needed");
+    assert_eq!(message(&err), format!("outputs.json: {needed} bytes needed, 16 lent"));
+    assert!(dev.next > 0, "the load had allocated regions");
+    assert!(dev.regions.is_empty(), "no region is left live: {} are", dev.regions.len());
+    assert_eq!(report.placed, 24, "the report says what was done, then undone");
+
+    // With the bytes it asked for, the same load succeeds and writes exactly that much.
+    let mut json = vec![0u8; needed];
+    let outputs = outputs_of(core::ptr::null_mut(), &mut json, &mut written);
+    // SAFETY: every pointer is live or null.
+    let status = unsafe { neff_load(&src, &hal, &bufs, core::ptr::null(), core::ptr::null(), &outputs, &mut err) };
+    assert_eq!(status, neff_status::NEFF_STATUS_OK, "{}", message(&err));
+    assert_eq!(written, needed);
+    assert!(!dev.regions.is_empty());
+    assert!(serde_json_parses(&json));
+}
+
+/// Whether `bytes` is one JSON object (by its braces: the crate has no JSON parser).
+fn serde_json_parses(bytes: &[u8]) -> bool {
+    bytes.first() == Some(&b'{') && bytes.last() == Some(&b'}')
+}
+
+#[test]
+fn every_failure_of_a_load_leaves_the_json_count_at_zero() {
+    let bytes = [0u8; 100];
+    let src = memory(&bytes);
+    let mut arena = arena();
+    let bufs = buffers(&mut arena);
+    let mut dev = Device { arch: 3, ..Device::default() };
+    let hal = hal_of(&mut dev);
+    let mut err = new_error();
+    let mut json = [0u8; 1024];
+    let mut written = 7usize;
+    let outputs = outputs_of(core::ptr::null_mut(), &mut json, &mut written);
+    // SAFETY: every pointer is live or null.
+    let status = unsafe { neff_load(&src, &hal, &bufs, core::ptr::null(), core::ptr::null(), &outputs, &mut err) };
+    assert_eq!(status, neff_status::NEFF_STATUS_INVALID);
+    assert_eq!(written, 0);
+}
+
+#[test]
+fn report_json_is_bounded() {
+    use neff::header::HashValue;
+    let mut report = LoadReport::new();
+    report.device_arch = Some(Arch::from_value(4).unwrap());
+    // The longest target, each character escaped as six (`\u0001`).
+    while report.target.push('\u{1}').is_ok() {}
+    (report.subgraphs, report.payloads, report.placed, report.inputs, report.outputs) =
+        (u32::MAX, u32::MAX, u32::MAX, u32::MAX, u32::MAX);
+    (report.manifests, report.released, report.warnings, report.members) = (u32::MAX, u32::MAX, u32::MAX, u32::MAX);
+    (report.bytes_placed, report.inflated_bytes, report.compressed_bytes) = (u64::MAX, u64::MAX, u64::MAX);
+    (report.padding_bytes, report.trailing_bytes, report.arena_peak) = (u64::MAX, u64::MAX, u64::MAX);
+    let sha = HashValue::new(neff::header::HashAlgorithm::Sha256, &[0xff; 32]);
+    report.integrity = Some(Integrity::Mismatch { computed: sha, stored: sha });
+    let mut room = [0u8; REPORT_JSON_MAX];
+    let n = report.to_json(&mut room).expect("the largest report fits REPORT_JSON_MAX");
+    assert!(n > 400, "the report is the one measured: {n}");
+    assert_eq!(report_json_len(&report), n);
+}
+
+/// Lent buffers, each in a slot of its own in one pool: a pair is made to overlap by moving
+/// the second into the first one's slot.
+fn slot_len() -> usize {
+    (neff_arena_min() + 4096).next_multiple_of(8)
+}
+
+/// The lent buffers of each entry point, as the overlap error names them.
+const CHECK_BUFFERS: [&str; 7] =
+    ["source", "buffers.arena", "buffers.replay", "outputs.report", "outputs.json", "outputs.json_written", "err"];
+const INFO_BUFFERS: [&str; 7] =
+    ["source", "buffers.arena", "buffers.replay", "info.work", "info.json", "written", "err"];
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Entry {
+    Check,
+    Load,
+    Info,
+}
+
+/// Calls `entry` with its buffers laid out in `pool`, slot by slot, except `moved` put at the
+/// start of `into`'s slot; the source reads from memory, or through a callback if `callback`.
+fn call_with_layout(
+    entry: Entry,
+    callback: bool,
+    pool: &mut [u64],
+    moved: usize,
+    into: usize,
+) -> (neff_status, String) {
+    let names = if entry == Entry::Info { INFO_BUFFERS } else { CHECK_BUFFERS };
+    let base = pool.as_mut_ptr().cast::<u8>();
+    let at = |i: usize| {
+        let slot = if i == moved { into } else { i };
+        // SAFETY: (test) every slot lies inside the pool.
+        unsafe { base.add(slot * slot_len()) }
+    };
+    let lengths = [1024, neff_arena_min(), 512, 0, 256, 0, 0];
+    unsafe extern "C" fn never(_: *mut c_void, _: *mut u8, _: usize) -> isize {
+        panic!("nothing is read before the arguments are checked")
+    }
+    let source = if callback {
+        neff_source {
+            bytes: core::ptr::null(),
+            len: 0,
+            read: Some(never),
+            ctx: core::ptr::null_mut(),
+            buf: at(0),
+            buf_len: lengths[0],
+            file_size: 0,
+        }
+    } else {
+        neff_source { bytes: at(0), len: lengths[0], ..memory(&[]) }
+    };
+    let bufs = neff_buffers { arena: at(1), arena_len: lengths[1], replay: at(2), replay_len: lengths[2] };
+    let err = at(6).cast::<neff_error>();
+    let mut dev = Device { arch: 3, ..Device::default() };
+    let hal = hal_of(&mut dev);
+    // SAFETY: (test) every pointer points into the pool, aligned for its type (slots are
+    // 8-byte aligned), or to a live local.
+    let status = unsafe {
+        match entry {
+            Entry::Check | Entry::Load => {
+                let outputs = neff_outputs {
+                    report: at(3).cast(),
+                    json: at(4),
+                    json_len: lengths[4],
+                    json_written: at(5).cast(),
+                };
+                if entry == Entry::Check {
+                    neff_check(&source, &bufs, core::ptr::null(), core::ptr::null(), &outputs, err)
+                } else {
+                    neff_load(&source, &hal, &bufs, core::ptr::null(), core::ptr::null(), &outputs, err)
+                }
+            }
+            Entry::Info => {
+                let info = neff_info_buffers { work: at(3), work_len: 4096, json: at(4), json_len: lengths[4] };
+                neff_info(&source, &bufs, core::ptr::null(), core::ptr::null(), &info, at(5).cast(), err)
+            }
+        }
+    };
+    assert_eq!(dev.next, 0, "{entry:?}: nothing was allocated");
+    let text = if names[moved] == "err" || names[into] == "err" {
+        String::new()
+    } else {
+        // SAFETY: (test) the call filled the error slot.
+        message(unsafe { &*err })
+    };
+    (status, text)
+}
+
+#[test]
+fn every_pair_of_lent_buffers_is_refused_in_every_entry_point_and_nothing_is_written() {
+    for entry in [Entry::Check, Entry::Load, Entry::Info] {
+        let names = if entry == Entry::Info { INFO_BUFFERS } else { CHECK_BUFFERS };
+        for callback in [false, true] {
+            let source = if callback { "source.buf" } else { "source.bytes" };
+            let name = |i: usize| if i == 0 { source } else { names[i] };
+            const MARK: u64 = 0x5a5a_5a5a_5a5a_5a5a;
+            let words = slot_len() / 8;
+            // One pool for every layout: a refused call writes nothing but the error slot, which
+            // is marked again after each call.
+            let mut pool = vec![MARK; names.len() * words];
+            for first in 0..names.len() {
+                for second in 0..names.len() {
+                    if first == second {
+                        continue;
+                    }
+                    let (status, text) = call_with_layout(entry, callback, &mut pool, second, first);
+                    let case = format!("{entry:?}, {} inside {}", name(second), name(first));
+                    assert_eq!(status, neff_status::NEFF_STATUS_BAD_ARGUMENT, "{case}: {text}");
+                    // Nothing but the error slot is written, and that one only if it overlaps
+                    // nothing (it is skipped unread: the library's write leaves its padding
+                    // uninitialised). Each buffer starts its slot; Miri, slow, reads those starts.
+                    let err_moved = names[first] == "err" || names[second] == "err";
+                    for slot in (0..names.len()).filter(|&slot| err_moved || slot != 6) {
+                        let checked = if cfg!(miri) { 64 } else { words };
+                        let words = &pool[slot * words..slot * words + checked];
+                        assert!(words.iter().all(|&w| w == MARK), "{case}: slot {slot} was written");
+                    }
+                    pool[6 * words..7 * words].fill(MARK);
+                    if !text.is_empty() {
+                        let (a, b) = (name(first.min(second)), name(first.max(second)));
+                        assert!(text.starts_with(&format!("{a} and {b} overlap")), "{case}: {text}");
+                    }
+                }
+            }
+            // Laid out apart, the call reads the source (a zeroed one: refused by its header).
+            let mut pool = vec![0u64; names.len() * slot_len() / 8];
+            let (status, text) = call_with_layout(entry, false, &mut pool, 0, 0);
+            assert_eq!(status, neff_status::NEFF_STATUS_INVALID, "{entry:?}: {text}");
+        }
+    }
+}
+
+#[test]
+fn the_read_callback_s_error_reaches_the_error_and_its_message() {
+    let mut bytes = vec![0u8; 4096];
+    bytes[..4].copy_from_slice(b"NEFF");
+    let mut feed = Feed { rest: &bytes, served: 0, step: 300, fail_at: Some(500) };
+    let mut buf = [0u8; 300];
+    let src = callback(&mut feed, &mut buf, 0);
+    let mut arena = arena();
+    let bufs = buffers(&mut arena);
+    let mut err = new_error();
+    // SAFETY: every pointer is live or null.
+    let status = unsafe { neff_check(&src, &bufs, core::ptr::null(), core::ptr::null(), core::ptr::null(), &mut err) };
+    assert_eq!(status, neff_status::NEFF_STATUS_FAILURE);
+    // SAFETY: a live error.
+    assert_eq!(unsafe { neff_error_read_result(&err) }, -5, "-EIO, as the callback returned it");
+    assert!(message(&err).ends_with(" (the read callback returned -5)"), "{}", message(&err));
+    // An error that is not the callback's has none.
+    let zeros = [0u8; 100];
+    let src = memory(&zeros);
+    // SAFETY: every pointer is live or null.
+    unsafe { neff_check(&src, &bufs, core::ptr::null(), core::ptr::null(), core::ptr::null(), &mut err) };
+    // SAFETY: a live error.
+    assert_eq!(unsafe { neff_error_read_result(&err) }, 0);
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "a whole real NEFF takes minutes under Miri")]
+fn a_damaged_header_field_is_at_the_same_byte_from_memory_and_through_the_callback() {
+    let Some(mut bytes) = fixture(MATMUL_SMALL) else { return };
+    // `data_size` (byte 16) larger than the file.
+    let twice = bytes.len() as u64 * 2;
+    bytes[16..24].copy_from_slice(&twice.to_le_bytes());
+    let mut arena = arena();
+    let bufs = buffers(&mut arena);
+    let mut from_memory = new_error();
+    let src = memory(&bytes);
+    // SAFETY: every pointer is live or null.
+    unsafe { neff_check(&src, &bufs, core::ptr::null(), core::ptr::null(), core::ptr::null(), &mut from_memory) };
+    for file_size in [0, bytes.len() as u64] {
+        let mut feed = Feed { rest: &bytes, served: 0, step: 4096, fail_at: None };
+        let mut buf = [0u8; 4096];
+        let src = callback(&mut feed, &mut buf, file_size);
+        let mut through = new_error();
+        // SAFETY: every pointer is live or null.
+        unsafe { neff_check(&src, &bufs, core::ptr::null(), core::ptr::null(), core::ptr::null(), &mut through) };
+        assert_eq!(
+            (offset(&through), offset_base(&through), stage(&through)),
+            (offset(&from_memory), offset_base(&from_memory), stage(&from_memory)),
+            "file_size {file_size}: {} / from memory: {}",
+            message(&through),
+            message(&from_memory)
+        );
+    }
+    assert_eq!(offset(&from_memory), 16, "{}", message(&from_memory));
+}
+
+#[test]
+fn neff_init_takes_its_own_header_and_refuses_another() {
+    use crate::names::*;
+    assert_eq!(NEFF_VERSION_MAJOR.to_string(), env!("CARGO_PKG_VERSION_MAJOR"));
+    assert_eq!(NEFF_VERSION_MINOR.to_string(), env!("CARGO_PKG_VERSION_MINOR"));
+    assert_eq!(NEFF_VERSION_PATCH.to_string(), env!("CARGO_PKG_VERSION_PATCH"));
+    // SAFETY: a static NUL-terminated string.
+    let version = unsafe { core::ffi::CStr::from_ptr(neff_version()) };
+    assert_eq!(version.to_str().unwrap(), env!("CARGO_PKG_VERSION"));
+    let (e, r) = (core::mem::size_of::<neff_error>(), core::mem::size_of::<neff_report>());
+    let mut err = new_error();
+    // SAFETY: a live error.
+    let init = |major, minor, e, r, err: &mut neff_error| unsafe { neff_init_(major, minor, e, r, err) };
+    assert_eq!(init(NEFF_VERSION_MAJOR, NEFF_VERSION_MINOR, e, r, &mut err), neff_status::NEFF_STATUS_OK);
+    assert_eq!(status_of(&err), neff_status::NEFF_STATUS_OK);
+    let mismatch = neff_status::NEFF_STATUS_VERSION_MISMATCH;
+    assert_eq!(init(NEFF_VERSION_MAJOR + 1, NEFF_VERSION_MINOR, e, r, &mut err), mismatch);
+    assert_eq!(status_of(&err), mismatch);
+    assert_eq!(stage(&err), neff_stage::NEFF_STAGE_ARGUMENT);
+    let text = message(&err);
+    assert!(text.contains(&format!("neff.h {}.{}", NEFF_VERSION_MAJOR + 1, NEFF_VERSION_MINOR)), "{text}");
+    assert!(text.contains(&format!("the library {}", env!("CARGO_PKG_VERSION"))), "{text}");
+    // A newer minor version: before 1.0 any other, after it a newer one.
+    assert_eq!(init(NEFF_VERSION_MAJOR, NEFF_VERSION_MINOR + 1, e, r, &mut err), mismatch);
+    assert_eq!(init(NEFF_VERSION_MAJOR, NEFF_VERSION_MINOR, e - 8, r, &mut err), mismatch);
+    assert!(message(&err).contains("sizeof(neff_error)"));
+    assert_eq!(init(NEFF_VERSION_MAJOR, NEFF_VERSION_MINOR, e, r + 4, &mut err), mismatch);
+}
+
+fn c_text(p: *const core::ffi::c_char) -> Option<String> {
+    // SAFETY: (test) null or a static NUL-terminated name.
+    (!p.is_null()).then(|| unsafe { core::ffi::CStr::from_ptr(p) }.to_str().unwrap().to_string())
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "reads include/neff.h (Miri isolates the file system)")]
+fn every_status_stage_and_code_has_its_name() {
+    use crate::names::*;
+    use neff::error::codes::{ERRORS, WARNINGS};
+    // The status names are the header's enumerators, at the header's values.
+    let header = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../include/neff.h")).unwrap();
+    // The version string cbindgen cannot write from Rust (ffi/cbindgen.toml's after_includes).
+    let string = format!("#define NEFF_VERSION_STRING \"{}\"\n", env!("CARGO_PKG_VERSION"));
+    assert!(header.contains(&string), "neff.h: {string}");
+    let mut statuses = 0;
+    for line in header.lines() {
+        let line = line.trim().trim_end_matches(',');
+        if let Some((name, value)) = line.split_once(" = ") {
+            if name.starts_with("NEFF_STATUS_") {
+                assert_eq!(c_text(neff_status_name(value.parse().unwrap())).as_deref(), Some(name));
+                statuses += 1;
+            }
+        }
+    }
+    assert!(statuses >= 8, "{statuses}");
+    assert_eq!(neff_status_name(3), core::ptr::null());
+    // The stages, as the core prints them.
+    for (i, stage) in crate::names::tests_stages().iter().enumerate() {
+        assert_eq!(neff_stage::from(*stage) as usize, i, "{stage:?}: the C order");
+        assert_eq!(c_text(neff_stage_name(i as u32)).as_deref(), Some(stage.name()));
+    }
+    assert_eq!(c_text(neff_stage_name(neff_stage::NEFF_STAGE_ARGUMENT as u32)).as_deref(), Some("argument"));
+    assert_eq!(c_text(neff_stage_name(neff_stage::NEFF_STAGE_NONE as u32)).as_deref(), Some("none"));
+    assert_eq!(neff_stage_name(11), core::ptr::null());
+    // Every code of the refusal table, and nothing else.
+    for row in ERRORS {
+        assert_eq!(c_text(neff_code_name(row.code)).as_deref(), Some(row.c_name));
+    }
+    for row in WARNINGS {
+        assert_eq!(c_text(neff_warning_code_name(row.code)).as_deref(), Some(row.c_name));
+    }
+    assert_eq!(c_text(neff_code_name(501)).as_deref(), Some("NEFF_ERR_HEADER_SHORT_FILE"));
+    assert_eq!(neff_code_name(0), core::ptr::null());
+    assert_eq!(neff_warning_code_name(101), core::ptr::null());
 }

@@ -432,6 +432,13 @@ impl<'a> Loader<'a> {
         self.whole.clear();
     }
 
+    /// Gives back every device region the last [`load`](Self::load) left live, as its failure
+    /// would have: for a caller that refuses a load after it succeeded (the C ABI, when the
+    /// report it was asked for does not fit its buffer). Call it before the next load, once.
+    pub fn unload<H: Hal>(&mut self, hal: &mut H) {
+        self.release_all(hal);
+    }
+
     /// Leaves the device as it was: releases every region this load still holds. (A landing
     /// the device's notebook cannot give back is skipped: its region, if any, stays.)
     fn release_all<H: Hal>(&mut self, hal: &mut H) {

@@ -52,3 +52,20 @@ fn the_checked_in_header_is_current() {
     };
     assert!(checked_in == header(), "{} is stale: run scripts/gen-header.sh", path.display());
 }
+
+#[test]
+fn the_header_holds_its_layouts_and_enum_sizes_on_32_bit_targets_and_cites_no_spec_section() {
+    let text = header();
+    // Every 64-bit field is aligned to 8 explicitly (i386 aligns uint64_t to 4).
+    let fields64 = text.lines().filter(|l| l.trim_start().starts_with("uint64_t ") || l.contains(" uint64_t ")).count();
+    assert!(fields64 >= 6, "{fields64}");
+    for line in text.lines().filter(|l| l.contains("uint64_t ") && l.trim_end().ends_with(';')) {
+        assert!(line.trim_start().starts_with("NEFF_SCHEMA_ALIGN8 uint64_t "), "{line}");
+    }
+    // Enums are 32 bits wide whatever -fshort-enums says: a uint32_t before C23.
+    assert!(text.contains("typedef uint32_t neff_arch;"));
+    assert!(text.contains("enum neff_arch\n#if NEFF_SCHEMA_FIXED_ENUMS\n  : uint32_t\n#endif\n{"));
+    // The header ships without the spec: no section citations.
+    assert!(!text.contains('§'));
+    assert!(text.contains("Device architecture of `kelf` `target`. "), "the sentence survives its citation");
+}
