@@ -24,6 +24,8 @@ typedef struct fixture {
   uint32_t md5_order;
   const payload *payloads;
   uint32_t payload_count;
+  /* Its KELF target (neff_arch): the device's arch for its load. */
+  uint32_t arch;
 } fixture;
 
 extern const fixture *const fixtures[];

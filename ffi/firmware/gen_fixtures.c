@@ -68,7 +68,7 @@ int main(int argc, char **argv) {
       return 1;
     }
     fprintf(as,
-            "  .section .rodata.neff%d, \"a\"\n  .balign 4\n  .global neff%d_start\nneff%d_start:\n  .incbin \"%s\"\n"
+            "  .section .neffs.neff%d, \"a\"\n  .balign 4\n  .global neff%d_start\nneff%d_start:\n  .incbin \"%s\"\n"
             "  .global neff%d_end\nneff%d_end:\n",
             i, i, i, file, i, i);
     fprintf(c, "extern const uint8_t neff%d_start[], neff%d_end[];\n", i, i);
@@ -87,7 +87,17 @@ int main(int argc, char **argv) {
     fprintf(c, "static const fixture fixture%d = {\"%s\", neff%d_start, neff%d_end, %zuu, %lluu, {", i, name, i, i,
             tar.count, (unsigned long long)tar.len);
     for (int b = 0; b < 16; b++) fprintf(c, "0x%02x%s", md5[b], b < 15 ? ", " : "");
-    fprintf(c, "}, %d, payloads%d, %uu};\n\n", order, i, payloads);
+    /* The KELF target: sunda (neff_arch 2) when kelf-0.json names it, else cayman (3). */
+    unsigned arch = 3;
+    for (size_t m = 0; m < tar.count; m++) {
+      const member *k = &tar.members[m];
+      if (strcmp(k->name, "kelf-0.json") != 0) continue;
+      const char *needle = "\"sunda\"";
+      size_t n = strlen(needle);
+      for (uint64_t at = 0; at + n <= k->size; at++)
+        if (memcmp(k->body + at, needle, n) == 0) arch = 2;
+    }
+    fprintf(c, "}, %d, payloads%d, %uu, %uu};\n\n", order, i, payloads, arch);
     free(tar.members);
     free(tar.bytes);
     free(bytes);

@@ -21,9 +21,6 @@ use std::io;
 use crate::sample::{f16_values, npy, pseudo_random, sort_members, MemberOrder};
 use crate::writer::{self, HeaderFields};
 
-/// The generated compile caches moved to [`crate::cache_gen`]; their old names stay.
-pub use crate::cache_gen::{CacheTree, CACHE_CYCLE};
-
 /// The compiler generation whose shapes a generated NEFF has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Generation {

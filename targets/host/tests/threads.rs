@@ -1,6 +1,6 @@
 //! `neff cache` and `neff check` over many files across threads (`--threads N`): whatever N,
 //! stdout (text and `--json`), stderr and the exit status are byte for byte those of the
-//! one-thread run, on a generated cache of every entry state ([`neff_cli::scale::CacheTree`]:
+//! one-thread run, on a generated cache of every entry state ([`neff_cli::cache_gen::CacheTree`]:
 //! refused NEFFs and the failed-compile `ERROR` marker among them) and on the real NEFFs of
 //! `../shared/fixtures/public` (skipped with a note without them; a failure under `CI=true`).
 
@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use neff_cli::sample::SampleBuilder;
-use neff_cli::scale::{CacheTree, CACHE_CYCLE};
+use neff_cli::cache_gen::{CacheTree, CACHE_CYCLE};
 use support::*;
 
 /// The thread counts compared with `--threads 1`: the machine's, and more than items.
