@@ -35,6 +35,7 @@ use load::{Failure, Fixture, Payload, Summary, FIXTURES, RECORD_BYTES};
 use neff::error::Warning;
 // Named by the generated `variants.rs`.
 use neff::header::DigestOrder;
+use neff::manifest::Arch;
 
 /// A NEFF the loader must refuse, with what its error must name.
 struct Rejected {
