@@ -149,11 +149,15 @@ if [ -d targets/qemu-m4 ]; then
     }
     expect_line 'WARN  matmul_small-unknown-dtype.neff (variant): Warning { stage: DefJson, member: "sg00/def.json", key_path: "var.output0.dtype", offset: 3562, offset_base: Member, kind: Manifest(UnknownValue { key: "dtype", value: "float99" }) }'
     expect_line 'ERROR matmul_small-size-as-string.neff (variant, must be rejected): rejected: Error { stage: DefJson, member: "sg00/def.json", key_path: "var.output0.size", offset: 3461, offset_base: Member, kind: Manifest(WrongType { expected: UnsignedInteger, found: String, message: "" }) }'
-    expect_line 'INFO  matmul_small.neff: summary: LoadReport { device_arch: Some(Cayman), target: "cayman", subgraphs: 2, payloads: 24, placed: 24, bytes_placed: 186368, inputs: 2, outputs: 1, manifests: 18, released: 0, warnings: 0, inflated_bytes: 356864, compressed_bytes: 53601, members: 72, padding_bytes: 7839, trailing_bytes: 0, integrity: Some(Match { order: WordSwapped, computed: Md5([ef, e9, b3, bc, 98, 16, 30, 77, b9, 4c, 8b, cd, ac, f5, 1f, 47]) }), arena_peak: 3176 }'
+    expect_line 'INFO  matmul_small.neff: summary: LoadReport { device_arch: Some(Cayman), target: "cayman", subgraphs: 2, payloads: 24, placed: 24, bytes_placed: 186368, inputs: 2, outputs: 1, manifests: 18, released: 0, warnings: 0, inflated_bytes: 356864, compressed_bytes: 53601, members: 72, padding_bytes: 7839, trailing_bytes: 0, integrity: Some(Match { order: WordSwapped, computed: Md5([ef, e9, b3, bc, 98, 16, 30, 77, b9, 4c, 8b, cd, ac, f5, 1f, 47]) }), arena_peak: 3168 }'
     # The bf16 real NEFF: its `<V2` weights load on the controller, every digest checked.
-    expect_line 'INFO  trainium-kernel-fusion/baseline_bf16_s512: summary: LoadReport { device_arch: Some(Cayman), target: "cayman", subgraphs: 2, payloads: 24, placed: 24, bytes_placed: 292672, inputs: 3, outputs: 1, manifests: 17, released: 0, warnings: 0, inflated_bytes: 434688, compressed_bytes: 39900, members: 67, padding_bytes: 1060, trailing_bytes: 0, integrity: Some(Match { order: WordSwapped, computed: Md5([76, 47, 13, 7b, cc, ae, 81, 28, 0c, c6, 77, d9, a4, a6, eb, 08]) }), arena_peak: 3043 }'
-    expect_line 'INFO  trainium-kernel-fusion/baseline_bf16_s512: OK: 67 members, 24 payloads placed, 292672 bytes placed, 24 digests checked (report and device), header MD5 match (word-swapped), 0 warnings, arena 3043 of 32768 bytes'
-    expect_line 'firmware: 6 passed, 0 failed'
+    expect_line 'INFO  trainium-kernel-fusion/baseline_bf16_s512: summary: LoadReport { device_arch: Some(Cayman), target: "cayman", subgraphs: 2, payloads: 24, placed: 24, bytes_placed: 292672, inputs: 3, outputs: 1, manifests: 17, released: 0, warnings: 0, inflated_bytes: 434688, compressed_bytes: 39900, members: 67, padding_bytes: 1060, trailing_bytes: 0, integrity: Some(Match { order: WordSwapped, computed: Md5([76, 47, 13, 7b, cc, ae, 81, 28, 0c, c6, 77, d9, a4, a6, eb, 08]) }), arena_peak: 3035 }'
+    expect_line 'INFO  trainium-kernel-fusion/baseline_bf16_s512: OK: 67 members, 24 payloads placed, 292672 bytes placed, 24 digests checked (report and device), header MD5 match (word-swapped), 0 warnings, arena 3035 of 36864 bytes'
+    # The real training NEFFs a 32 KiB arena once refused, and the generated one shaped like them.
+    expect_line 'INFO  training-cache/MODULE_14041361676943519958: OK: 47 members, 17 payloads placed, 12481320 bytes placed, 17 digests checked (report and device), header MD5 match (plain), 0 warnings, arena 30143 of 36864 bytes'
+    expect_line 'INFO  training-cache/MODULE_6855667900855398127: OK: 183 members, 156 payloads placed, 82400 bytes placed, 156 digests checked (report and device), header MD5 match (plain), 0 warnings, arena 36703 of 36864 bytes'
+    expect_line 'INFO  scale-controller.neff (generated: shaped like the refused real ones): OK: 29 members, 17 payloads placed, 3264 bytes placed, 17 digests checked (report and device), header MD5 match (word-swapped), 0 warnings, arena 31669 of 36864 bytes'
+    expect_line 'firmware: 11 passed, 0 failed'
 
     step "C firmware image under qemu-system-arm: arm-none-eabi-gcc + libneff_ffi.a, the Rust image's summary lines (scripts/test-c-firmware.sh)"
     command -v arm-none-eabi-gcc >/dev/null 2>&1 || apt_install gcc-arm-none-eabi
@@ -165,12 +169,14 @@ if [ -d targets/qemu-m4 ]; then
     command -v llvm-addr2line >/dev/null 2>&1 && command -v llvm-objdump >/dev/null 2>&1 || apt_install llvm
     scripts/panic-paths.sh targets/qemu-m4/target/thumbv7em-none-eabihf/release/neff-qemu-m4 "$elf"
 
-    step "flash budget: the defmt image's .text within 120 KiB"
+    step "flash budget: the defmt image's .text within 124 KiB"
     # RAM is held by the linker (the stack above unmapped memory); flash holds the embedded NEFFs
     # too, so the code's own budget is checked here. llvm-size came with the step above.
     text=$(llvm-size -A "$elf" | awk '$1 == ".text" { print $2 }')
-    echo "neff-qemu-m4-defmt: .text $text bytes, budget 122880"
-    [ "$text" -le 122880 ] || { echo "error: the defmt image's .text passed its 120 KiB budget" >&2; exit 1; }
+    # 120 KiB until the DMA references that wait for their def.json moved to the device's
+    # notebook, once per member and name (issue 42: 120,028 -> 124,248 bytes).
+    echo "neff-qemu-m4-defmt: .text $text bytes, budget 126976"
+    [ "$text" -le 126976 ] || { echo "error: the defmt image's .text passed its 124 KiB budget" >&2; exit 1; }
   elif [ "${CI:-}" = true ]; then
     echo "error: ../shared/fixtures is absent: the firmware image needs the real NEFFs under CI" >&2
     exit 1

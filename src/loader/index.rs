@@ -489,11 +489,11 @@ static_assertions::const_assert_eq!(Landing::SIZE, crate::hal::LANDING_NOTE);
 pub(crate) struct Landings {
     /// Notebook slots handed out.
     noted: u32,
-    /// Notebook slots the landings may take now: the device's, less what the pending DMA
-    /// references use of the notebook's end ([`Landings::limit`]).
-    room: u32,
     /// Notebook slots the device has.
-    slots: u32,
+    room: u32,
+    /// The notebook byte new landings stay below: what lies above is the pending DMA
+    /// references' ([`Landings::limit`]).
+    ceiling: u64,
     /// The first slot given back ([`NIL`]: none), each linked to the next by its first 4 bytes.
     free: u32,
 }
@@ -511,8 +511,8 @@ impl Landings {
     /// A store over a notebook of `notebook_len` bytes (`0`: the arena only).
     pub fn new(notebook_len: u64) -> Self {
         let room = notebook_len.checked_div(Landing::SIZE as u64).unwrap_or(0);
-        let slots = u32::try_from(room).unwrap_or(u32::MAX).min(NOTED - 1);
-        Self { noted: 0, room: slots, slots, free: NIL }
+        let room = u32::try_from(room).unwrap_or(u32::MAX).min(NOTED - 1);
+        Self { noted: 0, room, ceiling: notebook_len, free: NIL }
     }
 
     /// Notebook bytes the landings use, from its start.
@@ -523,8 +523,7 @@ impl Landings {
     /// Keeps new landings below byte `ceiling` of the notebook (what lies above is the pending
     /// DMA references'); further ones go to the arena.
     pub fn limit(&mut self, ceiling: u64) {
-        let below = u32::try_from(ceiling.checked_div(Landing::SIZE as u64).unwrap_or(0)).unwrap_or(u32::MAX);
-        self.room = self.slots.min(below);
+        self.ceiling = ceiling;
     }
 
     /// Keeps a new landing and returns its slot: one given back, else a new one.
@@ -533,7 +532,7 @@ impl Landings {
             let slot = self.free;
             self.free = Reader::new(&Self::fetch(hal, arena, slot)?).u32();
             slot
-        } else if self.noted < self.room {
+        } else if self.noted < self.room && self.floor().saturating_add(Landing::SIZE as u64) <= self.ceiling {
             // Below `room`, itself below `NOTED`: neither the count nor the bit overflows.
             let slot = self.noted | NOTED;
             self.noted = self.noted.saturating_add(1);

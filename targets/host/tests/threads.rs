@@ -12,8 +12,8 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use neff_cli::sample::SampleBuilder;
 use neff_cli::cache_gen::{CacheTree, CACHE_CYCLE};
+use neff_cli::sample::SampleBuilder;
 use support::*;
 
 /// The thread counts compared with `--threads 1`: the machine's, and more than items.
