@@ -760,6 +760,26 @@ typedef struct neff_report {
    * The most bytes of the arena's records in use at once (after the string scratch).
    */
   uint64_t arena_peak;
+  /**
+   * What this load needed of each lent buffer, measured as it ran (also after a failure:
+   * then at least these). Lend a generous arena, replay store and notebook once (on a
+   * host: untouched pages cost nothing), read these, and the same NEFF loads within them.
+   * Bytes of arena: this target's string scratch (`neff_arena_min()`) plus `arena_peak`.
+   */
+  uint64_t arena_needed;
+  /**
+   * Bytes of the replay store in use at once (0 with none lent: every member read once).
+   */
+  uint64_t replay_needed;
+  /**
+   * Bytes of the device's notebook used (`neff_hal.notebook_len`): a landing per payload
+   * from its start, DMA references waiting for their `def.json` from its end.
+   */
+  uint64_t notebook_needed;
+  /**
+   * Deferred-error slots in use at once (the loader keeps 4 of its own).
+   */
+  uint64_t deferred_needed;
 } neff_report;
 
 /**

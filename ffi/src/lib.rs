@@ -47,7 +47,7 @@ use core::ffi::c_void;
 use neff::archive::{Archive, OpenOptions};
 use neff::hal::{Hal, NullDevice};
 use neff::header::{DigestOrder, Integrity};
-use neff::loader::{LoadOptions, LoadReport, Loader, Observer, PayloadReport, PayloadState, Storage};
+use neff::loader::{LoadOptions, LoadReport, Loader, Needs, Observer, PayloadReport, PayloadState, Storage};
 use neff::manifest::{Arch, STRING_SCRATCH};
 use neff::{Error, Warning};
 
@@ -227,10 +227,22 @@ pub struct neff_report {
     pub trailing_bytes: u64,
     /// The most bytes of the arena's records in use at once (after the string scratch).
     pub arena_peak: u64,
+    /// What this load needed of each lent buffer, measured as it ran (also after a failure:
+    /// then at least these). Lend a generous arena, replay store and notebook once (on a
+    /// host: untouched pages cost nothing), read these, and the same NEFF loads within them.
+    /// Bytes of arena: this target's string scratch (`neff_arena_min()`) plus `arena_peak`.
+    pub arena_needed: u64,
+    /// Bytes of the replay store in use at once (0 with none lent: every member read once).
+    pub replay_needed: u64,
+    /// Bytes of the device's notebook used (`neff_hal.notebook_len`): a landing per payload
+    /// from its start, DMA references waiting for their `def.json` from its end.
+    pub notebook_needed: u64,
+    /// Deferred-error slots in use at once (the loader keeps 4 of its own).
+    pub deferred_needed: u64,
 }
 
 impl neff_report {
-    fn of(r: &LoadReport) -> Self {
+    fn of(r: &LoadReport, needs: &Needs) -> Self {
         let (integrity, order, computed) = match r.integrity {
             None => (neff_integrity::NEFF_INTEGRITY_NONE, neff_digest_order::NEFF_ORDER_NONE, None),
             Some(Integrity::NotRequested) => {
@@ -276,6 +288,10 @@ impl neff_report {
             padding_bytes: r.padding_bytes,
             trailing_bytes: r.trailing_bytes,
             arena_peak: r.arena_peak,
+            arena_needed: needs.arena,
+            replay_needed: needs.replay,
+            notebook_needed: needs.notebook,
+            deferred_needed: u64::from(needs.deferred),
         }
     }
 }
@@ -619,6 +635,7 @@ fn run<H: Hal>(
     lent: Lent<'_>,
     device: &mut H,
     report: &mut LoadReport,
+    needs: &mut Needs,
     json: Option<&mut [u8]>,
 ) -> Result<usize, Failed> {
     let Lent { reader, file_size, arena, replay, options, mut observer, .. } = lent;
@@ -627,7 +644,7 @@ fn run<H: Hal>(
         Ok(archive) => archive,
         Err(e) => return Err(Failed::Core(*e)),
     };
-    load(archive, arena, replay, options.allow_legacy, device, report, &mut observer, json)
+    load(archive, arena, replay, options.allow_legacy, device, report, needs, &mut observer, json)
 }
 
 /// Header gates and gzip sniff, in a frame of its own.
@@ -654,6 +671,7 @@ fn load<H: Hal>(
     allow_legacy: bool,
     device: &mut H,
     report: &mut LoadReport,
+    needs: &mut Needs,
     observer: &mut CObserver,
     json: Option<&mut [u8]>,
 ) -> Result<usize, Failed> {
@@ -668,7 +686,9 @@ fn load<H: Hal>(
     // The observer is both the placements' observer and the warnings' sink: two borrows of
     // one value, so the warnings go through a second handle with the same callbacks.
     let mut sink = CObserver { ctx: observer.ctx, payload: None, warning: observer.warning };
-    if let Err(e) = loader.load(archive, device, report, observer, &mut sink) {
+    let loaded = loader.load(archive, device, report, observer, &mut sink);
+    *needs = loader.needs();
+    if let Err(e) = loaded {
         return Err(Failed::Core(e));
     }
     let Some(json) = json else { return Ok(0) };
@@ -776,11 +796,12 @@ unsafe fn run_and_report<H: Hal>(
         _ => None,
     };
     let mut report = LoadReport::new();
-    let result = run(lent, device, &mut report, json);
+    let mut needs = Needs::default();
+    let result = run(lent, device, &mut report, &mut needs, json);
     if !out.report.is_null() {
         // SAFETY: non-null and aligned (`read_outputs`), writable by contract and overlapping
         // no other lent buffer; `write` reads nothing there.
-        unsafe { out.report.write(neff_report::of(&report)) };
+        unsafe { out.report.write(neff_report::of(&report, &needs)) };
     }
     let put = |n: usize| {
         if !out.json_written.is_null() {

@@ -1291,3 +1291,53 @@ fn every_status_stage_and_code_has_its_name() {
     assert_eq!(neff_code_name(0), core::ptr::null());
     assert_eq!(neff_warning_code_name(101), core::ptr::null());
 }
+
+/// The real training NEFF whose DMA references once overflowed a controller's arena, or `None`
+/// where `../shared` is absent (a failure under `CI=true`).
+fn training_neff() -> Option<Vec<u8>> {
+    fixture("../training-cache/neuronxcc-2.14.227.0+2d4f85be/MODULE_14041361676943519958+ade7b014/model.neff")
+}
+
+/// One load of `bytes` with `arena` bytes of arena and a notebook of `notebook` bytes: its
+/// status and report.
+fn load_within(bytes: &[u8], arena: usize, notebook: usize) -> (neff_status, neff_report, String) {
+    let mut dev = Device { arch: 2, notebook: vec![0; notebook], ..Device::default() };
+    let mut hal = hal_of(&mut dev);
+    hal.notebook_len = notebook as u64;
+    hal.note = Some(dev_note);
+    hal.recall = Some(dev_recall);
+    let mut arena = vec![0u8; arena];
+    let bufs = buffers(&mut arena);
+    let mut err = new_error();
+    let mut report = neff_report::default();
+    let outputs = neff_outputs {
+        report: &mut report,
+        json: core::ptr::null_mut(),
+        json_len: 0,
+        json_written: core::ptr::null_mut(),
+    };
+    let src = memory(bytes);
+    // SAFETY: every pointer is live or null.
+    let status = unsafe { neff_load(&src, &hal, &bufs, core::ptr::null(), core::ptr::null(), &outputs, &mut err) };
+    (status, report, message(&err))
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "a whole real NEFF takes minutes under Miri")]
+fn a_load_reports_what_it_needed_and_loads_within_exactly_that() {
+    let Some(bytes) = training_neff() else { return };
+    // Measured with generous buffers.
+    let (status, measured, message) = load_within(&bytes, 8 << 20, 8 << 20);
+    assert_eq!(status, neff_status::NEFF_STATUS_OK, "{message}");
+    assert_eq!(measured.arena_needed, (neff_arena_min() as u64) + measured.arena_peak);
+    assert!(measured.notebook_needed > 400_000, "29,581 DMA references wait in the notebook: {measured:?}");
+    assert_eq!(measured.replay_needed, 0, "no replay store lent");
+    // Within exactly what was measured, the same load; one byte of arena less is refused.
+    let (arena, notebook) = (measured.arena_needed as usize, measured.notebook_needed as usize);
+    let (status, again, message) = load_within(&bytes, arena, notebook);
+    assert_eq!(status, neff_status::NEFF_STATUS_OK, "{message}");
+    assert_eq!((again.arena_needed, again.notebook_needed), (measured.arena_needed, measured.notebook_needed));
+    let (status, _, message) = load_within(&bytes, arena - 1, notebook);
+    assert_eq!(status, neff_status::NEFF_STATUS_RESOURCE, "{message}");
+    assert!(message.contains("arena"), "{message}");
+}

@@ -59,6 +59,10 @@ neff_macros::schema!("schema");
 /// schema capacity holds (a key is read through the same scratch).
 pub const STRING_SCRATCH: usize = cap::GRAPH_PATH;
 
+/// [`STRING_SCRATCH`] on a bare-metal target (the firmware profile), on any target: the part
+/// of a controller's arena a host's measure of a NEFF does not count in its records.
+pub const BARE_METAL_STRING_SCRATCH: usize = cap::bare_metal::GRAPH_PATH;
+
 /// The most JSON containers a manifest reader allows open at once (the tokenizer's depth
 /// limit): the manifests nest a few levels, so only a hostile document reaches it, and it ends
 /// that read with [`JsonError::DepthLimit`](crate::json::JsonError::DepthLimit).

@@ -1046,12 +1046,26 @@ impl Checked<'_> {
                 }
             })
             .collect();
+        let bare: Vec<TokenStream> = self
+            .caps
+            .iter()
+            .map(|(name, value, _, _)| {
+                let id = format_ident!("{}", name);
+                let lit = Literal::usize_unsuffixed(*value);
+                quote!(#[allow(missing_docs)] pub const #id: usize = #lit;)
+            })
+            .collect();
         out.extend(quote! {
             /// The capacities of the one slot each value is read into, from `schema/`: what grows
             /// with a model is streamed, so these bound single values (a name's bytes, a shape's
             /// dimensions), never counts of entries.
             pub mod cap {
                 #(#caps)*
+                /// Every capacity as a bare-metal target (the firmware profile) has it, on any
+                /// target: what a host says a controller needs.
+                pub mod bare_metal {
+                    #(#bare)*
+                }
             }
         });
         out.extend(self.gen_entry());

@@ -152,6 +152,11 @@ pub struct LoadArgs {
     /// default and 1: one inflating thread). The output is the same for every N.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
+    /// Measure what a controller must lend to load this NEFF: the load runs on a digest-only
+    /// device that lends a notebook, and the report ends with each buffer's need (arena,
+    /// notebook, replay store, deferred-error slots), the arena as a bare-metal target needs it.
+    #[arg(long, conflicts_with_all = ["device_mem", "digest_only"])]
+    pub budget: bool,
 }
 
 /// `neff unpack`.

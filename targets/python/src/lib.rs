@@ -297,7 +297,7 @@ fn load(
         None => loading::DeviceArch::NeffTarget,
     };
     let target = if digest_only {
-        Target::DigestOnly { arch: device_arch, capacity: verbs::load::DIGEST_ONLY_CAPACITY }
+        Target::DigestOnly { arch: device_arch, capacity: verbs::load::DIGEST_ONLY_CAPACITY, notebook: 0 }
     } else {
         Target::Memory { arch: device_arch, bytes: device_mem.unwrap_or(verbs::load::DEFAULT_DEVICE_MEM) }
     };

@@ -26,6 +26,8 @@ use crate::progress::ItemProgress;
 pub const DEFAULT_DEVICE_MEM: u64 = 64 << 20;
 /// Address space of the `--digest-only` device.
 pub const DIGEST_ONLY_CAPACITY: u64 = 64 << 30;
+/// The notebook a `--budget` load's device lends (touched only as far as the load notes).
+pub const BUDGET_NOTEBOOK: u64 = 256 << 20;
 
 /// Runs `neff check` on one FILE or several.
 ///
@@ -121,8 +123,10 @@ fn check_one(args: &CheckArgs, file: &std::path::Path, source: crate::source::In
 /// The device a `load` asks for.
 pub fn target_of(args: &LoadArgs) -> Target {
     let arch = args.arch.map_or(DeviceArch::NeffTarget, |a| DeviceArch::Pinned(arch_of(a)));
-    if args.digest_only {
-        Target::DigestOnly { arch, capacity: DIGEST_ONLY_CAPACITY }
+    if args.budget {
+        Target::DigestOnly { arch, capacity: DIGEST_ONLY_CAPACITY, notebook: BUDGET_NOTEBOOK }
+    } else if args.digest_only {
+        Target::DigestOnly { arch, capacity: DIGEST_ONLY_CAPACITY, notebook: 0 }
     } else {
         Target::Memory { arch, bytes: args.device_mem.unwrap_or(DEFAULT_DEVICE_MEM) }
     }
@@ -135,12 +139,57 @@ pub fn load(args: &LoadArgs) -> Result<(), CliError> {
     let pass =
         loading::run(source, size, target_of(args), PassOptions { verify: args.verify, ..PassOptions::default() })?;
     if args.json {
-        let doc = report_json(&pass)?;
+        let mut doc = report_json(&pass)?;
+        if let (true, Some(map)) = (args.budget, doc.as_object_mut()) {
+            map.insert("budget".into(), budget_json(&pass.needs));
+        }
         let text = serde_json::to_string_pretty(&doc).map_err(|e| CliError::rejected(e.to_string()))?;
         print_stdout(&format!("{text}\n"))
+    } else if args.budget {
+        print_stdout(&format!("{}{}", human(&label, &pass), budget_text(&pass.needs)))
     } else {
         print_stdout(&human(&label, &pass))
     }
+}
+
+/// The records of a measured arena: what it held past the host's string scratch, the same on
+/// every target.
+fn records(needs: &neff::loader::Needs) -> u64 {
+    needs.arena.saturating_sub(neff::manifest::STRING_SCRATCH as u64)
+}
+
+/// What `--budget` measured, for a controller: its arena is its own string scratch plus the
+/// records this load kept.
+pub fn budget_text(needs: &neff::loader::Needs) -> String {
+    let scratch = neff::manifest::BARE_METAL_STRING_SCRATCH as u64;
+    let records = records(needs);
+    format!(
+        "budget (what a controller lends to load this NEFF, measured in this pass):\n  \
+         arena     {} bytes: string scratch {scratch} on a bare-metal target + records {records} (this host: {})\n  \
+         notebook  {} bytes of device memory (a landing per payload from its start, DMA references waiting for their def.json from its end)\n  \
+         replay    {} bytes (members read before the manifest naming them; lend none and such a member named as another kind is refused)\n  \
+         deferred  {} error slots at once ({} are the loader's own)\n",
+        scratch + records,
+        needs.arena,
+        needs.notebook,
+        needs.replay,
+        needs.deferred,
+        neff::loader::DEFERRED_ERRORS,
+    )
+}
+
+/// [`budget_text`] as JSON.
+pub fn budget_json(needs: &neff::loader::Needs) -> serde_json::Value {
+    let scratch = neff::manifest::BARE_METAL_STRING_SCRATCH as u64;
+    serde_json::json!({
+        "arena": scratch + records(needs),
+        "string_scratch": scratch,
+        "records": records(needs),
+        "host_arena": needs.arena,
+        "notebook": needs.notebook,
+        "replay": needs.replay,
+        "deferred": needs.deferred,
+    })
 }
 
 /// Milliseconds with microsecond resolution.

@@ -42,6 +42,9 @@ pub enum Target {
         arch: DeviceArch,
         /// Its address-space size.
         capacity: u64,
+        /// Bytes of device memory it lends the loader as its notebook (0: none): what a
+        /// controller's device would lend (`neff load --budget`).
+        notebook: u64,
     },
 }
 

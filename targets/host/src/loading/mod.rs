@@ -83,6 +83,8 @@ pub struct Pass {
     pub members: Option<MemberLog>,
     /// The refusal a [`PassOptions::keep_going`] check went on after, as printed.
     pub refusal: Option<String>,
+    /// What the pass needed of each buffer it lent the loader ([`neff::loader::Loader::needs`]).
+    pub needs: neff::loader::Needs,
 }
 
 /// What a pass is asked for besides its target.
@@ -228,6 +230,11 @@ fn run_pass(
         }
         _ => Vec::new(),
     };
+    // Zeroed pages too: a notebook is touched only as far as the load notes.
+    let mut notebook = match target {
+        Target::DigestOnly { notebook, .. } => vec![0u8; usize::try_from(notebook).unwrap_or(usize::MAX)],
+        _ => Vec::new(),
+    };
     let started = Instant::now();
     let mut tap_handle: Option<TapHandle> = None;
     let wrap = |tar| match tap {
@@ -275,8 +282,9 @@ fn run_pass(
             let (l, a) = (&mut *loader, &mut *archive);
             Some(load_onto(l, a, &mut dev, arch, "memory", &mut summary, &mut observer, &mut sink, again.as_ref())?)
         }
-        Target::DigestOnly { arch, capacity } => {
-            let mut dev: Box<HostDevice<'_>> = Box::new(SimDevice::digest_only(capacity, arch.initial()));
+        Target::DigestOnly { arch, capacity, .. } => {
+            let mut dev: Box<HostDevice<'_>> =
+                Box::new(SimDevice::digest_only(capacity, arch.initial()).with_notebook(&mut notebook));
             let (l, a) = (&mut *loader, &mut *archive);
             Some(load_onto(
                 l,
@@ -292,6 +300,7 @@ fn run_pass(
         }
     };
     let elapsed = started.elapsed();
+    let needs = loader.needs();
     // The loader finished the archive; asking again returns the same figures.
     let finish = archive.finish(&mut sink)?;
     // Dropping the archive closes the tap's stream; then its walk ends.
@@ -313,7 +322,7 @@ fn run_pass(
         subgraphs: std::mem::take(&mut collected.subgraphs),
     });
     let warning_records = std::mem::take(warning_records);
-    Ok(Pass { header, report, collected, device, finish, elapsed, warnings, warning_records, members, refusal })
+    Ok(Pass { header, report, collected, device, finish, elapsed, warnings, warning_records, members, refusal, needs })
 }
 
 /// The device arch of a command-line `--arch` (its `From` is beside the flag, so the passes
