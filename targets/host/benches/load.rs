@@ -436,6 +436,7 @@ fn neff_inline(neff: &Path) {
     let target = Target::DigestOnly {
         arch: neff_cli::loading::DeviceArch::Pinned(neff::manifest::Arch::Cayman),
         capacity: 64 << 30,
+        notebook: 0,
     };
     let pass = run_with(InputSource::File(source), size, target, PassOptions::default(), Inflation::Inline)
         .unwrap_or_else(|e| panic!("{}", e));
