@@ -181,9 +181,13 @@ command -v python3 >/dev/null 2>&1 || apt_install python3
 python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || apt_install python3-venv
 venv=target/python-venv
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-"$venv/bin/python" -m pip install -q --upgrade maturin numpy ml_dtypes pytest mypy
+# ziglang: maturin links the wheel with zig against glibc 2.17 (manylinux2014).
+"$venv/bin/python" -m pip install -q --upgrade maturin ziglang numpy ml_dtypes pytest mypy
 rm -rf target/python-wheels
-(cd targets/python && "../../$venv/bin/maturin" build --release -q -i "../../$venv/bin/python" -o ../../target/python-wheels)
+(cd targets/python && PATH="$PWD/../../$venv/bin:$PATH" "../../$venv/bin/maturin" build --release -q --zig \
+  --compatibility manylinux2014 -i "../../$venv/bin/python" -o ../../target/python-wheels)
+command -v objdump >/dev/null 2>&1 || apt_install binutils
+./scripts/check-wheel.sh target/python-wheels/neff-*.whl
 "$venv/bin/python" -m pip install -q --force-reinstall --no-deps target/python-wheels/neff-*.whl
 (cd targets/python && PYO3_PYTHON="../../$venv/bin/python" cargo clippy -q --all-targets -- -D warnings)
 # The package's annotations and the native module's stubs (python/neff/_neff.pyi) agree.
