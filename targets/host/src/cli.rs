@@ -337,6 +337,12 @@ pub enum Arch {
 }
 
 impl Arch {
+    /// The arch `text` names as `--arch` takes it: codename, version or instance family
+    /// (`cayman`, `v3`, `trn2`); for the bindings, which take the same names.
+    pub fn named(text: &str) -> Option<Arch> {
+        <Arch as ValueEnum>::from_str(text, false).ok()
+    }
+
     /// The runtime's `al_hal_tpb_arch_type` value.
     pub fn code(self) -> u32 {
         match self {
@@ -441,6 +447,8 @@ mod tests {
         assert_eq!(Arch::from_str("Cayman", false), Err("invalid variant: Cayman".to_owned()));
         assert_eq!(Arch::from_str("Cayman", true), Ok(Arch::Cayman));
         assert_eq!(Arch::Cayman.code(), 3);
+        assert_eq!(Arch::named("trn2"), Some(Arch::Cayman));
+        assert_eq!(Arch::named("trn4"), None);
     }
 
     #[test]
