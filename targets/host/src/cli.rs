@@ -191,8 +191,11 @@ pub struct SchemaArgs {
 pub struct CatArgs {
     /// The NEFF file.
     pub file: PathBuf,
-    /// The member's path in the archive (as `neff ls` prints it).
-    pub member: String,
+    /// The members' paths in the archive (as `neff ls` prints them), written one after the
+    /// other in the order given. Several members are read through a member index built in one
+    /// pass (`neff_cli::index`): each is inflated from the last checkpoint before it.
+    #[arg(required = true, value_name = "MEMBER")]
+    pub members: Vec<String>,
     /// Write a `.npy` member's array data only, without its header.
     #[arg(long)]
     pub data: bool,

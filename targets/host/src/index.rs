@@ -205,9 +205,19 @@ impl MemberIndex {
     /// `recorder`, whose tar tap listed `members`. `input` is the NEFF (to find where its deflate
     /// stream starts).
     pub fn new(recorder: &Recorder, members: &[MemberRecord], input: &mut (impl Read + Seek)) -> Self {
-        let mut places = HashMap::with_capacity(members.len());
-        for m in members {
-            places.entry(m.name.clone()).or_insert(Place { offset: m.offset, size: m.size });
+        let places = members.iter().map(|m| (m.name.clone(), Place { offset: m.offset, size: m.size }));
+        Self::with_places(recorder, places, input)
+    }
+
+    /// [`MemberIndex::new`] from each member's name and place, in tar order (a walk's).
+    pub fn with_places(
+        recorder: &Recorder,
+        members: impl IntoIterator<Item = (String, Place)>,
+        input: &mut (impl Read + Seek),
+    ) -> Self {
+        let mut places = HashMap::new();
+        for (name, place) in members {
+            places.entry(name).or_insert(place);
         }
         let (checkpoints, spacing) = recorder.take().unwrap_or_default();
         let deflate_start = if checkpoints.is_empty() { None } else { deflate_start(input) };
