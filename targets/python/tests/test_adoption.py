@@ -193,3 +193,16 @@ def test_open_reads_members_of_a_big_neff_from_checkpoints(big_generated):
     rows = opened.members
     for m in rows[-3:] + rows[:2] + rows[len(rows) // 2 : len(rows) // 2 + 2]:
         assert opened.read(m.name) == neff.read(big_generated, m.name)
+
+
+def test_typed_dicts_catch_a_misspelt_key(tmp_path):
+    """`neff.mem(p)["totl"]` fails mypy (the stubs give TypedDicts, not Dict[str, Any])."""
+    mypy = pytest.importorskip("mypy.api")
+    good = tmp_path / "good.py"
+    good.write_text('import neff\nprint(neff.mem("m.neff")["total"] + 1, neff.info("m.neff")["header"])\n')
+    bad = tmp_path / "bad.py"
+    bad.write_text('import neff\nprint(neff.mem("m.neff")["totl"], neff.diff("a", "b")["sme"])\n')
+    out, _, status = mypy.run(["--strict", "--cache-dir=/dev/null", str(good)])
+    assert status == 0, out
+    out, _, status = mypy.run(["--strict", "--cache-dir=/dev/null", str(bad)])
+    assert status == 1 and '"totl"' in out and '"sme"' in out, out
