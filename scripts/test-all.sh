@@ -191,10 +191,29 @@ command -v python3 >/dev/null 2>&1 || apt_install python3
 python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || apt_install python3-venv
 venv=target/python-venv
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-"$venv/bin/python" -m pip install -q --upgrade maturin numpy ml_dtypes pytest mypy
+# ziglang: maturin links the wheel with zig against glibc 2.17 (manylinux2014).
+"$venv/bin/python" -m pip install -q --upgrade maturin ziglang numpy ml_dtypes pytest mypy
 rm -rf target/python-wheels
-(cd targets/python && "../../$venv/bin/maturin" build --release -q -i "../../$venv/bin/python" -o ../../target/python-wheels)
+(cd targets/python && PATH="$PWD/../../$venv/bin:$PATH" "../../$venv/bin/maturin" build --release -q --zig \
+  --compatibility manylinux2014 -i "../../$venv/bin/python" -o ../../target/python-wheels)
+command -v objdump >/dev/null 2>&1 || apt_install binutils
+./scripts/check-wheel.sh target/python-wheels/neff-*.whl
 "$venv/bin/python" -m pip install -q --force-reinstall --no-deps target/python-wheels/neff-*.whl
+# The sdist installs with pip alone, in a fresh venv (pip fetches maturin; cargo compiles).
+rm -rf target/python-sdist target/python-sdist-venv
+(cd targets/python && "../../$venv/bin/maturin" sdist -o ../../target/python-sdist)
+python3 -m venv target/python-sdist-venv
+CARGO_TARGET_DIR="$PWD/target/python-sdist-build" target/python-sdist-venv/bin/python -m pip install -q target/python-sdist/neff-*.tar.gz
+# numpy is an extra: the package imports and checks a NEFF without it.
+target/python-sdist-venv/bin/python - <<'PY'
+import importlib.util, sys
+import neff
+assert importlib.util.find_spec("numpy") is None, "numpy came with the sdist (it is the extra neff[numpy])"
+import subprocess
+sample = "target/python-sdist-sample.neff"
+subprocess.run(["cargo", "run", "-q", "-p", "neff-cli", "--example", "scale-neff", "--", "small", sample], check=True)
+print("sdist: installed;", neff.check(sample).members, "members checked without numpy")
+PY
 (cd targets/python && PYO3_PYTHON="../../$venv/bin/python" cargo clippy -q --all-targets -- -D warnings)
 # The package's annotations and the native module's stubs (python/neff/_neff.pyi) agree.
 (cd targets/python/python && "../../../$venv/bin/python" -m mypy --strict --cache-dir=/dev/null neff)

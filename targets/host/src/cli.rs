@@ -104,7 +104,7 @@ pub struct CheckArgs {
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// Reject a NEFF whose KELF target does not run on this arch
-    /// (sunda|v2, cayman|v3, mariana|v4).
+    /// (sunda|v2|trn1|inf2, cayman|v3|trn2, mariana|v4|trn3).
     #[arg(long, value_enum)]
     pub arch: Option<Arch>,
     /// Accept what NEURON_RT_ALLOW_LEGACY_NEFF=1 accepts (older arch, missing carveout).
@@ -127,8 +127,8 @@ pub struct CheckArgs {
 pub struct LoadArgs {
     /// The NEFF file (default: the built-in sample).
     pub file: Option<PathBuf>,
-    /// Pins the simulated device's arch (sunda|v2, cayman|v3, mariana|v4); the NEFF's KELF
-    /// target must match it. Default: the NEFF's own KELF target (cayman, a Trn2, for `*`).
+    /// Pins the simulated device's arch (sunda|v2|trn1|inf2, cayman|v3|trn2, mariana|v4|trn3);
+    /// the NEFF's KELF target must match it. Default: the NEFF's own KELF target (cayman, a Trn2, for `*`).
     #[arg(long, value_enum)]
     pub arch: Option<Arch>,
     /// Size of the simulated device memory, in host memory: bytes, or with a suffix K, M, G
@@ -200,8 +200,11 @@ pub struct SchemaArgs {
 pub struct CatArgs {
     /// The NEFF file.
     pub file: PathBuf,
-    /// The member's path in the archive (as `neff ls` prints it).
-    pub member: String,
+    /// The members' paths in the archive (as `neff ls` prints them), written one after the
+    /// other in the order given. Several members are read through a member index built in one
+    /// pass (`neff_cli::index`): each is inflated from the last checkpoint before it.
+    #[arg(required = true, value_name = "MEMBER")]
+    pub members: Vec<String>,
     /// Write a `.npy` member's array data only, without its header.
     #[arg(long)]
     pub data: bool,
@@ -340,18 +343,24 @@ pub enum SchemaFormat {
 /// Accelerator architectures, by codename or version (`kelf` `target` strings).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Arch {
-    /// Trn1 / Inf2 (`al_hal_tpb_arch_type` 2).
-    #[value(name = "sunda", alias = "v2")]
+    /// Trn1 / Inf2 (`al_hal_tpb_arch_type` 2); also named by its instance families.
+    #[value(name = "sunda", aliases = ["v2", "trn1", "inf2"])]
     Sunda,
     /// Trn2 (3).
-    #[value(name = "cayman", alias = "v3")]
+    #[value(name = "cayman", aliases = ["v3", "trn2"])]
     Cayman,
     /// Trn3 (4).
-    #[value(name = "mariana", alias = "v4")]
+    #[value(name = "mariana", aliases = ["v4", "trn3"])]
     Mariana,
 }
 
 impl Arch {
+    /// The arch `text` names as `--arch` takes it: codename, version or instance family
+    /// (`cayman`, `v3`, `trn2`); for the bindings, which take the same names.
+    pub fn named(text: &str) -> Option<Arch> {
+        <Arch as ValueEnum>::from_str(text, false).ok()
+    }
+
     /// The runtime's `al_hal_tpb_arch_type` value.
     pub fn code(self) -> u32 {
         match self {
@@ -443,6 +452,11 @@ mod tests {
             ("v3", Arch::Cayman),
             ("mariana", Arch::Mariana),
             ("v4", Arch::Mariana),
+            // Instance families, as people name the machines.
+            ("trn1", Arch::Sunda),
+            ("inf2", Arch::Sunda),
+            ("trn2", Arch::Cayman),
+            ("trn3", Arch::Mariana),
         ] {
             assert_eq!(Arch::from_str(text, false), Ok(arch), "{text}");
         }
@@ -451,6 +465,8 @@ mod tests {
         assert_eq!(Arch::from_str("Cayman", false), Err("invalid variant: Cayman".to_owned()));
         assert_eq!(Arch::from_str("Cayman", true), Ok(Arch::Cayman));
         assert_eq!(Arch::Cayman.code(), 3);
+        assert_eq!(Arch::named("trn2"), Some(Arch::Cayman));
+        assert_eq!(Arch::named("trn4"), None);
     }
 
     #[test]

@@ -100,7 +100,7 @@ impl Inflate for ZlibRs {
 }
 
 /// Where the container runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Inflation {
     /// In the thread that walks the tar (one core).
     Inline,
@@ -109,6 +109,14 @@ pub enum Inflation {
     /// The first gzip member inflated in parallel by worker threads ([`parallel`]) when the
     /// input is a file (else by zlib-rs), the container in the thread of the tar walk.
     Parallel(Parallelism),
+    /// miniz_oxide, keeping inflate checkpoints in the recorder for a member index
+    /// ([`crate::index`]); in a thread of its own when `threaded`.
+    Indexing {
+        /// Where the checkpoints go.
+        recorder: crate::index::Recorder,
+        /// The container runs in its own thread (as [`Inflation::Threaded`]).
+        threaded: bool,
+    },
 }
 
 /// Inflating threads asked for (`--threads`); 0: the cores available.
@@ -189,9 +197,14 @@ pub fn open_archive_with<W: InflatedSource>(
         _ => None,
     };
     let deferred = parallel::Deferred::default();
-    let inflater = match par {
-        Some((par, file)) => HostInflater::Parallel(Box::new(ParallelInflate::new(file, size, opts, par, &deferred))),
-        None => HostInflater::Serial(ZlibRs::new()),
+    let inflater = match (par, &inflation) {
+        (Some((par, file)), _) => {
+            HostInflater::Parallel(Box::new(ParallelInflate::new(file, size, opts, par, &deferred)))
+        }
+        (None, Inflation::Indexing { recorder, .. }) => {
+            HostInflater::Indexing(Box::new(crate::index::IndexingInflate::new(recorder.clone())))
+        }
+        (None, _) => HostInflater::Serial(ZlibRs::new()),
     };
     let container: Box<HostContainer> = Box::new(Container::open(source, Some(size), opts, inflater, sink)?);
     deferred.set_data_size(container.header().data_size);
@@ -199,8 +212,12 @@ pub fn open_archive_with<W: InflatedSource>(
     let tar = match inflation {
         // Parallel: the workers inflate; the container (marker resolution, CRC-32) runs with the
         // tar walk, as a further thread would only compete for the same cores.
-        Inflation::Inline | Inflation::Parallel(_) => HostTar::Inline(container),
-        Inflation::Threaded => HostTar::Threaded(Box::new(Relay::spawn(container))),
+        Inflation::Inline | Inflation::Parallel(_) | Inflation::Indexing { threaded: false, .. } => {
+            HostTar::Inline(container)
+        }
+        Inflation::Threaded | Inflation::Indexing { threaded: true, .. } => {
+            HostTar::Threaded(Box::new(Relay::spawn(container)))
+        }
     };
     Ok(Box::new(Archive::open_inflated(opened, wrap(tar))))
 }

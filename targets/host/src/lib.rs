@@ -13,6 +13,7 @@ pub mod commands;
 pub mod consumed;
 pub mod error;
 pub mod header_view;
+pub mod index;
 pub mod inflate;
 pub mod integrity;
 pub mod loading;

@@ -66,6 +66,8 @@ pub struct MemberRecord {
     pub size: u64,
     /// XXH3-64 of its bytes (what `xxhsum -H3` prints for the member as `neff unpack` writes it).
     pub digest: u64,
+    /// Where its bytes start in the tar stream (what [`crate::index::MemberIndex`] seeks to).
+    pub offset: u64,
 }
 
 /// A captured member.
@@ -164,6 +166,7 @@ fn walk_copy(mut reader: ChannelReader, options: &TapOptions) -> MemberLog {
         while let Some(mut member) = tar.next_member(&mut ignore)? {
             let name = member.name().to_owned();
             let size = member.size();
+            let offset = member.data_offset();
             let capture = options.capture.contains(&name);
             let mut kept = (capture && size <= options.capture_limit).then(Vec::new);
             let mut digest = Digest64::new();
@@ -185,7 +188,7 @@ fn walk_copy(mut reader: ChannelReader, options: &TapOptions) -> MemberLog {
                 log.captured.push(Captured { name: name.clone(), bytes: kept });
             }
             if options.list {
-                log.members.push(MemberRecord { name, size, digest: digest.finish() });
+                log.members.push(MemberRecord { name, size, digest: digest.finish(), offset });
             }
         }
         tar.drain(&mut ignore).map(drop)

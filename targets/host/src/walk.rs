@@ -101,6 +101,31 @@ pub fn walk_keeping(
     visitor: &mut dyn Visitor,
     records: bool,
 ) -> Result<WalkSummary, CliError> {
+    walk_inner(src, file_size, visitor, records, None, &mut None)
+}
+
+/// [`walk`], inflating with miniz_oxide while recording inflate checkpoints into `recorder`;
+/// returns each member's name and place too, in tar order, for a
+/// [`crate::index::MemberIndex`].
+pub fn walk_indexing(
+    src: InputSource,
+    file_size: u64,
+    visitor: &mut dyn Visitor,
+    recorder: crate::index::Recorder,
+) -> Result<(WalkSummary, Vec<(String, crate::index::Place)>), CliError> {
+    let mut places = Some(Vec::new());
+    let summary = walk_inner(src, file_size, visitor, false, Some(recorder), &mut places)?;
+    Ok((summary, places.unwrap_or_default()))
+}
+
+fn walk_inner(
+    src: InputSource,
+    file_size: u64,
+    visitor: &mut dyn Visitor,
+    records: bool,
+    indexing: Option<crate::index::Recorder>,
+    places: &mut Option<Vec<(String, crate::index::Place)>>,
+) -> Result<WalkSummary, CliError> {
     let mut warnings = Vec::new();
     let mut warning_records = Vec::new();
     let mut sink = |w: &neff::Warning| {
@@ -111,15 +136,25 @@ pub fn walk_keeping(
             warning_records.push(*w);
         }
     };
-    let mut archive =
-        open_archive(src, file_size, &OpenOptions::default(), Inflation::for_this_host(file_size), &mut sink)?;
+    let inflation = match indexing {
+        Some(recorder) => Inflation::Indexing {
+            recorder,
+            threaded: !matches!(Inflation::for_this_host(file_size), Inflation::Inline),
+        },
+        None => Inflation::for_this_host(file_size),
+    };
+    let mut archive = open_archive(src, file_size, &OpenOptions::default(), inflation, &mut sink)?;
     archive.set_raw_names(true);
     visitor.header(&HeaderView::from(archive.header()))?;
     let mut summary = WalkSummary::default();
     while let Some(mut member) = archive.next_member(&mut sink)? {
         let name = member.name_bytes().to_owned();
         let size = member.size();
+        let offset = member.data_offset();
         visitor.member(&name, size, &mut Body(&mut member))?;
+        if let Some(places) = places.as_mut() {
+            places.push((String::from_utf8_lossy(&name).into_owned(), crate::index::Place { offset, size }));
+        }
         summary.members += 1;
         summary.member_bytes += size;
     }

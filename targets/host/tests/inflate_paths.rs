@@ -101,8 +101,10 @@ fn compare(corpus: Vec<(String, Vec<u8>, OpenOptions)>) -> (usize, usize) {
         // The host source reads a `'static` slice (as it reads the embedded sample).
         let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
         let want = core_path(bytes, &opts);
-        for inflation in [Inflation::Inline, Inflation::Threaded] {
-            let got = host_path(bytes, &opts, inflation);
+        // The member index's inflater (miniz_oxide keeping checkpoints) too.
+        let indexing = Inflation::Indexing { recorder: Default::default(), threaded: false };
+        for inflation in [Inflation::Inline, Inflation::Threaded, indexing] {
+            let got = host_path(bytes, &opts, inflation.clone());
             assert_eq!(got, want, "{label}: zlib-rs ({inflation:?}) vs miniz_oxide");
         }
         if want.result.is_ok() {

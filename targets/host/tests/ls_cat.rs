@@ -95,6 +95,37 @@ fn cat_writes_each_member_byte_for_byte() {
 }
 
 #[test]
+fn cat_of_several_members_writes_them_in_the_order_given() {
+    // The real NEFFs (one checkpoint each: under 4 MiB of tar), and a generated one whose tar
+    // stream spans several checkpoints.
+    let dir = tempfile::tempdir().unwrap();
+    let generated = dir.path().join("weights.neff");
+    let mut spec = neff_cli::scale::ScaleSpec::small();
+    spec.set("weights=6000").unwrap();
+    std::fs::write(&generated, spec.build().unwrap()).unwrap();
+    let mut inputs: Vec<(String, std::path::PathBuf)> = fleet::real_neffs().into_iter().take(3).collect();
+    inputs.push(("generated".into(), generated));
+    for (label, path) in inputs {
+        let members = members_of(&std::fs::read(&path).unwrap());
+        // Last first, then a few from the middle and the start, one of them twice.
+        let mut picked: Vec<&(String, Vec<u8>)> = members.iter().rev().step_by((members.len() / 7).max(1)).collect();
+        picked.push(&members[0]);
+        picked.push(picked[0]);
+        let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![&"cat", &path];
+        for (name, _) in &picked {
+            args.push(name);
+        }
+        let out = neff_p(&args);
+        assert_eq!(code(&out), 0, "{label}: {}", stderr(&out));
+        let want: Vec<u8> = picked.iter().flat_map(|(_, b)| b.iter().copied()).collect();
+        assert!(out.stdout == want, "{label}: {} bytes, want {}", out.stdout.len(), want.len());
+    }
+    let Some((_, path)) = fleet::real_neffs().into_iter().next() else { return };
+    let line = assert_one_line_error(&neff_p(&[&"cat", &path, &"neff.json", &"sg00/nope.bin"]), 1);
+    assert!(line.starts_with("error: sg00/nope.bin: no such member ("), "{line}");
+}
+
+#[test]
 fn cat_refuses_a_missing_member_and_data_of_a_non_npy() {
     let Some((_, path)) = fleet::real_neffs().into_iter().next() else { return };
     let line = assert_one_line_error(&neff_p(&[&"cat", &path, &"sg00/nope.bin"]), 1);

@@ -38,7 +38,7 @@ fn tap_walk(neff: &[u8], inflation: Inflation, options: TapOptions) -> (MemberLo
 fn check_log(label: &str, neff: &[u8]) {
     let want = members_of(neff);
     for inflation in [Inflation::Inline, Inflation::Threaded] {
-        let (log, tar_bytes) = tap_walk(neff, inflation, TapOptions::members());
+        let (log, tar_bytes) = tap_walk(neff, inflation.clone(), TapOptions::members());
         assert_eq!(log.error, None, "{label} {inflation:?}");
         assert_eq!(log.tar_bytes, tar_bytes, "{label} {inflation:?}: the tap saw the whole tar stream");
         let have: Vec<(&str, u64, u64)> = log.members.iter().map(|m| (m.name.as_str(), m.size, m.digest)).collect();

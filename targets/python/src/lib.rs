@@ -18,26 +18,19 @@ use neff::npy::{NpyFeed, NpyParser};
 use neff_cli::commands as verbs;
 use neff_cli::error::{CliError, Fault};
 use neff_cli::header_view::HeaderView;
+use neff_cli::index::MemberIndex;
 use neff_cli::loading::{self, PassOptions, Target};
 use neff_cli::source::{FileSource, InputSource, READ_BUFFER};
 use neff_cli::walk::{self, body_error, Visitor};
-use pyo3::create_exception;
-use pyo3::exceptions::{PyException, PyKeyError, PyOSError, PyUserWarning, PyValueError};
+use pyo3::exceptions::{PyException, PyKeyError, PyOSError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
 
-create_exception!(
-    _neff,
-    NeffError,
-    PyException,
-    "The loader refused the NEFF: attributes code, status, status_code, stage, member, key_path, offset, offset_base, reason, message."
-);
-create_exception!(
-    _neff,
-    NeffWarning,
-    PyUserWarning,
-    "Something the loader noticed that does not fail a load: attributes code, stage, member, key_path, offset, offset_base, message."
-);
+/// A class of the Python half (`neff.NeffError`, `neff.NeffWarning`): they live in module
+/// `neff`, so they pickle by name and a process pool hands them back whole.
+fn python_class<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
+    py.import("neff")?.getattr(name)
+}
 
 /// What a call failed with, before it becomes a Python exception.
 enum Failure {
@@ -47,6 +40,8 @@ enum Failure {
     Open(io::Error, String),
     /// A member that is not in the archive.
     NoMember(String),
+    /// A failure of the input named here (`diff`'s a or b).
+    Of(Option<String>, Box<Failure>),
 }
 
 impl From<CliError> for Failure {
@@ -55,44 +50,77 @@ impl From<CliError> for Failure {
     }
 }
 
-/// A refusal field by field, as `NeffError` carries it.
-fn set_fault(value: &Bound<'_, PyAny>, message: &str, fault: Option<&Fault>) -> PyResult<()> {
-    value.setattr("message", message)?;
-    value.setattr("code", fault.map(|f| f.code))?;
-    value.setattr("status", fault.map(|f| f.status.name()))?;
-    value.setattr("status_code", fault.map(|f| f.status.code()))?;
-    value.setattr("stage", fault.map(|f| f.stage))?;
-    value.setattr("member", fault.and_then(|f| f.member.clone()))?;
-    value.setattr("key_path", fault.and_then(|f| f.key_path.clone()))?;
-    value.setattr("offset", fault.and_then(|f| f.offset.map(|(o, _)| o)))?;
-    value.setattr("offset_base", fault.and_then(|f| f.offset.map(|(_, b)| b)))?;
-    value.setattr("reason", fault.map(|f| f.reason.clone()))?;
+/// A refusal as a `neff.NeffError`, field by field.
+fn neff_error(
+    py: Python<'_>,
+    message: &str,
+    hints: &[String],
+    fault: Option<&Fault>,
+    filename: Option<&str>,
+) -> PyResult<PyErr> {
+    let fields = PyDict::new(py);
+    fields.set_item("code", fault.map(|f| f.code))?;
+    fields.set_item("status", fault.map(|f| f.status.name()))?;
+    fields.set_item("status_code", fault.map(|f| f.status.code()))?;
+    fields.set_item("stage", fault.map(|f| f.stage))?;
+    fields.set_item("member", fault.and_then(|f| f.member.clone()))?;
+    fields.set_item("key_path", fault.and_then(|f| f.key_path.clone()))?;
+    fields.set_item("offset", fault.and_then(|f| f.offset.map(|(o, _)| o)))?;
+    fields.set_item("offset_base", fault.and_then(|f| f.offset.map(|(_, b)| b)))?;
+    fields.set_item("reason", fault.map(|f| f.reason.clone()))?;
+    fields.set_item("hints", hints.to_vec())?;
+    fields.set_item("filename", filename)?;
     // The warnings raised before the refusal (the Python half warns them, then raises).
     let records = fault.map(|f| f.warnings.as_slice()).unwrap_or_default();
     let texts: Vec<String> = records.iter().map(ToString::to_string).collect();
-    value.setattr("warnings", warning_objects(value.py(), records, &texts)?)?;
-    Ok(())
+    fields.set_item("warnings", warning_objects(py, records, &texts)?)?;
+    let value = python_class(py, "NeffError")?.call((message,), Some(&fields))?;
+    Ok(PyErr::from_value(value))
+}
+
+/// An `OSError` built as `open()` builds one: `OSError(errno, strerror, filename)` (which
+/// picks the subclass, `FileNotFoundError`, ...), or the message alone without an errno.
+fn os_error(py: Python<'_>, e: &io::Error, filename: &str) -> PyResult<PyErr> {
+    let Some(errno) = e.raw_os_error() else {
+        let err = PyOSError::new_err(format!("{filename}: {}", neff_cli::error::io_message(e)));
+        err.value(py).setattr("filename", filename)?;
+        return Ok(err);
+    };
+    let strerror: String = py.import("os")?.getattr("strerror")?.call1((errno,))?.extract()?;
+    Ok(PyOSError::new_err((errno, strerror, filename.to_owned())))
 }
 
 impl Failure {
     fn into_py(self, py: Python<'_>) -> PyErr {
-        match self {
-            Failure::Cli(CliError::Rejected { message, fault, .. }) => {
-                let err = NeffError::new_err(message.clone());
-                if let Err(e) = set_fault(err.value(py).as_any(), &message, fault.as_deref()) {
-                    return e;
-                }
-                err
+        self.into_py_of(py, None)
+    }
+
+    fn into_py_of(self, py: Python<'_>, filename: Option<&str>) -> PyErr {
+        let made = match self {
+            Failure::Of(name, inner) => return inner.into_py_of(py, name.as_deref().or(filename)),
+            Failure::Cli(CliError::Rejected { message, hints, fault }) => {
+                // The same hints as the command's (the failed-compile marker's too).
+                let (message, hints, fault) = match filename {
+                    Some(path) => match verbs::cache::with_marker_hint(
+                        CliError::Rejected { message, hints, fault },
+                        std::path::Path::new(path),
+                    ) {
+                        CliError::Rejected { message, hints, fault } => (message, hints, fault),
+                        other => return Failure::Cli(other).into_py_of(py, Some(path)),
+                    },
+                    None => (message, hints, fault),
+                };
+                neff_error(py, &message, &hints, fault.as_deref(), filename)
             }
-            Failure::Cli(CliError::Path { path, message }) => PyOSError::new_err(format!("{path}: {message}")),
-            Failure::Cli(CliError::Usage { message }) => PyValueError::new_err(message),
-            Failure::Open(e, path) => {
-                let err = PyErr::from(io::Error::new(e.kind(), format!("{path}: {}", neff_cli::error::io_message(&e))));
-                let _ = err.value(py).setattr("filename", path);
-                err
+            Failure::Cli(CliError::Path { path, message }) => {
+                let err = PyOSError::new_err(format!("{path}: {message}"));
+                err.value(py).setattr("filename", filename.unwrap_or(&path)).map(|()| err)
             }
-            Failure::NoMember(name) => PyKeyError::new_err(name),
-        }
+            Failure::Cli(CliError::Usage { message }) => Ok(PyValueError::new_err(message)),
+            Failure::Open(e, path) => os_error(py, &e, &path),
+            Failure::NoMember(name) => Ok(PyKeyError::new_err(name)),
+        };
+        made.unwrap_or_else(|e| e)
     }
 }
 
@@ -125,6 +153,14 @@ impl Input {
             Input::Path(p) => p.display().to_string(),
             Input::Bytes(_) => "<bytes>".to_owned(),
             Input::File(..) => "<file>".to_owned(),
+        }
+    }
+
+    /// The path of a path input (what an error's `filename` says).
+    fn filename(&self) -> Option<String> {
+        match self {
+            Input::Path(p) => Some(p.display().to_string()),
+            _ => None,
         }
     }
 
@@ -164,28 +200,28 @@ impl Read for PyFile {
     }
 }
 
-/// Warnings of a pass as `NeffWarning` objects (the Python half passes them to `warnings.warn`).
+/// Warnings of a pass as `neff.NeffWarning` objects (the Python half passes them to
+/// `warnings.warn`).
 fn warning_objects(py: Python<'_>, records: &[neff::Warning], texts: &[String]) -> PyResult<Vec<PyObject>> {
+    let class = python_class(py, "NeffWarning")?;
     let mut out = Vec::with_capacity(texts.len());
     for (i, text) in texts.iter().enumerate() {
-        let w = NeffWarning::new_err(text.clone()).into_value(py);
-        let value = w.bind(py);
         let record = records.get(i);
         let nonempty = |s: &str| (!s.is_empty()).then(|| s.to_owned());
-        value.setattr("message", text)?;
-        value.setattr("code", record.map(|r| r.kind.code()))?;
-        value.setattr("stage", record.map(|r| r.stage.name()))?;
-        value.setattr("member", record.and_then(|r| nonempty(r.member.as_str())))?;
-        value.setattr("key_path", record.and_then(|r| nonempty(r.key_path.as_str())))?;
+        let fields = PyDict::new(py);
+        fields.set_item("code", record.map(|r| r.kind.code()))?;
+        fields.set_item("stage", record.map(|r| r.stage.name()))?;
+        fields.set_item("member", record.and_then(|r| nonempty(r.member.as_str())))?;
+        fields.set_item("key_path", record.and_then(|r| nonempty(r.key_path.as_str())))?;
         let position = record.and_then(|r| match r.offset_base {
             neff::error::OffsetBase::None => None,
             neff::error::OffsetBase::File => Some((r.offset, "file")),
             neff::error::OffsetBase::Archive => Some((r.offset, "archive")),
             neff::error::OffsetBase::Member => Some((r.offset, "member")),
         });
-        value.setattr("offset", position.map(|(o, _)| o))?;
-        value.setattr("offset_base", position.map(|(_, b)| b))?;
-        out.push(w.into_any());
+        fields.set_item("offset", position.map(|(o, _)| o))?;
+        fields.set_item("offset_base", position.map(|(_, b)| b))?;
+        out.push(class.call((text,), Some(&fields))?.unbind());
     }
     Ok(out)
 }
@@ -195,9 +231,18 @@ type Answer = (String, Vec<neff::Warning>, Vec<String>);
 
 /// Runs `work` without the GIL and returns its JSON text and warnings to Python.
 fn answer(py: Python<'_>, work: impl FnOnce() -> Result<Answer, Failure> + Send) -> PyResult<(String, Vec<PyObject>)> {
+    answer_of(py, None, work)
+}
+
+/// [`answer`], a failure naming `filename` (the path of a path input).
+fn answer_of(
+    py: Python<'_>,
+    filename: Option<String>,
+    work: impl FnOnce() -> Result<Answer, Failure> + Send,
+) -> PyResult<(String, Vec<PyObject>)> {
     match py.allow_threads(work) {
         Ok((text, records, texts)) => Ok((text, warning_objects(py, &records, &texts)?)),
-        Err(e) => Err(e.into_py(py)),
+        Err(e) => Err(e.into_py_of(py, filename.as_deref())),
     }
 }
 
@@ -205,18 +250,16 @@ fn json_text(value: &impl serde::Serialize) -> Result<String, Failure> {
     serde_json::to_string(value).map_err(|e| Failure::Cli(CliError::rejected(e.to_string())))
 }
 
+/// The arch named `name` as the command's `--arch` takes it (codename, version or instance
+/// family: `cayman`, `v3`, `trn2`).
 fn arch_named(name: Option<&str>) -> PyResult<Option<neff::manifest::Arch>> {
-    use neff_cli::cli::Arch as A;
     let Some(name) = name else { return Ok(None) };
-    let arch = match name {
-        "sunda" | "v2" => A::Sunda,
-        "cayman" | "v3" => A::Cayman,
-        "mariana" | "v4" => A::Mariana,
-        other => {
-            return Err(PyValueError::new_err(format!("arch {other:?}: expected sunda|v2, cayman|v3 or mariana|v4")))
-        }
-    };
-    Ok(Some(loading::arch_of(arch)))
+    match neff_cli::cli::Arch::named(name) {
+        Some(arch) => Ok(Some(loading::arch_of(arch))),
+        None => Err(PyValueError::new_err(format!(
+            "arch {name:?}: expected sunda|v2|trn1|inf2, cayman|v3|trn2 or mariana|v4|trn3"
+        ))),
+    }
 }
 
 /// `neff info --json`'s object, as JSON text, and the warnings.
@@ -224,7 +267,7 @@ fn arch_named(name: Option<&str>) -> PyResult<Option<neff::manifest::Arch>> {
 #[pyo3(signature = (src, verify=false))]
 fn info(py: Python<'_>, src: &Bound<'_, PyAny>, verify: bool) -> PyResult<(String, Vec<PyObject>)> {
     let input = Input::extract(src)?;
-    answer(py, move || {
+    answer_of(py, input.filename(), move || {
         let source = input.open()?;
         let size = source.size();
         let mut pass = loading::run_info(
@@ -249,7 +292,7 @@ fn check(
 ) -> PyResult<(String, Vec<PyObject>)> {
     let input = Input::extract(src)?;
     let arch = arch_named(arch)?;
-    answer(py, move || {
+    answer_of(py, input.filename(), move || {
         let label = input.label();
         let source = input.open()?;
         let size = source.size();
@@ -301,7 +344,7 @@ fn load(
     } else {
         Target::Memory { arch: device_arch, bytes: device_mem.unwrap_or(verbs::load::DEFAULT_DEVICE_MEM) }
     };
-    answer(py, move || {
+    answer_of(py, input.filename(), move || {
         let source = input.open()?;
         let size = source.size();
         let mut pass = loading::run(
@@ -320,7 +363,7 @@ fn load(
 #[pyo3(signature = (src, profiling=false))]
 fn mem(py: Python<'_>, src: &Bound<'_, PyAny>, profiling: bool) -> PyResult<(String, Vec<PyObject>)> {
     let input = Input::extract(src)?;
-    answer(py, move || {
+    answer_of(py, input.filename(), move || {
         let label = input.label();
         let file = verbs::mem::mem_of_source(input.open()?, label, profiling)?;
         Ok((json_text(&verbs::mem::document(&[file]))?, Vec::new(), Vec::new()))
@@ -335,8 +378,12 @@ fn diff(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<
         let mut sides = Vec::with_capacity(2);
         for input in [a, b] {
             let label = input.label();
-            let (pass, consumed) = verbs::consumed_pass_of(input.open()?)?;
-            sides.push(verbs::diff::side(label, &pass, consumed)?);
+            let filename = input.filename();
+            let side = (|| -> Result<_, Failure> {
+                let (pass, consumed) = verbs::consumed_pass_of(input.open()?)?;
+                Ok(verbs::diff::side(label, &pass, consumed)?)
+            })();
+            sides.push(side.map_err(|e| Failure::Of(filename, Box::new(e)))?);
         }
         Ok((json_text(&verbs::diff::compare(&sides[0], &sides[1]))?, Vec::new(), Vec::new()))
     })
@@ -357,7 +404,7 @@ fn cache(py: Python<'_>, dir: Option<PathBuf>) -> PyResult<(String, Vec<PyObject
 #[pyfunction]
 fn members(py: Python<'_>, src: &Bound<'_, PyAny>) -> PyResult<(String, Vec<PyObject>)> {
     let input = Input::extract(src)?;
-    answer(py, move || {
+    answer_of(py, input.filename(), move || {
         let (mut pass, consumed) = verbs::consumed_pass_of(input.open()?)?;
         let rows = verbs::ls::rows(&pass, &consumed);
         Ok((json_text(&rows)?, std::mem::take(&mut pass.warning_records), std::mem::take(&mut pass.warnings)))
@@ -390,6 +437,7 @@ impl Visitor for ReadOne {
 #[pyfunction]
 fn read(py: Python<'_>, src: &Bound<'_, PyAny>, member: String) -> PyResult<(PyObject, Vec<PyObject>)> {
     let input = Input::extract(src)?;
+    let filename = input.filename();
     let walked = py.allow_threads(move || -> Result<(Vec<u8>, walk::WalkSummary), Failure> {
         let source = input.open()?;
         let size = source.size();
@@ -405,19 +453,20 @@ fn read(py: Python<'_>, src: &Bound<'_, PyAny>, member: String) -> PyResult<(PyO
             PyBytes::new(py, &bytes).into_any().unbind(),
             warning_objects(py, &summary.warning_records, &summary.warnings)?,
         )),
-        Err(e) => Err(e.into_py(py)),
+        Err(e) => Err(e.into_py_of(py, filename.as_deref())),
     }
 }
 
-/// The `(member, var name)` pairs of [`weight_vars`] and the warnings.
-type WeightVars = (Vec<(String, String)>, Vec<PyObject>);
+/// The `(member, subgraph directory, var name)` of [`weight_vars`] and the warnings.
+type WeightVars = (Vec<(String, String, String)>, Vec<PyObject>);
 
-/// `(member, var name)` of every weight (a `def.json` var with a `file_name`), from `info`'s
+/// `(member, subgraph directory, var name)` of every weight (a `def.json` var with a `file_name`), from `info`'s
 /// pass, and the warnings: what `weights()` needs of the manifests, without handing Python
 /// every var of the NEFF.
 #[pyfunction]
 fn weight_vars(py: Python<'_>, src: &Bound<'_, PyAny>) -> PyResult<WeightVars> {
     let input = Input::extract(src)?;
+    let filename = input.filename();
     let found = py.allow_threads(move || -> Result<_, Failure> {
         let source = input.open()?;
         let size = source.size();
@@ -429,7 +478,7 @@ fn weight_vars(py: Python<'_>, src: &Bound<'_, PyAny>) -> PyResult<WeightVars> {
             let dir = neff::loader::dir_of(&sg.definition);
             for v in sg.vars {
                 if let Some(file) = v.file_name {
-                    pairs.push((loading::join(dir, &file), v.name));
+                    pairs.push((loading::join(dir, &file), dir.to_owned(), v.name));
                 }
             }
         }
@@ -437,7 +486,7 @@ fn weight_vars(py: Python<'_>, src: &Bound<'_, PyAny>) -> PyResult<WeightVars> {
     });
     match found {
         Ok((pairs, records, texts)) => Ok((pairs, warning_objects(py, &records, &texts)?)),
-        Err(e) => Err(e.into_py(py)),
+        Err(e) => Err(e.into_py_of(py, filename.as_deref())),
     }
 }
 
@@ -552,13 +601,205 @@ fn npy_members(src: &Bound<'_, PyAny>, wanted: Vec<String>) -> PyResult<NpyStrea
     let worker = std::thread::Builder::new()
         .name("neff-weights".into())
         .spawn(move || -> Result<walk::WalkSummary, Failure> {
-            let source = input.open()?;
-            let size = source.size();
-            let mut sender = NpySender { wanted, tx };
-            Ok(walk::walk_keeping(source, size, &mut sender, true)?)
+            let filename = input.filename();
+            let walked = (|| -> Result<walk::WalkSummary, Failure> {
+                let source = input.open()?;
+                let size = source.size();
+                let mut sender = NpySender { wanted, tx };
+                Ok(walk::walk_keeping(source, size, &mut sender, true)?)
+            })();
+            walked.map_err(|e| Failure::Of(filename, Box::new(e)))
         })
         .map_err(|e| PyOSError::new_err(format!("cannot start the walk thread: {e}")))?;
     Ok(NpyStream { rx: Mutex::new(rx), worker: Mutex::new(Some(worker)) })
+}
+
+/// Where an opened NEFF's bytes are read again from: its file, or its bytes.
+enum Stored {
+    Path(PathBuf),
+    Bytes(Vec<u8>),
+}
+
+impl Stored {
+    /// The bytes of `name` through the index; `Ok(None)` when the index cannot read members.
+    fn read_indexed(&self, index: &MemberIndex, name: &str) -> io::Result<Option<Vec<u8>>> {
+        match self {
+            Stored::Path(p) => index.read(name, &mut std::fs::File::open(p)?),
+            Stored::Bytes(b) => index.read(name, &mut io::Cursor::new(b.as_slice())),
+        }
+    }
+
+    /// The NEFF again, as a source for a walk.
+    fn input(&self) -> Input {
+        match self {
+            Stored::Path(p) => Input::Path(p.clone()),
+            Stored::Bytes(b) => Input::Bytes(b.clone()),
+        }
+    }
+}
+
+/// A NEFF read once: the documents of `info`, `ls` and `mem`, the weights' vars and a member
+/// index ([`MemberIndex`]) to read members without inflating from the start.
+#[pyclass(module = "neff._neff", frozen)]
+struct Opened {
+    #[pyo3(get)]
+    info: String,
+    #[pyo3(get)]
+    members: String,
+    mem: [String; 2],
+    #[pyo3(get)]
+    weight_vars: Vec<(String, String, String)>,
+    #[pyo3(get)]
+    filename: Option<String>,
+    index: MemberIndex,
+    stored: Stored,
+}
+
+#[pymethods]
+impl Opened {
+    /// `neff mem --json`'s object (`profiling`: with the profiler's buffers).
+    fn mem(&self, profiling: bool) -> String {
+        self.mem[usize::from(profiling)].clone()
+    }
+
+    /// One member's bytes and the warnings of the walk (none when read through the index).
+    fn read(&self, py: Python<'_>, member: String) -> PyResult<(PyObject, Vec<PyObject>)> {
+        if self.index.place(&member).is_none() {
+            return Err(PyKeyError::new_err(member));
+        }
+        let read = py.allow_threads(|| self.stored.read_indexed(&self.index, &member));
+        match read {
+            Ok(Some(bytes)) => Ok((PyBytes::new(py, &bytes).into_any().unbind(), Vec::new())),
+            // No checkpoints (an uncompressed tar, several gzip members): walk the archive.
+            Ok(None) => read_walking(py, self.stored.input(), member, self.filename.clone()),
+            Err(e) => Err(os_error(py, &e, self.filename.as_deref().unwrap_or("<bytes>")).unwrap_or_else(|e| e)),
+        }
+    }
+
+    /// A `.npy` member parsed: `(member, descr, shape, fortran_order, data)`.
+    fn npy(&self, py: Python<'_>, member: String) -> PyResult<NpyTuple> {
+        let (bytes, _) = self.read(py, member.clone())?;
+        let bytes = bytes.bind(py).downcast::<PyBytes>()?.as_bytes().to_vec();
+        let size = bytes.len() as u64;
+        let parsed = py.allow_threads(|| NpySender::npy(&member, &mut bytes.as_slice(), size));
+        match parsed {
+            Ok((name, descr, shape, fortran, data)) => {
+                Ok((name, descr, shape, fortran, PyBytes::new(py, &data).into_any().unbind()))
+            }
+            Err(e) => Err(Failure::Cli(e).into_py_of(py, self.filename.as_deref())),
+        }
+    }
+
+    /// How many inflate checkpoints the index keeps, and the output bytes between them.
+    fn index_size(&self) -> (usize, u64) {
+        (self.index.checkpoints(), self.index.spacing())
+    }
+}
+
+/// One member's bytes by a walk of the archive, and the walk's warnings.
+fn read_walking(
+    py: Python<'_>,
+    input: Input,
+    member: String,
+    filename: Option<String>,
+) -> PyResult<(PyObject, Vec<PyObject>)> {
+    let walked = py.allow_threads(move || -> Result<(Vec<u8>, walk::WalkSummary), Failure> {
+        let source = input.open()?;
+        let size = source.size();
+        let mut one = ReadOne { want: member, found: None };
+        let summary = walk::walk_keeping(source, size, &mut one, true)?;
+        match one.found {
+            Some(bytes) => Ok((bytes, summary)),
+            None => Err(Failure::NoMember(one.want)),
+        }
+    });
+    match walked {
+        Ok((bytes, summary)) => Ok((
+            PyBytes::new(py, &bytes).into_any().unbind(),
+            warning_objects(py, &summary.warning_records, &summary.warnings)?,
+        )),
+        Err(e) => Err(e.into_py_of(py, filename.as_deref())),
+    }
+}
+
+/// Opens a NEFF: one pass gives what `info`, `ls` and `mem` print and the member index. A
+/// file object's bytes are read into memory first (the index reads them again).
+#[pyfunction]
+fn open(py: Python<'_>, src: &Bound<'_, PyAny>) -> PyResult<(Opened, Vec<PyObject>)> {
+    let input = match Input::extract(src)? {
+        Input::File(file, size) => {
+            let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+            let read = py.allow_threads(|| {
+                io::BufReader::with_capacity(READ_BUFFER, PyFile(file)).take(size).read_to_end(&mut bytes)
+            });
+            read.map_err(|e| PyOSError::new_err(e.to_string()))?;
+            Input::Bytes(bytes)
+        }
+        other => other,
+    };
+    let filename = input.filename();
+    let label = input.label();
+    let stored = match &input {
+        Input::Path(p) => Stored::Path(p.clone()),
+        Input::Bytes(b) => Stored::Bytes(b.clone()),
+        Input::File(..) => Stored::Bytes(Vec::new()),
+    };
+    let opened = py.allow_threads(move || -> Result<_, Failure> {
+        let source = input.open()?;
+        let size = source.size();
+        let (mut pass, both, recorder) = loading::run_indexed(
+            source,
+            size,
+            Target::Check(None),
+            true,
+            Some(neff_cli::tap::TapOptions::members()),
+            PassOptions { keep_warning_records: true, ..PassOptions::default() },
+            loading::Both(neff_cli::consumed::ConsumedValues::new(), verbs::mem::VirtualExtents::default()),
+        )?;
+        let loading::Both(consumed, extents) = both;
+        let rows = verbs::ls::rows(&pass, &consumed);
+        let mem = [false, true].map(|profiling| {
+            json_text(&verbs::mem::document(&[verbs::mem::file_mem(label.clone(), &pass, &extents, profiling)]))
+        });
+        let [Ok(mem_plain), Ok(mem_profiling)] = mem else {
+            return Err(Failure::Cli(CliError::rejected("the mem document could not be written")));
+        };
+        let records = pass.members.as_ref().map(|log| log.members.as_slice()).unwrap_or_default();
+        let index = match &stored {
+            Stored::Path(p) => {
+                let mut file = std::fs::File::open(p).map_err(|e| Failure::Open(e, p.display().to_string()))?;
+                MemberIndex::new(&recorder, records, &mut file)
+            }
+            Stored::Bytes(b) => MemberIndex::new(&recorder, records, &mut io::Cursor::new(b.as_slice())),
+        };
+        let doc = verbs::info::info_json(&mut pass);
+        let mut weight_vars = Vec::new();
+        for sg in &doc.subgraphs {
+            let dir = neff::loader::dir_of(&sg.definition);
+            for v in &sg.vars {
+                if let Some(file) = &v.file_name {
+                    weight_vars.push((loading::join(dir, file), dir.to_owned(), v.name.clone()));
+                }
+            }
+        }
+        let opened = Opened {
+            info: json_text(&doc)?,
+            members: json_text(&rows)?,
+            mem: [mem_plain, mem_profiling],
+            weight_vars,
+            filename: None,
+            index,
+            stored,
+        };
+        Ok((opened, std::mem::take(&mut pass.warning_records), std::mem::take(&mut pass.warnings)))
+    });
+    match opened {
+        Ok((mut opened, records, texts)) => {
+            opened.filename = filename;
+            Ok((opened, warning_objects(py, &records, &texts)?))
+        }
+        Err(e) => Err(e.into_py_of(py, filename.as_deref())),
+    }
 }
 
 /// The native module `neff._neff`.
@@ -566,8 +807,6 @@ fn npy_members(src: &Bound<'_, PyAny>, wanted: Vec<String>) -> PyResult<NpyStrea
 fn _neff(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // Warnings reach Python through `warnings.warn`, not as lines on stderr.
     neff_cli::error::set_warnings_to_stderr(false);
-    m.add("NeffError", m.py().get_type::<NeffError>())?;
-    m.add("NeffWarning", m.py().get_type::<NeffWarning>())?;
     m.add_function(wrap_pyfunction!(info, m)?)?;
     m.add_function(wrap_pyfunction!(check, m)?)?;
     m.add_function(wrap_pyfunction!(load, m)?)?;
@@ -579,5 +818,9 @@ fn _neff(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(weight_vars, m)?)?;
     m.add_function(wrap_pyfunction!(npy_members, m)?)?;
     m.add_class::<NpyStream>()?;
+    m.add_class::<Opened>()?;
+    m.add_function(wrap_pyfunction!(open, m)?)?;
+    m.add("INDEX_SPACING", neff_cli::index::SPACING)?;
+    m.add("INDEX_MAX_CHECKPOINTS", neff_cli::index::MAX_CHECKPOINTS)?;
     Ok(())
 }

@@ -71,3 +71,13 @@ def large():
 @pytest.fixture
 def bf16():
     return fixture(FIXTURES / "trainium-kernel-fusion" / "baseline_bf16_s512" / "baseline.neff")
+
+
+@pytest.fixture(scope="session")
+def big_generated(tmp_path_factory):
+    """The scale generator's `weights` preset with 12,000 weights: a tar stream of about 13 MiB,
+    which spans several index checkpoints."""
+    binary = need(SCALE_NEFF_BIN, "the NEFF generator (cargo build -p neff-cli --example scale-neff)")
+    path = tmp_path_factory.mktemp("weights") / "weights.neff"
+    subprocess.run([str(binary), "weights", str(path), "weights=12000"], check=True, capture_output=True)
+    return path

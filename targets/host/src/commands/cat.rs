@@ -1,4 +1,5 @@
-//! `neff cat FILE MEMBER [--data]`: one member to stdout, streamed.
+//! `neff cat FILE MEMBER... [--data]`: members to stdout; one is streamed, several go through a
+//! member index ([`crate::index`]) built by one walk, each read from its nearest checkpoint.
 //!
 //! The archive is walked as `unpack` walks it (header gates, gzip, tar, the trailer checked
 //! at the end); the member's bytes go to stdout as they are inflated, through a fixed buffer.
@@ -6,6 +7,7 @@
 //! its header parsed by the core's `.npy` parser and its length checked against the shape. A
 //! name that appears twice in the tar: the first copy is written, and a warning says so.
 
+use std::collections::HashMap;
 use std::io::{self, Read, Write};
 
 use neff::npy::{NpyFeed, NpyParser};
@@ -103,13 +105,27 @@ impl<W: Write> Visitor for Cat<W> {
     }
 }
 
-/// Runs `neff cat`.
+/// Runs `neff cat`: one member streamed as the walk passes it; several through a member index.
 pub fn run(args: &CatArgs) -> Result<(), CliError> {
-    let source = super::open_input(&args.file, "cat")?;
-    let size = source.size();
+    match args.members.as_slice() {
+        [one] => run_one(args, one),
+        several => run_several(args, several),
+    }
+}
+
+fn no_such_member(name: &str, members: u64) -> CliError {
+    CliError::rejected_with_hint(
+        format!("{name}: no such member ({members} members)"),
+        "`neff ls FILE` lists the members",
+    )
+}
+
+fn stdout_cat(want: &str, data: bool) -> Cat<io::BufWriter<io::StdoutLock<'static>>> {
     let out = io::BufWriter::with_capacity(CHUNK, io::stdout().lock());
-    let mut cat = Cat { want: args.member.clone(), data: args.data, copies: 0, out, closed: false };
-    let summary = walk::walk(source, size, &mut cat)?;
+    Cat { want: want.to_owned(), data, copies: 0, out, closed: false }
+}
+
+fn flush<W: Write>(cat: &mut Cat<W>) -> Result<(), CliError> {
     if !cat.closed {
         if let Err(e) = cat.out.flush() {
             if e.kind() != io::ErrorKind::BrokenPipe {
@@ -117,11 +133,63 @@ pub fn run(args: &CatArgs) -> Result<(), CliError> {
             }
         }
     }
+    Ok(())
+}
+
+fn run_one(args: &CatArgs, member: &str) -> Result<(), CliError> {
+    let source = super::open_input(&args.file, "cat")?;
+    let size = source.size();
+    let mut cat = stdout_cat(member, args.data);
+    let summary = walk::walk(source, size, &mut cat)?;
+    flush(&mut cat)?;
     if cat.copies == 0 {
-        return Err(CliError::rejected_with_hint(
-            format!("{}: no such member ({} members)", args.member, summary.members),
-            "`neff ls FILE` lists the members",
-        ));
+        return Err(no_such_member(member, summary.members));
     }
     Ok(())
+}
+
+/// Counts the copies of each name, while the walk builds the index.
+struct Names(HashMap<Vec<u8>, u32>);
+
+impl Visitor for Names {
+    fn header(&mut self, _header: &HeaderView) -> Result<(), CliError> {
+        Ok(())
+    }
+
+    fn member(&mut self, name: &[u8], _size: u64, _body: &mut dyn Read) -> Result<(), CliError> {
+        *self.0.entry(name.to_vec()).or_default() += 1;
+        Ok(())
+    }
+}
+
+/// Several members: one walk builds the member index (and checks the archive to its end), then
+/// each member is inflated from the index's last checkpoint before it, in the order asked.
+fn run_several(args: &CatArgs, members: &[String]) -> Result<(), CliError> {
+    let source = super::open_input(&args.file, "cat")?;
+    let size = source.size();
+    let recorder = crate::index::Recorder::default();
+    let mut names = Names(HashMap::new());
+    let (summary, places) = walk::walk_indexing(source, size, &mut names, recorder.clone())?;
+    let mut file = std::fs::File::open(&args.file).map_err(|e| CliError::path(&args.file, &e))?;
+    let index = crate::index::MemberIndex::with_places(&recorder, places, &mut file);
+    for member in members {
+        if !names.0.contains_key(member.as_bytes()) {
+            return Err(no_such_member(member, summary.members));
+        }
+    }
+    let mut cat = stdout_cat("", args.data);
+    for member in members {
+        if names.0.get(member.as_bytes()).copied().unwrap_or(0) > 1 {
+            print_warning(&format!("{member}: the archive holds this name again; the first copy was written"));
+        }
+        match index.read(member, &mut file).map_err(|e| CliError::path(&args.file, &e))? {
+            Some(bytes) => cat.copy(member, &mut bytes.as_slice())?,
+            // No checkpoints (an uncompressed tar, several gzip members): a walk per member.
+            None => {
+                flush(&mut cat)?;
+                run_one(args, member)?;
+            }
+        }
+    }
+    flush(&mut cat)
 }

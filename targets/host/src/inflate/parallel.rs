@@ -104,6 +104,8 @@ pub enum HostInflater {
     Serial(ZlibRs),
     /// The parallel path for the first member.
     Parallel(Box<ParallelInflate>),
+    /// miniz_oxide, keeping checkpoints for a member index ([`crate::index`]).
+    Indexing(Box<crate::index::IndexingInflate>),
 }
 
 impl Inflate for HostInflater {
@@ -111,6 +113,7 @@ impl Inflate for HostInflater {
         match self {
             HostInflater::Serial(z) => z.reset(),
             HostInflater::Parallel(p) => p.reset(),
+            HostInflater::Indexing(i) => i.reset(),
         }
     }
 
@@ -124,6 +127,7 @@ impl Inflate for HostInflater {
         match self {
             HostInflater::Serial(z) => z.inflate(input, window, out_pos, more_input),
             HostInflater::Parallel(p) => p.inflate(input, window, out_pos, more_input),
+            HostInflater::Indexing(i) => i.inflate(input, window, out_pos, more_input),
         }
     }
 }

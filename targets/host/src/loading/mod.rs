@@ -140,6 +140,68 @@ pub fn run_observed<O: Observer + Send + 'static>(
     })
 }
 
+/// [`run_observed`] inflating with miniz_oxide while keeping inflate checkpoints: the pass of
+/// an opened NEFF, whose members are read later through a [`crate::index::MemberIndex`] built
+/// from the returned recorder and the tap's member list (`tap` should list the members).
+pub fn run_indexed<O: Observer + Send + 'static>(
+    source: InputSource,
+    size: u64,
+    target: Target,
+    details: bool,
+    tap: Option<TapOptions>,
+    options: PassOptions,
+    extra: O,
+) -> Result<(Pass, O, crate::index::Recorder), CliError> {
+    run_indexed_with(source, size, target, details, tap, options, extra, crate::index::Recorder::default())
+}
+
+/// [`run_indexed`], recording into `recorder` (tests give one with a small spacing).
+#[allow(clippy::too_many_arguments)]
+pub fn run_indexed_with<O: Observer + Send + 'static>(
+    source: InputSource,
+    size: u64,
+    target: Target,
+    details: bool,
+    tap: Option<TapOptions>,
+    options: PassOptions,
+    mut extra: O,
+    recorder: crate::index::Recorder,
+) -> Result<(Pass, O, crate::index::Recorder), CliError> {
+    let threaded = !matches!(Inflation::for_this_host(size), Inflation::Inline);
+    let inflation = Inflation::Indexing { recorder: recorder.clone(), threaded };
+    spawn(move || {
+        let pass = run_here(source, size, target, options, inflation, details, tap, &mut extra)?;
+        Ok((pass, extra, recorder))
+    })
+}
+
+/// Two observers as one, owned: each call goes to both, in order.
+#[derive(Debug, Default)]
+pub struct Both<A, B>(pub A, pub B);
+
+impl<A: Observer, B: Observer> Observer for Both<A, B> {
+    fn manifest(&mut self, member: &str, manifest: neff::loader::Manifest<'_>) {
+        self.0.manifest(member, manifest);
+        self.1.manifest(member, manifest);
+    }
+    fn entry(&mut self, member: &str, entry: &neff::manifest::Entry<'_>) {
+        self.0.entry(member, entry);
+        self.1.entry(member, entry);
+    }
+    fn io_tensor(&mut self, tensor: &neff::manifest::IoTensor<'_>) {
+        self.0.io_tensor(tensor);
+        self.1.io_tensor(tensor);
+    }
+    fn payload(&mut self, payload: &neff::loader::PayloadReport<'_>) {
+        self.0.payload(payload);
+        self.1.payload(payload);
+    }
+    fn subgraph(&mut self, subgraph: &neff::loader::SubgraphReport<'_>) {
+        self.0.subgraph(subgraph);
+        self.1.subgraph(subgraph);
+    }
+}
+
 /// [`run`], inflating as `inflation` says (tests compare both ways).
 pub fn run_with(
     source: InputSource,

@@ -1,50 +1,34 @@
-"""Type stubs of the native module (the public API is ``neff``'s; these return JSON text)."""
+"""Type stubs of the native module (the public API is ``neff``'s; these return JSON text).
+
+Refusals and warnings are ``neff.NeffError`` and ``neff.NeffWarning`` (defined in ``neff``)."""
 
 from typing import IO, Iterator, List, Optional, Tuple, Union
 
+from . import NeffWarning
+
 _Native = Union[str, bytes, Tuple[IO[bytes], int]]
+_Npy = Tuple[str, str, List[int], bool, bytes]
 
-class NeffError(Exception):
-    """The loader refused the NEFF."""
+INDEX_SPACING: int
+INDEX_MAX_CHECKPOINTS: int
 
-    #: The whole line, as ``neff`` prints it after ``error:``.
-    message: str
-    #: The stable code of docs/error-codes.md (``ErrorKind::code``), ``None`` for a refusal of
-    #: the host side (a member the walk could not parse, ...).
-    code: Optional[int]
-    #: The runtime status it maps to (``NRT_INVALID``, ...).
-    status: Optional[str]
-    status_code: Optional[int]
-    #: The stage that refused (``header``, ``gzip``, ``tar``, ``def.json``, ...).
-    stage: Optional[str]
-    member: Optional[str]
-    key_path: Optional[str]
-    offset: Optional[int]
-    #: What ``offset`` counts from: ``file``, ``archive`` (the inflated tar) or ``member``.
-    offset_base: Optional[str]
-    #: What went wrong, without the place.
-    reason: Optional[str]
-    #: The warnings raised before the refusal (``neff``'s functions also pass them to
-    #: ``warnings.warn`` before raising).
-    warnings: List["NeffWarning"]
-
-class NeffWarning(UserWarning):
-    """Something the loader noticed that does not fail a load."""
-
-    message: str
-    #: The stable code of docs/error-codes.md (``WarningKind::code``); ``None`` for a warning
-    #: of the host side.
-    code: Optional[int]
-    stage: Optional[str]
-    member: Optional[str]
-    key_path: Optional[str]
-    offset: Optional[int]
-    offset_base: Optional[str]
-
-class NpyStream(Iterator[Tuple[str, str, List[int], bool, bytes]]):
+class NpyStream(Iterator[_Npy]):
     def __iter__(self) -> "NpyStream": ...
-    def __next__(self) -> Tuple[str, str, List[int], bool, bytes]: ...
+    def __next__(self) -> _Npy: ...
 
+class Opened:
+    """A NEFF read once: the documents of info, ls and mem, and a member index."""
+
+    info: str
+    members: str
+    weight_vars: List[Tuple[str, str, str]]
+    filename: Optional[str]
+    def mem(self, profiling: bool) -> str: ...
+    def read(self, member: str) -> Tuple[bytes, List[NeffWarning]]: ...
+    def npy(self, member: str) -> _Npy: ...
+    def index_size(self) -> Tuple[int, int]: ...
+
+def open(src: _Native) -> Tuple[Opened, List[NeffWarning]]: ...
 def info(src: _Native, verify: bool = False) -> Tuple[str, List[NeffWarning]]: ...
 def check(
     src: _Native, arch: Optional[str] = None, allow_legacy: bool = False, verify: bool = False
@@ -61,5 +45,5 @@ def diff(a: _Native, b: _Native) -> Tuple[str, List[NeffWarning]]: ...
 def cache(dir: Optional[str] = None) -> Tuple[str, List[NeffWarning]]: ...
 def members(src: _Native) -> Tuple[str, List[NeffWarning]]: ...
 def read(src: _Native, member: str) -> Tuple[bytes, List[NeffWarning]]: ...
-def weight_vars(src: _Native) -> Tuple[List[Tuple[str, str]], List[NeffWarning]]: ...
+def weight_vars(src: _Native) -> Tuple[List[Tuple[str, str, str]], List[NeffWarning]]: ...
 def npy_members(src: _Native, wanted: List[str]) -> NpyStream: ...
