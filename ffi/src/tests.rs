@@ -1341,3 +1341,81 @@ fn a_load_reports_what_it_needed_and_loads_within_exactly_that() {
     assert_eq!(status, neff_status::NEFF_STATUS_RESOURCE, "{message}");
     assert!(message.contains("arena"), "{message}");
 }
+
+/// Every real NEFF under `../shared/fixtures` (the public ones and the training cache's), as
+/// `(name, bytes)`.
+fn every_real_neff() -> Vec<(String, Vec<u8>)> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures");
+    let mut out = Vec::new();
+    let mut dirs = vec![root.join("public"), root.join("training-cache")];
+    while let Some(dir) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "neff") {
+                let bytes = std::fs::read(&path).unwrap();
+                // The failed compile's marker (`ERROR`) is no NEFF.
+                if bytes.len() > 1024 {
+                    out.push((path.strip_prefix(&root).unwrap().display().to_string(), bytes));
+                }
+            }
+        }
+    }
+    out.sort();
+    if std::env::var("CI").as_deref() == Ok("true") {
+        assert_eq!(out.len(), 16, "12 public and 4 training-cache NEFFs under CI=true");
+    }
+    out
+}
+
+/// `neff_info` of `bytes` with `work` bytes of work memory and a large arena, asking the
+/// document's size only: its status and error.
+fn info_work(bytes: &[u8], work: usize) -> (neff_status, neff_error) {
+    let src = memory(bytes);
+    let mut arena = vec![0u8; neff_arena_min() + (4 << 20)];
+    let bufs = buffers(&mut arena);
+    let mut work = vec![0u8; work.max(1)];
+    let ib = neff_info_buffers { work: work.as_mut_ptr(), work_len: work.len(), json: core::ptr::null_mut(), json_len: 0 };
+    let mut err = new_error();
+    let mut written = 0usize;
+    // SAFETY: every pointer is live or null.
+    let status = unsafe { neff_info(&src, &bufs, core::ptr::null(), core::ptr::null(), &ib, &mut written, &mut err) };
+    (status, err)
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "whole real NEFFs take minutes under Miri")]
+fn the_info_work_each_real_neff_needs_is_what_a_short_one_says() {
+    for (name, bytes) in every_real_neff() {
+        // A short buffer says what it needed when it ran out, not the total: retried with that
+        // much until the document is written (here: its size asked).
+        let (mut needed, mut passes) = (256usize, 0);
+        loop {
+            let (status, err) = info_work(&bytes, needed);
+            passes += 1;
+            if status == neff_status::NEFF_STATUS_BUFFER_TOO_SMALL {
+                break;
+            }
+            assert_eq!(status, neff_status::NEFF_STATUS_RESOURCE, "{name}: {}", message(&err));
+            // SAFETY: a live error.
+            let said = unsafe { neff_error_needed(&err) };
+            assert!(said > needed && passes < 64, "{name}: {said} after {needed}");
+            needed = said;
+        }
+        let (mut lo, mut hi) = (256usize, needed);
+        while lo + 1 < hi {
+            let mid = lo + (hi - lo) / 2;
+            match info_work(&bytes, mid).0 {
+                neff_status::NEFF_STATUS_BUFFER_TOO_SMALL => hi = mid,
+                status => {
+                    assert_eq!(status, neff_status::NEFF_STATUS_RESOURCE, "{name} with {mid}");
+                    lo = mid;
+                }
+            }
+        }
+        assert!(hi <= needed && hi * 2 >= needed, "{name}: least {hi}, said {needed}");
+        println!("{name}: info work {hi} bytes ({passes} passes to learn {needed})");
+    }
+}
