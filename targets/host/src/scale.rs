@@ -138,6 +138,22 @@ pub struct ScaleSpec {
     pub act_sets: usize,
     /// Whose shapes: Trn2 (the default) or Trn1.
     pub generation: Generation,
+    /// DMA descriptors in each subgraph's engine JSONs besides the weights' (0: none), as a
+    /// training NEFF's instruction and DMA manifests hold: half in `SP.json`, a third in
+    /// `Activation.json`, the rest in `DVE.json`, one to three per block.
+    pub dma_descs: usize,
+    /// Bytes of a var name in `def.json` (0: `t000123`); vars from the 64th on are padded to
+    /// it, as the compiler's `Coalesced_memloc_...` names are (DMA descriptors use the first).
+    pub var_name_len: usize,
+    /// Bytes of each subgraph's instruction streams (`PE.bin`, ...) in all (0: a few hundred
+    /// bytes each), shared out as a training NEFF's: PE 70 %, Activation 18 %, DVE 6 %, SP
+    /// 6 %, Pool a little. Repetitive, as real instruction streams are (they compress about
+    /// 15 to 1).
+    pub instr_bytes: usize,
+    /// Bytes of debug members that nothing reads (0: none): `debug_info/*.dbg_sg000000` (9 %)
+    /// and each subgraph's `debug_info_backend_*.dbg` (76 %) and `debug_info_asm_*.dbg` (15 %),
+    /// as in a training NEFF; about 5 to 1 compressible.
+    pub debug_bytes: usize,
 }
 
 impl ScaleSpec {
@@ -157,13 +173,20 @@ impl ScaleSpec {
             semaphores: 16,
             act_sets: 1,
             generation: Generation::Trn2,
+            dma_descs: 0,
+            var_name_len: 0,
+            instr_bytes: 0,
+            debug_bytes: 0,
         }
     }
 
     /// A named preset: `small`, one per host bar of the scale issue (`io`, `vars`, `weights`,
     /// `subgraphs`, `names`, `queues`, `act-sets`), `host` (all of them at once),
-    /// `firmware` (what the Cortex-M4 image embeds) and `trn1` (the shapes of the trn1 NEFFs,
-    /// [`Generation::Trn1`]: one subgraph, eight weights, two of each dtype).
+    /// `firmware` (what the Cortex-M4 image embeds), `trn1` (the shapes of the trn1 NEFFs,
+    /// [`Generation::Trn1`]: one subgraph, eight weights, two of each dtype) and `training`
+    /// (a training NEFF made mostly of JSON: 3.5 MB of DMA descriptors in the engine JSONs,
+    /// written before a 1 MB `def.json`, 10 MB of debug members nothing reads, a `neff.json`
+    /// of 399 nodes with the KELF node last, at index 398).
     pub fn preset(name: &str) -> Option<Self> {
         let s = Self::small();
         Some(match name {
@@ -189,6 +212,7 @@ impl ScaleSpec {
                 semaphores: 32,
                 act_sets: 8,
                 generation: Generation::Trn2,
+                ..s
             },
             "firmware" => Self {
                 inputs: 384,
@@ -200,13 +224,43 @@ impl ScaleSpec {
                 ..s
             },
             "trn1" => Self { subgraphs: 1, weights: 8, generation: Generation::Trn1, ..s },
+            // The big NEFF of a torch-neuronx training cache (neuronx-cc 2.14, trn1): 4.7 MB of
+            // JSON in 28 MB of tar, 4 MB of NEFF.
+            "training" => Self {
+                inputs: 398,
+                outputs: 1,
+                max_dims: 4,
+                subgraphs: 1,
+                vars_per_subgraph: 3400,
+                weights: 3,
+                queue_sets: 4,
+                act_sets: 3,
+                generation: Generation::Trn1,
+                dma_descs: 14_000,
+                var_name_len: 240,
+                instr_bytes: 12_000_000,
+                debug_bytes: 10_000_000,
+                ..s
+            },
             _ => return None,
         })
     }
 
     /// The preset names [`ScaleSpec::preset`] knows.
-    pub const PRESETS: [&'static str; 11] =
-        ["small", "io", "vars", "weights", "subgraphs", "names", "queues", "act-sets", "host", "firmware", "trn1"];
+    pub const PRESETS: [&'static str; 12] = [
+        "small",
+        "io",
+        "vars",
+        "weights",
+        "subgraphs",
+        "names",
+        "queues",
+        "act-sets",
+        "host",
+        "firmware",
+        "trn1",
+        "training",
+    ];
 
     /// Changes one field from a `field=value` argument (`weights=2`).
     pub fn set(&mut self, arg: &str) -> Result<(), String> {
@@ -225,6 +279,10 @@ impl ScaleSpec {
             "queues_per_set" => &mut self.queues_per_set,
             "semaphores" => &mut self.semaphores,
             "act_sets" => &mut self.act_sets,
+            "dma_descs" => &mut self.dma_descs,
+            "var_name_len" => &mut self.var_name_len,
+            "instr_bytes" => &mut self.instr_bytes,
+            "debug_bytes" => &mut self.debug_bytes,
             _ => return Err(format!("no field {field:?}")),
         };
         *slot = value;
@@ -308,8 +366,23 @@ impl ScaleSpec {
         for sg in 0..self.subgraphs {
             let dir = self.dir(sg);
             for (key, stem, size, engine) in ENGINES {
-                m.push((format!("{dir}/{stem}.bin"), pseudo_random(&format!("scale/{sg}/{stem}"), size, Some(engine))));
+                let label = format!("scale/{sg}/{stem}");
+                let instr = match self.instr_bytes {
+                    0 => pseudo_random(&label, size, Some(engine)),
+                    // Whole 64-byte instructions.
+                    total => instruction_stream(&label, total / 1000 * instr_share(key) / 64 * 64, engine),
+                };
+                m.push((format!("{dir}/{stem}.bin"), instr));
                 m.push((format!("{dir}/{stem}.json"), self.engine_json(sg, key, stem).into_bytes()));
+                if self.debug_bytes > 0 {
+                    // 91 % of the debug bytes are the subgraphs' (backend 76, asm 15), shared by
+                    // the engines as the instructions are.
+                    let per_engine = self.debug_bytes / 100 / self.subgraphs.max(1) * instr_share(key) / 1000;
+                    let asm = debug_info(&format!("{label}/asm"), per_engine * 15);
+                    m.push((format!("{dir}/debug_info_asm_{stem}.dbg"), asm));
+                    let backend = debug_info(&format!("{label}/be"), per_engine * 76);
+                    m.push((format!("{dir}/debug_info_backend_{stem}.dbg"), backend));
+                }
             }
             for a in 0..self.act_sets {
                 m.push((format!("{dir}/set{a}.json"), set_json(a).into_bytes()));
@@ -328,6 +401,12 @@ impl ScaleSpec {
             m.push((format!("{dir}/{}", self.weight_file(w)), npy(dtype.descr(), &WEIGHT_SHAPE, &data)));
         }
         m.push(("neff.json".into(), self.neff_json().into_bytes()));
+        if self.debug_bytes > 0 {
+            for (name, share) in [("hlo", 6), ("penguin", 2), ("pttf", 1)] {
+                let size = self.debug_bytes / 100 * share;
+                m.push((format!("debug_info/debug_info_{name}.dbg_sg000000"), debug_info(name, size)));
+            }
+        }
         let order = match self.generation {
             Generation::Trn2 => MemberOrder::Real,
             Generation::Trn1 => MemberOrder::Sorted,
@@ -370,19 +449,88 @@ impl ScaleSpec {
             "act" => {
                 let sets: Vec<String> = (0..self.act_sets).map(|a| format!("\"set{a}\"")).collect();
                 format!(
-                    "{{\"activation_function_sets\":[{}],\"dma\":[],\"instr\":\"{stem}.bin\",\"name\":\"{stem}.json\"}}",
-                    sets.join(",")
+                    "{{\"activation_function_sets\":[{}],\"dma\":[{}],\"instr\":\"{stem}.bin\",\"name\":\"{stem}.json\"}}",
+                    sets.join(","),
+                    self.engine_dma(sg, key)
                 )
             }
             "dve" => {
                 let tables: Vec<String> = DVE_TABLES.iter().map(|(k, f, _)| format!("\"{k}\":\"{f}\"")).collect();
                 format!(
-                    "{{\"dma\":[],\"dve_tables\":[{{{}}}],\"instr\":\"{stem}.bin\",\"name\":\"{stem}.json\"}}",
+                    "{{\"dma\":[{}],\"dve_tables\":[{{{}}}],\"instr\":\"{stem}.bin\",\"name\":\"{stem}.json\"}}",
+                    self.engine_dma(sg, key),
                     tables.join(",")
                 )
             }
-            _ => format!("{{\"dma\":[],\"instr\":\"{stem}.bin\",\"name\":\"{stem}.json\"}}"),
+            _ => {
+                format!("{{\"dma\":[{}],\"instr\":\"{stem}.bin\",\"name\":\"{stem}.json\"}}", self.engine_dma(sg, key))
+            }
         }
+    }
+
+    /// The DMA blocks of engine `key` in subgraph `sg` ([`ScaleSpec::dma_descs`]): one to three
+    /// descriptors each, moving slices of the first 64 vars to the state buffer, on a queue
+    /// the engine owns, the compiler's `#comment` first (as real ones, keys sorted).
+    fn engine_dma(&self, sg: usize, key: &str) -> String {
+        let share = match key {
+            "sp" => 500,
+            "act" => 333,
+            "dve" => 167,
+            _ => 0,
+        };
+        let count = self.dma_descs * share / 1000;
+        let queue = match key {
+            "sp" => "qSPIO0".to_string(),
+            "act" => "q001".to_string(),
+            _ => "q003".to_string(),
+        };
+        let tmp_vars = self.vars_per_subgraph.saturating_sub(2).clamp(1, 64);
+        let mut blocks = Vec::new();
+        let mut d = 0;
+        while d < count {
+            let id = blocks.len();
+            let in_block = (1 + (id * 7 + sg) % 3).min(count - d);
+            let descs: Vec<String> = (d..d + in_block)
+                .map(|i| {
+                    let v = i % tmp_vars;
+                    let rows = 1 + i % 4;
+                    format!(
+                        concat!(
+                            "{{\"from\":\"{from}\",\"from_dtype\":\"float32\",\"from_off\":0,\"from_sizes\":[4,{rows}],",
+                            "\"from_steps\":[1,4],\"num_tiling_dimensions\":1,\"op\":\"copy\",\"to\":\"SB\",",
+                            "\"to_dtype\":\"float32\",\"to_off\":{to_off},\"to_sizes\":[4,{rows}],\"to_steps\":[1,262144]}}"
+                        ),
+                        from = self.var_name(v),
+                        rows = rows,
+                        to_off = (i * 4096) % 200_000,
+                    )
+                })
+                .collect();
+            blocks.push(format!(
+                "{{\"#comment\":\"I-{}-{}-block-1\",\"desc\":[{}],\"id\":{id},\"queue\":\"{queue}\"}}",
+                18_000 + d * 3,
+                d % 7,
+                descs.join(",")
+            ));
+            d += in_block;
+        }
+        blocks.join(",")
+    }
+
+    /// The name of tmp-buf var `v` of a `def.json`: `t000123`, padded to
+    /// [`ScaleSpec::var_name_len`] from the 64th on.
+    fn var_name(&self, v: usize) -> String {
+        let base = format!("t{v:06}");
+        if v < 64 || self.var_name_len <= base.len() + 1 {
+            return base;
+        }
+        let stem = "_Coalesced_memloc_input113_local_16355_i108_SpillSave80";
+        let mut name = base;
+        while name.len() < self.var_name_len {
+            name.push_str(stem);
+        }
+        name.truncate(self.var_name_len);
+        name
     }
 
     /// The Trn1 Pool engine's DMA block: each weight of subgraph `sg` moved from its file var
@@ -452,7 +600,11 @@ impl ScaleSpec {
         s.push_str(",\"var\":{\"SB\":{\"type\":\"state-buffer\",\"var_id\":0},\"output0\":{\"size\":64,\"type\":\"output\",\"var_id\":1}");
         let mut id = 2usize;
         for v in 0..self.vars_per_subgraph.saturating_sub(2) {
-            s.push_str(&format!(",\"t{v:06}\":{{\"size\":{},\"type\":\"tmp-buf\",\"var_id\":{id}}}", 64 + v % 64));
+            s.push_str(&format!(
+                ",\"{}\":{{\"size\":{},\"type\":\"tmp-buf\",\"var_id\":{id}}}",
+                self.var_name(v),
+                64 + v % 64
+            ));
             id += 1;
         }
         for w in (0..self.weights).filter(|&w| self.weight_sg(w) == sg) {
@@ -510,6 +662,64 @@ const ENGINES: [(&str, &str, usize, u8); 5] = [
 /// DVE tables: `DVE.json` key, member, size.
 const DVE_TABLES: [(&str, &str, usize); 2] =
     [("datapath_table", "datapath_table.bin", 512), ("opcode_table", "opcode_table.bin", 256)];
+
+/// The share (per mille) of a subgraph's instruction and debug bytes each engine has, as in a
+/// training NEFF (`PE.bin` 7.8 MB, `Activation.bin` 2.0, `DVE.bin` 1.8, `SP.bin` 0.65, `Pool.bin`
+/// 0.001 of 12.2).
+fn instr_share(key: &str) -> usize {
+    match key {
+        "pe" => 640,
+        "act" => 180,
+        "dve" => 120,
+        "sp" => 59,
+        _ => 1,
+    }
+}
+
+/// `size` bytes of instructions for `engine`: 64-byte words from a few templates, with the
+/// operands of a counting loop, which compress about as real streams do.
+fn instruction_stream(label: &str, size: usize, engine: u8) -> Vec<u8> {
+    let templates = pseudo_random(label, 64 * 16, Some(engine));
+    let mut out = Vec::with_capacity(size + 64);
+    let mut i = 0u32;
+    while out.len() < size {
+        let t = (i as usize * 7 / 5) % 16;
+        let mut word = templates[t * 64..t * 64 + 64].to_vec();
+        word[8..12].copy_from_slice(&(i / 3).to_le_bytes());
+        word[16..20].copy_from_slice(&(i.wrapping_mul(64) & 0xf_ffff).to_le_bytes());
+        out.extend_from_slice(&word);
+        i += 1;
+    }
+    out.truncate(size);
+    out
+}
+
+/// `size` bytes of debug records (protobuf-like: a tag, a length, an instruction's name and
+/// its source line), about 5 to 1 compressible; nothing reads them.
+fn debug_info(label: &str, size: usize) -> Vec<u8> {
+    let noise = pseudo_random(label, 4096, None);
+    let mut out = Vec::with_capacity(size + 96);
+    let mut i = 0usize;
+    while out.len() < size {
+        let record = format!(
+            "I-{}-{}_{:02x}{:02x}{:02x} = fusion.{} line {} col {}",
+            18_000 + i,
+            i % 13,
+            noise[i % 4096],
+            noise[(i * 7 + 1) % 4096],
+            noise[(i * 13 + 2) % 4096],
+            i / 5,
+            i * 3 % 977,
+            i % 80
+        );
+        out.push(0x0a);
+        out.push(record.len() as u8);
+        out.extend_from_slice(record.as_bytes());
+        i += 1;
+    }
+    out.truncate(size);
+    out
+}
 
 /// Every weight's shape: 32 elements (64 bytes of float16).
 const WEIGHT_SHAPE: [u64; 2] = [4, 8];
