@@ -88,7 +88,8 @@ pub struct InfoArgs {
     #[arg(long)]
     pub verify: bool,
     /// Inflate a big NEFF file's gzip stream in parallel chunks with N worker threads (N >= 2;
-    /// default and 1: one inflating thread). The output is the same for every N.
+    /// default: 2 on a host with two cores or more; 1: one inflating thread). The output is the
+    /// same for every N.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
 }
@@ -145,7 +146,8 @@ pub struct LoadArgs {
     #[arg(long)]
     pub verify: bool,
     /// Inflate a big NEFF file's gzip stream in parallel chunks with N worker threads (N >= 2;
-    /// default and 1: one inflating thread). The output is the same for every N.
+    /// default: 2 on a host with two cores or more; 1: one inflating thread). The output is the
+    /// same for every N.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
 }
@@ -159,7 +161,8 @@ pub struct UnpackArgs {
     #[arg(short = 'o', long = "output", value_name = "DIR")]
     pub output: PathBuf,
     /// Inflate a big NEFF file's gzip stream in parallel chunks with N worker threads (N >= 2;
-    /// default and 1: one inflating thread). The output is the same for every N.
+    /// default: 2 on a host with two cores or more; 1: one inflating thread). The output is the
+    /// same for every N.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
 }
@@ -197,7 +200,8 @@ pub struct CatArgs {
     #[arg(long)]
     pub data: bool,
     /// Inflate a big NEFF file's gzip stream in parallel chunks with N worker threads (N >= 2;
-    /// default and 1: one inflating thread). The output is the same for every N.
+    /// default: 2 on a host with two cores or more; 1: one inflating thread). The output is the
+    /// same for every N.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
 }
@@ -213,7 +217,8 @@ pub struct DiffArgs {
     #[arg(long)]
     pub json: bool,
     /// Inflate a big NEFF file's gzip stream in parallel chunks with N worker threads (N >= 2;
-    /// default and 1: one inflating thread). The output is the same for every N.
+    /// default: 2 on a host with two cores or more; 1: one inflating thread). The output is the
+    /// same for every N.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
 }
@@ -227,7 +232,8 @@ pub struct LsArgs {
     #[arg(long)]
     pub json: bool,
     /// Inflate a big NEFF file's gzip stream in parallel chunks with N worker threads (N >= 2;
-    /// default and 1: one inflating thread). The output is the same for every N.
+    /// default: 2 on a host with two cores or more; 1: one inflating thread). The output is the
+    /// same for every N.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
 }
@@ -245,7 +251,8 @@ pub struct MemArgs {
     #[arg(long)]
     pub profiling: bool,
     /// Inflate a big NEFF file's gzip stream in parallel chunks with N worker threads (N >= 2;
-    /// default and 1: one inflating thread). The output is the same for every N.
+    /// default: 2 on a host with two cores or more; 1: one inflating thread). The output is the
+    /// same for every N.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
 }
