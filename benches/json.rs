@@ -15,6 +15,9 @@
 //! - (c) `serde_json::from_slice` into a `#[derive(Deserialize)]` struct holding the same keys
 //!   (serde ignores the rest).
 //!
+//! Then, when `../shared` has it, the same tokenizer on the JSON members of a real training
+//! NEFF beside `serde_json` on the same bytes ([`real_manifests`]).
+//!
 //! Run with `cargo bench --bench json`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
@@ -340,4 +343,63 @@ fn main() {
     println!("ratio (a)/(c) = {:.2}", rate(a) / rate(c));
     println!("ratio (b)/(c) = {:.2}", rate(b) / rate(c));
     println!("ratio (b32k)/(c) = {:.2}", rate(b32k) / rate(c));
+    real_manifests();
+}
+
+/// The real training NEFF of `../shared` (skipped without it): its 4.7 MB of JSON members.
+const TRAINING_NEFF: &str = "../shared/fixtures/training-cache/neuronxcc-2.14.227.0+2d4f85be/\
+                             MODULE_14041361676943519958+ade7b014/model.neff";
+
+/// The tokenizer alone on the manifests of a real training NEFF (every `.json` member, each
+/// its own document): (m) every event, in 32 KiB chunks as the inflate window gives them,
+/// consuming in runs as the manifest readers do, beside (s) `serde_json` validating the same
+/// bytes (`IgnoredAny`) and (v) building a `serde_json::Value`.
+fn real_manifests() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(TRAINING_NEFF);
+    let Ok(neff) = std::fs::read(&path) else {
+        println!("real manifests: skipped, {} is not available", path.display());
+        return;
+    };
+    let mut tar_bytes = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&neff[1024..]), &mut tar_bytes).unwrap();
+    let docs: Vec<(String, Vec<u8>)> = tar::Archive::new(&tar_bytes[..])
+        .entries()
+        .unwrap()
+        .map(Result::unwrap)
+        .filter(|e| e.path().unwrap().to_string_lossy().ends_with(".json"))
+        .map(|mut e| {
+            let name = e.path().unwrap().to_string_lossy().into_owned();
+            let mut body = Vec::new();
+            std::io::Read::read_to_end(&mut e, &mut body).unwrap();
+            (name, body)
+        })
+        .collect();
+    let bytes: usize = docs.iter().map(|(_, d)| d.len()).sum();
+    let mb = bytes as f64 / 1e6;
+    println!("real manifests: {} JSON members of the training NEFF, {mb:.1} MB", docs.len());
+    let mut scratch = [0; 4096];
+    let mut tok = Tokenizer::new(&mut scratch, 128);
+    let mut tokenize = || {
+        for (_, doc) in &docs {
+            tok.consume_in_runs(true);
+            black_box(walk_all(&mut tok, &mut Chunked::<32768> { data: black_box(doc), pos: 0 }));
+        }
+    };
+    let mut ignored = || {
+        for (_, doc) in &docs {
+            black_box(serde_json::from_slice::<serde::de::IgnoredAny>(black_box(doc)).unwrap());
+        }
+    };
+    let mut value = || {
+        for (_, doc) in &docs {
+            black_box(serde_json::from_slice::<Value>(black_box(doc)).unwrap());
+        }
+    };
+    let times = best_times(&mut [&mut tokenize, &mut ignored, &mut value]);
+    let [m, i, v] = times[..] else { unreachable!() };
+    let rate = |d: Duration| mb / d.as_secs_f64();
+    println!("(m)    tokenizer, all events, 32 KiB:    {:7.1} MB/s  ({:.1} ms)", rate(m), m.as_secs_f64() * 1e3);
+    println!("(s)    serde_json, IgnoredAny:           {:7.1} MB/s  ({:.1} ms)", rate(i), i.as_secs_f64() * 1e3);
+    println!("(v)    serde_json, Value:                {:7.1} MB/s  ({:.1} ms)", rate(v), v.as_secs_f64() * 1e3);
+    println!("ratio (m)/(s) = {:.2}, (m)/(v) = {:.2}", rate(m) / rate(i), rate(m) / rate(v));
 }

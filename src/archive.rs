@@ -130,6 +130,7 @@ impl<R: BufRead> ErrorType for Payload<R> {
 }
 
 impl<R: BufRead> BufRead for Payload<R> {
+    #[inline]
     fn fill_buf(&mut self) -> Result<&[u8], R::Error> {
         if self.remaining == 0 {
             return Ok(&[]);
@@ -591,6 +592,7 @@ impl<R: BufRead, I: Inflate> ErrorType for Container<R, I> {
 }
 
 impl<R: BufRead, I: Inflate> BufRead for Container<R, I> {
+    #[inline]
     fn fill_buf(&mut self) -> Result<&[u8], StreamError> {
         self.decoder.fill_buf()
     }

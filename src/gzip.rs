@@ -540,12 +540,10 @@ const STALLED: i8 = 1;
 /// `Failed`, as for data another inflater refuses.
 const FAILED: i8 = -1;
 
-impl<S: BufRead, I: Inflate> ErrorType for Decoder<S, I> {
-    type Error = StreamError;
-}
-
-impl<S: BufRead, I: Inflate> BufRead for Decoder<S, I> {
-    fn fill_buf(&mut self) -> Result<&[u8], StreamError> {
+impl<S: BufRead, I: Inflate> Decoder<S, I> {
+    /// [`BufRead::fill_buf`] once the window is all read, or for a raw tar.
+    #[inline(never)]
+    fn fill_slow(&mut self) -> Result<&[u8], StreamError> {
         if let State::Raw { pushback } = self.state {
             if pushback {
                 return Ok(self.window.get(..1).unwrap_or(&[]));
@@ -557,6 +555,22 @@ impl<S: BufRead, I: Inflate> BufRead for Decoder<S, I> {
             self.inflate_more()?;
         }
         Ok(self.window.get(self.read_pos..self.write_pos).unwrap_or(&[]))
+    }
+}
+
+impl<S: BufRead, I: Inflate> ErrorType for Decoder<S, I> {
+    type Error = StreamError;
+}
+
+impl<S: BufRead, I: Inflate> BufRead for Decoder<S, I> {
+    /// Inline when the window holds bytes not read yet (each token of a manifest asks for
+    /// them again); inflating more, and the raw tar, are out of line.
+    #[inline]
+    fn fill_buf(&mut self) -> Result<&[u8], StreamError> {
+        if self.read_pos < self.write_pos && !matches!(self.state, State::Raw { .. }) {
+            return Ok(self.window.get(self.read_pos..self.write_pos).unwrap_or(&[]));
+        }
+        self.fill_slow()
     }
 
     fn consume(&mut self, amt: usize) {

@@ -229,6 +229,7 @@ impl<S: BufRead<Error = StreamError>> ErrorType for Member<'_, S> {
 }
 
 impl<S: BufRead<Error = StreamError>> BufRead for Member<'_, S> {
+    #[inline]
     fn fill_buf(&mut self) -> Result<&[u8], Error> {
         if *self.remaining == 0 {
             return Ok(&[]);

@@ -124,6 +124,31 @@ enum NumState {
     ExpDigits,
 }
 
+/// A token's text being scanned, chunk by chunk: what the scan resumes from.
+#[derive(Debug, Clone, Copy)]
+enum Text {
+    /// A string or key (after its opening quote): the string state and where the current
+    /// `\u` escape started.
+    Str { key: bool, resume: (StrState, u64) },
+    /// A number: its state, and (once it ends) whether it is an integer.
+    Num { resume: NumState, integer: bool },
+    /// `true`, `false` or `null`: `matched` bytes of `word` so far.
+    Word { word: &'static [u8], matched: usize, expected: Expected },
+}
+
+impl Text {
+    /// The token, once its text is complete.
+    fn token(&self) -> Token {
+        match *self {
+            Text::Str { key: true, .. } => TokenKind::Key.into(),
+            Text::Str { key: false, .. } => TokenKind::Str.into(),
+            Text::Num { integer, .. } => Token { kind: TokenKind::Num, flag: integer },
+            Text::Word { word: b"null", .. } => TokenKind::Null.into(),
+            Text::Word { word, .. } => Token { kind: TokenKind::Bool, flag: word == b"true" },
+        }
+    }
+}
+
 /// A streaming, non-recursive JSON pull tokenizer (see the [module docs](super) for the
 /// protocol).
 ///
@@ -135,7 +160,7 @@ enum NumState {
 /// the [`BufRead`] to pull from, so one tokenizer can be reused across documents with
 /// [`Tokenizer::reset`].
 ///
-/// Size: 184 bytes on 64-bit hosts, whatever the scratch's length or the depth limit
+/// Size: 200 bytes on 64-bit hosts, whatever the scratch's length or the depth limit
 /// (the scratch is borrowed): the scratch reference, the 48-byte number buffer, a 32-byte
 /// container bit stack, offsets, lengths, the grammar state and the kept fault.
 ///
@@ -157,6 +182,16 @@ pub struct Tokenizer<'s> {
     pos: u64,
     /// Where the last token returned (or value skipped) started.
     token_start: u64,
+    /// Bytes at the front of the source's current chunk that are read but not consumed yet:
+    /// a step scans many tokens in one chunk and consumes them in one run when it ends (or
+    /// when it needs the next chunk); with `runs`, they stay held across calls until the chunk
+    /// is all read. Zero between calls otherwise.
+    held: usize,
+    /// The length of the source's chunk when it was last asked for: a call that finds `held`
+    /// below it resumes in the same chunk.
+    chunk_len: usize,
+    /// Whether read bytes stay held across calls ([`Tokenizer::consume_in_runs`]).
+    runs: bool,
     fault: Option<Fault>,
 }
 
@@ -193,6 +228,9 @@ impl<'s> Tokenizer<'s> {
             state: State::Start,
             pos: 0,
             token_start: 0,
+            held: 0,
+            chunk_len: 0,
+            runs: false,
             fault: None,
         }
     }
@@ -215,6 +253,8 @@ impl<'s> Tokenizer<'s> {
         self.state = State::Start;
         self.pos = 0;
         self.token_start = 0;
+        self.held = 0;
+        self.chunk_len = 0;
         self.fault = None;
     }
 
@@ -242,19 +282,16 @@ impl<'s> Tokenizer<'s> {
 
     /// Reads the next token.
     pub fn next<R: BufRead>(&mut self, src: &mut R) -> Result<Event<'_>, Fault> {
-        let token = self.track(|t| {
-            let next = t.prepare(src)?;
-            t.read(src, next, true)
-        })?;
-        self.event(token)
+        let token = self.track(src, |t, src| t.step(src, false, |_, _| Ok(true)))?;
+        self.event(token.1.unwrap_or(TokenKind::End.into()))
     }
 
     /// The kind of the next token, consuming only the whitespace and separators before it.
     ///
     /// A byte that cannot start a token here is a fault, as [`Tokenizer::next`] would report it.
     pub fn peek_kind<R: BufRead>(&mut self, src: &mut R) -> Result<TokenKind, Fault> {
-        self.track(|t| {
-            let next = t.prepare(src)?;
+        self.track(src, |t, src| {
+            let (next, _) = t.step(src, false, |_, _| Ok(false))?;
             Ok(t.kind_of(next))
         })
     }
@@ -272,7 +309,10 @@ impl<'s> Tokenizer<'s> {
     /// Nesting is tracked by the depth counter and the container bit stack, never by
     /// recursion: a value nested deeper than the depth limit is [`JsonError::DepthLimit`].
     pub fn skip_value<R: BufRead>(&mut self, src: &mut R) -> Result<bool, Fault> {
-        self.track(|t| t.skip(src))
+        self.track(src, |t, src| {
+            let (_, skipped) = t.step(src, true, |_, next| Ok(!matches!(next, Next::Close | Next::End)))?;
+            Ok(skipped.is_some())
+        })
     }
 
     /// Inside an object: the next key, or `None` after consuming the object's `}`.
@@ -281,13 +321,13 @@ impl<'s> Tokenizer<'s> {
     /// each member's value has been read or skipped. Anywhere else it is
     /// [`JsonError::UnexpectedToken`] (expected [`Expected::KeyOrEndObject`]).
     pub fn next_key<R: BufRead>(&mut self, src: &mut R) -> Result<Option<&str>, Fault> {
-        let found = self.track(|t| {
-            let next = t.prepare(src)?;
-            match next {
-                Next::Key => t.read(src, next, true).map(|_| true),
-                Next::Close if t.top_is_object() => t.read(src, next, true).map(|_| false),
+        let found = self.track(src, |t, src| {
+            let (next, _) = t.step(src, false, |t, next| match next {
+                Next::Key => Ok(true),
+                Next::Close if t.top_is_object() => Ok(true),
                 other => Err(t.fail_token(other, Expected::KeyOrEndObject)),
-            }
+            })?;
+            Ok(matches!(next, Next::Key))
         })?;
         if found {
             self.scratch_str().map(Some)
@@ -304,13 +344,13 @@ impl<'s> Tokenizer<'s> {
     /// element. Anywhere else it is [`JsonError::UnexpectedToken`] (expected
     /// [`Expected::ValueOrEndArray`]).
     pub fn next_element<R: BufRead>(&mut self, src: &mut R) -> Result<bool, Fault> {
-        self.track(|t| {
-            let next = t.prepare(src)?;
-            match next {
-                Next::Value(_) if matches!(t.state, State::ArrayFirst | State::ArrayNext) => Ok(true),
-                Next::Close if !t.top_is_object() => t.read(src, next, true).map(|_| false),
+        self.track(src, |t, src| {
+            let (next, _) = t.step(src, false, |t, next| match next {
+                Next::Value(_) if matches!(t.state, State::ArrayFirst | State::ArrayNext) => Ok(false),
+                Next::Close if !t.top_is_object() => Ok(true),
                 other => Err(t.fail_token(other, Expected::ValueOrEndArray)),
-            }
+            })?;
+            Ok(matches!(next, Next::Value(_)))
         })
     }
 
@@ -329,14 +369,8 @@ impl<'s> Tokenizer<'s> {
     /// Reads a string value. Any other token is [`JsonError::UnexpectedToken`] (expected
     /// [`JsonType::String`]) at the token's offset, before anything of it is consumed.
     pub fn read_str<R: BufRead>(&mut self, src: &mut R) -> Result<&str, Fault> {
-        let at = self.expect_kind(src, TokenKind::Str, Expected::Type(JsonType::String))?;
-        match self.next(src)? {
-            Event::Str(text) => Ok(text),
-            other => Err(Fault::json(
-                at,
-                JsonError::UnexpectedToken { found: other.kind(), expected: Expected::Type(JsonType::String) },
-            )),
-        }
+        self.read_kind(src, TokenKind::Str, Expected::Type(JsonType::String))?;
+        self.scratch_str()
     }
 
     /// Reads a number as a `u64` (see [`Number::as_u64`]). Another token is
@@ -361,14 +395,8 @@ impl<'s> Tokenizer<'s> {
     /// Reads `true` or `false`. Any other token is [`JsonError::UnexpectedToken`] (expected
     /// [`JsonType::Bool`]) at the token's offset.
     pub fn read_bool<R: BufRead>(&mut self, src: &mut R) -> Result<bool, Fault> {
-        let at = self.expect_kind(src, TokenKind::Bool, Expected::Type(JsonType::Bool))?;
-        let read = match self.next(src)? {
-            Event::Bool(value) => Ok(value),
-            other => Err(other.kind()),
-        };
-        read.map_err(|found| {
-            self.spend(Fault::json(at, JsonError::UnexpectedToken { found, expected: Expected::Type(JsonType::Bool) }))
-        })
+        let (_, token) = self.read_kind(src, TokenKind::Bool, Expected::Type(JsonType::Bool))?;
+        Ok(token.flag)
     }
 
     fn read_number_as<R: BufRead, T>(
@@ -377,22 +405,31 @@ impl<'s> Tokenizer<'s> {
         expected: Expected,
         convert: impl FnOnce(Number<'_>) -> Result<T, JsonError>,
     ) -> Result<T, Fault> {
-        let at = self.expect_kind(src, TokenKind::Num, expected)?;
-        let converted = match self.next(src)? {
-            Event::Num(number) => convert(number),
-            other => Err(JsonError::UnexpectedToken { found: other.kind(), expected }),
-        };
+        let (at, token) = self.read_kind(src, TokenKind::Num, expected)?;
+        let converted = convert(Number::new(self.number_str()?, token.flag));
         converted.map_err(|error| self.spend(Fault::json(at, error)))
     }
 
-    /// Checks the next token's kind without consuming it; returns where it starts.
-    fn expect_kind<R: BufRead>(&mut self, src: &mut R, kind: TokenKind, expected: Expected) -> Result<u64, Fault> {
-        let found = self.peek_kind(src)?;
-        if found == kind {
-            Ok(self.pos)
-        } else {
-            Err(self.spend(Fault::json(self.pos, JsonError::UnexpectedToken { found, expected })))
-        }
+    /// Reads the next token, which must be of `kind`: another is refused at its offset before
+    /// anything of it is consumed (as [`Tokenizer::peek_kind`] then [`Tokenizer::next`] would,
+    /// in one step). Returns where the token starts.
+    fn read_kind<R: BufRead>(
+        &mut self,
+        src: &mut R,
+        kind: TokenKind,
+        expected: Expected,
+    ) -> Result<(u64, Token), Fault> {
+        self.track(src, |t, src| {
+            let (_, token) = t.step(src, false, |t, next| {
+                let found = t.kind_of(next);
+                if found == kind {
+                    Ok(true)
+                } else {
+                    Err(t.fail_json(t.pos, JsonError::UnexpectedToken { found, expected }))
+                }
+            })?;
+            Ok((t.token_start, token.unwrap_or(kind.into())))
+        })
     }
 
     /// Records a fault found outside a tracked step and returns it.
@@ -402,18 +439,67 @@ impl<'s> Tokenizer<'s> {
     }
 
     fn begin<R: BufRead>(&mut self, src: &mut R, open: u8, expected: Expected) -> Result<(), Fault> {
-        self.track(|t| match t.prepare(src)? {
-            next @ Next::Value(b) if b == open => t.read(src, next, true).map(|_| ()),
-            other => Err(t.fail_token(other, expected)),
+        self.track(src, |t, src| {
+            t.step(src, false, |t, next| match next {
+                Next::Value(b) if b == open => Ok(true),
+                other => Err(t.fail_token(other, expected)),
+            })
+            .map(drop)
         })
     }
 
     /// Runs one step; a fault spends the tokenizer (and a spent tokenizer only repeats it).
-    fn track<T>(&mut self, step: impl FnOnce(&mut Self) -> Result<T, Stop>) -> Result<T, Fault> {
+    ///
+    /// The bytes the step read are consumed from `src` in one run at its end, whatever its
+    /// outcome (as many as the step read, so a fault leaves the source where it was found).
+    fn track<R: BufRead, T>(
+        &mut self,
+        src: &mut R,
+        step: impl FnOnce(&mut Self, &mut R) -> Result<T, Stop>,
+    ) -> Result<T, Fault> {
         if let Some(fault) = self.fault {
             return Err(fault);
         }
-        step(self).map_err(|Stop| self.recorded())
+        let outcome = step(self, src);
+        if !self.runs || outcome.is_err() {
+            self.release(src);
+        }
+        outcome.map_err(|Stop| self.recorded())
+    }
+
+    /// Consumes from `src` the bytes read but still held (see
+    /// [`Tokenizer::consume_in_runs`]); nothing is held otherwise.
+    #[inline]
+    pub fn release<R: BufRead>(&mut self, src: &mut R) {
+        if self.held != 0 {
+            src.consume(self.held);
+            self.held = 0;
+        }
+        self.chunk_len = 0;
+    }
+
+    /// With `on`, the bytes a call reads stay held in the source's chunk after it returns,
+    /// and are consumed in one run when a later call has read the whole chunk, at the end of
+    /// the document ([`Event::End`]), on a fault, or by [`Tokenizer::release`]: a document
+    /// costs a `consume` per chunk rather than one per token. The caller then passes the
+    /// same source to every call and releases it before reading it otherwise (or abandoning
+    /// the document). Off by default: each call consumes what it read before it returns.
+    pub fn consume_in_runs(&mut self, on: bool) {
+        self.runs = on;
+    }
+
+    /// The unread part of the source's chunk for a step that starts: the rest of the chunk
+    /// a previous call left held, or else the next chunk.
+    #[inline]
+    fn resume<'r, R: BufRead>(&mut self, src: &'r mut R) -> Result<&'r [u8], Stop> {
+        if self.held != 0 && self.held < self.chunk_len {
+            let held = self.held;
+            return match src.fill_buf() {
+                Ok(chunk) => Ok(chunk.get(held..).unwrap_or(&[])),
+                Err(e) => Err(self.fail(Fault { offset: self.pos, kind: ErrorKind::Io(e.kind()) })),
+            };
+        }
+        self.fill(src)
     }
 
     /// The fault a step recorded before returning [`Stop`].
@@ -441,10 +527,20 @@ impl<'s> Tokenizer<'s> {
         self.fail(fault)
     }
 
-    /// `fill_buf`, with a source failure recorded as a fault at the current offset.
+    /// The next chunk of the source, once every byte of the one a step scans is read (the
+    /// read bytes are consumed first, in one run). Empty at the end of input. A source failure
+    /// is recorded as a fault at the current offset.
+    ///
+    /// A step asks for a chunk only when it starts (nothing held) and when the one it scans is
+    /// all read: tokens in the middle of a chunk cost no call to the source.
+    #[inline]
     fn fill<'r, R: BufRead>(&mut self, src: &'r mut R) -> Result<&'r [u8], Stop> {
+        self.release(src);
         match src.fill_buf() {
-            Ok(chunk) => Ok(chunk),
+            Ok(chunk) => {
+                self.chunk_len = chunk.len();
+                Ok(chunk)
+            }
             Err(e) => Err(self.fail(Fault { offset: self.pos, kind: ErrorKind::Io(e.kind()) })),
         }
     }
@@ -494,157 +590,217 @@ impl<'s> Tokenizer<'s> {
         core::str::from_utf8(bytes).map_err(|_| Fault::json(self.token_start, JsonError::InvalidNumber))
     }
 
-    fn skip<R: BufRead>(&mut self, src: &mut R) -> Result<bool, Stop> {
-        let mut next = self.prepare(src)?;
-        if matches!(next, Next::Close | Next::End) {
-            return Ok(false);
+    /// One step over the source: consumes whitespace and separators, shows the token that
+    /// comes next to `decide`, and reads it when `decide` says so (with `skip`, the whole
+    /// value it starts, storing no text). Returns that token's [`Next`] and, when read, the
+    /// token (with `skip`, the last one of the value).
+    ///
+    /// The step scans its tokens in the chunk the source shows, many per chunk: another chunk
+    /// is asked for only when a token or the whitespace before it runs past the end of this
+    /// one, and what was read is consumed in one run ([`Tokenizer::track`]).
+    fn step<R: BufRead>(
+        &mut self,
+        src: &mut R,
+        skip: bool,
+        decide: impl FnOnce(&mut Self, Next) -> Result<bool, Stop>,
+    ) -> Result<(Next, Option<Token>), Stop> {
+        let mut chunk = self.resume(src)?;
+        let mut next = loop {
+            match self.prepare_in(chunk)? {
+                Some((next, at)) => {
+                    chunk = chunk.get(at..).unwrap_or(&[]);
+                    break next;
+                }
+                None => chunk = self.fill(src)?,
+            }
+        };
+        let first = next;
+        if !decide(self, next)? {
+            return Ok((first, None));
         }
         let skipped_from = self.pos;
         let base = self.depth;
         loop {
-            let token = self.read(src, next, false)?;
-            let value_done = self.depth == base && self.state == State::AfterValue;
-            if value_done || token.kind == TokenKind::End {
-                break;
+            self.token_start = self.pos;
+            let mut text = match next {
+                Next::End => {
+                    // Nothing follows the document: what it held is consumed.
+                    self.release(src);
+                    return Ok((first, Some(TokenKind::End.into())));
+                }
+                Next::Close => {
+                    let object = self.top_is_object();
+                    self.advance(1);
+                    chunk = chunk.get(1..).unwrap_or(&[]);
+                    self.depth = self.depth.saturating_sub(1);
+                    self.state = State::AfterValue;
+                    Ok(if object { TokenKind::EndObject } else { TokenKind::EndArray }.into())
+                }
+                Next::Value(open @ (b'{' | b'[')) => {
+                    let object = open == b'{';
+                    self.push(object)?;
+                    self.advance(1);
+                    chunk = chunk.get(1..).unwrap_or(&[]);
+                    self.state = if object { State::ObjectFirst } else { State::ArrayFirst };
+                    Ok(if object { TokenKind::BeginObject } else { TokenKind::BeginArray }.into())
+                }
+                Next::Key | Next::Value(b'"') => {
+                    // The opening quote.
+                    self.advance(1);
+                    chunk = chunk.get(1..).unwrap_or(&[]);
+                    self.scratch_len = 0;
+                    Err(Text::Str { key: matches!(next, Next::Key), resume: (StrState::Plain, self.pos) })
+                }
+                Next::Value(b't') => Err(Text::Word { word: b"true", matched: 0, expected: Expected::True }),
+                Next::Value(b'f') => Err(Text::Word { word: b"false", matched: 0, expected: Expected::False }),
+                Next::Value(b'n') => Err(Text::Word { word: b"null", matched: 0, expected: Expected::Null }),
+                Next::Value(_) => {
+                    self.number_len = 0;
+                    Err(Text::Num { resume: NumState::Start, integer: false })
+                }
+            };
+            let token = loop {
+                let Err(pending) = &mut text else { break text.unwrap_or(TokenKind::End.into()) };
+                if chunk.is_empty() {
+                    chunk = self.fill(src)?;
+                }
+                match self.text_in(pending, chunk, !skip)? {
+                    Some(used) => {
+                        chunk = chunk.get(used..).unwrap_or(&[]);
+                        text = Ok(pending.token());
+                    }
+                    None => chunk = &[],
+                }
+            };
+            self.state = match token.kind {
+                TokenKind::Key => State::AfterKey,
+                TokenKind::BeginObject | TokenKind::BeginArray => self.state,
+                _ => State::AfterValue,
+            };
+            if !skip {
+                return Ok((first, Some(token)));
             }
-            next = self.prepare(src)?;
+            if self.depth == base && self.state == State::AfterValue {
+                self.token_start = skipped_from;
+                return Ok((first, Some(token)));
+            }
+            if chunk.is_empty() {
+                chunk = self.fill(src)?;
+            }
+            next = loop {
+                match self.prepare_in(chunk)? {
+                    Some((next, at)) => {
+                        chunk = chunk.get(at..).unwrap_or(&[]);
+                        break next;
+                    }
+                    None => chunk = self.fill(src)?,
+                }
+            };
         }
-        self.token_start = skipped_from;
-        Ok(true)
     }
 
-    /// Consumes whitespace and separators and says what comes next, checking that its first
-    /// byte is allowed here. The state is left at the position of that token.
-    fn prepare<R: BufRead>(&mut self, src: &mut R) -> Result<Next, Stop> {
+    /// Scans the text of a string, key, number or literal in `chunk`: the bytes that complete
+    /// it, or `None` when it goes on past the chunk (all of it read).
+    fn text_in(&mut self, text: &mut Text, chunk: &[u8], store: bool) -> Result<Option<usize>, Stop> {
+        match text {
+            Text::Str { resume, .. } => self.string_in(chunk, resume, store),
+            Text::Num { resume, integer } => Ok(self.number_in(chunk, resume, store)?.map(|(used, int)| {
+                *integer = int;
+                used
+            })),
+            Text::Word { word, matched, expected } => self.literal_in(chunk, word, matched, *expected),
+        }
+    }
+
+    /// Consumes the whitespace and separators at the front of `chunk` and says what comes
+    /// next and where in `chunk` it starts, checking that its first byte is allowed here; the
+    /// state is left at the position of that token. `None` when the whitespace runs to the end
+    /// of `chunk` (all of it read). An empty chunk is the end of input.
+    fn prepare_in(&mut self, chunk: &[u8]) -> Result<Option<(Next, usize)>, Stop> {
+        let end = chunk.is_empty();
+        let mut i = 0usize;
         loop {
-            let byte = self.skip_whitespace(src)?;
+            let skipped = whitespace_len(chunk.get(i..).unwrap_or(&[]));
+            self.advance(skipped);
+            i = i.saturating_add(skipped);
+            let byte = chunk.get(i).copied();
+            if byte.is_none() && !end {
+                return Ok(None);
+            }
             let at = self.pos;
             let unexpected = |expected| match byte {
                 Some(found) => Fault::json(at, JsonError::UnexpectedByte { found, expected }),
                 None => Fault::json(at, JsonError::UnexpectedEnd),
             };
-            match self.state {
-                State::Start | State::MemberValue | State::ArrayNext => {
-                    return match byte {
-                        Some(b) if starts_value(b) => Ok(Next::Value(b)),
-                        Some(b']') if self.state == State::ArrayNext => {
-                            Err(self.fail_json(at, JsonError::TrailingComma))
-                        }
-                        _ => Err(self.fail(unexpected(Expected::Value))),
-                    };
-                }
-                State::ArrayFirst => {
-                    return match byte {
-                        Some(b']') => Ok(Next::Close),
-                        Some(b) if starts_value(b) => Ok(Next::Value(b)),
-                        _ => Err(self.fail(unexpected(Expected::ValueOrEndArray))),
-                    };
-                }
-                State::ObjectFirst => {
-                    return match byte {
-                        Some(b'"') => Ok(Next::Key),
-                        Some(b'}') => Ok(Next::Close),
-                        _ => Err(self.fail(unexpected(Expected::KeyOrEndObject))),
-                    };
-                }
-                State::ObjectNext => {
-                    return match byte {
-                        Some(b'"') => Ok(Next::Key),
-                        Some(b'}') => Err(self.fail_json(at, JsonError::TrailingComma)),
-                        _ => Err(self.fail(unexpected(Expected::Key))),
-                    };
-                }
+            let next = match self.state {
+                State::Start | State::MemberValue | State::ArrayNext => match byte {
+                    Some(b) if starts_value(b) => Next::Value(b),
+                    Some(b']') if self.state == State::ArrayNext => {
+                        return Err(self.fail_json(at, JsonError::TrailingComma))
+                    }
+                    _ => return Err(self.fail(unexpected(Expected::Value))),
+                },
+                State::ArrayFirst => match byte {
+                    Some(b']') => Next::Close,
+                    Some(b) if starts_value(b) => Next::Value(b),
+                    _ => return Err(self.fail(unexpected(Expected::ValueOrEndArray))),
+                },
+                State::ObjectFirst => match byte {
+                    Some(b'"') => Next::Key,
+                    Some(b'}') => Next::Close,
+                    _ => return Err(self.fail(unexpected(Expected::KeyOrEndObject))),
+                },
+                State::ObjectNext => match byte {
+                    Some(b'"') => Next::Key,
+                    Some(b'}') => return Err(self.fail_json(at, JsonError::TrailingComma)),
+                    _ => return Err(self.fail(unexpected(Expected::Key))),
+                },
                 State::AfterKey => match byte {
                     Some(b':') => {
-                        self.advance(src, 1);
+                        self.advance(1);
+                        i = i.saturating_add(1);
                         self.state = State::MemberValue;
+                        continue;
                     }
                     _ => return Err(self.fail(unexpected(Expected::Colon))),
                 },
-                State::AfterValue if self.depth == 0 => self.state = State::Done,
+                State::AfterValue if self.depth == 0 => {
+                    self.state = State::Done;
+                    continue;
+                }
                 State::AfterValue => {
                     let object = self.top_is_object();
                     match (byte, object) {
                         (Some(b','), true) => {
-                            self.advance(src, 1);
+                            self.advance(1);
+                            i = i.saturating_add(1);
                             self.state = State::ObjectNext;
+                            continue;
                         }
                         (Some(b','), false) => {
-                            self.advance(src, 1);
+                            self.advance(1);
+                            i = i.saturating_add(1);
                             self.state = State::ArrayNext;
+                            continue;
                         }
-                        (Some(b'}'), true) | (Some(b']'), false) => return Ok(Next::Close),
+                        (Some(b'}'), true) | (Some(b']'), false) => Next::Close,
                         (_, true) => return Err(self.fail(unexpected(Expected::CommaOrEndObject))),
                         (_, false) => return Err(self.fail(unexpected(Expected::CommaOrEndArray))),
                     }
                 }
-                State::Done => {
-                    return match byte {
-                        None => Ok(Next::End),
-                        Some(_) => Err(self.fail_json(at, JsonError::TrailingData)),
-                    };
-                }
-            }
+                State::Done => match byte {
+                    None => Next::End,
+                    Some(_) => return Err(self.fail_json(at, JsonError::TrailingData)),
+                },
+            };
+            return Ok(Some((next, i)));
         }
     }
 
-    /// Reads the token `prepare` announced. With `store` false, string and number text is
-    /// validated but not kept.
-    fn read<R: BufRead>(&mut self, src: &mut R, next: Next, store: bool) -> Result<Token, Stop> {
-        self.token_start = self.pos;
-        let token = match next {
-            Next::End => return Ok(TokenKind::End.into()),
-            Next::Close => {
-                let object = self.top_is_object();
-                self.advance(src, 1);
-                self.depth = self.depth.saturating_sub(1);
-                if object {
-                    TokenKind::EndObject.into()
-                } else {
-                    TokenKind::EndArray.into()
-                }
-            }
-            Next::Key => {
-                self.read_string(src, store)?;
-                self.state = State::AfterKey;
-                return Ok(TokenKind::Key.into());
-            }
-            Next::Value(b'{') => {
-                self.push(true)?;
-                self.advance(src, 1);
-                self.state = State::ObjectFirst;
-                return Ok(TokenKind::BeginObject.into());
-            }
-            Next::Value(b'[') => {
-                self.push(false)?;
-                self.advance(src, 1);
-                self.state = State::ArrayFirst;
-                return Ok(TokenKind::BeginArray.into());
-            }
-            Next::Value(b'"') => {
-                self.read_string(src, store)?;
-                TokenKind::Str.into()
-            }
-            Next::Value(b't') => {
-                self.read_literal(src, b"true", Expected::True)?;
-                Token { kind: TokenKind::Bool, flag: true }
-            }
-            Next::Value(b'f') => {
-                self.read_literal(src, b"false", Expected::False)?;
-                Token { kind: TokenKind::Bool, flag: false }
-            }
-            Next::Value(b'n') => {
-                self.read_literal(src, b"null", Expected::Null)?;
-                TokenKind::Null.into()
-            }
-            Next::Value(_) => Token { kind: TokenKind::Num, flag: self.read_number(src, store)? },
-        };
-        self.state = State::AfterValue;
-        Ok(token)
-    }
-
-    fn advance<R: BufRead>(&mut self, src: &mut R, amount: usize) {
-        src.consume(amount);
+    /// Marks `amount` more bytes of the chunk [`Tokenizer::fill`] showed as read (consumed
+    /// from the source when the step ends or needs the next chunk).
+    fn advance(&mut self, amount: usize) {
+        self.held = self.held.saturating_add(amount);
         self.pos = self.pos.saturating_add(amount as u64);
     }
 
@@ -673,168 +829,149 @@ impl<'s> Tokenizer<'s> {
         Ok(())
     }
 
-    /// The next non-whitespace byte (not consumed), or `None` at the end of input.
-    fn skip_whitespace<R: BufRead>(&mut self, src: &mut R) -> Result<Option<u8>, Stop> {
-        loop {
-            let chunk = self.fill(src)?;
-            if chunk.is_empty() {
-                return Ok(None);
-            }
-            let skipped = whitespace_len(chunk);
-            let found = chunk.get(skipped).copied();
-            self.advance(src, skipped);
-            if found.is_some() {
-                return Ok(found);
-            }
-        }
-    }
-
     /// Reads a string from its opening quote to its closing quote, checking UTF-8, control
     /// characters and escapes; with `store`, the unescaped text goes to the scratch buffer.
-    fn read_string<R: BufRead>(&mut self, src: &mut R, store: bool) -> Result<(), Stop> {
-        self.advance(src, 1);
-        self.scratch_len = 0;
-        let mut state = StrState::Plain;
-        // Where the current `\u` escape (the high half of a pair) started.
-        let mut escape_at = self.pos;
-        loop {
-            let chunk = self.fill(src)?;
-            if chunk.is_empty() {
-                return Err(self.fail_json(self.pos, JsonError::UnexpectedEnd));
-            }
-            let base = self.pos;
-            let at = |i: usize| base.saturating_add(i as u64);
-            let mut i = 0;
-            // Start of the raw bytes not yet stored: plain text is copied in runs.
-            let mut run = 0;
-            let mut closed = false;
-            while let Some(&b) = chunk.get(i) {
-                match state {
-                    StrState::Plain => {
-                        if (0x20..0x80).contains(&b) && b != b'"' && b != b'\\' {
-                            let next = i.saturating_add(1);
-                            i = next.saturating_add(plain_len(chunk.get(next..).unwrap_or(&[])));
-                            continue;
-                        }
-                        match b {
-                            b'"' => {
-                                self.store_text(store, chunk.get(run..i))?;
-                                i = i.saturating_add(1);
-                                run = i;
-                                closed = true;
-                                break;
-                            }
-                            b'\\' => {
-                                self.store_text(store, chunk.get(run..i))?;
-                                escape_at = at(i);
-                                state = StrState::Escape;
-                                i = i.saturating_add(1);
-                                run = i;
-                            }
-                            0..=0x1F => {
-                                let pending = chunk.get(run..i);
-                                return Err(self.fail_string(store, pending, at(i), JsonError::ControlCharInString));
-                            }
-                            _ => {
-                                state = match utf8_lead(b) {
-                                    Some(state) => state,
-                                    None => {
-                                        let pending = chunk.get(run..i);
-                                        return Err(self.fail_string(store, pending, at(i), JsonError::InvalidUtf8));
-                                    }
-                                };
-                                i = i.saturating_add(1);
-                            }
-                        }
+    /// Scans string text in `chunk` (after the opening quote, or resuming where the last
+    /// chunk ended, as `resume` says: the state and where the current `\u` escape started),
+    /// checking UTF-8, control characters and escapes; with `store`, the unescaped text goes to
+    /// the scratch buffer. Returns the bytes up to and with the closing quote, or `None` when
+    /// the string goes on past the chunk (all of it read). An empty chunk is the end of input.
+    fn string_in(&mut self, chunk: &[u8], resume: &mut (StrState, u64), store: bool) -> Result<Option<usize>, Stop> {
+        if chunk.is_empty() {
+            return Err(self.fail_json(self.pos, JsonError::UnexpectedEnd));
+        }
+        let (mut state, mut escape_at) = *resume;
+        let base = self.pos;
+        let at = |i: usize| base.saturating_add(i as u64);
+        let mut i = 0;
+        // Start of the raw bytes not yet stored: plain text is copied in runs.
+        let mut run = 0;
+        let mut closed = false;
+        while let Some(&b) = chunk.get(i) {
+            match state {
+                StrState::Plain => {
+                    if (0x20..0x80).contains(&b) && b != b'"' && b != b'\\' {
+                        let next = i.saturating_add(1);
+                        i = next.saturating_add(plain_len(chunk.get(next..).unwrap_or(&[])));
+                        continue;
                     }
-                    StrState::Utf8 { remaining, low, high } => {
-                        if !(low..=high).contains(&b) {
+                    match b {
+                        b'"' => {
+                            self.store_text(store, chunk.get(run..i))?;
+                            i = i.saturating_add(1);
+                            run = i;
+                            closed = true;
+                            break;
+                        }
+                        b'\\' => {
+                            self.store_text(store, chunk.get(run..i))?;
+                            escape_at = at(i);
+                            state = StrState::Escape;
+                            i = i.saturating_add(1);
+                            run = i;
+                        }
+                        0..=0x1F => {
                             let pending = chunk.get(run..i);
-                            return Err(self.fail_string(store, pending, at(i), JsonError::InvalidUtf8));
+                            return Err(self.fail_string(store, pending, at(i), JsonError::ControlCharInString));
                         }
-                        state = match remaining {
-                            1 => StrState::Plain,
-                            _ => StrState::Utf8 { remaining: remaining.saturating_sub(1), low: 0x80, high: 0xBF },
-                        };
-                        i = i.saturating_add(1);
-                    }
-                    StrState::Escape => {
-                        let decoded = match b {
-                            b'"' | b'\\' | b'/' => b,
-                            b'b' => 0x08,
-                            b'f' => 0x0C,
-                            b'n' => b'\n',
-                            b'r' => b'\r',
-                            b't' => b'\t',
-                            b'u' => {
-                                state = StrState::Hex { digits: 0, value: 0, high: None };
-                                i = i.saturating_add(1);
-                                run = i;
-                                continue;
-                            }
-                            _ => return Err(self.fail_json(at(i), JsonError::InvalidEscape)),
-                        };
-                        self.store_text(store, Some(&[decoded]))?;
-                        state = StrState::Plain;
-                        i = i.saturating_add(1);
-                        run = i;
-                    }
-                    StrState::Hex { digits, value, high } => {
-                        let Some(digit) = hex_value(b) else {
-                            return Err(self.fail_json(at(i), JsonError::InvalidEscape));
-                        };
-                        let value = value << 4 | digit;
-                        i = i.saturating_add(1);
-                        run = i;
-                        if digits < 3 {
-                            state = StrState::Hex { digits: digits.saturating_add(1), value, high };
-                            continue;
+                        _ => {
+                            state = match utf8_lead(b) {
+                                Some(state) => state,
+                                None => {
+                                    let pending = chunk.get(run..i);
+                                    return Err(self.fail_string(store, pending, at(i), JsonError::InvalidUtf8));
+                                }
+                            };
+                            i = i.saturating_add(1);
                         }
-                        let code_point = match (high, value) {
-                            (None, 0xD800..=0xDBFF) => {
-                                state = StrState::LowBackslash { high: value };
-                                continue;
-                            }
-                            (None, 0xDC00..=0xDFFF) | (Some(_), 0..=0xDBFF | 0xE000..) => {
-                                return Err(self.fail_json(escape_at, JsonError::LoneSurrogate));
-                            }
-                            (None, value) => value,
-                            // Both halves are in their ranges (the arms above): at most 0x10FFFF.
-                            (Some(high), low) => {
-                                let pair = (high.saturating_sub(0xD800) << 10) | low.saturating_sub(0xDC00);
-                                pair.saturating_add(0x10000)
-                            }
-                        };
-                        let Some(c) = char::from_u32(code_point) else {
-                            return Err(self.fail_json(escape_at, JsonError::LoneSurrogate));
-                        };
-                        self.store_text(store, Some(c.encode_utf8(&mut [0; 4]).as_bytes()))?;
-                        state = StrState::Plain;
-                    }
-                    StrState::LowBackslash { high } => {
-                        if b != b'\\' {
-                            return Err(self.fail_json(escape_at, JsonError::LoneSurrogate));
-                        }
-                        state = StrState::LowU { high };
-                        i = i.saturating_add(1);
-                        run = i;
-                    }
-                    StrState::LowU { high } => {
-                        if b != b'u' {
-                            return Err(self.fail_json(escape_at, JsonError::LoneSurrogate));
-                        }
-                        state = StrState::Hex { digits: 0, value: 0, high: Some(high) };
-                        i = i.saturating_add(1);
-                        run = i;
                     }
                 }
-            }
-            self.store_text(store, chunk.get(run..i))?;
-            self.advance(src, i);
-            if closed {
-                return Ok(());
+                StrState::Utf8 { remaining, low, high } => {
+                    if !(low..=high).contains(&b) {
+                        let pending = chunk.get(run..i);
+                        return Err(self.fail_string(store, pending, at(i), JsonError::InvalidUtf8));
+                    }
+                    state = match remaining {
+                        1 => StrState::Plain,
+                        _ => StrState::Utf8 { remaining: remaining.saturating_sub(1), low: 0x80, high: 0xBF },
+                    };
+                    i = i.saturating_add(1);
+                }
+                StrState::Escape => {
+                    let decoded = match b {
+                        b'"' | b'\\' | b'/' => b,
+                        b'b' => 0x08,
+                        b'f' => 0x0C,
+                        b'n' => b'\n',
+                        b'r' => b'\r',
+                        b't' => b'\t',
+                        b'u' => {
+                            state = StrState::Hex { digits: 0, value: 0, high: None };
+                            i = i.saturating_add(1);
+                            run = i;
+                            continue;
+                        }
+                        _ => return Err(self.fail_json(at(i), JsonError::InvalidEscape)),
+                    };
+                    self.store_text(store, Some(&[decoded]))?;
+                    state = StrState::Plain;
+                    i = i.saturating_add(1);
+                    run = i;
+                }
+                StrState::Hex { digits, value, high } => {
+                    let Some(digit) = hex_value(b) else {
+                        return Err(self.fail_json(at(i), JsonError::InvalidEscape));
+                    };
+                    let value = value << 4 | digit;
+                    i = i.saturating_add(1);
+                    run = i;
+                    if digits < 3 {
+                        state = StrState::Hex { digits: digits.saturating_add(1), value, high };
+                        continue;
+                    }
+                    let code_point = match (high, value) {
+                        (None, 0xD800..=0xDBFF) => {
+                            state = StrState::LowBackslash { high: value };
+                            continue;
+                        }
+                        (None, 0xDC00..=0xDFFF) | (Some(_), 0..=0xDBFF | 0xE000..) => {
+                            return Err(self.fail_json(escape_at, JsonError::LoneSurrogate));
+                        }
+                        (None, value) => value,
+                        // Both halves are in their ranges (the arms above): at most 0x10FFFF.
+                        (Some(high), low) => {
+                            let pair = (high.saturating_sub(0xD800) << 10) | low.saturating_sub(0xDC00);
+                            pair.saturating_add(0x10000)
+                        }
+                    };
+                    let Some(c) = char::from_u32(code_point) else {
+                        return Err(self.fail_json(escape_at, JsonError::LoneSurrogate));
+                    };
+                    self.store_text(store, Some(c.encode_utf8(&mut [0; 4]).as_bytes()))?;
+                    state = StrState::Plain;
+                }
+                StrState::LowBackslash { high } => {
+                    if b != b'\\' {
+                        return Err(self.fail_json(escape_at, JsonError::LoneSurrogate));
+                    }
+                    state = StrState::LowU { high };
+                    i = i.saturating_add(1);
+                    run = i;
+                }
+                StrState::LowU { high } => {
+                    if b != b'u' {
+                        return Err(self.fail_json(escape_at, JsonError::LoneSurrogate));
+                    }
+                    state = StrState::Hex { digits: 0, value: 0, high: Some(high) };
+                    i = i.saturating_add(1);
+                    run = i;
+                }
             }
         }
+        self.store_text(store, chunk.get(run..i))?;
+        self.advance(i);
+        *resume = (state, escape_at);
+        Ok(closed.then_some(i))
     }
 
     fn store_text(&mut self, store: bool, bytes: Option<&[u8]>) -> Result<(), Stop> {
@@ -884,57 +1021,58 @@ impl<'s> Tokenizer<'s> {
         })
     }
 
-    /// Reads a number (its first byte is `-` or a digit); returns whether it is an integer.
-    fn read_number<R: BufRead>(&mut self, src: &mut R, store: bool) -> Result<bool, Stop> {
-        self.number_len = 0;
-        let mut state = NumState::Start;
-        loop {
-            let chunk = self.fill(src)?;
-            let mut ended = chunk.is_empty();
-            let mut i = 0;
-            while let Some(&b) = chunk.get(i) {
-                state = match (state, b) {
-                    (NumState::Start, b'-') => NumState::Minus,
-                    (NumState::Start | NumState::Minus, b'0') => NumState::Zero,
-                    (NumState::Start | NumState::Minus | NumState::Int, b'0'..=b'9') => NumState::Int,
-                    (NumState::Zero | NumState::Int, b'.') => NumState::Dot,
-                    (NumState::Dot | NumState::Frac, b'0'..=b'9') => NumState::Frac,
-                    (NumState::Zero | NumState::Int | NumState::Frac, b'e' | b'E') => NumState::Exp,
-                    (NumState::Exp, b'+' | b'-') => NumState::ExpSign,
-                    (NumState::Exp | NumState::ExpSign | NumState::ExpDigits, b'0'..=b'9') => NumState::ExpDigits,
-                    // A digit after a leading zero is the one case where the number cannot
-                    // simply end here.
-                    (NumState::Zero, b'0'..=b'9') => {
-                        let at = self.pos.saturating_add(i as u64);
-                        return Err(self.fail_number(store, chunk.get(..i).unwrap_or(&[]), at));
-                    }
-                    (NumState::Zero | NumState::Int | NumState::Frac | NumState::ExpDigits, _) => {
-                        ended = true;
-                        break;
-                    }
-                    _ => {
-                        let at = self.pos.saturating_add(i as u64);
-                        return Err(self.fail_number(store, chunk.get(..i).unwrap_or(&[]), at));
-                    }
-                };
-                i = i.saturating_add(1);
-                if matches!(state, NumState::Int | NumState::Frac | NumState::ExpDigits) {
-                    // Runs of digits leave the state as it is.
-                    let digits = chunk.get(i..).unwrap_or(&[]).iter().take_while(|b| b.is_ascii_digit()).count();
-                    i = i.saturating_add(digits);
+    /// Scans number text in `chunk` (from the number's first byte, `-` or a digit, or resuming
+    /// in the state `resume` where the last chunk ended). Returns the bytes of the number and
+    /// whether it is an integer once a byte that cannot continue it (not consumed) or the end
+    /// of input (an empty chunk) ends it; `None` when it may go on past the chunk.
+    fn number_in(&mut self, chunk: &[u8], resume: &mut NumState, store: bool) -> Result<Option<(usize, bool)>, Stop> {
+        let mut state = *resume;
+        let mut ended = chunk.is_empty();
+        let mut i = 0;
+        while let Some(&b) = chunk.get(i) {
+            state = match (state, b) {
+                (NumState::Start, b'-') => NumState::Minus,
+                (NumState::Start | NumState::Minus, b'0') => NumState::Zero,
+                (NumState::Start | NumState::Minus | NumState::Int, b'0'..=b'9') => NumState::Int,
+                (NumState::Zero | NumState::Int, b'.') => NumState::Dot,
+                (NumState::Dot | NumState::Frac, b'0'..=b'9') => NumState::Frac,
+                (NumState::Zero | NumState::Int | NumState::Frac, b'e' | b'E') => NumState::Exp,
+                (NumState::Exp, b'+' | b'-') => NumState::ExpSign,
+                (NumState::Exp | NumState::ExpSign | NumState::ExpDigits, b'0'..=b'9') => NumState::ExpDigits,
+                // A digit after a leading zero is the one case where the number cannot
+                // simply end here.
+                (NumState::Zero, b'0'..=b'9') => {
+                    let at = self.pos.saturating_add(i as u64);
+                    return Err(self.fail_number(store, chunk.get(..i).unwrap_or(&[]), at));
                 }
+                (NumState::Zero | NumState::Int | NumState::Frac | NumState::ExpDigits, _) => {
+                    ended = true;
+                    break;
+                }
+                _ => {
+                    let at = self.pos.saturating_add(i as u64);
+                    return Err(self.fail_number(store, chunk.get(..i).unwrap_or(&[]), at));
+                }
+            };
+            i = i.saturating_add(1);
+            if matches!(state, NumState::Int | NumState::Frac | NumState::ExpDigits) {
+                // Runs of digits leave the state as it is.
+                let digits = chunk.get(i..).unwrap_or(&[]).iter().take_while(|b| b.is_ascii_digit()).count();
+                i = i.saturating_add(digits);
             }
-            if store {
-                self.store_number(chunk.get(..i).unwrap_or(&[]))?;
-            }
-            self.advance(src, i);
-            if ended {
-                return match state {
-                    NumState::Zero | NumState::Int => Ok(true),
-                    NumState::Frac | NumState::ExpDigits => Ok(false),
-                    _ => Err(self.fail_json(self.pos, JsonError::UnexpectedEnd)),
-                };
-            }
+        }
+        if store {
+            self.store_number(chunk.get(..i).unwrap_or(&[]))?;
+        }
+        self.advance(i);
+        *resume = state;
+        if !ended {
+            return Ok(None);
+        }
+        match state {
+            NumState::Zero | NumState::Int => Ok(Some((i, true))),
+            NumState::Frac | NumState::ExpDigits => Ok(Some((i, false))),
+            _ => Err(self.fail_json(self.pos, JsonError::UnexpectedEnd)),
         }
     }
 
@@ -951,25 +1089,30 @@ impl<'s> Tokenizer<'s> {
         }
     }
 
-    /// Matches the rest of `true`, `false` or `null` (its first byte is known).
-    fn read_literal<R: BufRead>(&mut self, src: &mut R, word: &'static [u8], expected: Expected) -> Result<(), Stop> {
-        let mut matched = 0;
-        while let Some(rest) = word.get(matched..).filter(|rest| !rest.is_empty()) {
-            let chunk = self.fill(src)?;
-            if chunk.is_empty() {
-                return Err(self.fail_json(self.pos, JsonError::UnexpectedEnd));
-            }
-            if let Some(i) = chunk.iter().zip(rest).position(|(got, want)| got != want) {
-                let found = chunk.get(i).copied().unwrap_or(0);
-                return Err(
-                    self.fail_json(self.pos.saturating_add(i as u64), JsonError::UnexpectedByte { found, expected })
-                );
-            }
-            let n = rest.len().min(chunk.len());
-            self.advance(src, n);
-            matched = matched.saturating_add(n);
+    /// Matches `true`, `false` or `null` in `chunk`, `matched` bytes of `word` being matched
+    /// already. Returns the bytes of `chunk` that complete it, or `None` when it goes on past
+    /// the chunk. An empty chunk is the end of input.
+    fn literal_in(
+        &mut self,
+        chunk: &[u8],
+        word: &'static [u8],
+        matched: &mut usize,
+        expected: Expected,
+    ) -> Result<Option<usize>, Stop> {
+        let rest = word.get(*matched..).unwrap_or(&[]);
+        if chunk.is_empty() {
+            return Err(self.fail_json(self.pos, JsonError::UnexpectedEnd));
         }
-        Ok(())
+        if let Some(i) = chunk.iter().zip(rest).position(|(got, want)| got != want) {
+            let found = chunk.get(i).copied().unwrap_or(0);
+            return Err(
+                self.fail_json(self.pos.saturating_add(i as u64), JsonError::UnexpectedByte { found, expected })
+            );
+        }
+        let n = rest.len().min(chunk.len());
+        self.advance(n);
+        *matched = matched.saturating_add(n);
+        Ok((*matched >= word.len()).then_some(n))
     }
 }
 
@@ -1169,8 +1312,14 @@ mod tests {
 
     /// All events (with their offsets) up to `End` or the first fault, in `chunk`-byte chunks.
     fn stream_chunked(scratch: usize, depth: u16, doc: &[u8], chunk: usize) -> Stream {
+        stream_chunked_runs(scratch, depth, doc, chunk, false)
+    }
+
+    /// [`stream_chunked`], with the tokenizer consuming in runs when `runs` is set.
+    fn stream_chunked_runs(scratch: usize, depth: u16, doc: &[u8], chunk: usize, runs: bool) -> Stream {
         let mut buf = vec![0; scratch];
         let mut tok = Tokenizer::new(&mut buf, depth);
+        tok.consume_in_runs(runs);
         let mut src = ChunkedReader::new(doc, chunk);
         let mut out = Vec::new();
         loop {
@@ -1194,13 +1343,16 @@ mod tests {
     }
 
     /// The stream of `doc`, checked identical for chunks of 1, 7 and 4096 bytes.
+    /// The stream of `doc`, checked identical for chunks of 1, 7 and 4096 bytes, consuming
+    /// at the end of each call or in runs (where the source is all consumed at the end or a
+    /// fault too: `stream_chunked_runs` checks it).
     fn stream_with(scratch: usize, depth: u16, doc: &[u8]) -> Stream {
         let whole = stream_chunked(scratch, depth, doc, 4096);
-        for chunk in [1, 7] {
+        for (chunk, runs) in [(1, false), (7, false), (1, true), (7, true), (4096, true)] {
             assert_eq!(
-                stream_chunked(scratch, depth, doc, chunk),
+                stream_chunked_runs(scratch, depth, doc, chunk, runs),
                 whole,
-                "chunk {chunk}: {:?}",
+                "chunk {chunk}, runs {runs}: {:?}",
                 String::from_utf8_lossy(doc)
             );
         }
@@ -1614,6 +1766,47 @@ mod tests {
     }
 
     #[test]
+    fn in_runs_a_chunk_is_consumed_once_all_read_at_the_end_or_on_release() {
+        let doc = br#"[1, "two", 3] "#;
+        let mut scratch = [0; 8];
+        let mut tok = Tokenizer::new(&mut scratch, 8);
+        // One call consumes what it read.
+        let mut src = ChunkedReader::new(doc, 4096);
+        assert_eq!(tok.next(&mut src), Ok(Event::BeginArray));
+        assert_eq!(src.pos, 1);
+        // In runs, the bytes stay held in the chunk: no consume until it is all read.
+        tok.reset();
+        tok.consume_in_runs(true);
+        let mut src = ChunkedReader::new(doc, 4096);
+        assert_eq!(tok.next(&mut src), Ok(Event::BeginArray));
+        assert_eq!(tok.read_u64(&mut src), Ok(1));
+        assert_eq!(tok.read_str(&mut src), Ok("two"));
+        assert_eq!((src.pos, tok.position()), (0, 9));
+        tok.release(&mut src);
+        assert_eq!(src.pos, 9);
+        assert_eq!(tok.read_u64(&mut src), Ok(3));
+        assert_eq!(src.pos, 9);
+        assert_eq!(tok.next(&mut src), Ok(Event::EndArray));
+        assert_eq!(tok.next(&mut src), Ok(Event::End));
+        assert_eq!(src.pos, doc.len(), "the end consumes all");
+        // A chunk all read is consumed before the next one is asked for.
+        tok.reset();
+        let mut src = ChunkedReader::new(doc, 4);
+        assert_eq!(tok.next(&mut src), Ok(Event::BeginArray));
+        assert_eq!(tok.read_u64(&mut src), Ok(1));
+        assert_eq!(src.pos, 0);
+        assert_eq!(tok.read_str(&mut src), Ok("two"));
+        assert_eq!(src.pos, 8, "two chunks read whole, the third held");
+        // A fault consumes what was read up to it.
+        tok.reset();
+        let mut src = ChunkedReader::new(br#"[1, x]"#, 4096);
+        assert_eq!(tok.next(&mut src), Ok(Event::BeginArray));
+        assert_eq!(tok.read_u64(&mut src), Ok(1));
+        assert_eq!(tok.next(&mut src).map_err(|f| f.offset), Err(4));
+        assert_eq!(src.pos, 4);
+    }
+
+    #[test]
     fn peek_kind_consumes_nothing_of_the_token() {
         let doc = br#"[{}, [], "s", 1, true, null] "#;
         let mut scratch = [0; 8];
@@ -1836,7 +2029,7 @@ mod tests {
         // lengths, limit, state and the kept fault (an `ErrorKind`, 48 bytes on 64-bit
         // hosts). The bound is documented on `Tokenizer`; the scratch is lent, so no size
         // depends on it.
-        assert!(core::mem::size_of::<Tokenizer<'_>>() <= 184, "{}", core::mem::size_of::<Tokenizer<'_>>());
+        assert!(core::mem::size_of::<Tokenizer<'_>>() <= 200, "{}", core::mem::size_of::<Tokenizer<'_>>());
     }
 
     #[test]

@@ -139,6 +139,7 @@ impl<R: BufRead<Error = Error>, H: Hal> embedded_io::Read for Tee<'_, '_, R, H> 
 }
 
 impl<R: BufRead<Error = Error>, H: Hal> BufRead for Tee<'_, '_, R, H> {
+    #[inline]
     fn fill_buf(&mut self) -> Result<&[u8], Error> {
         self.inner.fill_buf()
     }

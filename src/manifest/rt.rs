@@ -394,6 +394,9 @@ impl<'a, 't> Cx<'a, 't> {
         visitor: &'a mut dyn Visitor,
     ) -> Self {
         tok.reset();
+        // Every read of the document goes through this context's source, which
+        // `read_document` releases at the end: the tokenizer consumes a chunk at a time.
+        tok.consume_in_runs(true);
         Self {
             json: JsonIn { tok, src: Src(src), fault: None },
             ctx: ErrCtx { stage, member, path: KeyPath::new() },
@@ -798,7 +801,10 @@ fn read_tagged(cx: &mut Cx<'_, '_>, value: &mut dyn JsonValue, tag: &str, lim: L
 /// schema error is returned unchanged. An error of the tokenizer itself (syntax, depth,
 /// capacity, the stream) is returned as it is.
 pub fn read_document(cx: &mut Cx<'_, '_>, value: &mut dyn JsonValue) -> Result<(), Error> {
-    match read_whole(cx, value) {
+    let read = read_whole(cx, value);
+    // What the tokenizer read and still holds (a read stopped by the schema) is consumed.
+    cx.json.tok.release(&mut cx.json.src);
+    match read {
         Ok(()) => Ok(()),
         Err(Stop(())) => {
             // Every `Stop` is made with its fault kept: the fallback only keeps this total.

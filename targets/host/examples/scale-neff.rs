@@ -2,7 +2,8 @@
 //!
 //! `cargo run -p neff-cli --example scale-neff -- <preset> <out.neff>`, where the preset is one
 //! of `neff_cli::scale::ScaleSpec::PRESETS` (`host`: every bar of the scale issue at once;
-//! `firmware`: what the Cortex-M4 image embeds; `trn1`: the shapes of the trn1 NEFFs). Fields of the preset can be changed with
+//! `firmware`: what the Cortex-M4 image embeds; `trn1`: the shapes of the trn1 NEFFs;
+//! `training`: a training NEFF made mostly of JSON). Fields of the preset can be changed with
 //! `field=value` arguments after it: `scale-neff firmware out.neff weights=2 inputs=8`.
 use std::process::ExitCode;
 

@@ -92,7 +92,8 @@ pub struct InfoArgs {
     #[arg(long)]
     pub verify: bool,
     /// Inflate a big NEFF file's gzip stream in parallel chunks with N worker threads (N >= 2;
-    /// default and 1: one inflating thread). The output is the same for every N.
+    /// default: 2 on a host with two cores or more; 1: one inflating thread). The output is the
+    /// same for every N.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
 }
@@ -149,7 +150,8 @@ pub struct LoadArgs {
     #[arg(long)]
     pub verify: bool,
     /// Inflate a big NEFF file's gzip stream in parallel chunks with N worker threads (N >= 2;
-    /// default and 1: one inflating thread). The output is the same for every N.
+    /// default: 2 on a host with two cores or more; 1: one inflating thread). The output is the
+    /// same for every N.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
     /// Measure what a controller must lend to load this NEFF: the load runs on a digest-only
@@ -168,7 +170,8 @@ pub struct UnpackArgs {
     #[arg(short = 'o', long = "output", value_name = "DIR")]
     pub output: PathBuf,
     /// Inflate a big NEFF file's gzip stream in parallel chunks with N worker threads (N >= 2;
-    /// default and 1: one inflating thread). The output is the same for every N.
+    /// default: 2 on a host with two cores or more; 1: one inflating thread). The output is the
+    /// same for every N.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
 }
@@ -209,7 +212,8 @@ pub struct CatArgs {
     #[arg(long)]
     pub data: bool,
     /// Inflate a big NEFF file's gzip stream in parallel chunks with N worker threads (N >= 2;
-    /// default and 1: one inflating thread). The output is the same for every N.
+    /// default: 2 on a host with two cores or more; 1: one inflating thread). The output is the
+    /// same for every N.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
 }
@@ -225,7 +229,8 @@ pub struct DiffArgs {
     #[arg(long)]
     pub json: bool,
     /// Inflate a big NEFF file's gzip stream in parallel chunks with N worker threads (N >= 2;
-    /// default and 1: one inflating thread). The output is the same for every N.
+    /// default: 2 on a host with two cores or more; 1: one inflating thread). The output is the
+    /// same for every N.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
 }
@@ -239,7 +244,8 @@ pub struct LsArgs {
     #[arg(long)]
     pub json: bool,
     /// Inflate a big NEFF file's gzip stream in parallel chunks with N worker threads (N >= 2;
-    /// default and 1: one inflating thread). The output is the same for every N.
+    /// default: 2 on a host with two cores or more; 1: one inflating thread). The output is the
+    /// same for every N.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
 }
@@ -257,7 +263,8 @@ pub struct MemArgs {
     #[arg(long)]
     pub profiling: bool,
     /// Inflate a big NEFF file's gzip stream in parallel chunks with N worker threads (N >= 2;
-    /// default and 1: one inflating thread). The output is the same for every N.
+    /// default: 2 on a host with two cores or more; 1: one inflating thread). The output is the
+    /// same for every N.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
 }

@@ -258,6 +258,7 @@ impl embedded_io::ErrorType for HostTar {
 }
 
 impl embedded_io::BufRead for HostTar {
+    #[inline]
     fn fill_buf(&mut self) -> Result<&[u8], Relayed> {
         match self {
             HostTar::Inline(container) => container.fill_buf().map_err(Relayed),

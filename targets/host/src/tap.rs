@@ -273,6 +273,7 @@ impl<R: embedded_io::ErrorType> embedded_io::ErrorType for Tapped<R> {
 }
 
 impl<R: embedded_io::BufRead> embedded_io::BufRead for Tapped<R> {
+    #[inline]
     fn fill_buf(&mut self) -> Result<&[u8], R::Error> {
         let Tapped { inner, send, recycled, pos, sent } = self;
         let buf = inner.fill_buf()?;

@@ -237,3 +237,43 @@ fn the_trn1_preset_has_the_shapes_of_the_trn1_neffs() {
         "int8, fp16, fp32 and bf16 weights"
     );
 }
+
+/// The `training` preset has the shape of the big NEFF of a torch-neuronx training cache
+/// (neuronx-cc 2.14, trn1): its tar order, a few MB of engine JSON before `def.json`, a 1 MB
+/// `def.json`, MB-size debug members nothing reads, the KELF node at index 398 of `neff.json`;
+/// every verb accepts it.
+#[test]
+fn the_training_preset_is_shaped_like_a_training_neff() {
+    let (_d, path, info) = accepted("training");
+    assert!(info.contains("sunda"), "{info}");
+    let members = support::members_of(&std::fs::read(&path).unwrap());
+    let size = |name: &str| members.iter().find(|(n, _)| n == name).map(|(_, b)| b.len()).unwrap();
+    let position = |name: &str| members.iter().position(|(n, _)| n == name).unwrap();
+    // Byte-wise sorted, as the compiler writes it: the debug directory first, `neff.json`
+    // before the subgraph, the engine JSONs before `def.json`.
+    let names: Vec<&str> = members.iter().map(|(n, _)| n.as_str()).collect();
+    let mut sorted = names.clone();
+    sorted.sort_unstable();
+    assert_eq!(names, sorted);
+    assert_eq!(names[0], "debug_info/debug_info_hlo.dbg_sg000000");
+    for engine in ["SP", "Activation", "DVE"] {
+        assert!(position(&format!("sg00/{engine}.json")) < position("sg00/def.json"), "{engine}");
+    }
+    // Sizes in the real one's range: SP.json 2.5 MB, Activation.json 1 MB, def.json 1 MB.
+    assert!((1_500_000..3_000_000).contains(&size("sg00/SP.json")), "{}", size("sg00/SP.json"));
+    assert!((900_000..1_500_000).contains(&size("sg00/Activation.json")));
+    assert!((900_000..1_100_000).contains(&size("sg00/def.json")), "{}", size("sg00/def.json"));
+    let json: usize = members.iter().filter(|(n, _)| n.ends_with(".json")).map(|(_, b)| b.len()).sum();
+    let debug: usize = members.iter().filter(|(n, _)| n.contains(".dbg")).map(|(_, b)| b.len()).sum();
+    assert!((4_000_000..6_000_000).contains(&json), "{json} bytes of JSON");
+    assert!((9_000_000..11_000_000).contains(&debug), "{debug} bytes of debug members");
+    assert!(size("sg00/debug_info_backend_PE.dbg") > 1_000_000);
+    // The DMA descriptors are real ones: the engine JSON parses, and its blocks hold them.
+    let sp: serde_json::Value = serde_json::from_slice(&members[position("sg00/SP.json")].1).unwrap();
+    let descs: usize = sp["dma"].as_array().unwrap().iter().map(|b| b["desc"].as_array().unwrap().len()).sum();
+    assert_eq!(descs, 7000);
+    let neff: serde_json::Value = serde_json::from_slice(&members[position("neff.json")].1).unwrap();
+    let nodes = neff["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 399);
+    assert_eq!(nodes.iter().position(|n| n["op"] == "tvm_op"), Some(398));
+}

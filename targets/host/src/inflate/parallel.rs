@@ -53,14 +53,14 @@ pub const CHUNK_BYTES: u64 = 2 << 20;
 /// The file size from which the parallel path is taken: below it, threads cost more than they
 /// save (measured: see the README's section on loading performance).
 pub const PARALLEL_MIN_BYTES: u64 = 64 << 20;
-/// Whether a big file is inflated in parallel without `--threads`. Off: on this project's busy
-/// 2-core machine the parallel path was slower than one thread and held ten times the memory
-/// (four times since its output is handed on in pieces; see the README); `--threads N`
-/// (N >= 2) turns it on.
-pub const PARALLEL_BY_DEFAULT: bool = false;
-/// Workers when `--threads` is not given (and [`PARALLEL_BY_DEFAULT`]): each holds a chunk's output, so memory grows with
-/// them, and the tar walk in its own thread bounds the gain anyway.
-pub const DEFAULT_MAX_THREADS: usize = 4;
+/// Whether a big file ([`PARALLEL_MIN_BYTES`] or more) is inflated in parallel without
+/// `--threads` when the host has two cores or more: on, with [`DEFAULT_MAX_THREADS`] workers
+/// (`--threads 1` keeps one thread; see the README for the figures).
+pub const PARALLEL_BY_DEFAULT: bool = true;
+/// Workers when `--threads` is not given (and [`PARALLEL_BY_DEFAULT`]): each holds a chunk's
+/// output, so memory grows with them (two keep a load under 64 MiB; four took 99 MiB), and
+/// the tar walk in its own thread bounds the gain anyway.
+pub const DEFAULT_MAX_THREADS: usize = 2;
 /// A chunk whose output grows past this is given up (the serial replay streams it instead).
 const CHUNK_OUTPUT_MAX: usize = 48 << 20;
 /// Bytes of chunk output per piece, at most: the consumer hands a chunk on piece by piece
