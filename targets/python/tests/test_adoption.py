@@ -206,3 +206,18 @@ def test_typed_dicts_catch_a_misspelt_key(tmp_path):
     assert status == 0, out
     out, _, status = mypy.run(["--strict", "--cache-dir=/dev/null", str(bad)])
     assert status == 1 and '"totl"' in out and '"sme"' in out, out
+
+
+def test_a_failed_compiles_marker_says_so_in_the_error(tmp_path):
+    # libneuronxla writes the 5 bytes `ERROR` as model.neff when a compile fails.
+    marker = tmp_path / "model.neff"
+    marker.write_bytes(b"ERROR")
+    for call in (neff.check, neff.info, neff.mem, neff.members):
+        with pytest.raises(neff.NeffError) as caught:
+            call(marker)
+        e = caught.value
+        assert e.filename == str(marker)
+        assert any("marker for a failed compile" in h for h in e.hints), (call, e.hints)
+    # The same hint as the command's.
+    status, _, stderr = run_neff("check", str(marker), ok=(1, 2))
+    assert "marker for a failed compile" in stderr
