@@ -103,7 +103,7 @@ fn golden_tokens_of_a_small_schema() {
     let out = gen(&[("small.toml", SMALL)]).unwrap();
     let expect = [
         // capacities are plain consts of one module
-        "pub mod cap { # [doc = \" Bytes of a name.\"] pub const NAME : usize = 8 ; }",
+        "pub mod cap { # [doc = \" Bytes of a name.\"] pub const NAME : usize = 8 ; # [doc = r\" Every capacity as a bare-metal target (the firmware profile) has it, on any\"] # [doc = r\" target: what a host says a controller needs.\"] pub mod bare_metal { # [allow (missing_docs)] pub const NAME : usize = 8 ; } }",
         // enum with exact values, lookup over every json string, value()
         "# [repr (u32)] pub enum Color {",
         "Red = 1 ,",
