@@ -865,9 +865,9 @@ size_t neff_builtin_arena_size(void);
 size_t neff_arena_min(void);
 
 /**
- * Bytes of the caller's stack a load or check takes for its state, besides the frames of
- * the code itself: loader state plus archive reader (the loader's footprint for a
- * reader of this library's source type) plus the report, plus the built-in arena if any.
+ * Bytes of the caller's stack a load or check takes, frames included: the library's deepest
+ * path as measured on this target, plus the built-in arena if any. A thread with this much
+ * stack can call `neff_load()` or `neff_check()`.
  */
 size_t neff_load_stack_size(void);
 
@@ -926,8 +926,10 @@ neff_status neff_check(const struct neff_source *source,
                        struct neff_error *err);
 
 /**
- * Bytes of the caller's stack an info call takes for its state (as `neff_load_stack_size()`
- * for a check, with the tap on the tar stream).
+ * Bytes of the caller's stack an info call takes, frames included (as `neff_load_stack_size()`
+ * for a check, with the tap on the tar stream and the document's work). Measured on x86_64;
+ * on a bare-metal target an estimate (the load's measured figure plus the info call's own
+ * state).
  */
 size_t neff_info_stack_size(void);
 

@@ -92,6 +92,8 @@ cargo build -p neff --target thumbv7em-none-eabihf --release --features defmt
 step "C ABI (ffi/): formatting, clippy, unit tests, no_std static library for thumbv7em"
 # Its own workspace (panic = "abort" for the no_std static library).
 (cd ffi && cargo fmt --check && cargo clippy --all-targets -- -D warnings && cargo test)
+# The stack sizes the library reports are measured per build: the release build's too.
+(cd ffi && cargo test --release stack)
 (cd ffi && cargo build --release --lib --target thumbv7em-none-eabihf)
 
 step "C ABI under Miri (nightly): the FFI tests, raw pointers and callbacks checked"

@@ -288,6 +288,9 @@ __attribute__((noinline)) static void print_ok(const fixture *f, const neff_repo
   out_str(" bytes\n");
 }
 
+/* The stack pointer at the call of neff_load (the same for every NEFF). */
+static uint32_t sp_at_load;
+
 /* Loads one NEFF from flash and checks it. The arena is the library's own
  * (NEFF_FFI_BUILTIN_ARENA=ARENA_BYTES when scripts/test-c-firmware.sh builds it): a local of the
  * library's load frame, entered once the archive is open, as the Rust image's arena is a local
@@ -306,6 +309,9 @@ __attribute__((noinline)) static bool run(const fixture *f, neff_error *err) {
   uint8_t json[JSON_CAPACITY];
   size_t json_len = 0;
   neff_outputs out = {&report, json, sizeof json, &json_len};
+  /* Where the library's frames start: what the stack's high-water mark lies below of it is the
+   * library's own use, which neff_load_stack_size() must cover. */
+  __asm__ volatile("mov %0, sp" : "=r"(sp_at_load));
   neff_status status = neff_load(&src, &hal, &bufs, &opts, &obs, &out, err);
   if (status != NEFF_STATUS_OK) return false;
   if (c.failed) return false;
@@ -320,7 +326,7 @@ __attribute__((noinline)) static bool run(const fixture *f, neff_error *err) {
   return true;
 }
 
-extern uint32_t __sdata, __ebss, _stack_end, _ram_budget_end, __sdevice, __edevice;
+extern uint32_t __sdata, __ebss, _stack_end, _stack_start, _ram_budget_end, __sdevice, __edevice;
 
 int main(void) {
   out_str("neff C firmware: Cortex-M4 (thumbv7em-none-eabihf, arm-none-eabi-gcc, libneff_ffi.a), ");
@@ -374,6 +380,20 @@ int main(void) {
   if (peak >= stack_region()) {
     out_str("FAILED: the stack used its whole region\n");
     failed++;
+  }
+  /* The library's share of the peak: from the stack pointer at its call down to the lowest
+   * byte any load wrote (the loads run deeper than anything else of this image). */
+  uint32_t lowest = (uint32_t)(uintptr_t)&_stack_start - peak;
+  uint32_t load_used = sp_at_load - lowest;
+  out_str("neff_load: ");
+  out_u64(load_used);
+  out_str(" bytes of stack used below its call, neff_load_stack_size() ");
+  out_u64(neff_load_stack_size());
+  if (load_used > neff_load_stack_size() || neff_load_stack_size() - load_used >= 4096) {
+    out_str(": FAILED (the figure must cover the use, within a page)\n");
+    failed++;
+  } else {
+    out_str(": within\n");
   }
   out_str("firmware: ");
   out_u64(passed);

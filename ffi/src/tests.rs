@@ -1377,7 +1377,8 @@ fn info_work(bytes: &[u8], work: usize) -> (neff_status, neff_error) {
     let mut arena = vec![0u8; neff_arena_min() + (4 << 20)];
     let bufs = buffers(&mut arena);
     let mut work = vec![0u8; work.max(1)];
-    let ib = neff_info_buffers { work: work.as_mut_ptr(), work_len: work.len(), json: core::ptr::null_mut(), json_len: 0 };
+    let ib =
+        neff_info_buffers { work: work.as_mut_ptr(), work_len: work.len(), json: core::ptr::null_mut(), json_len: 0 };
     let mut err = new_error();
     let mut written = 0usize;
     // SAFETY: every pointer is live or null.
@@ -1417,5 +1418,122 @@ fn the_info_work_each_real_neff_needs_is_what_a_short_one_says() {
         }
         assert!(hi <= needed && hi * 2 >= needed, "{name}: least {hi}, said {needed}");
         println!("{name}: info work {hi} bytes ({passes} passes to learn {needed})");
+    }
+}
+
+/// The byte the stack is painted with before a call whose stack use is measured.
+const PAINT: u8 = 0xA5;
+/// Bytes painted: more than any entry point takes.
+const PAINTED: usize = 4 << 20;
+
+/// Paints [`PAINTED`] bytes of stack below the caller's frame and returns their lowest address.
+#[inline(never)]
+fn paint() -> usize {
+    let mut region = [PAINT; PAINTED];
+    std::hint::black_box(&mut region);
+    region.as_ptr() as usize
+}
+
+/// Bytes of stack `f` used below this function's frame, frames included: the stack is painted,
+/// `f` runs where the paint was, and the lowest byte it changed marks its deepest point. Run on
+/// a thread with a stack well above [`PAINTED`].
+#[inline(never)]
+fn stack_used(f: impl FnOnce()) -> usize {
+    let here = 0u8;
+    let top = std::hint::black_box(&here) as *const u8 as usize;
+    let bottom = paint();
+    f();
+    // SAFETY: `bottom..top` is this thread's own stack, mapped and written by `paint` above;
+    // nothing else writes it, and the bytes are read as plain `u8`s.
+    let lowest = (bottom..top).find(|&at| unsafe { std::ptr::read_volatile(at as *const u8) } != PAINT);
+    top - lowest.expect("the call wrote its stack")
+}
+
+/// The deepest real NEFF for a load's stack: the training one (DMA references waiting, long
+/// names; its KELF target sunda, `neff_arch` 2).
+fn deep_neff() -> Option<Vec<u8>> {
+    training_neff()
+}
+
+/// A load of `bytes` (for sunda) onto a device with a notebook, with a generous arena: its
+/// status.
+fn load_deep(bytes: &[u8]) -> neff_status {
+    let arch = 2;
+    let mut dev = Device { arch, notebook: vec![0; 8 << 20], ..Device::default() };
+    let mut hal = hal_of(&mut dev);
+    hal.notebook_len = 8 << 20;
+    hal.note = Some(dev_note);
+    hal.recall = Some(dev_recall);
+    let mut arena = vec![0u8; 8 << 20];
+    let bufs = buffers(&mut arena);
+    let mut err = new_error();
+    let src = memory(bytes);
+    // SAFETY: every pointer is live or null.
+    unsafe { neff_load(&src, &hal, &bufs, core::ptr::null(), core::ptr::null(), core::ptr::null(), &mut err) }
+}
+
+/// `neff_info` of `bytes` with generous buffers: its status.
+fn info_deep(bytes: &[u8]) -> neff_status {
+    let src = memory(bytes);
+    let mut arena = vec![0u8; 8 << 20];
+    let bufs = buffers(&mut arena);
+    let mut work = vec![0u8; 8 << 20];
+    let mut json = vec![0u8; 64 << 20];
+    let ib = neff_info_buffers {
+        work: work.as_mut_ptr(),
+        work_len: work.len(),
+        json: json.as_mut_ptr(),
+        json_len: json.len(),
+    };
+    let mut err = new_error();
+    let mut written = 0usize;
+    // SAFETY: every pointer is live or null.
+    let status = unsafe { neff_info(&src, &bufs, core::ptr::null(), core::ptr::null(), &ib, &mut written, &mut err) };
+    assert_eq!(status, neff_status::NEFF_STATUS_OK, "{}", message(&err));
+    status
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "paints and reads the thread's own stack")]
+fn the_stack_sizes_are_the_measured_peaks() {
+    let Some(bytes) = deep_neff() else { return };
+    let measured = std::thread::Builder::new()
+        .stack_size(PAINTED * 4)
+        .spawn(move || {
+            let load = stack_used(|| assert_eq!(load_deep(&bytes), neff_status::NEFF_STATUS_OK));
+            let info = stack_used(|| assert_eq!(info_deep(&bytes), neff_status::NEFF_STATUS_OK));
+            (load, info)
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    let (load, info) = measured;
+    println!(
+        "stack: load {load} (reported {}), info {info} (reported {})",
+        neff_load_stack_size(),
+        neff_info_stack_size()
+    );
+    // The figures are the peaks rounded up to a page, and the 8 KiB a thread's start takes: no
+    // less, and not a page more.
+    for (what, used, reported) in [("load", load, neff_load_stack_size()), ("info", info, neff_info_stack_size())] {
+        assert!(used + 8192 <= reported && reported - used < 4096 + 8192, "{what}: used {used}, reported {reported}");
+    }
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "runs whole real NEFFs on threads of their own")]
+fn each_entry_point_runs_on_a_thread_with_exactly_the_reported_stack() {
+    let Some(bytes) = deep_neff() else { return };
+    let bytes = std::sync::Arc::new(bytes);
+    for (what, size) in [("load", neff_load_stack_size()), ("info", neff_info_stack_size())] {
+        let bytes = bytes.clone();
+        // A stack too small ends the process (the guard page): the test fails with it.
+        let status = std::thread::Builder::new()
+            .stack_size(size)
+            .spawn(move || if what == "load" { load_deep(&bytes) } else { info_deep(&bytes) })
+            .unwrap()
+            .join()
+            .unwrap();
+        assert_eq!(status, neff_status::NEFF_STATUS_OK, "{what} on {size} bytes of stack");
     }
 }
