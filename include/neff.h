@@ -520,8 +520,9 @@ typedef struct neff_hal {
 typedef struct neff_buffers {
   /**
    * The arena: the tokenizer's string scratch (`neff_arena_min()` bytes), then the records
-   * binding keeps (a few KiB for small models; `neff_report.arena_peak` says what a NEFF
-   * took). Required, unless the library was built with an arena of its own
+   * binding keeps (3,035 to 3,435 bytes for the twelve public real NEFFs, up to 36,723 for
+   * the real training NEFFs measured, with a notebook; `neff_report.arena_peak` says what a
+   * NEFF took, `neff_report.arena_needed` the whole arena). Required, unless the library was built with an arena of its own
    * (`neff_builtin_arena_size()`): then null with a length of 0 uses that one.
    */
   uint8_t *arena;
@@ -827,9 +828,11 @@ typedef struct neff_info_buffers {
    * Work memory: what the manifests stream, logged until the document is written (the
    * names, types and sizes of every var, queue and carveout, the graphs, the KELF nodes, the
    * I/O tensors), `info.json`'s bytes, and an index of 4 bytes per var or queue of a
-   * subgraph to sort them. About the size of the manifests' names: 16 KiB is plenty for the
-   * real NEFFs; a short one is `NEFF_STATUS_RESOURCE`, and `neff_error_needed()` says how
-   * much it took (null with a length of 0: none).
+   * subgraph to sort them. About the size of the manifests' names: 4,409 to 7,796 bytes for
+   * the twelve public real NEFFs, 3,911 to 524,002 for the real training NEFFs (the one of
+   * 3,468 vars with names of up to 468 bytes the most); a short one is
+   * `NEFF_STATUS_RESOURCE`, and `neff_error_needed()` says how much it took when it ran out,
+   * at least that much more than was lent (null with a length of 0: none).
    */
   uint8_t *work;
   /**
