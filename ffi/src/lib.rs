@@ -864,6 +864,28 @@ unsafe fn run_and_report<H: Hal>(
     }
 }
 
+/// The outputs and the lent buffers of a load or check, read and checked against each other
+/// and the source; a bad argument or an overlap is the status to return, its error stored.
+///
+/// # Safety
+/// As `neff_load()`'s, for these arguments.
+#[allow(clippy::too_many_arguments)]
+unsafe fn lend<'a>(
+    source: *const neff_source,
+    buffers: *const neff_buffers,
+    options: *const neff_options,
+    observer: *const neff_observer,
+    outputs: *const neff_outputs,
+    err: *mut neff_error,
+    read_failure: &'a Cell<isize>,
+) -> Result<(neff_outputs, Lent<'a>), neff_status> {
+    // SAFETY: the caller's contract for `outputs`.
+    let (out, others) = unsafe { read_outputs(outputs, err) }.map_err(|misuse| refuse(err, misuse))?;
+    // SAFETY: the caller's contract for the rest.
+    let lent = unsafe { borrow(source, buffers, options, observer, &others, read_failure) };
+    Ok((out, lent.map_err(|misuse| refuse(err, misuse))?))
+}
+
 /// Loads a NEFF onto the device behind `hal`: every check of `neff_check()`, and every payload
 /// lands in a device region with its usage class. Returns `NEFF_STATUS_OK` or the failure's
 /// status, with the error in `*err` (if non-null) and the report (what was done before the
@@ -899,16 +921,11 @@ pub unsafe extern "C" fn neff_load(
     if hal.is_null() || !hal.is_aligned() {
         return bad_argument(err, neff_status::NEFF_STATUS_BAD_ARGUMENT, "hal: null or misaligned");
     }
-    // SAFETY: the caller's contract for `outputs`.
-    let (out, others) = match unsafe { read_outputs(outputs, err) } {
-        Ok(read) => read,
-        Err(misuse) => return refuse(err, misuse),
-    };
     let read_failure = Cell::new(0);
-    // SAFETY: the caller's contract, as documented above.
-    let lent = match unsafe { borrow(source, buffers, options, observer, &others, &read_failure) } {
+    // SAFETY: the caller's contract, as documented on `neff_load`.
+    let (out, lent) = match unsafe { lend(source, buffers, options, observer, outputs, err, &read_failure) } {
         Ok(lent) => lent,
-        Err(misuse) => return refuse(err, misuse),
+        Err(status) => return status,
     };
     // SAFETY: non-null, aligned, a `neff_hal` by the caller's contract; copied.
     let vtable = unsafe { *hal };
@@ -945,16 +962,11 @@ pub unsafe extern "C" fn neff_check(
     outputs: *const neff_outputs,
     err: *mut neff_error,
 ) -> neff_status {
-    // SAFETY: the caller's contract for `outputs`.
-    let (out, others) = match unsafe { read_outputs(outputs, err) } {
-        Ok(read) => read,
-        Err(misuse) => return refuse(err, misuse),
-    };
     let read_failure = Cell::new(0);
     // SAFETY: the caller's contract, as documented on `neff_load`.
-    let lent = match unsafe { borrow(source, buffers, options, observer, &others, &read_failure) } {
+    let (out, lent) = match unsafe { lend(source, buffers, options, observer, outputs, err, &read_failure) } {
         Ok(lent) => lent,
-        Err(misuse) => return refuse(err, misuse),
+        Err(status) => return status,
     };
     let arch = match check_arch(lent.options.arch) {
         Ok(arch) => arch,
