@@ -21,6 +21,8 @@
 //!   `as_str`, `value` and, for dtypes, `element_size`;
 //! - the runtime's published `#[repr(C)]` layouts ([`IoNodeInfo`], [`SbCarveout`],
 //!   [`KbinFp8ConvCfg`], [`Fp8ConversionInfo`], ...) with compile-time size and offset checks;
+//! - a value visitor per object (`visit_fields`, and [`Entry::visit`] for a streamed element):
+//!   every consumed value typed, by its JSON key, for a [`FieldVisitor`] (`neff diff`);
 //! - [`CONSUMED_KEYS`] and [`LAYOUTS`], the tables `neff schema` prints.
 //!
 //! The checks the runtime makes beyond the shape of the JSON (EID bounds, dense var ids, queue
@@ -39,6 +41,7 @@ pub mod def;
 pub mod doc;
 pub mod document;
 pub mod engine;
+pub mod fields;
 pub mod kelf;
 pub mod neff;
 pub mod rt;
@@ -47,6 +50,7 @@ pub use crate::error::{JsonType, ManifestError, ManifestWarning, Name, QueueKind
 pub use def::DefFacts;
 pub use def::TargetCheck;
 pub use document::Document;
+pub use fields::{FieldValue, FieldVisitor, VisitValue};
 pub use kelf::KelfTarget;
 pub use neff::{IoJoin, IoKind, IoTensor, KelfMark, NeffFacts};
 pub use rt::DocFault;

@@ -1027,8 +1027,8 @@ pub struct Each<T, K> {
     _slot: core::marker::PhantomData<fn() -> (T, K)>,
 }
 
-// By hand: shown as it was before the marker (`PhantomData<fn() -> T>`), which readers of
-// the `Debug` text (the command's `consumed` tree) expect.
+// By hand: the count and the element type, not the marker (a reader of the values uses the
+// generated `visit_fields`, never this text).
 impl<T, K> core::fmt::Debug for Each<T, K> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         debug_streamed::<T>(f, "Each", self.count)
@@ -1587,7 +1587,7 @@ mod tests {
 
     #[test]
     fn a_streamed_key_shows_as_its_element_type_alone() {
-        // Readers of the `Debug` text (the command's `consumed` tree) see no marker.
+        // A `{:?}` of a document (an error report, a test) shows no marker.
         let each: Each<u64, crate::manifest::streamed::RowPtr> = Each::default();
         assert_eq!(format!("{each:?}"), "Each { count: 0, _slot: PhantomData<fn() -> u64> }");
     }

@@ -680,6 +680,47 @@ impl Checked<'_> {
             .collect();
         let accessor_block = quote!(impl #id { #(#key_consts)* #(#accessors)* });
 
+        // The value visitor: each field by its JSON key, in schema order; a map entry's name first.
+        let visit_name = match &obj.key_field {
+            Some(kf) => {
+                let f = format_ident!("{}", kf.get_ref());
+                quote!(v.name(self.#f.as_str());)
+            }
+            None => quote!(),
+        };
+        let visits: Vec<TokenStream> = obj
+            .keys
+            .iter()
+            .map(|k| {
+                let f = format_ident!("{}", k.field.get_ref());
+                let key = k.key.get_ref();
+                quote!(crate::manifest::fields::VisitValue::visit_value(&self.#f, ::core::option::Option::Some(#key), v);)
+            })
+            .collect();
+        let visit_block = quote! {
+            impl #id {
+                /// Hands every consumed value to `v`, by its JSON key in schema order (an absent
+                /// optional key is skipped; a streamed key gives its count, its elements having
+                /// been handed on as they were read).
+                pub fn visit_fields<V: crate::manifest::fields::FieldVisitor + ?Sized>(&self, v: &mut V) {
+                    #visit_name
+                    #(#visits)*
+                }
+            }
+
+            impl crate::manifest::fields::VisitValue for #id {
+                fn visit_value<V: crate::manifest::fields::FieldVisitor + ?Sized>(
+                    &self,
+                    key: ::core::option::Option<&'static str>,
+                    v: &mut V,
+                ) {
+                    v.open(key, false);
+                    self.visit_fields(v);
+                    v.close();
+                }
+            }
+        };
+
         quote! {
             #doc
             #[derive(Debug, Clone, PartialEq)]
@@ -695,6 +736,8 @@ impl Checked<'_> {
             }
 
             #accessor_block
+
+            #visit_block
 
             impl crate::manifest::rt::JsonValue for #id {
                 fn start(&mut self, ev: &crate::json::Event<'_>, _lim: crate::manifest::rt::Lim) -> ::core::result::Result<crate::manifest::rt::Flow, crate::manifest::rt::Issue> {
@@ -942,6 +985,7 @@ impl Checked<'_> {
     fn gen_entry(&self) -> TokenStream {
         let mut variants = Vec::new();
         let mut names = Vec::new();
+        let mut visits = Vec::new();
         let mut markers = Vec::new();
         let mut marker_impls = Vec::new();
         for (variant, obj, i) in &self.entries {
@@ -953,6 +997,7 @@ impl Checked<'_> {
             variants.push(quote!(#d #v(&'a #t),));
             let key = k.key.get_ref();
             names.push(quote!(Entry::#v(_) => #key,));
+            visits.push(quote!(Entry::#v(e) => crate::manifest::fields::VisitValue::visit_value(*e, ::core::option::Option::None, v),));
             let md = doc_attrs(&format!("The elements of `{obj}` key `{key}`: handed on as [`Entry::{variant}`]."));
             markers.push(quote! {
                 #md
@@ -982,6 +1027,14 @@ impl Checked<'_> {
                 pub const fn key(&self) -> &'static str {
                     match self {
                         #(#names)*
+                    }
+                }
+
+                /// Hands the element's values to `v` (as a value with no key: an object opens
+                /// and closes around its fields).
+                pub fn visit<V: crate::manifest::fields::FieldVisitor + ?Sized>(&self, v: &mut V) {
+                    match self {
+                        #(#visits)*
                     }
                 }
             }

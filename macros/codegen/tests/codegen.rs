@@ -142,6 +142,11 @@ fn golden_tokens_of_a_small_schema() {
         "pub enum Entry < 'a > {",
         "Item (& 'a Item) ,",
         "Entry :: Item (_) => \"items\" ,",
+        // the value visitor: each field by its JSON key, an object opened and closed around its
+        // fields, a streamed element visited with no key
+        "pub fn visit_fields < V : crate :: manifest :: fields :: FieldVisitor + ? Sized > (& self , v : & mut V) { crate :: manifest :: fields :: VisitValue :: visit_value (& self . name , :: core :: option :: Option :: Some (\"name\") , v) ; crate :: manifest :: fields :: VisitValue :: visit_value (& self . n , :: core :: option :: Option :: Some (\"n\") , v) ; crate :: manifest :: fields :: VisitValue :: visit_value (& self . items , :: core :: option :: Option :: Some (\"items\") , v) ; }",
+        "impl crate :: manifest :: fields :: VisitValue for Doc { fn visit_value < V : crate :: manifest :: fields :: FieldVisitor + ? Sized > (& self , key : :: core :: option :: Option < & 'static str > , v : & mut V ,) { v . open (key , false) ; self . visit_fields (v) ; v . close () ; } }",
+        "Entry :: Item (e) => crate :: manifest :: fields :: VisitValue :: visit_value (* e , :: core :: option :: Option :: None , v) ,",
     ];
     for e in expect {
         assert!(out.contains(e), "missing `{e}` in:\n{out}");

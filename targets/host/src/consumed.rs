@@ -3,268 +3,157 @@
 //!
 //! The loader hands its observer each manifest's scalar keys (the generated document struct)
 //! and, before them, the elements of its streamed keys ([`Entry`]), children before their
-//! parent (a var's `list` ids, then the var; a node's `output_names`, then the node). The
-//! generated structs derive `Debug`, and the generated [`CONSUMED_KEYS`] table says which JSON
-//! key each struct field holds (`Var.size` is `var.<name>.size`), so this module needs no key
-//! names of its own: it reads each value's `Debug` text back into a small tree, gives each
-//! streamed field (`Each { count: n }` in the parent's text) its `n` children from the ones
-//! that came before, and flattens the tree into key paths: a map entry by its name
-//! (`var.q_ref`), an array element by its position (`dma[2].desc[0]`). An absent key is not
-//! listed; `Some(x)` is `x`. Strings keep their quotes, as the JSON has them.
+//! parent (a var's `list` ids, then the var; a node's `output_names`, then the node). Each
+//! generated struct hands its values over typed, by JSON key, through its generated
+//! `visit_fields` ([`FieldVisitor`]), so this module needs no key names of its own: it keeps
+//! each value as a small tree, gives each streamed field (`Streamed { count: n }`) its `n`
+//! children from the ones that came before, and flattens the tree into key paths: a map entry
+//! by its name (`var.q_ref`), an array element by its position (`dma[2].desc[0]`). An absent
+//! key is not listed, nor is a `present` key. Strings keep their quotes and escapes (as Rust's
+//! `{:?}` writes them), a number is shown as an `f64`'s `{:?}` (`1.0`).
 //!
 //! What is kept is the consumed values themselves (as `info` keeps every var), nothing of the
 //! skipped JSON.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use neff::loader::{Manifest, Observer};
-use neff::manifest::{Entry, CONSUMED_KEYS};
+use neff::manifest::{Entry, FieldValue, FieldVisitor};
 
-/// A value as its `Debug` text shows it.
+/// A consumed value, owned.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Value {
-    /// A string or char literal, quotes and escapes as `Debug` wrote them.
-    Text(String),
-    /// A number, a bool, a unit variant.
-    Atom(String),
-    /// `[a, b]`.
-    List(Vec<Value>),
-    /// `Name { field: value, .. }`.
-    Struct(String, Vec<(String, Value)>),
-    /// `Name(a, b)` (`Some(x)`, a tuple variant).
-    Tuple(String, Vec<Value>),
-    /// A streamed field: `Each { count }` (an array) or `EachMap { count }` (an object).
+pub enum Node {
+    /// A value as one line of text (a number, a bool, a quoted string, `(n elements)` for a
+    /// counted array).
+    Leaf(String),
+    /// A value that is not listed (a `present` key).
+    Silent,
+    /// An array's elements.
+    Array(Vec<Node>),
+    /// An object: its name in its parent (a map entry's), and its values by JSON key.
+    Object {
+        /// The entry's name, when it is an entry of an object keyed by name.
+        name: Option<String>,
+        /// Its values, by JSON key, in schema order.
+        fields: Vec<(&'static str, Node)>,
+    },
+    /// A streamed key (`each<..>`, `each_map<..>`).
     Streamed {
+        /// Its JSON key (which its elements were handed on under).
+        key: Option<&'static str>,
         /// An object keyed by name.
         map: bool,
         /// Its elements, once given (`count` of them).
-        items: Vec<Value>,
+        items: Vec<Node>,
         /// How many there were.
-        count: usize,
+        count: u64,
     },
 }
 
-/// Reads `Debug` text (as `#[derive(Debug)]` writes it) into a [`Value`].
-pub fn parse(text: &str) -> Option<Value> {
-    let mut p = Parser { s: text.as_bytes(), i: 0 };
-    let v = p.value()?;
-    p.ws();
-    (p.i == p.s.len()).then_some(v)
-}
-
-struct Parser<'a> {
-    s: &'a [u8],
-    i: usize,
-}
-
-impl Parser<'_> {
-    fn peek(&self) -> Option<u8> {
-        self.s.get(self.i).copied()
-    }
-
-    fn ws(&mut self) {
-        while self.peek().is_some_and(|c| c.is_ascii_whitespace()) {
-            self.i += 1;
+impl Node {
+    fn leaf(value: FieldValue<'_>, key: Option<&'static str>) -> Node {
+        match value {
+            FieldValue::Unsigned(n) => Node::Leaf(n.to_string()),
+            FieldValue::Signed(n) => Node::Leaf(n.to_string()),
+            FieldValue::Bool(b) => Node::Leaf(b.to_string()),
+            FieldValue::Number(x) => Node::Leaf(format!("{:?}", x.value())),
+            FieldValue::Str(s) => Node::Leaf(format!("{s:?}")),
+            FieldValue::Other(t) => Node::Leaf(format!("<{t:?}>")),
+            FieldValue::Count(n) => Node::Leaf(format!("({n} elements)")),
+            FieldValue::Present { .. } => Node::Silent,
+            FieldValue::Streamed { count, map } => Node::Streamed { key, map, items: Vec::new(), count },
         }
-    }
-
-    fn eat(&mut self, c: u8) -> bool {
-        self.ws();
-        if self.peek() == Some(c) {
-            self.i += 1;
-            true
-        } else {
-            false
-        }
-    }
-
-    fn text(&self, from: usize) -> String {
-        String::from_utf8_lossy(self.s.get(from..self.i).unwrap_or_default()).into_owned()
-    }
-
-    fn quoted(&mut self, quote: u8) -> Option<Value> {
-        let from = self.i;
-        self.i += 1;
-        loop {
-            match self.peek()? {
-                b'\\' => self.i += 2,
-                c if c == quote => {
-                    self.i += 1;
-                    return Some(Value::Text(self.text(from)));
-                }
-                _ => self.i += 1,
-            }
-        }
-    }
-
-    /// Values up to `close`, separated by commas (a trailing `..` is skipped).
-    fn seq(&mut self, close: u8) -> Option<Vec<Value>> {
-        let mut out = Vec::new();
-        loop {
-            if self.eat(close) {
-                return Some(out);
-            }
-            out.push(self.value()?);
-            if !self.eat(b',') {
-                return self.eat(close).then_some(out);
-            }
-        }
-    }
-
-    fn ident(&mut self) -> String {
-        let from = self.i;
-        while let Some(c) = self.peek() {
-            if c.is_ascii_alphanumeric() || c == b'_' {
-                self.i += 1;
-            } else if self.s.get(self.i..self.i + 2) == Some(b"::") {
-                self.i += 2;
-            } else {
-                break;
-            }
-        }
-        self.text(from)
-    }
-
-    /// Skips a generic argument list `<...>` (which may hold `->`, `[T; N]`, nested `<>`).
-    fn generics(&mut self) -> Option<()> {
-        let mut depth = 0usize;
-        loop {
-            match self.peek()? {
-                b'<' => depth += 1,
-                b'>' if self.i > 0 && self.s.get(self.i - 1) == Some(&b'-') => {}
-                b'>' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        self.i += 1;
-                        return Some(());
-                    }
-                }
-                _ => {}
-            }
-            self.i += 1;
-        }
-    }
-
-    fn value(&mut self) -> Option<Value> {
-        self.ws();
-        match self.peek()? {
-            b'"' => self.quoted(b'"'),
-            b'\'' => self.quoted(b'\''),
-            b'[' => {
-                self.i += 1;
-                self.seq(b']').map(Value::List)
-            }
-            b'(' => {
-                self.i += 1;
-                self.seq(b')').map(|v| Value::Tuple(String::new(), v))
-            }
-            b'.' if self.s.get(self.i..self.i + 2) == Some(b"..") => {
-                self.i += 2;
-                Some(Value::Atom("..".into()))
-            }
-            c if c == b'-' || c.is_ascii_digit() => {
-                let from = self.i;
-                self.i += 1;
-                while self.peek().is_some_and(|c| !matches!(c, b',' | b')' | b']' | b'}') && !c.is_ascii_whitespace()) {
-                    self.i += 1;
-                }
-                Some(Value::Atom(self.text(from)))
-            }
-            c if c.is_ascii_alphabetic() || c == b'_' => {
-                let name = self.ident();
-                if self.peek() == Some(b'<') {
-                    self.generics()?;
-                }
-                let at = self.i;
-                self.ws();
-                match self.peek() {
-                    Some(b'{') => {
-                        self.i += 1;
-                        self.fields(name)
-                    }
-                    Some(b'(') => {
-                        self.i += 1;
-                        self.seq(b')').map(|v| Value::Tuple(name, v))
-                    }
-                    _ => {
-                        self.i = at;
-                        Some(Value::Atom(name))
-                    }
-                }
-            }
-            _ => None,
-        }
-    }
-
-    fn fields(&mut self, name: String) -> Option<Value> {
-        let mut fields = Vec::new();
-        loop {
-            if self.eat(b'}') {
-                break;
-            }
-            self.ws();
-            if self.s.get(self.i..self.i + 2) == Some(b"..") {
-                self.i += 2;
-                continue;
-            }
-            let field = self.ident();
-            if field.is_empty() || !self.eat(b':') {
-                return None;
-            }
-            fields.push((field, self.value()?));
-            if !self.eat(b',') {
-                if !self.eat(b'}') {
-                    return None;
-                }
-                break;
-            }
-        }
-        if name == "Each" || name == "EachMap" {
-            let count = fields.iter().find(|(f, _)| f == "count").and_then(|(_, v)| match v {
-                Value::Atom(n) => n.parse().ok(),
-                _ => None,
-            })?;
-            return Some(Value::Streamed { map: name == "EachMap", items: Vec::new(), count });
-        }
-        Some(Value::Struct(name, fields))
     }
 }
 
-/// The JSON key of each generated struct field (`"Var.size"` -> `"size"`), from
-/// [`CONSUMED_KEYS`].
-pub fn key_names() -> HashMap<&'static str, &'static str> {
-    CONSUMED_KEYS
-        .iter()
-        .map(|k| {
-            let last = k.path.rsplit('.').next().unwrap_or(k.path);
-            (k.field, last.trim_end_matches("[]"))
-        })
-        .collect()
+/// Builds a [`Node`] from a generated struct's visitor calls.
+#[derive(Default)]
+pub struct Builder {
+    /// The objects and arrays open, each with its key.
+    open: Vec<(Option<&'static str>, Node)>,
+    /// The value built, once the outermost one closed (or was a scalar).
+    done: Option<Node>,
+}
+
+impl Builder {
+    /// The value built (an object whose fields the caller visited inside `open`/`close`, or
+    /// an element).
+    pub fn finish(self) -> Option<Node> {
+        self.done
+    }
+
+    fn add(&mut self, key: Option<&'static str>, node: Node) {
+        match self.open.last_mut() {
+            None => self.done = Some(node),
+            Some((_, Node::Object { fields, .. })) => fields.push((key.unwrap_or_default(), node)),
+            Some((_, Node::Array(items))) => items.push(node),
+            Some(_) => {}
+        }
+    }
+}
+
+impl FieldVisitor for Builder {
+    fn value(&mut self, key: Option<&'static str>, value: FieldValue<'_>) {
+        self.add(key, Node::leaf(value, key));
+    }
+
+    fn open(&mut self, key: Option<&'static str>, array: bool) {
+        let node = if array { Node::Array(Vec::new()) } else { Node::Object { name: None, fields: Vec::new() } };
+        self.open.push((key, node));
+    }
+
+    fn close(&mut self) {
+        if let Some((key, node)) = self.open.pop() {
+            self.add(key, node);
+        }
+    }
+
+    fn name(&mut self, name: &str) {
+        if let Some((_, Node::Object { name: slot, .. })) = self.open.last_mut() {
+            *slot = Some(name.to_owned());
+        }
+    }
+}
+
+/// A manifest document (its fields visited by `visit`) as a [`Node`].
+pub fn document(visit: impl FnOnce(&mut Builder)) -> Node {
+    let mut b = Builder::default();
+    b.open(None, false);
+    visit(&mut b);
+    b.close();
+    b.finish().unwrap_or(Node::Silent)
+}
+
+/// A streamed element as a [`Node`].
+pub fn element(entry: &Entry<'_>) -> Node {
+    let mut b = Builder::default();
+    entry.visit(&mut b);
+    b.finish().unwrap_or(Node::Silent)
 }
 
 /// One streamed element waiting for its parent.
 struct Pending {
     key: &'static str,
-    value: Value,
+    value: Node,
 }
 
 /// The observer: every consumed value of every manifest member read.
 #[derive(Default)]
 pub struct ConsumedValues {
-    keys: HashMap<&'static str, &'static str>,
     member: String,
     pending: Vec<Pending>,
     /// `member -> key path -> value`, for every manifest read (a later copy of a member
     /// replaces an earlier one).
     pub values: BTreeMap<String, BTreeMap<String, String>>,
-    /// Values whose `Debug` text could not be read back (a bug to report, never silent).
-    pub unreadable: Vec<String>,
+    /// Streamed keys whose elements were not all handed on before their parent (a bug to
+    /// report, never silent).
+    pub incomplete: Vec<String>,
 }
 
 impl ConsumedValues {
     /// An empty collection.
     pub fn new() -> Self {
-        ConsumedValues { keys: key_names(), ..Default::default() }
+        ConsumedValues::default()
     }
 
     fn start(&mut self, member: &str) {
@@ -275,121 +164,95 @@ impl ConsumedValues {
     }
 
     /// Gives each streamed field of `v` its children: the last `count` pending elements of
-    /// its key, in their order.
-    fn adopt(&mut self, v: &mut Value, owner: &str) {
+    /// its key, in their order. Children of later fields came later: they are taken from the
+    /// end, last field first.
+    fn adopt(&mut self, v: &mut Node, owner: &str) {
         match v {
-            Value::Struct(name, fields) => {
-                let name = name.clone();
-                // Children of later fields came later: take them from the end, last field first.
-                for (field, value) in fields.iter_mut().rev() {
-                    let key = self.keys.get(format!("{name}.{field}").as_str()).copied();
-                    self.adopt_field(value, key, owner);
+            Node::Object { fields, .. } => {
+                for (_, value) in fields.iter_mut().rev() {
+                    self.adopt(value, owner);
                 }
             }
-            Value::Tuple(_, items) | Value::List(items) => {
+            Node::Array(items) => {
                 for item in items.iter_mut().rev() {
                     self.adopt(item, owner);
                 }
             }
-            _ => {}
-        }
-    }
-
-    fn adopt_field(&mut self, value: &mut Value, key: Option<&'static str>, owner: &str) {
-        match value {
-            Value::Streamed { items, count, .. } => {
-                let Some(key) = key else { return };
+            Node::Streamed { key: Some(key), items, count, .. } => {
+                let key = *key;
                 let mut taken = Vec::new();
                 let mut i = self.pending.len();
-                while taken.len() < *count && i > 0 {
+                while (taken.len() as u64) < *count && i > 0 {
                     i -= 1;
                     if self.pending[i].key == key {
                         taken.push(self.pending.remove(i).value);
                     }
                 }
-                if taken.len() < *count {
-                    self.unreadable.push(format!("{owner}: {key}: {} of {count} elements seen", taken.len()));
+                if (taken.len() as u64) < *count {
+                    self.incomplete.push(format!("{owner}: {key}: {} of {count} elements seen", taken.len()));
                 }
                 taken.reverse();
                 *items = taken;
             }
-            Value::Tuple(name, inner) if name == "Some" => {
-                for v in inner.iter_mut() {
-                    self.adopt_field(v, key, owner);
-                }
-            }
-            other => self.adopt(other, owner),
+            _ => {}
         }
     }
+}
 
-    fn flatten(&self, path: &str, value: &Value, out: &mut BTreeMap<String, String>) {
-        let join = |key: &str| if path.is_empty() { key.to_owned() } else { format!("{path}.{key}") };
-        match value {
-            Value::Struct(name, fields) => {
-                for (field, v) in fields {
-                    // Fields that hold no key (a map entry's own name, markers) are not listed.
-                    if let Some(key) = self.keys.get(format!("{name}.{field}").as_str()) {
-                        self.flatten(&join(key), v, out);
+fn flatten(path: &str, value: &Node, out: &mut BTreeMap<String, String>) {
+    let join = |key: &str| if path.is_empty() { key.to_owned() } else { format!("{path}.{key}") };
+    match value {
+        Node::Object { fields, .. } => {
+            for (key, v) in fields {
+                flatten(&join(key), v, out);
+            }
+        }
+        Node::Silent => {}
+        Node::Streamed { map, items, count, .. } => {
+            let seen = items.len() as u64;
+            if seen < *count || items.iter().all(|i| !matches!(i, Node::Object { .. })) {
+                // Scalars (ids, names, shapes): one value; elements not seen: their count.
+                let text = if seen < *count { format!("({count} elements)") } else { render_list(items) };
+                out.insert(path.to_owned(), text);
+                return;
+            }
+            for (i, item) in items.iter().enumerate() {
+                let at = match (map, item) {
+                    (true, Node::Object { name: Some(name), .. }) => {
+                        // The name as its `{:?}` shows it, without the quotes.
+                        format!("{path}.{}", format!("{name:?}").trim_matches('"'))
                     }
-                }
+                    (true, _) => format!("{path}.{i}"),
+                    _ => format!("{path}[{i}]"),
+                };
+                flatten(&at, item, out);
             }
-            Value::Tuple(name, inner) if name == "Some" && inner.len() == 1 => self.flatten(path, &inner[0], out),
-            Value::Atom(a) if a == "None" => {}
-            Value::Streamed { map, items, count } => {
-                if items.len() < *count || items.iter().all(|i| !matches!(i, Value::Struct(..))) {
-                    // Scalars (ids, names, shapes): one value; elements not seen: their count.
-                    let text = if items.len() < *count {
-                        format!("({count} elements)")
-                    } else {
-                        render(&Value::List(items.clone()))
-                    };
-                    out.insert(path.to_owned(), text);
-                    return;
-                }
-                for (i, item) in items.iter().enumerate() {
-                    let at = match (map, item) {
-                        (true, Value::Struct(_, f)) => {
-                            let name =
-                                f.iter().find(|(k, _)| k == "name").map_or_else(|| i.to_string(), |(_, v)| unquote(v));
-                            format!("{path}.{name}")
-                        }
-                        _ => format!("{path}[{i}]"),
-                    };
-                    self.flatten(&at, item, out);
-                }
-            }
-            Value::Tuple(name, inner) if name == "ArrayLen" => {
-                out.insert(path.to_owned(), format!("({} elements)", inner.first().map(render).unwrap_or_default()));
-            }
-            other => {
-                out.insert(path.to_owned(), render(other));
-            }
+        }
+        other => {
+            out.insert(path.to_owned(), render(other));
         }
     }
 }
 
-/// A map entry's name without its quotes.
-fn unquote(v: &Value) -> String {
-    match v {
-        Value::Text(t) => t.trim_matches('"').to_owned(),
-        other => render(other),
-    }
+fn render_list(items: &[Node]) -> String {
+    format!("[{}]", items.iter().map(render).collect::<Vec<_>>().join(", "))
 }
 
-/// A value as one line of text (`Some` and `None` dropped).
-pub fn render(v: &Value) -> String {
+/// A value as one line of text.
+pub fn render(v: &Node) -> String {
     match v {
-        Value::Text(t) | Value::Atom(t) => t.clone(),
-        Value::List(items) => format!("[{}]", items.iter().map(render).collect::<Vec<_>>().join(", ")),
-        Value::Tuple(name, inner) if name == "Some" && inner.len() == 1 => render(&inner[0]),
-        Value::Tuple(name, inner) => format!("{name}({})", inner.iter().map(render).collect::<Vec<_>>().join(", ")),
-        Value::Struct(name, fields) => format!(
-            "{name} {{ {} }}",
-            fields.iter().map(|(k, v)| format!("{k}: {}", render(v))).collect::<Vec<_>>().join(", ")
-        ),
-        Value::Streamed { items, count, .. } => {
-            if items.len() == *count {
-                render(&Value::List(items.clone()))
+        Node::Leaf(t) => t.clone(),
+        Node::Silent => String::new(),
+        Node::Array(items) => render_list(items),
+        Node::Object { fields, .. } => {
+            format!(
+                "{{ {} }}",
+                fields.iter().map(|(k, v)| format!("{k}: {}", render(v))).collect::<Vec<_>>().join(", ")
+            )
+        }
+        Node::Streamed { items, count, .. } => {
+            if items.len() as u64 == *count {
+                render_list(items)
             } else {
                 format!("({count} elements)")
             }
@@ -400,34 +263,22 @@ pub fn render(v: &Value) -> String {
 impl Observer for ConsumedValues {
     fn entry(&mut self, member: &str, entry: &Entry<'_>) {
         self.start(member);
-        // `Variant(payload)`: the payload is the element.
-        let value = match parse(&format!("{entry:?}")) {
-            Some(Value::Tuple(_, mut inner)) if inner.len() == 1 => inner.remove(0),
-            _ => {
-                self.unreadable.push(format!("{member}: {}", entry.key()));
-                return;
-            }
-        };
-        let mut value = value;
+        let mut value = element(entry);
         self.adopt(&mut value, member);
         self.pending.push(Pending { key: entry.key(), value });
     }
 
     fn manifest(&mut self, member: &str, manifest: Manifest<'_>) {
         self.start(member);
-        let text = match manifest {
-            Manifest::Neff(d) => format!("{d:?}"),
-            Manifest::Kelf(d) => format!("{d:?}"),
-            Manifest::Def(d, _) => format!("{d:?}"),
-            Manifest::Engine(d) => format!("{d:?}"),
-        };
-        let Some(mut doc) = parse(&text) else {
-            self.unreadable.push(member.to_owned());
-            return;
+        let mut doc = match manifest {
+            Manifest::Neff(d) => document(|b| d.visit_fields(b)),
+            Manifest::Kelf(d) => document(|b| d.visit_fields(b)),
+            Manifest::Def(d, _) => document(|b| d.visit_fields(b)),
+            Manifest::Engine(d) => document(|b| d.visit_fields(b)),
         };
         self.adopt(&mut doc, member);
         let mut out = BTreeMap::new();
-        self.flatten("", &doc, &mut out);
+        flatten("", &doc, &mut out);
         self.pending.clear();
         self.values.insert(member.to_owned(), out);
     }
@@ -436,43 +287,67 @@ impl Observer for ConsumedValues {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use neff::manifest::{DmaBlock, DmaDesc, Var};
 
-    #[test]
-    fn debug_text_reads_back() {
-        let v = parse(r#"Var { name: "k\"ref", var_type: "input", var_id: 2, size: Some(262144), list: Some(Each { count: 4, _slot: PhantomData<fn() -> heapless::string::StringInner<usize, [u8; 256]>> }), shape: None, x: -1.5 }"#)
-            .unwrap();
-        let Value::Struct(name, fields) = v else { panic!("{v:?}") };
-        assert_eq!(name, "Var");
-        assert_eq!(fields[0], ("name".into(), Value::Text(r#""k\"ref""#.into())));
-        assert_eq!(fields[3].1, Value::Tuple("Some".into(), vec![Value::Atom("262144".into())]));
-        assert_eq!(
-            fields[4].1,
-            Value::Tuple("Some".into(), vec![Value::Streamed { map: false, items: vec![], count: 4 }])
-        );
-        assert_eq!(fields[5].1, Value::Atom("None".into()));
-        assert_eq!(fields[6].1, Value::Atom("-1.5".into()));
-        assert_eq!(
-            parse("Head([3, 0, 0])"),
-            Some(Value::Tuple(
-                "Head".into(),
-                vec![Value::List(vec![Value::Atom("3".into()), Value::Atom("0".into()), Value::Atom("0".into())])]
-            ))
-        );
-        assert_eq!(
-            parse("Foo { a: 1, .. }"),
-            Some(Value::Struct("Foo".into(), vec![("a".into(), Value::Atom("1".into()))]))
-        );
-        assert_eq!(parse("Foo { a: 1"), None);
-        assert_eq!(parse("\"open"), None);
+    fn leaf(s: &str) -> Node {
+        Node::Leaf(s.into())
     }
 
     #[test]
-    fn every_struct_field_of_the_schema_has_a_key() {
-        let keys = key_names();
-        assert_eq!(keys.get("Var.size"), Some(&"size"));
-        assert_eq!(keys.get("DefJson.vars"), Some(&"var"));
-        assert_eq!(keys.get("DmaDesc.op"), Some(&"op"));
-        assert_eq!(keys.get("NodeAttrs.kelf"), Some(&"kelf"));
-        assert_eq!(keys.get("Var.name"), None, "a map entry's name is its key, not a field");
+    fn a_generated_struct_hands_over_its_values_typed_by_json_key() {
+        let mut var = Var::default();
+        var.name.push_str("k\"ref").unwrap();
+        var.var_type.push_str("input").unwrap();
+        var.size = Some(262144);
+        let Node::Object { name, fields } = element(&Entry::Var(&var)) else { panic!() };
+        assert_eq!(name.as_deref(), Some("k\"ref"));
+        let get = |k: &str| fields.iter().find(|(f, _)| *f == k).map(|(_, v)| v.clone());
+        assert_eq!(get("type"), Some(leaf(r#""input""#)));
+        assert_eq!(get("size"), Some(leaf("262144")));
+        assert_eq!(get("fabric_path"), None, "an absent optional key is not visited");
+        assert!(fields.iter().all(|(k, _)| *k != "name"), "a map entry's name is its key, not a field");
+    }
+
+    #[test]
+    fn streamed_children_are_adopted_by_their_parent_and_listed_by_position() {
+        let mut consumed = ConsumedValues::new();
+        let mut desc = DmaDesc::default();
+        for _ in 0..2 {
+            consumed.entry("m", &Entry::DmaDesc(&desc));
+            desc.op.push_str("x").unwrap();
+        }
+        // A block of 2 descs takes the 2 pending ones, in order.
+        let mut block = DmaBlock::default();
+        let mut descs = neff::manifest::rt::Each::default();
+        descs.count = 2;
+        block.desc = Some(descs);
+        let mut block_node = element(&Entry::DmaBlock(&block));
+        consumed.adopt(&mut block_node, "m");
+        assert!(consumed.incomplete.is_empty(), "{:?}", consumed.incomplete);
+        let mut out = BTreeMap::new();
+        flatten("dma[0]", &block_node, &mut out);
+        assert!(consumed.pending.is_empty());
+        assert_eq!(out.get("dma[0].desc[0].op").map(String::as_str), Some(r#""copy""#), "{out:?}");
+        assert_eq!(out.get("dma[0].desc[1].op").map(String::as_str), Some(r#""copyx""#), "{out:?}");
+        // One more than was handed on: the key shows its count, and the bug is reported.
+        let mut short = Node::Streamed { key: Some("desc"), map: false, items: Vec::new(), count: 1 };
+        consumed.adopt(&mut short, "m");
+        assert_eq!(consumed.incomplete, ["m: desc: 0 of 1 elements seen"]);
+        let mut out = BTreeMap::new();
+        flatten("desc", &short, &mut out);
+        assert_eq!(out["desc"], "(1 elements)");
+    }
+
+    #[test]
+    fn scalars_arrays_and_counts_render_as_one_line() {
+        assert_eq!(render(&Node::Array(vec![leaf("1"), leaf("2")])), "[1, 2]");
+        assert_eq!(Node::leaf(FieldValue::Count(3), None), leaf("(3 elements)"));
+        assert_eq!(Node::leaf(FieldValue::Str("a\"b"), None), leaf(r#""a\"b""#));
+        assert_eq!(Node::leaf(FieldValue::Signed(-1), None), leaf("-1"));
+        assert_eq!(Node::leaf(FieldValue::Present { is_false: false }, None), Node::Silent);
+        let empty = Node::Streamed { key: Some("var"), map: true, items: Vec::new(), count: 0 };
+        let mut out = BTreeMap::new();
+        flatten("var", &empty, &mut out);
+        assert_eq!(out["var"], "[]");
     }
 }

@@ -216,3 +216,144 @@ fn trouble_exits_2() {
     assert!(line.contains(&cut.path().display().to_string()), "{line}");
     assert_eq!(code(&neff(&["diff", "only-one.neff"])), 2);
 }
+
+/// The value at `path` (`dma[1].desc[0].op`, `var.a.b.size`: a map entry's name may hold dots)
+/// of a JSON document, as the key path of a consumed value names it.
+fn at_path<'v>(doc: &'v Value, path: &str) -> Option<&'v Value> {
+    if path.is_empty() {
+        return Some(doc);
+    }
+    if let Some(rest) = path.strip_prefix('[') {
+        let (index, rest) = rest.split_once(']')?;
+        let item = doc.as_array()?.get(index.parse::<usize>().ok()?)?;
+        return at_path(item, rest.strip_prefix('.').unwrap_or(rest));
+    }
+    // The longest key of the object that the path goes on from.
+    let object = doc.as_object()?;
+    let mut found = None;
+    for (key, value) in object {
+        if let Some(rest) = path.strip_prefix(key.as_str()) {
+            if (rest.is_empty() || rest.starts_with('.') || rest.starts_with('['))
+                && found.is_none_or(|(k, _, _): (&String, _, _)| k.len() < key.len())
+            {
+                found = Some((key, value, rest));
+            }
+        }
+    }
+    let (_, value, rest) = found?;
+    at_path(value, rest.strip_prefix('.').unwrap_or(rest))
+}
+
+/// Whether `text` (as `neff diff` shows a consumed value) is the JSON `value`: strings quoted
+/// as Rust's `{:?}`, numbers as written (a number with a fraction as an `f64`), arrays as
+/// `[a, b]` (a TVM typed list by its items, an empty object as `[]`), a counted array as
+/// `(n elements)`.
+fn shows(text: &str, value: &Value) -> bool {
+    if let Some(n) = text.strip_prefix('(').and_then(|t| t.strip_suffix(" elements)")) {
+        return value.as_array().is_some_and(|a| a.len().to_string() == n);
+    }
+    match value {
+        Value::String(s) => text == format!("{s:?}"),
+        Value::Bool(b) => text == b.to_string(),
+        // An empty object keyed by name: no elements.
+        Value::Object(o) => o.is_empty() && text == "[]",
+        Value::Number(n) if text.contains('.') => text.parse::<f64>().ok() == n.as_f64(),
+        Value::Number(n) => text == n.to_string(),
+        Value::Array(items) => {
+            if let [Value::String(tag), Value::Array(inner)] = items.as_slice() {
+                if tag.starts_with("list_") && shows(text, &Value::Array(inner.clone())) {
+                    return true;
+                }
+            }
+            let Some(inner) = text.strip_prefix('[').and_then(|t| t.strip_suffix(']')) else { return false };
+            // The items: split at the commas outside nested brackets and quoted strings.
+            let mut parts = Vec::new();
+            let (mut depth, mut quoted, mut escaped, mut from) = (0, false, false, 0);
+            for (i, c) in inner.char_indices() {
+                match c {
+                    _ if escaped => escaped = false,
+                    '\\' if quoted => escaped = true,
+                    '"' => quoted = !quoted,
+                    '[' if !quoted => depth += 1,
+                    ']' if !quoted => depth -= 1,
+                    ',' if !quoted && depth == 0 => {
+                        parts.push(inner[from..i].trim());
+                        from = i + 1;
+                    }
+                    _ => {}
+                }
+            }
+            if !inner.trim().is_empty() {
+                parts.push(inner[from..].trim());
+            }
+            parts.len() == items.len() && parts.iter().zip(items).all(|(t, v)| shows(t, v))
+        }
+        _ => false,
+    }
+}
+
+/// A member's consumed value (one side of a `manifests` row): the JSON value at its key path,
+/// or, where the document has no value there, the key's default from the schema.
+fn check_side(label: &str, member: &str, key: &str, shown: &Value, json: Option<&Value>) {
+    let Some(text) = shown.as_str() else {
+        // Not listed: the document has no value there (an absent optional key, no such
+        // element), or one listed by its elements (`var` by `var.<name>.size`, ...).
+        let by_elements = |v: &Value| match v {
+            Value::Object(o) => !o.is_empty(),
+            Value::Array(a) => a.first().is_some_and(Value::is_object),
+            _ => false,
+        };
+        let value = json.and_then(|doc| at_path(doc, key));
+        assert!(value.is_none_or(|v| v.is_null() || by_elements(v)), "{label} {member} {key}: {value:?}");
+        return;
+    };
+    let doc = json.unwrap_or_else(|| panic!("{label}: {member} is listed but is no JSON member"));
+    match at_path(doc, key) {
+        Some(value) => assert!(shows(text, value), "{label} {member} {key}: {text} is not {value}"),
+        None => {
+            // A default: the key (its last segment) has one in the table, shown as `text`.
+            let last = key.rsplit('.').next().unwrap_or(key);
+            let default = neff::manifest::CONSUMED_KEYS.iter().any(|k| {
+                k.path.rsplit('.').next() == Some(last)
+                    && !k.default.is_empty()
+                    && (text == k.default || text == format!("{:?}", k.default.trim_matches('"')))
+            });
+            assert!(default, "{label} {member} {key}: {text} is neither in the document nor a default");
+        }
+    }
+}
+
+/// Every consumed value `neff diff` lists between two real NEFFs (every ordered pair) is the
+/// value the member's JSON holds at that key path, as serde_json reads it (or the key's
+/// default where the document has none): the generated value visitors hand over what the
+/// documents say.
+#[test]
+fn every_consumed_value_listed_between_real_neffs_is_the_documents() {
+    let neffs = fleet::real_neffs();
+    let jsons: Vec<BTreeMap<String, Value>> = neffs
+        .iter()
+        .map(|(_, path)| {
+            members(path)
+                .into_iter()
+                .filter(|(n, _)| n.ends_with(".json"))
+                .filter_map(|(n, bytes)| Some((n, serde_json::from_slice(&bytes).ok()?)))
+                .collect()
+        })
+        .collect();
+    let mut rows = 0;
+    for (ia, (la, a)) in neffs.iter().enumerate() {
+        for (ib, (lb, b)) in neffs.iter().enumerate().filter(|(ib, _)| *ib != ia) {
+            let (_, d) = diff_json(a, b);
+            for row in d["manifests"].as_array().unwrap() {
+                let (member, key) = (row["member"].as_str().unwrap(), row["key"].as_str().unwrap());
+                let label = format!("{la} vs {lb}");
+                check_side(&label, member, key, &row["a"], jsons[ia].get(member));
+                check_side(&label, member, key, &row["b"], jsons[ib].get(member));
+                rows += 1;
+            }
+        }
+    }
+    if neffs.len() > 1 {
+        assert!(rows > 1000, "{rows} rows: the real NEFFs differ in thousands of consumed values");
+    }
+}

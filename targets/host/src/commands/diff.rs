@@ -52,8 +52,8 @@ fn tensor(t: &TensorInfo) -> Value {
 
 /// The side of one pass.
 pub fn side(label: String, pass: &Pass, consumed: ConsumedValues) -> Result<Side, CliError> {
-    if let Some(first) = consumed.unreadable.first() {
-        return Err(CliError::usage(format!("{label}: {first}: a consumed value could not be read back (a bug)")));
+    if let Some(first) = consumed.incomplete.first() {
+        return Err(CliError::usage(format!("{label}: {first}: a streamed key's elements were not all seen (a bug)")));
     }
     let mut header: Vec<(String, Value)> = match serde_json::to_value(pass.header.to_json()) {
         Ok(Value::Object(m)) => m.into_iter().collect(),
