@@ -46,37 +46,7 @@ pub enum OffsetBase {
     None,
 }
 
-/// The runtime's status codes (`NRT_STATUS` in `nrt_status.h`) that a load error maps to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[repr(u32)]
-pub enum Status {
-    /// `NRT_FAILURE`: a generic failure (I/O, device).
-    Failure = 1,
-    /// `NRT_INVALID`: an invalid NEFF.
-    Invalid = 2,
-    /// `NRT_RESOURCE`: out of a resource (device memory, a capacity).
-    Resource = 4,
-    /// `NRT_UNSUPPORTED_NEFF_VERSION`.
-    UnsupportedNeffVersion = 10,
-}
-
-impl Status {
-    /// The numeric `NRT_STATUS` value.
-    pub const fn code(self) -> u32 {
-        self as u32
-    }
-
-    /// The runtime's enumerator name.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Status::Failure => "NRT_FAILURE",
-            Status::Invalid => "NRT_INVALID",
-            Status::Resource => "NRT_RESOURCE",
-            Status::UnsupportedNeffVersion => "NRT_UNSUPPORTED_NEFF_VERSION",
-        }
-    }
-}
+neff_macros::kinds!("schema/kinds.toml", Status);
 
 /// A fixed-capacity limit was reached. The input is refused; nothing is truncated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

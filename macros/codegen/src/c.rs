@@ -185,9 +185,121 @@ pub fn header(files: &[SchemaFile], kinds: &crate::kinds::Kinds) -> Result<Strin
     Ok(out)
 }
 
+/// A rustdoc line's links as plain code for C (`[`Hal`](crate::hal::Hal)` -> `` `Hal` ``).
+fn without_links(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("](") {
+        let Some(open) = rest[..at].rfind('[') else { break };
+        let Some(close) = rest[at..].find(')') else { break };
+        out.push_str(&rest[..open]);
+        out.push_str(&rest[open + 1..at]);
+        rest = &rest[at + close + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `///` lines of `text` at `indent`.
+fn rust_doc(out: &mut String, indent: &str, text: &str) {
+    for line in without_links(text.trim()).lines() {
+        let line = line.trim_end();
+        if line.is_empty() {
+            let _ = writeln!(out, "{indent}///");
+        } else {
+            let _ = writeln!(out, "{indent}/// {line}");
+        }
+    }
+}
+
+/// `targets/c/src/kinds.rs`: the C ABI's `neff_status` and `neff_stage`, as Rust for the C
+/// crate (cbindgen writes them into `neff.h` from there), from the rows of `schema/kinds.toml`
+/// that the core's `Status` and `Stage` are expanded from, with the conversions from those
+/// and the names `neff_status_name()` and `neff_stage_name()` give.
+pub fn ffi_kinds(kinds: &crate::kinds::Kinds) -> String {
+    let t = &kinds.toml;
+    let mut out = String::from(
+        "//! The C ABI's `neff_status` and `neff_stage`, with the conversions from the core's `Status`\n\
+         //! and `Stage` and the names `neff_status_name()` and `neff_stage_name()` give.\n\
+         //!\n\
+         //! Generated from `schema/kinds.toml` (the rows the core's `Status` and `Stage` are expanded\n\
+         //! from) by scripts/gen-header.sh, through macros/codegen: do not edit. cbindgen writes the\n\
+         //! enums into `neff.h`; every value is ABI, never renumbered or reused.\n\n\
+         use core::ffi::CStr;\n\n\
+         use neff::error::{Stage, Status};\n\n\
+         /// The outcome of a call: `NEFF_STATUS_OK`, the runtime's `NRT_STATUS` the error maps to\n\
+         /// (same numbers), or a misuse of the API.\n\
+         #[repr(u32)]\n\
+         #[derive(Debug, Clone, Copy, PartialEq, Eq)]\n\
+         pub enum neff_status {\n",
+    );
+    let status_c = |name: &str| format!("NEFF_STATUS_{}", screaming(name));
+    let stage_c = |name: &str| format!("NEFF_STAGE_{}", screaming(name));
+    for s in &t.statuses {
+        rust_doc(&mut out, "    ", &s.doc);
+        let _ = writeln!(out, "    {} = {},", status_c(s.name.get_ref()), s.value.get_ref());
+    }
+    out.push_str("}\n\nimpl From<Status> for neff_status {\n    fn from(s: Status) -> Self {\n        match s {\n");
+    for s in t.statuses.iter().filter(|s| !s.c_only) {
+        let name = s.name.get_ref();
+        let _ = writeln!(out, "            Status::{name} => neff_status::{},", status_c(name));
+    }
+    out.push_str(
+        "        }\n    }\n}\n\n\
+         /// The C name of the status numbered `status` (`c\"NEFF_STATUS_INVALID\"`), if any.\n\
+         pub(crate) fn status_name(status: u32) -> Option<&'static CStr> {\n    \
+         Some(match status {\n",
+    );
+    for s in &t.statuses {
+        let _ = writeln!(out, "        {} => c\"{}\",", s.value.get_ref(), status_c(s.name.get_ref()));
+    }
+    out.push_str(
+        "        _ => return None,\n    })\n}\n\n\
+         /// Where in the data path an error or warning arose.\n\
+         #[repr(u32)]\n\
+         #[derive(Debug, Clone, Copy, PartialEq, Eq)]\n\
+         pub enum neff_stage {\n",
+    );
+    for (i, s) in t.stages.iter().enumerate() {
+        rust_doc(&mut out, "    ", &s.doc);
+        let _ = writeln!(out, "    {} = {i},", stage_c(s.name.get_ref()));
+    }
+    for s in &t.c_stages {
+        rust_doc(&mut out, "    ", &s.doc);
+        let _ = writeln!(out, "    {} = {},", stage_c(s.name.get_ref()), s.value.get_ref());
+    }
+    out.push_str("}\n\nimpl From<Stage> for neff_stage {\n    fn from(s: Stage) -> Self {\n        match s {\n");
+    for s in &t.stages {
+        let name = s.name.get_ref();
+        let _ = writeln!(out, "            Stage::{name} => neff_stage::{},", stage_c(name));
+    }
+    let _ = write!(
+        out,
+        "        }}\n    }}\n}}\n\n\
+         /// The core's stages in `neff_stage` order (`NEFF_STAGE_{}` = 0, ...).\n\
+         pub(crate) const STAGES: [Stage; {}] = [\n",
+        t.stages.first().map(|s| screaming(s.name.get_ref())).unwrap_or_default(),
+        t.stages.len()
+    );
+    for s in &t.stages {
+        let _ = writeln!(out, "    Stage::{},", s.name.get_ref());
+    }
+    out.push_str(
+        "];\n\n\
+         /// The name of a stage outside the data path (`c\"argument\"`), if `stage` is one.\n\
+         pub(crate) fn c_stage_name(stage: u32) -> Option<&'static CStr> {\n    \
+         Some(match stage {\n",
+    );
+    for s in &t.c_stages {
+        let _ = writeln!(out, "        {} => c\"{}\",", s.value.get_ref(), s.printed);
+    }
+    out.push_str("        _ => return None,\n    })\n}\n");
+    out
+}
+
 #[cfg(test)]
 mod tests {
-    use super::snake;
+    use super::{snake, without_links};
 
     #[test]
     fn names_become_snake_case() {
@@ -198,5 +310,12 @@ mod tests {
         assert_eq!(snake("Fp8ConversionInfo"), "fp8_conversion_info");
         assert_eq!(snake("V2"), "v2");
         assert_eq!(snake("DGETable"), "dge_table");
+    }
+
+    #[test]
+    fn rustdoc_links_become_plain_code() {
+        assert_eq!(without_links("The device behind the [`Hal`](crate::hal::Hal)."), "The device behind the `Hal`.");
+        assert_eq!(without_links("[a](x) and [b](y)"), "a and b");
+        assert_eq!(without_links("no link [here]"), "no link [here]");
     }
 }

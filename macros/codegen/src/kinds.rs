@@ -27,6 +27,44 @@ pub struct KindsToml {
     /// The JSON value types.
     #[serde(rename = "type")]
     pub types: Vec<TypeToml>,
+    /// The outcomes of a load (the runtime's `NRT_STATUS`), the C ABI's own among them.
+    #[serde(rename = "status", default)]
+    pub statuses: Vec<StatusToml>,
+    /// The C ABI's stages beyond the data path's.
+    #[serde(rename = "c_stage", default)]
+    pub c_stages: Vec<CStageToml>,
+}
+
+/// An outcome: `Status` and the C ABI's `neff_status`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StatusToml {
+    /// The `Status` variant (`NEFF_STATUS_<NAME>` in C).
+    pub name: Spanned<String>,
+    /// The number (the runtime's, for its statuses).
+    pub value: Spanned<u32>,
+    /// The runtime's enumerator (`NRT_INVALID`).
+    #[serde(default)]
+    pub nrt: String,
+    /// The C ABI's own outcome: no core error has it, and `Status` does not list it.
+    #[serde(default)]
+    pub c_only: bool,
+    /// Its doc.
+    pub doc: String,
+}
+
+/// A stage of the C ABI's `neff_stage` outside the data path (an argument, no error).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CStageToml {
+    /// `NEFF_STAGE_<NAME>`.
+    pub name: Spanned<String>,
+    /// The number, clear of the data path's stages (numbered from 0).
+    pub value: Spanned<u32>,
+    /// What `neff_stage_name()` returns.
+    pub printed: String,
+    /// Its doc.
+    pub doc: String,
 }
 
 /// A stage of the data path.
@@ -113,11 +151,13 @@ pub enum KindEnum {
     Event,
     /// `JsonType`.
     JsonType,
+    /// `Status`.
+    Status,
 }
 
 impl KindEnum {
     /// Every enum, by the name the macro takes.
-    pub const ALL: [(&'static str, KindEnum); 7] = [
+    pub const ALL: [(&'static str, KindEnum); 8] = [
         ("Stage", KindEnum::Stage),
         ("ManifestKind", KindEnum::ManifestKind),
         ("Scratch", KindEnum::Scratch),
@@ -125,6 +165,7 @@ impl KindEnum {
         ("TokenKind", KindEnum::TokenKind),
         ("Event", KindEnum::Event),
         ("JsonType", KindEnum::JsonType),
+        ("Status", KindEnum::Status),
     ];
 
     /// The enum named `name`.
@@ -206,7 +247,9 @@ impl Kinds {
             .map(|s| &s.name)
             .chain(t.stages.iter().filter_map(|s| s.tier.as_ref().map(|t| &t.kind)))
             .chain(t.tokens.iter().map(|k| &k.name))
-            .chain(t.types.iter().map(|k| &k.name));
+            .chain(t.types.iter().map(|k| &k.name))
+            .chain(t.statuses.iter().map(|k| &k.name))
+            .chain(t.c_stages.iter().map(|k| &k.name));
         for name in names {
             if !is_ident(name.get_ref()) || !name.get_ref().starts_with(|c: char| c.is_ascii_uppercase()) {
                 return Err(self.error_at(name.span(), format!("`{}` is not a CamelCase identifier", name.get_ref())));
@@ -217,6 +260,8 @@ impl Kinds {
             self.tiers().map(|t| &t.tier.kind).collect(),
             t.tokens.iter().map(|k| &k.name).collect(),
             t.types.iter().map(|k| &k.name).collect(),
+            t.statuses.iter().map(|k| &k.name).collect(),
+            t.stages.iter().map(|k| &k.name).chain(t.c_stages.iter().map(|k| &k.name)).collect(),
         ] {
             let mut seen = BTreeSet::new();
             for name in list {
@@ -233,6 +278,25 @@ impl Kinds {
                     self.error_at(tier.tier.code.span(), format!("tier codes run 1, 2, ... in order: expected {want}"))
                 );
             }
+        }
+        // The numbers are ABI: one meaning each. The data path's stages take 0, 1, ... in order.
+        let stage_values = (0..t.stages.len()).map(|i| (i as u32, None));
+        for list in [
+            t.statuses.iter().map(|k| (*k.value.get_ref(), Some(k.value.span()))).collect::<Vec<_>>(),
+            stage_values.chain(t.c_stages.iter().map(|k| (*k.value.get_ref(), Some(k.value.span())))).collect(),
+        ] {
+            let mut seen = BTreeSet::new();
+            for (value, span) in list {
+                if !seen.insert(value) {
+                    let span = span.unwrap_or(0..0);
+                    return Err(
+                        self.error_at(span, format!("value {value} is taken (the stages take 0, 1, ... in order)"))
+                    );
+                }
+            }
+        }
+        if let Some(status) = t.statuses.iter().find(|k| !k.c_only && k.nrt.is_empty()) {
+            return Err(self.error_at(status.name.span(), "a status of the core needs its runtime enumerator (`nrt`)"));
         }
         if self.tiers().next().is_none() {
             return Err(SchemaError(format!("{}: no stage has a `tier`", self.display)));
@@ -274,6 +338,7 @@ impl Kinds {
             KindEnum::TokenKind => self.token_kind(),
             KindEnum::Event => self.event()?,
             KindEnum::JsonType => self.json_type(),
+            KindEnum::Status => self.status(),
         };
         out.extend(self.track());
         Ok(out)
@@ -494,6 +559,34 @@ impl Kinds {
                 }
             }
         })
+    }
+
+    fn status(&self) -> TokenStream {
+        let rows: Vec<_> = self.toml.statuses.iter().filter(|s| !s.c_only).collect();
+        let names = idents(rows.iter().map(|s| &s.name));
+        let docs = rows.iter().map(|s| doc_attrs(&s.doc));
+        let values: Vec<u32> = rows.iter().map(|s| *s.value.get_ref()).collect();
+        let nrt: Vec<_> = rows.iter().map(|s| &s.nrt).collect();
+        let name = str_method("Status", "name", "The runtime's enumerator name.", &names, &nrt);
+        quote! {
+            /// The runtime's status codes (`NRT_STATUS` in `nrt_status.h`) that a load error maps
+            /// to (`schema/kinds.toml`).
+            #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+            #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+            #[repr(u32)]
+            pub enum Status {
+                #(#docs #names = #values,)*
+            }
+
+            impl Status {
+                /// The numeric `NRT_STATUS` value.
+                pub const fn code(self) -> u32 {
+                    self as u32
+                }
+
+                #name
+            }
+        }
     }
 
     fn json_type(&self) -> TokenStream {

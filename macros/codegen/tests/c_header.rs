@@ -69,3 +69,49 @@ fn the_header_holds_its_layouts_and_enum_sizes_on_32_bit_targets_and_cites_no_sp
     assert!(!text.contains('§'));
     assert!(text.contains("Device architecture of `kelf` `target`. "), "the sentence survives its citation");
 }
+
+fn ffi_kinds() -> String {
+    let kinds = neff_schema_codegen::load_kinds(&repo().join("schema"), "schema/").unwrap_or_else(|e| panic!("{e}"));
+    c::ffi_kinds(&kinds)
+}
+
+#[test]
+fn the_c_status_and_stage_enums_come_from_the_kinds_table_with_their_abi_numbers() {
+    let text = ffi_kinds();
+    // The numbers C programs were built with: the runtime's statuses, the C ABI's own, and the
+    // data path's stages in order then the two outside it.
+    for line in [
+        "    NEFF_STATUS_OK = 0,",
+        "    NEFF_STATUS_FAILURE = 1,",
+        "    NEFF_STATUS_INVALID = 2,",
+        "    NEFF_STATUS_RESOURCE = 4,",
+        "    NEFF_STATUS_UNSUPPORTED_NEFF_VERSION = 10,",
+        "    NEFF_STATUS_BAD_ARGUMENT = 64,",
+        "    NEFF_STATUS_BUFFER_TOO_SMALL = 65,",
+        "    NEFF_STATUS_VERSION_MISMATCH = 66,",
+        "    NEFF_STAGE_IO = 0,",
+        "    NEFF_STAGE_NEFF_JSON = 4,",
+        "    NEFF_STAGE_DEF_JSON = 6,",
+        "    NEFF_STAGE_HAL = 10,",
+        "    NEFF_STAGE_ARGUMENT = 255,",
+        "    NEFF_STAGE_NONE = 254,",
+        "            Status::UnsupportedNeffVersion => neff_status::NEFF_STATUS_UNSUPPORTED_NEFF_VERSION,",
+        "            Stage::DefJson => neff_stage::NEFF_STAGE_DEF_JSON,",
+        "        64 => c\"NEFF_STATUS_BAD_ARGUMENT\",",
+        "        254 => c\"none\",",
+    ] {
+        assert!(text.lines().any(|l| l == line), "missing `{line}` in:\n{text}");
+    }
+    // A rustdoc link is plain code in C.
+    assert!(text.contains("/// The device behind the `Hal`."), "{text}");
+    assert!(!text.contains("]("), "{text}");
+}
+
+#[test]
+fn the_checked_in_c_kinds_are_current() {
+    let path = repo().join("targets/c/src/kinds.rs");
+    let Ok(checked_in) = std::fs::read_to_string(&path) else {
+        panic!("{} is missing: run scripts/gen-header.sh", path.display());
+    };
+    assert!(checked_in == ffi_kinds(), "{} is stale: run scripts/gen-header.sh", path.display());
+}

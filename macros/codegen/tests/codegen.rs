@@ -266,6 +266,11 @@ fn every_kind_enum_of_the_real_table_generates_from_one_list() {
     assert!(event.contains("Event :: End => crate :: error :: TokenKind :: End"), "{event}");
     assert!(out(KindEnum::JsonType).contains("JsonType :: Integer => \"negative integer\""));
     assert!(out(KindEnum::TokenKind).contains("TokenKind :: EndArray => \"']'\""));
+    // The core's statuses: the runtime's numbers and names; the C ABI's own are not the core's.
+    let status = out(KindEnum::Status);
+    assert!(status.contains("UnsupportedNeffVersion = 10u32"), "{status}");
+    assert!(status.contains("Status :: Invalid => \"NRT_INVALID\""), "{status}");
+    assert!(!status.contains("BadArgument") && !status.contains("Ok ="), "{status}");
 }
 
 #[test]
@@ -283,6 +288,17 @@ fn kinds_table_errors_name_file_line_col() {
     let bad_type = text.replacen("event = \"bool\"", "event = \"bool bool\"", 1);
     let e = kinds_of(&bad_type).unwrap_err();
     assert!(e.ends_with("`bool bool` is not a Rust type"), "{e}");
+
+    // The C ABI's numbers have one meaning each; its own stages stay clear of the data path's.
+    let reused = text.replacen("value = 66", "value = 65", 1);
+    let e = kinds_of(&reused).unwrap_err();
+    assert!(e.ends_with("value 65 is taken (the stages take 0, 1, ... in order)"), "{e}");
+    let clash = text.replacen("value = 254", "value = 3", 1);
+    let e = kinds_of(&clash).unwrap_err();
+    assert!(e.ends_with("value 3 is taken (the stages take 0, 1, ... in order)"), "{e}");
+    let no_nrt = text.replacen("nrt = \"NRT_INVALID\"", "", 1);
+    let e = kinds_of(&no_nrt).unwrap_err();
+    assert!(e.ends_with("a status of the core needs its runtime enumerator (`nrt`)"), "{e}");
 
     let typo = text.replacen("printed = \"io\"", "printd = \"io\"", 1);
     let e = kinds_of(&typo).unwrap_err();

@@ -164,15 +164,15 @@ enum neff_stage
 #endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
  {
   /**
-   * Reading the byte source.
+   * Reading the byte source itself.
    */
   NEFF_STAGE_IO = 0,
   /**
-   * The 1024-byte header.
+   * The 1024-byte `neff_header_t`.
    */
   NEFF_STAGE_HEADER = 1,
   /**
-   * The gzip wrapper and deflate stream.
+   * The gzip wrapper and the deflate stream.
    */
   NEFF_STAGE_GZIP = 2,
   /**
@@ -180,31 +180,31 @@ enum neff_stage
    */
   NEFF_STAGE_TAR = 3,
   /**
-   * `neff.json`.
+   * Tier 1: `neff.json`.
    */
   NEFF_STAGE_NEFF_JSON = 4,
   /**
-   * A KELF descriptor.
+   * Tier 2: `kelf-<i>.json`.
    */
   NEFF_STAGE_KELF = 5,
   /**
-   * A subgraph's `def.json`.
+   * Tier 3: `sgNN/def.json`.
    */
   NEFF_STAGE_DEF_JSON = 6,
   /**
-   * Engine JSONs and their tables.
+   * Engine JSONs (`PE.json`, `Activation.json`, ...) and their tables.
    */
   NEFF_STAGE_ENGINE = 7,
   /**
-   * Raw payloads.
+   * Raw payloads (`*.bin`, `*.npy`).
    */
   NEFF_STAGE_PAYLOAD = 8,
   /**
-   * Checks across the manifest chain.
+   * Checks across the manifest chain, once every manifest is known.
    */
   NEFF_STAGE_CHAIN = 9,
   /**
-   * The device.
+   * The device behind the `Hal`.
    */
   NEFF_STAGE_HAL = 10,
   /**

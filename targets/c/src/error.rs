@@ -1,5 +1,6 @@
-//! Errors across the boundary: the stable C enums (status, stage), the caller-lent
-//! `neff_error` that keeps the whole core error, and its accessors.
+//! Errors across the boundary: the stable C enums (status and stage, generated in
+//! [`crate::kinds`] from `schema/kinds.toml`; the offset base), the caller-lent `neff_error`
+//! that keeps the whole core error, and its accessors.
 //!
 //! Every numeric value here is ABI: a value, once given, keeps its meaning and is never
 //! renumbered or reused. The error's kind is `neff_error_code` (`neff_codes.h`), the stable
@@ -7,99 +8,11 @@
 
 use core::fmt::{self, Write};
 
-use neff::error::{OffsetBase, Stage, Status};
+use neff::error::OffsetBase;
 use neff::hal::HalError;
 use neff::{Error, ErrorKind, Warning};
 
-/// The outcome of a call: `NEFF_STATUS_OK`, the runtime's `NRT_STATUS` the error maps to
-/// (same numbers), or a misuse of the API.
-#[repr(u32)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum neff_status {
-    /// Success (`NRT_SUCCESS`).
-    NEFF_STATUS_OK = 0,
-    /// `NRT_FAILURE`: a generic failure (the byte source, the device).
-    NEFF_STATUS_FAILURE = 1,
-    /// `NRT_INVALID`: an invalid NEFF.
-    NEFF_STATUS_INVALID = 2,
-    /// `NRT_RESOURCE`: out of a resource (device memory, a capacity, the arena).
-    NEFF_STATUS_RESOURCE = 4,
-    /// `NRT_UNSUPPORTED_NEFF_VERSION`.
-    NEFF_STATUS_UNSUPPORTED_NEFF_VERSION = 10,
-    /// An argument is null where it may not be, or a length is wrong: nothing was read. The
-    /// error's stage is `NEFF_STAGE_ARGUMENT` and its message names the argument.
-    NEFF_STATUS_BAD_ARGUMENT = 64,
-    /// A buffer the call writes is too small for what it must hold: nothing was done (a load
-    /// was undone, its regions released). `neff_error_needed()` gives the bytes it needs,
-    /// `neff_error_available()` the bytes lent.
-    NEFF_STATUS_BUFFER_TOO_SMALL = 65,
-    /// `neff_init()` was given a header of another major version (or, before 1.0, another minor
-    /// version), a newer header than the library, or structure sizes that differ from the
-    /// library's: the program was built against another `neff.h`.
-    NEFF_STATUS_VERSION_MISMATCH = 66,
-}
-
-impl From<Status> for neff_status {
-    fn from(s: Status) -> Self {
-        match s {
-            Status::Failure => neff_status::NEFF_STATUS_FAILURE,
-            Status::Invalid => neff_status::NEFF_STATUS_INVALID,
-            Status::Resource => neff_status::NEFF_STATUS_RESOURCE,
-            Status::UnsupportedNeffVersion => neff_status::NEFF_STATUS_UNSUPPORTED_NEFF_VERSION,
-        }
-    }
-}
-
-/// Where in the data path an error or warning arose.
-#[repr(u32)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum neff_stage {
-    /// Reading the byte source.
-    NEFF_STAGE_IO = 0,
-    /// The 1024-byte header.
-    NEFF_STAGE_HEADER = 1,
-    /// The gzip wrapper and deflate stream.
-    NEFF_STAGE_GZIP = 2,
-    /// The tar walker.
-    NEFF_STAGE_TAR = 3,
-    /// `neff.json`.
-    NEFF_STAGE_NEFF_JSON = 4,
-    /// A KELF descriptor.
-    NEFF_STAGE_KELF = 5,
-    /// A subgraph's `def.json`.
-    NEFF_STAGE_DEF_JSON = 6,
-    /// Engine JSONs and their tables.
-    NEFF_STAGE_ENGINE = 7,
-    /// Raw payloads.
-    NEFF_STAGE_PAYLOAD = 8,
-    /// Checks across the manifest chain.
-    NEFF_STAGE_CHAIN = 9,
-    /// The device.
-    NEFF_STAGE_HAL = 10,
-    /// No stage of the data path: an argument of the call (`NEFF_STATUS_BAD_ARGUMENT`,
-    /// `NEFF_STATUS_BUFFER_TOO_SMALL`).
-    NEFF_STAGE_ARGUMENT = 255,
-    /// No error (a `neff_error` after a call that succeeded).
-    NEFF_STAGE_NONE = 254,
-}
-
-impl From<Stage> for neff_stage {
-    fn from(s: Stage) -> Self {
-        match s {
-            Stage::Io => neff_stage::NEFF_STAGE_IO,
-            Stage::Header => neff_stage::NEFF_STAGE_HEADER,
-            Stage::Gzip => neff_stage::NEFF_STAGE_GZIP,
-            Stage::Tar => neff_stage::NEFF_STAGE_TAR,
-            Stage::NeffJson => neff_stage::NEFF_STAGE_NEFF_JSON,
-            Stage::Kelf => neff_stage::NEFF_STAGE_KELF,
-            Stage::DefJson => neff_stage::NEFF_STAGE_DEF_JSON,
-            Stage::Engine => neff_stage::NEFF_STAGE_ENGINE,
-            Stage::Payload => neff_stage::NEFF_STAGE_PAYLOAD,
-            Stage::Chain => neff_stage::NEFF_STAGE_CHAIN,
-            Stage::Hal => neff_stage::NEFF_STAGE_HAL,
-        }
-    }
-}
+pub use crate::kinds::{neff_stage, neff_status};
 
 /// What an error's offset counts from.
 #[repr(u32)]

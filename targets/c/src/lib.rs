@@ -35,6 +35,7 @@ pub mod error;
 pub mod hal;
 mod info;
 mod json;
+pub mod kinds;
 pub mod names;
 pub mod source;
 mod tap;

@@ -4,17 +4,17 @@
 //! statuses, stages and codes for logs.
 //!
 //! The code names come from the refusal table (`schema/errors.toml`, the core's `ERRORS` and
-//! `WARNINGS`) and the stage names from the kinds table (`schema/kinds.toml`, `Stage::name`):
+//! `WARNINGS`), the status and stage names from the kinds table (`schema/kinds.toml`: the
+//! generated [`crate::kinds`], and `Stage::name`):
 //! NUL-terminated copies are built at compile time, so a row added there is named here with no
 //! edit. A table is linked only into a program that calls its function.
 
-use core::ffi::{c_char, CStr};
+use core::ffi::c_char;
 
-use neff::error::codes::{CodeRow, ERRORS, WARNINGS};
-use neff::error::Stage;
-
-use crate::error::{neff_error, neff_stage, neff_status, store, What};
+use crate::error::{neff_error, neff_status, store, What};
+use crate::kinds::{c_stage_name, status_name, STAGES};
 use crate::neff_report;
+use neff::error::codes::{CodeRow, ERRORS, WARNINGS};
 
 /// The library's major version: a program built against a header of another major version is
 /// refused by `neff_init()`.
@@ -84,35 +84,11 @@ pub type StageValue = u32;
 /// value that is no `neff_status`.
 #[no_mangle]
 pub extern "C" fn neff_status_name(status: StatusValue) -> *const c_char {
-    let name: &'static CStr = match status {
-        0 => c"NEFF_STATUS_OK",
-        1 => c"NEFF_STATUS_FAILURE",
-        2 => c"NEFF_STATUS_INVALID",
-        4 => c"NEFF_STATUS_RESOURCE",
-        10 => c"NEFF_STATUS_UNSUPPORTED_NEFF_VERSION",
-        64 => c"NEFF_STATUS_BAD_ARGUMENT",
-        65 => c"NEFF_STATUS_BUFFER_TOO_SMALL",
-        66 => c"NEFF_STATUS_VERSION_MISMATCH",
-        _ => return core::ptr::null(),
-    };
-    name.as_ptr().cast()
+    match status_name(status) {
+        Some(name) => name.as_ptr(),
+        None => core::ptr::null(),
+    }
 }
-
-/// The core's stages in `neff_stage` order (`NEFF_STAGE_IO` = 0 ...): `stages_in_c_order`
-/// in the tests holds them to the C values.
-const STAGES: [Stage; 11] = [
-    Stage::Io,
-    Stage::Header,
-    Stage::Gzip,
-    Stage::Tar,
-    Stage::NeffJson,
-    Stage::Kelf,
-    Stage::DefJson,
-    Stage::Engine,
-    Stage::Payload,
-    Stage::Chain,
-    Stage::Hal,
-];
 
 /// Bytes of room per stage name, its NUL included.
 const STAGE_ROOM: usize = 16;
@@ -149,11 +125,8 @@ const fn terminated<const N: usize>(name: &str) -> [u8; N] {
 /// a value that is no `neff_stage`.
 #[no_mangle]
 pub extern "C" fn neff_stage_name(stage: StageValue) -> *const c_char {
-    if stage == neff_stage::NEFF_STAGE_ARGUMENT as u32 {
-        return c"argument".as_ptr();
-    }
-    if stage == neff_stage::NEFF_STAGE_NONE as u32 {
-        return c"none".as_ptr();
+    if let Some(name) = c_stage_name(stage) {
+        return name.as_ptr();
     }
     match STAGE_NAMES.get(stage as usize) {
         Some(name) => name.as_ptr().cast(),
@@ -227,6 +200,6 @@ pub extern "C" fn neff_warning_code_name(code: u16) -> *const c_char {
 
 /// The stage table, for the tests that hold it to the C values.
 #[cfg(test)]
-pub(crate) fn tests_stages() -> &'static [Stage] {
+pub(crate) fn tests_stages() -> &'static [neff::error::Stage] {
     &STAGES
 }
