@@ -305,6 +305,11 @@ fn check_enum(f: &SchemaFile, e: &EnumToml) -> Result<(), SchemaError> {
                 return Err(f.error_at(s.span(), format!("string \"{}\" selects two variants", s.get_ref())));
             }
         }
+        for s in &v.names {
+            if s.get_ref().is_empty() || !strings.insert(s.get_ref().clone()) {
+                return Err(f.error_at(s.span(), format!("name \"{}\" is empty or names two variants", s.get_ref())));
+            }
+        }
         if sized != 0 && v.size.is_none() {
             return Err(f.error_at(v.name.span(), "give every variant a `size`, or none"));
         }
@@ -823,6 +828,36 @@ impl Checked<'_> {
                 sizes.push(quote!(Self::#vid => #sz,));
             }
         }
+        // Names a person gives a variant, where the schema gives any beyond the JSON strings.
+        let names_fn = if e.variants.iter().any(|v| !v.names.is_empty()) {
+            let rows: Vec<TokenStream> = e
+                .variants
+                .iter()
+                .flat_map(|v| {
+                    let vid = format_ident!("{}", v.name.get_ref());
+                    v.json
+                        .iter()
+                        .chain(&v.names)
+                        .map(|n| n.get_ref())
+                        .filter(|n| !n.is_empty())
+                        .map(move |n| quote!((#n, Self::#vid),))
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            quote! {
+                /// Every name a person may give a variant (a command's flag, a binding's argument),
+                /// variant by variant: its JSON strings, then its other names (`names` in
+                /// `schema/`); the first of a variant's is its `as_str`.
+                pub const NAMES: &'static [(&'static str, Self)] = &[#(#rows)*];
+
+                /// The variant `name` names (one of [`Self::NAMES`], exactly).
+                pub fn from_name(name: &str) -> ::core::option::Option<Self> {
+                    Self::NAMES.iter().find(|(n, _)| *n == name).map(|&(_, v)| v)
+                }
+            }
+        } else {
+            quote!()
+        };
         let size_fn = if sizes.is_empty() {
             quote!()
         } else {
@@ -881,6 +916,7 @@ impl Checked<'_> {
                 }
 
                 #size_fn
+                #names_fn
             }
 
             impl ::core::fmt::Display for #id {

@@ -204,6 +204,11 @@ pub struct VariantToml {
     /// Element size in bytes (dtype maps: all variants or none).
     #[serde(default)]
     pub size: Option<u64>,
+    /// Other names a person gives it (an instance family: `trn2`), taken with its JSON strings
+    /// where a person names a variant (`from_name`: `--arch`, Python's `arch=`), never read from
+    /// a manifest.
+    #[serde(default)]
+    pub names: Vec<Spanned<String>>,
     /// Doc comment.
     #[serde(default)]
     pub doc: String,

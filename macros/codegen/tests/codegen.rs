@@ -154,6 +154,21 @@ fn golden_tokens_of_a_small_schema() {
 }
 
 #[test]
+fn names_a_person_gives_a_variant_are_its_json_strings_then_its_other_names() {
+    let named = SMALL.replacen("json = [\"blue\"]", "json = [\"blue\"]\nnames = [\"azure\", \"b2\"]", 1);
+    let out = gen(&[("small.toml", &named)]).unwrap();
+    let table = "pub const NAMES : & 'static [(& 'static str , Self)] = & [(\"red\" , Self :: Red) , (\"r\" , Self :: Red) , (\"blue\" , Self :: Blue) , (\"azure\" , Self :: Blue) , (\"b2\" , Self :: Blue) ,] ;";
+    assert!(out.contains(table), "{out}");
+    assert!(out.contains("pub fn from_name (name : & str)"), "{out}");
+    // Without `names`, an enum has only its JSON strings: no name table.
+    assert!(!gen(&[("small.toml", SMALL)]).unwrap().contains("NAMES"));
+    // A name is one variant's, and never a JSON string's.
+    let clash = SMALL.replacen("json = [\"blue\"]", "json = [\"blue\"]\nnames = [\"red\"]", 1);
+    let e = gen(&[("small.toml", &clash)]).unwrap_err();
+    assert!(e.starts_with("schema/small.toml:") && e.ends_with("name \"red\" is empty or names two variants"), "{e}");
+}
+
+#[test]
 fn output_is_deterministic() {
     let a = gen(&[("small.toml", SMALL)]).unwrap();
     let b = gen(&[("small.toml", SMALL)]).unwrap();

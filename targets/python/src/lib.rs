@@ -253,11 +253,14 @@ fn json_text(value: &impl serde::Serialize) -> Result<String, Failure> {
 /// family: `cayman`, `v3`, `trn2`).
 fn arch_named(name: Option<&str>) -> PyResult<Option<neff::manifest::Arch>> {
     let Some(name) = name else { return Ok(None) };
-    match loading::arch_named(name) {
+    match neff::manifest::Arch::from_name(name) {
         Some(arch) => Ok(Some(arch)),
-        None => Err(PyValueError::new_err(format!(
-            "arch {name:?}: expected sunda|v2|trn1|inf2, cayman|v3|trn2 or mariana|v4|trn3"
-        ))),
+        None => {
+            // `sunda|v2|trn1|inf2, cayman|v3|trn2 or mariana|v4|trn3`, from the core's table.
+            let mut groups = loading::arch_name_groups();
+            let last = groups.pop().unwrap_or_default();
+            Err(PyValueError::new_err(format!("arch {name:?}: expected {} or {last}", groups.join(", "))))
+        }
     }
 }
 

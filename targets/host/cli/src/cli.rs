@@ -106,9 +106,7 @@ pub struct CheckArgs {
     /// The NEFF files.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
-    /// Reject a NEFF whose KELF target does not run on this arch
-    /// (sunda|v2|trn1|inf2, cayman|v3|trn2, mariana|v4|trn3).
-    #[arg(long, value_enum)]
+    #[arg(long, value_enum, help = arch_help("Reject a NEFF whose KELF target does not run on this arch", ""))]
     pub arch: Option<Arch>,
     /// Accept what NEURON_RT_ALLOW_LEGACY_NEFF=1 accepts (older arch, missing carveout).
     #[arg(long)]
@@ -135,9 +133,10 @@ pub struct CheckArgs {
 pub struct LoadArgs {
     /// The NEFF file (default: the built-in sample).
     pub file: Option<PathBuf>,
-    /// Pins the simulated device's arch (sunda|v2|trn1|inf2, cayman|v3|trn2, mariana|v4|trn3);
-    /// the NEFF's KELF target must match it. Default: the NEFF's own KELF target (cayman, a Trn2, for `*`).
-    #[arg(long, value_enum)]
+    #[arg(long, value_enum, help = arch_help(
+        "Pins the simulated device's arch",
+        "; the NEFF's KELF target must match it. Default: the NEFF's own KELF target (cayman, a Trn2, for `*`)",
+    ))]
     pub arch: Option<Arch>,
     /// Size of the simulated device memory, in host memory: bytes, or with a suffix K, M, G
     /// (powers of 1024). Default 64M: room for the payloads of the real test NEFFs and their
@@ -364,55 +363,49 @@ pub enum SchemaFormat {
     Json,
 }
 
-/// Accelerator architectures, by codename or version (`kelf` `target` strings).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Arch {
-    /// Trn1 / Inf2 (`al_hal_tpb_arch_type` 2); also named by its instance families.
-    #[value(name = "sunda", aliases = ["v2", "trn1", "inf2"])]
-    Sunda,
-    /// Trn2 (3).
-    #[value(name = "cayman", aliases = ["v3", "trn2"])]
-    Cayman,
-    /// Trn3 (4).
-    #[value(name = "mariana", aliases = ["v4", "trn3"])]
-    Mariana,
-}
+/// An accelerator architecture as `--arch` names it: codename, version or instance family
+/// (`cayman`, `v3`, `trn2`), the names of the core's table ([`neff::manifest::Arch::NAMES`],
+/// from `schema/maps.toml`); clap lists the codenames and takes the others as aliases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Arch(pub neff::manifest::Arch);
 
 impl Arch {
-    /// The arch `text` names as `--arch` takes it: codename, version or instance family
-    /// (`cayman`, `v3`, `trn2`); for the bindings, which take the same names.
-    pub fn named(text: &str) -> Option<Arch> {
-        <Arch as ValueEnum>::from_str(text, false).ok()
-    }
-
-    /// The runtime's `al_hal_tpb_arch_type` value.
-    pub fn code(self) -> u32 {
-        match self {
-            Arch::Sunda => 2,
-            Arch::Cayman => 3,
-            Arch::Mariana => 4,
+    /// The help line of each arch in `--help`'s possible values: what a person knows it by.
+    fn help(self) -> &'static str {
+        match self.0 {
+            neff::manifest::Arch::Sunda => {
+                "Trn1 / Inf2 (`al_hal_tpb_arch_type` 2); also named by its instance families"
+            }
+            neff::manifest::Arch::Cayman => "Trn2 (3)",
+            neff::manifest::Arch::Mariana => "Trn3 (4)",
         }
     }
+}
 
-    /// The codename.
-    pub fn name(self) -> &'static str {
-        match self {
-            Arch::Sunda => "sunda",
-            Arch::Cayman => "cayman",
-            Arch::Mariana => "mariana",
-        }
+impl ValueEnum for Arch {
+    fn value_variants<'a>() -> &'a [Self] {
+        static ALL: std::sync::OnceLock<Vec<Arch>> = std::sync::OnceLock::new();
+        ALL.get_or_init(|| neff::manifest::Arch::ALL.iter().map(|&a| Arch(a)).collect())
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        let mut names = neff::manifest::Arch::NAMES.iter().filter(|(_, a)| *a == self.0).map(|(n, _)| *n);
+        let first = names.next()?;
+        Some(clap::builder::PossibleValue::new(first).aliases(names).help(self.help()))
     }
 }
 
 impl From<Arch> for neff::manifest::Arch {
     /// The core's arch of a command-line `--arch`.
     fn from(arch: Arch) -> Self {
-        match arch {
-            Arch::Sunda => neff::manifest::Arch::Sunda,
-            Arch::Cayman => neff::manifest::Arch::Cayman,
-            Arch::Mariana => neff::manifest::Arch::Mariana,
-        }
+        arch.0
     }
+}
+
+/// The `--arch` flag's help: `what`, the names it takes (`sunda|v2|trn1|inf2, ...`, from the
+/// core's table) in brackets, then `more`.
+fn arch_help(what: &str, more: &str) -> String {
+    format!("{what} ({}){more}", neff_host::loading::arch_name_groups().join(", "))
 }
 
 /// Parses a byte count: `4096`, `64K`, `64M`, `2G`, `1T` (powers of 1024; an optional
@@ -468,29 +461,40 @@ mod tests {
     }
 
     #[test]
-    fn arch_accepts_codenames_and_versions() {
+    fn arch_accepts_codenames_versions_and_instance_families() {
+        use neff::manifest::Arch::{Cayman, Mariana, Sunda};
         for (text, arch) in [
-            ("sunda", Arch::Sunda),
-            ("v2", Arch::Sunda),
-            ("cayman", Arch::Cayman),
-            ("v3", Arch::Cayman),
-            ("mariana", Arch::Mariana),
-            ("v4", Arch::Mariana),
+            ("sunda", Sunda),
+            ("v2", Sunda),
+            ("cayman", Cayman),
+            ("v3", Cayman),
+            ("mariana", Mariana),
+            ("v4", Mariana),
             // Instance families, as people name the machines.
-            ("trn1", Arch::Sunda),
-            ("inf2", Arch::Sunda),
-            ("trn2", Arch::Cayman),
-            ("trn3", Arch::Mariana),
+            ("trn1", Sunda),
+            ("inf2", Sunda),
+            ("trn2", Cayman),
+            ("trn3", Mariana),
         ] {
-            assert_eq!(Arch::from_str(text, false), Ok(arch), "{text}");
+            assert_eq!(Arch::from_str(text, false), Ok(Arch(arch)), "{text}");
+            assert_eq!(neff::manifest::Arch::from_name(text), Some(arch), "{text}: the core's table");
         }
         // clap's own refusal names the text; the command line prints the possible values.
         assert_eq!(Arch::from_str("v5", false), Err("invalid variant: v5".to_owned()));
         assert_eq!(Arch::from_str("Cayman", false), Err("invalid variant: Cayman".to_owned()));
-        assert_eq!(Arch::from_str("Cayman", true), Ok(Arch::Cayman));
-        assert_eq!(Arch::Cayman.code(), 3);
-        assert_eq!(Arch::named("trn2"), Some(Arch::Cayman));
-        assert_eq!(Arch::named("trn4"), None);
+        assert_eq!(Arch::from_str("Cayman", true), Ok(Arch(Cayman)));
+        // `""` reads as sunda in a KELF's `target`, but names nothing on a command line.
+        assert_eq!(Arch::from_str("", false), Err("invalid variant: ".to_owned()));
+        assert_eq!(neff::manifest::Arch::from_name(""), None);
+        assert_eq!(neff::manifest::Arch::from_json(""), Some(Sunda));
+        let listed: Vec<String> =
+            Arch::value_variants().iter().filter_map(|a| Some(a.to_possible_value()?.get_name().to_owned())).collect();
+        assert_eq!(listed, ["sunda", "cayman", "mariana"]);
+        assert_eq!(
+            arch_help("Pins", "."),
+            "Pins (sunda|v2|trn1|inf2, cayman|v3|trn2, mariana|v4|trn3).",
+            "the flag's help lists the names of the core's table"
+        );
     }
 
     #[test]

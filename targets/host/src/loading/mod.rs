@@ -417,14 +417,12 @@ pub fn arch_of(arch: impl Into<Arch>) -> Arch {
     arch.into()
 }
 
-/// The arch `text` names, as `--arch` and the bindings take it: the KELF's own names
-/// (codename or version: `cayman`, `v3`) or the instance family (`trn1` and `inf2` are sunda,
-/// `trn2` cayman, `trn3` mariana).
-pub fn arch_named(text: &str) -> Option<Arch> {
-    Arch::from_json(text).or(match text {
-        "trn1" | "inf2" => Some(Arch::Sunda),
-        "trn2" => Some(Arch::Cayman),
-        "trn3" => Some(Arch::Mariana),
-        _ => None,
-    })
+/// The names a person gives each arch (`--arch`, Python's `arch=`: codename, version or
+/// instance family), one group per arch in schema order: `sunda|v2|trn1|inf2`, ... The names
+/// are [`Arch::NAMES`], from `schema/maps.toml`; [`Arch::from_name`] takes each.
+pub fn arch_name_groups() -> Vec<String> {
+    Arch::ALL
+        .iter()
+        .map(|arch| Arch::NAMES.iter().filter(|(_, a)| a == arch).map(|(n, _)| *n).collect::<Vec<_>>().join("|"))
+        .collect()
 }
