@@ -1,7 +1,7 @@
 """`neff.cache()` against `neff cache --json`: the real 2.14 training cache of
 ../shared/fixtures/training-cache and generated caches of every layout and age (the
 `scale-cache` example, $SCALE_CACHE_BIN, default target/debug/examples/scale-cache); the typed
-result (`neff.Cache`) names every field the command prints; the README's recipe "is my model in
+result (`neff.Cache`) names every field the command prints; docs/python.md's recipe "is my model in
 the cache?" finds the model on every layout."""
 
 import json
@@ -89,8 +89,8 @@ def test_a_generated_cache_of_every_layout_and_age(tmp_path):
 
 
 def readme_recipe():
-    """The Python block of the README's "is it in my cache?" recipe."""
-    text = (REPO / "README.md").read_text()
+    """The Python block of docs/python.md's "is it in my cache?" recipe."""
+    text = (REPO / "docs" / "python.md").read_text()
     at = text.index("How much device memory does this cached model need, and is it in my cache?")
     match = re.search(r"```python\n(.*?)```", text[at:], re.S)
     assert match, "the recipe's code block"
