@@ -584,7 +584,7 @@ fn every_verb_names_the_failed_compile_marker() {
 /// The `neff cache` transcript of docs/neff-cache.md on the real training cache: each `$ neff ...`
 /// line is run from the repository's root and prints what the page shows under it.
 #[test]
-fn the_readme_cache_transcript_is_what_neff_prints() {
+fn the_docs_cache_transcript_is_what_neff_prints() {
     if common::fixture("training-cache").is_none() {
         return;
     }

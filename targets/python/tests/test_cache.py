@@ -88,7 +88,7 @@ def test_a_generated_cache_of_every_layout_and_age(tmp_path):
     assert {e["layout"] for e in got["entries"]} == {"libneuronxla", "vllm-neuron"}
 
 
-def readme_recipe():
+def docs_recipe():
     """The Python block of docs/python.md's "is it in my cache?" recipe."""
     text = (REPO / "docs" / "python.md").read_text()
     at = text.index("How much device memory does this cached model need, and is it in my cache?")
@@ -98,7 +98,7 @@ def readme_recipe():
 
 
 @pytest.mark.parametrize("preset", ["training-2.14-small", "mixed"])
-def test_the_readme_recipe_finds_the_model_on_every_layout(tmp_path, preset):
+def test_the_docs_recipe_finds_the_model_on_every_layout(tmp_path, preset):
     root = generated(tmp_path, preset)
     doc = cli_json("cache", root, "--json")
     ok = [e["path"] for e in doc["entries"] if e["state"] == "ok"]
@@ -109,7 +109,7 @@ def test_the_readme_recipe_finds_the_model_on_every_layout(tmp_path, preset):
     work.mkdir()
     (work / "model.neff").write_bytes((root / first["neff"]["path"]).read_bytes())
     env = dict(os.environ, NEURON_COMPILE_CACHE_URL=str(root))
-    done = subprocess.run([sys.executable, "-c", readme_recipe()], cwd=work, env=env, capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-c", docs_recipe()], cwd=work, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     last = done.stdout.splitlines()[-1]
     assert last.startswith("in the cache: "), done.stdout
