@@ -404,7 +404,7 @@ const TREE_TOPS: &[&str] =
     &["src/", "macros/", "schema/", "targets/", "tests/", "benches/", "fuzz/", "scripts/", "docs/", ".ci/"];
 /// Crate roots a path in the docs may be relative to (`tests/ls_cat.rs` in the host's section).
 const CRATE_ROOTS: &[&str] =
-    &["", "targets/host/", "targets/qemu-m4/", "targets/python/", "targets/c/", "macros/codegen/"];
+    &["", "targets/host/", "targets/host/cli/", "targets/qemu-m4/", "targets/python/", "targets/c/", "macros/codegen/"];
 /// Files read for the words of the code (identifiers, keys, names of items).
 const CODE_EXTENSIONS: &[&str] = &["rs", "toml", "sh", "py", "pyi", "c", "h"];
 
