@@ -235,6 +235,37 @@ fn every_transcript_of_the_docs_is_what_neff_prints() {
     assert!(failures.is_empty(), "{} transcript steps differ:\n\n{}", failures.len(), failures.join("\n\n"));
 }
 
+/// Every verb of `neff --help` has its page, `docs/neff-<verb>.md`, and the page shows the verb
+/// run in at least one transcript.
+#[test]
+fn every_verb_has_a_page_with_a_transcript() {
+    let help = Command::new(env!("CARGO_BIN_EXE_neff")).arg("--help").output().unwrap();
+    let help = String::from_utf8(help.stdout).unwrap();
+    let commands = help.split("Commands:\n").nth(1).expect("a Commands: list in --help");
+    let verbs: Vec<&str> = commands
+        .lines()
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|v| *v != "help")
+        .collect();
+    assert!(verbs.len() >= 13, "{verbs:?}");
+    let root = repo_root();
+    let mut failures = Vec::new();
+    for verb in &verbs {
+        let page = root.join(format!("docs/neff-{verb}.md"));
+        let Ok(text) = std::fs::read_to_string(&page) else {
+            failures.push(format!("docs/neff-{verb}.md is missing"));
+            continue;
+        };
+        let (transcripts, _) = parse(&text);
+        let runs_it = |s: &Step| s.command.split_whitespace().take(2).eq(["neff", verb].into_iter());
+        if !transcripts.iter().any(|t| t.steps.iter().any(runs_it)) {
+            failures.push(format!("docs/neff-{verb}.md has no transcript of `neff {verb}`"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 /// The runner itself, on texts whose answer is known.
 #[test]
 fn the_runner_parses_blocks_and_matches_placeholders() {
