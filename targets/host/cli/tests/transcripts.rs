@@ -258,7 +258,7 @@ fn every_verb_has_a_page_with_a_transcript() {
             continue;
         };
         let (transcripts, _) = parse(&text);
-        let runs_it = |s: &Step| s.command.split_whitespace().take(2).eq(["neff", verb].into_iter());
+        let runs_it = |s: &Step| s.command.split_whitespace().take(2).eq(["neff", verb]);
         if !transcripts.iter().any(|t| t.steps.iter().any(runs_it)) {
             failures.push(format!("docs/neff-{verb}.md has no transcript of `neff {verb}`"));
         }
