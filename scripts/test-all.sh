@@ -74,7 +74,7 @@ cargo clippy --workspace --all-targets -- -D warnings
 
 step "install: the README's cargo install line, into a temporary root"
 install_root=$(mktemp -d)
-cargo install --locked --path targets/host --root "$install_root" --quiet
+cargo install --locked --path targets/host/cli --root "$install_root" --quiet
 "$install_root/bin/neff" --version
 "$install_root/bin/neff" load >/dev/null
 rm -rf "$install_root"
@@ -194,12 +194,12 @@ python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || apt_install python3-venv
 venv=target/python-venv
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 # ziglang: maturin links the wheel with zig against glibc 2.17 (manylinux2014).
-"$venv/bin/python" -m pip install -q --upgrade maturin ziglang numpy ml_dtypes pytest mypy
+"$venv/bin/python" -m pip install -q --upgrade maturin ziglang numpy ml_dtypes pytest mypy abi3audit
 rm -rf target/python-wheels
 (cd targets/python && PATH="$PWD/../../$venv/bin:$PATH" "../../$venv/bin/maturin" build --release -q --zig \
   --compatibility manylinux2014 -i "../../$venv/bin/python" -o ../../target/python-wheels)
 command -v objdump >/dev/null 2>&1 || apt_install binutils
-./scripts/check-wheel.sh target/python-wheels/neff-*.whl
+PATH="$PWD/$venv/bin:$PATH" ./scripts/check-wheel.sh target/python-wheels/neff-*.whl
 "$venv/bin/python" -m pip install -q --force-reinstall --no-deps target/python-wheels/neff-*.whl
 # The sdist installs with pip alone, in a fresh venv (pip fetches maturin; cargo compiles).
 rm -rf target/python-sdist target/python-sdist-venv
