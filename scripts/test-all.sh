@@ -79,6 +79,19 @@ cargo install --locked --path targets/host/cli --root "$install_root" --quiet
 "$install_root/bin/neff" load >/dev/null
 rm -rf "$install_root"
 
+step "cargo package: each crate as a registry would get it, and nothing it must not ship"
+# Packaged together, so that a crate's path dependencies resolve to the others, and each built
+# from its package alone (what it ships is enough to build it); --allow-dirty because a working
+# tree under test may hold edits. Then: no fixtures, no build output, no corpus in any of them.
+cargo package --workspace --allow-dirty --quiet
+for crate in $(cargo metadata --no-deps --format-version 1 | grep -o '"name":"neff[a-z-]*","version"' | cut -d'"' -f4); do
+  shipped=$(cargo package --list --allow-dirty -p "$crate" 2>/dev/null)
+  if grep -E '(^|/)(target|fixtures|corpus|artifacts)/' <<<"$shipped"; then
+    echo "cargo package -p $crate would ship the files above" >&2
+    exit 1
+  fi
+done
+
 step "schema drill: one key added to var entries changes only schema/ (scripts/schema-drill.sh)"
 ./scripts/schema-drill.sh
 

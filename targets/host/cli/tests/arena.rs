@@ -1,4 +1,4 @@
-//! The arena a load needs, as the README's memory section states it: what the chain's index
+//! The arena a load needs, as `docs/firmware.md` ("The arena a model needs") states it: what the chain's index
 //! keeps (a record and a name per manifest, weight, other payload and named member; and each
 //! payload's landing, unless the device lends a notebook) plus the larger scratch of two
 //! moments, a `def.json`'s DMA names while it is read and `neff.json`'s I/O join. The formula
@@ -20,7 +20,7 @@ use neff::sim::SimDevice;
 use neff_host::scale::ScaleSpec;
 use serde_json::Value;
 
-/// Bytes of the records, as the README gives them: each record also takes a 4-byte link.
+/// Bytes of the records, as `docs/firmware.md` gives them: each record also takes a 4-byte link.
 const MANIFEST: u64 = 4 + 25;
 const DEF_EXT: u64 = 4 + 114;
 const GRAPH: u64 = 4 + 18;

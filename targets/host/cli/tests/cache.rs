@@ -593,16 +593,16 @@ fn every_verb_names_the_failed_compile_marker() {
     assert!(err.contains(&format!("hint: {}: this file is a compile cache's marker", marker.display())), "{err}");
 }
 
-/// The README's `neff cache` transcript on the real training cache: each `$ neff ...` line is
-/// run from the repository's root and prints what the README shows under it.
+/// The `neff cache` transcript of docs/neff-cache.md on the real training cache: each `$ neff ...`
+/// line is run from the repository's root and prints what the page shows under it.
 #[test]
-fn the_readme_cache_transcript_is_what_neff_prints() {
+fn the_docs_cache_transcript_is_what_neff_prints() {
     if common::fixture("training-cache").is_none() {
         return;
     }
-    // The host crate sits two levels below the repository's root.
+    // The command crate sits three levels below the repository's root.
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../..").canonicalize().unwrap();
-    let readme = fs::read_to_string(root.join("README.md")).unwrap();
+    let readme = fs::read_to_string(root.join("docs/neff-cache.md")).unwrap();
     let at = readme.find("$ neff cache ../shared/fixtures/training-cache\n").expect("the transcript");
     let block = &readme[at..at + readme[at..].find("```").unwrap()];
     let mut runs: Vec<(String, String)> = Vec::new();
