@@ -179,6 +179,30 @@ pub trait InflatedSource: BufRead {
     fn finish(&mut self, sink: &mut dyn WarningSink) -> Result<Finish, Error>;
 }
 
+/// A container's error, carried through `embedded_io` by an [`InflatedSource`] (whose
+/// `Error` it can be) to the archive, which passes it on unchanged: it is this error's
+/// [`source`](core::error::Error::source), as [`InflatedSource`] asks.
+#[derive(Debug)]
+pub struct Relayed(pub StreamError);
+
+impl fmt::Display for Relayed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl core::error::Error for Relayed {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
+        Some(&self.0)
+    }
+}
+
+impl embedded_io::Error for Relayed {
+    fn kind(&self) -> embedded_io::ErrorKind {
+        embedded_io::Error::kind(&self.0)
+    }
+}
+
 /// What an archive over an inflated stream knows of the container that produced it.
 struct Inflated<R> {
     compression: Compression,
@@ -763,24 +787,7 @@ mod tests {
     }
 
     /// The tar stream of a [`Container`] read in the same thread, as an [`InflatedSource`]:
-    /// container errors travel as the `source` of this error.
-    #[derive(Debug)]
-    struct Relayed(StreamError);
-    impl fmt::Display for Relayed {
-        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            self.0.fmt(f)
-        }
-    }
-    impl core::error::Error for Relayed {
-        fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
-            Some(&self.0)
-        }
-    }
-    impl embedded_io::Error for Relayed {
-        fn kind(&self) -> embedded_io::ErrorKind {
-            embedded_io::ErrorKind::Other
-        }
-    }
+    /// container errors travel as [`Relayed`].
     struct Inline<'a>(Container<Chunked<'a>>);
     impl ErrorType for Inline<'_> {
         type Error = Relayed;

@@ -162,6 +162,7 @@ pub struct Member<'a, S> {
     name: &'a str,
     raw_name: &'a [u8],
     size: u64,
+    typeflag: u8,
     header_offset: u64,
     stream: &'a mut S,
     remaining: &'a mut u64,
@@ -174,6 +175,7 @@ impl<S> fmt::Debug for Member<'_, S> {
             .field("name", &self.name)
             .field("raw_name", &self.raw_name)
             .field("size", &self.size)
+            .field("typeflag", &self.typeflag)
             .field("header_offset", &self.header_offset)
             .field("remaining", &*self.remaining)
             .finish()
@@ -204,6 +206,12 @@ impl<'a, S> Member<'a, S> {
     /// Body size in bytes (PAX `size` if given).
     pub fn size(&self) -> u64 {
         self.size
+    }
+
+    /// The header's `typeflag` (`b'0'`, NUL, `b'7'`, or an unknown one read as regular, which
+    /// was warned about).
+    pub fn typeflag(&self) -> u8 {
+        self.typeflag
     }
 
     /// Body bytes not read yet.
@@ -996,7 +1004,16 @@ impl<S: BufRead<Error = StreamError>, const NAME: usize> TarReader<S, NAME> {
             let Self { stream, offset, body_remaining, name: name_buf, name_len, .. } = self;
             let raw_name = name_buf.get(strip..*name_len).unwrap_or(&[]);
             let name = core::str::from_utf8(raw_name).unwrap_or("");
-            return Ok(Some(Member { name, raw_name, size, header_offset, stream, remaining: body_remaining, offset }));
+            return Ok(Some(Member {
+                name,
+                raw_name,
+                size,
+                typeflag,
+                header_offset,
+                stream,
+                remaining: body_remaining,
+                offset,
+            }));
         }
     }
 

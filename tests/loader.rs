@@ -1647,3 +1647,88 @@ fn behind_header(neff: &[u8], tar: &[u8]) -> Vec<u8> {
     out.extend_from_slice(&payload);
     out
 }
+
+/// A member as an observer saw it: name, typeflag, size, data offset, and its body if asked for
+/// and shown whole.
+type SeenMember = (String, u8, u64, u64, Option<Vec<u8>>);
+
+/// An observer that asks for members' bodies.
+struct MemberWatcher {
+    /// Which members to ask the bytes of.
+    wants: fn(&str) -> bool,
+    seen: Vec<SeenMember>,
+    open: Option<Vec<u8>>,
+}
+
+impl MemberWatcher {
+    fn new(wants: fn(&str) -> bool) -> Self {
+        Self { wants, seen: Vec::new(), open: None }
+    }
+}
+
+impl neff::loader::Observer for MemberWatcher {
+    fn member(&mut self, m: &neff::loader::MemberReport<'_>) -> bool {
+        assert!(self.open.is_none(), "{}: the previous member's body was not ended", m.name);
+        self.seen.push((m.name.to_string(), m.typeflag, m.size, m.data_offset, None));
+        let wants = (self.wants)(m.name);
+        self.open = wants.then(Vec::new);
+        wants
+    }
+    fn member_bytes(&mut self, bytes: &[u8]) {
+        self.open.as_mut().expect("bytes of a member not asked for").extend_from_slice(bytes);
+    }
+    fn member_end(&mut self) {
+        self.seen.last_mut().unwrap().4 = Some(self.open.take().expect("an end without a member"));
+    }
+}
+
+/// `bytes` checked (loaded with no device) with `watcher` as the observer, in reads of `chunk`
+/// bytes.
+fn watch_members(bytes: &[u8], watcher: &mut MemberWatcher, chunk: usize) -> Result<(), neff::Error> {
+    let mut sink = |_: &Warning| {};
+    let source = common::chunked::Chunked::new(bytes, chunk);
+    let mut archive = Archive::open(source, Some(bytes.len() as u64), &OpenOptions::default(), &mut sink)?;
+    let mut arena = vec![0u8; TEST_ARENA];
+    let storage = Storage { arena: &mut arena, replay: &mut [], deferred: &mut [], whole_names: &mut [] };
+    let mut loader = Box::new(Loader::with_storage(storage, LoadOptions::default()));
+    loader.check(&mut archive, None, &mut LoadReport::new(), watcher, &mut sink)
+}
+
+#[test]
+fn the_observer_sees_every_member_and_the_bodies_it_asks_for() {
+    // Debug data and producer metadata the loader skips, two copies of info.json, a GNU long
+    // name, a `./` name: each is shown, in tar order, with its bytes where asked.
+    let Some(bytes) = variant(|list| {
+        list.insert(0, ("info.json".into(), br#"{"tool_version": "old"}"#.to_vec()));
+        list.push(("debug_info/sg00.dbg".into(), vec![7u8; 3000]));
+        list.push((format!("{}/deep.asm", "d".repeat(120)), b"nop\n".to_vec()));
+        list.push(("./info.json".into(), br#"{"tool_version": "2.0"}"#.to_vec()));
+    }) else {
+        return;
+    };
+    let expected = members(&bytes);
+    let tar = common::corpus::inflated(&bytes);
+    for chunk in [1, 777, 1 << 16] {
+        let mut all = MemberWatcher::new(|_| true);
+        watch_members(&bytes, &mut all, chunk).unwrap();
+        assert_eq!(all.seen.len(), expected.len());
+        for ((name, typeflag, size, offset, body), (want_name, want_body)) in all.seen.iter().zip(&expected) {
+            assert_eq!(name, want_name.trim_start_matches("./"));
+            assert_eq!((*typeflag, *size), (b'0', want_body.len() as u64), "{name}");
+            assert_eq!(body.as_deref(), Some(want_body.as_slice()), "{name}");
+            let at = usize::try_from(*offset).unwrap();
+            assert_eq!(&tar[at..at + want_body.len()], want_body.as_slice(), "{name}: data offset");
+        }
+    }
+    // Asking for one member: only its bodies are shown, every copy in order (the real NEFF's
+    // own between the two added).
+    let mut info = MemberWatcher::new(|name| name == "info.json");
+    watch_members(&bytes, &mut info, 4096).unwrap();
+    let bodies: Vec<_> = info.seen.iter().filter_map(|s| s.4.clone()).collect();
+    let copies: Vec<_> =
+        expected.iter().filter(|(n, _)| n.trim_start_matches("./") == "info.json").map(|(_, b)| b.clone()).collect();
+    assert_eq!(copies.len(), 3);
+    assert_eq!(copies.first().unwrap(), br#"{"tool_version": "old"}"#);
+    assert_eq!(bodies, copies);
+    assert_eq!(info.seen.len(), expected.len());
+}

@@ -7,6 +7,8 @@
 //! `embedded_io::Write` (each line serialised with `serde-json-core` into a small buffer),
 //! then [`LoadReport::to_json`] for the summary: that is how firmware ships a report.
 
+use core::cell::RefCell;
+
 use serde::ser::{SerializeMap, SerializeStruct};
 use serde::{Serialize, Serializer};
 
@@ -86,6 +88,21 @@ pub struct PayloadReport<'a> {
     pub address: Option<u64>,
     /// What became of it.
     pub state: PayloadState,
+}
+
+/// One regular tar member, as the walk meets it: read or skipped, before its body is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemberReport<'a> {
+    /// Its path in the tar (one leading `./` stripped).
+    pub name: &'a str,
+    /// Its header's `typeflag` ([`tar::Member::typeflag`](crate::tar::Member::typeflag)).
+    pub typeflag: u8,
+    /// Its body's size in bytes.
+    pub size: u64,
+    /// Offset of its (first) header block in the tar stream.
+    pub header_offset: u64,
+    /// Offset of its first body byte in the tar stream.
+    pub data_offset: u64,
 }
 
 /// Device accounting of one subgraph.
@@ -353,6 +370,19 @@ neff_macros::kinds!("schema/kinds.toml", Manifest);
 /// is observed like any other; whether the chain reached it is known once the payloads are
 /// reported, at the end.
 pub trait Observer {
+    /// Every regular member of the archive, in tar order, whatever the loader does with it
+    /// (members it skips, such as producer metadata and debug data, included), before its body
+    /// is read. Return `true` to be shown its body: [`Observer::member_bytes`] then gets each
+    /// chunk in order as the loader reads or skips it (the loader's own pass: nothing reads the
+    /// tar a second time), and [`Observer::member_end`] follows the last one. Only the
+    /// member's bytes are lent, never kept.
+    fn member(&mut self, _member: &MemberReport<'_>) -> bool {
+        false
+    }
+    /// The next bytes of the body of the member the observer asked for in [`Observer::member`].
+    fn member_bytes(&mut self, _bytes: &[u8]) {}
+    /// The body of the member asked for was shown whole (not called when the load fails in it).
+    fn member_end(&mut self) {}
     /// A manifest was read (successfully: a failed read is kept for the chain, not observed).
     fn manifest(&mut self, _member: &str, _manifest: Manifest<'_>) {}
     /// One streamed entry of the manifest being read.
@@ -365,6 +395,52 @@ pub trait Observer {
     fn subgraph(&mut self, _subgraph: &SubgraphReport<'_>) {}
 }
 
+/// The caller's observer as the walk shares it between a member's reader, which shows it the
+/// member's bytes ([`Observer::member_bytes`]), and the manifest reads, which show it entries:
+/// each call borrows it for that call only. Forwards every method, as `&mut O` does.
+pub(super) struct Shared<'c, O: ?Sized>(pub &'c RefCell<O>);
+
+impl<O: Observer + ?Sized> Observer for Shared<'_, O> {
+    fn member(&mut self, member: &MemberReport<'_>) -> bool {
+        self.0.try_borrow_mut().is_ok_and(|mut o| o.member(member))
+    }
+    fn member_bytes(&mut self, bytes: &[u8]) {
+        if let Ok(mut o) = self.0.try_borrow_mut() {
+            o.member_bytes(bytes);
+        }
+    }
+    fn member_end(&mut self) {
+        if let Ok(mut o) = self.0.try_borrow_mut() {
+            o.member_end();
+        }
+    }
+    fn manifest(&mut self, member: &str, manifest: Manifest<'_>) {
+        if let Ok(mut o) = self.0.try_borrow_mut() {
+            o.manifest(member, manifest);
+        }
+    }
+    fn entry(&mut self, member: &str, entry: &Entry<'_>) {
+        if let Ok(mut o) = self.0.try_borrow_mut() {
+            o.entry(member, entry);
+        }
+    }
+    fn io_tensor(&mut self, tensor: &IoTensor<'_>) {
+        if let Ok(mut o) = self.0.try_borrow_mut() {
+            o.io_tensor(tensor);
+        }
+    }
+    fn payload(&mut self, payload: &PayloadReport<'_>) {
+        if let Ok(mut o) = self.0.try_borrow_mut() {
+            o.payload(payload);
+        }
+    }
+    fn subgraph(&mut self, subgraph: &SubgraphReport<'_>) {
+        if let Ok(mut o) = self.0.try_borrow_mut() {
+            o.subgraph(subgraph);
+        }
+    }
+}
+
 /// An observer that looks at nothing.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct NoObserver;
@@ -372,6 +448,15 @@ pub struct NoObserver;
 impl Observer for NoObserver {}
 
 impl<O: Observer + ?Sized> Observer for &mut O {
+    fn member(&mut self, member: &MemberReport<'_>) -> bool {
+        (**self).member(member)
+    }
+    fn member_bytes(&mut self, bytes: &[u8]) {
+        (**self).member_bytes(bytes);
+    }
+    fn member_end(&mut self) {
+        (**self).member_end();
+    }
     fn manifest(&mut self, member: &str, manifest: Manifest<'_>) {
         (**self).manifest(member, manifest);
     }

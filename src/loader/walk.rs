@@ -23,7 +23,7 @@ use core::cell::RefCell;
 
 use super::dma::HalNotebook;
 
-use super::report::LoadReport;
+use super::report::{LoadReport, MemberReport, Shared};
 
 /// Producer metadata at the root or in a subgraph directory that no runtime path reads.
 const METADATA_NAMES: [&str; 8] = [
@@ -81,6 +81,53 @@ fn guess(name: &str) -> ManifestKind {
     }
 }
 
+/// A member's body, whose bytes are shown to the observer as they are consumed when it asked
+/// for them ([`Observer::member`]).
+struct Watched<'c, B, O: ?Sized> {
+    body: B,
+    observer: Option<&'c RefCell<O>>,
+}
+
+impl<B: BufRead<Error = Error>, O: Observer + ?Sized> Watched<'_, B, O> {
+    /// Reads the rest of the body.
+    fn drain(&mut self) -> Result<(), Error> {
+        loop {
+            let n = self.fill_buf()?.len();
+            if n == 0 {
+                return Ok(());
+            }
+            self.consume(n);
+        }
+    }
+}
+
+impl<B: BufRead<Error = Error>, O: ?Sized> embedded_io::ErrorType for Watched<'_, B, O> {
+    type Error = Error;
+}
+
+impl<B: BufRead<Error = Error>, O: Observer + ?Sized> BufRead for Watched<'_, B, O> {
+    fn fill_buf(&mut self) -> Result<&[u8], Error> {
+        self.body.fill_buf()
+    }
+
+    fn consume(&mut self, amt: usize) {
+        if let Some(observer) = self.observer {
+            // The bytes consumed are the front of what `fill_buf` returned: asking again
+            // returns them without reading.
+            if let (Ok(bytes), Ok(mut observer)) = (self.body.fill_buf(), observer.try_borrow_mut()) {
+                observer.member_bytes(bytes.get(..amt).unwrap_or(bytes));
+            }
+        }
+        self.body.consume(amt);
+    }
+}
+
+impl<B: BufRead<Error = Error>, O: Observer + ?Sized> embedded_io::Read for Watched<'_, B, O> {
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize, Error> {
+        crate::read_buffered(self, buf)
+    }
+}
+
 /// Whether a member's first bytes, past whitespace, open a JSON object. Looks at the first
 /// chunk only and consumes nothing.
 fn starts_object<R: BufRead<Error = Error>>(body: &mut R) -> Result<bool, Error> {
@@ -100,11 +147,24 @@ impl Loader<'_> {
         observer: &mut impl Observer,
         sink: &mut Counting<'_, S>,
     ) -> Result<(), Error> {
-        while let Some(mut member) = archive.next_member(sink)? {
+        // Shared between the member's reader (its bytes, when the observer asks for them)
+        // and the manifest reads (their entries).
+        let observer = RefCell::new(observer);
+        let mut shared = Shared(&observer);
+        while let Some(member) = archive.next_member(sink)? {
             // Borrowed from the walker, not copied: a copy (`MEMBER_PATH`, 1 KiB on a
             // controller) would sit in this frame under every member's read.
             let name = member.name();
             let size = member.size();
+            let seen = MemberReport {
+                name,
+                typeflag: member.typeflag(),
+                size,
+                header_offset: member.header_offset(),
+                data_offset: member.data_offset(),
+            };
+            let watched = shared.member(&seen);
+            let mut member = Watched { body: member, observer: watched.then_some(&observer) };
             let starts_object = starts_object(&mut member)?;
             match self.route(name, starts_object) {
                 Route::Debug => {}
@@ -112,8 +172,8 @@ impl Loader<'_> {
                     report.manifests = report.manifests.saturating_add(1);
                     let device = RefCell::new(&mut *hal);
                     let mut notebook = HalNotebook(&device);
-                    self.read_manifest(kind, name, &mut member, &mut notebook, observer, sink)?;
-                    self.settle_replays(&mut notebook, observer, sink)?;
+                    self.read_manifest(kind, name, &mut member, &mut notebook, &mut shared, sink)?;
+                    self.settle_replays(&mut notebook, &mut shared, sink)?;
                     self.release_manifest_copies(hal)?;
                 }
                 Route::Payload => {
@@ -132,10 +192,16 @@ impl Loader<'_> {
                     // Its payload sequence number is the next one; it counts as a payload only
                     // if the chain gives it a payload role (the report counts what it places).
                     let seq = report.payloads.saturating_add(1);
-                    self.read_either(kind, MemberAt { name, len: size, seq }, &mut member, hal, observer, sink)?;
-                    self.settle_replays(&mut HalNotebook(&RefCell::new(&mut *hal)), observer, sink)?;
+                    self.read_either(kind, MemberAt { name, len: size, seq }, &mut member, hal, &mut shared, sink)?;
+                    self.settle_replays(&mut HalNotebook(&RefCell::new(&mut *hal)), &mut shared, sink)?;
                     self.release_manifest_copies(hal)?;
                 }
+            }
+            if watched {
+                // What the route left unread (all of a skipped member) streams past the
+                // observer too, so it sees the whole body.
+                member.drain()?;
+                shared.member_end();
             }
         }
         Ok(())

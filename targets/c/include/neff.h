@@ -930,7 +930,7 @@ neff_status neff_check(const struct neff_source *source,
 
 /**
  * Bytes of the caller's stack an info call takes, frames included (as `neff_load_stack_size()`
- * for a check, with the tap on the tar stream and the document's work). Measured on x86_64;
+ * for a check, with the document's work). Measured on x86_64;
  * on a bare-metal target an estimate (the load's measured figure plus the info call's own
  * state).
  */

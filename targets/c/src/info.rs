@@ -7,7 +7,8 @@
 //! (`targets/host/src/loading/collected.rs`, `Collected`): a manifest's entries wait until the manifest
 //! itself is read (a member read and refused leaves nothing behind), and a later copy of a
 //! member is the one shown. `info.json`'s bytes, which the loader skips, are kept at the top of
-//! the same buffer by the tar tap (`crate::tap`). Once the check succeeds, the document is
+//! the same buffer: the loader shows them to its observer on request (`Observer::member`), in
+//! its own pass. Once the check succeeds, the document is
 //! written from the log; the sorting takes an index of 4 bytes per var or queue from the free
 //! middle of the work buffer. A work buffer that is too small is `NEFF_STATUS_RESOURCE` naming
 //! it with the bytes needed, an output buffer that is too small `NEFF_STATUS_BUFFER_TOO_SMALL`
@@ -15,19 +16,17 @@
 
 use core::cell::RefCell;
 
-use neff::archive::{Archive, Container, OpenOptions};
-use neff::gzip::MinizInflater;
 use neff::header::{Integrity, NeffHeader};
 use neff::json::{Event, TokenKind, Tokenizer};
 use neff::loader::{
-    dir_of_bytes, is_joined_bytes, LoadOptions, LoadReport, Loader, Manifest, Observer, PayloadReport, Storage,
+    dir_of_bytes, is_joined_bytes, LoadOptions, LoadReport, Loader, Manifest, MemberReport, Observer, PayloadReport,
+    Storage,
 };
 use neff::manifest::def::ENGINE_KEYS;
 use neff::manifest::{Arch, Entry, IoKind, IoTensor};
 use neff::Error;
 
 use crate::json::Out;
-use crate::tap::{Keep, Tap};
 use crate::{CObserver, Lent, BUILTIN_ARENA};
 
 /// The caller's work buffer: the log grows from the front, `info.json` sits at the top.
@@ -129,7 +128,8 @@ impl<'b> Work<'b> {
     }
 }
 
-impl Keep for Work<'_> {
+impl Work<'_> {
+    /// `info.json` starts: `size` bytes, replacing a copy kept before.
     fn begin_capture(&mut self, size: u64) {
         let size = usize::try_from(size).unwrap_or(usize::MAX);
         self.reserved = size;
@@ -142,6 +142,7 @@ impl Keep for Work<'_> {
         }
     }
 
+    /// The next bytes of `info.json`.
     fn capture(&mut self, bytes: &[u8]) {
         if self.overflow {
             return;
@@ -153,6 +154,7 @@ impl Keep for Work<'_> {
         }
     }
 
+    /// `info.json` ended.
     fn end_capture(&mut self) {
         self.have_info = !self.overflow && self.captured == self.reserved;
     }
@@ -248,7 +250,12 @@ pub(crate) struct InfoObserver<'w, 'b> {
     instr: Option<(usize, usize)>,
 }
 
-impl InfoObserver<'_, '_> {
+impl<'w, 'b> InfoObserver<'w, 'b> {
+    /// Logs into `work`, passing placements on to `c`.
+    pub(crate) fn new(work: &'w RefCell<Work<'b>>, c: CObserver) -> Self {
+        Self { work, c, pending: None, instr: None }
+    }
+
     /// The group for `member`'s entries: the pending one if it is `member`'s, else a new one
     /// (what another member left pending is dropped).
     fn group(&mut self, work: &mut Work<'_>, member: &str) {
@@ -269,6 +276,10 @@ impl InfoObserver<'_, '_> {
     }
 }
 
+/// The member whose body is kept: producer metadata (spec §10.1), whose `tool_version` is
+/// the document's `compiler_version`.
+const INFO_JSON: &[u8] = b"info.json";
+
 /// FNV-1a, 64 bits.
 fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
@@ -281,6 +292,30 @@ fn group_member(log: &[u8], start: usize, front: usize) -> Option<&[u8]> {
 }
 
 impl Observer for InfoObserver<'_, '_> {
+    /// `info.json` at the root (the loader skips it): its body is kept, a later copy replacing
+    /// an earlier one.
+    fn member(&mut self, member: &MemberReport<'_>) -> bool {
+        let info = member.name.as_bytes() == INFO_JSON;
+        if info {
+            if let Ok(mut work) = self.work.try_borrow_mut() {
+                work.begin_capture(member.size);
+            }
+        }
+        info
+    }
+
+    fn member_bytes(&mut self, bytes: &[u8]) {
+        if let Ok(mut work) = self.work.try_borrow_mut() {
+            work.capture(bytes);
+        }
+    }
+
+    fn member_end(&mut self) {
+        if let Ok(mut work) = self.work.try_borrow_mut() {
+            work.end_capture();
+        }
+    }
+
     fn entry(&mut self, member: &str, entry: &Entry<'_>) {
         let Ok(mut work) = self.work.try_borrow_mut() else { return };
         let interesting =
@@ -1269,9 +1304,9 @@ fn last_tool_version(info: &[u8], scratch: &mut [u8]) -> Option<usize> {
     }
 }
 
-/// The check of an info call: the container, the tap on its tar stream, the archive over it
-/// and the loader, each a local of this frame for the call. The header and the integrity
-/// outcome are returned for the document.
+/// The check of an info call: the archive (borrowed out of its `Result`, as a load's) and the
+/// loader, each a local of this frame for the call. The header and the integrity outcome are
+/// returned for the document.
 #[inline(never)]
 pub(crate) fn run(
     lent: Lent<'_>,
@@ -1281,11 +1316,12 @@ pub(crate) fn run(
 ) -> Result<(NeffHeader, Option<Integrity>), Error> {
     let Lent { reader, file_size, arena, replay, options, observer, .. } = lent;
     let mut sink = CObserver { ctx: observer.ctx, payload: None, warning: observer.warning };
-    let open = OpenOptions { verify_integrity: options.verify_integrity, ..OpenOptions::default() };
-    let container = Container::open(reader, file_size, &open, MinizInflater::new(), &mut sink)?;
-    let opened = container.opened();
-    let header = *opened.header();
-    let mut archive = Archive::open_inflated(opened, Tap::new(container, work));
+    let mut opened = crate::open(reader, file_size, options.verify_integrity, &mut sink);
+    let archive = match &mut opened {
+        Ok(archive) => archive,
+        Err(e) => return Err(*e),
+    };
+    let header = *archive.header();
     let mut own = [0u8; BUILTIN_ARENA];
     let arena = match arena {
         Some(lent) => lent,
@@ -1293,7 +1329,7 @@ pub(crate) fn run(
     };
     let storage = Storage { arena, replay, deferred: &mut [], whole_names: &mut [] };
     let mut loader = Loader::with_storage(storage, LoadOptions { allow_legacy: options.allow_legacy });
-    let mut info = InfoObserver { work, c: observer, pending: None, instr: None };
-    loader.check(&mut archive, arch, report, &mut info, &mut sink)?;
+    let mut info = InfoObserver::new(work, observer);
+    loader.check(archive, arch, report, &mut info, &mut sink)?;
     Ok((header, report.integrity))
 }

@@ -38,7 +38,6 @@ mod json;
 pub mod kinds;
 pub mod names;
 pub mod source;
-mod tap;
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 mod tests;
@@ -369,13 +368,13 @@ const LOAD_STACK: usize = if cfg!(target_os = "none") {
 } else {
     (168 + 8) * 1024
 };
-/// [`LOAD_STACK`] for an info call (a check with the tap and the document's work).
+/// [`LOAD_STACK`] for an info call (a check with the document's work).
 const INFO_STACK: usize = if cfg!(target_os = "none") {
     INFO_STACK_THUMBV7EM
 } else if cfg!(debug_assertions) {
-    (864 + 8) * 1024
+    (408 + 8) * 1024
 } else {
-    (280 + 8) * 1024
+    (192 + 8) * 1024
 };
 /// The thumbv7em figure, as the C firmware image measures it (`--profile firmware`, its
 /// `neff_load: ... used below its call` line): 100,864 bytes with its built-in arena of 37,888,
@@ -383,13 +382,10 @@ const INFO_STACK: usize = if cfg!(target_os = "none") {
 const LOAD_STACK_THUMBV7EM: usize = 63 * 1024;
 /// The info call on thumbv7em is not measured (the C firmware image links no info call): the
 /// load's figure plus what the info call holds besides a load's state (the document's work and
-/// the tap's reader), an estimate.
+/// its observer), an estimate.
 const INFO_STACK_THUMBV7EM: usize = LOAD_STACK_THUMBV7EM
     .saturating_add(core::mem::size_of::<core::cell::RefCell<info::Work<'static>>>())
-    .saturating_add(
-        core::mem::size_of::<Archive<tap::Tap<'static, 'static, 'static>>>()
-            .saturating_sub(core::mem::size_of::<Archive<Reader<'static>>>()),
-    );
+    .saturating_add(core::mem::size_of::<info::InfoObserver<'static, 'static>>());
 
 /// Bytes of the caller's stack a load or check takes, frames included: the library's deepest
 /// path as measured on this target, plus the built-in arena if any. A thread with this much
@@ -1000,7 +996,7 @@ pub struct neff_info_buffers {
 }
 
 /// Bytes of the caller's stack an info call takes, frames included (as `neff_load_stack_size()`
-/// for a check, with the tap on the tar stream and the document's work). Measured on x86_64;
+/// for a check, with the document's work). Measured on x86_64;
 /// on a bare-metal target an estimate (the load's measured figure plus the info call's own
 /// state).
 #[no_mangle]

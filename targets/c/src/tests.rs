@@ -806,7 +806,7 @@ fn info_writes_the_info_document_through_either_source() {
         "{\"engine\":\"pe\",\"json\":\"sg00/PE.json\",\"instr\":\"sg00/PE.bin\",\"instr_size\":768,\"ninstr\":12}"
     ));
     assert!(doc.contains("\"result\":\"not-requested\",\"order\":null,\"computed\":null}"));
-    // `info.json`'s tool_version, which the loader skips: from the tap.
+    // `info.json`'s tool_version, which the loader skips: shown to the info observer.
     assert!(doc.ends_with("\"}") && doc.contains("\"compiler_version\":\"2."), "{}", &doc[doc.len() - 80..]);
 
     // Through a read callback, in odd steps: the same bytes.
@@ -886,45 +886,42 @@ fn info_refuses_bad_arguments_and_bad_neffs_before_writing() {
     assert!(neff_info_stack_size() > neff_load_stack_size() - BUILTIN_ARENA);
 }
 
-/// A tar header block: `name`, `size`, `typeflag`, POSIX magic, `prefix`.
-fn tar_header(name: &[u8], size: usize, typeflag: u8, prefix: &[u8]) -> Vec<u8> {
-    let mut h = vec![0u8; 512];
-    h[..name.len()].copy_from_slice(name);
-    h[124..135].copy_from_slice(format!("{size:011o}").as_bytes());
-    h[156] = typeflag;
-    h[257..263].copy_from_slice(b"ustar\0");
-    h[345..345 + prefix.len()].copy_from_slice(prefix);
-    h
-}
-
-fn tar_member(tar: &mut Vec<u8>, header: Vec<u8>, body: &[u8]) {
-    tar.extend(header);
-    tar.extend(body);
-    tar.resize(tar.len().div_ceil(512) * 512, 0);
-}
-
 #[test]
-fn the_tap_keeps_the_last_info_json_by_its_tar_name() {
-    let mut tar = Vec::new();
-    tar_member(&mut tar, tar_header(b"info.json", 3, b'0', b""), b"one");
-    // A PAX path naming a member info.json whose ustar name says otherwise, with a PAX size.
-    let pax = b"15 path=x.json\n18 path=info.json\n11 size=10\n";
-    tar_member(&mut tar, tar_header(b"PaxHeader", pax.len(), b'x', b""), pax);
-    tar_member(&mut tar, tar_header(b"something", 4, b'0', b""), b"0123456789");
-    // Not info.json: in a directory (ustar prefix), or a GNU long name.
-    tar_member(&mut tar, tar_header(b"info.json", 5, b'0', b"sg00"), b"three");
-    tar_member(&mut tar, tar_header(b"././@LongLink", 14, b'L', b""), b"deep/info.json");
-    tar_member(&mut tar, tar_header(b"info.json", 4, b'0', b""), b"four");
-    tar.extend([0u8; 1024]);
-    for step in [1, 7, 512, 4096] {
-        let mut buf = vec![0u8; 64];
-        let mut work = info::Work::new(&mut buf);
-        let mut walker = tap::Walker::new();
-        for chunk in tar.chunks(step) {
-            walker.feed(chunk, &mut work);
+fn the_info_observer_keeps_the_last_root_info_json_the_loader_shows_it() {
+    let mut buf = vec![0u8; 64];
+    let work = core::cell::RefCell::new(info::Work::new(&mut buf));
+    let c = CObserver { ctx: core::ptr::null_mut(), payload: None, warning: None };
+    let mut observer = info::InfoObserver::new(&work, c);
+    let members: [(&str, &[u8]); 5] = [
+        ("info.json", b"one"),
+        ("sg00/info.json", b"three"),
+        ("info.json", b"0123456789"),
+        ("debug_info/sg00.dbg", b"x"),
+        ("info.json.bak", b"four"),
+    ];
+    let mut asked = Vec::new();
+    for (name, body) in members {
+        let member = neff::loader::MemberReport {
+            name,
+            typeflag: b'0',
+            size: body.len() as u64,
+            header_offset: 0,
+            data_offset: 512,
+        };
+        if observer.member(&member) {
+            asked.push(name);
+            body.chunks(3).for_each(|chunk| observer.member_bytes(chunk));
+            observer.member_end();
         }
-        assert_eq!(work.kept_info(), Some(&b"0123456789"[..]), "step {step}");
     }
+    assert_eq!(asked, ["info.json", "info.json"]);
+    assert_eq!(work.borrow().kept_info(), Some(&b"0123456789"[..]));
+    // A copy cut short (the load failed in it) is not kept.
+    let member =
+        neff::loader::MemberReport { name: "info.json", typeflag: b'0', size: 8, header_offset: 0, data_offset: 0 };
+    assert!(observer.member(&member));
+    observer.member_bytes(b"abc");
+    assert_eq!(work.borrow().kept_info(), None);
 }
 
 #[test]

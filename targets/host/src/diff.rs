@@ -1,7 +1,7 @@
 //! `neff diff A B [--json]`: what differs between two NEFFs.
 //!
-//! Five views, each from one streaming pass per file (the loader's check, with the tar tap of
-//! [`crate::tap`] and the consumed-value observer of [`crate::consumed`]):
+//! Five views, each from one streaming pass per file (the loader's check, with the member log of
+//! [`crate::members`] and the consumed-value observer of [`crate::consumed`]):
 //!
 //! * the header, field by field;
 //! * the members: added, removed, and changed (by XXH3 digest of the member's bytes, or size),

@@ -28,7 +28,7 @@ use miniz_oxide::inflate::core::{decompress, inflate_flags, DecompressorOxide};
 use miniz_oxide::inflate::TINFLStatus;
 use neff::gzip::{Inflate, InflateStatus, WINDOW_SIZE};
 
-use crate::tap::MemberRecord;
+use crate::members::MemberRecord;
 
 /// Output bytes between two checkpoints (before any thinning).
 pub const SPACING: u64 = 4 << 20;
@@ -202,7 +202,7 @@ pub struct MemberIndex {
 
 impl MemberIndex {
     /// The index of a pass that inflated with an [`IndexingInflate`] recording into
-    /// `recorder`, whose tar tap listed `members`. `input` is the NEFF (to find where its deflate
+    /// `recorder`, whose member log listed `members`. `input` is the NEFF (to find where its deflate
     /// stream starts).
     pub fn new(recorder: &Recorder, members: &[MemberRecord], input: &mut (impl Read + Seek)) -> Self {
         let places = members.iter().map(|m| (m.name.clone(), Place { offset: m.offset, size: m.size }));

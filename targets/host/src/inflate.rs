@@ -16,13 +16,12 @@
 // passed by value here as in the core.
 #![allow(clippy::result_large_err)]
 
-use std::fmt;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::thread::JoinHandle;
 
 use flate2::{Decompress, FlushDecompress, Status};
-use neff::archive::{Archive, Container, Finish, InflatedSource, OpenOptions};
+use neff::archive::{Archive, Container, Finish, InflatedSource, OpenOptions, Relayed};
 use neff::error::{StreamError, StreamKind};
 use neff::gzip::{Inflate, InflateStatus, WINDOW_SIZE};
 use neff::{Error, Warning, WarningSink};
@@ -178,19 +177,6 @@ pub fn open_archive(
     inflation: Inflation,
     sink: &mut (impl WarningSink + ?Sized),
 ) -> Result<Box<Archive<HostTar>>, Error> {
-    open_archive_with(source, size, opts, inflation, sink, |tar| tar)
-}
-
-/// [`open_archive`], with the tar stream wrapped by `wrap` before the archive reads it (the
-/// tar tap of [`crate::tap`]).
-pub fn open_archive_with<W: InflatedSource>(
-    source: InputSource,
-    size: u64,
-    opts: &OpenOptions,
-    inflation: Inflation,
-    sink: &mut (impl WarningSink + ?Sized),
-    wrap: impl FnOnce(HostTar) -> W,
-) -> Result<Box<Archive<W>>, Error> {
     // The parallel path reads the file by offset through a handle of its own; only files have one.
     let par = match (&inflation, &source) {
         (Inflation::Parallel(par), InputSource::File(f)) => f.file().try_clone().ok().map(|file| (*par, file)),
@@ -219,30 +205,7 @@ pub fn open_archive_with<W: InflatedSource>(
             HostTar::Threaded(Box::new(Relay::spawn(container)))
         }
     };
-    Ok(Box::new(Archive::open_inflated(opened, wrap(tar))))
-}
-
-/// A container error, carried through `embedded_io` to the archive, which passes it on (it
-/// is this error's `source`).
-#[derive(Debug)]
-pub struct Relayed(pub StreamError);
-
-impl fmt::Display for Relayed {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
-    }
-}
-
-impl std::error::Error for Relayed {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.0)
-    }
-}
-
-impl embedded_io::Error for Relayed {
-    fn kind(&self) -> embedded_io::ErrorKind {
-        embedded_io::Error::kind(&self.0)
-    }
+    Ok(Box::new(Archive::open_inflated(opened, tar)))
 }
 
 /// The tar stream of a [`HostContainer`], read in this thread or relayed from another.

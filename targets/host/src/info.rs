@@ -32,7 +32,7 @@ pub struct InfoJson {
     /// contract's five).
     pub hash: HashJson,
     /// The compiler that wrote the NEFF: `info.json`'s `tool_version` (producer metadata the
-    /// loader skips; read from the pass's tar tap), `null` without one.
+    /// loader skips; shown to the pass's member log), `null` without one.
     pub compiler_version: Option<String>,
 }
 

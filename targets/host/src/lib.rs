@@ -25,6 +25,7 @@ pub mod loading;
 pub mod located;
 pub mod ls;
 pub mod mem;
+pub mod members;
 pub mod parallel;
 pub mod progress;
 pub mod report;
@@ -32,7 +33,6 @@ pub mod safe_path;
 pub mod sample;
 pub mod scale;
 pub mod source;
-pub mod tap;
 pub mod walk;
 pub mod writer;
 

@@ -1,7 +1,7 @@
 //! `neff ls FILE [--json]`: every member with its size and role, like `tar -tv`.
 //!
-//! One streaming pass: the loader's check, the tar tap listing every member (debug data and
-//! producer metadata included), and the consumed values of every manifest
+//! One streaming pass: the loader's check, the member log of every member the loader
+//! shows its observer (debug data and producer metadata included), and the consumed values of every manifest
 //! ([`crate::consumed`]). A member's role is the key that reached it, by the loader's own table
 //! of what names what ([`neff::loader::named_by`]): starting at the chain's root (`neff.json`,
 //! or without it the KELF the loader falls back to), a manifest reached so far reaches each

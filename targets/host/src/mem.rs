@@ -39,7 +39,7 @@ use serde_json::{json, Map, Value};
 
 use crate::error::CliError;
 use crate::loading::{self, chain_kelfs, Pass};
-use crate::tap::TapOptions;
+use crate::members::MemberOptions;
 
 /// The runtime's name of each usage class, indexed by [`usage_index`] (§11.8 numbers): the
 /// names and order of neuron-profile's `nc_mem_usage` table.
@@ -291,7 +291,7 @@ pub fn mem_of_path(path: &std::path::Path, profiling: bool) -> Result<FileMem, C
 
 /// Runs the pass of `source` (labelled `file` in the model) and models it.
 pub fn mem_of_source(source: crate::source::InputSource, file: String, profiling: bool) -> Result<FileMem, CliError> {
-    let request = loading::Request { tap: Some(TapOptions::producer()), ..loading::Request::check() };
+    let request = loading::Request { members: Some(MemberOptions::producer()), ..loading::Request::check() };
     let (pass, extents) = loading::run_observed(source, request, VirtualExtents::default())?;
     Ok(file_mem(file, &pass, &extents, profiling))
 }

@@ -720,7 +720,7 @@ fn open(py: Python<'_>, src: &Bound<'_, PyAny>) -> PyResult<(Opened, Vec<PyObjec
         let recorder = neff_host::index::Recorder::default();
         let request = Request {
             details: true,
-            tap: Some(neff_host::tap::TapOptions::members()),
+            members: Some(neff_host::members::MemberOptions::members()),
             index: Some(recorder.clone()),
             options: PassOptions { keep_warning_records: true, ..PassOptions::default() },
             ..Request::check()

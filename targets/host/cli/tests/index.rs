@@ -6,9 +6,9 @@ use std::io::Cursor;
 
 use neff_host::index::{MemberIndex, Recorder, MAX_CHECKPOINTS};
 use neff_host::loading::{self, Request};
+use neff_host::members::MemberOptions;
 use neff_host::scale::ScaleSpec;
 use neff_host::source::InputSource;
-use neff_host::tap::TapOptions;
 
 /// A NEFF with 400 weights (a tar stream of about 512 KiB), and its members by name.
 fn generated() -> (Vec<u8>, HashMap<String, Vec<u8>>) {
@@ -28,9 +28,10 @@ fn generated_with(weights: usize) -> (Vec<u8>, HashMap<String, Vec<u8>>) {
 fn index_of(neff: &[u8], spacing: u64) -> (MemberIndex, Vec<String>) {
     let source = InputSource::Reader(Box::new(Cursor::new(neff.to_vec())), neff.len() as u64);
     let recorder = Recorder::with_spacing(spacing);
-    let request = Request { tap: Some(TapOptions::members()), index: Some(recorder.clone()), ..Request::check() };
+    let request =
+        Request { members: Some(MemberOptions::members()), index: Some(recorder.clone()), ..Request::check() };
     let pass = loading::run(source, request).expect("a valid NEFF");
-    let log = pass.members.expect("the tap's list");
+    let log = pass.members.expect("the member log");
     let names = log.members.iter().map(|m| m.name.clone()).collect();
     (MemberIndex::new(&recorder, &log.members, &mut Cursor::new(neff)), names)
 }

@@ -11,8 +11,8 @@ use neff::sim::SimDevice;
 use super::collected::Collected;
 use super::whole::whole;
 use crate::error::CliError;
+use crate::members::Tee;
 use crate::source::Again;
-use crate::tap::{Tapped, Tee};
 
 /// Regions the simulated device can track (every payload, and staging regions, take one).
 pub const DEVICE_REGIONS: usize = 8192;
@@ -127,7 +127,7 @@ impl<D: Observer + ?Sized> Observer for Learning<'_, '_, D> {
     fn manifest(&mut self, member: &str, manifest: Manifest<'_>) {
         self.observer.manifest(member, manifest);
         if matches!(manifest, Manifest::Neff(_) | Manifest::Kelf(_)) {
-            self.target.set(self.observer.0.neff_target());
+            self.target.set(self.observer.first.neff_target());
         }
     }
     fn entry(&mut self, member: &str, entry: &Entry<'_>) {
@@ -215,7 +215,7 @@ impl Hal for LearntArch<'_, '_> {
 #[allow(clippy::too_many_arguments)]
 pub(super) fn load_onto(
     loader: &mut Loader<'_>,
-    archive: &mut neff::archive::Archive<Tapped<crate::inflate::HostTar>>,
+    archive: &mut neff::archive::Archive<crate::inflate::HostTar>,
     sim: &mut HostDevice<'_>,
     arch: DeviceArch,
     mode: &'static str,

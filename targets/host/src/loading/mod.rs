@@ -30,9 +30,9 @@ use neff::{Stage, WarningKind};
 use crate::consumed::ConsumedValues;
 use crate::error::{print_warning, CliError};
 use crate::header_view::HeaderView;
-use crate::inflate::{open_archive_with, Inflation};
+use crate::inflate::{open_archive, Inflation};
+use crate::members::{MemberLog, MemberLogger, MemberOptions, Tee};
 use crate::source::InputSource;
-use crate::tap::{MemberLog, TapHandle, TapOptions, Tapped, Tee};
 
 mod collected;
 mod device;
@@ -80,7 +80,7 @@ pub struct Pass {
     /// The same warnings field by field (for bindings: code, stage, member, key path), when
     /// [`PassOptions::keep_warning_records`] asked for them.
     pub warning_records: Vec<neff::Warning>,
-    /// What the tar tap saw (`None` for a pass without one; see [`crate::tap`]).
+    /// What the pass showed of its members (`None` unless asked for; see [`crate::members`]).
     pub members: Option<MemberLog>,
     /// The refusal a [`PassOptions::keep_going`] check went on after, as printed.
     pub refusal: Option<String>,
@@ -121,10 +121,10 @@ pub struct Request {
     /// Keep the manifests' entries in [`Collected`] as `info` prints them (an observer that
     /// keeps only what it needs keeps memory flat without them).
     pub details: bool,
-    /// The tar tap: the member log and the captured members ([`Pass::members`]).
-    pub tap: Option<TapOptions>,
+    /// The member log and the captured members ([`Pass::members`]).
+    pub members: Option<MemberOptions>,
     /// Keep inflate checkpoints for a member index ([`crate::index::MemberIndex`], built from
-    /// this recorder and the tap's member list): the pass inflates with miniz_oxide.
+    /// this recorder and the pass's member list): the pass inflates with miniz_oxide.
     pub index: Option<crate::index::Recorder>,
     /// How the input is inflated; `None` chooses for this host and the input's size
     /// ([`Inflation::for_this_host`]). Tests compare the ways.
@@ -138,16 +138,16 @@ impl Request {
     }
 
     /// `neff info`'s pass: a check that keeps every manifest entry `info` prints, and
-    /// `info.json` (the compiler's version) from the tar tap.
+    /// `info.json` (the compiler's version), which the loader shows its observer.
     pub fn info() -> Self {
-        Self { details: true, tap: Some(TapOptions::producer()), ..Self::default() }
+        Self { details: true, members: Some(MemberOptions::producer()), ..Self::default() }
     }
 
     /// What `ls`, `diff` and the bindings read of a NEFF: a check that goes on past a refusal
     /// of the manifests ([`PassOptions::keep_going`]) and lists every member.
     pub fn consumed() -> Self {
         Self {
-            tap: Some(TapOptions::members()),
+            members: Some(MemberOptions::members()),
             options: PassOptions { keep_going: true, ..PassOptions::default() },
             ..Self::default()
         }
@@ -190,9 +190,9 @@ pub fn run_observed<O: Observer + Send + 'static>(
 ) -> Result<(Pass, O), CliError> {
     let size = source.size();
     let inflation = request.inflation_for(size);
-    let Request { target, options, details, tap, .. } = request;
+    let Request { target, options, details, members, .. } = request;
     spawn(move || {
-        let pass = run_here(source, size, target, options, inflation, details, tap, &mut extra)?;
+        let pass = run_here(source, size, target, options, inflation, details, members, &mut extra)?;
         Ok((pass, extra))
     })
 }
@@ -266,16 +266,18 @@ fn run_here(
     options: PassOptions,
     inflation: Inflation,
     details: bool,
-    tap: Option<TapOptions>,
+    members: Option<MemberOptions>,
     extra: &mut dyn Observer,
 ) -> Result<Pass, CliError> {
     let mut warning_records = Vec::new();
-    run_pass(source, size, target, options, inflation, details, tap, extra, &mut warning_records).map_err(|mut e| {
-        if let CliError::Rejected { fault: Some(fault), .. } = &mut e {
-            fault.warnings = warning_records;
-        }
-        e
-    })
+    run_pass(source, size, target, options, inflation, details, members, extra, &mut warning_records).map_err(
+        |mut e| {
+            if let CliError::Rejected { fault: Some(fault), .. } = &mut e {
+                fault.warnings = warning_records;
+            }
+            e
+        },
+    )
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -286,7 +288,7 @@ fn run_pass(
     options: PassOptions,
     inflation: Inflation,
     details: bool,
-    tap: Option<TapOptions>,
+    members: Option<MemberOptions>,
     extra: &mut dyn Observer,
     warning_records: &mut Vec<neff::Warning>,
 ) -> Result<Pass, CliError> {
@@ -322,17 +324,8 @@ fn run_pass(
         _ => Vec::new(),
     };
     let started = Instant::now();
-    let mut tap_handle: Option<TapHandle> = None;
-    let wrap = |tar| match tap {
-        Some(options) => {
-            let (tapped, handle) = Tapped::with_tap(tar, options);
-            tap_handle = Some(handle);
-            tapped
-        }
-        None => Tapped::plain(tar),
-    };
     let open = OpenOptions { verify_integrity: verify, ..OpenOptions::default() };
-    let mut archive = open_archive_with(source, size, &open, inflation, &mut sink, wrap)?;
+    let mut archive = open_archive(source, size, &open, inflation, &mut sink)?;
     let header = HeaderView::from(archive.header());
     // Zeroed by the allocator: pages the load never touches cost no memory.
     let mut arena = vec![0u8; ARENA_BYTES];
@@ -345,7 +338,15 @@ fn run_pass(
     let mut summary = LoadReport::new();
     // Only `info` (a check whose observer keeps the details) prints the manifests' entries.
     let mut collected = Collected::new(details);
-    let mut observer = Tee(&mut collected, extra);
+    // Every member's record and the captured ones, from the loader's own pass.
+    let mut logger = members.map(MemberLogger::new);
+    let mut no_log = neff::loader::NoObserver;
+    let logging: &mut dyn Observer = match logger.as_mut() {
+        Some(logger) => logger,
+        None => &mut no_log,
+    };
+    let mut others = Tee::new(logging, extra);
+    let mut observer = Tee::new(&mut collected, &mut others);
     let mut refusal = None;
     let device = match target {
         Target::Check(arch) => {
@@ -389,9 +390,8 @@ fn run_pass(
     let needs = loader.needs();
     // The loader finished the archive; asking again returns the same figures.
     let finish = archive.finish(&mut sink)?;
-    // Dropping the archive closes the tap's stream; then its walk ends.
     drop(archive);
-    let members = tap_handle.map(TapHandle::finish);
+    let members = logger.map(MemberLogger::finish);
     if verify {
         if let Some(e) = crate::integrity::mismatch_error(&finish.integrity) {
             return Err(e);

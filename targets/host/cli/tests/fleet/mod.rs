@@ -1,5 +1,5 @@
 //! The real NEFFs of `../shared/fixtures/public` for the operator verbs' tests (`mem`, `diff`,
-//! `ls`, `cat`, `cache`, the tar tap): where they are, and their neuron-profile reports.
+//! `ls`, `cat`, `cache`, the member log): where they are, and their neuron-profile reports.
 #![allow(dead_code)]
 
 use std::path::PathBuf;

@@ -1,46 +1,31 @@
-//! The tar tap (`neff_host::tap`) and what `info` reads through it: every member's name, size
-//! and digest, and `info.json`'s compiler version, checked against the members as the `tar`
-//! and `flate2` crates read them, inflated in the parsing thread and in a thread of its own.
+//! The member log (`neff_host::members`) and what `info` reads through it: every member's name,
+//! size and digest, and `info.json`'s compiler version, as the loader's own pass shows them to
+//! its observer, checked against the members as the `tar` and `flate2` crates read them,
+//! inflated in the parsing thread and in a thread of its own.
 
 #[path = "../../../../tests/common/mod.rs"]
 mod common;
 mod fleet;
 mod support;
 
-use neff::archive::OpenOptions;
-use neff_host::inflate::{open_archive_with, Inflation};
+use neff_host::inflate::Inflation;
+use neff_host::loading::{run, Request};
+use neff_host::members::{tool_version, MemberLog, MemberOptions};
 use neff_host::source::InputSource;
-use neff_host::tap::{tool_version, MemberLog, TapOptions, Tapped};
 use support::*;
 
-/// Walks `neff` with the core's archive (no loader), the tap listing every member.
-fn tap_walk(neff: &[u8], inflation: Inflation, options: TapOptions) -> (MemberLog, u64) {
-    let mut handle = None;
-    let mut warn = |_: &neff::Warning| {};
-    let wrap = |tar| {
-        let (tapped, h) = Tapped::with_tap(tar, options);
-        handle = Some(h);
-        tapped
-    };
+/// A check of `neff` that goes on past a refusal of the manifests, keeping what `options` asks
+/// of its members.
+fn member_log(neff: &[u8], inflation: Inflation, options: MemberOptions) -> MemberLog {
     let src = InputSource::Sample(neff.to_vec().leak());
-    let mut archive =
-        open_archive_with(src, neff.len() as u64, &OpenOptions::default(), inflation, &mut warn, wrap).expect("open");
-    while let Some(mut member) = archive.next_member(&mut warn).expect("member") {
-        // Read half of each body: the tap must see every byte whatever the archive reads.
-        let mut buf = vec![0u8; (member.size() / 2) as usize];
-        embedded_io::Read::read_exact(&mut member, &mut buf).expect("body");
-    }
-    let finish = archive.finish(&mut warn).expect("finish");
-    drop(archive);
-    (handle.expect("a tap").finish(), finish.inflated_bytes)
+    let request = Request { members: Some(options), inflation: Some(inflation), ..Request::consumed() };
+    run(src, request).expect("pass").members.expect("a member log")
 }
 
 fn check_log(label: &str, neff: &[u8]) {
     let want = members_of(neff);
     for inflation in [Inflation::Inline, Inflation::Threaded] {
-        let (log, tar_bytes) = tap_walk(neff, inflation.clone(), TapOptions::members());
-        assert_eq!(log.error, None, "{label} {inflation:?}");
-        assert_eq!(log.tar_bytes, tar_bytes, "{label} {inflation:?}: the tap saw the whole tar stream");
+        let log = member_log(neff, inflation.clone(), MemberOptions::members());
         let have: Vec<(&str, u64, u64)> = log.members.iter().map(|m| (m.name.as_str(), m.size, m.digest)).collect();
         let expect: Vec<(&str, u64, u64)> = want
             .iter()
@@ -57,23 +42,23 @@ fn check_log(label: &str, neff: &[u8]) {
 }
 
 #[test]
-fn the_tap_sees_every_member_of_every_real_neff() {
+fn the_log_has_every_member_of_every_real_neff() {
     let real = fleet::real_neffs();
     for (label, path) in &real {
         check_log(label, &std::fs::read(path).unwrap());
     }
-    println!("{} real NEFFs tapped, inline and threaded", real.len());
+    println!("{} real NEFFs logged, inline and threaded", real.len());
 }
 
 #[test]
-fn the_tap_sees_every_member_of_the_sample_in_both_packings() {
+fn the_log_has_every_member_of_the_sample_in_both_packings() {
     check_log("sample", neff_host::SAMPLE_NEFF);
     let raw = neff_host::sample::SampleBuilder::new().pkg_version(1).build().unwrap();
     check_log("sample pkg_version 1", &raw);
 }
 
 #[test]
-fn the_tap_follows_long_names_and_drops_what_the_core_drops() {
+fn the_log_follows_long_names_and_drops_what_the_core_drops() {
     // A GNU 'L' long name, a PAX path, a './' prefix, a directory and a dropped name.
     let long = format!("sg00/{}.bin", "x".repeat(150));
     let pax_name = format!("sg00/{}.npy", "p".repeat(120));
@@ -96,12 +81,13 @@ fn the_tap_follows_long_names_and_drops_what_the_core_drops() {
     tar.extend(raw_tar_member("sg00/x.wavegraph-bin.json", b"{}", b'0'));
     tar.extend([0u8; 1024]);
     let neff = neff_around_tar(&tar);
-    let (log, _) = tap_walk(&neff, Inflation::Inline, TapOptions::members());
+    // No neff.json: the check refuses the chain, after the walk showed every member.
+    let log = member_log(&neff, Inflation::Inline, MemberOptions::members());
     let names: Vec<&str> = log.members.iter().map(|m| m.name.as_str()).collect();
     assert_eq!(names, [long.as_str(), pax_name.as_str(), "info.json"]);
     assert_eq!(log.tool_version().as_deref(), Some("9.9"));
     // Without `list`, only the captured member is kept.
-    let (log, _) = tap_walk(&neff, Inflation::Threaded, TapOptions::producer());
+    let log = member_log(&neff, Inflation::Threaded, MemberOptions::producer());
     assert!(log.members.is_empty());
     assert_eq!(log.captured("info.json"), Some(&br#"{"tool_version":"9.9"}"#[..]));
 }
@@ -111,8 +97,8 @@ fn a_captured_member_past_the_limit_is_marked_not_kept() {
     let mut tar = raw_tar_member("info.json", br#"{"tool_version":"1.2.3"}"#, b'0');
     tar.extend([0u8; 1024]);
     let neff = neff_around_tar(&tar);
-    let options = TapOptions { capture_limit: 4, ..TapOptions::members() };
-    let (log, _) = tap_walk(&neff, Inflation::Inline, options);
+    let options = MemberOptions { capture_limit: 4, ..MemberOptions::members() };
+    let log = member_log(&neff, Inflation::Inline, options);
     assert_eq!(log.captured.len(), 1);
     assert_eq!(log.captured[0].bytes, None);
     assert_eq!(log.tool_version(), None);
