@@ -42,12 +42,25 @@ fn neff_json_checks() {
     let e = neff(&NEFF.replace(r#""arg_nodes":[0],"#, "")).0.unwrap_err();
     assert_eq!(msg(&e), "arg_nodes: Missing required fields in NEFF JSON");
     assert_eq!(e.status(), neff::Status::Invalid);
+    // Each refusal seed §3 names has a code of its own (not 901, 902 or 904, which others share).
+    assert_eq!(
+        (e.kind.code(), e.kind),
+        (949, ErrorKind::Manifest(ManifestError::MissingRequiredFields { key: "arg_nodes" }))
+    );
+    let e = neff(&NEFF.replace(r#","attrs":{"dltype""#, r#","other":{"dltype""#)).0.unwrap_err();
+    assert_eq!((msg(&e).as_str(), e.kind.code()), ("attrs: Missing required fields in NEFF JSON", 949));
     let e = neff(&NEFF.replace(r#""dltype":["list_str",["float32","DTYPE"]],"#, "")).0.unwrap_err();
     assert_eq!(msg(&e), "attrs.dltype: Missing dltype or shape in attrs");
+    assert_eq!(
+        (e.kind.code(), e.kind),
+        (950, ErrorKind::Manifest(ManifestError::MissingDltypeOrShape { key: "dltype" }))
+    );
+    let e = neff(&NEFF.replace(r#","shape":["list_shape",[[2],[3]]]"#, "")).0.unwrap_err();
+    assert_eq!((msg(&e).as_str(), e.kind.code()), ("attrs.shape: Missing dltype or shape in attrs", 950));
     let e = neff(&NEFF.replace(r#"["list_str","#, r#"["list_int","#)).0.unwrap_err();
-    assert_eq!(msg(&e), "attrs.dltype: Invalid dltype data format");
+    assert_eq!((msg(&e).as_str(), e.kind.code()), ("attrs.dltype: Invalid dltype data format", 951));
     let e = neff(&NEFF.replace(r#"["list_shape",[[2],[3]]]"#, r#"{"a":1}"#)).0.unwrap_err();
-    assert_eq!(msg(&e), "attrs.shape: Invalid shape data format");
+    assert_eq!((msg(&e).as_str(), e.kind.code()), ("attrs.shape: Invalid shape data format", 952));
     let e = neff(&NEFF.replace(r#""heads":[[1,0,0]]"#, r#""heads":[[9,0,0]]"#)).0.unwrap_err();
     assert_eq!(msg(&e), "heads[0]: Output node ID 9 out of bounds");
     let e = neff(&NEFF.replace(r#""heads":[[1,0,0]]"#, r#""heads":[[1,4,0]]"#)).0.unwrap_err();
@@ -62,10 +75,9 @@ fn neff_json_checks() {
     let e = neff(&NEFF.replace(r#","kelf":"kelf-0.json""#, "")).0.unwrap_err();
     assert_eq!(msg(&e), "nodes[1].attrs.kelf: KELF node found but missing 'kelf' attribute");
     let e = neff(&NEFF.replace(r#""kelf":"kelf-0.json""#, r#""kelf":0"#)).0.unwrap_err();
-    assert_eq!(
-        msg(&e),
-        "nodes[1].attrs.kelf: KELF attribute is not a string: expected a string, found unsigned integer"
-    );
+    assert_eq!((msg(&e).as_str(), e.kind.code()), ("nodes[1].attrs.kelf: KELF attribute is not a string", 953));
+    let found = neff::json::JsonType::UnsignedInteger;
+    assert_eq!(e.kind, ErrorKind::Manifest(ManifestError::KelfAttributeNotString { found }));
     // Only the KELF node's `attrs.kelf` must be a string: another node's is not read.
     let other = NEFF.replace(r#"{"op":"null","name":"x"}"#, r#"{"op":"null","name":"x","attrs":{"kelf":[1,{"a":2}]}}"#);
     let (io, kelfs) = neff(&other).0.unwrap();
@@ -168,14 +180,17 @@ fn def_json_var_checks() {
     assert!(def(&off.replace(r#""var_id":1"#, r#""var_id":5"#)).0.is_ok(), "false turns the check off");
     let e = def(&DEF.replace(r#""type":"output""#, r#""type":"tmp-buf""#)).0.unwrap_err();
     assert_eq!(msg(&e), "var: Invalid Neff: no Outputs");
+    assert_eq!(e.kind.code(), 925);
     let e = def(&DEF.replace(r#""size":4,"alignment""#, r#""size":"4","alignment""#)).0.unwrap_err();
     assert_eq!(msg(&e), "var.i.size: expected an unsigned integer, found string");
     assert_eq!(
         e.to_string(),
         format!("sg00/def.json: var.i.size: expected an unsigned integer, found string (byte {})", e.offset)
     );
+    // No `var` at all is the same refusal in the seed ("subgraph has no outputs"): one code.
     let e = def(r#"{"name":"definition"}"#).0.unwrap_err();
     assert_eq!(msg(&e), "var: Invalid Neff: no Outputs");
+    assert_eq!((e.kind.code(), e.kind), (925, ErrorKind::Manifest(ManifestError::NoOutputs)));
     // Values outside the documented sets, where the spec does not say to refuse: warnings.
     let odd = DEF
         .replace(r#""size":4,"alignment":64"#, r#""size":4,"alignment":64,"fabric_path":"side","backing_buf":"main""#)

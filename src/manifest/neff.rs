@@ -40,9 +40,6 @@ use crate::json::Tokenizer;
 use crate::varlog::{push_head, push_text, push_varint, Cursor};
 use crate::{Error, Stage, WarningSink};
 
-/// The runtime's message for a KELF node whose `attrs.kelf` is not a string.
-const KELF_NOT_STRING: &str = "KELF attribute is not a string";
-
 /// The marker of the KELF node, in `attrs.func_name` (or `op`, as a fallback).
 const KELF_MARKER: &str = "__kelf";
 
@@ -181,8 +178,7 @@ impl Document for NeffJson {
         // The KELF node's `attrs.kelf` is a string; another node's is not read.
         if let Some((node, found)) = facts.kelf_not_string {
             let path = indexed(Self::KEY_NODES, node, &[Node::KEY_ATTRS, NodeAttrs::KEY_KELF]);
-            let e = ManifestError::WrongType { expected: super::JsonType::String, found, message: KELF_NOT_STRING };
-            return Err(fail(&path, e));
+            return Err(fail(&path, ManifestError::KelfAttributeNotString { found }));
         }
         // Every KELF node must name its member, not only the first (spec §5.2).
         if let Some(unnamed) = unnamed {
