@@ -571,3 +571,56 @@ fn a_schema_error_does_not_hide_a_syntax_error() {
     let e = neff(&NEFF.replace(r#""arg_nodes":[0]"#, r#""arg_nodes":[-1, [}]"#)).0.unwrap_err();
     assert!(matches!(e.kind, ErrorKind::Json(_)), "{e}");
 }
+
+/// libnrt demuxes `def.json` in a fixed key order (`var`, `check_var_ids`, `dma_queue`, ...,
+/// the engines; seed §5), so of two faults it reports the earlier stage's, whatever the file
+/// order. Each case is a document with two faults, written in both file orders.
+#[test]
+fn def_json_reports_the_fault_libnrt_meets_first() {
+    // Two faults: a var's alignment (stage var) and a queue's owner (stage dma_queue).
+    let var = r#""var":{"o":{"type":"output","var_id":0,"size":4,"alignment":3}}"#;
+    let queue = r#""dma_queue":{"q":{"type":"in","owner":"nobody"}}"#;
+    for doc in [format!("{{{queue},{var}}}"), format!("{{{var},{queue}}}")] {
+        let e = def(&doc).0.unwrap_err();
+        assert_eq!(
+            (msg(&e).as_str(), e.kind.code()),
+            ("var.o.alignment: alignment provided not power of 2. alignment=3", 922),
+            "{doc}"
+        );
+    }
+    // The gate after `var` (no output var) comes before a queue fault met earlier in the file.
+    let no_output = r#""var":{"i":{"type":"input","var_id":0,"size":4}}"#;
+    let e = def(&format!("{{{queue},{no_output}}}")).0.unwrap_err();
+    assert_eq!((msg(&e).as_str(), e.kind.code()), ("var: Invalid Neff: no Outputs", 925));
+    // So do the dense ids of `check_var_ids`.
+    let sparse = r#""check_var_ids":true,"var":{"o":{"type":"output","var_id":4,"size":4}}"#;
+    let e = def(&format!("{{{queue},{sparse}}}")).0.unwrap_err();
+    assert_eq!(e.kind.code(), 923, "{e}");
+    // Within a stage, the first in the file: two vars with a fault each.
+    let two = r#""var":{"a":{"type":"output","var_id":0,"size":4,"alignment":6},"b":{"type":"input","var_id":1,"alignment":5}}"#;
+    let e = def(&format!("{{{queue},{two}}}")).0.unwrap_err();
+    assert_eq!(msg(&e), "var.a.alignment: alignment provided not power of 2. alignment=6");
+    // A ucode library (stage ucode_lib) against a queue (dma_queue): the queue, in either order.
+    let lib = r#""ucode_lib":[{"library":"l.bin","ulib_to_ucode_version":"9.0.0.0"}]"#;
+    let ok_var = r#""var":{"o":{"type":"output","var_id":0,"size":4}}"#;
+    for doc in [format!("{{{lib},{ok_var},{queue}}}"), format!("{{{ok_var},{queue},{lib}}}")] {
+        let e = def(&doc).0.unwrap_err();
+        assert_eq!(e.kind.code(), 926, "{doc}: {e}");
+    }
+    // A fault that cannot wait (a wrong JSON type stops the read) against a kept one: the
+    // earlier stage's. The kept var fault wins over a later queue type error ...
+    let bad_type = r#""dma_queue":{"q":{"type":"in","num_queues":"x"}}"#;
+    let e = def(&format!("{{{var},{bad_type}}}")).0.unwrap_err();
+    assert_eq!(e.kind.code(), 922, "{e}");
+    // ... and a var type error wins over a kept queue fault.
+    let var_type = r#""var":{"o":{"type":"output","var_id":"0","size":4}}"#;
+    let e = def(&format!("{{{queue},{var_type}}}")).0.unwrap_err();
+    assert_eq!((msg(&e).as_str(), e.kind.code()), ("var.o.var_id: expected an unsigned integer, found string", 902));
+    // A JSON syntax fault comes first for libnrt too (simdjson refuses the document before the
+    // demux), wherever it is.
+    let e = def(&format!("{{{var},{queue},\"x\":[1,]}}")).0.unwrap_err();
+    assert!(matches!(e.kind, ErrorKind::Json(_)), "{e}");
+    // A single fault is reported as before.
+    let e = def(&format!("{{{ok_var},{queue}}}")).0.unwrap_err();
+    assert_eq!(msg(&e), "dma_queue.q.owner: Invalid owner 'nobody' for DMA queue q");
+}

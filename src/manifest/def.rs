@@ -20,9 +20,40 @@
 //! (generated); carveout types are `evtaccel` (generated). The cayman carveout values depend on
 //! the KELF target, which may be read later: [`DefFacts`] keeps the first violation and
 //! [`DefFacts::check_carveouts`] applies it once the target is known.
+//!
+//! # Which fault is reported: libnrt's order
+//!
+//! libnrt parses the whole document (simdjson) and then demuxes it in a fixed key order
+//! ([`DemuxStage`]: `var`, the `check_var_ids` gate, `dma_queue`, `replica_groups`,
+//! `src_target_pairs`, `ext_isa_ucode_lib_def`, `ucode_lib`, the reservation, `num_streams`,
+//! `dma`, `fp8_conversion_config`, the engines; seed §5, spec §7.2), so of two faults it
+//! reports the one of the earlier stage, whatever the file order (real files put `dma_queue`
+//! before `var`). This reader streams the file in its own order and keeps, in fixed memory, the
+//! one fault libnrt would meet first among those seen: the fault of the earliest stage, the first
+//! in the file within a stage (libnrt walks a stage's entries in document order). The rules on a
+//! well-typed entry (a var's alignment and size, a queue's owner and counts, a ucode library's
+//! version and CPUs, a descriptor's sizes) wait this way: the entry is not handed on, the read
+//! goes on, and the kept fault is reported at the document's end, after the end-of-document
+//! checks (dense var ids, an output var, the Extended-ISA op count), which compete by stage too.
+//!
+//! Some faults cannot wait; they stop the stream at once:
+//!
+//! - JSON syntax faults, the byte source's errors and a truncated member: the tokenizer cannot go
+//!   on. libnrt loses nothing here: simdjson refuses such a document before the demux starts,
+//!   so these come first for it too (the reader still skips to the end for a syntax fault).
+//! - Faults of a value's type or shape that the generated reader finds (a wrong JSON type, a
+//!   missing required key, a duplicate key, a number out of range, a malformed typed list, a
+//!   value outside a strict map, more elements than the runtime's limit): the reader is inside
+//!   the value, which has no typed form to check or hand on, and its frames unwind to stop.
+//!   The report is then the earlier-stage one of this fault and the kept one; a fault of an
+//!   even earlier stage later in the file is not seen, so there the report can differ from
+//!   libnrt's.
+//! - The caller's own errors (the loader's capacities and device, a DMA name the subgraph does
+//!   not declare): they are no fault of the document's in libnrt's sense.
 
 use embedded_io::BufRead;
 
+use super::rt;
 use super::DocFault;
 use super::{
     semantic, warn, Arch, Carveout, CarveoutType, DefJson, DmaQueue, DmaRingType, Document, EngineType, Entry, EntryAt,
@@ -41,6 +72,97 @@ pub enum TargetCheck {
     Device(Arch),
     /// No architecture known (`*` without a device): no architecture-specific rules.
     None,
+}
+
+/// The stages of libnrt's `def.json` demux (`kelf_load_from_neff`, seed §5, spec §7.2), in
+/// its order: of two faults, the one of the earlier stage is reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum DemuxStage {
+    /// The document itself (its root is no object): refused before any key.
+    Document,
+    /// `var`, each entry (`parse_one_variable`).
+    Var,
+    /// The gate after `var`: dense ids (`check_var_ids`), at least one output var.
+    CheckVarIds,
+    /// `dma_queue` (`parse_one_dma_ring`).
+    DmaQueue,
+    /// `replica_groups`.
+    ReplicaGroups,
+    /// `src_target_pairs`.
+    SrcTargetPairs,
+    /// `ext_isa_ucode_lib_def`.
+    ExtIsa,
+    /// `ucode_lib` (`parse_one_ucode_lib`).
+    UcodeLib,
+    /// `runtime_statebuffer_reservation` (`parse_sb_carveouts`).
+    Reservation,
+    /// `num_streams` (and real files' `cc_streams.num_streams`).
+    NumStreams,
+    /// `dma` (`parse_one_dma_block`).
+    Dma,
+    /// `fp8_conversion_config`.
+    Fp8,
+    /// The engines (`pe`, `act`, `pool`, `dve`, `sp`, `q7` and their `_instr`).
+    Engines,
+    /// A key the demux does not read (`name`, `version`): last.
+    Unread,
+}
+
+impl DemuxStage {
+    /// The stage of a fault at key path `path` (`var.x.size`: `Var`), by its first segment.
+    pub fn of_path(path: &str) -> DemuxStage {
+        // Bytes, not `str` patterns: their generic searches cost flash on a controller.
+        let bytes = path.as_bytes();
+        let end = bytes.iter().position(|&b| b == b'.' || b == b'[').unwrap_or(bytes.len());
+        let top = path.get(..end).unwrap_or("");
+        match top {
+            "" => DemuxStage::Document,
+            DefJson::KEY_VARS => DemuxStage::Var,
+            DefJson::KEY_CHECK_VAR_IDS => DemuxStage::CheckVarIds,
+            DefJson::KEY_DMA_QUEUES => DemuxStage::DmaQueue,
+            DefJson::KEY_REPLICA_GROUPS => DemuxStage::ReplicaGroups,
+            DefJson::KEY_SRC_TARGET_PAIRS => DemuxStage::SrcTargetPairs,
+            DefJson::KEY_EXT_ISA_LIB => DemuxStage::ExtIsa,
+            DefJson::KEY_UCODE_LIBS => DemuxStage::UcodeLib,
+            DefJson::KEY_CARVEOUTS => DemuxStage::Reservation,
+            DefJson::KEY_NUM_STREAMS | DefJson::KEY_CC_STREAMS => DemuxStage::NumStreams,
+            DefJson::KEY_DMA => DemuxStage::Dma,
+            DefJson::KEY_FP8_CONVERSION_CONFIG => DemuxStage::Fp8,
+            _ if ENGINE_KEYS.iter().any(|e| e.as_str() == top) => DemuxStage::Engines,
+            DefJson::KEY_PE_INSTR
+            | DefJson::KEY_ACT_INSTR
+            | DefJson::KEY_POOL_INSTR
+            | DefJson::KEY_DVE_INSTR
+            | DefJson::KEY_SP_INSTR
+            | DefJson::KEY_Q7_INSTR => DemuxStage::Engines,
+            _ => DemuxStage::Unread,
+        }
+    }
+}
+
+/// The fault libnrt meets first among those seen so far: its stage and the error.
+#[derive(Debug, Default)]
+struct FirstFault(Option<(DemuxStage, Error)>);
+
+impl FirstFault {
+    /// Keeps `error` if its stage comes before the kept one's (a later fault of the same stage
+    /// comes after it in the file, and libnrt walks a stage in file order). Returns whether it
+    /// was kept.
+    fn offer(&mut self, error: Error) -> bool {
+        self.offer_at(DemuxStage::of_path(error.key_path.as_str()), error)
+    }
+
+    /// [`FirstFault::offer`] for a fault whose stage is not its key path's.
+    fn offer_at(&mut self, stage: DemuxStage, error: Error) -> bool {
+        match &self.0 {
+            Some((kept, _)) if *kept <= stage => false,
+            _ => {
+                self.0 = Some((stage, error));
+                true
+            }
+        }
+    }
 }
 
 /// The event-accelerator carveout size the runtime requires on cayman.
@@ -277,9 +399,11 @@ impl DefFacts {
     }
 }
 
-/// Checks each streamed entry, then hands it on.
+/// Checks each streamed entry, then hands it on; keeps a fault of the entry's rules instead of
+/// stopping (see the module docs: libnrt's order).
 struct Checks<'v> {
     facts: DefFacts,
+    first: FirstFault,
     inner: &'v mut dyn Visitor,
     sink: &'v mut dyn WarningSink,
 }
@@ -358,6 +482,12 @@ impl Checks<'_> {
     }
 }
 
+/// Tells the caller's visitor the read failed at `error`'s key path (whole unless cut).
+fn note_failed(inner: &mut dyn Visitor, error: &Error) {
+    let path = error.key_path.as_str();
+    inner.failed(error.member.as_str(), (!path.ends_with('…')).then_some(path), None);
+}
+
 /// The `fabric_path` values the spec documents (§7.3, §7.4); another is accepted with a warning.
 const FABRIC_PATHS: [&str; 2] = ["main", "alt"];
 /// The `backing_buf` values of a `virtual` var (§7.3); another is accepted with a warning.
@@ -420,8 +550,22 @@ fn check_queue(q: &DmaQueue, at: &EntryAt<'_>) -> Result<(), DocFault> {
 
 impl Visitor for Checks<'_> {
     fn entry(&mut self, entry: Entry<'_>, at: &EntryAt<'_>) -> Result<(), DocFault> {
-        self.check(&entry, at)?;
+        if let Err(fault) = self.check(&entry, at) {
+            // The entry breaks a rule of libnrt's: kept, and the read goes on to the end, where
+            // the fault libnrt meets first is reported. The document is refused: nothing more
+            // is handed on.
+            let key = fault.key;
+            let error = at.ctx.attach(fault);
+            if self.first.offer(error) {
+                let path = rt::shown_path(at.key_path(), at.ctx.path.is_cut(), None);
+                self.inner.failed(at.member(), (!at.ctx.path.is_cut()).then_some(path.as_str()), key);
+            }
+            return Ok(());
+        }
         super::engine::warn_unknown_dtypes(&entry, at, self.sink);
+        if self.first.0.is_some() {
+            return Ok(());
+        }
         self.inner.entry(entry, at)
     }
 
@@ -443,32 +587,60 @@ impl Document for DefJson {
     ) -> Result<DefFacts, Error> {
         let mut checks = Checks {
             facts: DefFacts { shared_scratchpad: Some(0), ..DefFacts::default() },
+            first: FirstFault::default(),
             inner: visitor,
             sink: &mut *sink,
         };
-        self.read_document(tok, src, member, &mut checks)?;
-        let mut facts = checks.facts;
+        let read = self.read_document(tok, src, member, &mut checks);
+        let Checks { mut facts, first: mut kept, inner, .. } = checks;
+        if let Err(stop) = read {
+            // A fault that could not wait: the earlier-stage one of it and the kept one. Only a
+            // manifest rule competes; a syntax, source or loader error is reported as it is.
+            return Err(match (stop.kind, kept.0) {
+                (crate::ErrorKind::Manifest(_), Some((stage, error)))
+                    if stage < DemuxStage::of_path(stop.key_path.as_str()) =>
+                {
+                    note_failed(inner, &error);
+                    error
+                }
+                _ => stop,
+            });
+        }
         facts.carveouts_present = self.carveouts.is_some();
         let end = tok.offset();
         let fail = |path: &str, e: ManifestError| semantic(Stage::DefJson, member, end, path, e);
+        // The end-of-document checks, in their stages' order; the first that fails competes
+        // with the kept fault.
+        let mut at_end = None;
         if self.checks_var_ids() {
             if let Some(max) = facts.max_var_id {
                 if u64::from(max) + 1 != facts.vars {
-                    return Err(fail(Self::KEY_VARS, ManifestError::UnexpectedVarIds { max, size: facts.vars }));
+                    let e = ManifestError::UnexpectedVarIds { max, size: facts.vars };
+                    at_end = Some((DemuxStage::CheckVarIds, fail(Self::KEY_VARS, e)));
                 }
             }
         }
-        if facts.outputs == 0 {
-            return Err(fail(Self::KEY_VARS, ManifestError::NoOutputs));
+        if at_end.is_none() && facts.outputs == 0 {
+            at_end = Some((DemuxStage::CheckVarIds, fail(Self::KEY_VARS, ManifestError::NoOutputs)));
         }
         // §7.1: the Extended-ISA library replaces the default one, of at most 18 ops.
         if let Some(ops) = self.ext_isa_lib.as_ref().and_then(|lib| lib.functions).map(|n| n.0) {
-            if ops > super::MAX_EXT_ISA_OPS {
+            if at_end.is_none() && ops > super::MAX_EXT_ISA_OPS {
                 let mut path: heapless::String<48> = heapless::String::new();
                 let _ =
                     crate::error::push_all(&mut path, &[Self::KEY_EXT_ISA_LIB, ".", super::ExtIsaLib::KEY_FUNCTIONS]);
-                return Err(fail(&path, ManifestError::TooManyExtIsaOps(ops)));
+                at_end = Some((DemuxStage::ExtIsa, fail(&path, ManifestError::TooManyExtIsaOps(ops))));
             }
+        }
+        if let Some((stage, error)) = at_end {
+            if kept.offer_at(stage, error) {
+                if let Some((_, e)) = &kept.0 {
+                    note_failed(inner, e);
+                }
+            }
+        }
+        if let Some((_, error)) = kept.0 {
+            return Err(error);
         }
         for engine in ENGINES {
             if self.engine_json(engine).is_none() {
@@ -483,5 +655,62 @@ impl Document for DefJson {
             }
         }
         Ok(facts)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fault_takes_the_stage_of_its_top_level_key() {
+        let cases = [
+            ("", DemuxStage::Document),
+            ("var.x.y.size", DemuxStage::Var),
+            ("check_var_ids", DemuxStage::CheckVarIds),
+            ("dma_queue.q.owner", DemuxStage::DmaQueue),
+            ("replica_groups[0]", DemuxStage::ReplicaGroups),
+            ("src_target_pairs", DemuxStage::SrcTargetPairs),
+            ("ext_isa_ucode_lib_def.functions", DemuxStage::ExtIsa),
+            ("ucode_lib[2].total_cpus", DemuxStage::UcodeLib),
+            ("runtime_statebuffer_reservation[0].type", DemuxStage::Reservation),
+            ("num_streams", DemuxStage::NumStreams),
+            ("cc_streams.num_streams", DemuxStage::NumStreams),
+            ("dma[0].desc[1].from", DemuxStage::Dma),
+            ("fp8_conversion_config.ocp_sat", DemuxStage::Fp8),
+            ("pe", DemuxStage::Engines),
+            ("q7_instr", DemuxStage::Engines),
+            ("version", DemuxStage::Unread),
+        ];
+        for (path, stage) in cases {
+            assert_eq!(DemuxStage::of_path(path), stage, "{path}");
+        }
+        // The order is libnrt's demux order.
+        let order: [DemuxStage; 12] = [
+            DemuxStage::Var,
+            DemuxStage::CheckVarIds,
+            DemuxStage::DmaQueue,
+            DemuxStage::ReplicaGroups,
+            DemuxStage::SrcTargetPairs,
+            DemuxStage::ExtIsa,
+            DemuxStage::UcodeLib,
+            DemuxStage::Reservation,
+            DemuxStage::NumStreams,
+            DemuxStage::Dma,
+            DemuxStage::Fp8,
+            DemuxStage::Engines,
+        ];
+        assert!(order.windows(2).all(|w| w.first() < w.last()));
+    }
+
+    #[test]
+    fn the_first_fault_of_the_earliest_stage_is_kept() {
+        let at = |path: &str| Error::in_member(Stage::DefJson, "d", 0, crate::ErrorKind::Truncated).with_key_path(path);
+        let mut first = FirstFault::default();
+        assert!(first.offer(at("dma_queue.q")));
+        assert!(!first.offer(at("dma_queue.r")), "same stage, later in the file");
+        assert!(!first.offer(at("pe")), "a later stage");
+        assert!(first.offer(at("var.x")), "an earlier stage");
+        assert_eq!(first.0.map(|(s, e)| (s, e.key_path)), Some((DemuxStage::Var, crate::error::Text::new("var.x"))));
     }
 }
