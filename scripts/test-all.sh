@@ -89,20 +89,20 @@ step "no_std core for thumbv7em-none-eabihf (with and without defmt)"
 cargo build -p neff --target thumbv7em-none-eabihf --release
 cargo build -p neff --target thumbv7em-none-eabihf --release --features defmt
 
-step "C ABI (ffi/): formatting, clippy, unit tests, no_std static library for thumbv7em"
+step "C ABI (targets/c/): formatting, clippy, unit tests, no_std static library for thumbv7em"
 # Its own workspace (panic = "abort" for the no_std static library).
-(cd ffi && cargo fmt --check && cargo clippy --all-targets -- -D warnings && cargo test)
+(cd targets/c && cargo fmt --check && cargo clippy --all-targets -- -D warnings && cargo test)
 # The stack sizes the library reports are measured per build: the release build's too.
-(cd ffi && cargo test --release stack)
-(cd ffi && cargo build --release --lib --target thumbv7em-none-eabihf)
+(cd targets/c && cargo test --release stack)
+(cd targets/c && cargo build --release --lib --target thumbv7em-none-eabihf)
 
 step "C ABI under Miri (nightly): the FFI tests, raw pointers and callbacks checked"
 rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
 rustup component list --toolchain nightly --installed | grep -q '^miri' ||
   rustup component add --toolchain nightly miri rust-src
-(cd ffi && cargo +nightly miri test)
+(cd targets/c && cargo +nightly miri test)
 
-step "include/neff.h is what cbindgen generates; the C host program under ASan and UBSan (scripts/test-ffi.sh)"
+step "targets/c/include/neff.h is what cbindgen generates; the C host program under ASan and UBSan (scripts/test-ffi.sh)"
 # Pinned: the checked-in header is this version's output.
 command -v cbindgen >/dev/null 2>&1 && [ "$(cbindgen --version)" = "cbindgen 0.29.4" ] ||
   cargo install cbindgen --version 0.29.4 --locked --force

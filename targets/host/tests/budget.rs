@@ -1,7 +1,7 @@
 //! `neff load --budget`: what a controller must lend, measured in one pass, on the real NEFF
 //! whose DMA references once overflowed the firmware's arena, and on a small one; the figures
 //! are the core's `Loader::needs` and agree with a load through the C ABI's report
-//! (`ffi/src/tests.rs`) and the firmware images' printed arena peaks.
+//! (`targets/c/src/tests.rs`) and the firmware images' printed arena peaks.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
 mod support;

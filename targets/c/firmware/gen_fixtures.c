@@ -1,5 +1,5 @@
 /* Host tool of the C firmware image: what the firmware must find when it loads each NEFF,
- * computed independently of the neff core (zlib + the tar walk of ffi/c/tarwalk.h + libxxhash's
+ * computed independently of the neff core (zlib + the tar walk of targets/c/tests/tarwalk.h + libxxhash's
  * XXH3-64, and the MD5 given on the command line, computed by Python's hashlib), as the Rust
  * image's build.rs computes it with flate2 + tar + xxhash-rust + md-5.
  *
@@ -14,7 +14,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#include "../c/tarwalk.h"
+#include "../tests/tarwalk.h"
 
 static int hex(const char *s, uint8_t out[16]) {
   for (int i = 0; i < 16; i++) {

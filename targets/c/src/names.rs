@@ -74,7 +74,7 @@ pub unsafe extern "C" fn neff_init_(
 }
 
 /// A `neff_status` as C passes it: its 32 bits (any value is defined behaviour here), written
-/// `neff_status` in C (`ffi/cbindgen.toml`).
+/// `neff_status` in C (`targets/c/cbindgen.toml`).
 pub type StatusValue = u32;
 
 /// A `neff_stage` as C passes it, as `StatusValue`.

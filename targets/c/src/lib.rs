@@ -1,7 +1,7 @@
 //! # neff-ffi
 //!
 //! A C ABI over the `neff` core, for firmware written in C (Zephyr, FreeRTOS, vendor SDKs) and
-//! C/C++ host daemons. `include/neff.h` is generated from this crate by cbindgen
+//! C/C++ host daemons. `targets/c/include/neff.h` is generated from this crate by cbindgen
 //! (`scripts/gen-header.sh`); `scripts/test-all.sh` fails when the checked-in header is stale.
 //!
 //! What a C caller lends, and what it calls:

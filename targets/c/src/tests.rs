@@ -1,6 +1,6 @@
 //! The entry points called as C calls them, with callbacks written in Rust: a simulated device
 //! that keeps each region's bytes, a read callback over a file's bytes, observers that record
-//! what they see. Miri runs these (`cargo +nightly miri test` in `ffi/`): the tests over whole
+//! what they see. Miri runs these (`cargo +nightly miri test` in `targets/c/`): the tests over whole
 //! real NEFFs are skipped under it (minutes each), the rest run the same boundary code on the
 //! failure paths and on a NEFF cut short.
 
@@ -15,7 +15,7 @@ use crate::hal::*;
 /// The shared real NEFFs, or `None` (with a note) where they are absent; under `CI=true`
 /// their absence fails.
 fn fixture(rel: &str) -> Option<Vec<u8>> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/public").join(rel);
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/public").join(rel);
     match std::fs::read(&path) {
         Ok(bytes) => Some(bytes),
         Err(e) => {
@@ -1251,13 +1251,13 @@ fn c_text(p: *const core::ffi::c_char) -> Option<String> {
 }
 
 #[test]
-#[cfg_attr(miri, ignore = "reads include/neff.h (Miri isolates the file system)")]
+#[cfg_attr(miri, ignore = "reads targets/c/include/neff.h (Miri isolates the file system)")]
 fn every_status_stage_and_code_has_its_name() {
     use crate::names::*;
     use neff::error::codes::{ERRORS, WARNINGS};
     // The status names are the header's enumerators, at the header's values.
-    let header = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../include/neff.h")).unwrap();
-    // The version string cbindgen cannot write from Rust (ffi/cbindgen.toml's after_includes).
+    let header = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/include/neff.h")).unwrap();
+    // The version string cbindgen cannot write from Rust (targets/c/cbindgen.toml's after_includes).
     let string = format!("#define NEFF_VERSION_STRING \"{}\"\n", env!("CARGO_PKG_VERSION"));
     assert!(header.contains(&string), "neff.h: {string}");
     let mut statuses = 0;
@@ -1345,7 +1345,7 @@ fn a_load_reports_what_it_needed_and_loads_within_exactly_that() {
 /// Every real NEFF under `../shared/fixtures` (the public ones and the training cache's), as
 /// `(name, bytes)`.
 fn every_real_neff() -> Vec<(String, Vec<u8>)> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures");
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures");
     let mut out = Vec::new();
     let mut dirs = vec![root.join("public"), root.join("training-cache")];
     while let Some(dir) = dirs.pop() {

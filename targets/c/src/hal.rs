@@ -36,7 +36,7 @@ pub enum neff_hal_result {
 
 /// A `neff_hal_result` as a callback returns it. C sees the enum's type; this side reads the
 /// 32 bits as they come (a value the enum does not name is not undefined behaviour here, it
-/// reads as `NEFF_HAL_UNKNOWN_REGION`). `ffi/cbindgen.toml` writes it as `neff_hal_result`.
+/// reads as `NEFF_HAL_UNKNOWN_REGION`). `targets/c/cbindgen.toml` writes it as `neff_hal_result`.
 pub type HalResult = u32;
 
 /// A `neff_arch` (`neff_schema.h`), held as its 32 bits (written `neff_arch` in C).
