@@ -395,12 +395,11 @@ fn the_checker_tells_ours_from_other_documents_and_sees_what_is_missing() {
 
 /// The repository's top-level directories: a backticked name starting with one is a path of
 /// the tree.
-const TREE_TOPS: &[&str] = &[
-    "src/", "macros/", "schema/", "targets/", "tests/", "benches/", "fuzz/", "scripts/", "docs/",
-    ".ci/",
-];
+const TREE_TOPS: &[&str] =
+    &["src/", "macros/", "schema/", "targets/", "tests/", "benches/", "fuzz/", "scripts/", "docs/", ".ci/"];
 /// Crate roots a path in the docs may be relative to (`tests/ls_cat.rs` in the host's section).
-const CRATE_ROOTS: &[&str] = &["", "targets/host/", "targets/qemu-m4/", "targets/python/", "targets/c/", "macros/codegen/"];
+const CRATE_ROOTS: &[&str] =
+    &["", "targets/host/", "targets/qemu-m4/", "targets/python/", "targets/c/", "macros/codegen/"];
 /// Files read for the words of the code (identifiers, keys, names of items).
 const CODE_EXTENSIONS: &[&str] = &["rs", "toml", "sh", "py", "pyi", "c", "h"];
 

@@ -101,6 +101,8 @@ fn real_neffs_land_byte_exact_on_the_device() {
         }
         assert_eq!(out.report.target.as_str(), "cayman");
         assert_eq!(out.report.io.inputs.len(), 2);
+        // libnrt's debug line for the KELF node (seed §3), through the observer.
+        assert_eq!(out.report.debug, ["Found KELF node: kelf-0.json"], "{name}");
         assert_eq!(out.live_regions, 24);
         // The real NEFFs warn about nothing but their unverifiable hash (not requested here).
         assert!(out.warnings.is_empty(), "{name}: {:?}", out.warnings);

@@ -406,6 +406,38 @@ fn values_the_spec_does_not_map_are_accepted_with_a_warning_naming_them() {
     );
 }
 
+/// Seed §6: `remote` is `MR_REMOTE` (11), no unknown type; `float4_e2m1fn` (no published
+/// `kbin_dtype`) stays a warning, as `float8_e5m2` above.
+#[test]
+fn a_remote_var_is_mr_remote_and_unpublished_fp_dtypes_warn() {
+    let remote = DEF.replace(r#""type":"input","var_id":0"#, r#""type":"remote","var_id":0,"dtype":"float4_e2m1fn""#);
+    let (d, w) = def(&remote);
+    let d = d.unwrap();
+    let i = d.entries.vars.iter().find(|v| v.name.as_str() == "i").unwrap();
+    assert_eq!((i.mr_type(), i.mr_type_value()), (Some(neff::manifest::MrType::Remote), Some(11)));
+    let text: Vec<String> = w.iter().map(|w| w.to_string()).collect();
+    assert_eq!(
+        text,
+        ["sg00/def.json: var.i.dtype: unknown dtype 'float4_e2m1fn': accepted (the spec does not say to refuse it)"]
+    );
+}
+
+/// Spec §7.3: a var's device-print `prefix` (a string) and `pipe` (an integer) are read and
+/// typed.
+#[test]
+fn a_var_s_prefix_and_pipe_are_read_and_typed() {
+    let printed = DEF.replace(r#""var_id":0,"#, r#""var_id":0,"prefix":"dbg_","pipe":3,"#);
+    let (d, w) = def(&printed);
+    let d = d.unwrap();
+    assert!(w.is_empty(), "{w:?}");
+    let i = d.entries.vars.iter().find(|v| v.name.as_str() == "i").unwrap();
+    assert_eq!((i.prefix.as_deref(), i.pipe), (Some("dbg_"), Some(3)));
+    let e = def(&DEF.replace(r#""var_id":0,"#, r#""var_id":0,"prefix":7,"#)).0.unwrap_err();
+    assert_eq!((msg(&e).as_str(), e.kind.code()), ("var.i.prefix: expected a string, found unsigned integer", 902));
+    let e = def(&DEF.replace(r#""var_id":0,"#, r#""var_id":0,"pipe":"x","#)).0.unwrap_err();
+    assert_eq!(msg(&e), "var.i.pipe: expected an integer, found string");
+}
+
 #[test]
 fn def_json_engine_warnings() {
     let (d, w) = def(&DEF.replace(r#""sp":"SP.json","#, "").replace(r#""pe":"PE.json","#, ""));

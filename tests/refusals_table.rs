@@ -458,9 +458,11 @@ fn ids_under(
 fn the_rendered_files_are_up_to_date() {
     let update = std::env::var("NEFF_UPDATE_SCHEMA_DOC").is_ok();
     let mut stale = Vec::new();
-    for (rel, want) in
-        [("docs/refusals.md", REFUSALS_MD), ("docs/error-codes.md", ERROR_CODES_MD), ("targets/c/include/neff_codes.h", C_HEADER)]
-    {
+    for (rel, want) in [
+        ("docs/refusals.md", REFUSALS_MD),
+        ("docs/error-codes.md", ERROR_CODES_MD),
+        ("targets/c/include/neff_codes.h", C_HEADER),
+    ] {
         let path = root().join(rel);
         if update {
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();

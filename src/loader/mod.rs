@@ -46,7 +46,9 @@ use index::Scratch;
 pub use index::{
     dir_of, dir_of_bytes, is_joined_bytes, named_by, ManifestKind, Names, Tier, INSTR_ALIGN, KELF_FALLBACK_NAMES,
 };
-pub use report::{JsonLines, LoadReport, Manifest, NoObserver, Observer, PayloadReport, PayloadState, SubgraphReport};
+pub use report::{
+    DebugLine, JsonLines, LoadReport, Manifest, NoObserver, Observer, PayloadReport, PayloadState, SubgraphReport,
+};
 
 use crate::archive::Archive;
 use crate::arena::{Arena, NIL};

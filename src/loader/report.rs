@@ -363,6 +363,28 @@ pub trait Observer {
     fn payload(&mut self, _payload: &PayloadReport<'_>) {}
     /// A subgraph's device accounting, once the chain is bound (in core order).
     fn subgraph(&mut self, _subgraph: &SubgraphReport<'_>) {}
+    /// One of the runtime's debug log lines, where the loader meets what libnrt logs
+    /// (`Found KELF node: %s`): for a firmware's log (defmt) or a command's `-v`.
+    fn debug(&mut self, _line: &DebugLine<'_>) {}
+}
+
+/// A debug line of libnrt's, with its facts; `Display` writes the runtime's words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DebugLine<'a> {
+    /// `Found KELF node: %s` (seed §3, `parse_neff_json`): a KELF node of `neff.json` the chain
+    /// takes, and the member its `attrs.kelf` names.
+    KelfNode {
+        /// The KELF member (`kelf-0.json`).
+        kelf: &'a str,
+    },
+}
+
+impl core::fmt::Display for DebugLine<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            DebugLine::KelfNode { kelf } => write!(f, "Found KELF node: {kelf}"),
+        }
+    }
 }
 
 /// An observer that looks at nothing.
@@ -386,5 +408,8 @@ impl<O: Observer + ?Sized> Observer for &mut O {
     }
     fn subgraph(&mut self, subgraph: &SubgraphReport<'_>) {
         (**self).subgraph(subgraph);
+    }
+    fn debug(&mut self, line: &DebugLine<'_>) {
+        (**self).debug(line);
     }
 }
