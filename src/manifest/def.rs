@@ -322,6 +322,12 @@ impl DefJson {
         self.num_streams.or_else(|| self.cc_streams.as_ref().and_then(|c| c.num_streams))
     }
 
+    /// The runtime's `fp8_conversion_info` with the runtime's debug overrides applied
+    /// ([`Fp8Overrides`], `LoadOptions::fp8`).
+    pub fn fp8_info_with(&self, overrides: &Fp8Overrides) -> Fp8ConversionInfo {
+        overrides.apply(self.fp8_info())
+    }
+
     /// The runtime's `fp8_conversion_info` (not initialised when the key is absent).
     pub fn fp8_info(&self) -> Fp8ConversionInfo {
         match &self.fp8_conversion_config {
@@ -343,6 +349,95 @@ impl DefJson {
     /// `check_var_ids` is present with a value other than `false` (§15.17).
     pub fn checks_var_ids(&self) -> bool {
         self.check_var_ids.is_some_and(|p| !p.is_false)
+    }
+}
+
+/// The runtime's debug overrides of `fp8_conversion_config` (seed §7, spec §7.8): libnrt reads
+/// each from an environment variable ([`Fp8Overrides::VARIABLES`]) and puts it in place of the
+/// document's value. A field set here replaces the value whether or not the document has the
+/// key; `initialized` stays what the document says (libnrt's behaviour without the key is not
+/// documented).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Fp8Overrides {
+    /// `NEURON_RT_DBG_FP8_RANGE_EXT`: `fp8_range_extension`.
+    pub fp8_range_extension: Option<bool>,
+    /// `NEURON_RT_DBG_FP8_EMAX_E4M3`: `emax_fp8_e4m3`.
+    pub emax_fp8_e4m3: Option<u32>,
+    /// `NEURON_RT_DBG_FP8_EMAX_E5M2`: `emax_fp8_e5m2`.
+    pub emax_fp8_e5m2: Option<u32>,
+    /// `NEURON_RT_DBG_OCP_FP8_SAT`: `ocp_sat`.
+    pub ocp_sat: Option<bool>,
+    /// `NEURON_RT_DBG_FP8_SIS`: `fp8_sis`.
+    pub fp8_sis: Option<bool>,
+    /// `NEURON_RT_DBG_FP8_SNS`: `fp8_sns`.
+    pub fp8_sns: Option<bool>,
+}
+
+/// A value an [`Fp8Overrides`] variable cannot take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fp8OverrideError {
+    /// The variable.
+    pub variable: &'static str,
+    /// What it takes.
+    pub expected: &'static str,
+}
+
+impl core::fmt::Display for Fp8OverrideError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "{} takes {}", self.variable, self.expected)
+    }
+}
+
+impl Fp8Overrides {
+    /// The runtime's environment variables, in the order of the config's fields.
+    pub const VARIABLES: [&'static str; 6] = [
+        "NEURON_RT_DBG_FP8_RANGE_EXT",
+        "NEURON_RT_DBG_FP8_EMAX_E4M3",
+        "NEURON_RT_DBG_FP8_EMAX_E5M2",
+        "NEURON_RT_DBG_OCP_FP8_SAT",
+        "NEURON_RT_DBG_FP8_SIS",
+        "NEURON_RT_DBG_FP8_SNS",
+    ];
+
+    /// Sets the field of variable `name` from its text `value` (a flag: `0`/`1`, `false`/`true`;
+    /// an exponent: a decimal `u32`). `Ok(false)`: `name` is none of [`Fp8Overrides::VARIABLES`].
+    pub fn set(&mut self, name: &str, value: &str) -> Result<bool, Fp8OverrideError> {
+        let [range, e4m3, e5m2, sat, sis, sns] = Self::VARIABLES;
+        let flag = |variable: &'static str| match value.trim() {
+            "1" | "true" => Ok(Some(true)),
+            "0" | "false" => Ok(Some(false)),
+            _ => Err(Fp8OverrideError { variable, expected: "0, 1, false or true" }),
+        };
+        let number = |variable: &'static str| {
+            value
+                .trim()
+                .parse::<u32>()
+                .map(Some)
+                .map_err(|_| Fp8OverrideError { variable, expected: "an unsigned integer" })
+        };
+        match name {
+            n if n == range => self.fp8_range_extension = flag(range)?,
+            n if n == e4m3 => self.emax_fp8_e4m3 = number(e4m3)?,
+            n if n == e5m2 => self.emax_fp8_e5m2 = number(e5m2)?,
+            n if n == sat => self.ocp_sat = flag(sat)?,
+            n if n == sis => self.fp8_sis = flag(sis)?,
+            n if n == sns => self.fp8_sns = flag(sns)?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// `info` with every field set here in place of its own.
+    pub fn apply(&self, mut info: Fp8ConversionInfo) -> Fp8ConversionInfo {
+        let cfg = &mut info.cfg;
+        cfg.fp8_range_extension = self.fp8_range_extension.unwrap_or(cfg.fp8_range_extension);
+        cfg.emax_fp8_e4m3 = self.emax_fp8_e4m3.unwrap_or(cfg.emax_fp8_e4m3);
+        cfg.emax_fp8_e5m2 = self.emax_fp8_e5m2.unwrap_or(cfg.emax_fp8_e5m2);
+        cfg.ocp_sat = self.ocp_sat.unwrap_or(cfg.ocp_sat);
+        cfg.fp8_sis = self.fp8_sis.unwrap_or(cfg.fp8_sis);
+        cfg.fp8_sns = self.fp8_sns.unwrap_or(cfg.fp8_sns);
+        info
     }
 }
 
@@ -701,6 +796,33 @@ mod tests {
             DemuxStage::Engines,
         ];
         assert!(order.windows(2).all(|w| w.first() < w.last()));
+    }
+
+    #[test]
+    fn fp8_overrides_replace_the_document_s_values() {
+        let mut o = Fp8Overrides::default();
+        assert_eq!(o.set("NEURON_RT_DBG_FP8_EMAX_E4M3", "7"), Ok(true));
+        assert_eq!(o.set("NEURON_RT_DBG_OCP_FP8_SAT", "0"), Ok(true));
+        assert_eq!(o.set("NEURON_RT_DBG_FP8_SNS", "true"), Ok(true));
+        assert_eq!(o.set("NEURON_RT_ALLOW_LEGACY_NEFF", "1"), Ok(false));
+        let bad = o.set("NEURON_RT_DBG_FP8_SIS", "yes");
+        assert_eq!(bad.map_err(|e| e.variable), Err("NEURON_RT_DBG_FP8_SIS"));
+        assert!(o.set("NEURON_RT_DBG_FP8_EMAX_E5M2", "-1").is_err());
+        let doc = Fp8ConversionInfo {
+            initialized: true,
+            cfg: KbinFp8ConvCfg {
+                fp8_range_extension: true,
+                emax_fp8_e4m3: 8,
+                emax_fp8_e5m2: 15,
+                ocp_sat: true,
+                fp8_sis: false,
+                fp8_sns: false,
+            },
+        };
+        let got = o.apply(doc);
+        let want = KbinFp8ConvCfg { emax_fp8_e4m3: 7, ocp_sat: false, fp8_sns: true, ..doc.cfg };
+        assert_eq!((got.initialized, got.cfg), (true, want));
+        assert_eq!(Fp8Overrides::default().apply(doc), doc, "no override changes nothing");
     }
 
     #[test]

@@ -1292,7 +1292,8 @@ pub(crate) fn run(
         None => &mut own[..],
     };
     let storage = Storage { arena, replay, deferred: &mut [], whole_names: &mut [] };
-    let mut loader = Loader::with_storage(storage, LoadOptions { allow_legacy: options.allow_legacy });
+    let mut loader =
+        Loader::with_storage(storage, LoadOptions { allow_legacy: options.allow_legacy, ..LoadOptions::default() });
     let mut info = InfoObserver { work, c: observer, pending: None, instr: None };
     loader.check(&mut archive, arch, report, &mut info, &mut sink)?;
     Ok((header, report.integrity))

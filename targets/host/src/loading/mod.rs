@@ -87,6 +87,21 @@ pub struct Pass {
     pub needs: neff::loader::Needs,
 }
 
+/// The runtime's debug overrides of the fp8 conversion config, read from its own environment
+/// variables (`NEURON_RT_DBG_FP8_RANGE_EXT`, `..._EMAX_E4M3`, `..._EMAX_E5M2`,
+/// `NEURON_RT_DBG_OCP_FP8_SAT`, `NEURON_RT_DBG_FP8_SIS`, `NEURON_RT_DBG_FP8_SNS`), as libnrt
+/// reads them. A value the variable cannot take is a usage error naming it.
+pub fn fp8_overrides() -> Result<neff::manifest::def::Fp8Overrides, CliError> {
+    let mut overrides = neff::manifest::def::Fp8Overrides::default();
+    for name in neff::manifest::def::Fp8Overrides::VARIABLES {
+        if let Some(value) = std::env::var_os(name) {
+            let value = value.to_string_lossy();
+            overrides.set(name, &value).map_err(|e| CliError::Usage { message: format!("{name}={value}: {e}") })?;
+        }
+    }
+    Ok(overrides)
+}
+
 /// What a pass is asked for besides its target.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PassOptions {
@@ -317,7 +332,7 @@ fn run_pass(
     let mut whole_names = vec![0u8; WHOLE_NAMES_BYTES];
     let storage =
         Storage { arena: &mut arena, replay: &mut replay, deferred: &mut deferred, whole_names: &mut whole_names };
-    let mut loader = Box::new(Loader::with_storage(storage, LoadOptions { allow_legacy }));
+    let mut loader = Box::new(Loader::with_storage(storage, LoadOptions { allow_legacy, fp8: fp8_overrides()? }));
     let mut summary = LoadReport::new();
     // Only `info` (a check whose observer keeps the details) prints the manifests' entries.
     let mut collected = Collected::new(details);
