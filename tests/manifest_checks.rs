@@ -422,6 +422,24 @@ fn a_remote_var_is_mr_remote_and_unpublished_fp_dtypes_warn() {
     );
 }
 
+/// `num_streams` fills the 4-byte `kbin_cc_streams_t.num_streams`: a larger value is refused,
+/// not truncated.
+#[test]
+fn num_streams_past_u32_is_refused() {
+    let d = def(&DEF.replace(r#""num_streams":2"#, r#""num_streams":4294967295"#)).0.unwrap();
+    assert_eq!(d.doc.cc_streams_layout().num_streams, u32::MAX);
+    let e = def(&DEF.replace(r#""num_streams":2"#, r#""num_streams":4294967296"#)).0.unwrap_err();
+    assert_eq!(e.key_path.as_str(), "num_streams", "{e}");
+    let e = def(
+        &DEF.replace(r#""num_streams":2,"cc_streams":{"num_streams":0}"#, r#""cc_streams":{"num_streams":4294967296}"#)
+    )
+    .0
+    .unwrap_err();
+    assert_eq!(e.key_path.as_str(), "cc_streams.num_streams", "{e}");
+    let none = def(&DEF.replace(r#""num_streams":2,"cc_streams":{"num_streams":0}"#, r#""x":0"#)).0.unwrap();
+    assert_eq!(none.doc.cc_streams_layout().num_streams, 1, "the runtime's initial value");
+}
+
 /// Spec §7.3: a var's device-print `prefix` (a string) and `pipe` (an integer) are read and
 /// typed.
 #[test]

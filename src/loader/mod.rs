@@ -48,6 +48,7 @@ pub use index::{
 };
 pub use report::{
     DebugLine, JsonLines, LoadReport, Manifest, NoObserver, Observer, PayloadReport, PayloadState, SubgraphReport,
+    SubgraphTables,
 };
 
 use crate::archive::Archive;

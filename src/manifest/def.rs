@@ -57,8 +57,9 @@ use super::rt;
 use super::DocFault;
 use super::{
     semantic, warn, Arch, Carveout, CarveoutType, DefJson, DmaQueue, DmaRingType, Document, EngineType, Entry, EntryAt,
-    Fp8ConversionInfo, KbinFp8ConvCfg, ManifestError, ManifestWarning, MrType, QueueKind, SbCarveout, Var, Visitor,
-    EVTACCEL_OFFSET, EVTACCEL_PARTITIONS, MAX_QUEUES_PER_SET,
+    Fp8ConversionInfo, KbinCcStreams, KbinDmaHeader, KbinFp8ConvCfg, KbinMemRefSetHeader, ManifestError,
+    ManifestWarning, MlaResourcesTail, MrType, QueueKind, SbCarveout, Var, Visitor, EVTACCEL_OFFSET,
+    EVTACCEL_PARTITIONS, MAX_QUEUES_PER_SET,
 };
 use crate::error::Text;
 use crate::json::Tokenizer;
@@ -165,6 +166,9 @@ impl FirstFault {
     }
 }
 
+/// The runtime's `al_hal_tpb_eng_type` for no engine (spec §7.5: "other ⇒ 5").
+pub const ENGINE_INVALID: u32 = 5;
+
 /// The event-accelerator carveout size the runtime requires on cayman.
 const EVTACCEL_SIZE: u64 = 8;
 
@@ -182,6 +186,37 @@ impl DmaQueue {
         match self.base_ring_type() {
             Some(DmaRingType::Data) if self.indirect_memcpy => Some(DmaRingType::IndirectMemcpy),
             other => other,
+        }
+    }
+
+    /// The runtime's `kbin_dma_t` for this queue set, without its ring-instance pointers:
+    /// ring type (`u32::MAX` for `dynamic` and other types without a published value), owner
+    /// (`al_hal_tpb_eng_type`, 5 when absent or unknown, the runtime's invalid sentinel),
+    /// queue count, semaphores, the dynamic-DMA scratch and the ring-instance count. The
+    /// pseudo-serialization semaphores and the flags are the runtime's own (zero here).
+    pub fn layout(&self) -> KbinDmaHeader {
+        let mut semaphores = [0u32; 32];
+        let own = self.semaphores();
+        for (dst, &s) in semaphores.iter_mut().zip(own) {
+            *dst = s;
+        }
+        let scratch = self.dynamic_dma.as_ref();
+        KbinDmaHeader {
+            ring_type: self.ring_type().map_or(u32::MAX, DmaRingType::value),
+            owner: self.owner_engine().map_or(ENGINE_INVALID, EngineType::value),
+            queue_set_cnt: self.num_queues,
+            semaphore_cnt: u32::try_from(own.len()).unwrap_or(u32::MAX),
+            semaphores,
+            pseudo_serialization_semaphore_cnt: 0,
+            pseudo_serialization_semaphores: [0; 32],
+            dge_sb_scratch_addr: scratch.and_then(|d| d.sb_scratch_partition_offset).unwrap_or(0),
+            dge_sb_scratch_size: scratch.and_then(|d| d.sb_scratch_partition_size).unwrap_or(0),
+            flags: 0,
+            ring_instance_count: self
+                .queue_instances
+                .as_ref()
+                .map_or(0, |c| u32::try_from(c.count).unwrap_or(u32::MAX)),
+            reserved: 0,
         }
     }
 
@@ -318,8 +353,14 @@ impl DefJson {
 
     /// The collective stream count: `num_streams` (the runtime's key) if present, else
     /// `cc_streams.num_streams` (real files).
-    pub fn num_streams(&self) -> Option<u64> {
+    pub fn num_streams(&self) -> Option<u32> {
         self.num_streams.or_else(|| self.cc_streams.as_ref().and_then(|c| c.num_streams))
+    }
+
+    /// The runtime's `kbin_cc_streams_t`: the stream count, 1 (the runtime's initial value)
+    /// when the document has none.
+    pub fn cc_streams_layout(&self) -> KbinCcStreams {
+        KbinCcStreams { num_streams: self.num_streams().unwrap_or(1), reserved: 0 }
     }
 
     /// The runtime's `fp8_conversion_info` with the runtime's debug overrides applied
@@ -449,6 +490,8 @@ pub struct DefFacts {
     pub vars: u64,
     /// `output` vars read.
     pub outputs: u64,
+    /// `input` vars read.
+    pub inputs: u64,
     /// The largest `var_id`.
     pub max_var_id: Option<u32>,
     /// `file` vars with a `file_name`.
@@ -466,7 +509,39 @@ pub struct DefFacts {
     pub carveouts: u64,
 }
 
+/// Where [`MlaResourcesTail`] starts in the runtime's `mla_resources`, and that struct's size
+/// (spec §12): the tail ends the struct.
+pub const MLA_RESOURCES_TAIL_AT: usize = 408;
+/// The size of the runtime's `mla_resources` (spec §12).
+pub const MLA_RESOURCES_SIZE: usize = 440;
+const _: () = assert!(MLA_RESOURCES_TAIL_AT + core::mem::size_of::<MlaResourcesTail>() == MLA_RESOURCES_SIZE);
+
 impl DefFacts {
+    /// The pointer-free tail of the runtime's `mla_resources` for `doc`, with `fp8` (the
+    /// config as observed, overrides applied); `None` when a var count does not fit its
+    /// field.
+    pub fn mla_tail(&self, doc: &DefJson, fp8: Fp8ConversionInfo) -> Option<MlaResourcesTail> {
+        Some(MlaResourcesTail {
+            ccstmi: doc.num_streams().unwrap_or(0),
+            fp8_conv_cfg: fp8,
+            num_inputs: u32::try_from(self.inputs).ok()?,
+            num_outputs: u32::try_from(self.outputs).ok()?,
+        })
+    }
+
+    /// The runtime's `kbin_mem_ref_set_t` header: the shared scratchpad (the largest
+    /// `backing_variable_off + size` of the `virtual` vars) and the var count. The private
+    /// scratchpad is the runtime's own planning (no source says how it is sized): zero here.
+    /// `None` when a count or the scratchpad does not fit the runtime's field.
+    pub fn mem_ref_set(&self) -> Option<KbinMemRefSetHeader> {
+        Some(KbinMemRefSetHeader {
+            local_scratchpad_size: 0,
+            shared_scratchpad_size: self.shared_scratchpad?,
+            nmem: u32::try_from(self.vars).ok()?,
+            reserved: 0,
+        })
+    }
+
     /// The runtime's state-buffer carveout rules for `target`: on cayman the key must be
     /// present (unless `allow_legacy`, `NEURON_RT_ALLOW_LEGACY_NEFF=1`) and every event-accel
     /// carveout must be 8 bytes at offset 0x37ff8 over partitions 0..128. Other architectures
@@ -538,6 +613,7 @@ impl Checks<'_> {
                 f.max_var_id = Some(f.max_var_id.map_or(v.var_id, |m| m.max(v.var_id)));
                 match v.mr_type() {
                     Some(MrType::Output) => f.outputs = f.outputs.saturating_add(1),
+                    Some(MrType::Input) => f.inputs = f.inputs.saturating_add(1),
                     Some(MrType::Buffer) if v.file_name.is_some() => f.file_vars = f.file_vars.saturating_add(1),
                     Some(MrType::VirtualTmpBuf) => {
                         let end = v.backing_variable_off.unwrap_or(0).checked_add(v.size.unwrap_or(0));
