@@ -7,7 +7,7 @@
 # NEFF is compared with `neff info --json` (the host command, built here). Before that: the
 # headers compile as C99, C11, C2x and C++17 for x86-64, i386, armv7 and Cortex-M with their
 # _Static_asserts, and the library is installed under a prefix (scripts/install-c.sh) whose
-# pkg-config file the programs are built with, the README's way; both libraries export neff_*
+# pkg-config file the programs are built with, docs/c.md's way; both libraries export neff_*
 # only, and the shared one is named by its SONAME. Needs zlib and libxxhash headers (Debian:
 # zlib1g-dev, libxxhash-dev), pkg-config, cbindgen, and the cross compilers
 # (gcc-arm-linux-gnueabihf, g++-arm-linux-gnueabihf, gcc-arm-none-eabi).
@@ -40,7 +40,7 @@ for spec in "${targets[@]}"; do
   echo "test-ffi: neff.h compiles for $name as C99, C11, C2x and C++17"
 done
 
-# Installed under a prefix, as the README says; then every global symbol checked.
+# Installed under a prefix, as docs/c.md says; then every global symbol checked.
 out=targets/c/target/c
 prefix=$(pwd)/$out/prefix
 rm -rf "$prefix"
@@ -98,7 +98,7 @@ PY
   i=$((i + 1))
 done
 
-# The shared library too: the same program, built with the README's link line, on the small NEFF;
+# The shared library too: the same program, built with docs/c.md's link line, on the small NEFF;
 # it must ask for libneff.so.0 (the SONAME), found through the installed prefix.
 cc -std=c11 -Wall -Wextra -Werror -O1 targets/c/tests/host_load.c $(pkg-config --cflags --libs neff) -lz \
   -Wl,-rpath,"$(pkg-config --variable=libdir neff)" -o "$out/host_load_shared"

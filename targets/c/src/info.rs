@@ -4,7 +4,7 @@
 //! The document's order is not the tar's: `neff.json`, which says which KELFs make the chain,
 //! comes last; vars print by `var_id` and queues by name. So what the manifests stream is
 //! logged in the caller's work buffer as it comes (`Work`), as the host command collects it
-//! (`targets/host/src/loading.rs`, `Collected`): a manifest's entries wait until the manifest
+//! (`targets/host/src/loading/collected.rs`, `Collected`): a manifest's entries wait until the manifest
 //! itself is read (a member read and refused leaves nothing behind), and a later copy of a
 //! member is the one shown. `info.json`'s bytes, which the loader skips, are kept at the top of
 //! the same buffer by the tar tap (`crate::tap`). Once the check succeeds, the document is
