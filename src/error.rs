@@ -376,10 +376,35 @@ const fn io_code(kind: embedded_io::ErrorKind) -> u8 {
 impl ErrorKind {
     /// The runtime's error cause where it names one (`NEFF_ARCH_INCOMPAT` for a NEFF compiled
     /// for another architecture), next to [`ErrorKind::status`].
+    /// The rows of `schema/errors.toml` give it (`cause`).
     pub fn cause(&self) -> Option<&'static str> {
         match self {
-            ErrorKind::Manifest(ManifestError::ArchMismatch { .. }) => Some("NEFF_ARCH_INCOMPAT"),
-            _ => None,
+            ErrorKind::Header(e) => e.cause(),
+            ErrorKind::Gzip(e) => e.cause(),
+            ErrorKind::Tar(e) => e.cause(),
+            ErrorKind::Json(e) => e.cause(),
+            ErrorKind::Manifest(e) => e.cause(),
+            ErrorKind::Chain(e) => e.cause(),
+            ErrorKind::Hal(e) => e.cause(),
+            ErrorKind::Npy(e) => e.cause(),
+            ErrorKind::Io(_) | ErrorKind::Truncated | ErrorKind::Capacity(_) | ErrorKind::ArenaFull { .. } => None,
+        }
+    }
+
+    /// The runtime's setting that waives this refusal, where it names one: a NEFF for another
+    /// arch, or a cayman `def.json` without its carveout, loads with
+    /// `NEURON_RT_ALLOW_LEGACY_NEFF=1` (the rows' `override`).
+    pub fn override_setting(&self) -> Option<&'static str> {
+        match self {
+            ErrorKind::Header(e) => e.override_setting(),
+            ErrorKind::Gzip(e) => e.override_setting(),
+            ErrorKind::Tar(e) => e.override_setting(),
+            ErrorKind::Json(e) => e.override_setting(),
+            ErrorKind::Manifest(e) => e.override_setting(),
+            ErrorKind::Chain(e) => e.override_setting(),
+            ErrorKind::Hal(e) => e.override_setting(),
+            ErrorKind::Npy(e) => e.override_setting(),
+            ErrorKind::Io(_) | ErrorKind::Truncated | ErrorKind::Capacity(_) | ErrorKind::ArenaFull { .. } => None,
         }
     }
 }

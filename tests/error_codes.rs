@@ -156,6 +156,11 @@ const FROZEN_ERRORS: &[(u16, &str)] = &[
     (946, "Manifest(CarveoutPartitionCount)"),
     (947, "Manifest(CarveoutOffset)"),
     (948, "Manifest(CarveoutSize)"),
+    (949, "Manifest(MissingRequiredFields)"),
+    (950, "Manifest(MissingDltypeOrShape)"),
+    (951, "Manifest(InvalidDltypeFormat)"),
+    (952, "Manifest(InvalidShapeFormat)"),
+    (953, "Manifest(KelfAttributeNotString)"),
     (1001, "Chain(NeffJsonMissing)"),
     (1002, "Chain(MemberMissing)"),
     (1003, "Chain(InstrTooLarge)"),
@@ -262,6 +267,24 @@ fn codes_are_the_layer_hundred_plus_the_layer_number() {
     assert_eq!(WarningKind::Gzip(GzipWarning::MultipleMembers { count: 2 }).code(), 602);
     assert_eq!(WarningKind::Tar(TarWarning::LoneZeroBlock).code(), 701);
     assert_eq!(WarningKind::Chain(ChainWarning::KelfFallback).code(), 1003);
+}
+
+/// The arch refusal carries the runtime's error cause and its escape as data, not only in the
+/// command's hint; the missing cayman carveout has the same escape and no cause.
+#[test]
+fn the_arch_refusal_carries_its_cause_and_override() {
+    let arch = ErrorKind::Manifest(ManifestError::ArchMismatch { neff: 3, device: 2 });
+    assert_eq!(arch.cause(), Some("NEFF_ARCH_INCOMPAT"));
+    assert_eq!(arch.override_setting(), Some("NEURON_RT_ALLOW_LEGACY_NEFF=1"));
+    let carveout = ErrorKind::Manifest(ManifestError::MissingCarveout);
+    assert_eq!((carveout.cause(), carveout.override_setting()), (None, Some("NEURON_RT_ALLOW_LEGACY_NEFF=1")));
+    assert_eq!((ErrorKind::Truncated.cause(), ErrorKind::Truncated.override_setting()), (None, None));
+    let row = error_row(919).unwrap();
+    assert_eq!((row.cause, row.override_setting), (Some("NEFF_ARCH_INCOMPAT"), Some("NEURON_RT_ALLOW_LEGACY_NEFF=1")));
+    // Only these two rows name either.
+    let named: Vec<u16> =
+        ERRORS.iter().filter(|r| r.cause.is_some() || r.override_setting.is_some()).map(|r| r.code).collect();
+    assert_eq!(named, [919, 944]);
 }
 
 /// The variants `ErrorKind` has of its own (written by hand in src/error.rs) against their rows:

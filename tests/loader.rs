@@ -101,6 +101,8 @@ fn real_neffs_land_byte_exact_on_the_device() {
         }
         assert_eq!(out.report.target.as_str(), "cayman");
         assert_eq!(out.report.io.inputs.len(), 2);
+        // libnrt's debug line for the KELF node (seed §3), through the observer.
+        assert_eq!(out.report.debug, ["Found KELF node: kelf-0.json"], "{name}");
         assert_eq!(out.live_regions, 24);
         // The real NEFFs warn about nothing but their unverifiable hash (not requested here).
         assert!(out.warnings.is_empty(), "{name}: {:?}", out.warnings);
@@ -279,7 +281,7 @@ fn the_target_gate_follows_allow_legacy() {
     let Some(bytes) = common::fixture_bytes("public/nkipy/matmul_small.neff") else { return };
     // A cayman NEFF on a sunda device: refused, with or without allow_legacy (older device).
     for allow_legacy in [false, true] {
-        let out = load_with(&bytes, Arch::Sunda, LoadOptions { allow_legacy }, 32 << 20);
+        let out = load_with(&bytes, Arch::Sunda, LoadOptions { allow_legacy, ..LoadOptions::default() }, 32 << 20);
         let e = out.result.unwrap_err();
         assert_eq!(
             (e.stage, e.member.as_str(), e.key_path.as_str(), e.offset),
@@ -294,11 +296,13 @@ fn the_target_gate_follows_allow_legacy() {
         );
     }
     // On a newer (mariana) device: refused unless allow_legacy.
-    let out = load_with(&bytes, Arch::Mariana, LoadOptions { allow_legacy: false }, 32 << 20);
+    let out = load_with(&bytes, Arch::Mariana, LoadOptions { allow_legacy: false, ..LoadOptions::default() }, 32 << 20);
     let e = out.result.unwrap_err();
     assert_eq!((e.stage, e.member.as_str(), e.key_path.as_str()), (Stage::Kelf, "kelf-0.json", "target"));
     assert_eq!(e.kind, ErrorKind::Manifest(ManifestError::ArchMismatch { neff: 3, device: 4 }));
-    load_with(&bytes, Arch::Mariana, LoadOptions { allow_legacy: true }, 32 << 20).result.unwrap();
+    load_with(&bytes, Arch::Mariana, LoadOptions { allow_legacy: true, ..LoadOptions::default() }, 32 << 20)
+        .result
+        .unwrap();
 }
 
 #[test]
@@ -316,7 +320,9 @@ fn cayman_carveout_rules_apply_on_a_cayman_device() {
     assert_eq!(e.key_path.as_str(), "runtime_statebuffer_reservation[0]");
     // §15.19: the rules follow the KELF target (cayman), not the device: the same file is
     // refused on a mariana device with allow_legacy too.
-    let e = load_with(&bytes, Arch::Mariana, LoadOptions { allow_legacy: true }, 32 << 20).result.unwrap_err();
+    let e = load_with(&bytes, Arch::Mariana, LoadOptions { allow_legacy: true, ..LoadOptions::default() }, 32 << 20)
+        .result
+        .unwrap_err();
     assert_eq!(e.kind, ErrorKind::Manifest(ManifestError::CarveoutOffset(229360)));
 }
 
@@ -330,7 +336,9 @@ fn arch_rules_follow_the_kelf_target_not_the_device() {
     }) else {
         return;
     };
-    load_with(&bytes, Arch::Cayman, LoadOptions { allow_legacy: true }, 32 << 20).result.unwrap();
+    load_with(&bytes, Arch::Cayman, LoadOptions { allow_legacy: true, ..LoadOptions::default() }, 32 << 20)
+        .result
+        .unwrap();
     // A cayman NEFF checked without a device gets the cayman rules (the target says cayman).
     let Some(cayman) = variant(|l| replace(l, "sg00/def.json", "\"offset\": 229368", "\"offset\": 229360")) else {
         return;

@@ -42,12 +42,25 @@ fn neff_json_checks() {
     let e = neff(&NEFF.replace(r#""arg_nodes":[0],"#, "")).0.unwrap_err();
     assert_eq!(msg(&e), "arg_nodes: Missing required fields in NEFF JSON");
     assert_eq!(e.status(), neff::Status::Invalid);
+    // Each refusal seed §3 names has a code of its own (not 901, 902 or 904, which others share).
+    assert_eq!(
+        (e.kind.code(), e.kind),
+        (949, ErrorKind::Manifest(ManifestError::MissingRequiredFields { key: "arg_nodes" }))
+    );
+    let e = neff(&NEFF.replace(r#","attrs":{"dltype""#, r#","other":{"dltype""#)).0.unwrap_err();
+    assert_eq!((msg(&e).as_str(), e.kind.code()), ("attrs: Missing required fields in NEFF JSON", 949));
     let e = neff(&NEFF.replace(r#""dltype":["list_str",["float32","DTYPE"]],"#, "")).0.unwrap_err();
     assert_eq!(msg(&e), "attrs.dltype: Missing dltype or shape in attrs");
+    assert_eq!(
+        (e.kind.code(), e.kind),
+        (950, ErrorKind::Manifest(ManifestError::MissingDltypeOrShape { key: "dltype" }))
+    );
+    let e = neff(&NEFF.replace(r#","shape":["list_shape",[[2],[3]]]"#, "")).0.unwrap_err();
+    assert_eq!((msg(&e).as_str(), e.kind.code()), ("attrs.shape: Missing dltype or shape in attrs", 950));
     let e = neff(&NEFF.replace(r#"["list_str","#, r#"["list_int","#)).0.unwrap_err();
-    assert_eq!(msg(&e), "attrs.dltype: Invalid dltype data format");
+    assert_eq!((msg(&e).as_str(), e.kind.code()), ("attrs.dltype: Invalid dltype data format", 951));
     let e = neff(&NEFF.replace(r#"["list_shape",[[2],[3]]]"#, r#"{"a":1}"#)).0.unwrap_err();
-    assert_eq!(msg(&e), "attrs.shape: Invalid shape data format");
+    assert_eq!((msg(&e).as_str(), e.kind.code()), ("attrs.shape: Invalid shape data format", 952));
     let e = neff(&NEFF.replace(r#""heads":[[1,0,0]]"#, r#""heads":[[9,0,0]]"#)).0.unwrap_err();
     assert_eq!(msg(&e), "heads[0]: Output node ID 9 out of bounds");
     let e = neff(&NEFF.replace(r#""heads":[[1,0,0]]"#, r#""heads":[[1,4,0]]"#)).0.unwrap_err();
@@ -62,10 +75,9 @@ fn neff_json_checks() {
     let e = neff(&NEFF.replace(r#","kelf":"kelf-0.json""#, "")).0.unwrap_err();
     assert_eq!(msg(&e), "nodes[1].attrs.kelf: KELF node found but missing 'kelf' attribute");
     let e = neff(&NEFF.replace(r#""kelf":"kelf-0.json""#, r#""kelf":0"#)).0.unwrap_err();
-    assert_eq!(
-        msg(&e),
-        "nodes[1].attrs.kelf: KELF attribute is not a string: expected a string, found unsigned integer"
-    );
+    assert_eq!((msg(&e).as_str(), e.kind.code()), ("nodes[1].attrs.kelf: KELF attribute is not a string", 953));
+    let found = neff::json::JsonType::UnsignedInteger;
+    assert_eq!(e.kind, ErrorKind::Manifest(ManifestError::KelfAttributeNotString { found }));
     // Only the KELF node's `attrs.kelf` must be a string: another node's is not read.
     let other = NEFF.replace(r#"{"op":"null","name":"x"}"#, r#"{"op":"null","name":"x","attrs":{"kelf":[1,{"a":2}]}}"#);
     let (io, kelfs) = neff(&other).0.unwrap();
@@ -168,14 +180,17 @@ fn def_json_var_checks() {
     assert!(def(&off.replace(r#""var_id":1"#, r#""var_id":5"#)).0.is_ok(), "false turns the check off");
     let e = def(&DEF.replace(r#""type":"output""#, r#""type":"tmp-buf""#)).0.unwrap_err();
     assert_eq!(msg(&e), "var: Invalid Neff: no Outputs");
+    assert_eq!(e.kind.code(), 925);
     let e = def(&DEF.replace(r#""size":4,"alignment""#, r#""size":"4","alignment""#)).0.unwrap_err();
     assert_eq!(msg(&e), "var.i.size: expected an unsigned integer, found string");
     assert_eq!(
         e.to_string(),
         format!("sg00/def.json: var.i.size: expected an unsigned integer, found string (byte {})", e.offset)
     );
+    // No `var` at all is the same refusal in the seed ("subgraph has no outputs"): one code.
     let e = def(r#"{"name":"definition"}"#).0.unwrap_err();
     assert_eq!(msg(&e), "var: Invalid Neff: no Outputs");
+    assert_eq!((e.kind.code(), e.kind), (925, ErrorKind::Manifest(ManifestError::NoOutputs)));
     // Values outside the documented sets, where the spec does not say to refuse: warnings.
     let odd = DEF
         .replace(r#""size":4,"alignment":64"#, r#""size":4,"alignment":64,"fabric_path":"side","backing_buf":"main""#)
@@ -391,6 +406,56 @@ fn values_the_spec_does_not_map_are_accepted_with_a_warning_naming_them() {
     );
 }
 
+/// Seed §6: `remote` is `MR_REMOTE` (11), no unknown type; `float4_e2m1fn` (no published
+/// `kbin_dtype`) stays a warning, as `float8_e5m2` above.
+#[test]
+fn a_remote_var_is_mr_remote_and_unpublished_fp_dtypes_warn() {
+    let remote = DEF.replace(r#""type":"input","var_id":0"#, r#""type":"remote","var_id":0,"dtype":"float4_e2m1fn""#);
+    let (d, w) = def(&remote);
+    let d = d.unwrap();
+    let i = d.entries.vars.iter().find(|v| v.name.as_str() == "i").unwrap();
+    assert_eq!((i.mr_type(), i.mr_type_value()), (Some(neff::manifest::MrType::Remote), Some(11)));
+    let text: Vec<String> = w.iter().map(|w| w.to_string()).collect();
+    assert_eq!(
+        text,
+        ["sg00/def.json: var.i.dtype: unknown dtype 'float4_e2m1fn': accepted (the spec does not say to refuse it)"]
+    );
+}
+
+/// `num_streams` fills the 4-byte `kbin_cc_streams_t.num_streams`: a larger value is refused,
+/// not truncated.
+#[test]
+fn num_streams_past_u32_is_refused() {
+    let d = def(&DEF.replace(r#""num_streams":2"#, r#""num_streams":4294967295"#)).0.unwrap();
+    assert_eq!(d.doc.cc_streams_layout().num_streams, u32::MAX);
+    let e = def(&DEF.replace(r#""num_streams":2"#, r#""num_streams":4294967296"#)).0.unwrap_err();
+    assert_eq!(e.key_path.as_str(), "num_streams", "{e}");
+    let e = def(
+        &DEF.replace(r#""num_streams":2,"cc_streams":{"num_streams":0}"#, r#""cc_streams":{"num_streams":4294967296}"#)
+    )
+    .0
+    .unwrap_err();
+    assert_eq!(e.key_path.as_str(), "cc_streams.num_streams", "{e}");
+    let none = def(&DEF.replace(r#""num_streams":2,"cc_streams":{"num_streams":0}"#, r#""x":0"#)).0.unwrap();
+    assert_eq!(none.doc.cc_streams_layout().num_streams, 1, "the runtime's initial value");
+}
+
+/// Spec §7.3: a var's device-print `prefix` (a string) and `pipe` (an integer) are read and
+/// typed.
+#[test]
+fn a_var_s_prefix_and_pipe_are_read_and_typed() {
+    let printed = DEF.replace(r#""var_id":0,"#, r#""var_id":0,"prefix":"dbg_","pipe":3,"#);
+    let (d, w) = def(&printed);
+    let d = d.unwrap();
+    assert!(w.is_empty(), "{w:?}");
+    let i = d.entries.vars.iter().find(|v| v.name.as_str() == "i").unwrap();
+    assert_eq!((i.prefix.as_deref(), i.pipe), (Some("dbg_"), Some(3)));
+    let e = def(&DEF.replace(r#""var_id":0,"#, r#""var_id":0,"prefix":7,"#)).0.unwrap_err();
+    assert_eq!((msg(&e).as_str(), e.kind.code()), ("var.i.prefix: expected a string, found unsigned integer", 902));
+    let e = def(&DEF.replace(r#""var_id":0,"#, r#""var_id":0,"pipe":"x","#)).0.unwrap_err();
+    assert_eq!(msg(&e), "var.i.pipe: expected an integer, found string");
+}
+
 #[test]
 fn def_json_engine_warnings() {
     let (d, w) = def(&DEF.replace(r#""sp":"SP.json","#, "").replace(r#""pe":"PE.json","#, ""));
@@ -555,4 +620,57 @@ fn a_schema_error_does_not_hide_a_syntax_error() {
     assert_eq!(msg(&e), "arg_nodes[0]: expected an unsigned integer, found negative integer");
     let e = neff(&NEFF.replace(r#""arg_nodes":[0]"#, r#""arg_nodes":[-1, [}]"#)).0.unwrap_err();
     assert!(matches!(e.kind, ErrorKind::Json(_)), "{e}");
+}
+
+/// libnrt demuxes `def.json` in a fixed key order (`var`, `check_var_ids`, `dma_queue`, ...,
+/// the engines; seed §5), so of two faults it reports the earlier stage's, whatever the file
+/// order. Each case is a document with two faults, written in both file orders.
+#[test]
+fn def_json_reports_the_fault_libnrt_meets_first() {
+    // Two faults: a var's alignment (stage var) and a queue's owner (stage dma_queue).
+    let var = r#""var":{"o":{"type":"output","var_id":0,"size":4,"alignment":3}}"#;
+    let queue = r#""dma_queue":{"q":{"type":"in","owner":"nobody"}}"#;
+    for doc in [format!("{{{queue},{var}}}"), format!("{{{var},{queue}}}")] {
+        let e = def(&doc).0.unwrap_err();
+        assert_eq!(
+            (msg(&e).as_str(), e.kind.code()),
+            ("var.o.alignment: alignment provided not power of 2. alignment=3", 922),
+            "{doc}"
+        );
+    }
+    // The gate after `var` (no output var) comes before a queue fault met earlier in the file.
+    let no_output = r#""var":{"i":{"type":"input","var_id":0,"size":4}}"#;
+    let e = def(&format!("{{{queue},{no_output}}}")).0.unwrap_err();
+    assert_eq!((msg(&e).as_str(), e.kind.code()), ("var: Invalid Neff: no Outputs", 925));
+    // So do the dense ids of `check_var_ids`.
+    let sparse = r#""check_var_ids":true,"var":{"o":{"type":"output","var_id":4,"size":4}}"#;
+    let e = def(&format!("{{{queue},{sparse}}}")).0.unwrap_err();
+    assert_eq!(e.kind.code(), 923, "{e}");
+    // Within a stage, the first in the file: two vars with a fault each.
+    let two = r#""var":{"a":{"type":"output","var_id":0,"size":4,"alignment":6},"b":{"type":"input","var_id":1,"alignment":5}}"#;
+    let e = def(&format!("{{{queue},{two}}}")).0.unwrap_err();
+    assert_eq!(msg(&e), "var.a.alignment: alignment provided not power of 2. alignment=6");
+    // A ucode library (stage ucode_lib) against a queue (dma_queue): the queue, in either order.
+    let lib = r#""ucode_lib":[{"library":"l.bin","ulib_to_ucode_version":"9.0.0.0"}]"#;
+    let ok_var = r#""var":{"o":{"type":"output","var_id":0,"size":4}}"#;
+    for doc in [format!("{{{lib},{ok_var},{queue}}}"), format!("{{{ok_var},{queue},{lib}}}")] {
+        let e = def(&doc).0.unwrap_err();
+        assert_eq!(e.kind.code(), 926, "{doc}: {e}");
+    }
+    // A fault that cannot wait (a wrong JSON type stops the read) against a kept one: the
+    // earlier stage's. The kept var fault wins over a later queue type error ...
+    let bad_type = r#""dma_queue":{"q":{"type":"in","num_queues":"x"}}"#;
+    let e = def(&format!("{{{var},{bad_type}}}")).0.unwrap_err();
+    assert_eq!(e.kind.code(), 922, "{e}");
+    // ... and a var type error wins over a kept queue fault.
+    let var_type = r#""var":{"o":{"type":"output","var_id":"0","size":4}}"#;
+    let e = def(&format!("{{{queue},{var_type}}}")).0.unwrap_err();
+    assert_eq!((msg(&e).as_str(), e.kind.code()), ("var.o.var_id: expected an unsigned integer, found string", 902));
+    // A JSON syntax fault comes first for libnrt too (simdjson refuses the document before the
+    // demux), wherever it is.
+    let e = def(&format!("{{{var},{queue},\"x\":[1,]}}")).0.unwrap_err();
+    assert!(matches!(e.kind, ErrorKind::Json(_)), "{e}");
+    // A single fault is reported as before.
+    let e = def(&format!("{{{ok_var},{queue}}}")).0.unwrap_err();
+    assert_eq!(msg(&e), "dma_queue.q.owner: Invalid owner 'nobody' for DMA queue q");
 }

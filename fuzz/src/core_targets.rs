@@ -409,7 +409,7 @@ pub fn check_neff(data: &[u8]) -> Result<LoadReport, neff::Error> {
     let mut archive: Archive<&[u8]> = Archive::open(data, Some(data.len() as u64), &options, &mut IgnoreWarnings)?;
     let mut arena = vec![0u8; STRING_SCRATCH + FUZZ_LOADER_ARENA];
     let allow_legacy = data.get(HEADER_SIZE + 4).is_some_and(|b| b & 1 == 1);
-    let mut loader = Loader::new(&mut arena, LoadOptions { allow_legacy });
+    let mut loader = Loader::new(&mut arena, LoadOptions { allow_legacy, ..LoadOptions::default() });
     let mut report = LoadReport::new();
     let mut lines_buf = vec![0u8; 16 << 10];
     let mut lines = JsonLines::<&mut [u8], 512>::new(&mut lines_buf[..]);
@@ -516,7 +516,7 @@ fn noted_check_agrees(
         return;
     };
     let mut arena = vec![0u8; STRING_SCRATCH + FUZZ_LOADER_ARENA];
-    let mut loader = Loader::new(&mut arena, LoadOptions { allow_legacy });
+    let mut loader = Loader::new(&mut arena, LoadOptions { allow_legacy, ..LoadOptions::default() });
     let mut report = LoadReport::new();
     let mut dev = NotedNull {
         dev: neff::hal::NullDevice::new(None),

@@ -25,6 +25,11 @@ pub struct CodeRow {
     pub basis: &'static str,
     /// The sections of docs/format.md that state it.
     pub spec: &'static str,
+    /// The runtime's error cause, where it names one (`NEFF_ARCH_INCOMPAT`).
+    pub cause: Option<&'static str>,
+    /// The runtime's setting that waives the refusal, where it names one
+    /// (`NEURON_RT_ALLOW_LEGACY_NEFF=1`).
+    pub override_setting: Option<&'static str>,
 }
 
 neff_macros::refusal_table!("schema/errors.toml");

@@ -27,6 +27,30 @@ impl defmt::Format for RequiredKey {
     }
 }
 
+impl ManifestError {
+    /// The refusal for required key `key` absent from `within`. Where the runtime's message is
+    /// one of the seed's refusals, that refusal, with its own code (the schema's `missing` text
+    /// selects it; `tests` hold each text to its variant's message); else `MissingKey`.
+    pub fn missing(key: &'static RequiredKey, within: Name) -> ManifestError {
+        match key.message {
+            "Missing required fields in NEFF JSON" => ManifestError::MissingRequiredFields { key: key.key },
+            "Missing dltype or shape in attrs" => ManifestError::MissingDltypeOrShape { key: key.key },
+            "Invalid Neff: no Outputs" => ManifestError::NoOutputs,
+            _ => ManifestError::MissingKey { key, within },
+        }
+    }
+
+    /// The refusal for a malformed typed list whose runtime message is `message` (the schema's
+    /// `format_error`): the seed's `dltype` and `shape` refusals have their own codes.
+    pub fn bad_format(message: &'static str) -> ManifestError {
+        match message {
+            "Invalid dltype data format" => ManifestError::InvalidDltypeFormat,
+            "Invalid shape data format" => ManifestError::InvalidShapeFormat,
+            _ => ManifestError::BadFormat { message },
+        }
+    }
+}
+
 /// Which kind of queue `queue_instances` is refused on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]

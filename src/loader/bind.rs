@@ -15,7 +15,7 @@ use super::index::{
     dir_of, is_joined, usage_of_code, DefExt, FileVarRec, Landing, ManifestKind, ManifestRec, PayloadRec, RefKind,
     KELF_FALLBACK_NAMES, NO_SLOT,
 };
-use super::report::{LoadReport, PayloadReport, PayloadState, SubgraphReport};
+use super::report::{DebugLine, LoadReport, PayloadReport, PayloadState, SubgraphReport};
 use super::{Counting, Loader, Observer};
 use crate::arena::{List, NIL};
 use crate::error::{CapacityError, Error, ErrorKind, Stage, Text, Warning, WarningKind, WarningSink};
@@ -97,7 +97,7 @@ impl Loader<'_> {
 
     /// Picks the KELFs of the chain: those `neff.json` names, or without it the one found by
     /// its conventional name.
-    fn choose_kelfs(&mut self, sink: &mut impl WarningSink) -> Result<(), Error> {
+    fn choose_kelfs(&mut self, sink: &mut impl WarningSink, observer: &mut impl Observer) -> Result<(), Error> {
         if self.index.neff.is_none() {
             let fallback = KELF_FALLBACK_NAMES.into_iter().find_map(|n| {
                 self.index.manifest(&self.arena, n).filter(|(_, m)| m.kind == ManifestKind::Kelf).map(|(p, _)| (n, p))
@@ -114,6 +114,8 @@ impl Loader<'_> {
         let neff_member = neff_member.map_or("neff.json", |m| self.arena.str(m));
         for (_, rec) in self.index.kelf_names.iter(&self.arena).filter(|(_, k)| Some(k.mark) == self.kelf_mark) {
             let name = self.arena.str(rec.name);
+            // libnrt logs the node as it finds it, before it looks the member up.
+            observer.debug(&DebugLine::KelfNode { kelf: name });
             if self.named(name, ManifestKind::Kelf)?.is_none() {
                 return Err(missing(neff_member, Stage::NeffJson, &RefKind::Kelf.key_path(rec.index), name));
             }
@@ -142,7 +144,7 @@ impl Loader<'_> {
         sink: &mut Counting<'_, S>,
     ) -> Result<(), Error> {
         self.device_arch = hal.device_arch();
-        self.choose_kelfs(sink)?;
+        self.choose_kelfs(sink, observer)?;
         self.check_manifests(sink)?;
         self.place_all(hal, sink)?;
         self.check_payload_references()?;

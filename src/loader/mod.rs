@@ -47,7 +47,8 @@ pub use index::{
     dir_of, dir_of_bytes, is_joined_bytes, named_by, ManifestKind, Names, Tier, INSTR_ALIGN, KELF_FALLBACK_NAMES,
 };
 pub use report::{
-    JsonLines, LoadReport, Manifest, MemberReport, NoObserver, Observer, PayloadReport, PayloadState, SubgraphReport,
+    DebugLine, JsonLines, LoadReport, Manifest, MemberReport, NoObserver, Observer, PayloadReport, PayloadState,
+    SubgraphReport, SubgraphTables,
 };
 
 use crate::archive::Archive;
@@ -155,6 +156,10 @@ pub struct LoadOptions {
     /// `NEURON_RT_ALLOW_LEGACY_NEFF=1`: a NEFF for an older architecture may load, and a
     /// cayman `def.json` may lack its state-buffer carveout.
     pub allow_legacy: bool,
+    /// The runtime's debug overrides of each subgraph's `fp8_conversion_config`
+    /// (`NEURON_RT_DBG_FP8_*`, `NEURON_RT_DBG_OCP_FP8_SAT`), applied to the config handed to the
+    /// observer.
+    pub fp8: crate::manifest::def::Fp8Overrides,
 }
 
 /// What a caller lends a [`Loader`]: the memory that grows with a model, bounded by what

@@ -6,7 +6,7 @@ use embedded_io::BufRead;
 
 use super::index::{dir_of, is_joined, push_str, FileVarRec, KelfNameRec, ManifestRec, NameRec, TARGET_ANY};
 use super::index::{RefKind, Source, NO_INDEX, REFS};
-use super::{Counting, Loader, Manifest, ManifestKind, Observer, Scratch};
+use super::{Counting, Loader, Manifest, ManifestKind, Observer, Scratch, SubgraphTables};
 use crate::arena::{Arena, List, Span, NIL};
 use crate::error::{Error, ErrorKind, Stage, Warning, WarningKind, WarningSink};
 use crate::manifest::def::ENGINE_KEYS;
@@ -71,6 +71,8 @@ struct Recorder<'r, 'a, O: Observer> {
     notebook: &'r mut dyn Notebook,
     /// Where a failure's whole names are noted ([`Storage::whole_names`](super::Storage)).
     whole: &'r mut super::whole::WholeNames<'a>,
+    /// The runtime's fp8 overrides (`LoadOptions::fp8`), applied to the config observed.
+    fp8: crate::manifest::def::Fp8Overrides,
 }
 
 impl<O: Observer> Recorder<'_, '_, O> {
@@ -181,9 +183,16 @@ impl<O: Observer> Recorder<'_, '_, O> {
 
 impl<O: Observer> Visitor for Recorder<'_, '_, O> {
     fn entry(&mut self, entry: Entry<'_>, at: &EntryAt<'_>) -> Result<(), DocFault> {
-        self.record(&entry, index_of(at)).map_err(|k| at.error(k))?;
+        let index = index_of(at);
+        self.record(&entry, index).map_err(|k| at.error(k))?;
         self.dma(&entry, at)?;
         self.observer.entry(self.member, &entry);
+        // The runtime's records, as each is known.
+        match entry {
+            Entry::DmaQueue(q) => self.observer.dma_queue(self.member, &q.name, &q.layout()),
+            Entry::Carveout(c) => self.observer.carveout(self.member, index, &c.layout()),
+            _ => {}
+        }
         Ok(())
     }
 
@@ -262,6 +271,14 @@ fn record_def<O: Observer>(
     name: &str,
 ) -> Result<(), Error> {
     recorder.observer.manifest(name, Manifest::Def(doc, facts));
+    let fp8 = doc.fp8_info_with(&recorder.fp8);
+    let tables = SubgraphTables {
+        mem_ref_set: facts.mem_ref_set(),
+        cc_streams: doc.cc_streams_layout(),
+        fp8,
+        mla_tail: facts.mla_tail(doc, fp8),
+    };
+    recorder.observer.subgraph_tables(name, &tables);
     let vars = core::mem::take(&mut recorder.index.reading_vars);
     let ext = DefExt { def: pos, vars, carveouts: CarveoutFacts::from_def(facts), ..DefExt::default() };
     let at =
@@ -481,6 +498,7 @@ impl Loader<'_> {
             dma_names,
             notebook: nb,
             whole: &mut self.whole,
+            fp8: self.options.fp8,
         };
         let mut src = Capture { inner: body, error: None };
         let tok = &mut self.tok;

@@ -15,7 +15,10 @@ use serde::{Serialize, Serializer};
 use crate::archive::Finish;
 use crate::hal::{usage_index, RegionId, USAGE_CLASSES, USAGE_CLASS_COUNT};
 use crate::header::Integrity;
-use crate::manifest::{Arch, Entry, IoKind, IoTensor, UsageClass};
+use crate::manifest::{
+    Arch, Entry, Fp8ConversionInfo, IoKind, IoTensor, KbinCcStreams, KbinDmaHeader, KbinMemRefSetHeader,
+    MlaResourcesTail, SbCarveout, UsageClass,
+};
 
 /// Capacity of the KELF target in the report.
 pub const TARGET_TEXT: usize = 32;
@@ -393,6 +396,52 @@ pub trait Observer {
     fn payload(&mut self, _payload: &PayloadReport<'_>) {}
     /// A subgraph's device accounting, once the chain is bound (in core order).
     fn subgraph(&mut self, _subgraph: &SubgraphReport<'_>) {}
+    /// A DMA queue set of a `def.json` (`member`), named `name`, as the runtime's `kbin_dma_t`
+    /// (without its ring-instance pointers), as it is read.
+    fn dma_queue(&mut self, _member: &str, _name: &str, _queue: &KbinDmaHeader) {}
+    /// A state-buffer carveout of a `def.json` (`member`), the `index`th of
+    /// `runtime_statebuffer_reservation`, as the runtime's `sb_carveout`, as it is read.
+    fn carveout(&mut self, _member: &str, _index: u16, _carveout: &SbCarveout) {}
+    /// A `def.json`'s (`member`) subgraph-wide records, once it is read.
+    fn subgraph_tables(&mut self, _member: &str, _tables: &SubgraphTables) {}
+    /// One of the runtime's debug log lines, where the loader meets what libnrt logs
+    /// (`Found KELF node: %s`): for a firmware's log (defmt) or a command's `-v`.
+    fn debug(&mut self, _line: &DebugLine<'_>) {}
+}
+
+/// A subgraph's records of the runtime's, filled from its `def.json` (the pointer-free parts of
+/// `mla_resources` the loader has the facts for).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SubgraphTables {
+    /// `kbin_mem_ref_set_t` without its `mem` array; `None` when the var count or the shared
+    /// scratchpad does not fit its field.
+    pub mem_ref_set: Option<KbinMemRefSetHeader>,
+    /// `kbin_cc_streams_t` (`num_streams`, 1 when absent).
+    pub cc_streams: KbinCcStreams,
+    /// `fp8_conversion_info`, with `LoadOptions::fp8`'s overrides applied.
+    pub fp8: Fp8ConversionInfo,
+    /// The pointer-free tail of `mla_resources` (`CCSTMI`, the fp8 config, the input and
+    /// output var counts); `None` when a count does not fit its field.
+    pub mla_tail: Option<MlaResourcesTail>,
+}
+
+/// A debug line of libnrt's, with its facts; `Display` writes the runtime's words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DebugLine<'a> {
+    /// `Found KELF node: %s` (seed §3, `parse_neff_json`): a KELF node of `neff.json` the chain
+    /// takes, and the member its `attrs.kelf` names.
+    KelfNode {
+        /// The KELF member (`kelf-0.json`).
+        kelf: &'a str,
+    },
+}
+
+impl core::fmt::Display for DebugLine<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            DebugLine::KelfNode { kelf } => write!(f, "Found KELF node: {kelf}"),
+        }
+    }
 }
 
 /// The caller's observer as the walk shares it between a member's reader, which shows it the
@@ -439,6 +488,26 @@ impl<O: Observer + ?Sized> Observer for Shared<'_, O> {
             o.subgraph(subgraph);
         }
     }
+    fn debug(&mut self, line: &DebugLine<'_>) {
+        if let Ok(mut o) = self.0.try_borrow_mut() {
+            o.debug(line);
+        }
+    }
+    fn dma_queue(&mut self, member: &str, name: &str, queue: &KbinDmaHeader) {
+        if let Ok(mut o) = self.0.try_borrow_mut() {
+            o.dma_queue(member, name, queue);
+        }
+    }
+    fn carveout(&mut self, member: &str, index: u16, carveout: &SbCarveout) {
+        if let Ok(mut o) = self.0.try_borrow_mut() {
+            o.carveout(member, index, carveout);
+        }
+    }
+    fn subgraph_tables(&mut self, member: &str, tables: &SubgraphTables) {
+        if let Ok(mut o) = self.0.try_borrow_mut() {
+            o.subgraph_tables(member, tables);
+        }
+    }
 }
 
 /// An observer that looks at nothing.
@@ -471,5 +540,17 @@ impl<O: Observer + ?Sized> Observer for &mut O {
     }
     fn subgraph(&mut self, subgraph: &SubgraphReport<'_>) {
         (**self).subgraph(subgraph);
+    }
+    fn debug(&mut self, line: &DebugLine<'_>) {
+        (**self).debug(line);
+    }
+    fn dma_queue(&mut self, member: &str, name: &str, queue: &KbinDmaHeader) {
+        (**self).dma_queue(member, name, queue);
+    }
+    fn carveout(&mut self, member: &str, index: u16, carveout: &SbCarveout) {
+        (**self).carveout(member, index, carveout);
+    }
+    fn subgraph_tables(&mut self, member: &str, tables: &SubgraphTables) {
+        (**self).subgraph_tables(member, tables);
     }
 }

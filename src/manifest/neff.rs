@@ -40,9 +40,6 @@ use crate::json::Tokenizer;
 use crate::varlog::{push_head, push_text, push_varint, Cursor};
 use crate::{Error, Stage, WarningSink};
 
-/// The runtime's message for a KELF node whose `attrs.kelf` is not a string.
-const KELF_NOT_STRING: &str = "KELF attribute is not a string";
-
 /// The marker of the KELF node, in `attrs.func_name` (or `op`, as a fallback).
 const KELF_MARKER: &str = "__kelf";
 
@@ -181,8 +178,7 @@ impl Document for NeffJson {
         // The KELF node's `attrs.kelf` is a string; another node's is not read.
         if let Some((node, found)) = facts.kelf_not_string {
             let path = indexed(Self::KEY_NODES, node, &[Node::KEY_ATTRS, NodeAttrs::KEY_KELF]);
-            let e = ManifestError::WrongType { expected: super::JsonType::String, found, message: KELF_NOT_STRING };
-            return Err(fail(&path, e));
+            return Err(fail(&path, ManifestError::KelfAttributeNotString { found }));
         }
         // Every KELF node must name its member, not only the first (spec §5.2).
         if let Some(unnamed) = unnamed {
@@ -449,12 +445,19 @@ impl IoJoin {
         let hi = u32::try_from(self.mark).unwrap_or(u32::MAX);
         let lo = u32::try_from(arena.mark_top()).unwrap_or(0);
         let skips = Join::build_skips(arena, hi, lo).map_err(at_file)?;
-        let join = Join { arena, hi, lo, skips };
+        let mut join = Join { arena, hi, lo, skips };
         let fail = |path: &str, e: ManifestError| semantic(Stage::NeffJson, member, end, path, e);
         let mut shape_buf = [0u32; MAX_DIMS as usize];
-        for (i, arg) in join.all(tag::ARG).enumerate() {
-            let Item::Arg(arg) = arg else { continue };
-            let path = indexed(NeffJson::KEY_ARG_NODES, i as u64, &[]);
+        // Inputs: every `arg_nodes` entry is resolved and checked in order, and its name and EID
+        // noted; then one tensor per distinct name, as libnrt's map keys them
+        // (`inputs[name] = info`, seed §3: a later entry of a name replaces the earlier one's
+        // values), at the position of the name's first entry.
+        let args = join.skips.args;
+        let mut n_args: u32 = 0;
+        let mut pos = join.hi;
+        while let Some((arg, next)) = join.next_arg(pos) {
+            pos = next;
+            let path = indexed(NeffJson::KEY_ARG_NODES, u64::from(n_args), &[]);
             let node = join.node(arg).ok_or_else(|| fail(&path, ManifestError::InputNodeOutOfBounds(arg)))?;
             if !node.named {
                 // libnrt looks the input up by its node's name, which throws without one.
@@ -462,16 +465,19 @@ impl IoJoin {
                 return Err(fail(&path, ManifestError::InputWithoutName(arg)));
             }
             let eid = join.row(arg).map_err(|e| fail(&path, e))?;
-            let mut t = join
-                .tensor(IoKind::Input, join.arena.str(node.name), eid, &mut shape_buf)
-                .map_err(|e| fail(&path, e))?;
-            t.index = i as u32;
-            warn_dtype(&t, sink, member, end);
-            f(&t);
+            join.tensor(IoKind::Input, join.arena.str(node.name), eid, &mut shape_buf).map_err(|e| fail(&path, e))?;
+            join.note(args, n_args, node.name, eid);
+            n_args = n_args.saturating_add(1);
         }
+        join.distinct(args, n_args, IoKind::Input, NeffJson::KEY_ARG_NODES, &mut |t| {
+            warn_dtype(t, sink, member, end);
+            f(t);
+        })
+        .map_err(|(path, e)| fail(&path, e))?;
         // Outputs: every head is resolved and checked in order, as the runtime resolves each
-        // one, and its name and EID noted ([`HEAD_NOTE`] bytes a head). Then one tensor per distinct name,
-        // at the position of its first head, with the values of its last.
+        // one, and its name and EID noted ([`HEAD_NOTE`] bytes a head). Then one tensor per
+        // distinct name (`outputs[name] = info`), at the position of its first head, with the
+        // values of its last.
         let table = join.skips.heads;
         let mut pos = join.hi;
         let mut i: u32 = 0;
@@ -480,34 +486,14 @@ impl IoJoin {
             let path = indexed(NeffJson::KEY_HEADS, u64::from(i), &[]);
             let (name, eid) = join.head(head).map_err(|e| fail(&path, e))?;
             join.tensor(IoKind::Output, join.arena.str(name), eid, &mut shape_buf).map_err(|e| fail(&path, e))?;
-            let mut rec = [0u8; HEAD_NOTE];
-            let (a, b) = rec.split_at_mut(Span::ENCODED);
-            a.copy_from_slice(&name.encode());
-            b.copy_from_slice(&u32::try_from(eid).unwrap_or(u32::MAX).to_le_bytes());
-            join.arena.write(table.at.saturating_add(i.saturating_mul(HEAD_NOTE as u32)), &rec);
+            join.note(table, i, name, eid);
             i = i.saturating_add(1);
         }
-        let noted = |k: u32| {
-            let at = table.at.saturating_add(k.saturating_mul(HEAD_NOTE as u32));
-            (join.arena.span_at(at), u64::from(join.arena.u32_at(at.saturating_add(Span::ENCODED as u32))))
-        };
-        let same = |a: Span, b: Span| join.arena.bytes(a) == join.arena.bytes(b);
-        let mut emitted: u32 = 0;
-        for k in 0..i {
-            let (name, _) = noted(k);
-            if (0..k).any(|j| same(noted(j).0, name)) {
-                continue;
-            }
-            let last = (k..i).rev().map(noted).find(|(n, _)| same(*n, name)).map_or(0, |(_, e)| e);
-            let path = indexed(NeffJson::KEY_HEADS, u64::from(k), &[]);
-            let mut t =
-                join.tensor(IoKind::Output, join.arena.str(name), last, &mut shape_buf).map_err(|e| fail(&path, e))?;
-            t.index = emitted;
-            emitted = emitted.saturating_add(1);
-            warn_dtype(&t, sink, member, end);
-            f(&t);
-        }
-        Ok(())
+        join.distinct(table, i, IoKind::Output, NeffJson::KEY_HEADS, &mut |t| {
+            warn_dtype(t, sink, member, end);
+            f(t);
+        })
+        .map_err(|(path, e)| fail(&path, e))
     }
 }
 
@@ -547,6 +533,9 @@ struct Skips {
     shapes: Skip,
     /// Not a skip table: the name and EID of each head, noted while checking them.
     heads: Skip,
+    /// Not a skip table: the name and EID of each input, noted the same way (in the heads'
+    /// table, which the inputs are done with before the heads are noted).
+    args: Skip,
 }
 
 /// A finished join: the log and its skip tables.
@@ -560,6 +549,17 @@ struct Join<'j, 'b> {
 impl<'j, 'b> Join<'j, 'b> {
     fn cursor(&self, pos: u32) -> Cursor<'_, 'b> {
         Cursor::new(self.arena, pos, self.lo)
+    }
+
+    /// The first `arg_nodes` entry at or below `pos`, and the position after it.
+    fn next_arg(&self, pos: u32) -> Option<(u64, u32)> {
+        let mut c = self.cursor(pos);
+        while let Some(item) = next_item(&mut c) {
+            if let Item::Arg(node) = item {
+                return Some((node, c.pos()));
+            }
+        }
+        None
     }
 
     /// The first head at or below `pos`, and the position after it.
@@ -584,12 +584,15 @@ impl<'j, 'b> Join<'j, 'b> {
                 Item::Dtype { .. } => &mut skips.dtypes.count,
                 Item::Shape { .. } => &mut skips.shapes.count,
                 Item::Head { .. } => &mut skips.heads.count,
+                Item::Arg(_) => &mut skips.args.count,
                 _ => continue,
             };
             *count = count.saturating_add(1);
         }
-        let heads = usize::try_from(skips.heads.count).unwrap_or(usize::MAX);
-        skips.heads.at = arena.alloc_top(heads.saturating_mul(HEAD_NOTE))?;
+        // The inputs' notes are done with before the heads' are taken: one table serves both.
+        let notes = usize::try_from(skips.heads.count.max(skips.args.count)).unwrap_or(usize::MAX);
+        skips.heads.at = arena.alloc_top(notes.saturating_mul(HEAD_NOTE))?;
+        skips.args.at = skips.heads.at;
         for skip in [&mut skips.nodes, &mut skips.rows, &mut skips.dtypes, &mut skips.shapes] {
             skip.at = arena.alloc_top(Skip::entries(skip.count).saturating_mul(4))?;
         }
@@ -628,6 +631,49 @@ impl<'j, 'b> Join<'j, 'b> {
         Ok(skips)
     }
 
+    /// Notes entry `k` of a name table (the inputs', the heads'): its name and EID.
+    fn note(&mut self, table: Skip, k: u32, name: Span, eid: u64) {
+        let mut rec = [0u8; HEAD_NOTE];
+        let (a, b) = rec.split_at_mut(Span::ENCODED);
+        a.copy_from_slice(&name.encode());
+        b.copy_from_slice(&u32::try_from(eid).unwrap_or(u32::MAX).to_le_bytes());
+        self.arena.write(table.at.saturating_add(k.saturating_mul(HEAD_NOTE as u32)), &rec);
+    }
+
+    /// Calls `f` with one tensor per distinct name of the `n` entries noted in `table`, at the
+    /// position of the name's first entry, with the EID of its last: a `std::map` keyed by name
+    /// that each entry assigns, as libnrt's. A failure names the entry's key path.
+    fn distinct(
+        &self,
+        table: Skip,
+        n: u32,
+        kind: IoKind,
+        key: &str,
+        f: &mut dyn FnMut(&IoTensor<'_>),
+    ) -> Result<(), (heapless::String<64>, ManifestError)> {
+        let noted = |k: u32| {
+            let at = table.at.saturating_add(k.saturating_mul(HEAD_NOTE as u32));
+            (self.arena.span_at(at), u64::from(self.arena.u32_at(at.saturating_add(Span::ENCODED as u32))))
+        };
+        let same = |a: Span, b: Span| self.arena.bytes(a) == self.arena.bytes(b);
+        let mut shape_buf = [0u32; MAX_DIMS as usize];
+        let mut emitted: u32 = 0;
+        for k in 0..n {
+            let (name, _) = noted(k);
+            if (0..k).any(|j| same(noted(j).0, name)) {
+                continue;
+            }
+            let last = (k..n).rev().map(noted).find(|(n, _)| same(*n, name)).map_or(0, |(_, e)| e);
+            let mut t = self
+                .tensor(kind, self.arena.str(name), last, &mut shape_buf)
+                .map_err(|e| (indexed(key, u64::from(k), &[]), e))?;
+            t.index = emitted;
+            emitted = emitted.saturating_add(1);
+            f(&t);
+        }
+        Ok(())
+    }
+
     /// Writes buffered skip entries `(position, kind << 60 | entry)`.
     fn flush(arena: &mut Arena<'_>, skips: &Skips, marks: &[(u32, u64)]) {
         for &(pos, code) in marks {
@@ -640,12 +686,6 @@ impl<'j, 'b> Join<'j, 'b> {
             let k = u32::try_from(code & ((1 << 60) - 1)).unwrap_or(u32::MAX);
             arena.write(table.at.saturating_add(k.saturating_mul(4)), &pos.to_le_bytes());
         }
-    }
-
-    /// Every item of one kind, in document order.
-    fn all(&self, kind: u8) -> impl Iterator<Item = Item> + '_ {
-        let mut c = self.cursor(self.hi);
-        core::iter::from_fn(move || next_item(&mut c)).filter(move |i| tag_of(i) == kind)
     }
 
     /// Item `i` of one kind (rows, dtypes, shapes), from its skip table.
@@ -813,6 +853,28 @@ mod tests {
         // The second head (eid 2, int8 [5,5]) replaced the first one's values.
         assert_eq!(io[1], (IoKind::Output, "o".into(), "int8".into(), std::vec![5, 5], 25));
         assert_eq!(kelfs, ["kelf-0.json"]);
+    }
+
+    #[test]
+    fn io_table_keys_inputs_by_name_as_libnrt_s_map() {
+        // Two `arg_nodes` entries named `x` (nodes 0 and 2) and one named `y` between them:
+        // libnrt's `inputs[name] = info` keeps one `x`, with the values of the later entry.
+        let doc = r#"{"nodes":[{"op":"null","name":"x"},{"op":"null","name":"y"},{"op":"null","name":"x"},
+            {"op":"tvm_op","name":"k","attrs":{"func_name":"__kelf","kelf":"kelf-0.json"},"output_names":["o"]}],
+            "arg_nodes":[0,1,2],"heads":[[3,0,0]],"node_row_ptr":[0,1,2,3,4],
+            "attrs":{"dltype":["list_str",["float16","int8","float32","int32"]],"shape":["list_shape",[[2],[3],[4,4],[1]]]}}"#;
+        let (io, _) = parse(doc).unwrap();
+        let inputs: Vec<_> = io.iter().filter(|t| t.0 == IoKind::Input).cloned().collect();
+        assert_eq!(
+            inputs,
+            [
+                (IoKind::Input, "x".into(), "float32".into(), std::vec![4, 4], 64),
+                (IoKind::Input, "y".into(), "int8".into(), std::vec![3], 3),
+            ]
+        );
+        // Every entry is still checked: a later duplicate past the tables is refused.
+        let bad = doc.replace("[0,1,2,3,4]", "[0,1,9,3,4]");
+        assert_eq!(parse(&bad).unwrap_err().kind, ErrorKind::Manifest(ManifestError::EidOutOfBounds(9)));
     }
 
     /// A generated graph of `n` inputs and `m` outputs (arg and head order shuffled, dtypes

@@ -474,7 +474,7 @@ impl<'a, 't> Cx<'a, 't> {
         // The object's own segment: its name in a keyed map, or its key or index.
         let within = super::Name::new(self.ctx.path.last_key());
         self.ctx.path.push_key(key.key);
-        self.fail_at(ErrorKind::Manifest(ManifestError::MissingKey { key, within }))
+        self.fail_at(ErrorKind::Manifest(ManifestError::missing(key, within)))
     }
 
     /// Stops the read: `text` is not in the key's `strict` map.
@@ -490,7 +490,7 @@ impl<'a, 't> Cx<'a, 't> {
     #[inline(never)]
     fn fail_format(&mut self, lim: Lim) -> Stop {
         let message = if lim.rules.format_error.is_empty() { "malformed typed list" } else { lim.rules.format_error };
-        self.fail_at(ErrorKind::Manifest(ManifestError::BadFormat { message }))
+        self.fail_at(ErrorKind::Manifest(ManifestError::bad_format(message)))
     }
 }
 

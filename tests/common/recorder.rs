@@ -4,7 +4,9 @@
 
 use neff::archive::Archive;
 use neff::hal::{Hal, RegionId, USAGE_CLASS_COUNT};
-use neff::loader::{LoadOptions, LoadReport, Loader, Observer, PayloadReport, PayloadState, Storage, SubgraphReport};
+use neff::loader::{
+    DebugLine, LoadOptions, LoadReport, Loader, Observer, PayloadReport, PayloadState, Storage, SubgraphReport,
+};
 use neff::manifest::{Arch, IoKind, IoTensor, UsageClass};
 use neff::{Error, Warning};
 
@@ -62,6 +64,8 @@ pub struct Report {
     pub payloads: Vec<Payload>,
     pub subgraphs: Vec<Subgraph>,
     pub io: Io,
+    /// The runtime's debug lines, as the observer got them.
+    pub debug: Vec<String>,
 }
 
 impl std::ops::Deref for Report {
@@ -84,9 +88,14 @@ pub struct Recorder {
     pub payloads: Vec<Payload>,
     pub subgraphs: Vec<Subgraph>,
     pub io: Io,
+    pub debug: Vec<String>,
 }
 
 impl Observer for Recorder {
+    fn debug(&mut self, line: &DebugLine<'_>) {
+        self.debug.push(line.to_string());
+    }
+
     fn io_tensor(&mut self, t: &IoTensor<'_>) {
         let owned =
             Tensor { name: t.name.to_owned(), dtype: t.dtype.to_owned(), shape: t.shape.to_vec(), size: t.size };
@@ -143,5 +152,5 @@ pub fn run<R: embedded_io::BufRead, H: Hal>(
         (Some(hal), _) => loader.load(archive, hal, &mut summary, &mut rec, sink),
         (None, arch) => loader.check(archive, arch.flatten(), &mut summary, &mut rec, sink),
     };
-    (result, Report { summary, payloads: rec.payloads, subgraphs: rec.subgraphs, io: rec.io })
+    (result, Report { summary, payloads: rec.payloads, subgraphs: rec.subgraphs, io: rec.io, debug: rec.debug })
 }

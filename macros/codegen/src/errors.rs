@@ -104,6 +104,9 @@ pub struct RowToml {
     /// The runtime's error cause.
     #[serde(default)]
     pub cause: Option<String>,
+    /// The runtime's setting that waives the refusal (`NEURON_RT_ALLOW_LEGACY_NEFF=1`).
+    #[serde(default, rename = "override")]
+    pub override_setting: Option<String>,
     /// Docs only: text after the message (what an argument can be).
     #[serde(default)]
     pub note: Option<String>,
@@ -635,6 +638,37 @@ impl Errors {
                 }
             )
         };
+        let by_row = |pick: fn(&RowToml) -> Option<&String>| {
+            let arms: Vec<TokenStream> = rows
+                .iter()
+                .filter_map(|r| {
+                    let pat = wildcard(id, r);
+                    pick(r).map(|v| quote!(#pat => ::core::option::Option::Some(#v)))
+                })
+                .collect();
+            if arms.is_empty() {
+                quote!(::core::option::Option::None)
+            } else {
+                quote!(match self { #(#arms,)* _ => ::core::option::Option::None })
+            }
+        };
+        let runtime_data = if warning {
+            quote!()
+        } else {
+            let cause = by_row(|r| r.cause.as_ref());
+            let setting = by_row(|r| r.override_setting.as_ref());
+            quote!(
+                /// The runtime's error cause (`nlog_set_error_cause`), where it names one.
+                pub const fn cause(&self) -> ::core::option::Option<&'static str> {
+                    #cause
+                }
+                /// The runtime's setting that waives this refusal
+                /// (`NEURON_RT_ALLOW_LEGACY_NEFF=1`), where it names one.
+                pub const fn override_setting(&self) -> ::core::option::Option<&'static str> {
+                    #setting
+                }
+            )
+        };
         quote!(
             #doc
             #[derive(Debug, Clone, Copy, PartialEq, Eq #(, #extra)*)]
@@ -651,6 +685,7 @@ impl Errors {
                     }
                 }
                 #status
+                #runtime_data
             }
         )
     }
@@ -877,6 +912,10 @@ struct Code {
     meaning: String,
     basis: String,
     spec: String,
+    /// The runtime's error cause.
+    cause: Option<String>,
+    /// The runtime's setting that waives the refusal.
+    override_setting: Option<String>,
 }
 
 /// A rustdoc paragraph as one line of Markdown: links as their text, without the final period.
@@ -942,6 +981,8 @@ impl Errors {
                 meaning: meaning(r.doc.get_ref()),
                 basis: r.basis.get_ref().clone(),
                 spec: r.spec.get_ref().clone(),
+                cause: r.cause.clone(),
+                override_setting: r.override_setting.clone(),
             };
             for (i, sub) in r.subcodes.iter().enumerate() {
                 out.push(Code {
@@ -953,6 +994,8 @@ impl Errors {
                     status: code.status.clone(),
                     basis: code.basis.clone(),
                     spec: code.spec.clone(),
+                    cause: code.cause.clone(),
+                    override_setting: code.override_setting.clone(),
                 });
             }
             out.push(code);
@@ -966,15 +1009,20 @@ impl Errors {
     pub fn generate_table(&self) -> TokenStream {
         let rows = |warning: bool| {
             let rows = self.codes(warning).into_iter().map(|c| {
-                let Code { code, c_name, kind, message, basis, spec, .. } = c;
-                let status = match c.status {
+                let Code { code, c_name, kind, message, basis, spec, .. } = &c;
+                let some = |v: &Option<String>| match v {
+                    Some(v) => quote!(Some(#v)),
+                    None => quote!(None),
+                };
+                let (cause, setting) = (some(&c.cause), some(&c.override_setting));
+                let status = match &c.status {
                     Some(s) => {
                         let s = format_ident!("{}", s);
                         quote!(Some(crate::Status::#s))
                     }
                     None => quote!(None),
                 };
-                quote!(CodeRow { code: #code, c_name: #c_name, kind: #kind, status: #status, message: #message, basis: #basis, spec: #spec })
+                quote!(CodeRow { code: #code, c_name: #c_name, kind: #kind, status: #status, message: #message, basis: #basis, spec: #spec, cause: #cause, override_setting: #setting })
             });
             quote!(&[#(#rows),*])
         };
@@ -1032,10 +1080,14 @@ impl Errors {
                     Some(st) => {
                         let (_, c, n) =
                             STATUSES.iter().find(|(n, _, _)| n == st.get_ref()).copied().unwrap_or(("", "?", 0));
-                        match &r.cause {
+                        let mut cell = match &r.cause {
                             Some(cause) => format!("`{c}` ({n}), cause `{cause}`"),
                             None => format!("`{c}` ({n})"),
+                        };
+                        if let Some(setting) = &r.override_setting {
+                            let _ = write!(cell, ", waived by `{setting}`");
                         }
+                        cell
                     }
                     None => "none (warning)".to_string(),
                 };
@@ -1097,6 +1149,13 @@ impl Errors {
                     }
                     None => "warning".to_string(),
                 };
+                let mut status = status;
+                if let Some(cause) = &c.cause {
+                    let _ = write!(status, ", cause {cause}");
+                }
+                if let Some(setting) = &c.override_setting {
+                    let _ = write!(status, ", waived by {setting}");
+                }
                 let message = c.message.replace("*/", "* /");
                 let _ = writeln!(s, "    /** {message}; {status}. */\n    {} = {},", c.c_name, c.code);
             }

@@ -130,13 +130,13 @@ typedef enum neff_error_code {
     NEFF_ERR_JSON_TRAILING_DATA = 812,
     /** `trailing comma`; NRT_INVALID (2). */
     NEFF_ERR_JSON_TRAILING_COMMA = 813,
-    /** the key's runtime message (schema `missing`: `Missing required fields in NEFF JSON`, `Missing dltype or shape in attrs`, `Failed to parse, key: type`, `missing <var_id>`, `missing <type> in {within}`, `Missing GPSIMD lib version!`, `invalid dma block`, `Invalid Neff: no Outputs`), else `missing required key "{key}"`; NRT_INVALID (2). */
+    /** the key's runtime message (schema `missing`: `Failed to parse, key: type`, `missing <var_id>`, `missing <type> in {within}`, `Missing GPSIMD lib version!`, `invalid dma block`), else `missing required key "{key}"`; NRT_INVALID (2). */
     NEFF_ERR_MANIFEST_MISSING_KEY = 901,
-    /** `{message}: expected {want}, found {got}` (or `expected {want}, found {got}`) (`{message}` where the runtime has one: `KELF attribute is not a string`, ...; `{want}`, `{got}`: the JSON types); NRT_INVALID (2). */
+    /** `{message}: expected {want}, found {got}` (or `expected {want}, found {got}`) (`{message}` where the runtime has one: `Failed to parse, key: list`; `{want}`, `{got}`: the JSON types; a KELF node's `attrs.kelf` of another type is `KelfAttributeNotString`, 953); NRT_INVALID (2). */
     NEFF_ERR_MANIFEST_WRONG_TYPE = 902,
     /** `duplicate key "{key}"`; NRT_INVALID (2). */
     NEFF_ERR_MANIFEST_DUPLICATE_KEY = 903,
-    /** `{message}` (`Invalid dltype data format`, `Invalid shape data format`); NRT_INVALID (2). */
+    /** `{message}` (`malformed typed list`: a typed list other than `attrs.dltype` and `attrs.shape`, which have codes of their own, 951 and 952); NRT_INVALID (2). */
     NEFF_ERR_MANIFEST_BAD_FORMAT = 904,
     /** `Unknown dma operation: {op}`; NRT_INVALID (2). */
     NEFF_ERR_MANIFEST_UNKNOWN_DMA_OPERATION = 905,
@@ -166,7 +166,7 @@ typedef enum neff_error_code {
     NEFF_ERR_MANIFEST_INVALID_VERSION = 917,
     /** `Invalid target '{t}'`; NRT_INVALID (2). */
     NEFF_ERR_MANIFEST_INVALID_TARGET = 918,
-    /** `Loading a NEFF compiled for a different arch is not allowed, NEFF arch: v{neff}, instance arch: v{device}`; NRT_INVALID (2). */
+    /** `Loading a NEFF compiled for a different arch is not allowed, NEFF arch: v{neff}, instance arch: v{device}`; NRT_INVALID (2), cause NEFF_ARCH_INCOMPAT, waived by NEURON_RT_ALLOW_LEGACY_NEFF=1. */
     NEFF_ERR_MANIFEST_ARCH_MISMATCH = 919,
     /** `var {var} of type {var_type} has no size (input, output, file, tmp-buf, virtual and pointer vars need one)`; NRT_INVALID (2). */
     NEFF_ERR_MANIFEST_VAR_WITHOUT_SIZE = 920,
@@ -216,7 +216,7 @@ typedef enum neff_error_code {
     NEFF_ERR_MANIFEST_ZERO_DESC_SIZE = 942,
     /** `descriptor steps have {steps} entries but sizes have {sizes}: they must match`; NRT_INVALID (2). */
     NEFF_ERR_MANIFEST_STEPS_SIZES_MISMATCH = 943,
-    /** `Missing or corrupted runtime_statebuffer_reservation field in def.json and NEURON_RT_ALLOW_LEGACY_NEFF=1 is not set. Potentially a legacy neff without proper compiler support`; NRT_INVALID (2). */
+    /** `Missing or corrupted runtime_statebuffer_reservation field in def.json and NEURON_RT_ALLOW_LEGACY_NEFF=1 is not set. Potentially a legacy neff without proper compiler support`; NRT_INVALID (2), waived by NEURON_RT_ALLOW_LEGACY_NEFF=1. */
     NEFF_ERR_MANIFEST_MISSING_CARVEOUT = 944,
     /** `Event Accel carveout SB partition must start at 0. Got {p}`; NRT_INVALID (2). */
     NEFF_ERR_MANIFEST_CARVEOUT_START_PARTITION = 945,
@@ -226,6 +226,16 @@ typedef enum neff_error_code {
     NEFF_ERR_MANIFEST_CARVEOUT_OFFSET = 947,
     /** `Event Accel carveout SB size must be 8. Got {s}`; NRT_INVALID (2). */
     NEFF_ERR_MANIFEST_CARVEOUT_SIZE = 948,
+    /** `Missing required fields in NEFF JSON`; NRT_INVALID (2). */
+    NEFF_ERR_MANIFEST_MISSING_REQUIRED_FIELDS = 949,
+    /** `Missing dltype or shape in attrs`; NRT_INVALID (2). */
+    NEFF_ERR_MANIFEST_MISSING_DLTYPE_OR_SHAPE = 950,
+    /** `Invalid dltype data format`; NRT_INVALID (2). */
+    NEFF_ERR_MANIFEST_INVALID_DLTYPE_FORMAT = 951,
+    /** `Invalid shape data format`; NRT_INVALID (2). */
+    NEFF_ERR_MANIFEST_INVALID_SHAPE_FORMAT = 952,
+    /** `KELF attribute is not a string`; NRT_INVALID (2). */
+    NEFF_ERR_MANIFEST_KELF_ATTRIBUTE_NOT_STRING = 953,
     /** `Invalid NN: {neff}, neff.json is missing (and no kelf-0.json or kelf-a.json to fall back on)`; NRT_INVALID (2). */
     NEFF_ERR_CHAIN_NEFF_JSON_MISSING = 1001,
     /** `member {member} is missing from the archive`; NRT_INVALID (2). */

@@ -170,8 +170,9 @@ typedef uint32_t neff_arch;
 #endif
 
 /**
- * Memory-reference type of a `def.json` var `type`. Only the published pairs have strings;
- * `dge-table`, `remote` and the like are unconfirmed and select no variant.
+ * Memory-reference type of a `def.json` var `type`. Only the published pairs have strings
+ * (`remote` is `MR_REMOTE`, as the seed's map has it); `dge-table`, `shared`, `sharded` and the like are
+ * unconfirmed and select no variant.
  * 
  * The runtime's `kbin_mr_type` (schema `MrType`).
  */
@@ -191,6 +192,9 @@ enum neff_mr_type
   NEFF_MR_TYPE_VIRTUAL_TMP_BUF = 8,
   NEFF_MR_TYPE_LIST = 9,
   NEFF_MR_TYPE_PTR_TABLE = 10,
+  /**
+   * A var of another subgraph (`remote`, in the seed's var type map).
+   */
   NEFF_MR_TYPE_REMOTE = 11,
 };
 #ifndef __cplusplus
@@ -493,6 +497,39 @@ typedef struct fp8_conversion_info {
 NEFF_SCHEMA_ASSERT(sizeof(fp8_conversion_info) == 20, "sizeof(fp8_conversion_info)");
 NEFF_SCHEMA_ASSERT(offsetof(fp8_conversion_info, initialized) == 0, "offsetof(fp8_conversion_info, initialized)");
 NEFF_SCHEMA_ASSERT(offsetof(fp8_conversion_info, cfg) == 4, "offsetof(fp8_conversion_info, cfg)");
+
+/**
+ * The pointer-free tail of the runtime's 440-byte `mla_resources` (the `def.json` parser's working
+ * set, as the spec's struct table gives it): its bytes 408 to 440, `CCSTMI@408, FP8_CONV_CFG@412, num_inputs@432,
+ * num_outputs@436`; the offsets below are from byte 408. The head (bytes 0 to 408: DMA info,
+ * mem-ref info, instructions, replica groups, source-target pairs, ucode libraries, carveouts)
+ * holds pointers and is not declared.
+ * 
+ * The runtime's `mla_resources_tail_t` (schema `MlaResourcesTail`), 32 bytes.
+ */
+typedef struct mla_resources_tail_t {
+  /**
+   * `CCSTMI` (408): `num_streams` as read (0 when absent) (offset 0).
+   */
+  uint32_t ccstmi;
+  /**
+   * `FP8_CONV_CFG` (412): `fp8_conversion_info` (offset 4).
+   */
+  fp8_conversion_info fp8_conv_cfg;
+  /**
+   * `num_inputs` (432): vars of type `input` (offset 24).
+   */
+  uint32_t num_inputs;
+  /**
+   * `num_outputs` (436): vars of type `output` (offset 28).
+   */
+  uint32_t num_outputs;
+} mla_resources_tail_t;
+NEFF_SCHEMA_ASSERT(sizeof(mla_resources_tail_t) == 32, "sizeof(mla_resources_tail_t)");
+NEFF_SCHEMA_ASSERT(offsetof(mla_resources_tail_t, ccstmi) == 0, "offsetof(mla_resources_tail_t, ccstmi)");
+NEFF_SCHEMA_ASSERT(offsetof(mla_resources_tail_t, fp8_conv_cfg) == 4, "offsetof(mla_resources_tail_t, fp8_conv_cfg)");
+NEFF_SCHEMA_ASSERT(offsetof(mla_resources_tail_t, num_inputs) == 24, "offsetof(mla_resources_tail_t, num_inputs)");
+NEFF_SCHEMA_ASSERT(offsetof(mla_resources_tail_t, num_outputs) == 28, "offsetof(mla_resources_tail_t, num_outputs)");
 
 /**
  * Collective stream count (`num_streams` / `cc_streams.num_streams`); the upper 4 bytes are unpublished.

@@ -1328,7 +1328,8 @@ pub(crate) fn run(
         None => &mut own[..],
     };
     let storage = Storage { arena, replay, deferred: &mut [], whole_names: &mut [] };
-    let mut loader = Loader::with_storage(storage, LoadOptions { allow_legacy: options.allow_legacy });
+    let mut loader =
+        Loader::with_storage(storage, LoadOptions { allow_legacy: options.allow_legacy, ..LoadOptions::default() });
     let mut info = InfoObserver::new(work, observer);
     loader.check(archive, arch, report, &mut info, &mut sink)?;
     Ok((header, report.integrity))

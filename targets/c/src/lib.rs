@@ -715,7 +715,7 @@ fn load<H: Hal>(
         None => &mut own[..],
     };
     let storage = Storage { arena, replay, deferred: &mut [], whole_names: &mut [] };
-    let mut loader = Loader::with_storage(storage, LoadOptions { allow_legacy });
+    let mut loader = Loader::with_storage(storage, LoadOptions { allow_legacy, ..LoadOptions::default() });
     // The observer is both the placements' observer and the warnings' sink: two borrows of
     // one value, so the warnings go through a second handle with the same callbacks.
     let mut sink = CObserver { ctx: observer.ctx, payload: None, warning: observer.warning };

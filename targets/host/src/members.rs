@@ -11,8 +11,8 @@
 //! grows with the number of members, as `tar -t` does).
 
 use neff::digest::Digest64;
-use neff::loader::{Manifest, MemberReport, Observer, PayloadReport, SubgraphReport};
-use neff::manifest::{Entry, IoTensor};
+use neff::loader::{DebugLine, Manifest, MemberReport, Observer, PayloadReport, SubgraphReport, SubgraphTables};
+use neff::manifest::{Entry, IoTensor, KbinDmaHeader, SbCarveout};
 
 /// The producer metadata member whose `tool_version` names the compiler (spec §10.1).
 pub const INFO_JSON: &str = "info.json";
@@ -215,5 +215,21 @@ impl<A: Observer + ?Sized, B: Observer + ?Sized> Observer for Tee<'_, A, B> {
     fn subgraph(&mut self, subgraph: &SubgraphReport<'_>) {
         self.first.subgraph(subgraph);
         self.second.subgraph(subgraph);
+    }
+    fn debug(&mut self, line: &DebugLine<'_>) {
+        self.first.debug(line);
+        self.second.debug(line);
+    }
+    fn dma_queue(&mut self, member: &str, name: &str, queue: &KbinDmaHeader) {
+        self.first.dma_queue(member, name, queue);
+        self.second.dma_queue(member, name, queue);
+    }
+    fn carveout(&mut self, member: &str, index: u16, carveout: &SbCarveout) {
+        self.first.carveout(member, index, carveout);
+        self.second.carveout(member, index, carveout);
+    }
+    fn subgraph_tables(&mut self, member: &str, tables: &SubgraphTables) {
+        self.first.subgraph_tables(member, tables);
+        self.second.subgraph_tables(member, tables);
     }
 }

@@ -8,6 +8,8 @@ use neff::archive::{Archive, OpenOptions};
 use neff::error::WarningSink;
 use neff::hal::RegionId;
 use neff::header::{DigestOrder, HashAlgorithm, HashValue, Integrity};
+#[cfg(feature = "defmt")]
+use neff::loader::DebugLine;
 use neff::loader::{LoadOptions, LoadReport, Loader, Observer, PayloadReport, PayloadState};
 use neff::manifest::{Arch, STRING_SCRATCH};
 
@@ -163,6 +165,15 @@ impl Observer for Checker<'_> {
             return;
         }
         self.failure = self.check(p).err();
+    }
+
+    /// libnrt's debug lines, at defmt's debug level as libnrt logs them (compiled in with
+    /// `DEFMT_LOG=debug`; the image's default, `info`, leaves them out at no cost).
+    #[cfg(feature = "defmt")]
+    fn debug(&mut self, line: &DebugLine<'_>) {
+        match line {
+            DebugLine::KelfNode { kelf } => defmt::debug!("Found KELF node: {=str}", kelf),
+        }
     }
 }
 

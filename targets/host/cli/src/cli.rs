@@ -9,6 +9,12 @@ use clap_complete::Shell;
 ///
 /// Every verb reads its FILE as a stream through a fixed-size buffer. Exit status: 0 ok,
 /// 1 the input was rejected, 2 a usage error or a path that cannot be read or written.
+///
+/// Environment: the verbs that load read the runtime's own fp8 overrides,
+/// NEURON_RT_DBG_FP8_RANGE_EXT, NEURON_RT_DBG_FP8_EMAX_E4M3, NEURON_RT_DBG_FP8_EMAX_E5M2,
+/// NEURON_RT_DBG_OCP_FP8_SAT, NEURON_RT_DBG_FP8_SIS and NEURON_RT_DBG_FP8_SNS (flags 0 or 1,
+/// exponents as numbers), and put each in place of every subgraph's fp8_conversion_config
+/// value, as libnrt does.
 #[derive(Debug, Parser)]
 #[command(name = "neff", version, propagate_version = true)]
 pub struct Cli {

@@ -4,8 +4,10 @@
 use std::cell::Cell;
 
 use neff::hal::{AllocRequest, Hal, HalError, RegionId};
-use neff::loader::{LoadReport, Loader, Manifest, Observer, PayloadReport, SubgraphReport};
-use neff::manifest::{Arch, Entry, IoTensor};
+use neff::loader::{
+    DebugLine, LoadReport, Loader, Manifest, MemberReport, Observer, PayloadReport, SubgraphReport, SubgraphTables,
+};
+use neff::manifest::{Arch, Entry, IoTensor, KbinDmaHeader, SbCarveout};
 use neff::sim::SimDevice;
 
 use super::collected::Collected;
@@ -141,6 +143,27 @@ impl<D: Observer + ?Sized> Observer for Learning<'_, '_, D> {
     }
     fn subgraph(&mut self, subgraph: &SubgraphReport<'_>) {
         self.observer.subgraph(subgraph);
+    }
+    fn member(&mut self, member: &MemberReport<'_>) -> bool {
+        self.observer.member(member)
+    }
+    fn member_bytes(&mut self, bytes: &[u8]) {
+        self.observer.member_bytes(bytes);
+    }
+    fn member_end(&mut self) {
+        self.observer.member_end();
+    }
+    fn debug(&mut self, line: &DebugLine<'_>) {
+        self.observer.debug(line);
+    }
+    fn dma_queue(&mut self, member: &str, name: &str, queue: &KbinDmaHeader) {
+        self.observer.dma_queue(member, name, queue);
+    }
+    fn carveout(&mut self, member: &str, index: u16, carveout: &SbCarveout) {
+        self.observer.carveout(member, index, carveout);
+    }
+    fn subgraph_tables(&mut self, member: &str, tables: &SubgraphTables) {
+        self.observer.subgraph_tables(member, tables);
     }
 }
 

@@ -88,6 +88,21 @@ pub struct Pass {
     pub needs: neff::loader::Needs,
 }
 
+/// The runtime's debug overrides of the fp8 conversion config, read from its own environment
+/// variables (`NEURON_RT_DBG_FP8_RANGE_EXT`, `..._EMAX_E4M3`, `..._EMAX_E5M2`,
+/// `NEURON_RT_DBG_OCP_FP8_SAT`, `NEURON_RT_DBG_FP8_SIS`, `NEURON_RT_DBG_FP8_SNS`), as libnrt
+/// reads them. A value the variable cannot take is a usage error naming it.
+pub fn fp8_overrides() -> Result<neff::manifest::def::Fp8Overrides, CliError> {
+    let mut overrides = neff::manifest::def::Fp8Overrides::default();
+    for name in neff::manifest::def::Fp8Overrides::VARIABLES {
+        if let Some(value) = std::env::var_os(name) {
+            let value = value.to_string_lossy();
+            overrides.set(name, &value).map_err(|e| CliError::Usage { message: format!("{name}={value}: {e}") })?;
+        }
+    }
+    Ok(overrides)
+}
+
 /// What a pass is asked for besides its target.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PassOptions {
@@ -235,6 +250,36 @@ impl<A: Observer, B: Observer> Observer for Both<A, B> {
         self.0.subgraph(subgraph);
         self.1.subgraph(subgraph);
     }
+    fn member(&mut self, member: &neff::loader::MemberReport<'_>) -> bool {
+        // Both are asked; the body goes to both when either asked (each ignores what it did
+        // not ask for: the observers here ask for none).
+        let first = self.0.member(member);
+        self.1.member(member) | first
+    }
+    fn member_bytes(&mut self, bytes: &[u8]) {
+        self.0.member_bytes(bytes);
+        self.1.member_bytes(bytes);
+    }
+    fn member_end(&mut self) {
+        self.0.member_end();
+        self.1.member_end();
+    }
+    fn debug(&mut self, line: &neff::loader::DebugLine<'_>) {
+        self.0.debug(line);
+        self.1.debug(line);
+    }
+    fn dma_queue(&mut self, member: &str, name: &str, queue: &neff::manifest::KbinDmaHeader) {
+        self.0.dma_queue(member, name, queue);
+        self.1.dma_queue(member, name, queue);
+    }
+    fn carveout(&mut self, member: &str, index: u16, carveout: &neff::manifest::SbCarveout) {
+        self.0.carveout(member, index, carveout);
+        self.1.carveout(member, index, carveout);
+    }
+    fn subgraph_tables(&mut self, member: &str, tables: &neff::loader::SubgraphTables) {
+        self.0.subgraph_tables(member, tables);
+        self.1.subgraph_tables(member, tables);
+    }
 }
 
 /// Runs `pass` on a thread with a large stack ([`LOADER_STACK`]).
@@ -334,7 +379,7 @@ fn run_pass(
     let mut whole_names = vec![0u8; WHOLE_NAMES_BYTES];
     let storage =
         Storage { arena: &mut arena, replay: &mut replay, deferred: &mut deferred, whole_names: &mut whole_names };
-    let mut loader = Box::new(Loader::with_storage(storage, LoadOptions { allow_legacy }));
+    let mut loader = Box::new(Loader::with_storage(storage, LoadOptions { allow_legacy, fp8: fp8_overrides()? }));
     let mut summary = LoadReport::new();
     // Only `info` (a check whose observer keeps the details) prints the manifests' entries.
     let mut collected = Collected::new(details);
