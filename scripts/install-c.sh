@@ -1,21 +1,21 @@
 #!/usr/bin/env bash
-# Builds the C library (ffi/, release) and installs it under PREFIX:
+# Builds the C library (targets/c/, release) and installs it under PREFIX:
 #   PREFIX/include/neff.h, neff_codes.h, neff_schema.h
 #   PREFIX/lib/libneff.a                 the static library, only neff_* global (c-static-lib.sh)
-#   PREFIX/lib/libneff.so.X.Y.Z          the shared library, SONAME libneff.so.X (ffi/build.rs),
+#   PREFIX/lib/libneff.so.X.Y.Z          the shared library, SONAME libneff.so.X (targets/c/build.rs),
 #   PREFIX/lib/libneff.so.X, libneff.so  with its two links
 #   PREFIX/lib/pkgconfig/neff.pc         for `pkg-config --cflags --libs neff`
 # Usage: scripts/install-c.sh PREFIX
 set -euo pipefail
 cd "$(dirname "$0")/.."
 prefix=$(realpath -m "${1:?usage: scripts/install-c.sh PREFIX}")
-(cd ffi && cargo build --quiet --release --lib)
-version=$(sed -n 's/^version = "\(.*\)"$/\1/p' ffi/Cargo.toml | head -n1)
+(cd targets/c && cargo build --quiet --release --lib)
+version=$(sed -n 's/^version = "\(.*\)"$/\1/p' targets/c/Cargo.toml | head -n1)
 major=${version%%.*}
 mkdir -p "$prefix/include" "$prefix/lib/pkgconfig"
-install -m 644 include/neff.h include/neff_codes.h include/neff_schema.h "$prefix/include/"
-scripts/c-static-lib.sh ffi/target/release/libneff_ffi.a "$prefix/lib/libneff.a"
-install -m 755 ffi/target/release/libneff_ffi.so "$prefix/lib/libneff.so.$version"
+install -m 644 targets/c/include/neff.h targets/c/include/neff_codes.h targets/c/include/neff_schema.h "$prefix/include/"
+scripts/c-static-lib.sh targets/c/target/release/libneff_ffi.a "$prefix/lib/libneff.a"
+install -m 755 targets/c/target/release/libneff_ffi.so "$prefix/lib/libneff.so.$version"
 ln -sfn "libneff.so.$version" "$prefix/lib/libneff.so.$major"
 ln -sfn "libneff.so.$major" "$prefix/lib/libneff.so"
 # The library needs nothing but the C library (memcpy, memset, abort): no Libs.private.

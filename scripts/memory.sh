@@ -2,7 +2,7 @@
 # Peak RSS of the `neff` command, whole process (/usr/bin/time -v), for `info`, `check` and
 # `load --digest-only`: on matmul_large.neff and on the NEFF of about 408 MB that the load
 # bench writes (matmul_large's members repeated; written once under target/tmp).
-# The README's memory figures come from this script.
+# The memory figures of docs/benchmarks.md come from this script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -12,7 +12,7 @@
 #   scripts/qemu-profile.sh ELF [N]    the totals, then the N (default 25) functions that run
 #                                      the most instructions: instructions, blocks, name
 #
-# The README's firmware section quotes figures made with it.
+# docs/firmware.md quotes figures made with it.
 set -euo pipefail
 elf=$1
 top=${2:-25}

@@ -5,7 +5,7 @@
 #   - the core builds (for the host and for thumbv7em) and its tests pass (the library's, the
 #     refusal table's, the codes', the manifest checks'), with the new refusal raised, numbered
 #     999 (the end of the manifest's hundred, clear of the real ones), worded as its row says,
-#     listed in docs/refusals.md, docs/error-codes.md and include/neff_codes.h;
+#     listed in docs/refusals.md, docs/error-codes.md and targets/c/include/neff_codes.h;
 #   - the files that changed are the row, the check and the test, and the three rendered
 #     documents: no enum, `code()`, `status()`, `Display` arm or doc row was written by hand.
 set -euo pipefail
@@ -88,12 +88,12 @@ if ! cargo test -q -p neff --lib --test drill --test refusals_table --test error
   echo "refusal drill: the core's tests failed with the added refusal" >&2
   exit 1
 fi
-grep -q 'NEFF_ERR_MANIFEST_VAR_TOO_LARGE = 999,' include/neff_codes.h
+grep -q 'NEFF_ERR_MANIFEST_VAR_TOO_LARGE = 999,' targets/c/include/neff_codes.h
 grep -q '| 999 | `Manifest(VarTooLarge)` |' docs/error-codes.md
 grep -q '| `ManifestError::VarTooLarge` | `var {var} has size {size}, above 2^48 bytes` |' docs/refusals.md
 changed=$(git status --porcelain | awk '{print $2}' | sort | tr '\n' ' ')
 echo "refusal drill: changed files: $changed"
-want="docs/error-codes.md docs/refusals.md include/neff_codes.h schema/errors.toml src/manifest/def.rs tests/drill.rs "
+want="docs/error-codes.md docs/refusals.md targets/c/include/neff_codes.h schema/errors.toml src/manifest/def.rs tests/drill.rs "
 [ "$changed" = "$want" ] || { echo "refusal drill: expected only $want" >&2; exit 1; }
 git add -A && git diff --cached --stat
 echo "refusal drill: passed"

@@ -6,10 +6,10 @@
 #   - the files that changed are schema/def.toml (the edit) and schema/README.md (generated):
 #     no table, footprint or hand-written code needed touching.
 # Then a second drill, from the same base: a field appended to a published layout
-# (`kbin_mem_ref_set_t`) reaches the C header (include/neff_schema.h, regenerated), whose
+# (`kbin_mem_ref_set_t`) reaches the C header (targets/c/include/neff_schema.h, regenerated), whose
 # _Static_asserts hold under the host cc (and arm-none-eabi-gcc when present), as the Rust
 # side's assertions hold in the core's build; only schema/layouts.toml, schema/README.md and
-# include/neff_schema.h change.
+# targets/c/include/neff_schema.h change.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/scratch-copy.sh
@@ -87,9 +87,9 @@ open("schema/layouts.toml", "w").write(text[:end].rstrip("\n") + "\n" + field + 
 PY
 NEFF_UPDATE_SCHEMA_DOC=1 cargo test -q -p neff --test manifest_schema_doc >/dev/null
 cargo build -q -p neff --target thumbv7em-none-eabihf --release
-cargo run -q -p neff-schema-codegen --example c-header -- schema >include/neff_schema.h
-grep -q 'uint64_t drill_extra;' include/neff_schema.h || { echo "schema drill: the new field is not in the C header" >&2; exit 1; }
-grep -q 'NEFF_SCHEMA_ASSERT(offsetof(kbin_mem_ref_set_t, drill_extra) == 24' include/neff_schema.h ||
+cargo run -q -p neff-schema-codegen --example c-header -- schema >targets/c/include/neff_schema.h
+grep -q 'uint64_t drill_extra;' targets/c/include/neff_schema.h || { echo "schema drill: the new field is not in the C header" >&2; exit 1; }
+grep -q 'NEFF_SCHEMA_ASSERT(offsetof(kbin_mem_ref_set_t, drill_extra) == 24' targets/c/include/neff_schema.h ||
   { echo "schema drill: the new field's offset is not asserted in the C header" >&2; exit 1; }
 printf '#include "neff_schema.h"\nint main(void) { kbin_mem_ref_set_t t = {0}; t.drill_extra = 1; return (int)t.drill_extra - 1; }\n' >"$tmp/drill.c"
 cc -std=c11 -Wall -Werror -Iinclude "$tmp/drill.c" -o "$tmp/drill" && "$tmp/drill"
@@ -98,7 +98,7 @@ if command -v arm-none-eabi-gcc >/dev/null 2>&1; then
 fi
 changed=$(git status --porcelain | awk '{print $2}' | sort | tr '\n' ' ')
 echo "schema drill (layout): changed files: $changed"
-[ "$changed" = "include/neff_schema.h schema/README.md schema/layouts.toml " ] ||
-  { echo "schema drill (layout): expected only schema/layouts.toml, schema/README.md and include/neff_schema.h to change" >&2; exit 1; }
+[ "$changed" = "targets/c/include/neff_schema.h schema/README.md schema/layouts.toml " ] ||
+  { echo "schema drill (layout): expected only schema/layouts.toml, schema/README.md and targets/c/include/neff_schema.h to change" >&2; exit 1; }
 git diff --stat
 echo "schema drill (layout): passed; the C header's assertions hold"

@@ -74,10 +74,23 @@ cargo clippy --workspace --all-targets -- -D warnings
 
 step "install: the README's cargo install line, into a temporary root"
 install_root=$(mktemp -d)
-cargo install --locked --path targets/host --root "$install_root" --quiet
+cargo install --locked --path targets/host/cli --root "$install_root" --quiet
 "$install_root/bin/neff" --version
 "$install_root/bin/neff" load >/dev/null
 rm -rf "$install_root"
+
+step "cargo package: each crate as a registry would get it, and nothing it must not ship"
+# Packaged together, so that a crate's path dependencies resolve to the others, and each built
+# from its package alone (what it ships is enough to build it); --allow-dirty because a working
+# tree under test may hold edits. Then: no fixtures, no build output, no corpus in any of them.
+cargo package --workspace --allow-dirty --quiet
+for crate in $(cargo metadata --no-deps --format-version 1 | grep -o '"name":"neff[a-z-]*","version"' | cut -d'"' -f4); do
+  shipped=$(cargo package --list --allow-dirty -p "$crate" 2>/dev/null)
+  if grep -E '(^|/)(target|fixtures|corpus|artifacts)/' <<<"$shipped"; then
+    echo "cargo package -p $crate would ship the files above" >&2
+    exit 1
+  fi
+done
 
 step "schema drill: one key added to var entries changes only schema/ (scripts/schema-drill.sh)"
 ./scripts/schema-drill.sh
@@ -89,20 +102,20 @@ step "no_std core for thumbv7em-none-eabihf (with and without defmt)"
 cargo build -p neff --target thumbv7em-none-eabihf --release
 cargo build -p neff --target thumbv7em-none-eabihf --release --features defmt
 
-step "C ABI (ffi/): formatting, clippy, unit tests, no_std static library for thumbv7em"
+step "C ABI (targets/c/): formatting, clippy, unit tests, no_std static library for thumbv7em"
 # Its own workspace (panic = "abort" for the no_std static library).
-(cd ffi && cargo fmt --check && cargo clippy --all-targets -- -D warnings && cargo test)
+(cd targets/c && cargo fmt --check && cargo clippy --all-targets -- -D warnings && cargo test)
 # The stack sizes the library reports are measured per build: the release build's too.
-(cd ffi && cargo test --release stack)
-(cd ffi && cargo build --release --lib --target thumbv7em-none-eabihf)
+(cd targets/c && cargo test --release stack)
+(cd targets/c && cargo build --release --lib --target thumbv7em-none-eabihf)
 
 step "C ABI under Miri (nightly): the FFI tests, raw pointers and callbacks checked"
 rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
 rustup component list --toolchain nightly --installed | grep -q '^miri' ||
   rustup component add --toolchain nightly miri rust-src
-(cd ffi && cargo +nightly miri test)
+(cd targets/c && cargo +nightly miri test)
 
-step "include/neff.h is what cbindgen generates; the C host program under ASan and UBSan (scripts/test-ffi.sh)"
+step "targets/c/include/neff.h is what cbindgen generates; the C host program under ASan and UBSan (scripts/test-ffi.sh)"
 # Pinned: the checked-in header is this version's output.
 command -v cbindgen >/dev/null 2>&1 && [ "$(cbindgen --version)" = "cbindgen 0.29.4" ] ||
   cargo install cbindgen --version 0.29.4 --locked --force
@@ -194,12 +207,12 @@ python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || apt_install python3-venv
 venv=target/python-venv
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 # ziglang: maturin links the wheel with zig against glibc 2.17 (manylinux2014).
-"$venv/bin/python" -m pip install -q --upgrade maturin ziglang numpy ml_dtypes pytest mypy
+"$venv/bin/python" -m pip install -q --upgrade maturin ziglang numpy ml_dtypes pytest mypy abi3audit
 rm -rf target/python-wheels
 (cd targets/python && PATH="$PWD/../../$venv/bin:$PATH" "../../$venv/bin/maturin" build --release -q --zig \
   --compatibility manylinux2014 -i "../../$venv/bin/python" -o ../../target/python-wheels)
 command -v objdump >/dev/null 2>&1 || apt_install binutils
-./scripts/check-wheel.sh target/python-wheels/neff-*.whl
+PATH="$PWD/$venv/bin:$PATH" ./scripts/check-wheel.sh target/python-wheels/neff-*.whl
 "$venv/bin/python" -m pip install -q --force-reinstall --no-deps target/python-wheels/neff-*.whl
 # The sdist installs with pip alone, in a fresh venv (pip fetches maturin; cargo compiles).
 rm -rf target/python-sdist target/python-sdist-venv

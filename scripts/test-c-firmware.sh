@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The C firmware image (ffi/firmware/): a C `main` built with arm-none-eabi-gcc, linked with the
+# The C firmware image (targets/c/firmware/): a C `main` built with arm-none-eabi-gcc, linked with the
 # no_std static library for thumbv7em, loads the Rust image's NEFFs (targets/qemu-m4: both nkipy
 # files, a bf16 trainium-kernel-fusion one, and the big model its build.rs generates) under
-# qemu-system-arm, laid out as the Rust image (see ffi/firmware/memory.ld for its budget). Its per-NEFF summary lines must equal the
+# qemu-system-arm, laid out as the Rust image (see targets/c/firmware/memory.ld for its budget). Its per-NEFF summary lines must equal the
 # Rust image's, and its .text must stay within 132 KiB.
 # Needs: gcc-arm-none-eabi, libnewlib-arm-none-eabi (memcpy and friends), qemu-system-arm,
 # zlib1g-dev and libxxhash-dev (the host-side expectations), llvm (llvm-size).
@@ -14,7 +14,7 @@ if [ ! -d "$fixtures" ]; then
   echo "test-c-firmware: skipped: $fixtures absent"
   exit 0
 fi
-out=ffi/target/c-firmware
+out=targets/c/target/c-firmware
 mkdir -p "$out"
 
 # The Rust image: its output to compare with, and the big model its build.rs generated.
@@ -24,7 +24,7 @@ generated=$(ls -td targets/qemu-m4/target/thumbv7em-none-eabihf/release/build/ne
 cache=../shared/fixtures/training-cache/neuronxcc-2.14.227.0+2d4f85be
 
 # What the C image must find, computed on the host without the core.
-cc -std=c11 -O2 -Wall -Wextra -Werror ffi/firmware/gen_fixtures.c -lz -o "$out/gen_fixtures"
+cc -std=c11 -O2 -Wall -Wextra -Werror targets/c/firmware/gen_fixtures.c -lz -o "$out/gen_fixtures"
 md5() {
   python3 -c 'import hashlib, struct, sys
 b = open(sys.argv[1], "rb").read()
@@ -51,19 +51,19 @@ done
 mkdir -p "$out/xxhash"
 ln -sf /usr/include/xxhash.h "$out/xxhash/xxhash.h"
 
-# The static library, LTO'd at opt-level z (ffi/Cargo.toml's firmware profile), then the image.
+# The static library, LTO'd at opt-level z (targets/c/Cargo.toml's firmware profile), then the image.
 # Its arena built in (string scratch + 32 KiB of records, as the Rust image's): a local of the
 # frame that loads, after the open, where a lent one would be live during the open too.
-(cd ffi && NEFF_FFI_BUILTIN_ARENA=37888 cargo build --profile firmware --lib --target thumbv7em-none-eabihf)
+(cd targets/c && NEFF_FFI_BUILTIN_ARENA=37888 cargo build --profile firmware --lib --target thumbv7em-none-eabihf)
 # As a firmware team links it: one object whose only global symbols are neff_* (no compiler
 # built-in of the library's can clash with the toolchain's libgcc).
-scripts/c-static-lib.sh ffi/target/thumbv7em-none-eabihf/firmware/libneff_ffi.a "$out/libneff.a" arm-none-eabi-
+scripts/c-static-lib.sh targets/c/target/thumbv7em-none-eabihf/firmware/libneff_ffi.a "$out/libneff.a" arm-none-eabi-
 echo "libneff.a (thumbv7em): global symbols: $(arm-none-eabi-nm -g --defined-only "$out/libneff.a" | awk 'NF == 3 { print $3 }' | tr '\n' ' ')"
 flags=(-mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16 -Os -g -std=c11 -Wall -Wextra -Werror
-  -ffunction-sections -fdata-sections -ffreestanding -Iinclude -Iffi/firmware -I"$out/xxhash")
-arm-none-eabi-gcc "${flags[@]}" -nostartfiles -T ffi/firmware/memory.ld -Wl,--gc-sections \
+  -ffunction-sections -fdata-sections -ffreestanding -Itargets/c/include -Itargets/c/firmware -I"$out/xxhash")
+arm-none-eabi-gcc "${flags[@]}" -nostartfiles -T targets/c/firmware/memory.ld -Wl,--gc-sections \
   -Wl,-Map="$out/neff-c-firmware.map" -Wl,--no-warn-execstack --specs=nano.specs \
-  ffi/firmware/startup.c ffi/firmware/main.c "$out/fixtures.c" "$out/fixtures.S" \
+  targets/c/firmware/startup.c targets/c/firmware/main.c "$out/fixtures.c" "$out/fixtures.S" \
   "$out/libneff.a" -lc -lgcc -o "$out/neff-c-firmware.elf"
 # The image writes with SYS_WRITE0, which QEMU sends to its stderr.
 c_log=$(timeout 120 qemu-system-arm -cpu cortex-m4 -machine mps2-an386 -nographic \

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# The C ABI from C, on the host: builds the no_std static library (ffi/), checks that
-# include/neff.h is what it generates, then builds ffi/c/host_load.c with the system cc under
+# The C ABI from C, on the host: builds the no_std static library (targets/c/), checks that
+# targets/c/include/neff.h is what it generates, then builds targets/c/tests/host_load.c with the system cc under
 # AddressSanitizer and UBSan, linked against the static library, and runs it on both nkipy
 # NEFFs and every shared real NEFF (found by walking ../shared/fixtures/public); then the same
 # program against the shared library (cdylib) on the small NEFF. neff_info's document on every
 # NEFF is compared with `neff info --json` (the host command, built here). Before that: the
 # headers compile as C99, C11, C2x and C++17 for x86-64, i386, armv7 and Cortex-M with their
 # _Static_asserts, and the library is installed under a prefix (scripts/install-c.sh) whose
-# pkg-config file the programs are built with, the README's way; both libraries export neff_*
+# pkg-config file the programs are built with, docs/c.md's way; both libraries export neff_*
 # only, and the shared one is named by its SONAME. Needs zlib and libxxhash headers (Debian:
 # zlib1g-dev, libxxhash-dev), pkg-config, cbindgen, and the cross compilers
 # (gcc-arm-linux-gnueabihf, g++-arm-linux-gnueabihf, gcc-arm-none-eabi).
@@ -34,14 +34,14 @@ for spec in "${targets[@]}"; do
     command -v "$tool" >/dev/null || { echo "test-ffi: $tool not found (see the header of this script)" >&2; exit 1; }
   done
   for std in c99 c11 c2x; do
-    printf '#include "neff.h"\n' | $c -std=$std -Wall -Wextra -Werror -pedantic -fsyntax-only -Iinclude -x c -
+    printf '#include "neff.h"\n' | $c -std=$std -Wall -Wextra -Werror -pedantic -fsyntax-only -Itargets/c/include -x c -
   done
-  printf '#include "neff.h"\n' | $cxx -std=c++17 -Wall -Wextra -Werror -pedantic -fsyntax-only -Iinclude -x c++ -
+  printf '#include "neff.h"\n' | $cxx -std=c++17 -Wall -Wextra -Werror -pedantic -fsyntax-only -Itargets/c/include -x c++ -
   echo "test-ffi: neff.h compiles for $name as C99, C11, C2x and C++17"
 done
 
-# Installed under a prefix, as the README says; then every global symbol checked.
-out=ffi/target/c
+# Installed under a prefix, as docs/c.md says; then every global symbol checked.
+out=targets/c/target/c
 prefix=$(pwd)/$out/prefix
 rm -rf "$prefix"
 mkdir -p "$out"
@@ -65,7 +65,7 @@ echo "test-ffi: libneff.so SONAME $soname; pkg-config: $(pkg-config --cflags --l
 
 # The static library: the program names libneff.a itself (-lneff would take the .so).
 cc -std=c11 -Wall -Wextra -Werror -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
-  -fno-sanitize-recover=undefined $(pkg-config --cflags neff) ffi/c/host_load.c "$lib/libneff.a" -lz \
+  -fno-sanitize-recover=undefined $(pkg-config --cflags neff) targets/c/tests/host_load.c "$lib/libneff.a" -lz \
   -o "$out/host_load"
 mapfile -t neffs < <(find "$fixtures" -name '*.neff' | sort)
 # matmul_small first: the refusal checks damage the first NEFF named.
@@ -98,9 +98,9 @@ PY
   i=$((i + 1))
 done
 
-# The shared library too: the same program, built with the README's link line, on the small NEFF;
+# The shared library too: the same program, built with docs/c.md's link line, on the small NEFF;
 # it must ask for libneff.so.0 (the SONAME), found through the installed prefix.
-cc -std=c11 -Wall -Wextra -Werror -O1 ffi/c/host_load.c $(pkg-config --cflags --libs neff) -lz \
+cc -std=c11 -Wall -Wextra -Werror -O1 targets/c/tests/host_load.c $(pkg-config --cflags --libs neff) -lz \
   -Wl,-rpath,"$(pkg-config --variable=libdir neff)" -o "$out/host_load_shared"
 readelf -d "$out/host_load_shared" | grep -q 'Shared library: \[libneff.so.0\]' ||
   { echo "test-ffi: the program does not ask for libneff.so.0" >&2; exit 1; }

@@ -1,6 +1,6 @@
 //! `docs/refusals.md` lists every refusal and every warning the loader can give, one row per
 //! variant (issue 17 §3: no refusal without a source). Both it, `docs/error-codes.md` and the C
-//! header `include/neff_codes.h` are rendered from `schema/errors.toml`, the table the layers'
+//! header `targets/c/include/neff_codes.h` are rendered from `schema/errors.toml`, the table the layers'
 //! enums are generated from; rerun with `NEFF_UPDATE_SCHEMA_DOC=1` after editing the table.
 //!
 //! This test fails on a checked-in file that is not what the table renders, and holds the table
@@ -458,9 +458,11 @@ fn ids_under(
 fn the_rendered_files_are_up_to_date() {
     let update = std::env::var("NEFF_UPDATE_SCHEMA_DOC").is_ok();
     let mut stale = Vec::new();
-    for (rel, want) in
-        [("docs/refusals.md", REFUSALS_MD), ("docs/error-codes.md", ERROR_CODES_MD), ("include/neff_codes.h", C_HEADER)]
-    {
+    for (rel, want) in [
+        ("docs/refusals.md", REFUSALS_MD),
+        ("docs/error-codes.md", ERROR_CODES_MD),
+        ("targets/c/include/neff_codes.h", C_HEADER),
+    ] {
         let path = root().join(rel);
         if update {
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();

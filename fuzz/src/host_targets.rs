@@ -1,10 +1,10 @@
 //! Fuzz target bodies for the `neff` command: `unpack`'s member-path sanitiser.
 //!
-//! This file is also compiled by `targets/host/tests/fuzz_replay.rs` with `#[path]`.
+//! This file is also compiled by `targets/host/cli/tests/fuzz_replay.rs` with `#[path]`.
 
 use std::path::{Component, Path};
 
-use neff_cli::commands::unpack::safe_components;
+use neff_host::safe_path::safe_components;
 
 /// `unpack_path`: whatever the member path, an accepted one stays under the output directory:
 /// relative, only normal components, none of them empty, `.`, `..`, or holding `\` or NUL, and
@@ -36,7 +36,7 @@ pub fn unpack_path(data: &[u8]) {
 pub fn gzip_parallel(data: &[u8]) {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(0);
-    let fields = neff_cli::writer::HeaderFields::new("fuzz.neff", [7; 16], 1);
+    let fields = neff_host::writer::HeaderFields::new("fuzz.neff", [7; 16], 1);
     let Ok(header) = fields.encode(data.len() as u64, &[0; 32]) else { return };
     let path = std::env::temp_dir().join(format!(
         "neff-fuzz-gzip-{}-{}.neff",
@@ -51,7 +51,7 @@ pub fn gzip_parallel(data: &[u8]) {
     let chunk = 64 + u64::from(data.first().copied().unwrap_or(0)) * 2;
     let (serial, serial_end) = inflate_file(&path, None, 1 << 24);
     for threads in [2, 3] {
-        let par = neff_cli::inflate::parallel::Parallelism { threads, chunk };
+        let par = neff_host::inflate::parallel::Parallelism { threads, chunk };
         let (out, end) = inflate_file(&path, Some(par), 1 << 24);
         assert_eq!(end, serial_end, "{threads} threads, chunk {chunk}");
         let common = out.len().min(serial.len());
@@ -70,13 +70,13 @@ pub fn gzip_parallel(data: &[u8]) {
 /// inflated stream limited to `max_inflated` bytes. The parallel inflate tests use it too.
 pub fn inflate_file(
     path: &Path,
-    par: Option<neff_cli::inflate::parallel::Parallelism>,
+    par: Option<neff_host::inflate::parallel::Parallelism>,
     max_inflated: u64,
 ) -> (Vec<u8>, String) {
     use embedded_io::BufRead as _;
     use neff::archive::{Container, OpenOptions};
-    use neff_cli::inflate::parallel::{Deferred, HostInflater, ParallelInflate};
-    use neff_cli::source::{FileSource, InputSource};
+    use neff_host::inflate::parallel::{Deferred, HostInflater, ParallelInflate};
+    use neff_host::source::{FileSource, InputSource};
     let Ok(source) = FileSource::open(path) else { return (Vec::new(), "unreadable".into()) };
     let size = source.size();
     let opts = OpenOptions { max_inflated, ..OpenOptions::default() };
@@ -85,7 +85,7 @@ pub fn inflate_file(
         (Some(par), Ok(file)) => {
             HostInflater::Parallel(Box::new(ParallelInflate::new(file, size, &opts, par, &deferred)))
         }
-        _ => HostInflater::Serial(neff_cli::inflate::ZlibRs::new()),
+        _ => HostInflater::Serial(neff_host::inflate::ZlibRs::new()),
     };
     let mut warnings = Vec::new();
     let mut sink = |w: &neff::Warning| warnings.push(format!("{w:?}"));

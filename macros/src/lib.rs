@@ -57,7 +57,7 @@ pub fn refusal_messages(input: TokenStream) -> TokenStream {
 }
 
 /// `refusal_table!("schema/errors.toml")`: the rows as `CodeRow` constants and the rendered
-/// documents (docs/refusals.md, docs/error-codes.md, include/neff_codes.h) as strings.
+/// documents (docs/refusals.md, docs/error-codes.md, targets/c/include/neff_codes.h) as strings.
 #[proc_macro]
 pub fn refusal_table(input: TokenStream) -> TokenStream {
     expand_errors(input, None)

@@ -1,6 +1,6 @@
 //! The refusal table as data: every stable code with its C name, kind, status and message, for
 //! bindings (C, Python) and tools, and the documents rendered from it (`docs/refusals.md`,
-//! `docs/error-codes.md`, `include/neff_codes.h`), which `tests/refusals_table.rs` holds the
+//! `docs/error-codes.md`, `targets/c/include/neff_codes.h`), which `tests/refusals_table.rs` holds the
 //! checked-in files to. All of it comes from `schema/errors.toml`.
 //!
 //! Constants only: nothing here is linked into an image that does not read it.
@@ -13,7 +13,7 @@ pub struct CodeRow {
     /// The stable number ([`ErrorKind::code`](crate::ErrorKind::code),
     /// [`WarningKind::code`](crate::WarningKind::code)).
     pub code: u16,
-    /// The C enumerator (`NEFF_ERR_MANIFEST_ARCH_MISMATCH`), as in `include/neff_codes.h`.
+    /// The C enumerator (`NEFF_ERR_MANIFEST_ARCH_MISMATCH`), as in `targets/c/include/neff_codes.h`.
     pub c_name: &'static str,
     /// The Rust kind: `Manifest(ArchMismatch)`, `Io(TimedOut)`, `Truncated`.
     pub kind: &'static str,

@@ -5,8 +5,10 @@
 //! the tar (and a definition's own `dma` before its `var`), older ones `pool.json` after it.
 //! What is remembered, in the arena, is what the tar order makes necessary, no more:
 //!
-//! - a reference met before its definition waits as a [`DmaRefRec`] (its name and where it
-//!   was), and is checked when the definition has been read;
+//! - a reference met before its definition waits as a [`PendingRef`], once per member and
+//!   name (its first use: where it was, its key path, the name's tail), in the device's
+//!   notebook when the `Hal` lends one, else in the arena, and is checked when the definition
+//!   has been read;
 //! - a definition's queue and variable names are collected as 64-bit fingerprints in the
 //!   arena's scratch while it streams, sorted at its end, and kept (8 bytes a name) only when
 //!   an engine JSON it names is still to come; a reference read then is checked on the spot.

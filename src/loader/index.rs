@@ -22,8 +22,9 @@
 //! name bytes); any other payload one [`PayloadRec`] and its member path; a manifest one
 //! [`ManifestRec`] and its path. A payload that landed has a [`Landing`] besides, which
 //! [`Landings`] keeps in the device's notebook when the `Hal` lends one (nothing in the arena),
-//! else in the arena ([`Landing::SIZE`] bytes). The README's memory section has the whole
-//! formula, and `targets/host/tests/arena.rs` checks it against the measured peak.
+//! else in the arena ([`Landing::SIZE`] bytes). `docs/firmware.md` ("The arena a model needs")
+//! has the whole formula, and `targets/host/cli/tests/arena.rs` checks it against the measured
+//! peak.
 
 use super::dma::{NameTable, Pending};
 use crate::arena::{Arena, List, Reader, Record, Span, Writer, NIL};

@@ -3,7 +3,7 @@
 //! checks each against what its damage must give; the CLI's inflate-path test loads every one
 //! both ways.
 //!
-//! Each generator has a `_cases` form that says what was damaged and where, so a test can
+//! Each generator has a `*_cases` form (`damaged_manifest_cases`) that says what was damaged and where, so a test can
 //! work out the expected outcome of each case from its damage.
 #![allow(dead_code)]
 

@@ -1,4 +1,4 @@
-//! Prints `include/neff_schema.h`, the C form of a schema directory's enums and layouts:
+//! Prints `targets/c/include/neff_schema.h`, the C form of a schema directory's enums and layouts:
 //! `cargo run -p neff-schema-codegen --example c-header -- schema` (scripts/gen-header.sh).
 fn main() {
     let dir = std::env::args().nth(1).unwrap_or_else(|| "schema".into());

@@ -1,4 +1,4 @@
-//! The C side of the schema: `include/neff_schema.h`, the published `repr(C)` layouts and the
+//! The C side of the schema: `targets/c/include/neff_schema.h`, the published `repr(C)` layouts and the
 //! discriminator enums, as C declarations with `_Static_assert`s on every size and offset. The
 //! same checked schema feeds the Rust items ([`crate::gen`]), so one line of `schema/` reaches
 //! Rust, C and the docs. `scripts/gen-header.sh` writes the file (through the `c-header`

@@ -1,7 +1,7 @@
 //! The refusal table (`schema/errors.toml`): every error and warning of the core, one row each,
 //! and what is generated from it: the layers' enums with `code()` and `status()`, their
 //! `Display`, the rows as data, `docs/refusals.md`, `docs/error-codes.md` and the C header
-//! `include/neff_codes.h`.
+//! `targets/c/include/neff_codes.h`.
 //!
 //! The enums keep the `defmt::Format` derive, so a firmware log prints them as before; the
 //! `Display` arms are the messages of the rows, a Rust format string each.
@@ -992,7 +992,7 @@ impl Errors {
             pub const REFUSALS_MD: &str = #refusals;
             /// `docs/error-codes.md` as the table renders it.
             pub const ERROR_CODES_MD: &str = #codes;
-            /// `include/neff_codes.h` as the table renders it.
+            /// `targets/c/include/neff_codes.h` as the table renders it.
             pub const C_HEADER: &str = #header;
             #track
         )
@@ -1073,7 +1073,7 @@ impl Errors {
         s
     }
 
-    /// `include/neff_codes.h`.
+    /// `targets/c/include/neff_codes.h`.
     pub fn render_c_header(&self) -> String {
         let mut s = String::new();
         s.push_str(

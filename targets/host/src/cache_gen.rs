@@ -23,7 +23,7 @@ use std::path::Path;
 /// A generated Neuron compile cache: `entries` entries under a root, cycling through every
 /// state `neff cache` tells apart (spread over two compiler versions and both layouts), each
 /// ok one holding a copy of one NEFF. `cargo run -p neff-cli --example scale-cache -- DIR N`
-/// writes one; the cache tests and the README's `cache` timing use it.
+/// writes one; the cache tests and the timing in `docs/neff-cache.md` use it.
 #[derive(Debug, Clone, Copy)]
 pub struct CacheTree<'a> {
     /// How many entries.

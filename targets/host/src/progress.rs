@@ -1,11 +1,15 @@
 //! Progress bars for long verbs (unpack, pack, load of big files), counted in bytes.
 //!
 //! A bar is drawn only when stderr is a terminal: in a pipe or under a test nothing is
-//! printed, so scripts and logs see only results, errors and warnings.
+//! printed, so scripts and logs see only results, errors and warnings. Without the `progress`
+//! feature (a binding's build) no bar is ever drawn and indicatif is not linked.
 
 use std::io::IsTerminal;
 
+#[cfg(feature = "progress")]
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressFinish, ProgressStyle};
+#[cfg(not(feature = "progress"))]
+use quiet::ProgressBar;
 
 /// Files smaller than this finish before a bar would be worth drawing.
 pub const MIN_BYTES_FOR_BAR: u64 = 4 * 1024 * 1024;
@@ -28,6 +32,17 @@ impl Progress {
         if total < MIN_BYTES_FOR_BAR || !std::io::stderr().is_terminal() {
             return Self::hidden();
         }
+        #[cfg(not(feature = "progress"))]
+        {
+            let _ = what;
+            Self::hidden()
+        }
+        #[cfg(feature = "progress")]
+        Self::drawn(what, total)
+    }
+
+    #[cfg(feature = "progress")]
+    fn drawn(what: &str, total: u64) -> Self {
         // Cleared when the last handle drops, on success or on error alike.
         let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr())
             .with_finish(ProgressFinish::AndClear);
@@ -88,6 +103,17 @@ impl ItemProgress {
         if !show || !std::io::stderr().is_terminal() {
             return Self { bar: None, start, shown: false };
         }
+        #[cfg(not(feature = "progress"))]
+        {
+            let _ = (what, total);
+            Self { bar: None, start, shown: false }
+        }
+        #[cfg(feature = "progress")]
+        Self::drawn(what, total, start)
+    }
+
+    #[cfg(feature = "progress")]
+    fn drawn(what: &str, total: u64, start: std::time::Instant) -> Self {
         // Hidden until the delay has passed; cleared when it drops, on success or on error.
         let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::hidden())
             .with_finish(ProgressFinish::AndClear);
@@ -105,6 +131,7 @@ impl ItemProgress {
         bar.inc(1);
         if !self.shown && self.start.elapsed() >= ITEMS_DELAY {
             self.shown = true;
+            #[cfg(feature = "progress")]
             bar.set_draw_target(ProgressDrawTarget::stderr());
         }
     }
@@ -113,6 +140,30 @@ impl ItemProgress {
     pub fn finish(&self) {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
+        }
+    }
+}
+
+/// The bar of a build without the `progress` feature: a type with no values, so every bar
+/// method above compiles and none can run.
+#[cfg(not(feature = "progress"))]
+mod quiet {
+    /// No bar.
+    #[derive(Clone)]
+    pub enum ProgressBar {}
+
+    impl ProgressBar {
+        pub fn set_length(&self, _total: u64) {
+            match *self {}
+        }
+        pub fn set_position(&self, _done: u64) {
+            match *self {}
+        }
+        pub fn inc(&self, _n: u64) {
+            match *self {}
+        }
+        pub fn finish_and_clear(&self) {
+            match *self {}
         }
     }
 }

@@ -80,13 +80,13 @@ enum Edit {
 /// Builds the sample NEFF, or a variant of it.
 ///
 /// ```
-/// use neff_cli::sample::SampleBuilder;
+/// use neff_host::sample::SampleBuilder;
 /// # fn main() -> std::io::Result<()> {
 /// let good = SampleBuilder::new().build()?;
 /// let v2 = SampleBuilder::new().target("sunda").build()?;
 /// let no_def = SampleBuilder::new().drop_member("sg01/def.json").build()?;
 /// let bad = SampleBuilder::new().replace_text("sg00/def.json", "\"size\":16384", "\"size\":\"big\"").build()?;
-/// assert_eq!(good.as_slice(), neff_cli::SAMPLE_NEFF);
+/// assert_eq!(good.as_slice(), neff_host::SAMPLE_NEFF);
 /// assert!(no_def != good && bad != good && v2 != good);
 /// # Ok(())
 /// # }

@@ -8,6 +8,7 @@ use std::fs::File;
 use std::io::{self, BufRead as _, BufReader, Read as _};
 use std::path::Path;
 
+use crate::error::CliError;
 use crate::progress::Progress;
 
 /// Size of the read buffer (the only buffer between the file and the core).
@@ -232,5 +233,26 @@ impl io::BufRead for InputSource {
             InputSource::Sample(b) => io::BufRead::consume(b, amt),
             InputSource::Reader(r, _) => r.consume(amt),
         }
+    }
+}
+/// Opens FILE for streaming (exit 2 when it cannot be opened), with a progress bar labelled
+/// `what` when the file is big and stderr is a terminal.
+pub fn open_input(path: &Path, what: &str) -> Result<InputSource, CliError> {
+    let source = FileSource::open(path).map_err(|e| CliError::path(path, &e))?;
+    let progress = Progress::for_bytes(what, source.size());
+    Ok(InputSource::File(source.with_progress(progress)))
+}
+
+/// Opens FILE for streaming (exit 2 when it cannot be opened) with no bar of its own: one of
+/// many files read at once, whose count [`crate::progress::ItemProgress`] shows instead.
+pub fn open_input_quiet(path: &Path) -> Result<InputSource, CliError> {
+    Ok(InputSource::File(FileSource::open(path).map_err(|e| CliError::path(path, &e))?))
+}
+
+/// FILE, or the built-in sample NEFF when FILE is absent. Returns the source and a label.
+pub fn open_input_or_sample(path: Option<&Path>, what: &str) -> Result<(InputSource, String), CliError> {
+    match path {
+        Some(p) => Ok((open_input(p, what)?, p.display().to_string())),
+        None => Ok((InputSource::Sample(crate::SAMPLE_NEFF), "built-in sample NEFF".into())),
     }
 }

@@ -1,6 +1,6 @@
 //! `neff._neff`: the native half of the Python package `neff`.
 //!
-//! Each function runs the same code as a verb of the `neff` command (the `neff_cli` library)
+//! Each function runs the same code as a verb of the `neff` command (the `neff_host` library)
 //! with the GIL released, and hands back what that verb's `--json` prints, as JSON text the
 //! Python half parses (`json.loads` keeps the key order), plus the warnings the pass raised as
 //! `NeffWarning` objects. A refusal is a `NeffError` with the core's fields; a path that cannot
@@ -15,13 +15,12 @@ use std::sync::Mutex;
 use std::thread::JoinHandle;
 
 use neff::npy::{NpyFeed, NpyParser};
-use neff_cli::commands as verbs;
-use neff_cli::error::{CliError, Fault};
-use neff_cli::header_view::HeaderView;
-use neff_cli::index::MemberIndex;
-use neff_cli::loading::{self, PassOptions, Target};
-use neff_cli::source::{FileSource, InputSource, READ_BUFFER};
-use neff_cli::walk::{self, body_error, Visitor};
+use neff_host::error::{CliError, Fault};
+use neff_host::header_view::HeaderView;
+use neff_host::index::MemberIndex;
+use neff_host::loading::{self, PassOptions, Request, Target};
+use neff_host::source::{FileSource, InputSource, READ_BUFFER};
+use neff_host::walk::{self, body_error, Visitor};
 use pyo3::exceptions::{PyException, PyKeyError, PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
@@ -82,7 +81,7 @@ fn neff_error(
 /// picks the subclass, `FileNotFoundError`, ...), or the message alone without an errno.
 fn os_error(py: Python<'_>, e: &io::Error, filename: &str) -> PyResult<PyErr> {
     let Some(errno) = e.raw_os_error() else {
-        let err = PyOSError::new_err(format!("{filename}: {}", neff_cli::error::io_message(e)));
+        let err = PyOSError::new_err(format!("{filename}: {}", neff_host::error::io_message(e)));
         err.value(py).setattr("filename", filename)?;
         return Ok(err);
     };
@@ -101,7 +100,7 @@ impl Failure {
             Failure::Cli(CliError::Rejected { message, hints, fault }) => {
                 // The same hints as the command's (the failed-compile marker's too).
                 let (message, hints, fault) = match filename {
-                    Some(path) => match verbs::cache::with_marker_hint(
+                    Some(path) => match neff_host::cache::with_marker_hint(
                         CliError::Rejected { message, hints, fault },
                         std::path::Path::new(path),
                     ) {
@@ -254,8 +253,8 @@ fn json_text(value: &impl serde::Serialize) -> Result<String, Failure> {
 /// family: `cayman`, `v3`, `trn2`).
 fn arch_named(name: Option<&str>) -> PyResult<Option<neff::manifest::Arch>> {
     let Some(name) = name else { return Ok(None) };
-    match neff_cli::cli::Arch::named(name) {
-        Some(arch) => Ok(Some(loading::arch_of(arch))),
+    match loading::arch_named(name) {
+        Some(arch) => Ok(Some(arch)),
         None => Err(PyValueError::new_err(format!(
             "arch {name:?}: expected sunda|v2|trn1|inf2, cayman|v3|trn2 or mariana|v4|trn3"
         ))),
@@ -269,13 +268,9 @@ fn info(py: Python<'_>, src: &Bound<'_, PyAny>, verify: bool) -> PyResult<(Strin
     let input = Input::extract(src)?;
     answer_of(py, input.filename(), move || {
         let source = input.open()?;
-        let size = source.size();
-        let mut pass = loading::run_info(
-            source,
-            size,
-            PassOptions { verify, keep_warning_records: true, ..PassOptions::default() },
-        )?;
-        let doc = verbs::info::info_json(&mut pass);
+        let options = PassOptions { verify, keep_warning_records: true, ..PassOptions::default() };
+        let mut pass = loading::run(source, Request::info().with(options))?;
+        let doc = neff_host::info::info_json(&mut pass);
         Ok((json_text(&doc)?, std::mem::take(&mut pass.warning_records), std::mem::take(&mut pass.warnings)))
     })
 }
@@ -295,30 +290,9 @@ fn check(
     answer_of(py, input.filename(), move || {
         let label = input.label();
         let source = input.open()?;
-        let size = source.size();
-        let mut pass = loading::run(
-            source,
-            size,
-            Target::Check(arch),
-            PassOptions { allow_legacy, verify, keep_warning_records: true, ..PassOptions::default() },
-        )?;
-        let r = &pass.report;
-        let doc = serde_json::json!({
-            "file": label,
-            "target": r.target.as_str(),
-            "arch": arch.map(|a| a.as_str()),
-            "subgraphs": r.subgraphs.len(),
-            "members": pass.finish.members,
-            "manifests": pass.collected.manifests,
-            "payloads": r.payloads.len(),
-            "payload_bytes": r.payloads.iter().map(|p| p.len).sum::<u64>(),
-            "tar_bytes": r.inflated_bytes,
-            // Every warning the pass raised (the header's and the archive's too, which the
-            // loader's own count leaves out).
-            "warnings": pass.warnings.len(),
-            "verify": verify.then(|| neff_cli::integrity::verify_text(&pass.header, &pass.finish.integrity)),
-            "time_ms": pass.elapsed.as_secs_f64() * 1e3,
-        });
+        let options = PassOptions { allow_legacy, verify, keep_warning_records: true, ..PassOptions::default() };
+        let mut pass = loading::run(source, Request::check().onto(Target::Check(arch)).with(options))?;
+        let doc = neff_host::report::check_json(&label, arch, &pass, verify);
         Ok((json_text(&doc)?, std::mem::take(&mut pass.warning_records), std::mem::take(&mut pass.warnings)))
     })
 }
@@ -340,20 +314,15 @@ fn load(
         None => loading::DeviceArch::NeffTarget,
     };
     let target = if digest_only {
-        Target::DigestOnly { arch: device_arch, capacity: verbs::load::DIGEST_ONLY_CAPACITY, notebook: 0 }
+        Target::DigestOnly { arch: device_arch, capacity: neff_host::report::DIGEST_ONLY_CAPACITY, notebook: 0 }
     } else {
-        Target::Memory { arch: device_arch, bytes: device_mem.unwrap_or(verbs::load::DEFAULT_DEVICE_MEM) }
+        Target::Memory { arch: device_arch, bytes: device_mem.unwrap_or(neff_host::report::DEFAULT_DEVICE_MEM) }
     };
     answer_of(py, input.filename(), move || {
         let source = input.open()?;
-        let size = source.size();
-        let mut pass = loading::run(
-            source,
-            size,
-            target,
-            PassOptions { verify, keep_warning_records: true, ..PassOptions::default() },
-        )?;
-        let doc = verbs::load::report_json(&pass)?;
+        let options = PassOptions { verify, keep_warning_records: true, ..PassOptions::default() };
+        let mut pass = loading::run(source, Request::check().onto(target).with(options))?;
+        let doc = neff_host::report::report_json(&pass)?;
         Ok((json_text(&doc)?, std::mem::take(&mut pass.warning_records), std::mem::take(&mut pass.warnings)))
     })
 }
@@ -365,8 +334,8 @@ fn mem(py: Python<'_>, src: &Bound<'_, PyAny>, profiling: bool) -> PyResult<(Str
     let input = Input::extract(src)?;
     answer_of(py, input.filename(), move || {
         let label = input.label();
-        let file = verbs::mem::mem_of_source(input.open()?, label, profiling)?;
-        Ok((json_text(&verbs::mem::document(&[file]))?, Vec::new(), Vec::new()))
+        let file = neff_host::mem::mem_of_source(input.open()?, label, profiling)?;
+        Ok((json_text(&neff_host::mem::document(&[file]))?, Vec::new(), Vec::new()))
     })
 }
 
@@ -380,12 +349,12 @@ fn diff(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<
             let label = input.label();
             let filename = input.filename();
             let side = (|| -> Result<_, Failure> {
-                let (pass, consumed) = verbs::consumed_pass_of(input.open()?)?;
-                Ok(verbs::diff::side(label, &pass, consumed)?)
+                let (pass, consumed) = loading::consumed_pass_of(input.open()?)?;
+                Ok(neff_host::diff::side(label, &pass, consumed)?)
             })();
             sides.push(side.map_err(|e| Failure::Of(filename, Box::new(e)))?);
         }
-        Ok((json_text(&verbs::diff::compare(&sides[0], &sides[1]))?, Vec::new(), Vec::new()))
+        Ok((json_text(&neff_host::diff::compare(&sides[0], &sides[1]))?, Vec::new(), Vec::new()))
     })
 }
 
@@ -394,9 +363,9 @@ fn diff(py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<
 #[pyo3(signature = (dir=None))]
 fn cache(py: Python<'_>, dir: Option<PathBuf>) -> PyResult<(String, Vec<PyObject>)> {
     answer(py, move || {
-        let root = verbs::cache::root(dir.as_deref())?;
-        let entries = verbs::cache::scan(&root)?;
-        Ok((json_text(&verbs::cache::document(&root, &entries))?, Vec::new(), Vec::new()))
+        let root = neff_host::cache::root(dir.as_deref())?;
+        let entries = neff_host::cache::scan(&root)?;
+        Ok((json_text(&neff_host::cache::document(&root, &entries))?, Vec::new(), Vec::new()))
     })
 }
 
@@ -405,8 +374,8 @@ fn cache(py: Python<'_>, dir: Option<PathBuf>) -> PyResult<(String, Vec<PyObject
 fn members(py: Python<'_>, src: &Bound<'_, PyAny>) -> PyResult<(String, Vec<PyObject>)> {
     let input = Input::extract(src)?;
     answer_of(py, input.filename(), move || {
-        let (mut pass, consumed) = verbs::consumed_pass_of(input.open()?)?;
-        let rows = verbs::ls::rows(&pass, &consumed);
+        let (mut pass, consumed) = loading::consumed_pass_of(input.open()?)?;
+        let rows = neff_host::ls::rows(&pass, &consumed);
         Ok((json_text(&rows)?, std::mem::take(&mut pass.warning_records), std::mem::take(&mut pass.warnings)))
     })
 }
@@ -469,10 +438,9 @@ fn weight_vars(py: Python<'_>, src: &Bound<'_, PyAny>) -> PyResult<WeightVars> {
     let filename = input.filename();
     let found = py.allow_threads(move || -> Result<_, Failure> {
         let source = input.open()?;
-        let size = source.size();
-        let mut pass =
-            loading::run_info(source, size, PassOptions { keep_warning_records: true, ..PassOptions::default() })?;
-        let doc = verbs::info::info_json(&mut pass);
+        let options = PassOptions { keep_warning_records: true, ..PassOptions::default() };
+        let mut pass = loading::run(source, Request::info().with(options))?;
+        let doc = neff_host::info::info_json(&mut pass);
         let mut pairs = Vec::new();
         for sg in doc.subgraphs {
             let dir = neff::loader::dir_of(&sg.definition);
@@ -746,20 +714,20 @@ fn open(py: Python<'_>, src: &Bound<'_, PyAny>) -> PyResult<(Opened, Vec<PyObjec
     };
     let opened = py.allow_threads(move || -> Result<_, Failure> {
         let source = input.open()?;
-        let size = source.size();
-        let (mut pass, both, recorder) = loading::run_indexed(
-            source,
-            size,
-            Target::Check(None),
-            true,
-            Some(neff_cli::tap::TapOptions::members()),
-            PassOptions { keep_warning_records: true, ..PassOptions::default() },
-            loading::Both(neff_cli::consumed::ConsumedValues::new(), verbs::mem::VirtualExtents::default()),
-        )?;
+        let recorder = neff_host::index::Recorder::default();
+        let request = Request {
+            details: true,
+            tap: Some(neff_host::tap::TapOptions::members()),
+            index: Some(recorder.clone()),
+            options: PassOptions { keep_warning_records: true, ..PassOptions::default() },
+            ..Request::check()
+        };
+        let both = loading::Both(neff_host::consumed::ConsumedValues::new(), neff_host::mem::VirtualExtents::default());
+        let (mut pass, both) = loading::run_observed(source, request, both)?;
         let loading::Both(consumed, extents) = both;
-        let rows = verbs::ls::rows(&pass, &consumed);
+        let rows = neff_host::ls::rows(&pass, &consumed);
         let mem = [false, true].map(|profiling| {
-            json_text(&verbs::mem::document(&[verbs::mem::file_mem(label.clone(), &pass, &extents, profiling)]))
+            json_text(&neff_host::mem::document(&[neff_host::mem::file_mem(label.clone(), &pass, &extents, profiling)]))
         });
         let [Ok(mem_plain), Ok(mem_profiling)] = mem else {
             return Err(Failure::Cli(CliError::rejected("the mem document could not be written")));
@@ -772,7 +740,7 @@ fn open(py: Python<'_>, src: &Bound<'_, PyAny>) -> PyResult<(Opened, Vec<PyObjec
             }
             Stored::Bytes(b) => MemberIndex::new(&recorder, records, &mut io::Cursor::new(b.as_slice())),
         };
-        let doc = verbs::info::info_json(&mut pass);
+        let doc = neff_host::info::info_json(&mut pass);
         let mut weight_vars = Vec::new();
         for sg in &doc.subgraphs {
             let dir = neff::loader::dir_of(&sg.definition);
@@ -806,7 +774,7 @@ fn open(py: Python<'_>, src: &Bound<'_, PyAny>) -> PyResult<(Opened, Vec<PyObjec
 #[pymodule]
 fn _neff(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // Warnings reach Python through `warnings.warn`, not as lines on stderr.
-    neff_cli::error::set_warnings_to_stderr(false);
+    neff_host::error::set_warnings_to_stderr(false);
     m.add_function(wrap_pyfunction!(info, m)?)?;
     m.add_function(wrap_pyfunction!(check, m)?)?;
     m.add_function(wrap_pyfunction!(load, m)?)?;
@@ -820,7 +788,7 @@ fn _neff(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NpyStream>()?;
     m.add_class::<Opened>()?;
     m.add_function(wrap_pyfunction!(open, m)?)?;
-    m.add("INDEX_SPACING", neff_cli::index::SPACING)?;
-    m.add("INDEX_MAX_CHECKPOINTS", neff_cli::index::MAX_CHECKPOINTS)?;
+    m.add("INDEX_SPACING", neff_host::index::SPACING)?;
+    m.add("INDEX_MAX_CHECKPOINTS", neff_host::index::MAX_CHECKPOINTS)?;
     Ok(())
 }

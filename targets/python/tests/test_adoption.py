@@ -8,12 +8,13 @@ import mmap
 import multiprocessing
 import pickle
 import sys
+import typing
 
 import numpy as np
 import pytest
 
 import neff
-from conftest import run_neff
+from conftest import need, real_neffs, run_neff, FIXTURES
 
 NEFF_ERROR_FIELDS = (
     "message", "code", "status", "status_code", "stage", "member", "key_path", "offset",
@@ -221,3 +222,54 @@ def test_a_failed_compiles_marker_says_so_in_the_error(tmp_path):
     # The same hint as the command's.
     status, _, stderr = run_neff("check", str(marker), ok=(1, 2))
     assert "marker for a failed compile" in stderr
+
+
+def _keys_match(doc, typed, where):
+    """Every key of `doc` is one `typed` names, and every one it names is there; nested
+    TypedDicts (and lists and Optionals of them) are followed."""
+    hints = typing.get_type_hints(typed)
+    assert set(doc) == set(hints), (where, sorted(doc), sorted(hints))
+    for key, hint in hints.items():
+        value, kinds = doc[key], [hint]
+        if typing.get_origin(hint) is typing.Union:
+            kinds = [k for k in typing.get_args(hint) if k is not type(None)]
+        for kind in kinds:
+            if typing.get_origin(kind) is list and typing.is_typeddict(typing.get_args(kind)[0]):
+                for i, item in enumerate(value or []):
+                    _keys_match(item, typing.get_args(kind)[0], f"{where}.{key}[{i}]")
+            elif typing.is_typeddict(kind) and value is not None:
+                _keys_match(value, kind, f"{where}.{key}")
+
+
+def test_nested_typed_dicts_name_every_key_of_the_real_documents():
+    need(FIXTURES, "../shared/fixtures/public")
+    paths = real_neffs()
+    for path in paths:
+        _keys_match(neff.info(path), neff.Info, f"info({path.name})")
+        _keys_match(neff.mem(path), neff.Mem, f"mem({path.name})")
+    # A pair that differs in every view: header, members, values, I/O and payloads.
+    a, b = paths[0], paths[-1]
+    d = neff.diff(a, b)
+    assert not d["same"] and d["header"] and d["members"]["added"] + d["members"]["removed"]
+    _keys_match(d, neff.Diff, "diff")
+
+
+def test_typed_dicts_catch_a_misspelt_nested_key(tmp_path):
+    mypy = pytest.importorskip("mypy.api")
+    good = tmp_path / "good.py"
+    good.write_text(
+        "import neff\n"
+        'i = neff.info("m.neff")\n'
+        'print(i["subgraphs"][0]["vars"][0]["var_id"] + 1, i["header"]["lnc_size"] + 1)\n'
+        'print(neff.mem("m.neff")["cores"][0]["usage"]["Weights"] + 1)\n'
+    )
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        "import neff\n"
+        'i = neff.info("m.neff")\n'
+        'print(i["subgraphs"][0]["vras"], i["header"]["lnc"], neff.mem("m.neff")["cores"][0]["totl"])\n'
+    )
+    out, _, status = mypy.run(["--strict", "--cache-dir=/dev/null", str(good)])
+    assert status == 0, out
+    out, _, status = mypy.run(["--strict", "--cache-dir=/dev/null", str(bad)])
+    assert status == 1 and '"vras"' in out and '"lnc"' in out and '"totl"' in out, out

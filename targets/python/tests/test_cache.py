@@ -1,7 +1,7 @@
 """`neff.cache()` against `neff cache --json`: the real 2.14 training cache of
 ../shared/fixtures/training-cache and generated caches of every layout and age (the
 `scale-cache` example, $SCALE_CACHE_BIN, default target/debug/examples/scale-cache); the typed
-result (`neff.Cache`) names every field the command prints; the README's recipe "is my model in
+result (`neff.Cache`) names every field the command prints; docs/python.md's recipe "is my model in
 the cache?" finds the model on every layout."""
 
 import json
@@ -88,9 +88,9 @@ def test_a_generated_cache_of_every_layout_and_age(tmp_path):
     assert {e["layout"] for e in got["entries"]} == {"libneuronxla", "vllm-neuron"}
 
 
-def readme_recipe():
-    """The Python block of the README's "is it in my cache?" recipe."""
-    text = (REPO / "README.md").read_text()
+def docs_recipe():
+    """The Python block of docs/python.md's "is it in my cache?" recipe."""
+    text = (REPO / "docs" / "python.md").read_text()
     at = text.index("How much device memory does this cached model need, and is it in my cache?")
     match = re.search(r"```python\n(.*?)```", text[at:], re.S)
     assert match, "the recipe's code block"
@@ -98,7 +98,7 @@ def readme_recipe():
 
 
 @pytest.mark.parametrize("preset", ["training-2.14-small", "mixed"])
-def test_the_readme_recipe_finds_the_model_on_every_layout(tmp_path, preset):
+def test_the_docs_recipe_finds_the_model_on_every_layout(tmp_path, preset):
     root = generated(tmp_path, preset)
     doc = cli_json("cache", root, "--json")
     ok = [e["path"] for e in doc["entries"] if e["state"] == "ok"]
@@ -109,7 +109,7 @@ def test_the_readme_recipe_finds_the_model_on_every_layout(tmp_path, preset):
     work.mkdir()
     (work / "model.neff").write_bytes((root / first["neff"]["path"]).read_bytes())
     env = dict(os.environ, NEURON_COMPILE_CACHE_URL=str(root))
-    done = subprocess.run([sys.executable, "-c", readme_recipe()], cwd=work, env=env, capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-c", docs_recipe()], cwd=work, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     last = done.stdout.splitlines()[-1]
     assert last.startswith("in the cache: "), done.stdout

@@ -46,7 +46,7 @@ include!(concat!(env!("OUT_DIR"), "/fixtures.rs"));
 /// The arena's records, where the loader keeps what binding needs: the public real NEFFs take
 /// about 3 KiB, the generated big model 32,088 bytes (13,500 of it a 15-byte record, link
 /// included, and a 12-byte name per weight, 10 KiB the I/O join of its `neff.json` at the end;
-/// the README's memory section has the formula), and the largest need is the `neff.json` I/O
+/// `docs/firmware.md` has the formula), and the largest need is the `neff.json` I/O
 /// join of the real training NEFF with 1,312 I/O tensors (`MODULE_6855667900855398127`):
 /// 36,479 bytes, its log of tagged varints and a 10-byte note per output head. DMA references
 /// that wait for their `def.json` (29,581 in the largest real NEFF here) and what the loader

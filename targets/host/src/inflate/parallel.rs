@@ -51,11 +51,11 @@ use crate::source::{InputSource, READ_BUFFER};
 /// than 2 MiB.
 pub const CHUNK_BYTES: u64 = 2 << 20;
 /// The file size from which the parallel path is taken: below it, threads cost more than they
-/// save (measured: see the README's section on loading performance).
+/// save (measured: see `docs/benchmarks.md`, "Parallel inflate").
 pub const PARALLEL_MIN_BYTES: u64 = 64 << 20;
 /// Whether a big file ([`PARALLEL_MIN_BYTES`] or more) is inflated in parallel without
 /// `--threads` when the host has two cores or more: on, with [`DEFAULT_MAX_THREADS`] workers
-/// (`--threads 1` keeps one thread; see the README for the figures).
+/// (`--threads 1` keeps one thread; `docs/benchmarks.md` has the figures).
 pub const PARALLEL_BY_DEFAULT: bool = true;
 /// Workers when `--threads` is not given (and [`PARALLEL_BY_DEFAULT`]): each holds a chunk's
 /// output, so memory grows with them (two keep a load under 64 MiB; four took 99 MiB), and

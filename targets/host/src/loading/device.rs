@@ -48,6 +48,13 @@ pub enum Target {
     },
 }
 
+impl Default for Target {
+    /// A check with no arch.
+    fn default() -> Self {
+        Target::Check(None)
+    }
+}
+
 /// Which arch a simulated device has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DeviceArch {

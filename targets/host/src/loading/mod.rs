@@ -27,6 +27,7 @@ use neff::manifest::Arch;
 use neff::sim::SimDevice;
 use neff::{Stage, WarningKind};
 
+use crate::consumed::ConsumedValues;
 use crate::error::{print_warning, CliError};
 use crate::header_view::HeaderView;
 use crate::inflate::{open_archive_with, Inflation};
@@ -108,71 +109,105 @@ pub struct PassOptions {
     pub keep_warning_records: bool,
 }
 
-/// Runs the loader over `source` (a NEFF of `size` bytes) on a thread with a large stack.
-pub fn run(source: InputSource, size: u64, target: Target, options: PassOptions) -> Result<Pass, CliError> {
-    run_with(source, size, target, options, Inflation::for_this_host(size))
+/// One pass, asked for: what it loads onto, what it keeps, how it inflates. Every pass of the
+/// command, the Python package and the tests is one of these given to [`run`] or
+/// [`run_observed`].
+#[derive(Debug, Clone, Default)]
+pub struct Request {
+    /// Where the payloads go (a check by default).
+    pub target: Target,
+    /// What the pass accepts and keeps besides its target.
+    pub options: PassOptions,
+    /// Keep the manifests' entries in [`Collected`] as `info` prints them (an observer that
+    /// keeps only what it needs keeps memory flat without them).
+    pub details: bool,
+    /// The tar tap: the member log and the captured members ([`Pass::members`]).
+    pub tap: Option<TapOptions>,
+    /// Keep inflate checkpoints for a member index ([`crate::index::MemberIndex`], built from
+    /// this recorder and the tap's member list): the pass inflates with miniz_oxide.
+    pub index: Option<crate::index::Recorder>,
+    /// How the input is inflated; `None` chooses for this host and the input's size
+    /// ([`Inflation::for_this_host`]). Tests compare the ways.
+    pub inflation: Option<Inflation>,
 }
 
-/// `neff info`'s pass: a check that keeps every manifest entry `info` prints, and `info.json`
-/// (the compiler's version) from the tar tap.
-pub fn run_info(source: InputSource, size: u64, options: PassOptions) -> Result<Pass, CliError> {
-    let inflation = Inflation::for_this_host(size);
-    let tap = Some(TapOptions::producer());
-    spawn(move || run_here(source, size, Target::Check(None), options, inflation, true, tap, &mut NoObserver))
+impl Request {
+    /// A check: everything a load validates, no device.
+    pub fn check() -> Self {
+        Self::default()
+    }
+
+    /// `neff info`'s pass: a check that keeps every manifest entry `info` prints, and
+    /// `info.json` (the compiler's version) from the tar tap.
+    pub fn info() -> Self {
+        Self { details: true, tap: Some(TapOptions::producer()), ..Self::default() }
+    }
+
+    /// What `ls`, `diff` and the bindings read of a NEFF: a check that goes on past a refusal
+    /// of the manifests ([`PassOptions::keep_going`]) and lists every member.
+    pub fn consumed() -> Self {
+        Self {
+            tap: Some(TapOptions::members()),
+            options: PassOptions { keep_going: true, ..PassOptions::default() },
+            ..Self::default()
+        }
+    }
+
+    /// This request onto `target`.
+    pub fn onto(self, target: Target) -> Self {
+        Self { target, ..self }
+    }
+
+    /// This request with `options`.
+    pub fn with(self, options: PassOptions) -> Self {
+        Self { options, ..self }
+    }
+
+    /// The inflation a source of `size` bytes gets.
+    fn inflation_for(&self, size: u64) -> Inflation {
+        match (&self.index, &self.inflation) {
+            (Some(recorder), _) => Inflation::Indexing {
+                recorder: recorder.clone(),
+                threaded: !matches!(Inflation::for_this_host(size), Inflation::Inline),
+            },
+            (None, Some(inflation)) => inflation.clone(),
+            (None, None) => Inflation::for_this_host(size),
+        }
+    }
 }
 
-/// A pass whose observations also go to `extra` (after the pass's own collection), with the
-/// tar tap `tap` when given ([`Pass::members`]). `details` keeps the manifests' entries in
-/// [`Collected`] as `info` does; an `extra` that keeps only what it needs keeps memory flat.
+/// Runs the loader over `source` as `request` asks, on a thread with a large stack.
+pub fn run(source: InputSource, request: Request) -> Result<Pass, CliError> {
+    run_observed(source, request, NoObserver).map(|(pass, _)| pass)
+}
+
+/// [`run`], its observations also going to `extra` (after the pass's own collection), which
+/// is handed back with the pass.
 pub fn run_observed<O: Observer + Send + 'static>(
     source: InputSource,
-    size: u64,
-    target: Target,
-    details: bool,
-    tap: Option<TapOptions>,
-    options: PassOptions,
+    request: Request,
     mut extra: O,
 ) -> Result<(Pass, O), CliError> {
-    let inflation = Inflation::for_this_host(size);
+    let size = source.size();
+    let inflation = request.inflation_for(size);
+    let Request { target, options, details, tap, .. } = request;
     spawn(move || {
         let pass = run_here(source, size, target, options, inflation, details, tap, &mut extra)?;
         Ok((pass, extra))
     })
 }
 
-/// [`run_observed`] inflating with miniz_oxide while keeping inflate checkpoints: the pass of
-/// an opened NEFF, whose members are read later through a [`crate::index::MemberIndex`] built
-/// from the returned recorder and the tap's member list (`tap` should list the members).
-pub fn run_indexed<O: Observer + Send + 'static>(
-    source: InputSource,
-    size: u64,
-    target: Target,
-    details: bool,
-    tap: Option<TapOptions>,
-    options: PassOptions,
-    extra: O,
-) -> Result<(Pass, O, crate::index::Recorder), CliError> {
-    run_indexed_with(source, size, target, details, tap, options, extra, crate::index::Recorder::default())
+/// One check pass over `path` that keeps the consumed manifest values and the member log:
+/// what `ls` and `diff` read of a NEFF ([`Request::consumed`]). A refusal of the manifests
+/// does not end it (the archive itself sound): it is printed as a warning
+/// ([`Pass::refusal`]), and what was read before it is shown.
+pub fn consumed_pass(path: &std::path::Path, what: &str) -> Result<(Pass, ConsumedValues), CliError> {
+    consumed_pass_of(crate::source::open_input(path, what)?)
 }
 
-/// [`run_indexed`], recording into `recorder` (tests give one with a small spacing).
-#[allow(clippy::too_many_arguments)]
-pub fn run_indexed_with<O: Observer + Send + 'static>(
-    source: InputSource,
-    size: u64,
-    target: Target,
-    details: bool,
-    tap: Option<TapOptions>,
-    options: PassOptions,
-    mut extra: O,
-    recorder: crate::index::Recorder,
-) -> Result<(Pass, O, crate::index::Recorder), CliError> {
-    let threaded = !matches!(Inflation::for_this_host(size), Inflation::Inline);
-    let inflation = Inflation::Indexing { recorder: recorder.clone(), threaded };
-    spawn(move || {
-        let pass = run_here(source, size, target, options, inflation, details, tap, &mut extra)?;
-        Ok((pass, extra, recorder))
-    })
+/// [`consumed_pass`] over any input.
+pub fn consumed_pass_of(source: InputSource) -> Result<(Pass, ConsumedValues), CliError> {
+    run_observed(source, Request::consumed(), ConsumedValues::new())
 }
 
 /// Two observers as one, owned: each call goes to both, in order.
@@ -200,17 +235,6 @@ impl<A: Observer, B: Observer> Observer for Both<A, B> {
         self.0.subgraph(subgraph);
         self.1.subgraph(subgraph);
     }
-}
-
-/// [`run`], inflating as `inflation` says (tests compare both ways).
-pub fn run_with(
-    source: InputSource,
-    size: u64,
-    target: Target,
-    options: PassOptions,
-    inflation: Inflation,
-) -> Result<Pass, CliError> {
-    spawn(move || run_here(source, size, target, options, inflation, false, None, &mut NoObserver))
 }
 
 /// Runs `pass` on a thread with a large stack ([`LOADER_STACK`]).
@@ -391,4 +415,16 @@ fn run_pass(
 /// know no command line).
 pub fn arch_of(arch: impl Into<Arch>) -> Arch {
     arch.into()
+}
+
+/// The arch `text` names, as `--arch` and the bindings take it: the KELF's own names
+/// (codename or version: `cayman`, `v3`) or the instance family (`trn1` and `inf2` are sunda,
+/// `trn2` cayman, `trn3` mariana).
+pub fn arch_named(text: &str) -> Option<Arch> {
+    Arch::from_json(text).or(match text {
+        "trn1" | "inf2" => Some(Arch::Sunda),
+        "trn2" => Some(Arch::Cayman),
+        "trn3" => Some(Arch::Mariana),
+        _ => None,
+    })
 }

@@ -36,9 +36,29 @@ __all__ = [
     "Neff",
     "open",
     "Info",
+    "Header",
+    "Kelf",
+    "Tensor",
+    "Subgraph",
+    "Var",
+    "DmaQueue",
+    "Engine",
+    "Carveout",
+    "Fp8",
+    "Hash",
     "Mem",
     "MemCore",
     "Diff",
+    "DiffField",
+    "DiffMembers",
+    "DiffMember",
+    "DiffMemberBody",
+    "DiffChangedMember",
+    "DiffValue",
+    "DiffTensor",
+    "DiffTensorSide",
+    "DiffPayload",
+    "DiffPayloadSide",
     "Report",
     "LoadReport",
     "Payload",
@@ -207,24 +227,144 @@ class NeffWarning(UserWarning):
 Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, IO[bytes], Any]
 
 
+class Header(_TypedDict):
+    """The NEFF header (:class:`Info`'s ``header``), field by field."""
+
+    pkg_version: int
+    header_size: int
+    data_size: int
+    neff_version: str
+    build_version: str
+    num_tpb: int
+    uuid: str
+    name: str
+    requested_tpb_count: int
+    feature_bits: int
+    lnc_size: int
+
+
+class Kelf(_TypedDict):
+    """One KELF node (:class:`Info`'s ``kelf``): its member, version and target as written, and
+    the target's ``al_hal_tpb_arch_type`` (``None`` for ``*``)."""
+
+    member: str
+    version: Optional[str]
+    target: Optional[str]
+    arch: Optional[int]
+
+
+class Tensor(_TypedDict):
+    """An input or output of ``neff.json`` (:class:`Info`'s ``inputs`` and ``outputs``)."""
+
+    name: str
+    dtype: str
+    nrt_dtype: int
+    shape: List[int]
+    size: int
+
+
+#: A variable of a ``def.json`` (``type`` is a Python keyword, hence the functional form).
+Var = _TypedDict(
+    "Var",
+    {
+        "name": str,
+        "type": str,
+        "mr_type": Optional[int],
+        "var_id": int,
+        "size": Optional[int],
+        "alignment": Optional[int],
+        "file_name": Optional[str],
+        "backing_variable_off": Optional[int],
+    },
+)
+
+#: A DMA queue set of a ``def.json``.
+DmaQueue = _TypedDict(
+    "DmaQueue",
+    {
+        "name": str,
+        "type": str,
+        "ring_type": Optional[int],
+        "owner": Optional[str],
+        "num_queues": int,
+        "semaphores": List[int],
+    },
+)
+
+
+class Engine(_TypedDict):
+    """An engine of a subgraph: its JSON member and instruction stream."""
+
+    engine: str
+    json: str
+    instr: Optional[str]
+    instr_size: Optional[int]
+    ninstr: Optional[int]
+
+
+#: A state-buffer carveout of a ``def.json``.
+Carveout = _TypedDict(
+    "Carveout",
+    {"type": str, "offset": int, "size": int, "start_partition": int, "num_partitions": int},
+)
+
+
+class Fp8(_TypedDict):
+    """The FP8 policy of a subgraph."""
+
+    fp8_range_extension: bool
+    emax_fp8_e4m3: int
+    emax_fp8_e5m2: int
+    ocp_sat: bool
+    fp8_sis: bool
+    fp8_sns: bool
+
+
+class Subgraph(_TypedDict):
+    """One graph of a KELF and its ``def.json`` (:class:`Info`'s ``subgraphs``)."""
+
+    name: str
+    definition: str
+    version: Optional[str]
+    vars: List[Var]
+    dma_queues: List[DmaQueue]
+    engines: List[Engine]
+    carveouts: List[Carveout]
+    fp8: Optional[Fp8]
+
+
+class Hash(_TypedDict):
+    """The header hash: the stored value and the outcome of ``verify``."""
+
+    algorithm: Optional[str]
+    stored: str
+    result: str
+    order: Optional[str]
+    computed: Optional[str]
+
+
 class Info(_TypedDict):
     """What :func:`info` returns (``neff info --json``)."""
 
-    header: Dict[str, Any]
-    kelf: List[Dict[str, Any]]
-    inputs: List[Dict[str, Any]]
-    outputs: List[Dict[str, Any]]
-    subgraphs: List[Dict[str, Any]]
-    hash: Dict[str, Any]
+    header: Header
+    kelf: List[Kelf]
+    inputs: List[Tensor]
+    outputs: List[Tensor]
+    subgraphs: List[Subgraph]
+    hash: Hash
     compiler_version: Optional[str]
 
 
 class MemCore(_TypedDict):
-    """One physical NeuronCore of :class:`Mem` (``neff mem --json``'s ``cores``)."""
+    """One physical NeuronCore of :class:`Mem` (``neff mem --json``'s ``cores``): bytes by the
+    runtime's category, what the NEFF places and the runtime's own overhead (``None`` where the
+    arch has no measured constants)."""
 
     core: int
-    subgraph: Any
+    subgraph: Optional[str]
     usage: Dict[str, int]
+    from_neff: Dict[str, int]
+    runtime_overhead: Optional[Dict[str, int]]
     total: int
 
 
@@ -235,25 +375,105 @@ class Mem(_TypedDict):
     target: str
     compiler_version: Optional[str]
     runtime_overhead_source: str
-    cores: List[Dict[str, Any]]
+    cores: List[MemCore]
     total: int
 
 
-Diff = _TypedDict(
-    "Diff",
-    {
-        "a": str,
-        "b": str,
-        "same": bool,
-        "header": List[Dict[str, Any]],
-        "members": Dict[str, Any],
-        "manifests": List[Dict[str, Any]],
-        "io": List[Dict[str, Any]],
-        "io_order_differs": bool,
-        "payloads": List[Dict[str, Any]],
-    },
-)
-Diff.__doc__ = """What :func:`diff` returns (``neff diff --json``)."""
+class DiffField(_TypedDict):
+    """A header field that differs."""
+
+    field: str
+    a: Any
+    b: Any
+
+
+class DiffMember(_TypedDict):
+    """A member only one side has: its name, size and XXH3-64 digest."""
+
+    name: str
+    size: int
+    digest: str
+
+
+class DiffMemberBody(_TypedDict):
+    """One side of a changed member."""
+
+    size: int
+    digest: str
+
+
+class DiffChangedMember(_TypedDict):
+    """A member both sides have, with other bytes."""
+
+    name: str
+    a: DiffMemberBody
+    b: DiffMemberBody
+
+
+class DiffMembers(_TypedDict):
+    """The members added, removed and changed, and how many are the same."""
+
+    added: List[DiffMember]
+    removed: List[DiffMember]
+    changed: List[DiffChangedMember]
+    same: int
+
+
+class DiffValue(_TypedDict):
+    """A consumed manifest value that differs (``None`` where one side lacks it)."""
+
+    member: str
+    key: str
+    a: Any
+    b: Any
+
+
+class DiffTensorSide(_TypedDict):
+    """One side of an input or output."""
+
+    dtype: str
+    shape: List[int]
+    size: int
+
+
+class DiffTensor(_TypedDict):
+    """An input or output that differs (``None`` on the side that lacks it)."""
+
+    kind: str
+    name: str
+    a: Optional[DiffTensorSide]
+    b: Optional[DiffTensorSide]
+
+
+class DiffPayloadSide(_TypedDict):
+    """One side of a payload as the loader placed it."""
+
+    digest: str
+    len: int
+    usage: str
+    core: Optional[int]
+
+
+class DiffPayload(_TypedDict):
+    """A payload that differs (``None`` on the side that lacks it)."""
+
+    member: str
+    a: Optional[DiffPayloadSide]
+    b: Optional[DiffPayloadSide]
+
+
+class Diff(_TypedDict):
+    """What :func:`diff` returns (``neff diff --json``)."""
+
+    a: str
+    b: str
+    same: bool
+    header: List[DiffField]
+    members: DiffMembers
+    manifests: List[DiffValue]
+    io: List[DiffTensor]
+    io_order_differs: bool
+    payloads: List[DiffPayload]
 
 
 def _native(src: Any) -> Any:
@@ -362,6 +582,8 @@ class Report(NamedTuple):
     verify: Optional[str]
     #: Time of the pass in milliseconds.
     time_ms: float
+    #: The whole ``neff check --json`` object (its ``warnings`` is the list of warning objects).
+    json: Dict[str, Any]
 
 
 def check(path: Source, arch: Optional[str] = None, allow_legacy: bool = False, verify: bool = False) -> Report:
@@ -372,7 +594,7 @@ def check(path: Source, arch: Optional[str] = None, allow_legacy: bool = False, 
     target does not run on it; ``allow_legacy`` accepts what ``NEURON_RT_ALLOW_LEGACY_NEFF=1``
     accepts; ``verify`` checks the header hash."""
     doc = _answer(_call(_neff.check, _native(path), _arch(arch), bool(allow_legacy), bool(verify)))
-    return Report(**doc)
+    return Report(**{**doc, "warnings": len(doc["warnings"]), "json": doc})
 
 
 class Payload(NamedTuple):
