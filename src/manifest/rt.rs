@@ -93,22 +93,27 @@ impl KeyPath {
         }
     }
 
-    fn append(&mut self, parts: &[&[u8]]) {
+    /// Appends the segment `open`, `text`, `close` (`.` and a key, or `[`, digits and `]`):
+    /// the whole segment or, when it does not fit, nothing (the path then stays cut).
+    fn append(&mut self, open: &[u8], text: &[u8], close: &[u8]) {
         self.depth = self.depth.saturating_add(1);
-        let end = parts.iter().try_fold(self.len, |end, p| end.checked_add(p.len()));
+        let end = self.len.checked_add(open.len()).and_then(|end| end.checked_add(text.len()));
+        let end = end.and_then(|end| end.checked_add(close.len()));
         if self.shown_cut_at == u16::MAX && end.is_none_or(|end| end > KEY_PATH_TEXT) {
             self.shown_cut_at = self.depth;
             self.shown_len = self.len;
         }
-        let rest = end.and_then(|end| Some((self.buf.get_mut(self.len..end)?, end)));
-        let (Some((mut rest, end)), u16::MAX) = (rest, self.cut_at) else {
+        let dst = end.and_then(|end| Some((self.buf.get_mut(self.len..end)?, end)));
+        let (Some((dst, end)), u16::MAX) = (dst, self.cut_at) else {
             self.cut_at = self.cut_at.min(self.depth);
             return;
         };
-        for p in parts {
-            if let Some((dst, tail)) = core::mem::take(&mut rest).split_at_mut_checked(p.len()) {
-                dst.copy_from_slice(p);
-                rest = tail;
+        // `dst` is exactly the three parts long: every split below succeeds.
+        if let Some((d_open, rest)) = dst.split_at_mut_checked(open.len()) {
+            crate::copy_bytes(d_open, open);
+            if let Some((d_text, d_close)) = rest.split_at_mut_checked(text.len()) {
+                crate::copy_bytes(d_text, text);
+                crate::copy_bytes(d_close, close);
             }
         }
         self.len = end;
@@ -125,11 +130,17 @@ impl KeyPath {
 
     /// Appends `.key` (just `key` at the root).
     pub fn push_key(&mut self, key: &str) {
+        self.push_key_bytes(key.as_bytes());
+    }
+
+    /// [`KeyPath::push_key`] for a key as UTF-8 bytes (what the tokenizer hands a reader that
+    /// compares keys as bytes); a segment is kept whole or dropped, so the path stays UTF-8.
+    pub fn push_key_bytes(&mut self, key: &[u8]) {
         let before = self.len;
         if self.len == 0 && self.cut_at == u16::MAX {
-            self.append(&[key.as_bytes()]);
+            self.append(&[], key, &[]);
         } else {
-            self.append(&[b".", key.as_bytes()]);
+            self.append(b".", key, &[]);
         }
         if self.len != before && self.shown_cut_at == u16::MAX {
             self.key_at = self.len.saturating_sub(key.len());
@@ -140,7 +151,7 @@ impl KeyPath {
     pub fn push_index(&mut self, index: usize) {
         let mut digits = [0u8; 20];
         let digits = crate::error::decimal(index as u64, &mut digits);
-        self.append(&[b"[", digits, b"]"]);
+        self.append(b"[", digits, b"]");
     }
 
     /// The path text as messages show it: the segments that fit [`KEY_PATH_TEXT`] (a dropped
@@ -353,10 +364,10 @@ impl JsonIn<'_, '_> {
         }
     }
 
-    /// [`Tokenizer::next_key`].
+    /// [`Tokenizer::next_key_bytes`].
     #[inline(never)]
-    pub fn next_key(&mut self) -> Result<Option<&str>, Stop> {
-        match self.tok.next_key(&mut self.src) {
+    pub fn next_key_bytes(&mut self) -> Result<Option<&[u8]>, Stop> {
+        match self.tok.next_key_bytes(&mut self.src) {
             Ok(key) => Ok(key),
             Err(f) => Err(keep(&mut self.fault, f)),
         }
@@ -1232,12 +1243,16 @@ trait EntryTarget {
 fn read_entries(cx: &mut Cx<'_, '_>, target: &mut dyn EntryTarget, lim: Lim, value_lim: Lim) -> Result<(), Stop> {
     loop {
         let mark = cx.ctx.path.mark();
-        let step = match cx.json.next_key() {
+        let step = match cx.json.next_key_bytes() {
             Ok(None) => break,
-            Ok(Some(key)) => {
-                cx.ctx.path.push_key(key);
-                target.begin(key)
-            }
+            Ok(Some(key)) => match core::str::from_utf8(key) {
+                Ok(key) => {
+                    cx.ctx.path.push_key(key);
+                    target.begin(key)
+                }
+                // The tokenizer checked every byte of the key: not reached.
+                Err(_) => return Err(cx.fail_at(ErrorKind::Json(JsonError::InvalidUtf8))),
+            },
             Err(stop) => return Err(stop),
         };
         if let Err(issue) = step {
@@ -1454,8 +1469,12 @@ pub struct ObjectKeys {
 
 impl ObjectKeys {
     /// The slot of JSON key `key`, `None` for a key the object does not consume.
-    fn slot_of(&self, key: &str) -> Option<u8> {
-        self.names.iter().find(|(name, _)| *name == key).map(|&(_, slot)| slot)
+    fn slot_of(&self, key: &[u8]) -> Option<u8> {
+        // The length and the first byte before the bytes: most names differ from the key in
+        // one or the other, and a `memcmp` call costs more than the compare of a short name.
+        let same =
+            |name: &str| name.len() == key.len() && name.as_bytes().first() == key.first() && name.as_bytes() == key;
+        self.names.iter().find(|(name, _)| same(name)).map(|&(_, slot)| slot)
     }
 }
 
@@ -1472,10 +1491,10 @@ pub fn read_object(cx: &mut Cx<'_, '_>, keys: &'static ObjectKeys, fields: &mut 
     let mut seen: u64 = 0;
     loop {
         let mark = cx.ctx.path.mark();
-        let slot = match cx.json.next_key() {
+        let slot = match cx.json.next_key_bytes() {
             Ok(None) => break,
             Ok(Some(key)) => {
-                cx.ctx.path.push_key(key);
+                cx.ctx.path.push_key_bytes(key);
                 keys.slot_of(key)
             }
             Err(stop) => return Err(stop),
