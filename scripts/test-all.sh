@@ -184,14 +184,17 @@ if [ -d targets/qemu-m4 ]; then
     command -v llvm-addr2line >/dev/null 2>&1 && command -v llvm-objdump >/dev/null 2>&1 || apt_install llvm
     scripts/panic-paths.sh targets/qemu-m4/target/thumbv7em-none-eabihf/release/neff-qemu-m4 "$elf"
 
-    step "flash budget: the defmt image's .text within 124 KiB"
+    step "flash budget: the defmt image's .text within 128 KiB"
     # RAM is held by the linker (the stack above unmapped memory); flash holds the embedded NEFFs
     # too, so the code's own budget is checked here. llvm-size came with the step above.
     text=$(llvm-size -A "$elf" | awk '$1 == ".text" { print $2 }')
     # 120 KiB until the DMA references that wait for their def.json moved to the device's
-    # notebook, once per member and name (issue 42: 120,028 -> 124,248 bytes).
-    echo "neff-qemu-m4-defmt: .text $text bytes, budget 126976"
-    [ "$text" -le 126976 ] || { echo "error: the defmt image's .text passed its 124 KiB budget" >&2; exit 1; }
+    # notebook, once per member and name (issue 42: 120,028 -> 124,248 bytes); 124 KiB until
+    # the seed's refusals got codes of their own, def.json's first error took libnrt's order,
+    # the runtime's tables went to the observer (issue 48: about 2.8 KB), every member went to
+    # the observer (256 bytes) and the tokenizer's whole-token paths (604 bytes): 129,936.
+    echo "neff-qemu-m4-defmt: .text $text bytes, budget 131072"
+    [ "$text" -le 131072 ] || { echo "error: the defmt image's .text passed its 128 KiB budget" >&2; exit 1; }
   elif [ "${CI:-}" = true ]; then
     echo "error: ../shared/fixtures is absent: the firmware image needs the real NEFFs under CI" >&2
     exit 1
