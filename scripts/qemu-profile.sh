@@ -28,8 +28,8 @@ timeout 900 qemu-system-arm -cpu cortex-m4 -machine mps2-an386 -nographic \
          blocks[$NF]++; insns[$NF] += size[f[2]]; total_blocks++; total_insns += size[f[2]]
        }
        END {
-         printf "%d instructions, %d blocks\n", total_insns, total_blocks
-         for (fn in blocks) printf "%d %d %s\n", insns[fn], blocks[fn], fn
+         printf "%.0f instructions, %.0f blocks\n", total_insns, total_blocks
+         for (fn in blocks) printf "%.0f %.0f %s\n", insns[fn], blocks[fn], fn
        }' |
   { read -r first; echo "$first"; sort -rn | head -n "$top"; } |
   sed -E 's/17h[0-9a-f]{16}E$//'

@@ -144,7 +144,7 @@ if [ -d targets/qemu-m4 ]; then
   if [ -d ../shared/fixtures/public/nkipy ] && [ -d ../shared/fixtures/public/trainium-kernel-fusion ]; then
     (cd targets/qemu-m4 && cargo build --release)
     # The run takes about a second; the timeout turns a hung emulator into a failure.
-    (cd targets/qemu-m4 && timeout 120 cargo run --release)
+    (cd targets/qemu-m4 && timeout 300 cargo run --release)
 
     step "defmt firmware image under qemu-system-arm, its log decoded by defmt-print"
     # A debug build: it decodes a few KB of log, and builds in about a minute instead of seven.
@@ -154,7 +154,7 @@ if [ -d targets/qemu-m4 ]; then
     # The image writes defmt frames to semihosting stdout; defmt-print decodes them with the
     # format strings the ELF keeps. pipefail fails the step if either side fails (the image
     # exits non-zero when a check failed).
-    decoded=$(cd targets/qemu-m4 && timeout 120 cargo run --release --features defmt --bin neff-qemu-m4-defmt |
+    decoded=$(cd targets/qemu-m4 && timeout 300 cargo run --release --features defmt --bin neff-qemu-m4-defmt |
       defmt-print -e "../../$elf")
     printf '%s\n' "$decoded"
     # Whole lines, as the core's defmt::Format impls print them: a field printed in another's

@@ -19,7 +19,7 @@ mkdir -p "$out"
 
 # The Rust image: its output to compare with, and the big model its build.rs generated.
 (cd targets/qemu-m4 && cargo build --release)
-rust_log=$(cd targets/qemu-m4 && timeout 120 cargo run --release)
+rust_log=$(cd targets/qemu-m4 && timeout 300 cargo run --release)
 generated=$(ls -td targets/qemu-m4/target/thumbv7em-none-eabihf/release/build/neff-qemu-m4-*/out | head -n1)
 cache=../shared/fixtures/training-cache/neuronxcc-2.14.227.0+2d4f85be
 
@@ -66,7 +66,7 @@ arm-none-eabi-gcc "${flags[@]}" -nostartfiles -T targets/c/firmware/memory.ld -W
   targets/c/firmware/startup.c targets/c/firmware/main.c "$out/fixtures.c" "$out/fixtures.S" \
   "$out/libneff.a" -lc -lgcc -o "$out/neff-c-firmware.elf"
 # The image writes with SYS_WRITE0, which QEMU sends to its stderr.
-c_log=$(timeout 120 qemu-system-arm -cpu cortex-m4 -machine mps2-an386 -nographic \
+c_log=$(timeout 300 qemu-system-arm -cpu cortex-m4 -machine mps2-an386 -nographic \
   -semihosting-config enable=on,target=native -kernel "$out/neff-c-firmware.elf" 2>&1 </dev/null)
 printf '%s\n' "$c_log"
 
