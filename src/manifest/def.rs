@@ -53,7 +53,6 @@
 
 use embedded_io::BufRead;
 
-use super::rt;
 use super::DocFault;
 use super::{
     semantic, warn, Arch, Carveout, CarveoutType, DefJson, DmaQueue, DmaRingType, Document, EngineType, Entry, EntryAt,
@@ -728,8 +727,8 @@ impl Visitor for Checks<'_> {
             let key = fault.key;
             let error = at.ctx.attach(fault);
             if self.first.offer(error) {
-                let path = rt::shown_path(at.key_path(), at.ctx.path.is_cut(), None);
-                self.inner.failed(at.member(), (!at.ctx.path.is_cut()).then_some(path.as_str()), key);
+                // Noted as the generated reader notes a fault it stops at: the path as it is.
+                self.inner.failed(at.member(), at.ctx.path.whole(), key);
             }
             return Ok(());
         }
