@@ -41,7 +41,7 @@
 //! let mut device: SimDevice = SimDevice::digest_only(64 << 30, Arch::Cayman);
 //! // The tokenizer's string scratch, then what binding keeps (see `Storage::arena`).
 //! let mut arena = [0u8; neff::manifest::STRING_SCRATCH + 16 * 1024];
-//! let mut loader = Loader::new(&mut arena, LoadOptions { allow_legacy: false });
+//! let mut loader = Loader::new(&mut arena, LoadOptions { allow_legacy: false, ..LoadOptions::default() });
 //! let mut report = LoadReport::new();
 //! let mut placements = Placements(0);
 //! loader.load(&mut archive, &mut device, &mut report, &mut placements, &mut sink)?;
