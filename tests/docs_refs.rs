@@ -47,24 +47,32 @@ fn rel(path: &Path) -> String {
     path.strip_prefix(root()).unwrap_or(path).to_string_lossy().replace('\\', "/")
 }
 
-/// The files to search, sorted.
-fn searched_files() -> Vec<PathBuf> {
+/// The files with one of `extensions` under `dirs` (relative to the root), build output, saved
+/// inputs and this file left out.
+fn files_under(dirs: &[&str], extensions: &[&str]) -> Vec<PathBuf> {
     let root = root();
     let mut out = Vec::new();
-    let mut stack: Vec<PathBuf> = SOURCE_DIRS.iter().map(|d| root.join(d)).filter(|d| d.is_dir()).collect();
+    let mut stack: Vec<PathBuf> = dirs.iter().map(|d| root.join(d)).filter(|d| d.is_dir()).collect();
     while let Some(dir) = stack.pop() {
         for entry in std::fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();
             let name = path.file_name().unwrap().to_string_lossy().into_owned();
             if path.is_dir() {
-                if !SKIPPED_DIRS.contains(&name.as_str()) {
+                if !SKIPPED_DIRS.contains(&name.as_str()) && name != "python-venv" {
                     stack.push(path);
                 }
-            } else if path.extension().is_some_and(|e| EXTENSIONS.iter().any(|x| e == *x)) && rel(&path) != THIS_FILE {
+            } else if path.extension().is_some_and(|e| extensions.iter().any(|x| e == *x)) && rel(&path) != THIS_FILE {
                 out.push(path);
             }
         }
     }
+    out
+}
+
+/// The files to search, sorted.
+fn searched_files() -> Vec<PathBuf> {
+    let root = root();
+    let mut out = files_under(SOURCE_DIRS, EXTENSIONS);
     out.extend(ROOT_DOCS.iter().map(|f| root.join(f)));
     out.extend(markdown_in(&root.join("docs")));
     out.sort();
@@ -572,29 +580,14 @@ fn every_path_and_code_name_of_the_readme_the_code_map_and_the_docs_exists() {
 }
 
 /// Directories whose Rust files' module docs (`//!`) are checked: every crate of the tree.
-const MODULE_DOC_DIRS: &[&str] = &["src", "macros", "targets", "ffi", "tests", "benches", "fuzz"];
+const MODULE_DOC_DIRS: &[&str] = &["src", "macros", "targets", "tests", "benches", "fuzz"];
 
 /// The Rust files under [`MODULE_DOC_DIRS`] and the root's `build.rs`, sorted (build output and
 /// saved inputs left out).
 fn rust_files() -> Vec<PathBuf> {
-    let root = root();
-    let mut out = Vec::new();
-    let mut stack: Vec<PathBuf> = MODULE_DOC_DIRS.iter().map(|d| root.join(d)).filter(|d| d.is_dir()).collect();
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            if path.is_dir() {
-                if !SKIPPED_DIRS.contains(&name.as_str()) && name != "python-venv" {
-                    stack.push(path);
-                }
-            } else if path.extension().is_some_and(|e| e == "rs") && rel(&path) != THIS_FILE {
-                out.push(path);
-            }
-        }
-    }
+    let mut out = files_under(MODULE_DOC_DIRS, &["rs"]);
     // The core's build script sits at the root.
-    out.push(root.join("build.rs"));
+    out.push(root().join("build.rs"));
     out.sort();
     out
 }
