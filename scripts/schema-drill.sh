@@ -92,13 +92,13 @@ grep -q 'uint64_t drill_extra;' targets/c/include/neff_schema.h || { echo "schem
 grep -q 'NEFF_SCHEMA_ASSERT(offsetof(kbin_mem_ref_set_t, drill_extra) == 24' targets/c/include/neff_schema.h ||
   { echo "schema drill: the new field's offset is not asserted in the C header" >&2; exit 1; }
 printf '#include "neff_schema.h"\nint main(void) { kbin_mem_ref_set_t t = {0}; t.drill_extra = 1; return (int)t.drill_extra - 1; }\n' >"$tmp/drill.c"
-cc -std=c11 -Wall -Werror -Iinclude "$tmp/drill.c" -o "$tmp/drill" && "$tmp/drill"
+cc -std=c11 -Wall -Werror -Itargets/c/include "$tmp/drill.c" -o "$tmp/drill" && "$tmp/drill"
 if command -v arm-none-eabi-gcc >/dev/null 2>&1; then
-  arm-none-eabi-gcc -mcpu=cortex-m4 -mthumb -std=c11 -Wall -Werror -Iinclude -fsyntax-only "$tmp/drill.c"
+  arm-none-eabi-gcc -mcpu=cortex-m4 -mthumb -std=c11 -Wall -Werror -Itargets/c/include -fsyntax-only "$tmp/drill.c"
 fi
 changed=$(git status --porcelain | awk '{print $2}' | sort | tr '\n' ' ')
 echo "schema drill (layout): changed files: $changed"
-[ "$changed" = "targets/c/include/neff_schema.h schema/README.md schema/layouts.toml " ] ||
+[ "$changed" = "schema/README.md schema/layouts.toml targets/c/include/neff_schema.h " ] ||
   { echo "schema drill (layout): expected only schema/layouts.toml, schema/README.md and targets/c/include/neff_schema.h to change" >&2; exit 1; }
 git diff --stat
 echo "schema drill (layout): passed; the C header's assertions hold"

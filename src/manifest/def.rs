@@ -193,6 +193,9 @@ impl DmaQueue {
     /// (`al_hal_tpb_eng_type`, 5 when absent or unknown, the runtime's invalid sentinel),
     /// queue count, semaphores, the dynamic-DMA scratch and the ring-instance count. The
     /// pseudo-serialization semaphores and the flags are the runtime's own (zero here).
+    // A field appended to the layout in schema/layouts.toml starts at zero: the `..` tail
+    // keeps this hand-written filler unchanged when the schema grows.
+    #[allow(clippy::needless_update)]
     pub fn layout(&self) -> KbinDmaHeader {
         let mut semaphores = [0u32; 32];
         let own = self.semaphores();
@@ -216,6 +219,7 @@ impl DmaQueue {
                 .as_ref()
                 .map_or(0, |c| u32::try_from(c.count).unwrap_or(u32::MAX)),
             reserved: 0,
+            ..KbinDmaHeader::default()
         }
     }
 
@@ -231,6 +235,9 @@ impl DmaQueue {
 
 impl Carveout {
     /// The runtime's `sb_carveout`.
+    // A field appended to the layout in schema/layouts.toml starts at zero: the `..` tail
+    // keeps this hand-written filler unchanged when the schema grows.
+    #[allow(clippy::needless_update)]
     pub fn layout(&self) -> SbCarveout {
         SbCarveout {
             carveout_type: self.kind().map_or(CarveoutType::Invalid.value(), CarveoutType::value),
@@ -238,6 +245,7 @@ impl Carveout {
             size: self.size,
             start_partition: self.start_partition,
             num_partitions: self.num_partitions,
+            ..SbCarveout::default()
         }
     }
 
@@ -358,8 +366,11 @@ impl DefJson {
 
     /// The runtime's `kbin_cc_streams_t`: the stream count, 1 (the runtime's initial value)
     /// when the document has none.
+    // A field appended to the layout in schema/layouts.toml starts at zero: the `..` tail
+    // keeps this hand-written filler unchanged when the schema grows.
+    #[allow(clippy::needless_update)]
     pub fn cc_streams_layout(&self) -> KbinCcStreams {
-        KbinCcStreams { num_streams: self.num_streams().unwrap_or(1), reserved: 0 }
+        KbinCcStreams { num_streams: self.num_streams().unwrap_or(1), reserved: 0, ..KbinCcStreams::default() }
     }
 
     /// The runtime's `fp8_conversion_info` with the runtime's debug overrides applied
@@ -369,6 +380,9 @@ impl DefJson {
     }
 
     /// The runtime's `fp8_conversion_info` (not initialised when the key is absent).
+    // A field appended to the layout in schema/layouts.toml starts at zero: the `..` tail
+    // keeps this hand-written filler unchanged when the schema grows.
+    #[allow(clippy::needless_update)]
     pub fn fp8_info(&self) -> Fp8ConversionInfo {
         match &self.fp8_conversion_config {
             Some(c) => Fp8ConversionInfo {
@@ -380,7 +394,9 @@ impl DefJson {
                     ocp_sat: c.ocp_sat,
                     fp8_sis: c.fp8_sis,
                     fp8_sns: c.fp8_sns,
+                    ..KbinFp8ConvCfg::default()
                 },
+                ..Fp8ConversionInfo::default()
             },
             None => Fp8ConversionInfo::default(),
         }
@@ -519,12 +535,16 @@ impl DefFacts {
     /// The pointer-free tail of the runtime's `mla_resources` for `doc`, with `fp8` (the
     /// config as observed, overrides applied); `None` when a var count does not fit its
     /// field.
+    // A field appended to the layout in schema/layouts.toml starts at zero: the `..` tail
+    // keeps this hand-written filler unchanged when the schema grows.
+    #[allow(clippy::needless_update)]
     pub fn mla_tail(&self, doc: &DefJson, fp8: Fp8ConversionInfo) -> Option<MlaResourcesTail> {
         Some(MlaResourcesTail {
             ccstmi: doc.num_streams().unwrap_or(0),
             fp8_conv_cfg: fp8,
             num_inputs: u32::try_from(self.inputs).ok()?,
             num_outputs: u32::try_from(self.outputs).ok()?,
+            ..MlaResourcesTail::default()
         })
     }
 
@@ -532,12 +552,16 @@ impl DefFacts {
     /// `backing_variable_off + size` of the `virtual` vars) and the var count. The private
     /// scratchpad is the runtime's own planning (no source says how it is sized): zero here.
     /// `None` when a count or the scratchpad does not fit the runtime's field.
+    // A field appended to the layout in schema/layouts.toml starts at zero: the `..` tail
+    // keeps this hand-written filler unchanged when the schema grows.
+    #[allow(clippy::needless_update)]
     pub fn mem_ref_set(&self) -> Option<KbinMemRefSetHeader> {
         Some(KbinMemRefSetHeader {
             local_scratchpad_size: 0,
             shared_scratchpad_size: self.shared_scratchpad?,
             nmem: u32::try_from(self.vars).ok()?,
             reserved: 0,
+            ..KbinMemRefSetHeader::default()
         })
     }
 
