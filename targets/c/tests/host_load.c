@@ -339,7 +339,7 @@ static int load_one(const char *path, const char *tables_out) {
     device dev = {0};
     neff_hal hal = {&dev, dev_arch, dev_alloc, dev_write, dev_adopt, dev_release, NULL, 0, NULL, NULL};
     observed o = {{name, &tar, &dev, 0, 0, 0, 0}, seen[0]};
-    neff_observer obs = {&o, on_payload, on_warning};
+    neff_observer obs = {.ctx = &o, .payload = on_payload, .warning = on_warning};
     if (way == 0) obs = (neff_observer){&o, on_payload, on_warning, on_io_tensor, on_dma_queue, on_carveout,
                                         on_subgraph_tables, on_debug};
     neff_outputs out = {&report[way], json, sizeof json, &json_len};
