@@ -107,12 +107,14 @@ fn assert_kelf_lines(path: &Path, neff: &[u8]) {
     assert!(!kelfs.is_empty(), "{}: no KELF node", path.display());
     let want: Vec<String> = kelfs.iter().map(|k| format!("Found KELF node: {k}")).collect();
     for verb in [&["load", "-v"][..], &["check", "-v"], &["-v", "info", "--json"]] {
-        let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> = verb.iter().map(|a| a as &dyn AsRef<std::ffi::OsStr>).collect();
+        let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> =
+            verb.iter().map(|a| a as &dyn AsRef<std::ffi::OsStr>).collect();
         args.push(&path);
         let out = neff_env(&args, &[]);
         assert_eq!(code(&out), 0, "{verb:?} {}: {}", path.display(), stderr(&out));
         let err = stderr(&out);
-        let mut got: Vec<String> = err.lines().filter(|l| l.starts_with("Found KELF node: ")).map(str::to_owned).collect();
+        let mut got: Vec<String> =
+            err.lines().filter(|l| l.starts_with("Found KELF node: ")).map(str::to_owned).collect();
         got.sort();
         got.dedup();
         assert_eq!(got, want, "{verb:?} {}: stderr {err}", path.display());
