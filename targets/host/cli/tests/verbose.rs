@@ -204,7 +204,7 @@ fn the_fp8_environment_variables_replace_the_config_the_loader_fills() {
 }
 
 /// A value a variable cannot take is a usage error (exit 2, one `error:` line) naming the
-/// variable and the value, before anything is read; in every verb that loads.
+/// variable and the value, before the load starts (nothing on stdout); in every verb that loads.
 #[test]
 fn garbage_fp8_values_are_usage_errors_naming_the_variable() {
     let dir = tempfile::tempdir().unwrap();
