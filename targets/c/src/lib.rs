@@ -11,7 +11,8 @@
 //!   optionally `address` (`neff_hal`); `neff_check()` needs none;
 //! * the arena, where binding keeps what it must remember, and an optional replay store
 //!   (`neff_buffers`); `neff_arena_min()` is the least arena that works at all;
-//! * an observer for payload placements and warnings (`neff_observer`, optional);
+//! * an observer for payload placements, warnings and the runtime's tables as they are filled
+//!   (`io_node_info_t`, `kbin_dma_t`, `sb_carveout`, the subgraph records; `neff_observer`, optional);
 //! * a `neff_report` and a buffer for the JSON report (both optional), and a
 //!   `neff_error` for the failure (optional).
 //!
@@ -499,9 +500,9 @@ pub extern "C" fn neff_arena_min() -> usize {
 const LOAD_STACK: usize = if cfg!(target_os = "none") {
     LOAD_STACK_THUMBV7EM
 } else if cfg!(debug_assertions) {
-    (376 + 8) * 1024
+    (352 + 8) * 1024
 } else {
-    (168 + 8) * 1024
+    (176 + 8) * 1024
 };
 /// [`LOAD_STACK`] for an info call (a check with the document's work).
 const INFO_STACK: usize = if cfg!(target_os = "none") {
