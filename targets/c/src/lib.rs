@@ -513,8 +513,8 @@ const INFO_STACK: usize = if cfg!(target_os = "none") {
     (192 + 8) * 1024
 };
 /// The thumbv7em figure, as the C firmware image measures it (`--profile firmware`, its
-/// `neff_load: ... used below its call` line): 101,424 bytes with its built-in arena of 37,888,
-/// so 63,536 of frames and state, rounded up to a 4 KiB total.
+/// `neff_load: ... used below its call` line): 101,448 bytes with its built-in arena of 37,888,
+/// so 63,560 of frames and state, rounded up to a 4 KiB total.
 const LOAD_STACK_THUMBV7EM: usize = 63 * 1024;
 /// The info call on thumbv7em is not measured (the C firmware image links no info call): the
 /// load's figure plus what the info call holds besides a load's state (the document's work and
