@@ -505,8 +505,10 @@ pub fn arch_of(arch: impl Into<Arch>) -> Arch {
 /// instance family), one group per arch in schema order: `sunda|v2|trn1|inf2`, ... The names
 /// are [`Arch::NAMES`], from `schema/maps.toml`; [`Arch::from_name`] takes each.
 pub fn arch_name_groups() -> Vec<String> {
-    Arch::ALL
-        .iter()
-        .map(|arch| Arch::NAMES.iter().filter(|(_, a)| a == arch).map(|(n, _)| *n).collect::<Vec<_>>().join("|"))
-        .collect()
+    arch_names().into_iter().map(|names| names.join("|")).collect()
+}
+
+/// The core's arch names, one list per arch in `Arch::ALL` order, its codename first.
+pub fn arch_names() -> Vec<Vec<&'static str>> {
+    Arch::ALL.iter().map(|arch| Arch::NAMES.iter().filter(|(_, a)| a == arch).map(|(n, _)| *n).collect()).collect()
 }
