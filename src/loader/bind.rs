@@ -16,8 +16,8 @@ use super::index::{
     dir_of, is_joined, usage_of_code, DefExt, FileVarRec, Landing, ManifestKind, ManifestRec, PayloadRec, RefKind,
     KELF_FALLBACK_NAMES, NO_SLOT,
 };
-use super::report::{DebugLine, LoadReport, PayloadReport, PayloadState, SubgraphReport};
-use super::{Counting, Observer};
+use super::pass::{Counting, MEMBER_PATH};
+use super::report::{DebugLine, LoadReport, Observer, PayloadReport, PayloadState, SubgraphReport};
 use crate::arena::{List, NIL};
 use crate::error::{CapacityError, Error, ErrorKind, Stage, Text, Warning, WarningKind, WarningSink};
 use crate::hal::{AllocRequest, DeviceError, Hal, RegionId, USAGE_CLASS_COUNT};
@@ -309,7 +309,7 @@ impl Book<'_> {
     }
 
     /// `dir/name` for messages and lookups (a longer path is cut: it then matches nothing).
-    fn joined(dir: &str, name: &str) -> heapless::String<{ super::MEMBER_PATH }> {
+    fn joined(dir: &str, name: &str) -> heapless::String<{ MEMBER_PATH }> {
         let mut out = heapless::String::new();
         if !dir.is_empty() {
             let _ = out.push_str(dir);
@@ -375,7 +375,7 @@ impl Book<'_> {
     }
 
     /// The member path of a file variable of the definition at `def` (`dir/name`).
-    fn var_member(&self, def: u32, v: &FileVarRec) -> heapless::String<{ super::MEMBER_PATH }> {
+    fn var_member(&self, def: u32, v: &FileVarRec) -> heapless::String<{ MEMBER_PATH }> {
         let def = self.index.manifests.get(&self.arena, def);
         Self::joined(dir_of(self.arena.str(def.member)), self.arena.str(v.file))
     }

@@ -8,12 +8,30 @@
 use super::chain::MemberText;
 use super::index::{self, Index};
 use super::whole::WholeNames;
-use super::{LoadOptions, DEFERRED_ERRORS};
 use crate::arena::{Arena, NIL};
 use crate::error::Error;
 use crate::hal::{Hal, RegionId};
 use crate::manifest::neff::KelfMark;
 use crate::manifest::Arch;
+
+/// Errors of speculative reads kept until the chain reaches their member, in the loader's own
+/// slots; a caller may lend more ([`Loader::with_storage`](super::Loader::with_storage)). A slot is free again once the
+/// chain settles what its member is. A failed read past the slots is still refused when
+/// reached, with a capacity error naming `DEFERRED_ERRORS`; one never reached costs nothing.
+pub const DEFERRED_ERRORS: usize = 4;
+
+/// How a load behaves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct LoadOptions {
+    /// `NEURON_RT_ALLOW_LEGACY_NEFF=1`: a NEFF for an older architecture may load, and a
+    /// cayman `def.json` may lack its state-buffer carveout.
+    pub allow_legacy: bool,
+    /// The runtime's debug overrides of each subgraph's `fp8_conversion_config`
+    /// (`NEURON_RT_DBG_FP8_*`, `NEURON_RT_DBG_OCP_FP8_SAT`), applied to the config handed to the
+    /// observer.
+    pub fp8: crate::manifest::def::Fp8Overrides,
+}
 
 /// The records of one load and what the chain has said so far. See the module docs.
 pub(super) struct Book<'a> {

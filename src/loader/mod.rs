@@ -27,8 +27,8 @@
 //!   are what the book does with the device;
 //! - `Replays` (`replay`): the bytes of members read before anything named them.
 //!
-//! [`Loader::load`] reads top-down: the walk (`walk`, the one place the three meet), the
-//! archive's closing checks, then `Book::bind`.
+//! [`Loader::load`] reads top-down: the walk (`Walk`, the one place the three meet, lent them
+//! for the pass), the archive's closing checks, then `Book::bind`.
 //!
 //! What grows with the model lives in the arena the caller lends ([`Loader::new`]), and so
 //! does the tokenizer's string scratch (split off its front); the loader's own state is fixed:
@@ -45,6 +45,7 @@ mod book;
 pub mod chain;
 mod dma;
 mod index;
+mod pass;
 pub mod place;
 mod read;
 mod replay;
@@ -55,7 +56,6 @@ mod whole;
 use embedded_io::BufRead;
 
 pub use chain::{ChainError, ChainWarning};
-use index::Scratch;
 pub use index::{
     dir_of, dir_of_bytes, is_joined_bytes, named_by, ManifestKind, Names, Tier, INSTR_ALIGN, KELF_FALLBACK_NAMES,
 };
@@ -65,35 +65,19 @@ pub use report::{
 };
 
 use crate::archive::Archive;
-use crate::error::{Warning, WarningSink};
+use crate::error::WarningSink;
 use crate::hal::{Hal, NullDevice};
 use crate::json::Tokenizer;
 use crate::manifest::{Arch, STRING_SCRATCH};
 use crate::Error;
 use book::Book;
+pub use book::{LoadOptions, DEFERRED_ERRORS};
+use pass::Counting;
+pub use pass::MEMBER_PATH;
 use read::Reader;
 use replay::Replays;
+use walk::Walk;
 pub use whole::Whole;
-
-/// Errors of speculative reads kept until the chain reaches their member, in the loader's own
-/// slots; a caller may lend more ([`Loader::with_storage`]). A slot is free again once the
-/// chain settles what its member is. A failed read past the slots is still refused when
-/// reached, with a capacity error naming `DEFERRED_ERRORS`; one never reached costs nothing.
-pub const DEFERRED_ERRORS: usize = 4;
-
-/// The member being read, as its stages pass it on: the walk fills it from the tar header.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct MemberAt<'n> {
-    /// Its path in the archive.
-    pub name: &'n str,
-    /// Its size, from its tar header.
-    pub len: u64,
-    /// Its number among the payload members, were it one (a payload report's `seq`).
-    pub seq: u32,
-}
-
-/// The longest member path the loader handles: the tar layer's name capacity.
-pub const MEMBER_PATH: usize = crate::tar::DEFAULT_NAME_CAPACITY;
 
 /// What one load needed of each buffer a caller lends ([`Loader::needs`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -111,19 +95,6 @@ pub struct Needs {
     /// Deferred-error slots in use at once, the loader's own [`DEFERRED_ERRORS`] included
     /// ([`Storage::deferred`] lends the rest).
     pub deferred: u32,
-}
-
-/// How a load behaves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct LoadOptions {
-    /// `NEURON_RT_ALLOW_LEGACY_NEFF=1`: a NEFF for an older architecture may load, and a
-    /// cayman `def.json` may lack its state-buffer carveout.
-    pub allow_legacy: bool,
-    /// The runtime's debug overrides of each subgraph's `fp8_conversion_config`
-    /// (`NEURON_RT_DBG_FP8_*`, `NEURON_RT_DBG_OCP_FP8_SAT`), applied to the config handed to the
-    /// observer.
-    pub fp8: crate::manifest::def::Fp8Overrides,
 }
 
 /// What a caller lends a [`Loader`]: the memory that grows with a model, bounded by what
@@ -187,20 +158,6 @@ pub const LOAD_FOOTPRINT: usize = LOADER_SIZE + ARCHIVE_SIZE;
 #[cfg(target_os = "none")]
 const _: () = assert!(LOAD_FOOTPRINT < 64 * 1024);
 
-/// Counts the warnings that pass through to the caller's sink.
-struct Counting<'s, S: WarningSink + ?Sized> {
-    sink: &'s mut S,
-    count: u32,
-}
-
-impl<S: WarningSink + ?Sized> WarningSink for Counting<'_, S> {
-    #[inline(never)]
-    fn warn(&mut self, warning: &Warning) {
-        self.count = self.count.saturating_add(1);
-        self.sink.warn(warning);
-    }
-}
-
 impl<'a> Loader<'a> {
     /// A loader keeping what binding needs in `arena` ([`Storage::arena`] gives figures; see
     /// [`LoadReport::arena_peak`] for what a NEFF took), after the tokenizer's string scratch,
@@ -262,7 +219,8 @@ impl<'a> Loader<'a> {
         report.clear();
         let mut sink = Counting { sink, count: 0 };
         // One result slot for the three stages (an `Error` is ~300 bytes a slot).
-        let mut result = self.walk(archive, hal, report, observer, &mut sink);
+        let walk = Walk { reader: &mut self.reader, book: &mut self.book, replays: &mut self.replays };
+        let mut result = walk.run(archive, hal, report, observer, &mut sink);
         if result.is_ok() {
             result = finish_archive(archive, report, &mut sink);
         }

@@ -11,8 +11,9 @@
 use embedded_io::BufRead;
 
 use super::book::Book;
-use super::index::{dir_of_bytes, is_joined_bytes, usage_code, Landing, PayloadRec};
-use super::{Counting, MemberAt, PayloadState, INSTR_ALIGN};
+use super::index::{dir_of_bytes, is_joined_bytes, usage_code, Landing, PayloadRec, INSTR_ALIGN};
+use super::pass::{Counting, MemberAt};
+use super::report::PayloadState;
 use crate::arena::NIL;
 use crate::digest::Digest64;
 use crate::error::{Error, ErrorKind, Stage, Warning, WarningKind, WarningSink};
@@ -56,7 +57,7 @@ impl Book<'_> {
     ) -> Result<(), Error> {
         if self.release_earlier(name, hal)? {
             // About the member as a whole: no byte of it is wrong.
-            let duplicate = WarningKind::Chain(super::ChainWarning::DuplicateMember);
+            let duplicate = WarningKind::Chain(super::chain::ChainWarning::DuplicateMember);
             sink.warn(&Warning::about_member(Stage::Payload, name, duplicate));
         }
         Ok(())

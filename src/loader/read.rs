@@ -5,22 +5,23 @@
 use embedded_io::BufRead;
 
 use super::book::Book;
-use super::index::{dir_of, is_joined, push_str, FileVarRec, KelfNameRec, ManifestRec, NameRec, TARGET_ANY};
-use super::index::{RefKind, Source, NO_INDEX, REFS};
-use super::{Counting, Manifest, ManifestKind, Observer, Scratch, SubgraphTables};
+use super::chain::ChainWarning;
+use super::dma::{
+    block_refs, desc_refs, fingerprint, sort_fingerprints, unresolved_error, NameSpace, NameTable, Notebook, RefKey,
+    FINGERPRINT,
+};
+use super::index::{
+    dir_of, is_joined, push_str, CarveoutFacts, DefExt, FileVarRec, Index, KelfNameRec, ManifestKind, ManifestRec,
+    NameRec, RefKind, Scratch, Source, NO_INDEX, REFS, TARGET_ANY,
+};
+use super::pass::Counting;
+use super::report::{Manifest, Observer, SubgraphTables};
 use crate::arena::{Arena, List, Span, NIL};
 use crate::error::{Error, ErrorKind, Stage, Warning, WarningKind, WarningSink};
 use crate::manifest::def::ENGINE_KEYS;
 use crate::manifest::kelf::KelfTarget;
 use crate::manifest::neff::{kelf_mark, kelf_member, IoJoin};
 use crate::manifest::{DocFault, Document, Entry, EntryAt, ManifestWarning, MrType, Visitor};
-
-use super::chain::ChainWarning;
-use super::dma::{
-    block_refs, desc_refs, fingerprint, sort_fingerprints, unresolved_error, NameSpace, NameTable, Notebook, RefKey,
-    FINGERPRINT,
-};
-use super::index::{CarveoutFacts, DefExt, Index};
 
 /// Reads a member body through the JSON tokenizer while keeping the archive's own error:
 /// the tokenizer only sees an I/O kind, the caller gets the real gzip/tar error back.
@@ -700,7 +701,7 @@ impl Reader<'_> {
     /// Whether the definition just read (in the scratch slot) names an engine JSON of `dir`
     /// that has not been read yet.
     fn engine_to_come(&self, book: &Book<'_>, dir: &str) -> bool {
-        let super::Scratch::Def(doc) = &self.scratch else {
+        let Scratch::Def(doc) = &self.scratch else {
             return false;
         };
         ENGINE_KEYS.into_iter().filter_map(|e| doc.engine_member(e)).any(|json| {

@@ -11,20 +11,18 @@ use core::cell::RefCell;
 use embedded_io::BufRead;
 
 use super::book::Book;
-use super::index::{push_str, Landing, ManifestRec};
-use super::index::{usage_code, PayloadRec, ReplayRec};
+use super::chain::ChainWarning;
+use super::dma::{HalNotebook, Notebook};
+use super::index::{push_str, usage_code, Landing, ManifestKind, ManifestRec, PayloadRec, ReplayRec};
+use super::pass::{Counting, MemberAt, MEMBER_PATH};
 use super::place::hal_error;
 use super::read::Reader;
-use super::PayloadState;
-use super::{Counting, ManifestKind, MemberAt, Observer, MEMBER_PATH};
+use super::report::{Observer, PayloadState};
 use crate::arena::NIL;
 use crate::digest::Digest64;
 use crate::error::{Error, ErrorKind, Stage, Warning, WarningKind, WarningSink};
 use crate::hal::{AllocRequest, DeviceError, Hal, RegionId};
 use crate::manifest::UsageClass;
-
-use super::chain::ChainWarning;
-use super::dma::{HalNotebook, Notebook};
 
 /// A member's bytes read back from the replay store.
 struct Replayed<'b>(&'b [u8]);

@@ -15,16 +15,16 @@
 use embedded_io::BufRead;
 
 use super::book::Book;
-use super::index::dir_of;
-use super::{Counting, Loader, ManifestKind, MemberAt, Observer};
+use super::dma::HalNotebook;
+use super::index::{dir_of, ManifestKind};
+use super::pass::{Counting, MemberAt};
+use super::read::Reader;
+use super::replay::Replays;
+use super::report::{LoadReport, MemberReport, Observer, Shared};
 use crate::archive::Archive;
 use crate::error::{Error, WarningSink};
 use crate::hal::Hal;
 use core::cell::RefCell;
-
-use super::dma::HalNotebook;
-
-use super::report::{LoadReport, MemberReport, Shared};
 
 /// Producer metadata at the root or in a subgraph directory that no runtime path reads.
 const METADATA_NAMES: [&str; 8] = [
@@ -136,12 +136,20 @@ fn starts_object<R: BufRead<Error = Error>>(body: &mut R) -> Result<bool, Error>
     Ok(chunk.iter().find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r')) == Some(&b'{'))
 }
 
-impl Loader<'_> {
+/// The walk's stage: the one place the manifest reader, the book and the replay store meet,
+/// each lent for the pass.
+pub(super) struct Walk<'l, 'a> {
+    pub(super) reader: &'l mut Reader<'a>,
+    pub(super) book: &'l mut Book<'a>,
+    pub(super) replays: &'l mut Replays<'a>,
+}
+
+impl Walk<'_, '_> {
     /// The pass over the members.
     // A frame of its own: the stack is the deepest path, not the sum of the stages.
     #[inline(never)]
-    pub(super) fn walk<R: BufRead, H: Hal, S: WarningSink>(
-        &mut self,
+    pub(super) fn run<R: BufRead, H: Hal, S: WarningSink>(
+        self,
         archive: &mut Archive<R>,
         hal: &mut H,
         report: &mut LoadReport,
@@ -150,7 +158,7 @@ impl Loader<'_> {
     ) -> Result<(), Error> {
         // Shared between the member's reader (its bytes, when the observer asks for them)
         // and the manifest reads (their entries).
-        let Loader { reader, book, replays } = self;
+        let Walk { reader, book, replays } = self;
         let observer = RefCell::new(observer);
         let mut shared = Shared(&observer);
         while let Some(member) = archive.next_member(sink)? {
