@@ -27,7 +27,7 @@
 #include "neff_codes.h"
 #include "neff_schema.h"
 /** The version of this header, "MAJOR.MINOR.PATCH": neff_version() returns the library's. */
-#define NEFF_VERSION_STRING "0.1.0"
+#define NEFF_VERSION_STRING "0.2.0"
 
 /**
  * Checks, once at start-up, that the library the program runs with is the one this header
@@ -38,6 +38,36 @@
 #define neff_init(err) \
   neff_init_(NEFF_VERSION_MAJOR, NEFF_VERSION_MINOR, sizeof(neff_error), sizeof(neff_report), (err))
 
+
+/**
+ * `neff_fp8_overrides.set`: `NEURON_RT_DBG_FP8_RANGE_EXT`, the `fp8_range_extension` field.
+ */
+#define NEFF_FP8_RANGE_EXT (1 << 0)
+
+/**
+ * `neff_fp8_overrides.set`: `NEURON_RT_DBG_FP8_EMAX_E4M3`, the `emax_fp8_e4m3` field.
+ */
+#define NEFF_FP8_EMAX_E4M3 (1 << 1)
+
+/**
+ * `neff_fp8_overrides.set`: `NEURON_RT_DBG_FP8_EMAX_E5M2`, the `emax_fp8_e5m2` field.
+ */
+#define NEFF_FP8_EMAX_E5M2 (1 << 2)
+
+/**
+ * `neff_fp8_overrides.set`: `NEURON_RT_DBG_OCP_FP8_SAT`, the `ocp_sat` field.
+ */
+#define NEFF_FP8_OCP_SAT (1 << 3)
+
+/**
+ * `neff_fp8_overrides.set`: `NEURON_RT_DBG_FP8_SIS`, the `fp8_sis` field.
+ */
+#define NEFF_FP8_SIS (1 << 4)
+
+/**
+ * `neff_fp8_overrides.set`: `NEURON_RT_DBG_FP8_SNS`, the `fp8_sns` field.
+ */
+#define NEFF_FP8_SNS (1 << 5)
 
 /**
  * 64-bit words in a `neff_error`.
@@ -55,7 +85,7 @@
  * `neff_init()` refuses a header of another minor version; from 1.0 on, a header newer than
  * the library.
  */
-#define NEFF_VERSION_MINOR 1
+#define NEFF_VERSION_MINOR 2
 
 /**
  * The library's patch version.
@@ -589,6 +619,42 @@ typedef struct neff_buffers {
 } neff_buffers;
 
 /**
+ * The runtime's fp8 debug overrides (`NEURON_RT_DBG_FP8_*`, `NEURON_RT_DBG_OCP_FP8_SAT`), as
+ * values a caller reads from its own configuration: a field applies when its `NEFF_FP8_*` bit
+ * is in `set` (other bits are ignored).
+ */
+typedef struct neff_fp8_overrides {
+  /**
+   * Which fields apply: `NEFF_FP8_*` bits.
+   */
+  uint32_t set;
+  /**
+   * `emax_fp8_e4m3` (`NEFF_FP8_EMAX_E4M3`).
+   */
+  uint32_t emax_fp8_e4m3;
+  /**
+   * `emax_fp8_e5m2` (`NEFF_FP8_EMAX_E5M2`).
+   */
+  uint32_t emax_fp8_e5m2;
+  /**
+   * `fp8_range_extension` (`NEFF_FP8_RANGE_EXT`).
+   */
+  bool fp8_range_extension;
+  /**
+   * `ocp_sat` (`NEFF_FP8_OCP_SAT`).
+   */
+  bool ocp_sat;
+  /**
+   * `fp8_sis` (`NEFF_FP8_SIS`).
+   */
+  bool fp8_sis;
+  /**
+   * `fp8_sns` (`NEFF_FP8_SNS`).
+   */
+  bool fp8_sns;
+} neff_fp8_overrides;
+
+/**
  * How a load or check behaves. A null `const neff_options *` means all zero.
  */
 typedef struct neff_options {
@@ -606,6 +672,11 @@ typedef struct neff_options {
    * (2 sunda, 3 cayman, 4 mariana), or 0 for none.
    */
   neff_arch arch;
+  /**
+   * The runtime's debug overrides of each subgraph's fp8 config, applied to the
+   * `fp8_conversion_info` the `subgraph_tables` callback gets (all zero: none).
+   */
+  struct neff_fp8_overrides fp8;
 } neff_options;
 
 /**

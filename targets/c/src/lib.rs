@@ -98,6 +98,66 @@ pub struct neff_options {
     /// For `neff_check()`: the device architecture to gate the KELF target against
     /// (2 sunda, 3 cayman, 4 mariana), or 0 for none.
     pub arch: ArchValue,
+    /// The runtime's debug overrides of each subgraph's fp8 config, applied to the
+    /// `fp8_conversion_info` the `subgraph_tables` callback gets (all zero: none).
+    pub fp8: neff_fp8_overrides,
+}
+
+/// `neff_fp8_overrides.set`: `NEURON_RT_DBG_FP8_RANGE_EXT`, the `fp8_range_extension` field.
+pub const NEFF_FP8_RANGE_EXT: u32 = 1 << 0;
+/// `neff_fp8_overrides.set`: `NEURON_RT_DBG_FP8_EMAX_E4M3`, the `emax_fp8_e4m3` field.
+pub const NEFF_FP8_EMAX_E4M3: u32 = 1 << 1;
+/// `neff_fp8_overrides.set`: `NEURON_RT_DBG_FP8_EMAX_E5M2`, the `emax_fp8_e5m2` field.
+pub const NEFF_FP8_EMAX_E5M2: u32 = 1 << 2;
+/// `neff_fp8_overrides.set`: `NEURON_RT_DBG_OCP_FP8_SAT`, the `ocp_sat` field.
+pub const NEFF_FP8_OCP_SAT: u32 = 1 << 3;
+/// `neff_fp8_overrides.set`: `NEURON_RT_DBG_FP8_SIS`, the `fp8_sis` field.
+pub const NEFF_FP8_SIS: u32 = 1 << 4;
+/// `neff_fp8_overrides.set`: `NEURON_RT_DBG_FP8_SNS`, the `fp8_sns` field.
+pub const NEFF_FP8_SNS: u32 = 1 << 5;
+
+/// The runtime's fp8 debug overrides (`NEURON_RT_DBG_FP8_*`, `NEURON_RT_DBG_OCP_FP8_SAT`), as
+/// values a caller reads from its own configuration: a field applies when its `NEFF_FP8_*` bit
+/// is in `set` (other bits are ignored).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct neff_fp8_overrides {
+    /// Which fields apply: `NEFF_FP8_*` bits.
+    pub set: u32,
+    /// `emax_fp8_e4m3` (`NEFF_FP8_EMAX_E4M3`).
+    pub emax_fp8_e4m3: u32,
+    /// `emax_fp8_e5m2` (`NEFF_FP8_EMAX_E5M2`).
+    pub emax_fp8_e5m2: u32,
+    /// `fp8_range_extension` (`NEFF_FP8_RANGE_EXT`).
+    pub fp8_range_extension: bool,
+    /// `ocp_sat` (`NEFF_FP8_OCP_SAT`).
+    pub ocp_sat: bool,
+    /// `fp8_sis` (`NEFF_FP8_SIS`).
+    pub fp8_sis: bool,
+    /// `fp8_sns` (`NEFF_FP8_SNS`).
+    pub fp8_sns: bool,
+}
+
+impl neff_fp8_overrides {
+    /// The core's overrides: each field whose bit is set.
+    fn overrides(&self) -> neff::manifest::def::Fp8Overrides {
+        let on = |bit: u32| self.set & bit != 0;
+        neff::manifest::def::Fp8Overrides {
+            fp8_range_extension: on(NEFF_FP8_RANGE_EXT).then_some(self.fp8_range_extension),
+            emax_fp8_e4m3: on(NEFF_FP8_EMAX_E4M3).then_some(self.emax_fp8_e4m3),
+            emax_fp8_e5m2: on(NEFF_FP8_EMAX_E5M2).then_some(self.emax_fp8_e5m2),
+            ocp_sat: on(NEFF_FP8_OCP_SAT).then_some(self.ocp_sat),
+            fp8_sis: on(NEFF_FP8_SIS).then_some(self.fp8_sis),
+            fp8_sns: on(NEFF_FP8_SNS).then_some(self.fp8_sns),
+        }
+    }
+}
+
+impl neff_options {
+    /// The core's load options these ask for.
+    pub(crate) fn load_options(&self) -> LoadOptions {
+        LoadOptions { allow_legacy: self.allow_legacy, fp8: self.fp8.overrides() }
+    }
 }
 
 /// What became of a payload.
@@ -911,7 +971,7 @@ fn run<H: Hal>(
         Err(e) => return Err(Failed::Core(*e)),
     };
     let mut observer = CFullObserver { base: &mut observer, tables };
-    load(archive, arena, replay, options.allow_legacy, device, report, needs, &mut observer, json)
+    load(archive, arena, replay, options.load_options(), device, report, needs, &mut observer, json)
 }
 
 /// Header gates and gzip sniff, in a frame of its own.
@@ -935,7 +995,7 @@ fn load<H: Hal>(
     archive: &mut Archive<Reader<'_>>,
     arena: Option<&mut [u8]>,
     replay: &mut [u8],
-    allow_legacy: bool,
+    options: LoadOptions,
     device: &mut H,
     report: &mut LoadReport,
     needs: &mut Needs,
@@ -949,7 +1009,7 @@ fn load<H: Hal>(
         None => &mut own[..],
     };
     let storage = Storage { arena, replay, deferred: &mut [], whole_names: &mut [] };
-    let mut loader = Loader::with_storage(storage, LoadOptions { allow_legacy, ..LoadOptions::default() });
+    let mut loader = Loader::with_storage(storage, options);
     // The observer is both the placements' observer and the warnings' sink: two borrows of
     // one value, so the warnings go through a second handle with the same callbacks.
     let mut sink = CObserver { ctx: observer.base.ctx, payload: None, warning: observer.base.warning };

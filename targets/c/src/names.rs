@@ -22,7 +22,7 @@ pub const NEFF_VERSION_MAJOR: u32 = 0;
 /// The library's minor version: before 1.0 a change of minor version may break the ABI, and
 /// `neff_init()` refuses a header of another minor version; from 1.0 on, a header newer than
 /// the library.
-pub const NEFF_VERSION_MINOR: u32 = 1;
+pub const NEFF_VERSION_MINOR: u32 = 2;
 /// The library's patch version.
 pub const NEFF_VERSION_PATCH: u32 = 0;
 /// The version as one number, `MAJOR * 10000 + MINOR * 100 + PATCH`, for `#if` tests.

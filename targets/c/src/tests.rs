@@ -1713,12 +1713,17 @@ fn the_table_callbacks_get_the_core_s_records_through_their_c_structs() {
 
 /// What the core's own loader hands a Rust observer of `bytes` (a check, as `neff_check`).
 fn core_tables(bytes: &[u8]) -> TablesSeen {
+    core_tables_with(bytes, LoadOptions::default())
+}
+
+/// [`core_tables`] with `options`.
+fn core_tables_with(bytes: &[u8], options: LoadOptions) -> TablesSeen {
     let mut arena = arena();
     let mut archive =
         Archive::<&[u8]>::open(bytes, Some(bytes.len() as u64), &OpenOptions::default(), &mut |_: &Warning| {})
             .unwrap();
     let storage = Storage { arena: &mut arena, replay: &mut [], deferred: &mut [], whole_names: &mut [] };
-    let mut loader = Loader::with_storage(storage, LoadOptions::default());
+    let mut loader = Loader::with_storage(storage, options);
     let mut seen = TablesSeen::default();
     loader.check(&mut archive, None, &mut LoadReport::default(), &mut seen, &mut |_: &Warning| {}).unwrap();
     seen
@@ -1764,4 +1769,52 @@ fn the_c_observer_gets_every_table_the_core_hands_over() {
         assert_eq!(status, neff_status::NEFF_STATUS_OK, "{rel}: {}", message(&err));
         assert_eq!(loaded, want, "{rel}: neff_load");
     }
+}
+
+/// `neff_options.fp8` applies the runtime's fp8 overrides whose bits are set, and only those,
+/// as the core's `LoadOptions::fp8` does: each subgraph's `fp8_conversion_info` shows them.
+#[test]
+#[cfg_attr(miri, ignore = "a whole real NEFF takes minutes under Miri")]
+fn fp8_overrides_in_the_options_reach_the_subgraph_tables() {
+    let Some(bytes) = fixture(MATMUL_SMALL) else { return };
+    let plain = core_tables(&bytes);
+    let first = plain.subgraphs[0].3;
+    // Every field flipped from the document's, but `fp8_sis` left out of `set`.
+    let fp8 = neff_fp8_overrides {
+        set: NEFF_FP8_RANGE_EXT | NEFF_FP8_EMAX_E4M3 | NEFF_FP8_EMAX_E5M2 | NEFF_FP8_OCP_SAT | NEFF_FP8_SNS,
+        emax_fp8_e4m3: first.cfg.emax_fp8_e4m3.wrapping_add(1),
+        emax_fp8_e5m2: first.cfg.emax_fp8_e5m2.wrapping_add(2),
+        fp8_range_extension: !first.cfg.fp8_range_extension,
+        ocp_sat: !first.cfg.ocp_sat,
+        fp8_sis: !first.cfg.fp8_sis,
+        fp8_sns: !first.cfg.fp8_sns,
+    };
+    let options = neff_options { fp8, ..neff_options::default() };
+    let want = core_tables_with(&bytes, options.load_options());
+    let got = want.subgraphs[0].3.cfg;
+    assert_eq!(got.emax_fp8_e4m3, first.cfg.emax_fp8_e4m3.wrapping_add(1));
+    assert_eq!(got.emax_fp8_e5m2, first.cfg.emax_fp8_e5m2.wrapping_add(2));
+    assert_eq!(
+        (got.fp8_range_extension, got.ocp_sat, got.fp8_sns),
+        (!first.cfg.fp8_range_extension, !first.cfg.ocp_sat, !first.cfg.fp8_sns)
+    );
+    assert_eq!(got.fp8_sis, first.cfg.fp8_sis, "a field whose bit is not set keeps the document's value");
+
+    let mut arena = arena();
+    let bufs = buffers(&mut arena);
+    let mut err = new_error();
+    let outputs = neff_outputs {
+        report: core::ptr::null_mut(),
+        json: core::ptr::null_mut(),
+        json_len: 0,
+        json_written: core::ptr::null_mut(),
+    };
+    let src = memory(&bytes);
+    let mut checked = TablesSeen::default();
+    let obs = tables_observer_of(&mut checked);
+    // SAFETY: every pointer is live.
+    let status = unsafe { neff_check(&src, &bufs, &options, &obs, &outputs, &mut err) };
+    assert_eq!(status, neff_status::NEFF_STATUS_OK, "{}", message(&err));
+    assert_eq!(checked, want);
+    assert_ne!(checked, plain);
 }
