@@ -91,9 +91,11 @@ fi
 grep -q 'NEFF_ERR_MANIFEST_VAR_TOO_LARGE = 999,' targets/c/include/neff_codes.h
 grep -q '| 999 | `Manifest(VarTooLarge)` |' docs/error-codes.md
 grep -q '| `ManifestError::VarTooLarge` | `var {var} has size {size}, above 2^48 bytes` |' docs/refusals.md
-changed=$(git status --porcelain | awk '{print $2}' | sort | tr '\n' ' ')
+# Both lists sorted the same way, so a file that moves changes only its name here.
+changed=$(git status --porcelain | awk '{print $2}' | LC_ALL=C sort | tr '\n' ' ')
 echo "refusal drill: changed files: $changed"
-want="docs/error-codes.md docs/refusals.md targets/c/include/neff_codes.h schema/errors.toml src/manifest/def.rs tests/drill.rs "
+want=$(printf '%s\n' docs/error-codes.md docs/refusals.md targets/c/include/neff_codes.h schema/errors.toml \
+  src/manifest/def.rs tests/drill.rs | LC_ALL=C sort | tr '\n' ' ')
 [ "$changed" = "$want" ] || { echo "refusal drill: expected only $want" >&2; exit 1; }
 git add -A && git diff --cached --stat
 echo "refusal drill: passed"

@@ -61,7 +61,7 @@ if ! cargo test -q -p neff --lib --test drill --test manifest_real --test manife
   exit 1
 fi
 rm tests/drill.rs
-changed=$(git status --porcelain | awk '{print $2}' | sort | tr '\n' ' ')
+changed=$(git status --porcelain | awk '{print $2}' | LC_ALL=C sort | tr '\n' ' ')
 echo "schema drill: changed files: $changed"
 [ "$changed" = "schema/README.md schema/def.toml " ] || { echo "schema drill: expected only schema/def.toml and schema/README.md to change" >&2; exit 1; }
 git diff --stat
@@ -96,7 +96,7 @@ cc -std=c11 -Wall -Werror -Itargets/c/include "$tmp/drill.c" -o "$tmp/drill" && 
 if command -v arm-none-eabi-gcc >/dev/null 2>&1; then
   arm-none-eabi-gcc -mcpu=cortex-m4 -mthumb -std=c11 -Wall -Werror -Itargets/c/include -fsyntax-only "$tmp/drill.c"
 fi
-changed=$(git status --porcelain | awk '{print $2}' | sort | tr '\n' ' ')
+changed=$(git status --porcelain | awk '{print $2}' | LC_ALL=C sort | tr '\n' ' ')
 echo "schema drill (layout): changed files: $changed"
 [ "$changed" = "schema/README.md schema/layouts.toml targets/c/include/neff_schema.h " ] ||
   { echo "schema drill (layout): expected only schema/layouts.toml, schema/README.md and targets/c/include/neff_schema.h to change" >&2; exit 1; }
