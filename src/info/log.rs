@@ -100,7 +100,7 @@ impl<B: LogBuffer> InfoLog<B> {
         }
         let new_len = self.buf.bytes().len();
         let Some(new_top) = new_len.checked_sub(kept) else { return false };
-        if new_top < self.top {
+        if new_top < self.top || self.top > len {
             return false;
         }
         self.buf.bytes_mut().copy_within(self.top..len, new_top);
