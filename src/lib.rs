@@ -74,6 +74,8 @@ pub mod error;
 pub mod gzip;
 pub mod hal;
 pub mod header;
+#[cfg(feature = "info")]
+pub mod info;
 pub mod json;
 pub mod loader;
 pub mod manifest;

@@ -35,7 +35,6 @@
 pub mod error;
 pub mod hal;
 mod info;
-mod json;
 pub mod kinds;
 pub mod names;
 pub mod source;
@@ -580,7 +579,7 @@ const LOAD_STACK_THUMBV7EM: usize = 63 * 1024;
 /// load's figure plus what the info call holds besides a load's state (the document's work and
 /// its observer), an estimate.
 const INFO_STACK_THUMBV7EM: usize = LOAD_STACK_THUMBV7EM
-    .saturating_add(core::mem::size_of::<core::cell::RefCell<info::Work<'static>>>())
+    .saturating_add(core::mem::size_of::<info::Work<'static>>())
     .saturating_add(core::mem::size_of::<info::InfoObserver<'static, 'static>>());
 
 /// Bytes of the caller's stack a load or check takes, frames included: the library's deepest
@@ -1372,23 +1371,25 @@ pub unsafe extern "C" fn neff_info(
         }
     };
     put(0);
-    let work = core::cell::RefCell::new(info::Work::new(work));
+    let mut work = info::Work::new(work);
     let mut report = LoadReport::new();
-    let (header, integrity) = match info::run(lent, arch, &work, &mut report) {
+    let (header, integrity) = match info::run(lent, arch, &mut work, &mut report) {
         Ok(done) => done,
         Err(e) => return failed(err, &e, read_failure.get()),
     };
-    let (status, buffer, needed, available) = match info::render(work.into_inner(), &header, integrity, json) {
+    let (status, buffer, needed, available) = match work.render(&header, integrity, json) {
         Ok(n) => {
             put(n);
             store(err, What::Nothing);
             return neff_status::NEFF_STATUS_OK;
         }
-        Err(info::Short::Json(n)) => {
+        Err(neff::info::InfoError::Document { needed: n }) => {
             put(n);
             (neff_status::NEFF_STATUS_BUFFER_TOO_SMALL, "info.json", n, ib.json_len)
         }
-        Err(info::Short::Work(n)) => (neff_status::NEFF_STATUS_RESOURCE, "info.work", n, ib.work_len),
+        Err(neff::info::InfoError::Work { needed: n }) => {
+            (neff_status::NEFF_STATUS_RESOURCE, "info.work", n, ib.work_len)
+        }
     };
     store(err, What::Short { status, buffer, needed, available });
     status

@@ -895,57 +895,6 @@ fn info_refuses_bad_arguments_and_bad_neffs_before_writing() {
     assert!(neff_info_stack_size() > neff_load_stack_size() - BUILTIN_ARENA);
 }
 
-#[test]
-fn the_info_observer_keeps_the_last_root_info_json_the_loader_shows_it() {
-    let mut buf = vec![0u8; 64];
-    let work = core::cell::RefCell::new(info::Work::new(&mut buf));
-    let c = CObserver { ctx: core::ptr::null_mut(), payload: None, warning: None };
-    let mut observer = info::InfoObserver::new(&work, c);
-    let members: [(&str, &[u8]); 5] = [
-        ("info.json", b"one"),
-        ("sg00/info.json", b"three"),
-        ("info.json", b"0123456789"),
-        ("debug_info/sg00.dbg", b"x"),
-        ("info.json.bak", b"four"),
-    ];
-    let mut asked = Vec::new();
-    for (name, body) in members {
-        let member = neff::loader::MemberReport {
-            name,
-            typeflag: b'0',
-            size: body.len() as u64,
-            header_offset: 0,
-            data_offset: 512,
-        };
-        if observer.member(&member) {
-            asked.push(name);
-            body.chunks(3).for_each(|chunk| observer.member_bytes(chunk));
-            observer.member_end();
-        }
-    }
-    assert_eq!(asked, ["info.json", "info.json"]);
-    assert_eq!(work.borrow().kept_info(), Some(&b"0123456789"[..]));
-    // A copy cut short (the load failed in it) is not kept.
-    let member =
-        neff::loader::MemberReport { name: "info.json", typeflag: b'0', size: 8, header_offset: 0, data_offset: 0 };
-    assert!(observer.member(&member));
-    observer.member_bytes(b"abc");
-    assert_eq!(work.borrow().kept_info(), None);
-}
-
-#[test]
-fn the_json_writer_escapes_and_counts_what_does_not_fit() {
-    let mut buf = [0u8; 8];
-    let mut out = json::Out::new(&mut buf);
-    out.str("a\"b\\c\n\u{1}é");
-    out.lossy(b"x\xffy");
-    out.u64(u64::MAX);
-    let whole = "\"a\\\"b\\\\c\\n\\u0001é\"\"x\u{FFFD}y\"18446744073709551615";
-    assert_eq!(out.len(), whole.len());
-    assert!(!out.fits());
-    assert_eq!(&buf, &whole.as_bytes()[..8]);
-}
-
 fn outputs_of(report: *mut neff_report, json: &mut [u8], written: *mut usize) -> neff_outputs {
     neff_outputs { report, json: json.as_mut_ptr(), json_len: json.len(), json_written: written }
 }

@@ -7,19 +7,37 @@
 //! hash and the outcome of `--verify`); the human form shows the same facts plus the archive
 //! figures and the payload table.
 
-use serde::Serialize;
+use serde::Deserialize;
 
-use neff::loader::dir_of;
+use crate::error::CliError;
+use crate::integrity::verify_text;
+use crate::loading::{CarveoutInfo, Fp8Info, Pass, QueueInfo, TensorInfo, VarInfo};
 
-use crate::header_view::HeaderJson;
-use crate::integrity::{hash_json, verify_text, HashJson};
-use crate::loading::{chain_kelfs, join, CarveoutInfo, Collected, Fp8Info, Pass, QueueInfo, TensorInfo, VarInfo};
+/// The `info --json` document as the core wrote it ([`neff::info`], the text the C ABI's
+/// `neff_info` writes too): compact JSON.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InfoDocument {
+    /// The document, compact.
+    pub text: String,
+}
 
-/// The `info --json` document.
-#[derive(Debug, Serialize)]
+impl InfoDocument {
+    /// The document indented as `neff info --json` prints it (two spaces, `"key": value`,
+    /// empty arrays and objects as `[]` and `{}`).
+    pub fn pretty(&self) -> String {
+        indent(&self.text)
+    }
+
+    /// The document read back into values (for the human report and the bindings' walks).
+    pub fn parse(&self) -> Result<InfoJson, CliError> {
+        serde_json::from_str(&self.text).map_err(|e| CliError::rejected(format!("the info document: {e}")))
+    }
+}
+
+/// The `info --json` document read back: what the human report and the bindings walk (the
+/// `header` and `hash` objects are read from the pass itself).
+#[derive(Debug, Deserialize)]
 pub struct InfoJson {
-    /// The header object.
-    pub header: HeaderJson,
     /// One entry per KELF node.
     pub kelf: Vec<KelfJson>,
     /// Inputs, in `arg_nodes` order.
@@ -28,16 +46,12 @@ pub struct InfoJson {
     pub outputs: Vec<TensorInfo>,
     /// One per graph of every KELF.
     pub subgraphs: Vec<SubgraphJson>,
-    /// The header hash: the stored value, and the outcome of `--verify` (a key after the
-    /// contract's five).
-    pub hash: HashJson,
-    /// The compiler that wrote the NEFF: `info.json`'s `tool_version` (producer metadata the
-    /// loader skips; shown to the pass's member log), `null` without one.
+    /// The compiler that wrote the NEFF: `info.json`'s `tool_version`, `null` without one.
     pub compiler_version: Option<String>,
 }
 
 /// A KELF node.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Deserialize)]
 pub struct KelfJson {
     /// The KELF member.
     pub member: String,
@@ -50,7 +64,7 @@ pub struct KelfJson {
 }
 
 /// A subgraph.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Deserialize)]
 pub struct SubgraphJson {
     /// The graph name from the KELF.
     pub name: String,
@@ -71,10 +85,10 @@ pub struct SubgraphJson {
 }
 
 /// An engine.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Deserialize)]
 pub struct EngineJson {
     /// `pe`, `act`, `pool`, `dve` or `sp`.
-    pub engine: &'static str,
+    pub engine: String,
     /// The engine JSON member.
     pub json: String,
     /// The instruction stream member.
@@ -85,74 +99,26 @@ pub struct EngineJson {
     pub ninstr: Option<u64>,
 }
 
-/// Builds the `info --json` document from a pass. The vars move from the pass into the
-/// document (a `def.json` can have 100,000 of them: they are never held twice).
-pub fn info_json(pass: &mut Pass) -> InfoJson {
-    let mut vars_of: std::collections::HashMap<String, Vec<crate::loading::VarInfo>> =
-        pass.collected.defs.iter_mut().map(|(k, d)| (k.clone(), std::mem::take(&mut d.vars))).collect();
-    let c: &Collected = &pass.collected;
-    let kelf_members = chain_kelfs(c);
-    let kelf = kelf_members
-        .iter()
-        .map(|m| {
-            let k = c.kelfs.get(m);
-            KelfJson {
-                member: m.clone(),
-                version: k.map(|k| k.version.clone()),
-                target: k.and_then(|k| k.target.clone()),
-                arch: k.and_then(|k| k.arch),
-            }
-        })
-        .collect();
-    let (inputs, outputs) = match &c.neff {
-        Some((_, i, o)) => (i.clone(), o.clone()),
-        None => (Vec::new(), Vec::new()),
+/// The `info --json` document of a pass that logged it ([`crate::loading::Request::info`]):
+/// written by the core's builder, the one the C ABI calls, into a buffer as large as it needs.
+pub fn info_json(pass: &mut Pass) -> Result<InfoDocument, CliError> {
+    let integrity = Some(pass.finish.integrity);
+    let Some(info) = pass.info.as_mut() else {
+        return Err(CliError::rejected("the pass kept no info document (not an info pass)"));
     };
-    let member_len = |path: &str| pass.report.payloads.iter().find(|p| p.member.as_str() == path).map(|p| p.member_len);
-    let mut subgraphs = Vec::new();
-    for (name, definition) in kelf_members.iter().filter_map(|m| c.kelfs.get(m)).flat_map(|k| k.graphs.iter()) {
-        let dir = dir_of(definition);
-        let def = c.defs.get(definition);
-        let engines = def
-            .map(|d| {
-                d.engines
-                    .iter()
-                    .map(|(engine, json, def_instr)| {
-                        let json = join(dir, json);
-                        // The engine JSON's `instr` wins over def.json's `<eng>_instr`.
-                        let instr = c
-                            .engine_instr
-                            .get(&json)
-                            .cloned()
-                            .flatten()
-                            .or_else(|| def_instr.clone())
-                            .map(|i| join(dir, &i));
-                        let instr_size = instr.as_deref().and_then(member_len);
-                        EngineJson {
-                            engine: engine.as_str(),
-                            json,
-                            instr,
-                            instr_size,
-                            ninstr: instr_size.map(|s| s / 64),
-                        }
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        subgraphs.push(SubgraphJson {
-            name: name.clone(),
-            definition: definition.clone(),
-            version: def.and_then(|d| d.version.clone()),
-            vars: vars_of.remove(definition.as_str()).unwrap_or_default(),
-            dma_queues: def.map(|d| d.dma_queues.to_vec()).unwrap_or_default(),
-            engines,
-            carveouts: def.map(|d| d.carveouts.to_vec()).unwrap_or_default(),
-            fp8: def.and_then(|d| d.fp8),
-        });
-    }
-    let compiler_version = pass.members.as_ref().and_then(|m| m.tool_version());
-    let hash = hash_json(&pass.header, &pass.finish.integrity);
-    InfoJson { header: pass.header.to_json(), kelf, inputs, outputs, subgraphs, hash, compiler_version }
+    // A first guess; a longer document says its size and is written again.
+    let mut text = vec![0u8; 64 * 1024];
+    let len = match info.log.render(&info.header, integrity, &mut text) {
+        Ok(len) => len,
+        Err(neff::info::InfoError::Document { needed }) => {
+            text.resize(needed, 0);
+            info.log.render(&info.header, integrity, &mut text).map_err(|e| CliError::rejected(e.to_string()))?
+        }
+        Err(e) => return Err(CliError::rejected(e.to_string())),
+    };
+    text.truncate(len);
+    let text = String::from_utf8(text).map_err(|e| CliError::rejected(format!("the info document: {e}")))?;
+    Ok(InfoDocument { text })
 }
 
 /// `24-39` for a run of consecutive numbers, `1, 5` otherwise.
@@ -346,9 +312,71 @@ pub fn write_human(out: &mut impl std::fmt::Write, label: &str, size: u64, pass:
     }
 }
 
+/// `json` (compact, as the core writes it) indented as serde_json's pretty printer indents:
+/// two spaces a level, `": "` after a key, a non-empty array or object one item a line, an
+/// empty one as `[]` or `{}`.
+fn indent(json: &str) -> String {
+    let mut out = String::with_capacity(json.len().saturating_mul(2));
+    let mut depth = 0usize;
+    let mut chars = json.chars().peekable();
+    let (mut in_string, mut escaped) = (false, false);
+    let newline = |out: &mut String, depth: usize| {
+        out.push('\n');
+        (0..depth).for_each(|_| out.push_str("  "));
+    };
+    while let Some(c) = chars.next() {
+        if in_string {
+            out.push(c);
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' => {
+                in_string = true;
+                out.push(c);
+            }
+            '{' | '[' => {
+                out.push(c);
+                let close = if c == '{' { '}' } else { ']' };
+                if chars.peek() == Some(&close) {
+                    out.push(close);
+                    chars.next();
+                } else {
+                    depth += 1;
+                    newline(&mut out, depth);
+                }
+            }
+            '}' | ']' => {
+                depth = depth.saturating_sub(1);
+                newline(&mut out, depth);
+                out.push(c);
+            }
+            ',' => {
+                out.push(c);
+                newline(&mut out, depth);
+            }
+            ':' => out.push_str(": "),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
-    use super::ranges;
+    use super::{indent, ranges};
+
+    #[test]
+    fn compact_json_is_indented_as_serde_json_pretty_prints_it() {
+        let compact = r#"{"a":[1,{"b":"x\\\",:{["}],"c":[],"d":{},"e":{"f":null}}"#;
+        let value: serde_json::Value = serde_json::from_str(compact).unwrap();
+        assert_eq!(indent(compact), serde_json::to_string_pretty(&value).unwrap());
+    }
 
     #[test]
     fn semaphore_runs_are_shortened() {

@@ -273,8 +273,8 @@ fn info(py: Python<'_>, src: &Bound<'_, PyAny>, verify: bool) -> PyResult<(Strin
         let source = input.open()?;
         let options = PassOptions { verify, keep_warning_records: true, ..PassOptions::default() };
         let mut pass = loading::run(source, Request::info().with(options))?;
-        let doc = neff_host::info::info_json(&mut pass);
-        Ok((json_text(&doc)?, std::mem::take(&mut pass.warning_records), std::mem::take(&mut pass.warnings)))
+        let doc = neff_host::info::info_json(&mut pass)?;
+        Ok((doc.text, std::mem::take(&mut pass.warning_records), std::mem::take(&mut pass.warnings)))
     })
 }
 
@@ -443,7 +443,7 @@ fn weight_vars(py: Python<'_>, src: &Bound<'_, PyAny>) -> PyResult<WeightVars> {
         let source = input.open()?;
         let options = PassOptions { keep_warning_records: true, ..PassOptions::default() };
         let mut pass = loading::run(source, Request::info().with(options))?;
-        let doc = neff_host::info::info_json(&mut pass);
+        let doc = neff_host::info::info_json(&mut pass)?.parse()?;
         let mut pairs = Vec::new();
         for sg in doc.subgraphs {
             let dir = neff::loader::dir_of(&sg.definition);
@@ -743,9 +743,9 @@ fn open(py: Python<'_>, src: &Bound<'_, PyAny>) -> PyResult<(Opened, Vec<PyObjec
             }
             Stored::Bytes(b) => MemberIndex::new(&recorder, records, &mut io::Cursor::new(b.as_slice())),
         };
-        let doc = neff_host::info::info_json(&mut pass);
+        let doc = neff_host::info::info_json(&mut pass)?;
         let mut weight_vars = Vec::new();
-        for sg in &doc.subgraphs {
+        for sg in &doc.parse()?.subgraphs {
             let dir = neff::loader::dir_of(&sg.definition);
             for v in &sg.vars {
                 if let Some(file) = &v.file_name {
@@ -754,7 +754,7 @@ fn open(py: Python<'_>, src: &Bound<'_, PyAny>) -> PyResult<(Opened, Vec<PyObjec
             }
         }
         let opened = Opened {
-            info: json_text(&doc)?,
+            info: doc.text,
             members: json_text(&rows)?,
             mem: [mem_plain, mem_profiling],
             weight_vars,

@@ -25,7 +25,7 @@ pub struct KelfInfo {
 
 /// One variable of a `def.json` (serialised as `info --json` prints it: the contract's keys,
 /// in its order).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct VarInfo {
     /// Its name (the key in `var`).
     pub name: String,
@@ -47,7 +47,7 @@ pub struct VarInfo {
 }
 
 /// One DMA queue set of a `def.json` (serialised as `info --json` prints it).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct QueueInfo {
     /// Its name (the key in `dma_queue`).
     pub name: String,
@@ -65,7 +65,7 @@ pub struct QueueInfo {
 }
 
 /// One state-buffer carveout (serialised as `info --json` prints it).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CarveoutInfo {
     /// `type` as written.
     #[serde(rename = "type")]
@@ -81,7 +81,7 @@ pub struct CarveoutInfo {
 }
 
 /// `fp8_conversion_config` (serialised as `info --json` prints it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Fp8Info {
     /// `fp8_range_extension`.
     pub fp8_range_extension: bool,
@@ -115,7 +115,7 @@ pub struct DefInfo {
 }
 
 /// One I/O tensor of `neff.json` (serialised as `info --json` prints it).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TensorInfo {
     /// The tensor's name.
     pub name: String,

@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 use neff::archive::OpenOptions;
 
 use neff::header::HeaderWarning;
+use neff::info::{InfoLog, LogBuffer};
 use neff::loader::{LoadOptions, LoadReport, Loader, NoObserver, Observer, Storage};
 use neff::manifest::Arch;
 use neff::sim::SimDevice;
@@ -87,6 +88,37 @@ pub struct Pass {
     pub refusal: Option<String>,
     /// What the pass needed of each buffer it lent the loader ([`neff::loader::Loader::needs`]).
     pub needs: neff::loader::Needs,
+    /// The core's log of the `info --json` document, when [`Request::details`] asked for it
+    /// ([`crate::info::info_json`] writes the document from it).
+    pub info: Option<InfoLogged>,
+}
+
+/// What an info pass logged of the document ([`neff::info`]), in a buffer that grows: on a
+/// host no valid NEFF is refused for its size (spec §15.20).
+pub struct InfoLogged {
+    /// The core's record log.
+    pub log: InfoLog<GrowingLog>,
+    /// The header the document shows.
+    pub header: neff::header::NeffHeader,
+}
+
+/// A [`LogBuffer`] that grows: the host lends the info log as much as it asks for.
+#[derive(Debug, Default)]
+pub struct GrowingLog(Vec<u8>);
+
+impl LogBuffer for GrowingLog {
+    fn bytes(&self) -> &[u8] {
+        &self.0
+    }
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        &mut self.0
+    }
+    fn grow(&mut self, len: usize) -> bool {
+        if len > self.0.len() {
+            self.0.resize(len, 0);
+        }
+        true
+    }
 }
 
 /// Whether passes print what [`Verbose`] prints (`neff -v`); off by default.
@@ -168,8 +200,9 @@ pub struct Request {
     pub target: Target,
     /// What the pass accepts and keeps besides its target.
     pub options: PassOptions,
-    /// Keep the manifests' entries in [`Collected`] as `info` prints them (an observer that
-    /// keeps only what it needs keeps memory flat without them).
+    /// Keep the manifests' entries in [`Collected`] as `info` prints them, and the core's log
+    /// of the `info --json` document ([`Pass::info`]) (an observer that keeps only what it
+    /// needs keeps memory flat without them).
     pub details: bool,
     /// The member log and the captured members ([`Pass::members`]).
     pub members: Option<MemberOptions>,
@@ -407,6 +440,7 @@ fn run_pass(
     let open = OpenOptions { verify_integrity: verify, ..OpenOptions::default() };
     let mut archive = open_archive(source, size, &open, inflation, &mut sink)?;
     let header = HeaderView::from(archive.header());
+    let core_header = *archive.header();
     // Zeroed by the allocator: pages the load never touches cost no memory.
     let mut arena = vec![0u8; ARENA_BYTES];
     let mut replay = vec![0u8; REPLAY_BYTES];
@@ -428,7 +462,15 @@ fn run_pass(
     let mut verbose = Verbose;
     let mut quiet = NoObserver;
     let verbosity: &mut dyn Observer = if VERBOSE.load(Ordering::Relaxed) { &mut verbose } else { &mut quiet };
-    let mut extras = Tee::new(verbosity, extra);
+    // `info`'s document, logged by the core as the C ABI's is.
+    let mut info_log = details.then(|| InfoLog::new(GrowingLog::default()));
+    let mut no_info = NoObserver;
+    let info_observer: &mut dyn Observer = match info_log.as_mut() {
+        Some(log) => log,
+        None => &mut no_info,
+    };
+    let mut with_extra = Tee::new(info_observer, extra);
+    let mut extras = Tee::new(verbosity, &mut with_extra);
     let mut others = Tee::new(logging, &mut extras);
     let mut observer = Tee::new(&mut collected, &mut others);
     let mut refusal = None;
@@ -492,7 +534,21 @@ fn run_pass(
         subgraphs: std::mem::take(&mut collected.subgraphs),
     });
     let warning_records = std::mem::take(warning_records);
-    Ok(Pass { header, report, collected, device, finish, elapsed, warnings, warning_records, members, refusal, needs })
+    let info = info_log.map(|log| InfoLogged { log, header: core_header });
+    Ok(Pass {
+        header,
+        report,
+        collected,
+        device,
+        finish,
+        elapsed,
+        warnings,
+        warning_records,
+        members,
+        refusal,
+        needs,
+        info,
+    })
 }
 
 /// The device arch of a command-line `--arch` (its `From` is beside the flag, so the passes

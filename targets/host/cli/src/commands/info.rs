@@ -12,19 +12,13 @@ pub fn run(args: &InfoArgs) -> Result<(), CliError> {
     let size = source.size();
     let options = PassOptions { verify: args.verify, ..PassOptions::default() };
     let mut pass = loading::run(source, loading::Request::info().with(options))?;
-    let doc = info_json(&mut pass);
+    let doc = info_json(&mut pass)?;
     let mut out = StdoutText::new();
     if args.json {
-        let written = serde_json::to_writer_pretty(&mut out.out, &doc);
-        if let Err(e) = written {
-            if !e.is_io() {
-                return Err(CliError::rejected(e.to_string()));
-            }
-            out.error.get_or_insert(e.into());
-        }
+        let _ = std::fmt::Write::write_str(&mut out, &doc.pretty());
         let _ = std::fmt::Write::write_str(&mut out, "\n");
     } else {
-        write_human(&mut out, &label, size, &pass, &doc);
+        write_human(&mut out, &label, size, &pass, &doc.parse()?);
     }
     out.finish()
 }

@@ -3,10 +3,11 @@
 //! it needs that number to lend enough). Strings are escaped as RFC 8259 requires.
 //!
 //! Not serde-json-core (the core's report writer): its `to_slice` stops at the first byte that
-//! does not fit and cannot say how many were needed.
+//! does not fit and cannot say how many were needed. The text is compact (no whitespace
+//! outside strings); a host that prints it indented re-indents it.
 
 /// A JSON text being written into `buf`.
-pub(crate) struct Out<'a> {
+pub(super) struct Out<'a> {
     buf: &'a mut [u8],
     /// Bytes of the whole text so far, written or not (saturating: no text comes near).
     len: usize,
@@ -14,22 +15,22 @@ pub(crate) struct Out<'a> {
 
 impl<'a> Out<'a> {
     /// A writer into `buf`.
-    pub(crate) fn new(buf: &'a mut [u8]) -> Self {
+    pub(super) fn new(buf: &'a mut [u8]) -> Self {
         Self { buf, len: 0 }
     }
 
     /// Bytes of the whole text (what a buffer needs to hold it).
-    pub(crate) fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.len
     }
 
     /// Whether the whole text fit.
-    pub(crate) fn fits(&self) -> bool {
+    pub(super) fn fits(&self) -> bool {
         self.len <= self.buf.len()
     }
 
     /// Bytes as they are.
-    pub(crate) fn raw(&mut self, bytes: &[u8]) {
+    pub(super) fn raw(&mut self, bytes: &[u8]) {
         let end = self.len.saturating_add(bytes.len());
         if let Some(dst) = self.buf.get_mut(self.len..end) {
             dst.copy_from_slice(bytes);
@@ -38,7 +39,7 @@ impl<'a> Out<'a> {
     }
 
     /// A decimal number.
-    pub(crate) fn u64(&mut self, mut n: u64) {
+    pub(super) fn u64(&mut self, mut n: u64) {
         let mut digits = [0u8; 20];
         let mut at = digits.len();
         loop {
@@ -55,24 +56,24 @@ impl<'a> Out<'a> {
     }
 
     /// `true` or `false`.
-    pub(crate) fn bool(&mut self, b: bool) {
+    pub(super) fn bool(&mut self, b: bool) {
         self.raw(if b { b"true" } else { b"false" });
     }
 
     /// `null`.
-    pub(crate) fn null(&mut self) {
+    pub(super) fn null(&mut self) {
         self.raw(b"null");
     }
 
     /// A string, quoted and escaped.
-    pub(crate) fn str(&mut self, s: &str) {
+    pub(super) fn str(&mut self, s: &str) {
         self.raw(b"\"");
         self.escaped(s);
         self.raw(b"\"");
     }
 
     /// Several texts as one string.
-    pub(crate) fn str_parts(&mut self, parts: &[&str]) {
+    pub(super) fn str_parts(&mut self, parts: &[&str]) {
         self.raw(b"\"");
         for part in parts {
             self.escaped(part);
@@ -81,7 +82,7 @@ impl<'a> Out<'a> {
     }
 
     /// Bytes as a string, invalid UTF-8 sequences as U+FFFD (as Rust's lossy conversion).
-    pub(crate) fn lossy(&mut self, bytes: &[u8]) {
+    pub(super) fn lossy(&mut self, bytes: &[u8]) {
         self.raw(b"\"");
         for chunk in bytes.utf8_chunks() {
             self.escaped(chunk.valid());
@@ -93,7 +94,7 @@ impl<'a> Out<'a> {
     }
 
     /// Bytes as lowercase hex digits, quoted.
-    pub(crate) fn hex(&mut self, bytes: &[u8]) {
+    pub(super) fn hex(&mut self, bytes: &[u8]) {
         self.raw(b"\"");
         for &b in bytes {
             self.raw(&[nibble(b >> 4), nibble(b & 0xf)]);
@@ -102,7 +103,7 @@ impl<'a> Out<'a> {
     }
 
     /// An optional value: `null` for `None`.
-    pub(crate) fn opt<T>(&mut self, v: Option<T>, write: impl FnOnce(&mut Self, T)) {
+    pub(super) fn opt<T>(&mut self, v: Option<T>, write: impl FnOnce(&mut Self, T)) {
         match v {
             Some(v) => write(self, v),
             None => self.null(),
@@ -110,7 +111,7 @@ impl<'a> Out<'a> {
     }
 
     /// `"key":`, after a comma unless `first`.
-    pub(crate) fn key(&mut self, first: bool, key: &str) {
+    pub(super) fn key(&mut self, first: bool, key: &str) {
         if !first {
             self.raw(b",");
         }
@@ -153,5 +154,23 @@ fn nibble(n: u8) -> u8 {
         b'0' + n
     } else {
         b'a' + (n - 10)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Out;
+
+    #[test]
+    fn the_writer_escapes_and_counts_what_does_not_fit() {
+        let mut buf = [0u8; 8];
+        let mut out = Out::new(&mut buf);
+        out.str("a\"b\\c\n\u{1}é");
+        out.lossy(b"x\xffy");
+        out.u64(u64::MAX);
+        let whole = "\"a\\\"b\\\\c\\n\\u0001é\"\"x\u{FFFD}y\"18446744073709551615";
+        assert_eq!(out.len(), whole.len());
+        assert!(!out.fits());
+        assert_eq!(Some(&buf[..]), whole.as_bytes().get(..8));
     }
 }
