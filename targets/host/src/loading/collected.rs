@@ -5,7 +5,6 @@ use std::collections::HashMap;
 
 use neff::hal::{RegionId, USAGE_CLASS_COUNT};
 use neff::loader::{LoadReport, Manifest, Observer, PayloadReport, PayloadState, SubgraphReport};
-use neff::manifest::def::{EngineKey, ENGINE_KEYS};
 use neff::manifest::{Arch, Entry, IoKind, IoTensor, UsageClass};
 
 /// A KELF descriptor as read.
@@ -95,23 +94,6 @@ pub struct Fp8Info {
     pub fp8_sis: bool,
     /// `fp8_sns`.
     pub fp8_sns: bool,
-}
-
-/// What `info` needs of a `def.json`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DefInfo {
-    /// `version` as written.
-    pub version: Option<String>,
-    /// Variables, by `var_id`.
-    pub vars: Vec<VarInfo>,
-    /// DMA queue sets, by name.
-    pub dma_queues: Vec<QueueInfo>,
-    /// `(engine, engine JSON, <eng>_instr)` for each engine named, in `pe act pool dve sp` order.
-    pub engines: Vec<(EngineKey, String, Option<String>)>,
-    /// Carveouts, in order.
-    pub carveouts: Vec<CarveoutInfo>,
-    /// The FP8 policy.
-    pub fp8: Option<Fp8Info>,
 }
 
 /// One I/O tensor of `neff.json` (serialised as `info --json` prints it).
@@ -234,10 +216,6 @@ pub struct Collected {
     pub neff: Option<(Vec<String>, Vec<TensorInfo>, Vec<TensorInfo>)>,
     /// KELF descriptors by member.
     pub kelfs: HashMap<String, KelfInfo>,
-    /// `def.json`s by member.
-    pub defs: HashMap<String, DefInfo>,
-    /// The `instr` of each subgraph JSON, by member.
-    pub engine_instr: HashMap<String, Option<String>>,
     /// Manifest members parsed, each once: a member read twice (first as the kind its name
     /// suggests, then again as the kind the chain names it) or present twice is one.
     pub manifests: u32,
@@ -249,38 +227,19 @@ pub struct Collected {
     pub subgraphs: Vec<SubgraphInfo>,
     /// Streamed entries of the member being read, until its manifest arrives.
     pending: Pending,
-    /// Keep the manifests' entries (vars, queues, ...): `info` prints them; `check` and `load`
-    /// do not, and keep nothing that grows with the manifests.
-    pub details: bool,
 }
 
-/// Vars per chunk of [`Pending::vars`].
-const VAR_CHUNK: usize = 4096;
-
-/// What a manifest's streamed entries give `info`, kept until the manifest itself arrives.
+/// What a manifest's streamed entries give the host's documents (the KELF members and I/O
+/// tensors of `neff.json`, a KELF's graphs), kept until the manifest itself arrives. The
+/// entries that grow with a model (vars, queues, carveouts) are not kept: `info`'s document
+/// is the core's (`neff::info`), logged as the pass runs.
 #[derive(Debug, Default, Clone)]
 struct Pending {
     member: String,
-    /// In chunks of [`VAR_CHUNK`]: a growing `Vec` would hold its old and new buffers at once
-    /// (three times the vars) each time it doubles.
-    vars: Vec<Vec<VarInfo>>,
-    queues: Vec<QueueInfo>,
-    carveouts: Vec<CarveoutInfo>,
     graphs: Vec<(String, String)>,
     kelfs: Vec<(String, bool)>,
     inputs: Vec<TensorInfo>,
     outputs: Vec<TensorInfo>,
-}
-
-impl Pending {
-    /// The chunk the next var goes into.
-    fn var_slot(&mut self) -> &mut Vec<VarInfo> {
-        if self.vars.last().is_none_or(|c| c.len() == VAR_CHUNK) {
-            self.vars.push(Vec::with_capacity(VAR_CHUNK));
-        }
-        let last = self.vars.len() - 1;
-        &mut self.vars[last]
-    }
 }
 
 fn tensor(t: &IoTensor<'_>) -> TensorInfo {
@@ -294,9 +253,9 @@ fn tensor(t: &IoTensor<'_>) -> TensorInfo {
 }
 
 impl Collected {
-    /// An empty collection; `details`: keep every manifest entry `info` prints.
-    pub fn new(details: bool) -> Self {
-        Self { details, ..Self::default() }
+    /// An empty collection.
+    pub fn new() -> Self {
+        Self::default()
     }
     /// The pending entries of `member` (a new member starts afresh: a failed read leaves
     /// nothing behind for the next one).
@@ -327,40 +286,9 @@ impl Collected {
 
 impl Observer for Collected {
     fn entry(&mut self, member: &str, entry: &Entry<'_>) {
-        if !self.details && matches!(entry, Entry::Var(_) | Entry::DmaQueue(_) | Entry::Carveout(_)) {
-            return;
-        }
+        // Every entry marks its member's reading begun (a new member starts afresh).
         let p = self.pending(member);
         match *entry {
-            Entry::Var(v) => p.var_slot().push(VarInfo {
-                name: v.name.to_string(),
-                // A known type is the map's own string: 100,000 vars need no 100,000 copies.
-                var_type: match v.mr_type() {
-                    Some(t) if t.as_str() == v.var_type.as_str() => std::borrow::Cow::Borrowed(t.as_str()),
-                    _ => std::borrow::Cow::Owned(v.var_type.to_string()),
-                },
-                mr_type: v.mr_type_value(),
-                var_id: v.var_id,
-                size: v.size,
-                alignment: v.alignment,
-                file_name: v.file_name.as_ref().map(|f| f.to_string()),
-                backing_variable_off: v.backing_variable_off,
-            }),
-            Entry::DmaQueue(q) => p.queues.push(QueueInfo {
-                name: q.name.to_string(),
-                queue_type: q.queue_type.to_string(),
-                ring_type: q.ring_type().map(|r| r.value()),
-                owner: q.owner.as_ref().map(|o| o.to_string()),
-                num_queues: q.num_queues,
-                semaphores: q.semaphores().to_vec(),
-            }),
-            Entry::Carveout(c) => p.carveouts.push(CarveoutInfo {
-                carveout_type: c.carveout_type.to_string(),
-                offset: c.offset,
-                size: c.size,
-                start_partition: c.start_partition,
-                num_partitions: c.num_partitions,
-            }),
             Entry::Graph(g) => p.graphs.push((g.name.to_string(), g.definition.to_string())),
             Entry::Node(n) => {
                 if let (Some(mark), Some(kelf)) =
@@ -403,42 +331,8 @@ impl Observer for Collected {
                 };
                 self.kelfs.insert(member.to_owned(), info);
             }
-            Manifest::Def(doc, _) => {
-                // Into one exactly sized `Vec`, each chunk freed as it is moved.
-                let mut vars = Vec::with_capacity(pending.vars.iter().map(Vec::len).sum());
-                for chunk in pending.vars {
-                    vars.extend(chunk);
-                }
-                vars.sort_by_key(|v| v.var_id);
-                let mut dma_queues = pending.queues;
-                dma_queues.sort_by(|a, b| a.name.cmp(&b.name));
-                let engines = ENGINE_KEYS
-                    .iter()
-                    .filter_map(|&e| {
-                        doc.engine_member(e).map(|json| (e, json.to_owned(), doc.engine_stream(e).map(str::to_owned)))
-                    })
-                    .collect();
-                let fp8 = doc.fp8_conversion_config.as_ref().map(|c| Fp8Info {
-                    fp8_range_extension: c.fp8_range_extension,
-                    emax_fp8_e4m3: c.emax_fp8_e4m3,
-                    emax_fp8_e5m2: c.emax_fp8_e5m2,
-                    ocp_sat: c.ocp_sat,
-                    fp8_sis: c.fp8_sis,
-                    fp8_sns: c.fp8_sns,
-                });
-                let info = DefInfo {
-                    version: doc.version.as_ref().map(|v| v.to_string()),
-                    vars,
-                    dma_queues,
-                    engines,
-                    carveouts: pending.carveouts,
-                    fp8,
-                };
-                self.defs.insert(member.to_owned(), info);
-            }
-            Manifest::Engine(doc) => {
-                self.engine_instr.insert(member.to_owned(), doc.instr.as_ref().map(|i| i.to_string()));
-            }
+            // What `info` shows of a definition or an engine JSON is the core's document.
+            Manifest::Def(..) | Manifest::Engine(_) => {}
         }
     }
 

@@ -450,8 +450,7 @@ fn run_pass(
         Storage { arena: &mut arena, replay: &mut replay, deferred: &mut deferred, whole_names: &mut whole_names };
     let mut loader = Box::new(Loader::with_storage(storage, LoadOptions { allow_legacy, fp8: fp8_overrides()? }));
     let mut summary = LoadReport::new();
-    // Only `info` (a check whose observer keeps the details) prints the manifests' entries.
-    let mut collected = Collected::new(details);
+    let mut collected = Collected::new();
     // Every member's record and the captured ones, from the loader's own pass.
     let mut logger = members.map(MemberLogger::new);
     let mut no_log = neff::loader::NoObserver;
