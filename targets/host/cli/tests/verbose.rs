@@ -16,14 +16,7 @@ use serde_json::Value;
 use support::*;
 
 /// The six variables, cleared in every child (the test's own environment must not leak in).
-const FP8_VARIABLES: [&str; 6] = [
-    "NEURON_RT_DBG_FP8_RANGE_EXT",
-    "NEURON_RT_DBG_FP8_EMAX_E4M3",
-    "NEURON_RT_DBG_FP8_EMAX_E5M2",
-    "NEURON_RT_DBG_OCP_FP8_SAT",
-    "NEURON_RT_DBG_FP8_SIS",
-    "NEURON_RT_DBG_FP8_SNS",
-];
+const FP8_VARIABLES: [&str; 6] = neff::manifest::def::Fp8Overrides::VARIABLES;
 
 /// `neff` with `args`, the fp8 variables cleared and then `env` set.
 fn neff_env(args: &[&dyn AsRef<std::ffi::OsStr>], env: &[(&str, &str)]) -> Output {
