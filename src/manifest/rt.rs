@@ -1532,10 +1532,26 @@ impl ObjectKeys {
     fn slot_of(&self, key: &[u8]) -> Option<(&'static str, u8)> {
         // The length and the first byte before the bytes: most names differ from the key in
         // one or the other, and a `memcmp` call costs more than the compare of a short name.
-        let same =
-            |name: &str| name.len() == key.len() && name.as_bytes().first() == key.first() && name.as_bytes() == key;
+        let same = |name: &str| {
+            name.len() == key.len() && name.as_bytes().first() == key.first() && same_bytes(name.as_bytes(), key)
+        };
         self.names.iter().find(|(name, _)| same(name)).copied()
     }
+}
+
+/// `a == b` for two slices of one length, eight bytes at a time: a key name is a few words,
+/// where a `memcmp` call costs more than the compare.
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    let (mut a, mut b) = (a, b);
+    while let (Some((word_a, rest_a)), Some((word_b, rest_b))) =
+        (a.split_first_chunk::<8>(), b.split_first_chunk::<8>())
+    {
+        if u64::from_ne_bytes(*word_a) != u64::from_ne_bytes(*word_b) {
+            return false;
+        }
+        (a, b) = (rest_a, rest_b);
+    }
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
 }
 
 /// A generated object's fields, by slot.
