@@ -1707,6 +1707,69 @@ mod tests {
     extern crate std;
     use std::format;
 
+    /// A byte source over `data` that shows `chunk` bytes at a time and fails once `fail_at`
+    /// bytes are consumed.
+    struct Chunks<'d> {
+        data: &'d [u8],
+        at: usize,
+        chunk: usize,
+        fail_at: Option<usize>,
+    }
+
+    impl ByteSource for Chunks<'_> {
+        fn fill(&mut self) -> Result<&[u8], embedded_io::ErrorKind> {
+            if self.fail_at.is_some_and(|f| self.at >= f) {
+                return Err(embedded_io::ErrorKind::Interrupted);
+            }
+            let end = (self.at + self.chunk).min(self.data.len()).min(self.fail_at.unwrap_or(usize::MAX));
+            Ok(&self.data[self.at..end])
+        }
+
+        fn consume(&mut self, amount: usize) {
+            self.at += amount;
+            assert!(self.at <= self.data.len(), "consumed past the end");
+        }
+    }
+
+    #[test]
+    fn src_hands_on_every_byte_once_in_order_and_the_source_error_where_it_stands() {
+        let data: std::vec::Vec<u8> = (0..3000u32).map(|i| (i * 7 % 251) as u8).collect();
+        for chunk in [1, 3, 511, 512, 513, 4096] {
+            for take in [1, 2, 100, 1000] {
+                let mut source = Chunks { data: &data, at: 0, chunk, fail_at: None };
+                let mut src = Src::new(&mut source);
+                let mut got = std::vec::Vec::new();
+                loop {
+                    let shown = src.fill_buf().unwrap();
+                    if shown.is_empty() {
+                        break;
+                    }
+                    let n = shown.len().min(take);
+                    got.extend_from_slice(&shown[..n]);
+                    BufRead::consume(&mut src, n);
+                }
+                assert_eq!(got, data, "chunk {chunk}, take {take}");
+                assert_eq!(source.at, data.len());
+                // A failing source: every byte before the failure, then its error.
+                let mut failing = Chunks { data: &data, at: 0, chunk, fail_at: Some(1234) };
+                let mut src = Src::new(&mut failing);
+                let mut delivered = 0;
+                let error = loop {
+                    match src.fill_buf() {
+                        Ok(shown) => {
+                            let n = shown.len().min(take);
+                            assert_eq!(shown[..n], data[delivered..delivered + n]);
+                            delivered += n;
+                            BufRead::consume(&mut src, n);
+                        }
+                        Err(e) => break e,
+                    }
+                };
+                assert_eq!((delivered, error), (1234, embedded_io::ErrorKind::Interrupted), "chunk {chunk}");
+            }
+        }
+    }
+
     #[test]
     fn a_shown_path_is_whole_or_a_marked_head() {
         assert_eq!(shown_path("var.x", false, Some("size")).as_str(), "var.x.size");
