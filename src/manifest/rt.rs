@@ -294,9 +294,9 @@ impl<R: BufRead> ByteSource for R {
     }
 }
 
-/// Bytes a [`Src`] copies from its source at a time; none on a controller, whose stack is
-/// measured to the page (there each call of the tokenizer asks the source itself).
-const SRC_COPY: usize = if cfg!(target_os = "none") { 0 } else { 512 };
+/// Bytes a [`Src`] copies from its source at a time, on a host.
+#[cfg(not(target_os = "none"))]
+const SRC_COPY: usize = 512;
 
 /// A `&mut dyn` [`ByteSource`] as the `BufRead` the tokenizer reads.
 ///
@@ -305,11 +305,19 @@ const SRC_COPY: usize = if cfg!(target_os = "none") { 0 } else { 512 };
 /// to `fill_buf` here, inline, not a walk down the layers under it (the tar member, the gzip
 /// window, the tee); those are asked once per copy. Every byte is still consumed from the
 /// source once, in order; after a fault the source may stand up to [`SRC_COPY`] bytes past
-/// the fault (the rest of a member is drained by its owner either way).
+/// the fault (the rest of a member is drained by its owner either way). On a controller,
+/// whose stack and code are measured to the page, it holds no copy: each call of the
+/// tokenizer asks the source itself.
 pub struct Src<'a> {
     inner: &'a mut dyn ByteSource,
-    copy: [u8; SRC_COPY],
-    /// The unread part of `copy` is `at..end`.
+    #[cfg(not(target_os = "none"))]
+    copy: Copied,
+}
+
+/// The bytes a host's [`Src`] copied: the unread part of `bytes` is `at..end`.
+#[cfg(not(target_os = "none"))]
+struct Copied {
+    bytes: [u8; SRC_COPY],
     at: usize,
     end: usize,
 }
@@ -317,20 +325,25 @@ pub struct Src<'a> {
 impl<'a> Src<'a> {
     /// Reads `inner`.
     pub fn new(inner: &'a mut dyn ByteSource) -> Self {
-        Self { inner, copy: [0; SRC_COPY], at: 0, end: 0 }
+        Self {
+            inner,
+            #[cfg(not(target_os = "none"))]
+            copy: Copied { bytes: [0; SRC_COPY], at: 0, end: 0 },
+        }
     }
 
     /// Copies the source's next bytes (empty at its end), consuming them from it.
+    #[cfg(not(target_os = "none"))]
     #[inline(never)]
     fn refill(&mut self) -> Result<(), embedded_io::ErrorKind> {
         let chunk = self.inner.fill()?;
         let n = chunk.len().min(SRC_COPY);
-        if let (Some(dst), Some(from)) = (self.copy.get_mut(..n), chunk.get(..n)) {
+        if let (Some(dst), Some(from)) = (self.copy.bytes.get_mut(..n), chunk.get(..n)) {
             dst.copy_from_slice(from);
         }
         self.inner.consume(n);
-        self.at = 0;
-        self.end = n;
+        self.copy.at = 0;
+        self.copy.end = n;
         Ok(())
     }
 }
@@ -351,25 +364,30 @@ impl embedded_io::Read for Src<'_> {
     }
 }
 
+#[cfg(not(target_os = "none"))]
 impl BufRead for Src<'_> {
     #[inline]
     fn fill_buf(&mut self) -> Result<&[u8], embedded_io::ErrorKind> {
-        if SRC_COPY == 0 {
-            return self.inner.fill();
-        }
-        if self.at >= self.end {
+        if self.copy.at >= self.copy.end {
             self.refill()?;
         }
-        Ok(self.copy.get(self.at..self.end).unwrap_or(&[]))
+        Ok(self.copy.bytes.get(self.copy.at..self.copy.end).unwrap_or(&[]))
     }
 
     #[inline]
     fn consume(&mut self, amount: usize) {
-        if SRC_COPY == 0 {
-            self.inner.consume(amount);
-        } else {
-            self.at = self.at.saturating_add(amount).min(self.end);
-        }
+        self.copy.at = self.copy.at.saturating_add(amount).min(self.copy.end);
+    }
+}
+
+#[cfg(target_os = "none")]
+impl BufRead for Src<'_> {
+    fn fill_buf(&mut self) -> Result<&[u8], embedded_io::ErrorKind> {
+        self.inner.fill()
+    }
+
+    fn consume(&mut self, amount: usize) {
+        self.inner.consume(amount);
     }
 }
 
