@@ -3,7 +3,7 @@
 # no_std static library for thumbv7em, loads the Rust image's NEFFs (targets/qemu-m4: both nkipy
 # files, a bf16 trainium-kernel-fusion one, and the big model its build.rs generates) under
 # qemu-system-arm, laid out as the Rust image (see targets/c/firmware/memory.ld for its budget). Its per-NEFF summary lines must equal the
-# Rust image's, and its .text must stay within 132 KiB.
+# Rust image's, and its .text must stay within 133 KiB.
 # Needs: gcc-arm-none-eabi, libnewlib-arm-none-eabi (memcpy and friends), qemu-system-arm,
 # zlib1g-dev and libxxhash-dev (the host-side expectations), llvm (llvm-size).
 set -euo pipefail
@@ -79,12 +79,17 @@ fi
 echo "test-c-firmware: $(summary "$c_log" | wc -l) summary lines equal to the Rust image's"
 grep -Fxq 'firmware: 9 passed, 0 failed' <<<"$c_log" || { echo "test-c-firmware: the C image failed" >&2; exit 1; }
 
-# Flash: .text within 132 KiB.
+# Flash: .text within 133 KiB.
 text=$(llvm-size -A "$out/neff-c-firmware.elf" | awk '$1 == ".text" { print $2 }')
 rust_elf=targets/qemu-m4/target/thumbv7em-none-eabihf/release/neff-qemu-m4
 # 128 KiB until this round: the built-ins made local in libneff.a (1,286 bytes), the pending DMA
 # references' store (about 4.2 KB) and the tokenizer's chunk scan (2.2 KB) took it to 132,108.
-echo "neff-c-firmware: .text $text bytes, budget 135168 (the Rust semihosting image: $(llvm-size -A "$rust_elf" | awk '$1 == ".text" { print $2 }'))"
+# 132 KiB (135,168) until issue 48's C observer: its table callbacks (io_tensor, dma_queue,
+# carveout, subgraph_tables, debug: the library fills their C structs whenever neff_load is
+# linked, the callbacks being chosen at run time) and this image's three counting callbacks took
+# .text from 134,860 to 135,820 (+960 bytes; 135,692 with the loader's restructure since): 1 KiB
+# more.
+echo "neff-c-firmware: .text $text bytes, budget 136192 (the Rust semihosting image: $(llvm-size -A "$rust_elf" | awk '$1 == ".text" { print $2 }'))"
 grep -E '^RAM:' <<<"$rust_log" | sed 's/^/Rust image /'
 grep -E '^RAM:' <<<"$c_log" | sed 's/^/C image    /'
-[ "$text" -le 135168 ] || { echo "error: the C image's .text passed its 132 KiB budget" >&2; exit 1; }
+[ "$text" -le 136192 ] || { echo "error: the C image's .text passed its 133 KiB budget" >&2; exit 1; }

@@ -80,13 +80,17 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 
 # Each document equals `neff info --json` on the same NEFF, after JSON normalisation: the same
 # keys in the same order with the same values (the host command pretty-prints; the C ABI
-# writes compact JSON).
+# writes compact JSON). The tables the C observer got (<i>.tables, a line per callback) agree
+# with it too: the I/O tensors (name, dtype, nrt_dtype, shape, size, in order), each DMA
+# queue's set count and semaphores, each subgraph's input and output var counts and the KELF
+# members; and, for a trainium-kernel-fusion NEFF, the I/O tensors with the runtime's own
+# profile tables (profile.json's neff_node rows: name, shape, size).
 cargo build --quiet -p neff-cli --bin neff
 i=0
 for f in "${ordered[@]}"; do
   target/debug/neff info --json "$f" > "$out/info/$i.host.json"
-  python3 - "$out/info/$i.json" "$out/info/$i.host.json" "$f" <<'PY'
-import json, sys
+  python3 - "$out/info/$i.json" "$out/info/$i.host.json" "$f" "$out/info/$i.tables" <<'PY'
+import json, os, sys
 def load(path):
     with open(path, "rb") as fh:
         return json.loads(fh.read(), object_pairs_hook=lambda pairs: pairs)
@@ -94,6 +98,40 @@ c, host = load(sys.argv[1]), load(sys.argv[2])
 if c != host:
     sys.exit(f"test-ffi: neff_info differs from `neff info --json` on {sys.argv[3]}")
 print(f"neff_info == neff info --json: {sys.argv[3]}")
+
+neff, rows = sys.argv[3], [l.split("\t") for l in open(sys.argv[4]).read().splitlines()]
+def fail(what, got, want):
+    sys.exit(f"test-ffi: {neff}: the C observer's {what}: {got!r}, expected {want!r}")
+doc = json.load(open(sys.argv[2]))
+tensors = [(r[1], r[3], r[4], int(r[5]), [int(d) for d in r[7].split(",") if d], int(r[6])) for r in rows if r[0] == "tensor"]
+want = [(kind, t["name"], t["dtype"], t["nrt_dtype"], t["shape"], t["size"])
+        for kind in ("input", "output") for t in doc[kind + "s"]]
+if tensors != want:
+    fail("I/O tensors", tensors, want)
+queues = [(r[1], r[2], int(r[3]), int(r[4])) for r in rows if r[0] == "queue"]
+want = [(sg["definition"], q["name"], q["num_queues"], len(q["semaphores"])) for sg in doc["subgraphs"] for q in sg["dma_queues"]]
+if sorted(queues) != sorted(want):
+    fail("DMA queues", queues, want)
+subgraphs = [(r[1], int(r[2]), int(r[3])) for r in rows if r[0] == "subgraph"]
+want = [(sg["definition"], sum(v["type"] == "input" for v in sg["vars"]), sum(v["type"] == "output" for v in sg["vars"]))
+        for sg in doc["subgraphs"]]
+if sorted(subgraphs) != sorted(want):
+    fail("subgraphs (member, num_inputs, num_outputs)", subgraphs, want)
+kelf = [r[1] for r in rows if r[0] == "kelf"]
+if sorted(set(kelf)) != sorted({k["member"] for k in doc["kelf"]}):
+    fail("KELF node lines", kelf, [k["member"] for k in doc["kelf"]])
+profile = os.path.join(os.path.dirname(neff), "profile.json")
+if os.path.exists(profile):
+    nodes = json.load(open(profile))["neff_node"]
+    for kind, tag in (("input", "IN"), ("output", "OUT")):
+        want = sorted((n["variable_name"], [int(d) for d in n["shape"].strip("[]").split()], int(n["size"]))
+                      for n in nodes if n["type"] == tag)
+        got = sorted((t[1], t[4], t[5]) for t in tensors if t[0] == kind)
+        if not want or got != want:
+            fail(f"{kind}s against profile.json", got, want)
+    print(f"C observer's I/O tensors == profile.json's neff_node rows: {neff}")
+print(f"C observer's tables ({len(tensors)} I/O tensors, {len(queues)} DMA queues, {len(subgraphs)} subgraphs, "
+      f"{len(kelf)} KELF lines) agree with neff info --json: {neff}")
 PY
   i=$((i + 1))
 done

@@ -10,13 +10,14 @@
 //! and weight sizes; what nothing references is released. Last, every payload the chain names
 //! must be present, and the placements go to the observer.
 
+use super::book::Book;
 use super::chain::{self, ChainError, ChainWarning, MemberText};
 use super::index::{
     dir_of, is_joined, usage_of_code, DefExt, FileVarRec, Landing, ManifestKind, ManifestRec, PayloadRec, RefKind,
     KELF_FALLBACK_NAMES, NO_SLOT,
 };
 use super::report::{DebugLine, LoadReport, PayloadReport, PayloadState, SubgraphReport};
-use super::{Counting, Loader, Observer};
+use super::{Counting, Observer};
 use crate::arena::{List, NIL};
 use crate::error::{CapacityError, Error, ErrorKind, Stage, Text, Warning, WarningKind, WarningSink};
 use crate::hal::{AllocRequest, DeviceError, Hal, RegionId, USAGE_CLASS_COUNT};
@@ -63,7 +64,7 @@ fn lost_error(stage: Stage, member: &str, slots: usize) -> Error {
     Error::about_member(stage, member, ErrorKind::Capacity(capacity))
 }
 
-impl Loader<'_> {
+impl Book<'_> {
     /// The error a manifest the chain reaches gave when it was read (or that it was read as
     /// another kind than the chain names it as).
     fn reached(&self, rec: &ManifestRec, named_as: ManifestKind) -> Result<(), Error> {

@@ -18,6 +18,18 @@
 //!   instruction and weight sizes; it places what was staged, releases what nothing
 //!   references, and reports each placement to the observer.
 //!
+//! The loader's state is three values, each owned by the stage that changes it and lent to
+//! the others by argument, so a signature says what a stage touches:
+//!
+//! - `Reader` (`read`): the tokenizer and the document being read;
+//! - `Book` (`book`): what binding must remember — the records in the lent arena and the
+//!   index over them, the errors kept for the chain, the chain's marks. `place` and `bind`
+//!   are what the book does with the device;
+//! - `Replays` (`replay`): the bytes of members read before anything named them.
+//!
+//! [`Loader::load`] reads top-down: the walk (`walk`, the one place the three meet), the
+//! archive's closing checks, then `Book::bind`.
+//!
 //! What grows with the model lives in the arena the caller lends ([`Loader::new`]), and so
 //! does the tokenizer's string scratch (split off its front); the loader's own state is fixed:
 //! one manifest's scalar keys, the tokenizer's state, and a few deferred errors. A check
@@ -29,6 +41,7 @@
 #![deny(clippy::arithmetic_side_effects)]
 
 mod bind;
+mod book;
 pub mod chain;
 mod dma;
 mod index;
@@ -52,70 +65,21 @@ pub use report::{
 };
 
 use crate::archive::Archive;
-use crate::arena::{Arena, NIL};
 use crate::error::{Warning, WarningSink};
-use crate::hal::{Hal, NullDevice, RegionId};
+use crate::hal::{Hal, NullDevice};
 use crate::json::Tokenizer;
-use crate::manifest::neff::KelfMark;
 use crate::manifest::{Arch, STRING_SCRATCH};
 use crate::Error;
-use index::Index;
+use book::Book;
+use read::Reader;
+use replay::Replays;
 pub use whole::Whole;
-use whole::WholeNames;
 
 /// Errors of speculative reads kept until the chain reaches their member, in the loader's own
 /// slots; a caller may lend more ([`Loader::with_storage`]). A slot is free again once the
 /// chain settles what its member is. A failed read past the slots is still refused when
 /// reached, with a capacity error naming `DEFERRED_ERRORS`; one never reached costs nothing.
 pub const DEFERRED_ERRORS: usize = 4;
-
-/// The deferred errors: the loader's own slots, then the lent ones. A slot id is a `u16`.
-struct Deferred<'a> {
-    own: [Option<Error>; DEFERRED_ERRORS],
-    lent: &'a mut [Option<Error>],
-    /// Errors kept now (or that would be, had there been a slot), and the most at once.
-    in_use: usize,
-    peak: usize,
-}
-
-impl Deferred<'_> {
-    /// Keeps `e`, returning its slot, or [`index::NO_SLOT`] when every slot is taken.
-    fn keep(&mut self, e: Error) -> u16 {
-        self.in_use = self.in_use.saturating_add(1);
-        self.peak = self.peak.max(self.in_use);
-        let free = self.own.iter_mut().chain(self.lent.iter_mut()).enumerate().find(|(_, s)| s.is_none());
-        match free {
-            Some((i, slot)) if i < usize::from(index::NO_SLOT) => {
-                *slot = Some(e);
-                u16::try_from(i).unwrap_or(index::NO_SLOT)
-            }
-            _ => index::NO_SLOT,
-        }
-    }
-
-    fn get(&self, slot: u16) -> Option<&Error> {
-        self.own.iter().chain(self.lent.iter()).nth(usize::from(slot))?.as_ref()
-    }
-
-    /// Frees a slot whose member the chain has settled.
-    fn free(&mut self, slot: u16) {
-        if let Some(s) = self.own.iter_mut().chain(self.lent.iter_mut()).nth(usize::from(slot)) {
-            if s.take().is_some() {
-                self.in_use = self.in_use.saturating_sub(1);
-            }
-        }
-    }
-
-    /// Slots in all.
-    fn capacity(&self) -> usize {
-        DEFERRED_ERRORS.saturating_add(self.lent.len())
-    }
-
-    fn clear(&mut self) {
-        self.own.iter_mut().chain(self.lent.iter_mut()).for_each(|s| *s = None);
-        (self.in_use, self.peak) = (0, 0);
-    }
-}
 
 /// The member being read, as its stages pass it on: the walk fills it from the tar header.
 #[derive(Debug, Clone, Copy)]
@@ -199,33 +163,12 @@ pub struct Storage<'a> {
 
 /// The loader: fixed state plus the storage the caller lends. See the module docs.
 pub struct Loader<'a> {
-    options: LoadOptions,
-    tok: Tokenizer<'a>,
-    scratch: Scratch,
-    arena: Arena<'a>,
-    index: Index,
-    deferred: Deferred<'a>,
-    /// Staged copies of members read both ways ([`walk`]) that still hold a device region.
-    either_staged: u32,
-    /// The lent replay store: the bytes of members read before anything named them, kept to
-    /// read them again if the chain names them as another kind ([`Storage::replay`]).
-    replay: &'a mut [u8],
-    /// Bytes of `replay` in use.
-    replay_used: usize,
-    /// The most bytes of `replay` in use at once.
-    replay_peak: usize,
-    /// How `neff.json` marks its KELF nodes (`None` before it is read).
-    kelf_mark: Option<KelfMark>,
-    /// Without `neff.json`: the KELF found by its conventional name.
-    fallback_kelf: Option<u32>,
-    device_arch: Option<Arch>,
-    lnc_size: u32,
-    /// Inputs and outputs of the last `neff.json`.
-    io_counts: (u32, u32),
-    /// The NEFF's name, from its header (the runtime's messages name it).
-    neff_name: chain::MemberText,
-    /// Whole names of the failures seen ([`Storage::whole_names`]).
-    whole: WholeNames<'a>,
+    /// The manifest reader: the tokenizer and the document being read.
+    reader: Reader<'a>,
+    /// What binding must remember: the records and the chain's marks.
+    book: Book<'a>,
+    /// The bytes of members read before anything named them.
+    replays: Replays<'a>,
 }
 
 /// Bytes of the loader's own state (without the arena it borrows). One load also needs the
@@ -258,24 +201,6 @@ impl<S: WarningSink + ?Sized> WarningSink for Counting<'_, S> {
     }
 }
 
-/// The names ending with `tail` seen so far: the first, and whether another differs from it.
-struct TailMatch<'n> {
-    tail: &'n str,
-    found: Option<&'n str>,
-    shared: bool,
-}
-
-impl<'n> TailMatch<'n> {
-    fn consider(&mut self, name: &'n str) {
-        if name.as_bytes().ends_with(self.tail.as_bytes()) {
-            match self.found {
-                None => self.found = Some(name),
-                Some(first) => self.shared |= first != name,
-            }
-        }
-    }
-}
-
 impl<'a> Loader<'a> {
     /// A loader keeping what binding needs in `arena` ([`Storage::arena`] gives figures; see
     /// [`LoadReport::arena_peak`] for what a NEFF took), after the tokenizer's string scratch,
@@ -291,23 +216,9 @@ impl<'a> Loader<'a> {
         // the longest string; `min` keeps a short arena from panicking (see `Storage::arena`).
         let (scratch, arena) = arena.split_at_mut(arena.len().min(STRING_SCRATCH));
         Self {
-            options,
-            tok: Tokenizer::new(scratch, crate::manifest::DEPTH_LIMIT),
-            scratch: Scratch::Empty,
-            arena: Arena::new(arena),
-            index: Index::default(),
-            deferred: Deferred { own: [None; DEFERRED_ERRORS], lent: deferred, in_use: 0, peak: 0 },
-            either_staged: 0,
-            replay,
-            replay_used: 0,
-            replay_peak: 0,
-            kelf_mark: None,
-            fallback_kelf: None,
-            device_arch: None,
-            lnc_size: 1,
-            io_counts: (0, 0),
-            neff_name: chain::MemberText::EMPTY,
-            whole: WholeNames::new(whole_names),
+            reader: Reader::new(Tokenizer::new(scratch, crate::manifest::DEPTH_LIMIT)),
+            book: Book::new(options, arena, deferred, whole_names),
+            replays: Replays::new(replay),
         }
     }
 
@@ -315,7 +226,7 @@ impl<'a> Loader<'a> {
     /// loader noted them in [`Storage::whole_names`]; its `Display` is the error's own, with
     /// those names in place of the error's fixed texts.
     pub fn whole_names<'e>(&'e self, e: &'e Error) -> Whole<'e> {
-        self.whole.of(e)
+        self.book.whole.of(e)
     }
 
     /// The directories of the definitions read in the last load that name engine JSON
@@ -323,12 +234,12 @@ impl<'a> Loader<'a> {
     /// not its own when it sits below it. For a host that reads a refusal's names again.
     #[cfg(feature = "whole-names")]
     pub fn definition_dirs_of<'s>(&'s self, member: &'s str) -> impl Iterator<Item = &'s str> + 's {
-        self.index.def_dirs_of(&self.arena, member)
+        self.book.index.def_dirs_of(&self.book.arena, member)
     }
 
     /// Bytes of the lent arena left for the records, after the tokenizer's string scratch.
     pub fn arena_capacity(&self) -> usize {
-        self.arena.capacity()
+        self.book.arena.capacity()
     }
 
     /// Loads the archive onto `hal`: every payload lands in a device region with its usage
@@ -342,11 +253,12 @@ impl<'a> Loader<'a> {
         observer: &mut impl Observer,
         sink: &mut impl WarningSink,
     ) -> Result<(), Error> {
-        self.reset(hal.device_arch(), archive.header().lnc_size);
+        self.book.reset(hal.device_arch(), archive.header().lnc_size);
+        self.replays.reset();
         // Landings take the notebook from its start, pending DMA references from its end.
-        self.index.landings = index::Landings::new(hal.notebook_len());
-        self.index.pending = dma::Pending::new(hal.notebook_len());
-        self.neff_name = chain::MemberText::from_bytes_lossy(archive.header().name().0);
+        self.book.index.landings = index::Landings::new(hal.notebook_len());
+        self.book.index.pending = dma::Pending::new(hal.notebook_len());
+        self.book.neff_name = chain::MemberText::from_bytes_lossy(archive.header().name().0);
         report.clear();
         let mut sink = Counting { sink, count: 0 };
         // One result slot for the three stages (an `Error` is ~300 bytes a slot).
@@ -355,46 +267,19 @@ impl<'a> Loader<'a> {
             result = finish_archive(archive, report, &mut sink);
         }
         if result.is_ok() {
-            result = self.bind(hal, report, observer, &mut sink);
+            result = self.book.bind(hal, report, observer, &mut sink);
         }
-        report.device_arch = self.device_arch;
+        let book = &mut self.book;
+        report.device_arch = book.device_arch;
         report.warnings = sink.count;
-        (report.inputs, report.outputs) = self.io_counts;
-        report.arena_peak = self.arena.peak() as u64;
-        self.scratch = Scratch::Empty;
+        (report.inputs, report.outputs) = book.io_counts;
+        report.arena_peak = book.arena.peak() as u64;
+        self.reader.clear();
         if let Err(e) = &result {
-            self.note_kept_name(e, archive.last_member_name());
-            self.release_all(hal);
+            book.note_kept_name(e, archive.last_member_name());
+            book.release_all(hal);
         }
         result
-    }
-
-    /// [`Index::role_of`] for the chain this load selected. Not inlined: one copy of the
-    /// five-argument call for the five places that ask (flash on a controller).
-    #[inline(never)]
-    fn role_of(&self, member: &str) -> Option<index::Role> {
-        self.index.role_of(&self.arena, member, self.kelf_mark, self.fallback_kelf)
-    }
-
-    /// Notes the whole name of the member `e` is about, where nothing noted it while it was
-    /// read: the archive's last member (`last`), or a member the index keeps (a manifest, a
-    /// payload) for an error found once the chain was bound.
-    #[cold]
-    #[inline(never)]
-    fn note_kept_name(&mut self, e: &Error, last: &str) {
-        if !cfg!(feature = "whole-names") || !e.member.is_elided() || self.whole.of(e).member().is_some() {
-            return;
-        }
-        let (arena, tail) = (&self.arena, e.member.as_str());
-        // Only a name no other shares the tail with: two directories can differ in their
-        // first bytes alone.
-        let mut seen = TailMatch { tail, found: None, shared: false };
-        seen.consider(last);
-        self.index.manifests.iter(arena).for_each(|(_, m)| seen.consider(arena.str(m.member)));
-        self.index.payloads.iter(arena).for_each(|(_, p)| seen.consider(arena.str(p.member)));
-        if let TailMatch { found: Some(name), shared: false, .. } = seen {
-            self.whole.note(name, None, None);
-        }
     }
 
     /// What the last load needed of each buffer the caller lends, measured as it ran: lend
@@ -404,10 +289,10 @@ impl<'a> Loader<'a> {
     /// stopped early needed at least these.
     pub fn needs(&self) -> Needs {
         Needs {
-            arena: (STRING_SCRATCH as u64).saturating_add(self.arena.peak() as u64),
-            replay: self.replay_peak as u64,
-            notebook: self.index.landings.floor().saturating_add(self.index.pending.far_peak()),
-            deferred: u32::try_from(self.deferred.peak).unwrap_or(u32::MAX),
+            arena: (STRING_SCRATCH as u64).saturating_add(self.book.arena.peak() as u64),
+            replay: self.replays.peak() as u64,
+            notebook: self.book.index.landings.floor().saturating_add(self.book.index.pending.far_peak()),
+            deferred: u32::try_from(self.book.deferred.peak()).unwrap_or(u32::MAX),
         }
     }
 
@@ -425,48 +310,11 @@ impl<'a> Loader<'a> {
         self.load(archive, &mut NullDevice::new(arch), report, observer, sink)
     }
 
-    fn reset(&mut self, device_arch: Option<Arch>, lnc_size: u32) {
-        self.arena.clear();
-        self.index = Index::default();
-        self.deferred.clear();
-        self.either_staged = 0;
-        self.replay_used = 0;
-        self.replay_peak = 0;
-        self.kelf_mark = None;
-        self.fallback_kelf = None;
-        self.device_arch = device_arch;
-        self.lnc_size = lnc_size.max(1);
-        self.io_counts = (0, 0);
-        self.scratch = Scratch::Empty;
-        self.whole.clear();
-    }
-
     /// Gives back every device region the last [`load`](Self::load) left live, as its failure
     /// would have: for a caller that refuses a load after it succeeded (the C ABI, when the
     /// report it was asked for does not fit its buffer). Call it before the next load, once.
     pub fn unload<H: Hal>(&mut self, hal: &mut H) {
-        self.release_all(hal);
-    }
-
-    /// Leaves the device as it was: releases every region this load still holds. (A landing
-    /// the device's notebook cannot give back is skipped: its region, if any, stays.)
-    fn release_all<H: Hal>(&mut self, hal: &mut H) {
-        // Nothing reads the landings after a failed load: they are left as they are.
-        let (arena, index) = (&self.arena, &self.index);
-        let mut release = |slot: u32| {
-            if let Ok(landing) = index.landings.get(hal, arena, slot) {
-                if landing.region != NIL {
-                    let _ = hal.release(RegionId(landing.region));
-                }
-            }
-        };
-        index.payloads.iter(arena).for_each(|(_, p)| release(p.landed));
-        index.find_var(arena, &mut |_, v| {
-            if v.has_landed() {
-                release(v.landed);
-            }
-            false
-        });
+        self.book.release_all(hal);
     }
 }
 

@@ -10,8 +10,9 @@
 
 use embedded_io::BufRead;
 
+use super::book::Book;
 use super::index::{dir_of_bytes, is_joined_bytes, usage_code, Landing, PayloadRec};
-use super::{Counting, Loader, MemberAt, PayloadState, INSTR_ALIGN};
+use super::{Counting, MemberAt, PayloadState, INSTR_ALIGN};
 use crate::arena::NIL;
 use crate::digest::Digest64;
 use crate::error::{Error, ErrorKind, Stage, Warning, WarningKind, WarningSink};
@@ -19,7 +20,7 @@ use crate::hal::{AllocRequest, Hal, RegionId};
 use crate::manifest::UsageClass;
 use crate::npy::{NpyError, NpyFeed, NpyParser};
 
-impl Loader<'_> {
+impl Book<'_> {
     /// Streams one payload member: into its final region when its role is known, else staged
     /// (`quiet`: producer metadata, released without a warning if nothing names it).
     // A frame of its own: the stack is the deepest path, not the sum of the stages.

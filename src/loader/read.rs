@@ -4,9 +4,10 @@
 
 use embedded_io::BufRead;
 
+use super::book::Book;
 use super::index::{dir_of, is_joined, push_str, FileVarRec, KelfNameRec, ManifestRec, NameRec, TARGET_ANY};
 use super::index::{RefKind, Source, NO_INDEX, REFS};
-use super::{Counting, Loader, Manifest, ManifestKind, Observer, Scratch, SubgraphTables};
+use super::{Counting, Manifest, ManifestKind, Observer, Scratch, SubgraphTables};
 use crate::arena::{Arena, List, Span, NIL};
 use crate::error::{Error, ErrorKind, Stage, Warning, WarningKind, WarningSink};
 use crate::manifest::def::ENGINE_KEYS;
@@ -233,7 +234,7 @@ impl<S: WarningSink + ?Sized> WarningSink for NamingNeff<'_, S> {
 }
 
 /// [`Document::parse_into`] in a frame of its own, one per tier: inlined into
-/// [`Loader::parse`], the four tiers' parser state would all be reserved in its frame,
+/// [`Reader::parse`], the four tiers' parser state would all be reserved in its frame,
 /// live under the whole parse, where only one tier's is ever needed. A document read
 /// without error goes on to `then` (with the visitor back); every tier's outcome is the same
 /// `Result<(), Error>`, so the caller keeps one slot for it, not one per tier.
@@ -252,7 +253,7 @@ fn parse_doc<D: Document, R: BufRead, S: WarningSink, V: Visitor>(
 }
 
 /// Puts the archive's own error (`inner`, what the tokenizer saw as an I/O fault) in place of
-/// the tokenizer's view of it. Out of line: its temporaries stay out of [`Loader::parse`].
+/// the tokenizer's view of it. Out of line: its temporaries stay out of [`Reader::parse`].
 #[cold]
 #[inline(never)]
 fn archive_error(e: &mut Error, inner: &Error, name: &str) {
@@ -261,7 +262,7 @@ fn archive_error(e: &mut Error, inner: &Error, name: &str) {
 
 /// What a definition adds to the index once it is read: its extension record (file
 /// variables, carveout facts), after the observer has seen it. A frame of its own, entered
-/// after the parse: in [`Loader::parse`] it would hold its stack under the whole parse.
+/// after the parse: in [`Reader::parse`] it would hold its stack under the whole parse.
 #[inline(never)]
 fn record_def<O: Observer>(
     recorder: &mut Recorder<'_, '_, O>,
@@ -341,12 +342,34 @@ fn is_fatal(e: &Error) -> bool {
     matches!(e.stage, Stage::Io | Stage::Gzip | Stage::Tar) || matches!(e.kind, ErrorKind::ArenaFull { .. })
 }
 
-impl Loader<'_> {
+/// The manifest reader: the tokenizer (its string scratch lent from the front of the arena)
+/// and the document being read, whose scalar keys wait here until the read settles them into
+/// the [`Book`].
+pub(super) struct Reader<'a> {
+    tok: crate::json::Tokenizer<'a>,
+    scratch: Scratch,
+}
+
+impl<'a> Reader<'a> {
+    /// A reader over `tok`, with no document.
+    pub(super) fn new(tok: crate::json::Tokenizer<'a>) -> Self {
+        Self { tok, scratch: Scratch::Empty }
+    }
+
+    /// Lets go of the last document read.
+    pub(super) fn clear(&mut self) {
+        self.scratch = Scratch::Empty;
+    }
+}
+
+impl Reader<'_> {
     /// Reads one manifest member as `kind`. Its outcome is recorded; an error is returned only
     /// when it ends the load (the archive failed, the arena is full, `neff.json` is bad).
     #[inline]
+    #[allow(clippy::too_many_arguments)] // the book and reader it works on, then the read's own
     pub(super) fn read_manifest<B: BufRead<Error = Error>, S: WarningSink>(
         &mut self,
+        book: &mut Book<'_>,
         kind: ManifestKind,
         name: &str,
         body: &mut B,
@@ -354,7 +377,7 @@ impl Loader<'_> {
         observer: &mut impl Observer,
         sink: &mut Counting<'_, S>,
     ) -> Result<(), Error> {
-        self.read_manifest_as(kind, name, body, false, nb, observer, sink)
+        self.read_manifest_as(book, kind, name, body, false, nb, observer, sink)
     }
 
     /// [`Self::read_manifest`]; `rereading`: the member is read again from the replay store
@@ -366,6 +389,7 @@ impl Loader<'_> {
     #[allow(clippy::too_many_arguments)]
     pub(super) fn read_manifest_as<S: WarningSink>(
         &mut self,
+        book: &mut Book<'_>,
         kind: ManifestKind,
         name: &str,
         mut body: &mut dyn BufRead<Error = Error>,
@@ -374,11 +398,11 @@ impl Loader<'_> {
         observer: &mut impl Observer,
         sink: &mut Counting<'_, S>,
     ) -> Result<(), Error> {
-        let pos = self.open_manifest(kind, name, rereading, sink)?;
-        let names_mark = self.arena.mark_top();
+        let pos = self.open_manifest(book, kind, name, rereading, sink)?;
+        let names_mark = book.arena.mark_top();
         // One slot for the outcome, settled in place and returned as it is.
-        let mut outcome = self.parse(kind, pos, name, &mut body, nb, observer, sink);
-        self.close_manifest(kind, pos, name, names_mark, nb, &mut outcome);
+        let mut outcome = self.parse(book, kind, pos, name, &mut body, nb, observer, sink);
+        self.close_manifest(book, kind, pos, name, names_mark, nb, &mut outcome);
         outcome
     }
 
@@ -389,25 +413,26 @@ impl Loader<'_> {
     #[inline(never)]
     fn open_manifest<S: WarningSink>(
         &mut self,
+        book: &mut Book<'_>,
         kind: ManifestKind,
         name: &str,
         rereading: bool,
         sink: &mut Counting<'_, S>,
     ) -> Result<u32, Error> {
         let stage = kind.stage();
-        if self.supersede(name) && !rereading {
+        if book.supersede(name) && !rereading {
             // The later copy wins, as in the runtime's member map.
             sink.warn(&Warning::about_member(stage, name, WarningKind::Chain(ChainWarning::DuplicateMember)));
         }
-        let member = push_str(&mut self.arena, name, stage, name)?;
-        let pos = self
+        let member = push_str(&mut book.arena, name, stage, name)?;
+        let pos = book
             .index
             .manifests
-            .push(&mut self.arena, &ManifestRec::new(member, kind))
+            .push(&mut book.arena, &ManifestRec::new(member, kind))
             .map_err(|k| Error::about_member(stage, name, k))?;
         if kind == ManifestKind::Neff {
             // A second neff.json replaces what the first one named.
-            self.index.kelf_names = Default::default();
+            book.index.kelf_names = Default::default();
         }
         Ok(pos)
     }
@@ -417,8 +442,10 @@ impl Loader<'_> {
     /// error for the chain (the outcome is then `Ok`) unless it ends the load, and fills the
     /// record from the scratch document.
     #[inline(never)]
+    #[allow(clippy::too_many_arguments)] // the book and reader it works on, then the read's own
     fn close_manifest(
         &mut self,
+        book: &mut Book<'_>,
         kind: ManifestKind,
         pos: u32,
         name: &str,
@@ -427,40 +454,25 @@ impl Loader<'_> {
         outcome: &mut Result<(), Error>,
     ) {
         if outcome.is_ok() && kind == ManifestKind::Def {
-            *outcome = self.settle_dma_names(pos, name, names_mark, nb);
+            *outcome = self.settle_dma_names(book, pos, name, names_mark, nb);
         }
         // What the definition collected and did not keep.
-        self.arena.release_top(names_mark);
-        let mut rec = self.index.manifests.get(&self.arena, pos);
+        book.arena.release_top(names_mark);
+        let mut rec = book.index.manifests.get(&book.arena, pos);
         if let Err(e) = outcome {
             if is_fatal(e) || kind == ManifestKind::Neff {
                 return;
             }
-            rec.failed = Some(self.deferred.keep(*e));
+            rec.failed = Some(book.deferred.keep(*e));
         }
-        *outcome = self.fill_record(pos, &mut rec, name);
+        *outcome = self.fill_record(book, pos, &mut rec, name);
         if outcome.is_err() {
             return;
         }
-        self.index.manifests.set(&mut self.arena, pos, &rec);
+        book.index.manifests.set(&mut book.arena, pos, &rec);
         if kind == ManifestKind::Neff && rec.failed.is_none() {
-            self.index.neff = Some(pos);
+            book.index.neff = Some(pos);
         }
-    }
-
-    /// Marks the current record of `name` replaced, freeing its deferred error's slot.
-    pub(super) fn supersede(&mut self, name: &str) -> bool {
-        if let Some(slot) = self.index.manifest(&self.arena, name).and_then(|(_, r)| r.failed) {
-            self.deferred.free(slot);
-        }
-        self.index.supersede_manifest(&mut self.arena, name)
-    }
-
-    /// Marks the manifest read at record `pos` as failed with `e` (found after its read).
-    fn fail_manifest(&mut self, pos: u32, e: Error) {
-        let mut rec = self.index.manifests.get(&self.arena, pos);
-        rec.failed = Some(self.deferred.keep(e));
-        self.index.manifests.set(&mut self.arena, pos, &rec);
     }
 
     /// One generic read-a-document step: parse the body into the scratch slot of `kind`, with
@@ -470,6 +482,7 @@ impl Loader<'_> {
     #[allow(clippy::too_many_arguments)]
     fn parse<B: BufRead<Error = Error>, S: WarningSink>(
         &mut self,
+        book: &mut Book<'_>,
         kind: ManifestKind,
         pos: u32,
         name: &str,
@@ -480,16 +493,16 @@ impl Loader<'_> {
     ) -> Result<(), Error> {
         self.reset_scratch(kind);
         // Only the definition being read records file variables here.
-        self.index.reading_vars = List::new();
-        self.index.names_full = None;
-        let join = (kind == ManifestKind::Neff).then(|| IoJoin::new(&self.arena));
+        book.index.reading_vars = List::new();
+        book.index.names_full = None;
+        let join = (kind == ManifestKind::Neff).then(|| IoJoin::new(&book.arena));
         let dma_names = match kind {
-            ManifestKind::Engine => self.index.dir_names(&self.arena, dir_of(name)),
+            ManifestKind::Engine => book.index.dir_names(&book.arena, dir_of(name)),
             _ => None,
         };
         let mut recorder = Recorder {
-            arena: &mut self.arena,
-            index: &mut self.index,
+            arena: &mut book.arena,
+            index: &mut book.index,
             observer,
             member: name,
             by: pos,
@@ -497,12 +510,12 @@ impl Loader<'_> {
             join,
             dma_names,
             notebook: nb,
-            whole: &mut self.whole,
-            fp8: self.options.fp8,
+            whole: &mut book.whole,
+            fp8: book.options.fp8,
         };
         let mut src = Capture { inner: body, error: None };
         let tok = &mut self.tok;
-        let kelf_mark = &mut self.kelf_mark;
+        let kelf_mark = &mut book.kelf_mark;
         let mut result = match &mut self.scratch {
             Scratch::Neff(doc) => parse_doc(doc, tok, &mut src, name, sink, &mut recorder, |_, facts, _| {
                 *kelf_mark = facts.kelf_mark();
@@ -510,7 +523,7 @@ impl Loader<'_> {
             }),
             Scratch::Kelf(doc) => parse_doc(doc, tok, &mut src, name, sink, &mut recorder, |_, _, _| Ok(())),
             Scratch::Def(doc) => {
-                let mut sink = NamingNeff { inner: &mut *sink, neff: self.neff_name.as_str() };
+                let mut sink = NamingNeff { inner: &mut *sink, neff: book.neff_name.as_str() };
                 parse_doc(doc, tok, &mut src, name, &mut sink, &mut recorder, |doc, facts, recorder| {
                     record_def(recorder, doc, facts, pos, name)
                 })
@@ -527,7 +540,7 @@ impl Loader<'_> {
         // through a second one.
         if result.is_ok() {
             let end = self.tok.offset();
-            result = conclude(&self.scratch, &mut recorder, name, end, sink, &mut self.io_counts);
+            result = conclude(&self.scratch, &mut recorder, name, end, sink, &mut book.io_counts);
         }
         result
     }
@@ -541,7 +554,7 @@ impl Loader<'_> {
     }
 
     /// Copies what binding needs of the scratch document into its record (at `pos`).
-    fn fill_record(&mut self, pos: u32, rec: &mut ManifestRec, name: &str) -> Result<(), Error> {
+    fn fill_record(&mut self, book: &mut Book<'_>, pos: u32, rec: &mut ManifestRec, name: &str) -> Result<(), Error> {
         let stage = rec.kind.stage();
         let fail = |k: ErrorKind| Error::about_member(stage, name, k);
         match &self.scratch {
@@ -555,27 +568,27 @@ impl Loader<'_> {
             }
             Scratch::Def(doc) => {
                 // A def that failed to parse has no extension yet: its engine names still count.
-                let mut ext = self.index.def_ext(&self.arena, rec);
+                let mut ext = book.index.def_ext(&book.arena, rec);
                 for engine in crate::manifest::def::ENGINE_KEYS {
                     let slot = engine.slot();
                     if let (Some(dst), Some(json)) = (ext.engines.get_mut(slot), doc.engine_member(engine)) {
-                        *dst = self.arena.push_str(json).map_err(fail)?;
+                        *dst = book.arena.push_str(json).map_err(fail)?;
                     }
                     if let (Some(dst), Some(instr)) = (ext.engine_instrs.get_mut(slot), doc.engine_stream(engine)) {
-                        *dst = self.arena.push_str(instr).map_err(fail)?;
+                        *dst = book.arena.push_str(instr).map_err(fail)?;
                     }
                 }
                 if rec.ext == crate::arena::NIL {
                     // It failed to parse: its variables name nothing the chain can reach.
                     ext.def = pos;
-                    rec.ext = self.index.def_exts.push(&mut self.arena, &ext).map_err(fail)?;
+                    rec.ext = book.index.def_exts.push(&mut book.arena, &ext).map_err(fail)?;
                 } else {
-                    self.index.def_exts.set(&mut self.arena, rec.ext, &ext);
+                    book.index.def_exts.set(&mut book.arena, rec.ext, &ext);
                 }
             }
             Scratch::Engine(doc) => {
                 if let Some(instr) = &doc.instr {
-                    rec.instr = self.arena.push_str(instr).map_err(fail)?;
+                    rec.instr = book.arena.push_str(instr).map_err(fail)?;
                     rec.has_instr = true;
                 }
             }
@@ -586,48 +599,55 @@ impl Loader<'_> {
 }
 
 // DMA names (spec §8.2, `dma.rs`) at the end of a definition.
-impl Loader<'_> {
+impl Reader<'_> {
     /// The end of a definition read (member `member`, record `pos`): its names, collected in
     /// the arena's scratch since `mark`, are sorted; every reference waiting for this
     /// directory's definition is checked and let go (an engine JSON's first unresolved one
     /// becomes that member's error, kept until the chain reaches it; the definition's own is
     /// its error, returned); the names are kept if an engine JSON the definition names is
     /// still to come.
-    fn settle_dma_names(&mut self, pos: u32, member: &str, mark: usize, nb: &mut dyn Notebook) -> Result<(), Error> {
-        let scratch = self.arena.top_since_mut(mark);
+    fn settle_dma_names(
+        &mut self,
+        book: &mut Book<'_>,
+        pos: u32,
+        member: &str,
+        mark: usize,
+        nb: &mut dyn Notebook,
+    ) -> Result<(), Error> {
+        let scratch = book.arena.top_since_mut(mark);
         sort_fingerprints(scratch);
         let count = u32::try_from(scratch.len() / FINGERPRINT).unwrap_or(u32::MAX);
-        let names = NameTable { at: u32::try_from(self.arena.mark_top()).unwrap_or(u32::MAX), count };
+        let names = NameTable { at: u32::try_from(book.arena.mark_top()).unwrap_or(u32::MAX), count };
         let dir = dir_of(member);
         let mut own = None;
         let fail = |k| Error::about_member(Stage::DefJson, member, k);
-        let names_kept = self.index.names_full.is_none();
-        let mut at = self.index.pending.first();
-        for _ in 0..self.index.pending.len() {
+        let names_kept = book.index.names_full.is_none();
+        let mut at = book.index.pending.first();
+        for _ in 0..book.index.pending.len() {
             if at == NIL {
                 break;
             }
-            let r = self.index.pending.get(&self.arena, nb, at).map_err(fail)?;
-            let by = self.index.manifests.get(&self.arena, r.by);
-            let in_dir = by.kind == ManifestKind::Engine && dir_of(self.arena.str(by.member)) == dir;
+            let r = book.index.pending.get(&book.arena, nb, at).map_err(fail)?;
+            let by = book.index.manifests.get(&book.arena, r.by);
+            let in_dir = by.kind == ManifestKind::Engine && dir_of(book.arena.str(by.member)) == dir;
             let ours = r.by == pos || in_dir;
-            let found = r.resolved || (names_kept && names.contains(&self.arena, r.fp));
+            let found = r.resolved || (names_kept && names.contains(&book.arena, r.fp));
             if ours && !by.superseded && !found && !names_kept && r.by == pos {
                 // The definition's own reference, met after its names streamed past, and
                 // their table did not fit: the arena is what it needs.
-                return Err(fail(self.index.names_full.unwrap_or(ErrorKind::Truncated)));
+                return Err(fail(book.index.names_full.unwrap_or(ErrorKind::Truncated)));
             }
             if ours && !by.superseded && !found {
                 let e = if r.by == pos {
-                    own.is_none().then(|| self.pending_error(at, &r, Stage::DefJson, member, nb)).transpose()?
+                    own.is_none().then(|| self.pending_error(book, at, &r, Stage::DefJson, member, nb)).transpose()?
                 } else if by.failed.is_none() {
-                    Some(self.pending_error(at, &r, Stage::Engine, self.arena.str(by.member), nb)?)
+                    Some(self.pending_error(book, at, &r, Stage::Engine, book.arena.str(by.member), nb)?)
                 } else {
                     None
                 };
                 match e {
                     Some(e) if r.by == pos => own = Some(e),
-                    Some(e) => self.fail_manifest(r.by, e),
+                    Some(e) => book.fail_manifest(r.by, e),
                     None => {}
                 }
             }
@@ -635,25 +655,25 @@ impl Loader<'_> {
         }
         // What the definition settled (its own, its directory's engine JSONs'), and what a
         // superseded member left, goes.
-        let manifests = self.index.manifests;
+        let manifests = book.index.manifests;
         let waiting = |arena: &Arena<'_>, r: &super::dma::PendingRef| {
             let by = manifests.get(arena, r.by);
             let in_dir = by.kind == ManifestKind::Engine && dir_of(arena.str(by.member)) == dir;
             !(r.by == pos || by.superseded || in_dir)
         };
-        self.index.pending.retain(&mut self.arena, nb, waiting).map_err(fail)?;
-        self.index.landings.limit(self.index.pending.far_low());
-        if self.engine_to_come(dir) {
-            if let Some(full) = self.index.names_full {
+        book.index.pending.retain(&mut book.arena, nb, waiting).map_err(fail)?;
+        book.index.landings.limit(book.index.pending.far_low());
+        if self.engine_to_come(book, dir) {
+            if let Some(full) = book.index.names_full {
                 // An engine JSON still to come is checked against the names: they must fit.
                 return Err(fail(full));
             }
-            let at = self.arena.keep_top(mark);
-            let rec = self.index.manifests.get(&self.arena, pos);
+            let at = book.arena.keep_top(mark);
+            let rec = book.index.manifests.get(&book.arena, pos);
             if rec.ext != NIL {
-                let mut ext = self.index.def_exts.get(&self.arena, rec.ext);
+                let mut ext = book.index.def_exts.get(&book.arena, rec.ext);
                 ext.names = Some(NameTable { at, count });
-                self.index.def_exts.set(&mut self.arena, rec.ext, &ext);
+                book.index.def_exts.set(&mut book.arena, rec.ext, &ext);
             }
         }
         own.map_or(Ok(()), Err)
@@ -664,6 +684,7 @@ impl Loader<'_> {
     #[inline(never)]
     fn pending_error(
         &self,
+        book: &Book<'_>,
         slot: u32,
         r: &super::dma::PendingRef,
         stage: Stage,
@@ -671,23 +692,23 @@ impl Loader<'_> {
         nb: &dyn Notebook,
     ) -> Result<Error, Error> {
         let (mut path, mut name) = ([0u8; 255], [0u8; super::dma::NAME_TAIL]);
-        let texts = self.index.pending.texts(&self.arena, nb, slot, r, &mut path, &mut name);
+        let texts = book.index.pending.texts(&book.arena, nb, slot, r, &mut path, &mut name);
         let (path, name, elided) = texts.map_err(|k| Error::about_member(stage, member, k))?;
         Ok(unresolved_error(stage, member, r.offset, path, r.key, name, elided))
     }
 
     /// Whether the definition just read (in the scratch slot) names an engine JSON of `dir`
     /// that has not been read yet.
-    fn engine_to_come(&self, dir: &str) -> bool {
+    fn engine_to_come(&self, book: &Book<'_>, dir: &str) -> bool {
         let super::Scratch::Def(doc) = &self.scratch else {
             return false;
         };
         ENGINE_KEYS.into_iter().filter_map(|e| doc.engine_member(e)).any(|json| {
-            !self
+            !book
                 .index
                 .manifests
-                .iter(&self.arena)
-                .any(|(_, m)| !m.superseded && is_joined(self.arena.str(m.member), dir, json))
+                .iter(&book.arena)
+                .any(|(_, m)| !m.superseded && is_joined(book.arena.str(m.member), dir, json))
         })
     }
 }

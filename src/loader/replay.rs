@@ -10,11 +10,13 @@ use core::cell::RefCell;
 
 use embedded_io::BufRead;
 
+use super::book::Book;
 use super::index::{push_str, Landing, ManifestRec};
 use super::index::{usage_code, PayloadRec, ReplayRec};
 use super::place::hal_error;
+use super::read::Reader;
 use super::PayloadState;
-use super::{Counting, Loader, ManifestKind, MemberAt, Observer, MEMBER_PATH};
+use super::{Counting, ManifestKind, MemberAt, Observer, MEMBER_PATH};
 use crate::arena::NIL;
 use crate::digest::Digest64;
 use crate::error::{Error, ErrorKind, Stage, Warning, WarningKind, WarningSink};
@@ -103,6 +105,8 @@ impl<R: BufRead<Error = Error>, H: Hal> Tee<'_, '_, R, H> {
 
 /// What a [`Tee`] saw, once the member is read.
 struct Teed {
+    /// The staging region it wrote to (none for an empty member).
+    region: Option<RegionId>,
     written: u64,
     digest: u64,
     hal_error: Option<(crate::hal::HalError, u64)>,
@@ -176,7 +180,36 @@ impl<R: BufRead<Error = Error>, H: Hal> BufRead for Tee<'_, '_, R, H> {
     }
 }
 
-impl Loader<'_> {
+/// The lent replay store: the bytes of members read before anything named them, kept to
+/// read them again if the chain names them as another kind ([`Storage::replay`](super::Storage)).
+pub(super) struct Replays<'a> {
+    replay: &'a mut [u8],
+    /// Bytes of `replay` in use.
+    replay_used: usize,
+    /// The most bytes of `replay` in use at once.
+    replay_peak: usize,
+    /// Staged copies of members read both ways that still hold a device region.
+    either_staged: u32,
+}
+
+impl<'a> Replays<'a> {
+    /// An empty store over `replay`.
+    pub(super) fn new(replay: &'a mut [u8]) -> Self {
+        Self { replay, replay_used: 0, replay_peak: 0, either_staged: 0 }
+    }
+
+    /// Empties the store for a new load.
+    pub(super) fn reset(&mut self) {
+        (self.replay_used, self.replay_peak, self.either_staged) = (0, 0, 0);
+    }
+
+    /// The most bytes in use at once in the last load.
+    pub(super) fn peak(&self) -> usize {
+        self.replay_peak
+    }
+}
+
+impl Replays<'_> {
     /// Settles each member waiting in the replay store that the manifests read so far name:
     /// named as the kind it was read as, or as a payload, its first reading stands; named as
     /// another kind, it is read again as that kind. Either way its bytes leave the store.
@@ -184,14 +217,16 @@ impl Loader<'_> {
     #[inline]
     pub(super) fn settle_replays<S: WarningSink>(
         &mut self,
+        book: &mut Book<'_>,
+        reader: &mut Reader<'_>,
         nb: &mut dyn Notebook,
         observer: &mut impl Observer,
         sink: &mut Counting<'_, S>,
     ) -> Result<(), Error> {
-        if self.index.replays.is_empty() {
+        if book.index.replays.is_empty() {
             return Ok(());
         }
-        self.settle_waiting(nb, observer, sink)
+        self.settle_waiting(book, reader, nb, observer, sink)
     }
 
     /// [`Self::settle_replays`] with members waiting.
@@ -199,28 +234,30 @@ impl Loader<'_> {
     #[inline(never)]
     fn settle_waiting<S: WarningSink>(
         &mut self,
+        book: &mut Book<'_>,
+        reader: &mut Reader<'_>,
         nb: &mut dyn Notebook,
         observer: &mut impl Observer,
         sink: &mut Counting<'_, S>,
     ) -> Result<(), Error> {
         loop {
             let mut again = false;
-            let mut pos = self.index.replays.first();
+            let mut pos = book.index.replays.first();
             while pos != NIL {
-                let next = crate::arena::List::<ReplayRec>::next_after(&self.arena, pos);
-                let rec = self.index.replays.get(&self.arena, pos);
+                let next = crate::arena::List::<ReplayRec>::next_after(&book.arena, pos);
+                let rec = book.index.replays.get(&book.arena, pos);
                 let mut name: heapless::String<MEMBER_PATH> = heapless::String::new();
-                let _ = name.push_str(self.arena.str(rec.member));
-                let named = self.index.named_as(&self.arena, &name);
-                if named.is_none() && self.role_of(&name).is_none() {
+                let _ = name.push_str(book.arena.str(rec.member));
+                let named = book.index.named_as(&book.arena, &name);
+                if named.is_none() && book.role_of(&name).is_none() {
                     pos = next;
                     continue;
                 }
                 if let Some(kind) = named.filter(|k| *k != rec.kind) {
-                    self.reread(&rec, kind, &name, nb, observer, sink)?;
+                    self.reread(book, reader, &rec, kind, &name, nb, observer, sink)?;
                     again = true;
                 }
-                self.drop_replay(pos, &rec);
+                self.drop_replay(book, pos, &rec);
                 pos = next;
             }
             if !again {
@@ -231,8 +268,11 @@ impl Loader<'_> {
 
     /// Reads a member again from the replay store as `kind` (or, when its bytes did not fit,
     /// records that reading as failed for want of room).
+    #[allow(clippy::too_many_arguments)] // the book and reader it works on, then the read's own
     fn reread<S: WarningSink>(
         &mut self,
+        book: &mut Book<'_>,
+        reader: &mut Reader<'_>,
         rec: &ReplayRec,
         kind: ManifestKind,
         name: &str,
@@ -243,24 +283,24 @@ impl Loader<'_> {
         if rec.lost {
             let stage = kind.stage();
             let e = Error::about_member(stage, name, replay_capacity(self.replay.len()));
-            self.supersede(name);
-            let member = push_str(&mut self.arena, name, stage, name)?;
+            book.supersede(name);
+            let member = push_str(&mut book.arena, name, stage, name)?;
             let mut failed = ManifestRec::new(member, kind);
-            failed.failed = Some(self.deferred.keep(e));
-            self.index.manifests.push(&mut self.arena, &failed).map_err(|k| Error::about_member(stage, name, k))?;
+            failed.failed = Some(book.deferred.keep(e));
+            book.index.manifests.push(&mut book.arena, &failed).map_err(|k| Error::about_member(stage, name, k))?;
             return Ok(());
         }
         let replay = core::mem::take(&mut self.replay);
         let start = usize::try_from(rec.at).unwrap_or(usize::MAX);
         let end = start.saturating_add(usize::try_from(rec.len).unwrap_or(usize::MAX));
         let mut body = Replayed(replay.get(start..end).unwrap_or_default());
-        let read = self.read_manifest_as(kind, name, &mut body, true, nb, observer, sink);
+        let read = reader.read_manifest_as(book, kind, name, &mut body, true, nb, observer, sink);
         self.replay = replay;
         read
     }
 
     /// Removes a settled member from the replay store, closing the gap its bytes leave.
-    fn drop_replay(&mut self, pos: u32, rec: &ReplayRec) {
+    fn drop_replay(&mut self, book: &mut Book<'_>, pos: u32, rec: &ReplayRec) {
         let (at, len) = (usize::try_from(rec.at).unwrap_or(0), usize::try_from(rec.len).unwrap_or(0));
         if at.checked_add(len).is_some_and(|end| end <= self.replay_used) && len != 0 {
             // The bytes after it move down over it.
@@ -270,42 +310,42 @@ impl Loader<'_> {
                 crate::arena::move_down(tail, gap);
             }
             self.replay_used = self.replay_used.saturating_sub(len);
-            let mut p = self.index.replays.first();
+            let mut p = book.index.replays.first();
             while p != NIL {
-                let next = crate::arena::List::<ReplayRec>::next_after(&self.arena, p);
-                let mut later = self.index.replays.get(&self.arena, p);
+                let next = crate::arena::List::<ReplayRec>::next_after(&book.arena, p);
+                let mut later = book.index.replays.get(&book.arena, p);
                 if later.at > rec.at && !later.lost {
                     later.at = later.at.saturating_sub(rec.len);
-                    self.index.replays.set(&mut self.arena, p, &later);
+                    book.index.replays.set(&mut book.arena, p, &later);
                 }
                 p = next;
             }
         }
-        self.index.replays.unlink(&mut self.arena, pos);
+        book.index.replays.unlink(&mut book.arena, pos);
     }
 
     /// Releases the staged copy of each member read both ways that a manifest now names as a
     /// manifest: the device holds those bytes only while the member's kind is open.
-    pub(super) fn release_manifest_copies<H: Hal>(&mut self, hal: &mut H) -> Result<(), Error> {
+    pub(super) fn release_manifest_copies<H: Hal>(&mut self, book: &mut Book<'_>, hal: &mut H) -> Result<(), Error> {
         if self.either_staged == 0 {
             return Ok(());
         }
-        let mut pos = self.index.payloads.first();
+        let mut pos = book.index.payloads.first();
         while pos != NIL {
-            let next = crate::arena::List::<PayloadRec>::next_after(&self.arena, pos);
-            let p = self.index.payloads.get(&self.arena, pos);
-            let member = self.arena.str(p.member);
+            let next = crate::arena::List::<PayloadRec>::next_after(&book.arena, pos);
+            let p = book.index.payloads.get(&book.arena, pos);
+            let member = book.arena.str(p.member);
             // Kept: not released.
-            if p.quiet && p.kept && self.index.named_as(&self.arena, member).is_some() {
-                let landing = self.index.landings.get(hal, &self.arena, p.landed);
+            if p.quiet && p.kept && book.index.named_as(&book.arena, member).is_some() {
+                let landing = book.index.landings.get(hal, &book.arena, p.landed);
                 let region = landing.map_err(|k| Error::about_member(Stage::Hal, member, k))?.region;
                 if region != NIL {
                     hal.release(RegionId(region)).map_err(|e| hal_error(member, None, e))?;
                     // A manifest now, never a payload to place or report: its record and its
                     // landing leave for good.
-                    self.index.drop_payload(&mut self.arena, pos);
-                    let forgotten = self.index.landings.forget(hal, &mut self.arena, p.landed);
-                    forgotten.map_err(|k| Error::about_member(Stage::Hal, self.arena.str(p.member), k))?;
+                    book.index.drop_payload(&mut book.arena, pos);
+                    let forgotten = book.index.landings.forget(hal, &mut book.arena, p.landed);
+                    forgotten.map_err(|k| Error::about_member(Stage::Hal, book.arena.str(p.member), k))?;
                     self.either_staged = self.either_staged.saturating_sub(1);
                 }
             }
@@ -318,8 +358,11 @@ impl Loader<'_> {
     /// every byte the parser consumes (and the rest after it) streams into a staging region,
     /// as a payload met before its `def.json` would.
     #[inline(never)]
+    #[allow(clippy::too_many_arguments)] // the book and reader it works on, then the read's own
     pub(super) fn read_either<B: BufRead<Error = Error>, H: Hal, S: WarningSink>(
         &mut self,
+        book: &mut Book<'_>,
+        reader: &mut Reader<'_>,
         kind: ManifestKind,
         at: MemberAt<'_>,
         body: &mut B,
@@ -327,7 +370,7 @@ impl Loader<'_> {
         observer: &mut impl Observer,
         sink: &mut Counting<'_, S>,
     ) -> Result<(), Error> {
-        let region = self.open_either(at.name, at.len, hal, sink)?;
+        let region = self.open_either(book, at.name, at.len, hal, sink)?;
         // The replay store is lent to the tee while the loader reads the member.
         let replay = core::mem::take(&mut self.replay);
         let window = replay.get_mut(self.replay_used..).unwrap_or_default();
@@ -346,11 +389,12 @@ impl Loader<'_> {
             overflow: false,
         };
         let mut notebook = HalNotebook(&device);
-        let mut read = self.read_manifest(kind, at.name, &mut tee, &mut notebook, observer, sink);
+        let mut read = reader.read_manifest(book, kind, at.name, &mut tee, &mut notebook, observer, sink);
         if read.is_ok() {
             tee.drain(&mut read);
         }
         let teed = Teed {
+            region,
             written: tee.written,
             digest: tee.digest.finish(),
             hal_error: tee.hal_error,
@@ -360,7 +404,7 @@ impl Loader<'_> {
         };
         self.replay = replay;
         // One slot for the outcome, settled in place and returned as it is.
-        self.close_either(kind, at, region, &mut read, &teed, hal);
+        self.close_either(book, kind, at, &mut read, &teed, hal);
         read
     }
 
@@ -370,12 +414,13 @@ impl Loader<'_> {
     #[inline(never)]
     fn open_either<H: Hal, S: WarningSink>(
         &mut self,
+        book: &mut Book<'_>,
         name: &str,
         member_len: u64,
         hal: &mut H,
         sink: &mut Counting<'_, S>,
     ) -> Result<Option<RegionId>, Error> {
-        if self.release_earlier(name, hal)? {
+        if book.release_earlier(name, hal)? {
             sink.warn(&Warning::about_member(Stage::Payload, name, WarningKind::Chain(ChainWarning::DuplicateMember)));
         }
         match member_len {
@@ -393,44 +438,45 @@ impl Loader<'_> {
     #[inline(never)]
     fn close_either<H: Hal>(
         &mut self,
+        book: &mut Book<'_>,
         kind: ManifestKind,
         at: MemberAt<'_>,
-        region: Option<RegionId>,
         read: &mut Result<(), Error>,
         teed: &Teed,
         hal: &mut H,
     ) {
         let outcome = core::mem::replace(read, Ok(()));
-        *read = self.settle_either(kind, at, region, outcome, teed, hal);
+        *read = self.settle_either(book, kind, at, outcome, teed, hal);
     }
 
     /// [`Self::close_either`], with the read's outcome by value.
     fn settle_either<H: Hal>(
         &mut self,
+        book: &mut Book<'_>,
         kind: ManifestKind,
         at: MemberAt<'_>,
-        region: Option<RegionId>,
         read: Result<(), Error>,
         teed: &Teed,
         hal: &mut H,
     ) -> Result<(), Error> {
         let MemberAt { name, seq, .. } = at;
+        let region = teed.region;
         // A later copy of the member wins: an earlier one waiting in the store is never read
         // again, and left there it would be asked after at every manifest that follows.
-        let earlier = self.index.replays.iter(&self.arena).find(|(_, r)| self.arena.eq(r.member, name));
+        let earlier = book.index.replays.iter(&book.arena).find(|(_, r)| book.arena.eq(r.member, name));
         if let Some((pos, rec)) = earlier {
-            self.drop_replay(pos, &rec);
+            self.drop_replay(book, pos, &rec);
         }
         let fail = |k: ErrorKind| Error::about_member(Stage::Payload, name, k);
         let (written, digest, kept, lost) = (teed.written, teed.digest, teed.kept, teed.lost);
         // Kept for a second reading when it fit (a member that did not, or a loader lent no
         // replay store, has only its first: named as another kind, the binder refuses it).
-        let member = self.index.manifest(&self.arena, name).map(|(_, r)| r.member);
+        let member = book.index.manifest(&book.arena, name).map(|(_, r)| r.member);
         if let (true, true, false, Some(member)) = (read.is_ok(), teed.complete(), lost, member) {
             let fail = |k: ErrorKind| Error::about_member(kind.stage(), name, k);
             let at = u32::try_from(self.replay_used).map_err(|_| fail(replay_capacity(self.replay.len())))?;
             let len = u32::try_from(kept).map_err(|_| fail(replay_capacity(self.replay.len())))?;
-            self.index.replays.push(&mut self.arena, &ReplayRec { member, kind, at, len, lost }).map_err(fail)?;
+            book.index.replays.push(&mut book.arena, &ReplayRec { member, kind, at, len, lost }).map_err(fail)?;
             self.replay_used = self.replay_used.saturating_add(kept);
             self.replay_peak = self.replay_peak.max(self.replay_used);
         }
@@ -458,12 +504,12 @@ impl Loader<'_> {
         // The manifest record's copy of the name serves the payload record too.
         let stored = match member {
             Some(member) => Ok(member),
-            None => self.arena.push_str(name),
+            None => book.arena.push_str(name),
         }
         .and_then(|member| {
-            let landed = self.index.landings.keep(hal, &mut self.arena, &landing)?;
+            let landed = book.index.landings.keep(hal, &mut book.arena, &landing)?;
             let rec = PayloadRec { member, landed, kept: landing.is_kept(), quiet: true, failed: None };
-            self.index.push_payload(&mut self.arena, &rec)
+            book.index.push_payload(&mut book.arena, &rec)
         });
         if let Err(k) = stored {
             release(hal);
@@ -596,6 +642,7 @@ mod tests {
         tee.drain(&mut read);
         read.unwrap();
         let teed = Teed {
+            region: Some(region),
             written: tee.written,
             digest: 0,
             hal_error: tee.hal_error,

@@ -14,6 +14,7 @@
 
 use embedded_io::BufRead;
 
+use super::book::Book;
 use super::index::dir_of;
 use super::{Counting, Loader, ManifestKind, MemberAt, Observer};
 use crate::archive::Archive;
@@ -149,6 +150,7 @@ impl Loader<'_> {
     ) -> Result<(), Error> {
         // Shared between the member's reader (its bytes, when the observer asks for them)
         // and the manifest reads (their entries).
+        let Loader { reader, book, replays } = self;
         let observer = RefCell::new(observer);
         let mut shared = Shared(&observer);
         while let Some(member) = archive.next_member(sink)? {
@@ -166,35 +168,50 @@ impl Loader<'_> {
             let watched = shared.member(&seen);
             let mut member = Watched { body: member, observer: watched.then_some(&observer) };
             let starts_object = starts_object(&mut member)?;
-            match self.route(name, starts_object) {
+            match route(book, name, starts_object) {
                 Route::Debug => {}
                 Route::Manifest(kind) => {
                     report.manifests = report.manifests.saturating_add(1);
                     let device = RefCell::new(&mut *hal);
                     let mut notebook = HalNotebook(&device);
-                    self.read_manifest(kind, name, &mut member, &mut notebook, &mut shared, sink)?;
-                    self.settle_replays(&mut notebook, &mut shared, sink)?;
-                    self.release_manifest_copies(hal)?;
+                    reader.read_manifest(book, kind, name, &mut member, &mut notebook, &mut shared, sink)?;
+                    replays.settle_replays(book, reader, &mut notebook, &mut shared, sink)?;
+                    replays.release_manifest_copies(book, hal)?;
                 }
                 Route::Payload => {
                     report.payloads = report.payloads.saturating_add(1);
                     let at = MemberAt { name, len: size, seq: report.payloads };
-                    self.read_payload(at, false, &mut member, hal, sink)?;
+                    book.read_payload(at, false, &mut member, hal, sink)?;
                 }
                 Route::Metadata => {
                     // Counted as a payload only if the chain makes it one (as a member read
                     // both ways): its sequence number is the next one.
                     let seq = report.payloads.saturating_add(1);
-                    self.read_payload(MemberAt { name, len: size, seq }, true, &mut member, hal, sink)?;
+                    book.read_payload(MemberAt { name, len: size, seq }, true, &mut member, hal, sink)?;
                 }
                 Route::Either(kind) => {
                     report.manifests = report.manifests.saturating_add(1);
                     // Its payload sequence number is the next one; it counts as a payload only
                     // if the chain gives it a payload role (the report counts what it places).
                     let seq = report.payloads.saturating_add(1);
-                    self.read_either(kind, MemberAt { name, len: size, seq }, &mut member, hal, &mut shared, sink)?;
-                    self.settle_replays(&mut HalNotebook(&RefCell::new(&mut *hal)), &mut shared, sink)?;
-                    self.release_manifest_copies(hal)?;
+                    replays.read_either(
+                        book,
+                        reader,
+                        kind,
+                        MemberAt { name, len: size, seq },
+                        &mut member,
+                        hal,
+                        &mut shared,
+                        sink,
+                    )?;
+                    replays.settle_replays(
+                        book,
+                        reader,
+                        &mut HalNotebook(&RefCell::new(&mut *hal)),
+                        &mut shared,
+                        sink,
+                    )?;
+                    replays.release_manifest_copies(book, hal)?;
                 }
             }
             if watched {
@@ -206,33 +223,33 @@ impl Loader<'_> {
         }
         Ok(())
     }
+}
 
-    /// What a member is: what the manifests read so far name it as, else what it may be.
-    /// `starts_object`: its first bytes open a JSON object (every manifest is one).
-    fn route(&self, name: &str, starts_object: bool) -> Route {
-        if name == "neff.json" || name == "kelp.json" {
-            return Route::Manifest(ManifestKind::Neff);
-        }
-        if let Some(kind) = self.index.named_as(&self.arena, name) {
-            return Route::Manifest(kind);
-        }
-        let json_name = name.ends_with(".json");
-        // Debug data is never read (§15.18), but what the chain names is never debug data: a
-        // member named so far is read whatever its name, and one that opens a JSON object is
-        // read both ways, as the manifest the chain may name later.
-        if !json_name && !starts_object {
-            return if is_debug(name) && self.role_of(name).is_none() { Route::Debug } else { Route::Payload };
-        }
-        if self.role_of(name).is_some() {
-            return Route::Payload;
-        }
-        if !starts_object && is_debug(name) {
-            return Route::Debug;
-        }
-        let file = name.get(dir_of(name).len()..).unwrap_or(name).trim_start_matches('/');
-        if json_name && METADATA_NAMES.contains(&file) {
-            return Route::Metadata;
-        }
-        Route::Either(guess(name))
+/// What a member is: what the manifests read so far name it as, else what it may be.
+/// `starts_object`: its first bytes open a JSON object (every manifest is one).
+fn route(book: &Book<'_>, name: &str, starts_object: bool) -> Route {
+    if name == "neff.json" || name == "kelp.json" {
+        return Route::Manifest(ManifestKind::Neff);
     }
+    if let Some(kind) = book.index.named_as(&book.arena, name) {
+        return Route::Manifest(kind);
+    }
+    let json_name = name.ends_with(".json");
+    // Debug data is never read (§15.18), but what the chain names is never debug data: a
+    // member named so far is read whatever its name, and one that opens a JSON object is
+    // read both ways, as the manifest the chain may name later.
+    if !json_name && !starts_object {
+        return if is_debug(name) && book.role_of(name).is_none() { Route::Debug } else { Route::Payload };
+    }
+    if book.role_of(name).is_some() {
+        return Route::Payload;
+    }
+    if !starts_object && is_debug(name) {
+        return Route::Debug;
+    }
+    let file = name.get(dir_of(name).len()..).unwrap_or(name).trim_start_matches('/');
+    if json_name && METADATA_NAMES.contains(&file) {
+        return Route::Metadata;
+    }
+    Route::Either(guess(name))
 }

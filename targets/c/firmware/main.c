@@ -149,6 +149,8 @@ typedef struct checker {
   const fixture *f;
   uint32_t reported, warnings;
   bool failed;
+  /* The runtime's tables, counted: I/O tensors, subgraphs' tables, KELF-node debug lines. */
+  uint32_t tensors, subgraphs, kelf_nodes;
 } checker;
 
 static void fail_prefix(const fixture *f) {
@@ -194,6 +196,22 @@ static void on_payload(void *ctx, const neff_payload *p) {
 
 /* A warning by its stable code, stage and place: the image calls no neff_*_message, so the
  * core's message formatting (core::fmt) is not linked (a host decodes the code). */
+/* The table callbacks count (flash is short: the host program checks their contents). */
+static void on_io_tensor(void *ctx, const neff_io_tensor *t) {
+  checker *c = ctx;
+  c->tensors += t->info->ndim <= 32;
+}
+
+static void on_subgraph_tables(void *ctx, const neff_subgraph_tables *t) {
+  checker *c = ctx;
+  c->subgraphs += t->mla_tail != NULL;
+}
+
+static void on_debug(void *ctx, const neff_debug_line *l) {
+  checker *c = ctx;
+  c->kelf_nodes += l->kind == NEFF_DEBUG_KELF_NODE;
+}
+
 static void on_warning(void *ctx, const neff_warning *w) {
   checker *c = ctx;
   out_str(c->f->name);
@@ -252,6 +270,8 @@ static const char *check(const fixture *f, const neff_report *r, const checker *
     bytes += f->payloads[i].len;
   }
   if (r->bytes_placed != bytes) return "bytes placed differ from the payloads'";
+  if (c->tensors != r->inputs + r->outputs || c->subgraphs != r->subgraphs || c->kelf_nodes == 0)
+    return "tables observed differ from the report";
   return NULL;
 }
 
@@ -303,8 +323,9 @@ __attribute__((noinline)) static bool run(const fixture *f, neff_error *err) {
   neff_hal hal = {&dev, dev_arch, dev_alloc, dev_write, dev_adopt, dev_release, dev_address,
                   NOTEBOOK, dev_note, dev_recall};
   neff_options opts = {.verify_integrity = true};
-  checker c = {f, 0, 0, false};
-  neff_observer obs = {&c, on_payload, on_warning};
+  checker c = {f, 0, 0, false, 0, 0, 0};
+  neff_observer obs = {.ctx = &c, .payload = on_payload, .warning = on_warning, .io_tensor = on_io_tensor,
+                       .subgraph_tables = on_subgraph_tables, .debug = on_debug};
   neff_report report;
   uint8_t json[JSON_CAPACITY];
   size_t json_len = 0;

@@ -259,6 +259,53 @@ typedef uint32_t neff_offset_base;
 #endif // __cplusplus
 
 /**
+ * Whether an I/O tensor is a graph input or output.
+ */
+enum neff_io_kind
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * An `arg_nodes` entry of `neff.json`.
+   */
+  NEFF_IO_INPUT = 0,
+  /**
+   * A `heads` entry (one per distinct name).
+   */
+  NEFF_IO_OUTPUT = 1,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum neff_io_kind neff_io_kind;
+#else
+typedef uint32_t neff_io_kind;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * Which of the runtime's debug lines a `neff_debug_line` is.
+ */
+enum neff_debug_kind
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * libnrt's `Found KELF node: %s`: a KELF node of `neff.json` the chain takes; `subject` is
+   * the member its `attrs.kelf` names (`kelf-0.json`).
+   */
+  NEFF_DEBUG_KELF_NODE = 0,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum neff_debug_kind neff_debug_kind;
+#else
+typedef uint32_t neff_debug_kind;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
  * A device refusal, as the HAL callbacks return it: 0 for success, else the HAL layer's own
  * code (the error's code is then `1100 +` it, `NEFF_ERR_HAL_<NAME>` in `neff_codes.h`); a
  * value this version does not know reads as `NEFF_HAL_UNKNOWN_REGION`. The values are ABI:
@@ -664,7 +711,155 @@ typedef struct neff_warning {
 } neff_warning;
 
 /**
- * Observer callbacks, each optional; `ctx` is passed as is.
+ * One input or output tensor of `neff.json`, as the observer's `io_tensor` callback sees it
+ * (once the document is read, inputs then outputs). Its pointers live for the call only.
+ */
+typedef struct neff_io_tensor {
+  /**
+   * The tensor's name (UTF-8, `name_len` bytes, not NUL-terminated).
+   */
+  const uint8_t *name;
+  /**
+   * Bytes at `name`.
+   */
+  size_t name_len;
+  /**
+   * The dtype string of `attrs.dltype` (`"float32"`, ...; `dtype_len` bytes).
+   */
+  const uint8_t *dtype;
+  /**
+   * Bytes at `dtype`.
+   */
+  size_t dtype_len;
+  /**
+   * Input or output.
+   */
+  neff_io_kind kind;
+  /**
+   * Its position among the inputs, or among the distinct outputs.
+   */
+  uint32_t index;
+  /**
+   * The runtime's `io_node_info_t`: bytes, `nrt_dtype_t`, shape and rank.
+   */
+  const io_node_info_t *info;
+} neff_io_tensor;
+
+/**
+ * One DMA queue set of a `def.json`, as the observer's `dma_queue` callback sees it (as the
+ * document is read). Its pointers live for the call only.
+ */
+typedef struct neff_dma_queue {
+  /**
+   * The `def.json` member (`member_len` bytes, not NUL-terminated).
+   */
+  const uint8_t *member;
+  /**
+   * Bytes at `member`.
+   */
+  size_t member_len;
+  /**
+   * The queue set's name (`name_len` bytes).
+   */
+  const uint8_t *name;
+  /**
+   * Bytes at `name`.
+   */
+  size_t name_len;
+  /**
+   * The runtime's `kbin_dma_t`, without its `ring_instances` pointer array.
+   */
+  const kbin_dma_t *queue;
+} neff_dma_queue;
+
+/**
+ * One state-buffer carveout of a `def.json` (an entry of `runtime_statebuffer_reservation`),
+ * as the observer's `carveout` callback sees it. Its pointers live for the call only.
+ */
+typedef struct neff_carveout {
+  /**
+   * The `def.json` member (`member_len` bytes, not NUL-terminated).
+   */
+  const uint8_t *member;
+  /**
+   * Bytes at `member`.
+   */
+  size_t member_len;
+  /**
+   * Its position in `runtime_statebuffer_reservation`, from 0.
+   */
+  uint32_t index;
+  /**
+   * The runtime's `sb_carveout`.
+   */
+  const sb_carveout *carveout;
+} neff_carveout;
+
+/**
+ * A subgraph's records of the runtime's, filled from its `def.json` once it is read (the
+ * pointer-free parts of `mla_resources`), as the observer's `subgraph_tables` callback sees
+ * them. Its pointers live for the call only.
+ */
+typedef struct neff_subgraph_tables {
+  /**
+   * The `def.json` member (`member_len` bytes, not NUL-terminated).
+   */
+  const uint8_t *member;
+  /**
+   * Bytes at `member`.
+   */
+  size_t member_len;
+  /**
+   * The runtime's `kbin_mem_ref_set_t` without its `mem` array; NULL when the var count or
+   * the shared scratchpad does not fit its field.
+   */
+  const kbin_mem_ref_set_t *mem_ref_set;
+  /**
+   * The runtime's `kbin_cc_streams_t` (`num_streams`, 1 when the key is absent).
+   */
+  const kbin_cc_streams_t *cc_streams;
+  /**
+   * The runtime's `fp8_conversion_info` (`fp8_conversion_config`), the runtime's debug
+   * overrides applied (none through this ABI: the document's values).
+   */
+  const fp8_conversion_info *fp8;
+  /**
+   * The pointer-free tail of `mla_resources` (`CCSTMI`, the fp8 config, the input and output
+   * var counts); NULL when a count does not fit its field.
+   */
+  const mla_resources_tail_t *mla_tail;
+} neff_subgraph_tables;
+
+/**
+ * One of libnrt's debug log lines, where the loader meets what the runtime logs, with its
+ * facts (no text is formatted: a firmware prints it as it likes, e.g.
+ * `printf("Found KELF node: %.*s\n", (int)l->subject_len, (const char *)l->subject)`).
+ * Its pointers live for the call only.
+ */
+typedef struct neff_debug_line {
+  /**
+   * Which line.
+   */
+  neff_debug_kind kind;
+  /**
+   * Its subject (`subject_len` bytes, not NUL-terminated).
+   */
+  const uint8_t *subject;
+  /**
+   * Bytes at `subject`.
+   */
+  size_t subject_len;
+} neff_debug_line;
+
+/**
+ * Observer callbacks, each optional (NULL: not called); `ctx` is passed as is.
+ *
+ * `payload` and `warning` come first, as in the first release; the runtime's tables follow
+ * (`io_tensor` to `debug`), appended: a caller that initialises the struct positionally with
+ * the first three, or by designated initialisers, leaves them NULL. The library reads the
+ * whole struct of the header it was built with, so a program is built against the library's
+ * own `neff.h` (`neff_init()` checks the version). `neff_info()` calls `payload` and `warning`
+ * only.
  */
 typedef struct neff_observer {
   /**
@@ -679,6 +874,28 @@ typedef struct neff_observer {
    * A warning (the load goes on).
    */
   void (*warning)(void *ctx, const struct neff_warning *warning);
+  /**
+   * An input or output tensor of `neff.json` with its `io_node_info_t`, once the document
+   * is read.
+   */
+  void (*io_tensor)(void *ctx, const struct neff_io_tensor *tensor);
+  /**
+   * A DMA queue set of a `def.json` with its `kbin_dma_t`, as it is read.
+   */
+  void (*dma_queue)(void *ctx, const struct neff_dma_queue *queue);
+  /**
+   * A state-buffer carveout of a `def.json` with its `sb_carveout`, as it is read.
+   */
+  void (*carveout)(void *ctx, const struct neff_carveout *carveout);
+  /**
+   * A `def.json`'s subgraph-wide records (`kbin_mem_ref_set_t`, `kbin_cc_streams_t`,
+   * `fp8_conversion_info`, the `mla_resources` tail), once it is read.
+   */
+  void (*subgraph_tables)(void *ctx, const struct neff_subgraph_tables *tables);
+  /**
+   * One of libnrt's debug log lines (`Found KELF node: %s`).
+   */
+  void (*debug)(void *ctx, const struct neff_debug_line *line);
 } neff_observer;
 
 /**

@@ -11,7 +11,8 @@
 //!   optionally `address` (`neff_hal`); `neff_check()` needs none;
 //! * the arena, where binding keeps what it must remember, and an optional replay store
 //!   (`neff_buffers`); `neff_arena_min()` is the least arena that works at all;
-//! * an observer for payload placements and warnings (`neff_observer`, optional);
+//! * an observer for payload placements, warnings and the runtime's tables as they are filled
+//!   (`io_node_info_t`, `kbin_dma_t`, `sb_carveout`, the subgraph records; `neff_observer`, optional);
 //! * a `neff_report` and a buffer for the JSON report (both optional), and a
 //!   `neff_error` for the failure (optional).
 //!
@@ -47,8 +48,14 @@ use core::ffi::c_void;
 use neff::archive::{Archive, OpenOptions};
 use neff::hal::{Hal, NullDevice};
 use neff::header::{DigestOrder, Integrity};
-use neff::loader::{LoadOptions, LoadReport, Loader, Needs, Observer, PayloadReport, PayloadState, Storage};
+use neff::loader::{
+    DebugLine, LoadOptions, LoadReport, Loader, Needs, Observer, PayloadReport, PayloadState, Storage, SubgraphTables,
+};
 use neff::manifest::{Arch, STRING_SCRATCH};
+use neff::manifest::{
+    Fp8ConversionInfo, IoKind, IoNodeInfo, IoTensor, KbinCcStreams, KbinDmaHeader, KbinMemRefSetHeader,
+    MlaResourcesTail, SbCarveout,
+};
 use neff::{Error, Warning};
 
 pub(crate) use names::VERSION;
@@ -140,7 +147,124 @@ pub struct neff_payload {
     pub has_address: bool,
 }
 
-/// Observer callbacks, each optional; `ctx` is passed as is.
+/// Whether an I/O tensor is a graph input or output.
+#[repr(u32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum neff_io_kind {
+    /// An `arg_nodes` entry of `neff.json`.
+    NEFF_IO_INPUT = 0,
+    /// A `heads` entry (one per distinct name).
+    NEFF_IO_OUTPUT = 1,
+}
+
+/// One input or output tensor of `neff.json`, as the observer's `io_tensor` callback sees it
+/// (once the document is read, inputs then outputs). Its pointers live for the call only.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct neff_io_tensor {
+    /// The tensor's name (UTF-8, `name_len` bytes, not NUL-terminated).
+    pub name: *const u8,
+    /// Bytes at `name`.
+    pub name_len: usize,
+    /// The dtype string of `attrs.dltype` (`"float32"`, ...; `dtype_len` bytes).
+    pub dtype: *const u8,
+    /// Bytes at `dtype`.
+    pub dtype_len: usize,
+    /// Input or output.
+    pub kind: neff_io_kind,
+    /// Its position among the inputs, or among the distinct outputs.
+    pub index: u32,
+    /// The runtime's `io_node_info_t`: bytes, `nrt_dtype_t`, shape and rank.
+    pub info: *const IoNodeInfo,
+}
+
+/// One DMA queue set of a `def.json`, as the observer's `dma_queue` callback sees it (as the
+/// document is read). Its pointers live for the call only.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct neff_dma_queue {
+    /// The `def.json` member (`member_len` bytes, not NUL-terminated).
+    pub member: *const u8,
+    /// Bytes at `member`.
+    pub member_len: usize,
+    /// The queue set's name (`name_len` bytes).
+    pub name: *const u8,
+    /// Bytes at `name`.
+    pub name_len: usize,
+    /// The runtime's `kbin_dma_t`, without its `ring_instances` pointer array.
+    pub queue: *const KbinDmaHeader,
+}
+
+/// One state-buffer carveout of a `def.json` (an entry of `runtime_statebuffer_reservation`),
+/// as the observer's `carveout` callback sees it. Its pointers live for the call only.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct neff_carveout {
+    /// The `def.json` member (`member_len` bytes, not NUL-terminated).
+    pub member: *const u8,
+    /// Bytes at `member`.
+    pub member_len: usize,
+    /// Its position in `runtime_statebuffer_reservation`, from 0.
+    pub index: u32,
+    /// The runtime's `sb_carveout`.
+    pub carveout: *const SbCarveout,
+}
+
+/// A subgraph's records of the runtime's, filled from its `def.json` once it is read (the
+/// pointer-free parts of `mla_resources`), as the observer's `subgraph_tables` callback sees
+/// them. Its pointers live for the call only.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct neff_subgraph_tables {
+    /// The `def.json` member (`member_len` bytes, not NUL-terminated).
+    pub member: *const u8,
+    /// Bytes at `member`.
+    pub member_len: usize,
+    /// The runtime's `kbin_mem_ref_set_t` without its `mem` array; NULL when the var count or
+    /// the shared scratchpad does not fit its field.
+    pub mem_ref_set: *const KbinMemRefSetHeader,
+    /// The runtime's `kbin_cc_streams_t` (`num_streams`, 1 when the key is absent).
+    pub cc_streams: *const KbinCcStreams,
+    /// The runtime's `fp8_conversion_info` (`fp8_conversion_config`), the runtime's debug
+    /// overrides applied (none through this ABI: the document's values).
+    pub fp8: *const Fp8ConversionInfo,
+    /// The pointer-free tail of `mla_resources` (`CCSTMI`, the fp8 config, the input and output
+    /// var counts); NULL when a count does not fit its field.
+    pub mla_tail: *const MlaResourcesTail,
+}
+
+/// Which of the runtime's debug lines a `neff_debug_line` is.
+#[repr(u32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum neff_debug_kind {
+    /// libnrt's `Found KELF node: %s`: a KELF node of `neff.json` the chain takes; `subject` is
+    /// the member its `attrs.kelf` names (`kelf-0.json`).
+    NEFF_DEBUG_KELF_NODE = 0,
+}
+
+/// One of libnrt's debug log lines, where the loader meets what the runtime logs, with its
+/// facts (no text is formatted: a firmware prints it as it likes, e.g.
+/// `printf("Found KELF node: %.*s\n", (int)l->subject_len, (const char *)l->subject)`).
+/// Its pointers live for the call only.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct neff_debug_line {
+    /// Which line.
+    pub kind: neff_debug_kind,
+    /// Its subject (`subject_len` bytes, not NUL-terminated).
+    pub subject: *const u8,
+    /// Bytes at `subject`.
+    pub subject_len: usize,
+}
+
+/// Observer callbacks, each optional (NULL: not called); `ctx` is passed as is.
+///
+/// `payload` and `warning` come first, as in the first release; the runtime's tables follow
+/// (`io_tensor` to `debug`), appended: a caller that initialises the struct positionally with
+/// the first three, or by designated initialisers, leaves them NULL. The library reads the
+/// whole struct of the header it was built with, so a program is built against the library's
+/// own `neff.h` (`neff_init()` checks the version). `neff_info()` calls `payload` and `warning`
+/// only.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct neff_observer {
@@ -150,6 +274,18 @@ pub struct neff_observer {
     pub payload: Option<unsafe extern "C" fn(ctx: *mut c_void, payload: *const neff_payload)>,
     /// A warning (the load goes on).
     pub warning: Option<unsafe extern "C" fn(ctx: *mut c_void, warning: *const neff_warning)>,
+    /// An input or output tensor of `neff.json` with its `io_node_info_t`, once the document
+    /// is read.
+    pub io_tensor: Option<unsafe extern "C" fn(ctx: *mut c_void, tensor: *const neff_io_tensor)>,
+    /// A DMA queue set of a `def.json` with its `kbin_dma_t`, as it is read.
+    pub dma_queue: Option<unsafe extern "C" fn(ctx: *mut c_void, queue: *const neff_dma_queue)>,
+    /// A state-buffer carveout of a `def.json` with its `sb_carveout`, as it is read.
+    pub carveout: Option<unsafe extern "C" fn(ctx: *mut c_void, carveout: *const neff_carveout)>,
+    /// A `def.json`'s subgraph-wide records (`kbin_mem_ref_set_t`, `kbin_cc_streams_t`,
+    /// `fp8_conversion_info`, the `mla_resources` tail), once it is read.
+    pub subgraph_tables: Option<unsafe extern "C" fn(ctx: *mut c_void, tables: *const neff_subgraph_tables)>,
+    /// One of libnrt's debug log lines (`Found KELF node: %s`).
+    pub debug: Option<unsafe extern "C" fn(ctx: *mut c_void, line: *const neff_debug_line)>,
 }
 
 /// The header hash check's outcome.
@@ -364,9 +500,9 @@ pub extern "C" fn neff_arena_min() -> usize {
 const LOAD_STACK: usize = if cfg!(target_os = "none") {
     LOAD_STACK_THUMBV7EM
 } else if cfg!(debug_assertions) {
-    (372 + 8) * 1024
+    (352 + 8) * 1024
 } else {
-    (168 + 8) * 1024
+    (176 + 8) * 1024
 };
 /// [`LOAD_STACK`] for an info call (a check with the document's work).
 const INFO_STACK: usize = if cfg!(target_os = "none") {
@@ -377,8 +513,8 @@ const INFO_STACK: usize = if cfg!(target_os = "none") {
     (192 + 8) * 1024
 };
 /// The thumbv7em figure, as the C firmware image measures it (`--profile firmware`, its
-/// `neff_load: ... used below its call` line): 100,864 bytes with its built-in arena of 37,888,
-/// so 62,976 of frames and state, rounded up to a 4 KiB total.
+/// `neff_load: ... used below its call` line): 101,448 bytes with its built-in arena of 37,888,
+/// so 63,560 of frames and state, rounded up to a 4 KiB total.
 const LOAD_STACK_THUMBV7EM: usize = 63 * 1024;
 /// The info call on thumbv7em is not measured (the C firmware image links no info call): the
 /// load's figure plus what the info call holds besides a load's state (the document's work and
@@ -439,6 +575,94 @@ impl Observer for CObserver {
     }
 }
 
+/// The caller's callbacks for the runtime's tables (the members of `neff_observer` after
+/// `warning`), which a load and a check call besides [`CObserver`]'s.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct CTables {
+    io_tensor: Option<unsafe extern "C" fn(*mut c_void, *const neff_io_tensor)>,
+    dma_queue: Option<unsafe extern "C" fn(*mut c_void, *const neff_dma_queue)>,
+    carveout: Option<unsafe extern "C" fn(*mut c_void, *const neff_carveout)>,
+    subgraph_tables: Option<unsafe extern "C" fn(*mut c_void, *const neff_subgraph_tables)>,
+    debug: Option<unsafe extern "C" fn(*mut c_void, *const neff_debug_line)>,
+}
+
+/// The observer of a load or check: the caller's [`CObserver`] and its [`CTables`].
+pub(crate) struct CFullObserver<'c> {
+    base: &'c mut CObserver,
+    tables: CTables,
+}
+
+impl Observer for CFullObserver<'_> {
+    fn payload(&mut self, p: &PayloadReport<'_>) {
+        self.base.payload(p);
+    }
+
+    fn io_tensor(&mut self, t: &IoTensor<'_>) {
+        let Some(callback) = self.tables.io_tensor else { return };
+        let info = t.info();
+        let kind = match t.kind {
+            IoKind::Input => neff_io_kind::NEFF_IO_INPUT,
+            IoKind::Output => neff_io_kind::NEFF_IO_OUTPUT,
+        };
+        let c = neff_io_tensor {
+            name: t.name.as_ptr(),
+            name_len: t.name.len(),
+            dtype: t.dtype.as_ptr(),
+            dtype_len: t.dtype.len(),
+            kind,
+            index: t.index,
+            info: &info,
+        };
+        // SAFETY: the callback is the caller's, non-null; `&c` and what it points to live for
+        // the call, as `neff_io_tensor` documents.
+        unsafe { callback(self.base.ctx, &c) };
+    }
+
+    fn dma_queue(&mut self, member: &str, name: &str, queue: &KbinDmaHeader) {
+        let Some(callback) = self.tables.dma_queue else { return };
+        let c = neff_dma_queue {
+            member: member.as_ptr(),
+            member_len: member.len(),
+            name: name.as_ptr(),
+            name_len: name.len(),
+            queue,
+        };
+        // SAFETY: as for `io_tensor`, for `neff_dma_queue`.
+        unsafe { callback(self.base.ctx, &c) };
+    }
+
+    fn carveout(&mut self, member: &str, index: u16, carveout: &SbCarveout) {
+        let Some(callback) = self.tables.carveout else { return };
+        let c = neff_carveout { member: member.as_ptr(), member_len: member.len(), index: u32::from(index), carveout };
+        // SAFETY: as for `io_tensor`, for `neff_carveout`.
+        unsafe { callback(self.base.ctx, &c) };
+    }
+
+    fn subgraph_tables(&mut self, member: &str, tables: &SubgraphTables) {
+        let Some(callback) = self.tables.subgraph_tables else { return };
+        let c = neff_subgraph_tables {
+            member: member.as_ptr(),
+            member_len: member.len(),
+            mem_ref_set: tables.mem_ref_set.as_ref().map_or(core::ptr::null(), |m| m),
+            cc_streams: &tables.cc_streams,
+            fp8: &tables.fp8,
+            mla_tail: tables.mla_tail.as_ref().map_or(core::ptr::null(), |m| m),
+        };
+        // SAFETY: as for `io_tensor`, for `neff_subgraph_tables`.
+        unsafe { callback(self.base.ctx, &c) };
+    }
+
+    fn debug(&mut self, line: &DebugLine<'_>) {
+        let Some(callback) = self.tables.debug else { return };
+        let (kind, subject) = match *line {
+            DebugLine::KelfNode { kelf } => (neff_debug_kind::NEFF_DEBUG_KELF_NODE, kelf),
+        };
+        let c = neff_debug_line { kind, subject: subject.as_ptr(), subject_len: subject.len() };
+        // SAFETY: as for `io_tensor`, for `neff_debug_line`.
+        unsafe { callback(self.base.ctx, &c) };
+    }
+}
+
 impl neff::WarningSink for CObserver {
     fn warn(&mut self, w: &Warning) {
         let Some(callback) = self.warning else { return };
@@ -458,6 +682,8 @@ pub(crate) struct Lent<'a> {
     pub(crate) replay: &'a mut [u8],
     pub(crate) options: neff_options,
     pub(crate) observer: CObserver,
+    /// The observer's callbacks for the runtime's tables (a load's and a check's).
+    pub(crate) tables: CTables,
 }
 
 /// A lent buffer, by the name the C API gives it, for the overlap checks: its first byte's
@@ -577,12 +803,19 @@ unsafe fn borrow<'a>(
         // SAFETY: non-null, aligned, a `neff_options` by contract; copied.
         unsafe { *options }
     };
-    let observer = if observer.is_null() || !observer.is_aligned() {
-        CObserver { ctx: core::ptr::null_mut(), payload: None, warning: None }
+    let (observer, tables) = if observer.is_null() || !observer.is_aligned() {
+        (CObserver { ctx: core::ptr::null_mut(), payload: None, warning: None }, CTables::default())
     } else {
         // SAFETY: non-null, aligned, a `neff_observer` by contract; copied.
         let o = unsafe { *observer };
-        CObserver { ctx: o.ctx, payload: o.payload, warning: o.warning }
+        let tables = CTables {
+            io_tensor: o.io_tensor,
+            dma_queue: o.dma_queue,
+            carveout: o.carveout,
+            subgraph_tables: o.subgraph_tables,
+            debug: o.debug,
+        };
+        (CObserver { ctx: o.ctx, payload: o.payload, warning: o.warning }, tables)
     };
     // `BUILTIN_ARENA` is set when the library is built: 0 by default, which clippy sees.
     #[allow(clippy::absurd_extreme_comparisons)]
@@ -638,7 +871,7 @@ unsafe fn borrow<'a>(
     };
     // SAFETY: as for the arena, for the replay store.
     let replay = unsafe { lent_mut(bufs.replay, bufs.replay_len, "buffers.replay: null with a length") }?;
-    Ok(Lent { reader, file_size, arena, replay, options, observer })
+    Ok(Lent { reader, file_size, arena, replay, options, observer, tables })
 }
 
 /// Whether two lent buffers (address, length) share a byte.
@@ -671,12 +904,13 @@ fn run<H: Hal>(
     needs: &mut Needs,
     json: Option<&mut [u8]>,
 ) -> Result<usize, Failed> {
-    let Lent { reader, file_size, arena, replay, options, mut observer, .. } = lent;
+    let Lent { reader, file_size, arena, replay, options, mut observer, tables } = lent;
     let mut opened = open(reader, file_size, options.verify_integrity, &mut observer);
     let archive = match &mut opened {
         Ok(archive) => archive,
         Err(e) => return Err(Failed::Core(*e)),
     };
+    let mut observer = CFullObserver { base: &mut observer, tables };
     load(archive, arena, replay, options.allow_legacy, device, report, needs, &mut observer, json)
 }
 
@@ -705,7 +939,7 @@ fn load<H: Hal>(
     device: &mut H,
     report: &mut LoadReport,
     needs: &mut Needs,
-    observer: &mut CObserver,
+    observer: &mut CFullObserver<'_>,
     json: Option<&mut [u8]>,
 ) -> Result<usize, Failed> {
     // The built-in arena, when the caller lent none: a local of this frame, after the open.
@@ -718,7 +952,7 @@ fn load<H: Hal>(
     let mut loader = Loader::with_storage(storage, LoadOptions { allow_legacy, ..LoadOptions::default() });
     // The observer is both the placements' observer and the warnings' sink: two borrows of
     // one value, so the warnings go through a second handle with the same callbacks.
-    let mut sink = CObserver { ctx: observer.ctx, payload: None, warning: observer.warning };
+    let mut sink = CObserver { ctx: observer.base.ctx, payload: None, warning: observer.base.warning };
     let loaded = loader.load(archive, device, report, observer, &mut sink);
     *needs = loader.needs();
     if let Err(e) = loaded {

@@ -155,7 +155,16 @@ unsafe extern "C" fn on_warning(ctx: *mut c_void, w: *const neff_warning) {
 }
 
 fn observer_of(seen: &mut Seen) -> neff_observer {
-    neff_observer { ctx: (seen as *mut Seen).cast(), payload: Some(on_payload), warning: Some(on_warning) }
+    neff_observer {
+        ctx: (seen as *mut Seen).cast(),
+        payload: Some(on_payload),
+        warning: Some(on_warning),
+        io_tensor: None,
+        dma_queue: None,
+        carveout: None,
+        subgraph_tables: None,
+        debug: None,
+    }
 }
 
 fn memory(bytes: &[u8]) -> neff_source {
@@ -1532,5 +1541,227 @@ fn each_entry_point_runs_on_a_thread_with_exactly_the_reported_stack() {
             .join()
             .unwrap();
         assert_eq!(status, neff_status::NEFF_STATUS_OK, "{what} on {size} bytes of stack");
+    }
+}
+
+/// A subgraph's tables as observed: `(member, kbin_mem_ref_set_t, kbin_cc_streams_t,
+/// fp8_conversion_info, the mla_resources tail)`.
+type SubgraphRow = (String, Option<KbinMemRefSetHeader>, KbinCcStreams, Fp8ConversionInfo, Option<MlaResourcesTail>);
+
+/// The runtime's tables as an observer saw them: through the C callbacks, or straight from the
+/// core (the same rows, to compare).
+#[derive(Default, Debug, PartialEq)]
+struct TablesSeen {
+    /// `(kind, index, name, dtype, io_node_info_t)`.
+    tensors: Vec<(IoKind, u32, String, String, IoNodeInfo)>,
+    queues: Vec<(String, String, KbinDmaHeader)>,
+    carveouts: Vec<(String, u32, SbCarveout)>,
+    subgraphs: Vec<SubgraphRow>,
+    kelf_nodes: Vec<String>,
+}
+
+impl Observer for TablesSeen {
+    fn io_tensor(&mut self, t: &IoTensor<'_>) {
+        self.tensors.push((t.kind, t.index, t.name.to_owned(), t.dtype.to_owned(), t.info()));
+    }
+    fn dma_queue(&mut self, member: &str, name: &str, queue: &KbinDmaHeader) {
+        self.queues.push((member.to_owned(), name.to_owned(), *queue));
+    }
+    fn carveout(&mut self, member: &str, index: u16, carveout: &SbCarveout) {
+        self.carveouts.push((member.to_owned(), u32::from(index), *carveout));
+    }
+    fn subgraph_tables(&mut self, member: &str, t: &SubgraphTables) {
+        self.subgraphs.push((member.to_owned(), t.mem_ref_set, t.cc_streams, t.fp8, t.mla_tail));
+    }
+    fn debug(&mut self, line: &DebugLine<'_>) {
+        let DebugLine::KelfNode { kelf } = *line;
+        self.kelf_nodes.push(kelf.to_owned());
+    }
+}
+
+/// (test) `len` bytes at `ptr` as a `String`.
+///
+/// # Safety
+/// `ptr` points to `len` readable bytes of UTF-8.
+unsafe fn lent_text(ptr: *const u8, len: usize) -> String {
+    // SAFETY: (test) as the caller says.
+    String::from_utf8(unsafe { core::slice::from_raw_parts(ptr, len) }.to_vec()).unwrap()
+}
+
+unsafe extern "C" fn on_io_tensor(ctx: *mut c_void, t: *const neff_io_tensor) {
+    // SAFETY: (test) ctx is a `&mut TablesSeen`; `t` and what it points to live for the call.
+    let (seen, t) = unsafe { (&mut *ctx.cast::<TablesSeen>(), &*t) };
+    let kind = match t.kind {
+        neff_io_kind::NEFF_IO_INPUT => IoKind::Input,
+        neff_io_kind::NEFF_IO_OUTPUT => IoKind::Output,
+    };
+    // SAFETY: (test) as above.
+    let (name, dtype, info) = unsafe { (lent_text(t.name, t.name_len), lent_text(t.dtype, t.dtype_len), *t.info) };
+    seen.tensors.push((kind, t.index, name, dtype, info));
+}
+
+unsafe extern "C" fn on_dma_queue(ctx: *mut c_void, q: *const neff_dma_queue) {
+    // SAFETY: (test) as `on_io_tensor`.
+    let (seen, q) = unsafe { (&mut *ctx.cast::<TablesSeen>(), &*q) };
+    // SAFETY: (test) as above.
+    let row = unsafe { (lent_text(q.member, q.member_len), lent_text(q.name, q.name_len), *q.queue) };
+    seen.queues.push(row);
+}
+
+unsafe extern "C" fn on_carveout(ctx: *mut c_void, c: *const neff_carveout) {
+    // SAFETY: (test) as `on_io_tensor`.
+    let (seen, c) = unsafe { (&mut *ctx.cast::<TablesSeen>(), &*c) };
+    // SAFETY: (test) as above.
+    let row = unsafe { (lent_text(c.member, c.member_len), c.index, *c.carveout) };
+    seen.carveouts.push(row);
+}
+
+unsafe extern "C" fn on_subgraph_tables(ctx: *mut c_void, t: *const neff_subgraph_tables) {
+    // SAFETY: (test) as `on_io_tensor`; the two optional records are null or live.
+    let (seen, t) = unsafe { (&mut *ctx.cast::<TablesSeen>(), &*t) };
+    // SAFETY: (test) as above.
+    let row = unsafe {
+        (
+            lent_text(t.member, t.member_len),
+            t.mem_ref_set.as_ref().copied(),
+            *t.cc_streams,
+            *t.fp8,
+            t.mla_tail.as_ref().copied(),
+        )
+    };
+    seen.subgraphs.push(row);
+}
+
+unsafe extern "C" fn on_debug(ctx: *mut c_void, l: *const neff_debug_line) {
+    // SAFETY: (test) as `on_io_tensor`.
+    let (seen, l) = unsafe { (&mut *ctx.cast::<TablesSeen>(), &*l) };
+    assert_eq!(l.kind, neff_debug_kind::NEFF_DEBUG_KELF_NODE);
+    // SAFETY: (test) as above.
+    seen.kelf_nodes.push(unsafe { lent_text(l.subject, l.subject_len) });
+}
+
+/// An observer with every table callback (and no payload or warning callback).
+fn tables_observer_of(seen: &mut TablesSeen) -> neff_observer {
+    neff_observer {
+        ctx: (seen as *mut TablesSeen).cast(),
+        payload: None,
+        warning: None,
+        io_tensor: Some(on_io_tensor),
+        dma_queue: Some(on_dma_queue),
+        carveout: Some(on_carveout),
+        subgraph_tables: Some(on_subgraph_tables),
+        debug: Some(on_debug),
+    }
+}
+
+/// Each table callback gets the core's record as the core hands it over, through the C
+/// structs' pointers; an absent record is a null pointer; a null callback is not called (its
+/// `ctx` is null here: a call would crash). Miri runs this one.
+#[test]
+fn the_table_callbacks_get_the_core_s_records_through_their_c_structs() {
+    let shape = [3u32, 5];
+    let tensor = IoTensor {
+        kind: IoKind::Output,
+        index: 2,
+        name: "out",
+        dtype: "float32",
+        nrt_dtype: neff::manifest::NrtDtype::Float32,
+        shape: &shape,
+        size: 60,
+    };
+    let queue =
+        KbinDmaHeader { queue_set_cnt: 4, semaphore_cnt: 1, ring_instance_count: 7, ..KbinDmaHeader::default() };
+    let carveout = SbCarveout { carveout_type: 1, offset: 4096, size: 512, start_partition: 0, num_partitions: 128 };
+    let tables = SubgraphTables {
+        mem_ref_set: Some(KbinMemRefSetHeader { shared_scratchpad_size: 1 << 20, nmem: 9, ..Default::default() }),
+        cc_streams: KbinCcStreams { num_streams: 3, ..Default::default() },
+        fp8: Fp8ConversionInfo::default(),
+        mla_tail: None,
+    };
+    let mut seen = TablesSeen::default();
+    let c = tables_observer_of(&mut seen);
+    let mut base = CObserver { ctx: c.ctx, payload: None, warning: None };
+    let all = CTables {
+        io_tensor: c.io_tensor,
+        dma_queue: c.dma_queue,
+        carveout: c.carveout,
+        subgraph_tables: c.subgraph_tables,
+        debug: c.debug,
+    };
+    let mut full = CFullObserver { base: &mut base, tables: all };
+    let mut want = TablesSeen::default();
+    for o in [&mut full as &mut dyn Observer, &mut want] {
+        o.io_tensor(&tensor);
+        o.dma_queue("sg00/def.json", "qSyncIO", &queue);
+        o.carveout("sg00/def.json", 1, &carveout);
+        o.subgraph_tables("sg00/def.json", &tables);
+        o.debug(&DebugLine::KelfNode { kelf: "kelf-0.json" });
+    }
+    assert_eq!(seen, want);
+    assert_eq!(seen.tensors[0].4.shape[..3], [3, 5, 0]);
+    assert_eq!((seen.tensors[0].4.ndim, seen.tensors[0].4.size), (2, 60));
+    assert_eq!(seen.subgraphs[0].4, None, "no tail: a null mla_tail");
+
+    let mut base = CObserver { ctx: core::ptr::null_mut(), payload: None, warning: None };
+    let mut none = CFullObserver { base: &mut base, tables: CTables::default() };
+    none.io_tensor(&tensor);
+    none.dma_queue("sg00/def.json", "qSyncIO", &queue);
+    none.carveout("sg00/def.json", 1, &carveout);
+    none.subgraph_tables("sg00/def.json", &tables);
+    none.debug(&DebugLine::KelfNode { kelf: "kelf-0.json" });
+}
+
+/// What the core's own loader hands a Rust observer of `bytes` (a check, as `neff_check`).
+fn core_tables(bytes: &[u8]) -> TablesSeen {
+    let mut arena = arena();
+    let mut archive =
+        Archive::<&[u8]>::open(bytes, Some(bytes.len() as u64), &OpenOptions::default(), &mut |_: &Warning| {})
+            .unwrap();
+    let storage = Storage { arena: &mut arena, replay: &mut [], deferred: &mut [], whole_names: &mut [] };
+    let mut loader = Loader::with_storage(storage, LoadOptions::default());
+    let mut seen = TablesSeen::default();
+    loader.check(&mut archive, None, &mut LoadReport::default(), &mut seen, &mut |_: &Warning| {}).unwrap();
+    seen
+}
+
+/// Through `neff_check` and `neff_load` alike, the C observer gets every record the core hands
+/// its own observer, in the same order, on real NEFFs: the nkipy one and a bf16
+/// trainium-kernel-fusion one (whose I/O tensors `tests/layouts.rs` holds to the runtime's
+/// profile tables).
+#[test]
+#[cfg_attr(miri, ignore = "a whole real NEFF takes minutes under Miri")]
+fn the_c_observer_gets_every_table_the_core_hands_over() {
+    for rel in [MATMUL_SMALL, "trainium-kernel-fusion/baseline_bf16_s512/baseline.neff"] {
+        let Some(bytes) = fixture(rel) else { return };
+        let want = core_tables(&bytes);
+        assert!(!want.tensors.is_empty() && !want.subgraphs.is_empty() && !want.queues.is_empty(), "{rel}");
+        assert!(!want.kelf_nodes.is_empty(), "{rel}: no KELF node line");
+
+        let mut arena = arena();
+        let bufs = buffers(&mut arena);
+        let mut err = new_error();
+        let mut report = neff_report::default();
+        let none = core::ptr::null_mut();
+        let outputs =
+            neff_outputs { report: &mut report, json: none, json_len: 0, json_written: core::ptr::null_mut() };
+        let src = memory(&bytes);
+        let mut checked = TablesSeen::default();
+        let obs = tables_observer_of(&mut checked);
+        // SAFETY: every pointer is live.
+        let status = unsafe { neff_check(&src, &bufs, core::ptr::null(), &obs, &outputs, &mut err) };
+        assert_eq!(status, neff_status::NEFF_STATUS_OK, "{rel}: {}", message(&err));
+        assert_eq!(checked, want, "{rel}: neff_check");
+        assert_eq!(report.inputs + report.outputs, want.tensors.len() as u32, "{rel}");
+
+        let mut dev = Device { arch: 3, ..Device::default() };
+        let hal = hal_of(&mut dev);
+        let mut loaded = TablesSeen::default();
+        let obs = tables_observer_of(&mut loaded);
+        let outputs =
+            neff_outputs { report: none.cast(), json: none, json_len: 0, json_written: core::ptr::null_mut() };
+        // SAFETY: every pointer is live.
+        let status = unsafe { neff_load(&src, &hal, &bufs, core::ptr::null(), &obs, &outputs, &mut err) };
+        assert_eq!(status, neff_status::NEFF_STATUS_OK, "{rel}: {}", message(&err));
+        assert_eq!(loaded, want, "{rel}: neff_load");
     }
 }

@@ -175,6 +175,110 @@ static void on_warning(void *ctx, const neff_warning *w) {
   c->warnings++;
 }
 
+/* ---- the runtime's tables: each callback writes one line (tab-separated) ---- */
+
+/* The lines of one pass, growing; the members each names must be in the tar. */
+typedef struct tables {
+  const char *name;
+  const tarball *tar;
+  char *text;
+  size_t len, cap;
+  uint32_t tensors, subgraphs, kelf_nodes;
+} tables;
+
+/* What a pass's observer ctx points to: the payloads' checker first (on_payload and
+ * on_warning take the ctx as a checker *), then the tables. */
+typedef struct observed {
+  checker c;
+  tables t;
+} observed;
+
+#define TABLES(ctx) (&((observed *)(ctx))->t)
+
+static void line(tables *t, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  if (n < 0) return;
+  if (t->len + (size_t)n + 1 > t->cap) {
+    size_t cap = (t->cap + (size_t)n + 1) * 2;
+    char *grown = realloc(t->text, cap);
+    if (!grown) return;
+    t->text = grown;
+    t->cap = cap;
+  }
+  va_start(ap, fmt);
+  vsnprintf(t->text + t->len, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  t->len += (size_t)n;
+}
+
+static void in_tar(tables *t, const char *what, const uint8_t *member, size_t len) {
+  if (!find_member(t->tar, (const char *)member, len))
+    fail(t->name, "%s names %.*s, which is not in the tar", what, (int)len, (const char *)member);
+}
+
+static void on_io_tensor(void *ctx, const neff_io_tensor *x) {
+  tables *t = TABLES(ctx);
+  const io_node_info_t *info = x->info;
+  t->tensors++;
+  if (info->ndim > 32) {
+    fail(t->name, "%.*s: io_node_info_t.ndim %u", (int)x->name_len, (const char *)x->name, info->ndim);
+    return;
+  }
+  for (uint32_t d = info->ndim; d < 32; d++)
+    if (info->shape[d] != 0) fail(t->name, "%.*s: unused dimension %u is %u", (int)x->name_len, (const char *)x->name, d, info->shape[d]);
+  line(t, "tensor\t%s\t%u\t%.*s\t%.*s\t%u\t%llu\t", x->kind == NEFF_IO_INPUT ? "input" : "output", x->index,
+       (int)x->name_len, (const char *)x->name, (int)x->dtype_len, (const char *)x->dtype, info->dtype,
+       (unsigned long long)info->size);
+  for (uint32_t d = 0; d < info->ndim; d++) line(t, d ? ",%u" : "%u", info->shape[d]);
+  line(t, "\n");
+}
+
+static void on_dma_queue(void *ctx, const neff_dma_queue *q) {
+  tables *t = TABLES(ctx);
+  in_tar(t, "a DMA queue", q->member, q->member_len);
+  line(t, "queue\t%.*s\t%.*s\t%u\t%u\n", (int)q->member_len, (const char *)q->member, (int)q->name_len,
+       (const char *)q->name, q->queue->queue_set_cnt, q->queue->semaphore_cnt);
+}
+
+static void on_carveout(void *ctx, const neff_carveout *c) {
+  tables *t = TABLES(ctx);
+  in_tar(t, "a carveout", c->member, c->member_len);
+  line(t, "carveout\t%.*s\t%u\t%u\t%llu\t%llu\n", (int)c->member_len, (const char *)c->member, c->index,
+       c->carveout->carveout_type, (unsigned long long)c->carveout->offset, (unsigned long long)c->carveout->size);
+}
+
+static void on_subgraph_tables(void *ctx, const neff_subgraph_tables *s) {
+  tables *t = TABLES(ctx);
+  t->subgraphs++;
+  in_tar(t, "a subgraph's tables", s->member, s->member_len);
+  const mla_resources_tail_t *tail = s->mla_tail;
+  if (!tail) {
+    fail(t->name, "%.*s: no mla_resources tail", (int)s->member_len, (const char *)s->member);
+    return;
+  }
+  /* The tail holds the same fp8 config, and CCSTMI is num_streams as read (0 when absent,
+   * where kbin_cc_streams_t says 1). */
+  if (memcmp(&tail->fp8_conv_cfg, s->fp8, sizeof *s->fp8) != 0) fail(t->name, "the tail's fp8 config differs");
+  if (tail->ccstmi != s->cc_streams->num_streams && !(tail->ccstmi == 0 && s->cc_streams->num_streams == 1))
+    fail(t->name, "CCSTMI %u, num_streams %u", tail->ccstmi, s->cc_streams->num_streams);
+  line(t, "subgraph\t%.*s\t%u\t%u\t%u\t%d\n", (int)s->member_len, (const char *)s->member, tail->num_inputs,
+       tail->num_outputs, s->cc_streams->num_streams, s->mem_ref_set ? (int)s->mem_ref_set->nmem : -1);
+}
+
+static void on_debug(void *ctx, const neff_debug_line *l) {
+  tables *t = TABLES(ctx);
+  if (l->kind != NEFF_DEBUG_KELF_NODE) {
+    fail(t->name, "debug line of kind %u", (unsigned)l->kind);
+    return;
+  }
+  t->kelf_nodes++;
+  in_tar(t, "Found KELF node", l->subject, l->subject_len);
+  line(t, "kelf\t%.*s\n", (int)l->subject_len, (const char *)l->subject);
+}
+
 /* ---- the byte-source callback: a FILE * ---- */
 
 /* A failed read returns the negated errno, which reaches neff_error_read_result(). */
@@ -193,8 +297,10 @@ static void print_error(const char *name, const neff_error *err) {
          (unsigned long long)neff_error_offset(err), msg);
 }
 
-/* Loads `path` through memory and through the read callback; checks both. 1 if it passed. */
-static int load_one(const char *path) {
+/* Loads `path` through memory and through the read callback; checks both. 1 if it passed.
+ * The runtime's tables the observer gets (the same in the load and the check) are written to
+ * `tables_out` if not NULL, for scripts/test-ffi.sh to compare. */
+static int load_one(const char *path, const char *tables_out) {
   /* The file and its directory: several fixtures share a file name. */
   const char *name = path;
   for (const char *p = path, *last = NULL; *p; p++) {
@@ -225,11 +331,17 @@ static int load_one(const char *path) {
   uint8_t json[1024];
   size_t json_len = 0;
 
+  /* The tables of the load from memory ([0]) and of the check ([1]); the load through the
+   * callback passes an observer of the first release's three members (the rest zero). */
+  tables seen[2] = {{name, &tar, NULL, 0, 0, 0, 0, 0}, {name, &tar, NULL, 0, 0, 0, 0, 0}};
+
   for (int way = 0; way < 2; way++) {
     device dev = {0};
     neff_hal hal = {&dev, dev_arch, dev_alloc, dev_write, dev_adopt, dev_release, NULL, 0, NULL, NULL};
-    checker c = {name, &tar, &dev, 0, 0, 0, 0};
-    neff_observer obs = {&c, on_payload, on_warning};
+    observed o = {{name, &tar, &dev, 0, 0, 0, 0}, seen[0]};
+    neff_observer obs = {.ctx = &o, .payload = on_payload, .warning = on_warning};
+    if (way == 0) obs = (neff_observer){&o, on_payload, on_warning, on_io_tensor, on_dma_queue, on_carveout,
+                                        on_subgraph_tables, on_debug};
     neff_outputs out = {&report[way], json, sizeof json, &json_len};
     uint8_t buf[509]; /* an odd size: reads cut across every structure */
     FILE *f = NULL;
@@ -240,6 +352,8 @@ static int load_one(const char *path) {
     }
     neff_status status = neff_load(&src, &hal, &bufs, &opts, &obs, &out, &err);
     if (f) fclose(f);
+    checker c = o.c;
+    if (way == 0) seen[0] = o.t;
     if (status != NEFF_STATUS_OK) {
       print_error(name, &err);
       fail(name, "load (%s) failed", way ? "callback" : "memory");
@@ -257,24 +371,44 @@ static int load_one(const char *path) {
   }
   if (memcmp(&report[0], &report[1], sizeof report[0]) != 0) fail(name, "the two byte sources gave different reports");
 
-  /* neff_check: the same payloads, no device. */
-  checker c = {name, &tar, NULL, 0, 0, 0, 0};
-  neff_observer obs = {&c, on_payload, on_warning};
+  /* neff_check: the same payloads and the same tables, no device. */
+  observed o = {{name, &tar, NULL, 0, 0, 0, 0}, seen[1]};
+  neff_observer obs = {&o, on_payload, on_warning, on_io_tensor, on_dma_queue, on_carveout, on_subgraph_tables, on_debug};
   neff_source src = {bytes, len, NULL, NULL, NULL, 0, 0};
   neff_report checked;
   neff_outputs out = {&checked, NULL, 0, NULL};
-  if (neff_check(&src, &bufs, &opts, &obs, &out, &err) != NEFF_STATUS_OK) {
+  neff_status status = neff_check(&src, &bufs, &opts, &obs, &out, &err);
+  seen[1] = o.t;
+  if (status != NEFF_STATUS_OK) {
     print_error(name, &err);
     fail(name, "check failed");
   } else if (checked.placed != report[0].placed || checked.bytes_placed != report[0].bytes_placed) {
     fail(name, "check and load disagree");
+  } else {
+    if (seen[0].len != seen[1].len || (seen[0].len && memcmp(seen[0].text, seen[1].text, seen[0].len) != 0))
+      fail(name, "the load's tables differ from the check's");
+    if (seen[0].tensors != report[0].inputs + report[0].outputs)
+      fail(name, "%u I/O tensors observed, the report says %u inputs, %u outputs", seen[0].tensors, report[0].inputs,
+           report[0].outputs);
+    if (seen[0].subgraphs != report[0].subgraphs)
+      fail(name, "%u subgraphs' tables observed, the report says %u subgraphs", seen[0].subgraphs, report[0].subgraphs);
+    if (seen[0].kelf_nodes == 0) fail(name, "no 'Found KELF node' line");
+    if (tables_out) {
+      FILE *t = fopen(tables_out, "wb");
+      if (!t || fwrite(seen[0].text, 1, seen[0].len, t) != seen[0].len) fail(name, "cannot write %s", tables_out);
+      if (t) fclose(t);
+    }
   }
+  free(seen[0].text);
+  free(seen[1].text);
 
   if (failures == before) {
     printf("%s: OK: %u members, %u payloads placed, %llu bytes placed, digests checked (report, device, libxxhash), "
-           "header MD5 match, %u warnings, arena %llu bytes; JSON %.*s\n",
+           "header MD5 match, %u warnings, arena %llu bytes; tables: %u I/O tensors, %u subgraphs, %u KELF nodes "
+           "(load = check); JSON %.*s\n",
            name, report[0].members, report[0].placed, (unsigned long long)report[0].bytes_placed, report[0].warnings,
-           (unsigned long long)report[0].arena_peak, (int)json_len, (const char *)json);
+           (unsigned long long)report[0].arena_peak, seen[0].tensors, seen[0].subgraphs, seen[0].kelf_nodes,
+           (int)json_len, (const char *)json);
   }
   free(arena);
   free(tar.members);
@@ -709,7 +843,11 @@ int main(int argc, char **argv) {
   int passed = 0, total = 2;
   passed += identity();
   passed += overlaps();
-  for (int i = first; i < argc; i++, total++) passed += load_one(argv[i]);
+  for (int i = first; i < argc; i++, total++) {
+    char tables_out[4096];
+    if (info_dir) snprintf(tables_out, sizeof tables_out, "%s/%d.tables", info_dir, i - first);
+    passed += load_one(argv[i], info_dir ? tables_out : NULL);
+  }
   total++;
   passed += refusals(argv[first]);
   if (info_dir) {

@@ -791,6 +791,8 @@ fn _neff(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NpyStream>()?;
     m.add_class::<Opened>()?;
     m.add_function(wrap_pyfunction!(open, m)?)?;
+    // The core's table of arch names, grouped per arch: one list for all three faces.
+    m.add("ARCH_NAMES", loading::arch_names())?;
     m.add("INDEX_SPACING", neff_host::index::SPACING)?;
     m.add("INDEX_MAX_CHECKPOINTS", neff_host::index::MAX_CHECKPOINTS)?;
     Ok(())

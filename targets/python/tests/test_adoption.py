@@ -122,6 +122,27 @@ def test_arch_takes_instance_families(small):
     run_neff("check", small, "--arch", "inf2", ok=(1,))
 
 
+def test_arch_names_are_the_loaders_table(small):
+    # One list per arch, every name of a list meaning that arch; the small NEFF's KELF targets
+    # cayman, so exactly the cayman list checks clean.
+    names = [name for group in neff.ARCH_NAMES for name in group]
+    assert len(names) == len(set(names)) and {"sunda", "cayman", "trn2", "v3", "inf2"} <= set(names)
+    canonical = {group[0]: group for group in neff.ARCH_NAMES}
+    assert canonical["cayman"] == ["cayman", "v3", "trn2"]
+    for group in neff.ARCH_NAMES:
+        for name in group:
+            if group is canonical["cayman"]:
+                assert neff.check(small, arch=name).arch == "cayman"
+            else:
+                with pytest.raises(neff.NeffError):
+                    neff.check(small, arch=name)
+    # The refusal of an unknown name lists the same table.
+    with pytest.raises(ValueError) as caught:
+        neff.check(small, arch="trn9")
+    for group in neff.ARCH_NAMES:
+        assert "|".join(group) in str(caught.value)
+
+
 def test_buffers_of_every_kind(small):
     want = neff.info(small)
     data = small.read_bytes()

@@ -18,6 +18,10 @@ use clap_complete::Shell;
 #[derive(Debug, Parser)]
 #[command(name = "neff", version, propagate_version = true)]
 pub struct Cli {
+    /// Print the runtime's debug lines (`Found KELF node: kelf-0.json`) and each subgraph's fp8
+    /// conversion config as loaded (the overrides applied) on stderr, as the loader meets them.
+    #[arg(short = 'v', long, global = true)]
+    pub verbose: bool,
     /// The verb.
     #[command(subcommand)]
     pub command: Command,

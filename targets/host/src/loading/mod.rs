@@ -17,6 +17,7 @@
 //! observer notes the chain's first KELF target as `neff.json` and the KELFs are read
 //! ([`Collected::neff_target`]), and the device (`device.rs`) answers with it when asked.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use neff::archive::OpenOptions;
@@ -86,6 +87,40 @@ pub struct Pass {
     pub refusal: Option<String>,
     /// What the pass needed of each buffer it lent the loader ([`neff::loader::Loader::needs`]).
     pub needs: neff::loader::Needs,
+}
+
+/// Whether passes print what [`Verbose`] prints (`neff -v`); off by default.
+static VERBOSE: AtomicBool = AtomicBool::new(false);
+
+/// Makes every pass from now on print what [`Verbose`] prints, on stderr (`neff -v`).
+pub fn set_verbose(on: bool) {
+    VERBOSE.store(on, Ordering::Relaxed);
+}
+
+/// What a pass prints on stderr with `neff -v`, as the loader meets it: the runtime's debug
+/// lines in libnrt's words (`Found KELF node: kelf-0.json`), and each `def.json`'s
+/// `fp8_conversion_info` as the loader fills it, the `NEURON_RT_DBG_FP8_*` overrides applied
+/// (`fp8_conversion_info sg00/def.json: initialized 1, fp8_range_extension 0, ...`).
+struct Verbose;
+
+impl Observer for Verbose {
+    fn debug(&mut self, line: &neff::loader::DebugLine<'_>) {
+        eprintln!("{line}");
+    }
+    fn subgraph_tables(&mut self, member: &str, tables: &neff::loader::SubgraphTables) {
+        let (on, c) = (tables.fp8.initialized, tables.fp8.cfg);
+        eprintln!(
+            "fp8_conversion_info {member}: initialized {}, fp8_range_extension {}, emax_fp8_e4m3 {}, \
+             emax_fp8_e5m2 {}, ocp_sat {}, fp8_sis {}, fp8_sns {}",
+            u8::from(on),
+            u8::from(c.fp8_range_extension),
+            c.emax_fp8_e4m3,
+            c.emax_fp8_e5m2,
+            u8::from(c.ocp_sat),
+            u8::from(c.fp8_sis),
+            u8::from(c.fp8_sns),
+        );
+    }
 }
 
 /// The runtime's debug overrides of the fp8 conversion config, read from its own environment
@@ -390,7 +425,11 @@ fn run_pass(
         Some(logger) => logger,
         None => &mut no_log,
     };
-    let mut others = Tee::new(logging, extra);
+    let mut verbose = Verbose;
+    let mut quiet = NoObserver;
+    let verbosity: &mut dyn Observer = if VERBOSE.load(Ordering::Relaxed) { &mut verbose } else { &mut quiet };
+    let mut extras = Tee::new(verbosity, extra);
+    let mut others = Tee::new(logging, &mut extras);
     let mut observer = Tee::new(&mut collected, &mut others);
     let mut refusal = None;
     let device = match target {
@@ -466,8 +505,10 @@ pub fn arch_of(arch: impl Into<Arch>) -> Arch {
 /// instance family), one group per arch in schema order: `sunda|v2|trn1|inf2`, ... The names
 /// are [`Arch::NAMES`], from `schema/maps.toml`; [`Arch::from_name`] takes each.
 pub fn arch_name_groups() -> Vec<String> {
-    Arch::ALL
-        .iter()
-        .map(|arch| Arch::NAMES.iter().filter(|(_, a)| a == arch).map(|(n, _)| *n).collect::<Vec<_>>().join("|"))
-        .collect()
+    arch_names().into_iter().map(|names| names.join("|")).collect()
+}
+
+/// The core's arch names, one list per arch in `Arch::ALL` order, its codename first.
+pub fn arch_names() -> Vec<Vec<&'static str>> {
+    Arch::ALL.iter().map(|arch| Arch::NAMES.iter().filter(|(_, a)| a == arch).map(|(n, _)| *n).collect()).collect()
 }

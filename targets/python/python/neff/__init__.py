@@ -81,9 +81,14 @@ __all__ = [
     "members",
     "read",
     "weights",
+    "ARCH_NAMES",
 ]
 
 __version__ = "0.1.0"
+
+#: The names ``arch`` takes, one list per architecture (codename, version, instance families),
+#: from the loader's own table: ``[["sunda", "v2", "trn1", "inf2"], ...]``.
+ARCH_NAMES: List[List[str]] = [list(names) for names in _neff.ARCH_NAMES]
 
 
 def __dir__() -> List[str]:
@@ -589,9 +594,8 @@ class Report(NamedTuple):
 def check(path: Source, arch: Optional[str] = None, allow_legacy: bool = False, verify: bool = False) -> Report:
     """Everything the loader validates, without a device (``neff check``).
 
-    ``arch`` (a codename, version or instance family: ``sunda``/``v2``/``trn1``/``inf2``,
-    ``cayman``/``v3``/``trn2``, ``mariana``/``v4``/``trn3``) also rejects a NEFF whose KELF
-    target does not run on it; ``allow_legacy`` accepts what ``NEURON_RT_ALLOW_LEGACY_NEFF=1``
+    ``arch`` (any name in :data:`ARCH_NAMES`: a codename, version or instance family such as
+    ``trn2``) also rejects a NEFF whose KELF target does not run on it; ``allow_legacy`` accepts what ``NEURON_RT_ALLOW_LEGACY_NEFF=1``
     accepts; ``verify`` checks the header hash."""
     doc = _answer(_call(_neff.check, _native(path), _arch(arch), bool(allow_legacy), bool(verify)))
     return Report(**{**doc, "warnings": len(doc["warnings"]), "json": doc})

@@ -9,6 +9,7 @@ from . import NeffWarning
 _Native = Union[str, bytes, Tuple[IO[bytes], int]]
 _Npy = Tuple[str, str, List[int], bool, bytes]
 
+ARCH_NAMES: List[List[str]]
 INDEX_SPACING: int
 INDEX_MAX_CHECKPOINTS: int
 

@@ -37,6 +37,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
     // compressed bytes per chunk.
     let env = |name| std::env::var(name).ok().and_then(|v: String| v.parse::<u64>().ok());
     neff_host::inflate::configure(threads.map(usize::from), env("NEFF_PARALLEL_MIN_BYTES"), env("NEFF_INFLATE_CHUNK"));
+    neff_host::loading::set_verbose(cli.verbose);
     // Every verb's refusal says so when an input is a compile cache's failed-compile marker.
     let inputs: Vec<std::path::PathBuf> = match &cli.command {
         Command::Info(a) => a.file.iter().cloned().collect(),
