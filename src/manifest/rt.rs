@@ -1719,7 +1719,7 @@ fn check_required(cx: &mut Cx<'_, '_>, seen: u64, required: u64, keys: &'static 
 }
 
 #[cfg(test)]
-#[allow(clippy::arithmetic_side_effects)]
+#[allow(clippy::arithmetic_side_effects, clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
     extern crate std;
