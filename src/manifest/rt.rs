@@ -294,8 +294,59 @@ impl<R: BufRead> ByteSource for R {
     }
 }
 
+/// Bytes a [`Src`] copies from its source at a time, on a host.
+#[cfg(not(target_os = "none"))]
+const SRC_COPY: usize = 512;
+
 /// A `&mut dyn` [`ByteSource`] as the `BufRead` the tokenizer reads.
-pub struct Src<'a>(pub &'a mut dyn ByteSource);
+///
+/// On a host it copies the source's bytes [`SRC_COPY`] at a time (consuming them from the
+/// source as it copies) and hands the tokenizer its copy: a token costs the tokenizer's call
+/// to `fill_buf` here, inline, not a walk down the layers under it (the tar member, the gzip
+/// window, the tee); those are asked once per copy. Every byte is still consumed from the
+/// source once, in order; after a fault the source may stand up to [`SRC_COPY`] bytes past
+/// the fault (the rest of a member is drained by its owner either way). On a controller,
+/// whose stack and code are measured to the page, it holds no copy: each call of the
+/// tokenizer asks the source itself.
+pub struct Src<'a> {
+    inner: &'a mut dyn ByteSource,
+    #[cfg(not(target_os = "none"))]
+    copy: Copied,
+}
+
+/// The bytes a host's [`Src`] copied: the unread part of `bytes` is `at..end`.
+#[cfg(not(target_os = "none"))]
+struct Copied {
+    bytes: [u8; SRC_COPY],
+    at: usize,
+    end: usize,
+}
+
+impl<'a> Src<'a> {
+    /// Reads `inner`.
+    pub fn new(inner: &'a mut dyn ByteSource) -> Self {
+        Self {
+            inner,
+            #[cfg(not(target_os = "none"))]
+            copy: Copied { bytes: [0; SRC_COPY], at: 0, end: 0 },
+        }
+    }
+
+    /// Copies the source's next bytes (empty at its end), consuming them from it.
+    #[cfg(not(target_os = "none"))]
+    #[inline(never)]
+    fn refill(&mut self) -> Result<(), embedded_io::ErrorKind> {
+        let chunk = self.inner.fill()?;
+        let n = chunk.len().min(SRC_COPY);
+        if let (Some(dst), Some(from)) = (self.copy.bytes.get_mut(..n), chunk.get(..n)) {
+            dst.copy_from_slice(from);
+        }
+        self.inner.consume(n);
+        self.copy.at = 0;
+        self.copy.end = n;
+        Ok(())
+    }
+}
 
 impl embedded_io::ErrorType for Src<'_> {
     type Error = embedded_io::ErrorKind;
@@ -303,23 +354,40 @@ impl embedded_io::ErrorType for Src<'_> {
 
 impl embedded_io::Read for Src<'_> {
     fn read(&mut self, buf: &mut [u8]) -> Result<usize, embedded_io::ErrorKind> {
-        let chunk = self.0.fill()?;
+        let chunk = self.fill_buf()?;
         let n = chunk.len().min(buf.len());
         if let (Some(dst), Some(from)) = (buf.get_mut(..n), chunk.get(..n)) {
             dst.copy_from_slice(from);
         }
-        self.0.consume(n);
+        BufRead::consume(self, n);
         Ok(n)
     }
 }
 
+#[cfg(not(target_os = "none"))]
+impl BufRead for Src<'_> {
+    #[inline]
+    fn fill_buf(&mut self) -> Result<&[u8], embedded_io::ErrorKind> {
+        if self.copy.at >= self.copy.end {
+            self.refill()?;
+        }
+        Ok(self.copy.bytes.get(self.copy.at..self.copy.end).unwrap_or(&[]))
+    }
+
+    #[inline]
+    fn consume(&mut self, amount: usize) {
+        self.copy.at = self.copy.at.saturating_add(amount).min(self.copy.end);
+    }
+}
+
+#[cfg(target_os = "none")]
 impl BufRead for Src<'_> {
     fn fill_buf(&mut self) -> Result<&[u8], embedded_io::ErrorKind> {
-        self.0.fill()
+        self.inner.fill()
     }
 
     fn consume(&mut self, amount: usize) {
-        self.0.consume(amount);
+        self.inner.consume(amount);
     }
 }
 
@@ -409,7 +477,7 @@ impl<'a, 't> Cx<'a, 't> {
         // `read_document` releases at the end: the tokenizer consumes a chunk at a time.
         tok.consume_in_runs(true);
         Self {
-            json: JsonIn { tok, src: Src(src), fault: None },
+            json: JsonIn { tok, src: Src::new(src), fault: None },
             ctx: ErrCtx { stage, member, path: KeyPath::new() },
             visitor,
         }
@@ -931,16 +999,17 @@ fn read_elements(
     let capacity = elements.capacity() as u64;
     let checks_runtime_max = lim.rules.overflow.is_some() && lim.rules.overflow_limit == limit;
     let mut count: u64 = 0;
+    // Each element's `[i]` is appended only where the path is read: before a container's
+    // body, or at a failure (most elements are scalars: a shape's dimensions).
+    let mark = cx.ctx.path.mark();
     loop {
-        let mark = cx.ctx.path.mark();
-        cx.ctx.path.push_index(usize::try_from(count).unwrap_or(usize::MAX));
         let ev = match cx.json.event() {
-            Ok(Event::EndArray) => {
-                cx.ctx.path.reset(mark);
-                break;
-            }
+            Ok(Event::EndArray) => break,
             Ok(ev) => ev,
-            Err(stop) => return Err(stop),
+            Err(stop) => {
+                Segment::Index(count).push(&mut cx.ctx.path);
+                return Err(stop);
+            }
         };
         let slot: &mut dyn JsonValue = match elements.push_default() {
             Some(slot) => slot,
@@ -948,15 +1017,24 @@ fn read_elements(
                 spare.clear();
                 &mut *spare
             }
-            None => return Err(cx.fail_capacity(limit, capacity)),
+            None => {
+                Segment::Index(count).push(&mut cx.ctx.path);
+                return Err(cx.fail_capacity(limit, capacity));
+            }
         };
         match slot.start(&ev, inner) {
             Ok(Flow::Done) => {}
-            Ok(Flow::Body) => slot.body(cx, inner)?,
-            Err(issue) => return Err(cx.fail_issue(issue, inner)),
+            Ok(Flow::Body) => {
+                Segment::Index(count).push(&mut cx.ctx.path);
+                slot.body(cx, inner)?;
+                cx.ctx.path.reset(mark);
+            }
+            Err(issue) => {
+                Segment::Index(count).push(&mut cx.ctx.path);
+                return Err(cx.fail_issue(issue, inner));
+            }
         }
         count = count.saturating_add(1);
-        cx.ctx.path.reset(mark);
     }
     if count > capacity {
         if let (true, Some(overflow)) = (count > lim.rules.runtime_max, lim.rules.overflow) {
@@ -1469,13 +1547,29 @@ pub struct ObjectKeys {
 
 impl ObjectKeys {
     /// The slot of JSON key `key`, `None` for a key the object does not consume.
-    fn slot_of(&self, key: &[u8]) -> Option<u8> {
+    fn slot_of(&self, key: &[u8]) -> Option<(&'static str, u8)> {
         // The length and the first byte before the bytes: most names differ from the key in
         // one or the other, and a `memcmp` call costs more than the compare of a short name.
-        let same =
-            |name: &str| name.len() == key.len() && name.as_bytes().first() == key.first() && name.as_bytes() == key;
-        self.names.iter().find(|(name, _)| same(name)).map(|&(_, slot)| slot)
+        let same = |name: &str| {
+            name.len() == key.len() && name.as_bytes().first() == key.first() && same_bytes(name.as_bytes(), key)
+        };
+        self.names.iter().find(|(name, _)| same(name)).copied()
     }
+}
+
+/// `a == b` for two slices of one length, eight bytes at a time: a key name is a few words,
+/// where a `memcmp` call costs more than the compare.
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    let (mut a, mut b) = (a, b);
+    while let (Some((word_a, rest_a)), Some((word_b, rest_b))) =
+        (a.split_first_chunk::<8>(), b.split_first_chunk::<8>())
+    {
+        if u64::from_ne_bytes(*word_a) != u64::from_ne_bytes(*word_b) {
+            return false;
+        }
+        (a, b) = (rest_a, rest_b);
+    }
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
 }
 
 /// A generated object's fields, by slot.
@@ -1489,37 +1583,103 @@ pub trait Fields {
 /// twice, and at the end a required key not given, is an error.
 pub fn read_object(cx: &mut Cx<'_, '_>, keys: &'static ObjectKeys, fields: &mut dyn Fields) -> Result<(), Stop> {
     let mut seen: u64 = 0;
+    // Every key's segment is dropped after its value: the path is back here for each key.
+    let mark = cx.ctx.path.mark();
     loop {
-        let mark = cx.ctx.path.mark();
-        let slot = match cx.json.next_key_bytes() {
+        let found = match cx.json.next_key_bytes() {
             Ok(None) => break,
-            Ok(Some(key)) => {
-                cx.ctx.path.push_key_bytes(key);
-                keys.slot_of(key)
-            }
+            Ok(Some(key)) => match keys.slot_of(key) {
+                Some(found) => found,
+                None => {
+                    // A skipped value's syntax error names its key: the key's bytes are
+                    // gone from the tokenizer once the value is read, so the segment is kept.
+                    cx.ctx.path.push_key_bytes(key);
+                    skip(cx)?;
+                    cx.ctx.path.reset(mark);
+                    continue;
+                }
+            },
             Err(stop) => return Err(stop),
         };
-        match slot {
-            None => skip(cx)?,
-            Some(slot) => {
-                mark_seen(cx, &mut seen, slot, keys.keys)?;
-                if let (Some(value), Some(&lim)) = (fields.field(slot), keys.lims.get(usize::from(slot))) {
-                    read_key(cx, value, lim)?;
-                }
+        // A consumed key is the schema's name: its segment is appended only where the path
+        // is read (an error, a container's body), not for every scalar.
+        let (name, slot) = found;
+        if let Err(stop) = mark_seen(cx, &mut seen, slot, keys.keys) {
+            cx.ctx.path.push_key(name);
+            return Err(stop);
+        }
+        if let (Some(value), Some(&lim)) = (fields.field(slot), keys.lims.get(usize::from(slot))) {
+            if read_key(cx, value, lim, Segment::Key(name))? {
+                cx.ctx.path.reset(mark);
             }
         }
-        cx.ctx.path.reset(mark);
     }
     check_required(cx, seen, keys.required, keys.keys)
 }
 
-/// Reads one consumed key's value (a typed list when its rules give a tag) and checks a string
-/// against the key's `strict` map.
-fn read_key(cx: &mut Cx<'_, '_>, value: &mut dyn JsonValue, lim: Lim) -> Result<(), Stop> {
-    match lim.rules.tag {
-        Some(tag) => read_tagged(cx, value, tag, lim)?,
-        None => read(cx, value, lim)?,
+/// The key path segment of a value read by [`read_key`] or [`read_elements`], appended only when
+/// the path is read: before a container's body, or at a failure.
+#[derive(Clone, Copy)]
+enum Segment {
+    Key(&'static str),
+    Index(u64),
+}
+
+impl Segment {
+    fn push(self, path: &mut KeyPath) {
+        match self {
+            Segment::Key(name) => path.push_key(name),
+            Segment::Index(index) => path.push_index(usize::try_from(index).unwrap_or(usize::MAX)),
+        }
     }
+}
+
+/// Reads one consumed key's value (a typed list when its rules give a tag) and checks a string
+/// against the key's `strict` map. The key's segment `segment` is appended to the key path
+/// where the path is read (see [`Segment`]); returns whether it was.
+fn read_key(cx: &mut Cx<'_, '_>, value: &mut dyn JsonValue, lim: Lim, segment: Segment) -> Result<bool, Stop> {
+    if let Some(tag) = lim.rules.tag {
+        segment.push(&mut cx.ctx.path);
+        read_tagged(cx, value, tag, lim)?;
+        check_strict(cx, value, lim)?;
+        return Ok(true);
+    }
+    let pushed = read_as(cx, value, lim, segment)?;
+    if let Err(stop) = check_strict(cx, value, lim) {
+        if !pushed {
+            segment.push(&mut cx.ctx.path);
+        }
+        return Err(stop);
+    }
+    Ok(pushed)
+}
+
+/// [`read`], with the value's key path segment appended only before a container's body or at a
+/// failure; returns whether it was appended.
+fn read_as(cx: &mut Cx<'_, '_>, value: &mut dyn JsonValue, lim: Lim, segment: Segment) -> Result<bool, Stop> {
+    let flow = match cx.json.event() {
+        Ok(ev) => value.start(&ev, lim),
+        Err(stop) => {
+            segment.push(&mut cx.ctx.path);
+            return Err(stop);
+        }
+    };
+    match flow {
+        Ok(Flow::Done) => Ok(false),
+        Ok(Flow::Body) => {
+            segment.push(&mut cx.ctx.path);
+            value.body(cx, lim)?;
+            Ok(true)
+        }
+        Err(issue) => {
+            segment.push(&mut cx.ctx.path);
+            Err(cx.fail_issue(issue, lim))
+        }
+    }
+}
+
+/// Checks a string against the key's `strict` map.
+fn check_strict(cx: &mut Cx<'_, '_>, value: &mut dyn JsonValue, lim: Lim) -> Result<(), Stop> {
     match (lim.rules.strict, value.text()) {
         (Some(strict), Some(text)) if !(strict.known)(text) => Err(cx.fail_unknown(strict, text)),
         _ => Ok(()),
@@ -1559,11 +1719,74 @@ fn check_required(cx: &mut Cx<'_, '_>, seen: u64, required: u64, keys: &'static 
 }
 
 #[cfg(test)]
-#[allow(clippy::arithmetic_side_effects)]
+#[allow(clippy::arithmetic_side_effects, clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
     extern crate std;
     use std::format;
+
+    /// A byte source over `data` that shows `chunk` bytes at a time and fails once `fail_at`
+    /// bytes are consumed.
+    struct Chunks<'d> {
+        data: &'d [u8],
+        at: usize,
+        chunk: usize,
+        fail_at: Option<usize>,
+    }
+
+    impl ByteSource for Chunks<'_> {
+        fn fill(&mut self) -> Result<&[u8], embedded_io::ErrorKind> {
+            if self.fail_at.is_some_and(|f| self.at >= f) {
+                return Err(embedded_io::ErrorKind::Interrupted);
+            }
+            let end = (self.at + self.chunk).min(self.data.len()).min(self.fail_at.unwrap_or(usize::MAX));
+            Ok(&self.data[self.at..end])
+        }
+
+        fn consume(&mut self, amount: usize) {
+            self.at += amount;
+            assert!(self.at <= self.data.len(), "consumed past the end");
+        }
+    }
+
+    #[test]
+    fn src_hands_on_every_byte_once_in_order_and_the_source_error_where_it_stands() {
+        let data: std::vec::Vec<u8> = (0..3000u32).map(|i| (i * 7 % 251) as u8).collect();
+        for chunk in [1, 3, 511, 512, 513, 4096] {
+            for take in [1, 2, 100, 1000] {
+                let mut source = Chunks { data: &data, at: 0, chunk, fail_at: None };
+                let mut src = Src::new(&mut source);
+                let mut got = std::vec::Vec::new();
+                loop {
+                    let shown = src.fill_buf().unwrap();
+                    if shown.is_empty() {
+                        break;
+                    }
+                    let n = shown.len().min(take);
+                    got.extend_from_slice(&shown[..n]);
+                    BufRead::consume(&mut src, n);
+                }
+                assert_eq!(got, data, "chunk {chunk}, take {take}");
+                assert_eq!(source.at, data.len());
+                // A failing source: every byte before the failure, then its error.
+                let mut failing = Chunks { data: &data, at: 0, chunk, fail_at: Some(1234) };
+                let mut src = Src::new(&mut failing);
+                let mut delivered = 0;
+                let error = loop {
+                    match src.fill_buf() {
+                        Ok(shown) => {
+                            let n = shown.len().min(take);
+                            assert_eq!(shown[..n], data[delivered..delivered + n]);
+                            delivered += n;
+                            BufRead::consume(&mut src, n);
+                        }
+                        Err(e) => break e,
+                    }
+                };
+                assert_eq!((delivered, error), (1234, embedded_io::ErrorKind::Interrupted), "chunk {chunk}");
+            }
+        }
+    }
 
     #[test]
     fn a_shown_path_is_whole_or_a_marked_head() {
