@@ -83,6 +83,11 @@ step "cargo package: each crate as a registry would get it, and nothing it must 
 # Packaged together, so that a crate's path dependencies resolve to the others, and each built
 # from its package alone (what it ships is enough to build it); --allow-dirty because a working
 # tree under test may hold edits. Then: no fixtures, no build output, no corpus in any of them.
+# Cargo unpacks the packages it verifies into $CARGO_HOME/registry/src/-<hash of this target
+# dir>/<name>-<version> and never unpacks the same version there again: a file added to a crate
+# whose version did not change would be missing from the build that verifies the crates using it.
+# Those copies of this workspace's crates go first.
+rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/neff-*
 cargo package --workspace --allow-dirty --quiet
 for crate in $(cargo metadata --no-deps --format-version 1 | grep -o '"name":"neff[a-z-]*","version"' | cut -d'"' -f4); do
   shipped=$(cargo package --list --allow-dirty -p "$crate" 2>/dev/null)
