@@ -300,11 +300,11 @@ const SRC_COPY: usize = 512;
 
 /// A `&mut dyn` [`ByteSource`] as the `BufRead` the tokenizer reads.
 ///
-/// On a host it copies the source's bytes [`SRC_COPY`] at a time (consuming them from the
-/// source as it copies) and hands the tokenizer its copy: a token costs the tokenizer's call
+/// On a host it copies the source's bytes 512 at a time (`SRC_COPY`), consuming them from the
+/// source as it copies, and hands the tokenizer its copy: a token costs the tokenizer's call
 /// to `fill_buf` here, inline, not a walk down the layers under it (the tar member, the gzip
 /// window, the tee); those are asked once per copy. Every byte is still consumed from the
-/// source once, in order; after a fault the source may stand up to [`SRC_COPY`] bytes past
+/// source once, in order; after a fault the source may stand up to `SRC_COPY` bytes past
 /// the fault (the rest of a member is drained by its owner either way). On a controller,
 /// whose stack and code are measured to the page, it holds no copy: each call of the
 /// tokenizer asks the source itself.
