@@ -2112,14 +2112,10 @@ mod tests {
         }
     }
 
-    #[test]
-    fn whole_token_fast_paths_agree_with_the_byte_machines() {
-        // Every text of up to four bytes from an alphabet of number, string and structure bytes,
-        // as a value on its own, in an array and as a member: in one chunk (where an integer or
-        // a plain string ended in the chunk takes the fast path) and a byte at a time (where
-        // no integer does), with a scratch that holds three bytes (so capacity faults show).
-        // The events, offsets and faults are the same.
-        let alphabet = [b'-', b'0', b'1', b'.', b'e', b'+', b',', b']', b' ', b'"', b'\\', b'a', 0xC3, 0xA9, 0x01];
+    /// Every text of one to four bytes of `alphabet`, between each `(head, tail)` of
+    /// `contexts`, streams to the same events, offsets and faults in one chunk as a byte at a
+    /// time, with a scratch that holds three bytes (so capacity faults show).
+    fn whole_and_byte_at_a_time_agree(alphabet: &[u8], contexts: &[(&[u8], &[u8])]) {
         let mut text = Vec::new();
         for len in 1..=4u32 {
             for mut code in 0..alphabet.len().pow(len) {
@@ -2128,14 +2124,25 @@ mod tests {
                     text.push(alphabet[code % alphabet.len()]);
                     code /= alphabet.len();
                 }
-                let contexts: [(&[u8], &[u8]); 4] = [(b"", b""), (b"[", b"]"), (b"{\"k\":", b"}"), (b"[\"", b"\"]")];
-                for (head, tail) in contexts {
+                for &(head, tail) in contexts {
                     let doc = [head, &text, tail].concat();
                     let whole = stream_chunked(3, 8, &doc, 4096);
                     assert_eq!(stream_chunked(3, 8, &doc, 1), whole, "{:?}", String::from_utf8_lossy(&doc));
                 }
             }
         }
+    }
+
+    #[test]
+    fn whole_token_fast_paths_agree_with_the_byte_machines() {
+        // Every text of up to four bytes from an alphabet of number, string and structure bytes,
+        // as a value on its own, in an array and as a member: in one chunk (where an integer or
+        // a plain string ended in the chunk takes the fast path) and a byte at a time (where
+        // no integer does), with a scratch that holds three bytes (so capacity faults show).
+        // The events, offsets and faults are the same.
+        let alphabet = [b'-', b'0', b'1', b'.', b'e', b'+', b',', b']', b' ', b'"', b'\\', b'a', 0xC3, 0xA9, 0x01];
+        let contexts: [(&[u8], &[u8]); 4] = [(b"", b""), (b"[", b"]"), (b"{\"k\":", b"}"), (b"[\"", b"\"]")];
+        whole_and_byte_at_a_time_agree(&alphabet, &contexts);
         assert_eq!(integer_len(b"12,"), Some(2));
         assert_eq!(integer_len(b"-0]"), Some(2));
         assert_eq!(integer_len(b"12"), None, "the end of the chunk is not the end of the number");
@@ -2153,23 +2160,9 @@ mod tests {
         // a time (where a separator is never followed in its chunk). The events, offsets and
         // faults are the same.
         let alphabet = [b',', b':', b'"', b'k', b'1', b'{', b'}', b'[', b']', b' ', b'n', b'-'];
-        let mut text = Vec::new();
-        for len in 1..=4u32 {
-            for mut code in 0..alphabet.len().pow(len) {
-                text.clear();
-                for _ in 0..len {
-                    text.push(alphabet[code % alphabet.len()]);
-                    code /= alphabet.len();
-                }
-                let contexts: [(&[u8], &[u8]); 4] =
-                    [(b"{\"a\":1", b"}"), (b"[1", b"]"), (b"{\"a\"", b"}"), (b"[{\"a\":[1", b"]}]")];
-                for (head, tail) in contexts {
-                    let doc = [head, &text, tail].concat();
-                    let whole = stream_chunked(3, 8, &doc, 4096);
-                    assert_eq!(stream_chunked(3, 8, &doc, 1), whole, "{:?}", String::from_utf8_lossy(&doc));
-                }
-            }
-        }
+        let contexts: [(&[u8], &[u8]); 4] =
+            [(b"{\"a\":1", b"}"), (b"[1", b"]"), (b"{\"a\"", b"}"), (b"[{\"a\":[1", b"]}]")];
+        whole_and_byte_at_a_time_agree(&alphabet, &contexts);
     }
 
     #[test]
