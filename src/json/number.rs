@@ -11,22 +11,36 @@ use super::{JsonError, NUMBER_CAPACITY};
 /// Integer conversions are exact: a fraction or an exponent is [`JsonError::NotAnInteger`]
 /// (even `1.0` and `1e2`), a value outside the type is [`JsonError::NumberOutOfRange`].
 /// `-0` is the integer zero for both [`Number::as_u64`] and [`Number::as_i64`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+///
+/// The text is kept as the bytes the tokenizer checked (ASCII by the grammar): a reader that
+/// converts the number never pays for a `str` check of it; [`Number::text`] makes one.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Number<'a> {
-    text: &'a str,
+    text: &'a [u8],
     integer: bool,
 }
 
 impl<'a> Number<'a> {
-    /// Wraps number text the tokenizer has validated; `integer` is true when it has neither a
-    /// fraction nor an exponent.
-    pub(crate) const fn new(text: &'a str, integer: bool) -> Self {
+    /// Wraps number text the tokenizer has validated (its grammar admits ASCII alone);
+    /// `integer` is true when it has neither a fraction nor an exponent.
+    pub(crate) const fn from_ascii(text: &'a [u8], integer: bool) -> Self {
         Self { text, integer }
     }
 
     /// The number exactly as written in the document.
     pub fn text(&self) -> &'a str {
+        // ASCII by the grammar the tokenizer checked: the check never fails.
+        core::str::from_utf8(self.text).unwrap_or("")
+    }
+
+    /// The number's text as bytes (ASCII), without [`Number::text`]'s check.
+    pub fn as_bytes(&self) -> &'a [u8] {
         self.text
+    }
+
+    /// True when the text starts with `-` (a negative number, or `-0`).
+    pub fn is_negative(&self) -> bool {
+        self.text.first() == Some(&b'-')
     }
 
     /// True when the number has neither a fraction nor an exponent.
@@ -42,13 +56,13 @@ impl<'a> Number<'a> {
         if !self.integer {
             return Err(JsonError::NotAnInteger);
         }
-        match self.text.as_bytes().split_first() {
+        match self.text.split_first() {
             // The grammar allows no leading zeros, so "-0" is the only negative zero.
             Some((b'-', digits)) => match digits {
                 b"0" => Ok(0),
                 _ => Err(JsonError::NumberOutOfRange),
             },
-            _ => accumulate(self.text.as_bytes(), |acc: u64, d| acc.checked_mul(10)?.checked_add(d)),
+            _ => accumulate(self.text, |acc: u64, d| acc.checked_mul(10)?.checked_add(d)),
         }
     }
 
@@ -60,14 +74,12 @@ impl<'a> Number<'a> {
         if !self.integer {
             return Err(JsonError::NotAnInteger);
         }
-        match self.text.as_bytes().split_first() {
+        match self.text.split_first() {
             // Accumulating downwards reaches i64::MIN, which has no positive counterpart.
             Some((b'-', digits)) => {
                 accumulate(digits, |acc: i64, d| acc.checked_mul(10)?.checked_sub(i64::try_from(d).ok()?))
             }
-            _ => {
-                accumulate(self.text.as_bytes(), |acc: i64, d| acc.checked_mul(10)?.checked_add(i64::try_from(d).ok()?))
-            }
+            _ => accumulate(self.text, |acc: i64, d| acc.checked_mul(10)?.checked_add(i64::try_from(d).ok()?)),
         }
     }
 
@@ -76,12 +88,19 @@ impl<'a> Number<'a> {
     /// [`JsonError::NumberOutOfRange`] when the magnitude is too large for a finite `f64`
     /// (`1e400`); values too small round to zero, as in every JSON parser.
     pub fn as_f64(&self) -> Result<f64, JsonError> {
-        let value: f64 = self.text.parse().map_err(|_| JsonError::InvalidNumber)?;
+        let value: f64 = self.text().parse().map_err(|_| JsonError::InvalidNumber)?;
         if value.is_finite() {
             Ok(value)
         } else {
             Err(JsonError::NumberOutOfRange)
         }
+    }
+}
+
+// By hand: the text as a string, as when it was held as one.
+impl core::fmt::Debug for Number<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Number").field("text", &self.text()).field("integer", &self.integer).finish()
     }
 }
 
@@ -104,14 +123,14 @@ const OVERFLOW_DIGITS_BEFORE_POINT: i64 = 309;
 /// True when the JSON number `text` (valid grammar) rounds to a finite `f64`: below
 /// `(2^54 - 1) * 2^970` in magnitude. As `0.DIGITS × 10^e` with a first digit that is not
 /// zero, that is `e` below 309, or `e` equal to it and the digits below the bound's.
-fn fits_f64(text: &str) -> bool {
+fn fits_f64(text: &[u8]) -> bool {
     use core::cmp::Ordering;
     let mut e: i64 = 0;
     let mut significant = false; // a digit other than a leading zero was seen
     let mut fraction = false;
     let mut order = Ordering::Equal; // the digits against the bound's, first difference
     let mut bound = OVERFLOW_DIGITS.iter();
-    let mut rest = text.as_bytes();
+    let mut rest = text;
     while let Some((&b, tail)) = rest.split_first() {
         rest = tail;
         match b {
@@ -190,7 +209,7 @@ impl Float {
     /// [`NUMBER_CAPACITY`] bytes; a longer text, which it never gives, is refused the same way
     /// rather than cut.
     pub fn from_number(n: &Number<'_>) -> Result<Self, JsonError> {
-        if n.fits_f64() && n.text().len() <= NUMBER_CAPACITY {
+        if n.fits_f64() && n.as_bytes().len() <= NUMBER_CAPACITY {
             Ok(Self::literal(n.text()))
         } else {
             Err(JsonError::NumberOutOfRange)
@@ -259,7 +278,7 @@ mod tests {
     extern crate std;
 
     fn int(text: &str) -> Number<'_> {
-        Number::new(text, true)
+        Number::from_ascii(text.as_bytes(), true)
     }
 
     #[test]
@@ -285,7 +304,7 @@ mod tests {
     #[test]
     fn fractions_and_exponents_are_not_integers() {
         for text in ["1.0", "1e2", "-0.5", "0E0"] {
-            let n = Number::new(text, false);
+            let n = Number::from_ascii(text.as_bytes(), false);
             assert_eq!(n.as_u64(), Err(JsonError::NotAnInteger), "{text}");
             assert_eq!(n.as_i64(), Err(JsonError::NotAnInteger), "{text}");
             assert!(n.as_f64().is_ok(), "{text}");
@@ -340,7 +359,7 @@ mod tests {
         }
         for text in &cases {
             let integer = !text.contains(['.', 'e', 'E']);
-            let n = Number::new(text, integer);
+            let n = Number::from_ascii(text.as_bytes(), integer);
             let parsed: f64 = text.parse().unwrap();
             assert_eq!(n.fits_f64(), parsed.is_finite(), "{text}");
             if text.len() <= NUMBER_CAPACITY {
@@ -356,17 +375,20 @@ mod tests {
         assert_eq!(std::format!("{f:?}"), "1.0");
         assert_eq!(f, Float::literal("1.00"));
         assert_eq!(std::format!("{:?}", Float::default()), "0.0");
-        assert_eq!(Float::from_number(&Number::new("1e400", false)).err(), Some(JsonError::NumberOutOfRange));
+        assert_eq!(
+            Float::from_number(&Number::from_ascii("1e400".as_bytes(), false)).err(),
+            Some(JsonError::NumberOutOfRange)
+        );
     }
 
     #[test]
     fn f64_parses_every_shape_and_rejects_infinity() {
-        assert_eq!(Number::new("0.5e-3", false).as_f64(), Ok(0.0005));
-        assert_eq!(Number::new("1E+2", false).as_f64(), Ok(100.0));
+        assert_eq!(Number::from_ascii("0.5e-3".as_bytes(), false).as_f64(), Ok(0.0005));
+        assert_eq!(Number::from_ascii("1E+2".as_bytes(), false).as_f64(), Ok(100.0));
         assert_eq!(int("-0").as_f64().map(f64::is_sign_negative), Ok(true));
         assert_eq!(int("18446744073709551616").as_f64(), Ok(18446744073709551616.0));
-        assert_eq!(Number::new("1e400", false).as_f64(), Err(JsonError::NumberOutOfRange));
-        assert_eq!(Number::new("-1e400", false).as_f64(), Err(JsonError::NumberOutOfRange));
-        assert_eq!(Number::new("1e-400", false).as_f64(), Ok(0.0));
+        assert_eq!(Number::from_ascii("1e400".as_bytes(), false).as_f64(), Err(JsonError::NumberOutOfRange));
+        assert_eq!(Number::from_ascii("-1e400".as_bytes(), false).as_f64(), Err(JsonError::NumberOutOfRange));
+        assert_eq!(Number::from_ascii("1e-400".as_bytes(), false).as_f64(), Ok(0.0));
     }
 }

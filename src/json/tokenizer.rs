@@ -286,6 +286,10 @@ impl<'s> Tokenizer<'s> {
 
     /// Reads the next token.
     pub fn next<R: BufRead>(&mut self, src: &mut R) -> Result<Event<'_>, Fault> {
+        #[cfg(not(target_os = "none"))]
+        if let Some(token) = self.quick(src, Self::quick_value) {
+            return self.event(token);
+        }
         let token = self.track(src, |t, src| t.step(src, false, |_, _| Ok(true)))?;
         self.event(token.1.unwrap_or(TokenKind::End.into()))
     }
@@ -335,6 +339,10 @@ impl<'s> Tokenizer<'s> {
     /// checked every byte as it read them), handed on without a second check, for a caller
     /// that compares keys as bytes.
     pub fn next_key_bytes<R: BufRead>(&mut self, src: &mut R) -> Result<Option<&[u8]>, Fault> {
+        #[cfg(not(target_os = "none"))]
+        if let Some(found) = self.quick(src, Self::quick_key) {
+            return Ok(found.then(|| self.scratch.get(..self.scratch_len).unwrap_or(&[])));
+        }
         let found = self.track(src, |t, src| {
             let (next, _) = t.step(src, false, |t, next| match next {
                 Next::Key => Ok(true),
@@ -416,7 +424,7 @@ impl<'s> Tokenizer<'s> {
         convert: impl FnOnce(Number<'_>) -> Result<T, JsonError>,
     ) -> Result<T, Fault> {
         let (at, token) = self.read_kind(src, TokenKind::Num, expected)?;
-        let converted = convert(Number::new(self.number_str()?, token.flag));
+        let converted = convert(Number::from_ascii(self.number_bytes(), token.flag));
         converted.map_err(|error| self.spend(Fault::json(at, error)))
     }
 
@@ -583,7 +591,7 @@ impl<'s> Tokenizer<'s> {
             TokenKind::EndArray => Event::EndArray,
             TokenKind::Key => Event::Key(self.scratch_str()?),
             TokenKind::Str => Event::Str(self.scratch_str()?),
-            TokenKind::Num => Event::Num(Number::new(self.number_str()?, token.flag)),
+            TokenKind::Num => Event::Num(Number::from_ascii(self.number_bytes(), token.flag)),
             TokenKind::Bool => Event::Bool(token.flag),
             TokenKind::Null => Event::Null,
             TokenKind::End => Event::End,
@@ -596,9 +604,9 @@ impl<'s> Tokenizer<'s> {
         core::str::from_utf8(bytes).map_err(|_| Fault::json(self.token_start, JsonError::InvalidUtf8))
     }
 
-    fn number_str(&self) -> Result<&str, Fault> {
-        let bytes = self.number.get(..usize::from(self.number_len)).unwrap_or(&[]);
-        core::str::from_utf8(bytes).map_err(|_| Fault::json(self.token_start, JsonError::InvalidNumber))
+    /// The number's text: bytes the number grammar checked, all ASCII.
+    fn number_bytes(&self) -> &[u8] {
+        self.number.get(..usize::from(self.number_len)).unwrap_or(&[])
     }
 
     /// One step over the source: consumes whitespace and separators, shows the token that
@@ -708,6 +716,164 @@ impl<'s> Tokenizer<'s> {
                 }
             };
         }
+    }
+
+    /// A host's whole-token path: `read` takes the next token from the rest of the chunk a
+    /// previous call left held, when it lies there whole with its separators and is of the
+    /// common shapes (see [`Tokenizer::quick_value`]); `None` leaves the tokenizer as it was,
+    /// for the byte machines of [`Tokenizer::step`] to read the token (and report any fault,
+    /// at its offset). Only when consuming in runs, with no fault, inside a chunk: where
+    /// [`Tokenizer::resume`] would go on in the same chunk. A controller keeps the byte
+    /// machines alone (its flash is measured).
+    #[cfg(not(target_os = "none"))]
+    #[inline(always)]
+    fn quick<R: BufRead, T>(&mut self, src: &mut R, read: fn(&mut Self, &[u8]) -> Option<T>) -> Option<T> {
+        if self.fault.is_some() || !self.runs || self.held == 0 || self.held >= self.chunk_len {
+            return None;
+        }
+        let rest = src.fill_buf().ok()?.get(self.held..)?;
+        read(self, rest)
+    }
+
+    /// [`Tokenizer::next`]'s whole-token path over `rest`: whitespace, the separator the
+    /// state asks for (`:` after a key, `,` between array elements), whitespace again, then a
+    /// value that ends in `rest`: `{`, `[`, an integer with the byte that ends it, a string of
+    /// plain text (printable ASCII, no escape) with its closing quote, `true`, `false` or
+    /// `null`; or the `]` or `}` that closes the container. The token, with the state, depth,
+    /// offsets and text exactly as the byte machines leave them; `None`, with nothing
+    /// changed, for anything else (an object's next key, a fraction, an escape, a capacity or
+    /// depth limit reached, a fault).
+    #[cfg(not(target_os = "none"))]
+    fn quick_value(&mut self, rest: &[u8]) -> Option<Token> {
+        let mut i = whitespace_len(rest);
+        let object = self.top_is_object();
+        // Whether a `,` was taken (between array elements).
+        let mut separated = false;
+        match self.state {
+            State::MemberValue | State::ArrayNext | State::ArrayFirst => {}
+            State::AfterKey => {
+                if rest.get(i) != Some(&b':') {
+                    return None;
+                }
+                i = i.saturating_add(1);
+                i = i.saturating_add(whitespace_len(rest.get(i..)?));
+            }
+            State::AfterValue if self.depth > 0 => {
+                if !object && rest.get(i) == Some(&b',') {
+                    i = i.saturating_add(1);
+                    i = i.saturating_add(whitespace_len(rest.get(i..)?));
+                    separated = true;
+                }
+            }
+            _ => return None,
+        }
+        let byte = *rest.get(i)?;
+        // A close: after `[`, or after a value with no separator; `]` in an array, `}` in an
+        // object.
+        let closes = match self.state {
+            State::ArrayFirst => byte == b']',
+            State::AfterValue if !separated => (byte == b']' && !object) || (byte == b'}' && object),
+            _ => false,
+        };
+        if closes {
+            self.token_start = self.position().saturating_add(i as u64);
+            self.advance(i.saturating_add(1));
+            self.depth = self.depth.saturating_sub(1);
+            self.state = State::AfterValue;
+            return Some(if object { TokenKind::EndObject } else { TokenKind::EndArray }.into());
+        }
+        // After a value, only a separator (taken above) or a close.
+        if self.state == State::AfterValue && !separated {
+            return None;
+        }
+        let text = rest.get(i..)?;
+        let (token, used) = match byte {
+            b'{' | b'[' => {
+                if self.depth >= self.depth_limit {
+                    return None;
+                }
+                let object = byte == b'{';
+                self.push(object).ok()?;
+                self.state = if object { State::ObjectFirst } else { State::ArrayFirst };
+                (if object { TokenKind::BeginObject } else { TokenKind::BeginArray }.into(), 1)
+            }
+            b'"' => (TokenKind::Str.into(), self.quick_string(text)?),
+            b'-' | b'0'..=b'9' => {
+                let used = integer_len(text)?;
+                let dst = self.number.get_mut(..used)?;
+                crate::copy_bytes(dst, text.get(..used)?);
+                self.number_len = u8::try_from(used).ok()?;
+                (Token { kind: TokenKind::Num, flag: true }, used)
+            }
+            b't' if text.starts_with(b"true") => (Token { kind: TokenKind::Bool, flag: true }, 4),
+            b'f' if text.starts_with(b"false") => (Token { kind: TokenKind::Bool, flag: false }, 5),
+            b'n' if text.starts_with(b"null") => (TokenKind::Null.into(), 4),
+            _ => return None,
+        };
+        if !matches!(token.kind, TokenKind::BeginObject | TokenKind::BeginArray) {
+            self.state = State::AfterValue;
+        }
+        self.token_start = self.position().saturating_add(i as u64);
+        self.advance(i.saturating_add(used));
+        Some(token)
+    }
+
+    /// [`Tokenizer::next_key_bytes`]'s whole-token path over `rest`: whitespace, the `,` after
+    /// a member, whitespace, then a key of plain text with its closing quote, or the `}` that
+    /// closes the object (not after a `,`). As [`Tokenizer::quick_value`]: the key in the
+    /// scratch and the state as the byte machines leave them (`Some(true)`; `Some(false)`
+    /// for the close), or `None` with nothing changed.
+    #[cfg(not(target_os = "none"))]
+    fn quick_key(&mut self, rest: &[u8]) -> Option<bool> {
+        let mut i = whitespace_len(rest);
+        let may_close = match self.state {
+            State::ObjectFirst => true,
+            State::ObjectNext => false,
+            State::AfterValue if self.depth > 0 && self.top_is_object() => {
+                if rest.get(i) == Some(&b',') {
+                    i = i.saturating_add(1);
+                    i = i.saturating_add(whitespace_len(rest.get(i..)?));
+                    false
+                } else if rest.get(i) == Some(&b'}') {
+                    true
+                } else {
+                    return None;
+                }
+            }
+            _ => return None,
+        };
+        match *rest.get(i)? {
+            b'"' => {
+                let used = self.quick_string(rest.get(i..)?)?;
+                self.token_start = self.position().saturating_add(i as u64);
+                self.advance(i.saturating_add(used));
+                self.state = State::AfterKey;
+                Some(true)
+            }
+            b'}' if may_close => {
+                self.token_start = self.position().saturating_add(i as u64);
+                self.advance(i.saturating_add(1));
+                self.depth = self.depth.saturating_sub(1);
+                self.state = State::AfterValue;
+                Some(false)
+            }
+            _ => None,
+        }
+    }
+
+    /// A string of plain text closed in `text` (which starts at its opening quote) into the
+    /// scratch: the bytes it takes with both quotes; `None`, the scratch's length unchanged,
+    /// when it is not plain, not closed there, or does not fit.
+    #[cfg(not(target_os = "none"))]
+    fn quick_string(&mut self, text: &[u8]) -> Option<usize> {
+        let body = text.get(1..)?;
+        let plain = plain_len(body);
+        if body.get(plain) != Some(&b'"') {
+            return None;
+        }
+        crate::copy_bytes(self.scratch.get_mut(..plain)?, body.get(..plain)?);
+        self.scratch_len = plain;
+        Some(plain.saturating_add(2))
     }
 
     /// Scans the text of a string, key, number or literal in `chunk`: the bytes that complete
@@ -1398,6 +1564,51 @@ mod tests {
         }
     }
 
+    /// [`stream_chunked_runs`], with each key and each object's `}` read by
+    /// [`Tokenizer::next_key_bytes`], as the manifest readers read them (a key shows as `Key`,
+    /// the close as `EndObject`); every other token by [`Tokenizer::next`].
+    fn stream_keyed(scratch: usize, depth: u16, doc: &[u8], chunk: usize, runs: bool) -> Stream {
+        let mut buf = vec![0; scratch];
+        let mut tok = Tokenizer::new(&mut buf, depth);
+        tok.consume_in_runs(runs);
+        let mut src = ChunkedReader::new(doc, chunk);
+        let mut out = Vec::new();
+        // Per open container, whether it is an object.
+        let mut objects: Vec<bool> = Vec::new();
+        let mut key_next = false;
+        loop {
+            let step = if key_next {
+                tok.next_key_bytes(&mut src).map(|key| match key {
+                    Some(key) => Owned::Key(String::from_utf8(key.to_vec()).unwrap()),
+                    None => Owned::EndObject,
+                })
+            } else {
+                tok.next(&mut src).map(own)
+            };
+            match step {
+                Ok(event) => {
+                    out.push((tok.offset(), event.clone()));
+                    match event {
+                        Owned::BeginObject => objects.push(true),
+                        Owned::BeginArray => objects.push(false),
+                        Owned::EndObject | Owned::EndArray => drop(objects.pop()),
+                        Owned::End => {
+                            assert_eq!(src.pos, doc.len(), "End before the end of input");
+                            return (out, None);
+                        }
+                        _ => {}
+                    }
+                    // A key comes after `{` and after each member's whole value.
+                    key_next = !matches!(event, Owned::Key(_)) && objects.last() == Some(&true);
+                }
+                Err(fault) => {
+                    assert_eq!(tok.next(&mut src), Err(fault), "a spent tokenizer repeats its fault");
+                    return (out, Some(fault));
+                }
+            }
+        }
+    }
+
     /// The stream of `doc`, checked identical for chunks of 1, 7 and 4096 bytes.
     /// The stream of `doc`, checked identical for chunks of 1, 7 and 4096 bytes, consuming
     /// at the end of each call or in runs (where the source is all consumed at the end or a
@@ -1727,7 +1938,7 @@ mod tests {
         assert_eq!(tok.skip_value(&mut src), Ok(true));
         assert_eq!(tok.skip_value(&mut src), Ok(true));
         let text = "123456789012345678901234567890123456789012345678";
-        assert_eq!(tok.next(&mut src), Ok(Event::Num(Number::new(text, true))));
+        assert_eq!(tok.next(&mut src), Ok(Event::Num(Number::from_ascii(text.as_bytes(), true))));
         let fault = tok.next(&mut src).unwrap_err();
         let number = CapacityError { limit: NUMBER_LIMIT, capacity: NUMBER_CAPACITY as u64 };
         assert_eq!(fault, Fault { offset: 68, kind: ErrorKind::Capacity(number) });
@@ -2127,7 +2338,13 @@ mod tests {
                 for &(head, tail) in contexts {
                     let doc = [head, &text, tail].concat();
                     let whole = stream_chunked(3, 8, &doc, 4096);
-                    assert_eq!(stream_chunked(3, 8, &doc, 1), whole, "{:?}", String::from_utf8_lossy(&doc));
+                    let shown = String::from_utf8_lossy(&doc);
+                    assert_eq!(stream_chunked(3, 8, &doc, 1), whole, "{shown:?}");
+                    // In runs, one chunk: a host's whole-token paths, read with `next` and
+                    // with the readers' key calls.
+                    assert_eq!(stream_chunked_runs(3, 8, &doc, 4096, true), whole, "runs: {shown:?}");
+                    assert_eq!(stream_keyed(3, 8, &doc, 4096, true), whole, "keyed, runs: {shown:?}");
+                    assert_eq!(stream_keyed(3, 8, &doc, 1, false), whole, "keyed, bytes: {shown:?}");
                 }
             }
         }
@@ -2163,6 +2380,114 @@ mod tests {
         let contexts: [(&[u8], &[u8]); 4] =
             [(b"{\"a\":1", b"}"), (b"[1", b"]"), (b"{\"a\"", b"}"), (b"[{\"a\":[1", b"]}]")];
         whole_and_byte_at_a_time_agree(&alphabet, &contexts);
+    }
+
+    #[test]
+    fn whole_token_host_paths_agree_with_the_byte_machines() {
+        // A host takes a token that lies whole in the chunk, with its separators, in one
+        // scan (`quick_value`, `quick_key`), when consuming in runs: every text of up to four
+        // separator, structure, literal, string and number bytes after `[`, after a key, after
+        // an array element and an object member, and one level below the depth limit; the
+        // events, offsets and faults are those of the byte machines (`whole_and_byte_at_a_time_agree`
+        // compares one chunk in runs, read with `next` and with `next_key_bytes`, against a
+        // byte at a time without runs, where the whole-token paths never run).
+        let alphabet = [b',', b':', b'"', b'a', b'1', b'{', b'}', b'[', b']', b' ', b't', b'\\'];
+        let contexts: [(&[u8], &[u8]); 5] = [
+            (b"{\"a\":[", b"]}"),
+            (b"{\"k\":{\"a\":1", b"}}"),
+            (b"[[[[[[[", b"]]]]]]]"),
+            (b"{\"a\":", b"}"),
+            (b"[true", b"]"),
+        ];
+        whole_and_byte_at_a_time_agree(&alphabet, &contexts);
+    }
+
+    /// A DMA-shaped manifest (an engine JSON's `dma` blocks of `desc` objects) of `blocks`
+    /// blocks, its spacing, numbers and strings drawn from `seed`: compact or indented,
+    /// integers, negatives, fractions and exponents, plain strings, escapes, UTF-8 and a
+    /// string longer than a 32-byte scratch, literals and nested arrays.
+    fn dma_shaped(seed: u64, blocks: usize) -> Vec<u8> {
+        let mut state = seed;
+        let mut draw = |n: u64| {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (state >> 33) % n
+        };
+        let mut out = Vec::new();
+        let space = |out: &mut Vec<u8>, pick: u64| match pick {
+            0 => {}
+            1 => out.push(b' '),
+            2 => out.extend_from_slice(b"\n    "),
+            _ => out.extend_from_slice(b"\t\r\n"),
+        };
+        out.extend_from_slice(b"{\"dma\": [");
+        for b in 0..blocks {
+            if b > 0 {
+                out.push(b',');
+            }
+            space(&mut out, draw(4));
+            out.extend_from_slice(b"{\"queue\":\"q");
+            out.extend_from_slice(b.to_string().as_bytes());
+            out.extend_from_slice(b"\",\"desc\":[");
+            for d in 0..draw(6) {
+                if d > 0 {
+                    out.push(b',');
+                    space(&mut out, draw(3));
+                }
+                out.push(b'{');
+                let keys = ["from", "from_off", "from_sizes", "op", "to_steps", "num", "to"];
+                for (k, key) in keys.iter().enumerate() {
+                    if k > 0 {
+                        out.push(b',');
+                    }
+                    space(&mut out, draw(3));
+                    out.extend_from_slice(format!("\"{key}\":").as_bytes());
+                    space(&mut out, draw(3));
+                    let value = match draw(12) {
+                        0 => format!("{}", draw(1 << 30)),
+                        1 => format!("-{}", draw(1000)),
+                        2 => "0.5e-3".to_string(),
+                        3 => "1E+2".to_string(),
+                        4 => "\"plain text\"".to_string(),
+                        5 => "\"esc\\n\\u00e9\"".to_string(),
+                        6 => "\"caf\u{e9}\"".to_string(),
+                        7 => format!("\"{}\"", "w".repeat(40)),
+                        8 => "[2, 3 ,[4]]".to_string(),
+                        9 => "true".to_string(),
+                        10 => "null".to_string(),
+                        _ => "[]".to_string(),
+                    };
+                    out.extend_from_slice(value.as_bytes());
+                }
+                space(&mut out, draw(2));
+                out.push(b'}');
+            }
+            out.extend_from_slice(b"]}");
+        }
+        out.extend_from_slice(b"]}\n");
+        out
+    }
+
+    #[test]
+    fn whole_token_host_paths_agree_on_generated_manifests() {
+        // DMA-shaped documents, whole and cut short (a fault at the end of input), in chunks
+        // that split tokens anywhere: read in runs with `next` and with `next_key_bytes` (the
+        // whole-token paths for every token whole in its chunk), the same events, offsets and
+        // faults as a byte at a time without runs.
+        for seed in 0..40u64 {
+            let doc = dma_shaped(seed, 12);
+            for cut in [doc.len(), doc.len() * 2 / 3, doc.len() / 3 + 1] {
+                let doc = &doc[..cut];
+                let bytes = stream_chunked(32, 16, doc, 1);
+                for chunk in [3, 17, 64, 512, 4096] {
+                    assert_eq!(
+                        stream_chunked_runs(32, 16, doc, chunk, true),
+                        bytes,
+                        "seed {seed}, cut {cut}, chunk {chunk}"
+                    );
+                    assert_eq!(stream_keyed(32, 16, doc, chunk, true), bytes, "seed {seed}, cut {cut}, chunk {chunk}");
+                }
+            }
+        }
     }
 
     #[test]

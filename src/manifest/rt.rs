@@ -674,7 +674,7 @@ pub fn found_type(ev: &Event<'_>) -> JsonType {
         Event::BeginArray | Event::EndArray => JsonType::Array,
         Event::Str(_) => JsonType::String,
         Event::Num(n) if !n.is_integer() => JsonType::Number,
-        Event::Num(n) if n.text().starts_with('-') => JsonType::Integer,
+        Event::Num(n) if n.is_negative() => JsonType::Integer,
         Event::Num(_) => JsonType::UnsignedInteger,
         Event::Bool(_) => JsonType::Bool,
         Event::Null => JsonType::Null,
@@ -710,8 +710,8 @@ pub trait JsonValue: 'static {
 
 fn as_u64(ev: &Event<'_>, expected: JsonType) -> Result<u64, Issue> {
     match ev {
-        Event::Num(n) if n.is_integer() && !n.text().starts_with('-') => n.as_u64().map_err(Issue::Json),
-        Event::Num(n) if n.text() == "-0" => Ok(0),
+        Event::Num(n) if n.is_integer() && !n.is_negative() => n.as_u64().map_err(Issue::Json),
+        Event::Num(n) if n.as_bytes() == b"-0" => Ok(0),
         other => Err(wrong(expected, other)),
     }
 }
