@@ -739,18 +739,17 @@ impl<'s> Tokenizer<'s> {
     /// state asks for (`:` after a key, `,` between array elements), whitespace again, then a
     /// value that ends in `rest`: `{`, `[`, an integer with the byte that ends it, a string of
     /// plain text (printable ASCII, no escape) with its closing quote, `true`, `false` or
-    /// `null`; or the `]` or `}` that closes the container. The token, with the state, depth,
-    /// offsets and text exactly as the byte machines leave them; `None`, with nothing
-    /// changed, for anything else (an object's next key, a fraction, an escape, a capacity or
-    /// depth limit reached, a fault).
+    /// `null`; or the `]` that closes the array; at a key position, what
+    /// [`Tokenizer::quick_key`] takes (a key, or the object's `}`). The token, with the state,
+    /// depth, offsets and text exactly as the byte machines leave them; `None`, with nothing
+    /// changed, for anything else (a fraction, an escape, a capacity or depth limit reached,
+    /// a fault).
     #[cfg(not(target_os = "none"))]
     fn quick_value(&mut self, rest: &[u8]) -> Option<Token> {
         let mut i = whitespace_len(rest);
-        let object = self.top_is_object();
         // Whether a `,` was taken (between array elements).
         let mut separated = false;
         match self.state {
-            State::MemberValue | State::ArrayNext | State::ArrayFirst => {}
             State::AfterKey => {
                 if rest.get(i) != Some(&b':') {
                     return None;
@@ -758,8 +757,12 @@ impl<'s> Tokenizer<'s> {
                 i = i.saturating_add(1);
                 i = i.saturating_add(whitespace_len(rest.get(i..)?));
             }
+            State::MemberValue | State::ArrayNext | State::ArrayFirst => {}
+            // A key position (or the object's close): what the readers' key calls take.
+            State::ObjectFirst | State::ObjectNext => return self.quick_key_event(rest),
+            State::AfterValue if self.top_is_object() => return self.quick_key_event(rest),
             State::AfterValue if self.depth > 0 => {
-                if !object && rest.get(i) == Some(&b',') {
+                if rest.get(i) == Some(&b',') {
                     i = i.saturating_add(1);
                     i = i.saturating_add(whitespace_len(rest.get(i..)?));
                     separated = true;
@@ -768,19 +771,16 @@ impl<'s> Tokenizer<'s> {
             _ => return None,
         }
         let byte = *rest.get(i)?;
-        // A close: after `[`, or after a value with no separator; `]` in an array, `}` in an
-        // object.
-        let closes = match self.state {
-            State::ArrayFirst => byte == b']',
-            State::AfterValue if !separated => (byte == b']' && !object) || (byte == b'}' && object),
-            _ => false,
-        };
+        // From here the container, if any, is an array or the object whose member this is. Its
+        // `]`: after `[`, or after an element with no separator.
+        let closes =
+            byte == b']' && (self.state == State::ArrayFirst || (self.state == State::AfterValue && !separated));
         if closes {
             self.token_start = self.position().saturating_add(i as u64);
             self.advance(i.saturating_add(1));
             self.depth = self.depth.saturating_sub(1);
             self.state = State::AfterValue;
-            return Some(if object { TokenKind::EndObject } else { TokenKind::EndArray }.into());
+            return Some(TokenKind::EndArray.into());
         }
         // After a value, only a separator (taken above) or a close.
         if self.state == State::AfterValue && !separated {
@@ -816,6 +816,13 @@ impl<'s> Tokenizer<'s> {
         self.token_start = self.position().saturating_add(i as u64);
         self.advance(i.saturating_add(used));
         Some(token)
+    }
+
+    /// [`Tokenizer::quick_key`] as [`Tokenizer::next`]'s token: a `Key`, or the `EndObject`.
+    #[cfg(not(target_os = "none"))]
+    fn quick_key_event(&mut self, rest: &[u8]) -> Option<Token> {
+        let kind = if self.quick_key(rest)? { TokenKind::Key } else { TokenKind::EndObject };
+        Some(kind.into())
     }
 
     /// [`Tokenizer::next_key_bytes`]'s whole-token path over `rest`: whitespace, the `,` after
@@ -1000,6 +1007,8 @@ impl<'s> Tokenizer<'s> {
         self.containers.get(level / 8).is_some_and(|bits| bits & (1 << (level % 8)) != 0)
     }
 
+    // Inlined on a host, where the whole-token path calls it too.
+    #[cfg_attr(not(target_os = "none"), inline(always))]
     fn push(&mut self, object: bool) -> Result<(), Stop> {
         if self.depth >= self.depth_limit {
             return Err(self.fail_json(self.position(), JsonError::DepthLimit { limit: self.depth_limit }));
@@ -1403,6 +1412,8 @@ fn plain_len(bytes: &[u8]) -> usize {
 /// that ends it (neither a digit nor `.`, `e`, `E`) follows it there; `None` otherwise (not an
 /// integer, or one the number's state machine must finish: a fraction, an exponent, a leading
 /// zero, the chunk's end).
+// Inlined on a host, where the whole-token path calls it too (see `Tokenizer::quick_value`).
+#[cfg_attr(not(target_os = "none"), inline(always))]
 fn integer_len(bytes: &[u8]) -> Option<usize> {
     let sign = usize::from(bytes.first() == Some(&b'-'));
     let body = bytes.get(sign..).unwrap_or(&[]);
