@@ -13,7 +13,7 @@
 use super::book::Book;
 use super::chain::{self, ChainError, ChainWarning, MemberText};
 use super::index::{
-    dir_of, is_joined, usage_of_code, DefExt, FileVarRec, Landing, ManifestKind, ManifestRec, PayloadRec, RefKind,
+    dir_of, usage_of_code, DefExt, FileVarRec, Landing, ManifestKind, ManifestRec, PayloadRec, RefKind,
     KELF_FALLBACK_NAMES, NO_SLOT,
 };
 use super::pass::{Counting, MEMBER_PATH};
@@ -380,13 +380,6 @@ impl Book<'_> {
         Self::joined(dir_of(self.arena.str(def.member)), self.arena.str(v.file))
     }
 
-    /// Whether file variable `v` of the definition at `def` names member `path` (compared in
-    /// place, not joined).
-    fn var_is(&self, def: u32, v: &FileVarRec, path: &str) -> bool {
-        let def = self.index.manifests.get(&self.arena, def);
-        is_joined(path, dir_of(self.arena.str(def.member)), self.arena.str(v.file))
-    }
-
     /// Places one landed member (its landing in `slot`) by the role the chain gives it, or
     /// releases it when it has none (quietly when it was read as a manifest too: then the chain
     /// may name it as one); the landing as it is now, to write back.
@@ -465,8 +458,8 @@ impl Book<'_> {
     /// Whether the payload at member path `path` is present and kept.
     fn has_payload(&self, path: &str) -> bool {
         let arena = &self.arena;
-        self.index.payloads.iter(arena).any(|(_, p)| p.kept && arena.eq(p.member, path))
-            || self.index.find_var(arena, &mut |ext, v| v.is_kept() && self.var_is(ext.def, v, path)).is_some()
+        self.index.payload_named(arena, path).is_some_and(|(_, p)| p.kept)
+            || self.index.var_named(arena, path, &mut |v| v.is_kept()).is_some()
     }
 
     /// Every payload a reached manifest names must be in the archive: the references
@@ -480,7 +473,7 @@ impl Book<'_> {
         for (_, graph) in index.chain_graphs(arena, self.kelf_mark, self.fallback_kelf) {
             let Some((def_pos, def)) = index.def(arena, arena.str(graph.definition)) else { continue };
             let dir = dir_of(arena.str(def.member));
-            let missing = index.payload_refs(arena, def_pos, &def, &mut |r| {
+            let missing = index.payload_refs(arena, def_pos, &def, None, &mut |r| {
                 if r.var.is_some_and(|(_, v)| v.is_kept()) {
                     return None;
                 }

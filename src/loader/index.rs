@@ -82,12 +82,15 @@ pub(crate) struct DefExt {
     /// Its queue and variable names, kept when an engine JSON it names was still to come
     /// ([`super::dma`]).
     pub names: Option<NameTable>,
+    /// The hash chains of its `vars` by file name ([`DefExts::push`] files them).
+    pub chains: Chains,
 }
 
 impl Default for DefExt {
     fn default() -> Self {
         Self {
             def: NIL,
+            chains: Chains::NONE,
             vars: List::new(),
             engines: Default::default(),
             engine_instrs: Default::default(),
@@ -98,10 +101,11 @@ impl Default for DefExt {
 }
 
 impl Record for DefExt {
-    const SIZE: usize = 4 + List::<FileVarRec>::ENCODED + 2 * ENGINE_SLOTS * Span::ENCODED + 1 + 1 + 8 + 8 + 4 + 4;
+    const SIZE: usize =
+        4 + List::<FileVarRec>::ENCODED + 2 * ENGINE_SLOTS * Span::ENCODED + 1 + 1 + 8 + 8 + 4 + 4 + 4 + 1;
     fn encode(&self, out: &mut [u8]) {
         let mut w = Writer::new(out);
-        w.u32(self.def).list(&self.vars);
+        w.u32(self.def).list(&self.vars).u32(self.chains.at).u8(self.chains.log2);
         for s in self.engines.iter().chain(self.engine_instrs.iter()) {
             w.span(*s);
         }
@@ -115,6 +119,7 @@ impl Record for DefExt {
     fn decode(bytes: &[u8]) -> Self {
         let mut r = Reader::new(bytes);
         let mut ext = DefExt { def: r.u32(), vars: r.list(), ..DefExt::default() };
+        ext.chains = Chains { at: r.u32(), log2: r.u8() };
         for s in ext.engines.iter_mut().chain(ext.engine_instrs.iter_mut()) {
             *s = r.span();
         }
@@ -317,6 +322,9 @@ impl Record for ReplayRec {
 /// as it would here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct FileVarRec {
+    /// The next variable of its hash chain ([`DefExt::chains`]; [`NIL`]: the last). The first
+    /// field: the chains link it in place ([`Chains::link`]).
+    pub chain: u32,
     /// Its `file_name` (the record's tail).
     pub file: Span,
     pub size: Option<u64>,
@@ -341,7 +349,7 @@ impl FileVarRec {
     /// A variable of `file_len` name bytes, not landed.
     pub fn new(file_len: usize, size: Option<u64>, align_log2: u8) -> Self {
         let file = Span { at: 0, len: u32::try_from(file_len).unwrap_or(u32::MAX) };
-        Self { file, size, align_log2: align_log2 & 0x3f, landed: NIL, kept: false }
+        Self { chain: NIL, file, size, align_log2: align_log2 & 0x3f, landed: NIL, kept: false }
     }
 
     /// What its tail holds before the name: the declared size when the record's 4-byte field
@@ -368,23 +376,24 @@ impl FileVarRec {
 }
 
 impl Record for FileVarRec {
-    const SIZE: usize = 2 + 4 + 1 + 4;
+    const SIZE: usize = 4 + 2 + 4 + 1 + 4;
     fn encode(&self, out: &mut [u8]) {
         let flag = |on: bool, bit: u8| if on { bit } else { 0 };
         let flags = self.align_log2 | flag(self.size.is_some(), Self::HAS_SIZE) | flag(self.kept, Self::KEPT);
         let size = self.size.map_or(0, |s| u32::try_from(s).unwrap_or(Self::WIDE));
         let mut w = Writer::new(out);
-        w.u16(u16::try_from(self.file.len).unwrap_or(u16::MAX)).u32(size).u8(flags).u32(self.landed);
+        w.u32(self.chain).u16(u16::try_from(self.file.len).unwrap_or(u16::MAX)).u32(size).u8(flags).u32(self.landed);
     }
     fn decode(bytes: &[u8]) -> Self {
         let mut r = Reader::new(bytes);
+        let chain = r.u32();
         let file = Span { at: 0, len: u32::from(r.u16()) };
         let size = r.u32();
         let flags = r.u8();
         let landed = r.u32();
         // A wide size is read from the tail ([`Record::tail_at`]): `u64::MAX` until then.
         let size = (flags & Self::HAS_SIZE != 0).then(|| if size == Self::WIDE { u64::MAX } else { u64::from(size) });
-        FileVarRec { file, size, align_log2: flags & 0x3f, landed, kept: flags & Self::KEPT != 0 }
+        FileVarRec { chain, file, size, align_log2: flags & 0x3f, landed, kept: flags & Self::KEPT != 0 }
     }
     fn tail_at(&mut self, at: u32, arena: &Arena<'_>) {
         self.file.at = at;
@@ -1014,7 +1023,7 @@ pub(crate) fn usage_of_code(c: u8) -> UsageClass {
 #[derive(Debug, Default)]
 pub(crate) struct Index {
     pub manifests: List<ManifestRec>,
-    pub def_exts: List<DefExt>,
+    pub def_exts: DefExts,
     pub graphs: List<GraphRec>,
     pub kelf_names: List<KelfNameRec>,
     /// The `file` variables of the definition being read, until it gets its [`DefExt`].
@@ -1024,6 +1033,8 @@ pub(crate) struct Index {
     pub payloads: List<PayloadRec>,
     /// Slots of payload records that left [`Index::payloads`] for good.
     pub free_payloads: FreeSlots,
+    /// The hash chains of [`Index::payloads`] by member path (each record's tail links it).
+    payload_chains: Chains,
     /// Where the payloads' landings are kept.
     pub landings: Landings,
     /// DMA references read before the definition they name into.
@@ -1047,6 +1058,121 @@ impl Default for FreeSlots {
     fn default() -> Self {
         Self(NIL)
     }
+}
+
+/// Hash chains over records of the arena, by name: `2^log2` heads from `at` ([`NIL`]: none),
+/// each the first record of its chain, whose chain word names the next. A lookup by name walks
+/// one chain, not a list: a member per weight must not cost a scan of every weight (12,000
+/// weights would be 72 million record reads).
+///
+/// A head holds its record's position inverted (`!pos`), so the zeros a fresh allocation
+/// holds are [`NIL`] (`!0`) with no pass to fill them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Chains {
+    /// The heads' position.
+    pub at: u32,
+    /// Heads, as a base-2 logarithm.
+    pub log2: u8,
+}
+
+impl Default for Chains {
+    fn default() -> Self {
+        Self::NONE
+    }
+}
+
+impl Chains {
+    /// No table.
+    pub const NONE: Chains = Chains { at: NIL, log2: 0 };
+
+    /// `2^log2` empty chains, at the bottom of the arena.
+    fn new(arena: &mut Arena<'_>, log2: u8) -> Result<Self, ErrorKind> {
+        // `log2` is below 31 (from a `u32` count): no overflow.
+        let at = arena.alloc(4usize.checked_shl(u32::from(log2)).unwrap_or(usize::MAX))?;
+        Ok(Chains { at, log2 })
+    }
+
+    /// The base-2 logarithm of the heads for `count` records: about two a chain.
+    fn log2_for(count: u32) -> u8 {
+        (u32::BITS.saturating_sub((count >> 1).leading_zeros())) as u8
+    }
+
+    /// Where the head of the chain of `hash` is.
+    fn head_at(self, hash: u64) -> u32 {
+        let mask = 1u32.checked_shl(u32::from(self.log2)).unwrap_or(0).wrapping_sub(1);
+        self.at.saturating_add((hash as u32 & mask).saturating_mul(4))
+    }
+
+    /// The first record of the chain of `hash` ([`NIL`]: none).
+    pub fn first(self, arena: &Arena<'_>, hash: u64) -> u32 {
+        if self.at == NIL {
+            return NIL;
+        }
+        !arena.u32_at(self.head_at(hash))
+    }
+
+    /// Puts the record at `pos`, whose chain word is at `word`, first in the chain of `hash`.
+    fn link(self, arena: &mut Arena<'_>, hash: u64, pos: u32, word: u32) {
+        let next = self.first(arena, hash);
+        arena.write(word, &next.to_le_bytes());
+        arena.write(self.head_at(hash), &(!pos).to_le_bytes());
+    }
+
+    /// Steps a walk may take: no chain holds more records than the arena (a bound, so that a
+    /// damaged link could never loop).
+    fn steps(arena: &Arena<'_>) -> usize {
+        arena.capacity() / 8
+    }
+}
+
+/// The key of a name in [`Chains`].
+fn name_hash(name: &[u8]) -> u64 {
+    crate::digest::digest64(name)
+}
+
+/// The definitions' extensions, in the order they were read: a [`List`] whose
+/// [`DefExts::push`] also files the definition's `file` variables in hash chains of their own
+/// ([`DefExt::chains`]), so that a member finds its variable without a scan.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct DefExts(List<DefExt>);
+
+impl core::ops::Deref for DefExts {
+    type Target = List<DefExt>;
+    fn deref(&self) -> &List<DefExt> {
+        &self.0
+    }
+}
+
+impl DefExts {
+    /// Appends `ext`, its variables filed by file name: heads for about two a chain, 4 bytes
+    /// a head (none for a definition without variables).
+    pub fn push(&mut self, arena: &mut Arena<'_>, ext: &DefExt) -> Result<u32, ErrorKind> {
+        let mut ext = *ext;
+        if !ext.vars.is_empty() {
+            ext.chains = Chains::new(arena, Chains::log2_for(ext.vars.len()))?;
+            let mut at = ext.vars.first();
+            for _ in 0..ext.vars.len() {
+                if at == NIL {
+                    break;
+                }
+                let next = List::<FileVarRec>::next_after(arena, at);
+                let var = ext.vars.get(arena, at);
+                // The chain word is the record's first field.
+                ext.chains.link(arena, name_hash(arena.bytes(var.file)), at, at.saturating_add(4));
+                at = next;
+            }
+        }
+        self.0.push(arena, &ext)
+    }
+}
+
+/// The file named by `path` relative to directory `dir` (`path` itself when `dir` is empty),
+/// if `path` is under `dir`.
+fn under<'p>(path: &'p [u8], dir: &[u8]) -> Option<&'p [u8]> {
+    if dir.is_empty() {
+        return Some(path);
+    }
+    path.strip_prefix(dir).and_then(|rest| rest.strip_prefix(b"/"))
 }
 
 /// `dir/name` compared with `path`, without building it.
@@ -1124,20 +1250,88 @@ impl Index {
         }
     }
 
-    /// Appends a payload record, in the slot of one that left for good if there is one.
+    /// Appends a payload record, in the slot of one that left for good if there is one, and
+    /// files it by member path. The heads grow (four times as many, the old ones left behind)
+    /// before the record is kept, so that a full arena leaves no record the chains miss.
     pub fn push_payload(&mut self, arena: &mut Arena<'_>, rec: &PayloadRec) -> Result<u32, ErrorKind> {
-        let at = self.free_payloads.0;
-        if at == NIL {
-            return self.payloads.push(arena, rec);
+        let live = self.payloads.len().saturating_add(1);
+        let chains = self.payload_chains;
+        if chains.at == NIL || live > 2u32.checked_shl(u32::from(chains.log2)).unwrap_or(u32::MAX) {
+            let log2 = if chains.at == NIL { 2 } else { chains.log2.saturating_add(2) };
+            self.payload_chains = Chains::new(arena, log2)?;
+            let mut at = self.payloads.first();
+            for _ in 0..self.payloads.len() {
+                if at == NIL {
+                    break;
+                }
+                self.file_payload(arena, at);
+                at = List::<PayloadRec>::next_after(arena, at);
+            }
         }
-        self.free_payloads.0 = List::<PayloadRec>::next_after(arena, at);
-        self.payloads.relink(arena, at, rec);
+        let at = self.free_payloads.0;
+        let at = if at == NIL {
+            // The tail is the chain word.
+            self.payloads.push_with_tail(arena, rec, &NIL.to_le_bytes())?
+        } else {
+            self.free_payloads.0 = List::<PayloadRec>::next_after(arena, at);
+            self.payloads.relink(arena, at, rec);
+            at
+        };
+        self.file_payload(arena, at);
         Ok(at)
+    }
+
+    /// Where the chain word of the payload record at `pos` is: its tail.
+    fn payload_word(pos: u32) -> u32 {
+        pos.saturating_add(4).saturating_add(PayloadRec::SIZE as u32)
+    }
+
+    /// Puts the payload record at `pos` first in its chain.
+    fn file_payload(&self, arena: &mut Arena<'_>, pos: u32) {
+        let hash = name_hash(arena.bytes(self.payloads.get(arena, pos).member));
+        self.payload_chains.link(arena, hash, pos, Self::payload_word(pos));
+    }
+
+    /// The payload record of member `name`, if one is in the list. There is at most one: a
+    /// copy lands only once the earlier one left ([`Book::release_earlier`](super::book::Book)).
+    pub fn payload_named(&self, arena: &Arena<'_>, name: &str) -> Option<(u32, PayloadRec)> {
+        let mut at = self.payload_chains.first(arena, name_hash(name.as_bytes()));
+        for _ in 0..Chains::steps(arena) {
+            if at == NIL {
+                break;
+            }
+            let p = self.payloads.get(arena, at);
+            if arena.eq(p.member, name) {
+                return Some((at, p));
+            }
+            at = arena.u32_at(Self::payload_word(at));
+        }
+        None
     }
 
     /// Takes the payload record at `pos` out of the list for good: nothing reads it again, and
     /// its slot serves the next payload.
     pub fn drop_payload(&mut self, arena: &mut Arena<'_>, pos: u32) {
+        // Out of its chain first: the slot's next record goes in another.
+        let chains = self.payload_chains;
+        let hash = name_hash(arena.bytes(self.payloads.get(arena, pos).member));
+        let mut prev = NIL;
+        let mut at = chains.first(arena, hash);
+        for _ in 0..Chains::steps(arena) {
+            if at == NIL {
+                break;
+            }
+            let next = arena.u32_at(Self::payload_word(at));
+            if at == pos {
+                if prev == NIL {
+                    arena.write(chains.head_at(hash), &(!next).to_le_bytes());
+                } else {
+                    arena.write(Self::payload_word(prev), &next.to_le_bytes());
+                }
+                break;
+            }
+            (prev, at) = (at, next);
+        }
         if self.payloads.unlink(arena, pos) {
             arena.write(pos, &self.free_payloads.0.to_le_bytes());
             self.free_payloads.0 = pos;
@@ -1166,6 +1360,46 @@ impl Index {
         self.def_exts
             .iter(arena)
             .find_map(|(at, ext)| ext.vars.iter(arena).find(|(_, v)| f(&ext, v)).map(|(pos, v)| (at, ext, pos, v)))
+    }
+
+    /// The first variable of `ext`, in declaration order, with file name `file` that `f` takes
+    /// (one chain walked: the chain holds them latest first).
+    fn var_in(
+        &self,
+        arena: &Arena<'_>,
+        ext: &DefExt,
+        file: &[u8],
+        f: &mut dyn FnMut(&FileVarRec) -> bool,
+    ) -> Option<(u32, FileVarRec)> {
+        let mut found = None;
+        let mut at = ext.chains.first(arena, name_hash(file));
+        for _ in 0..Chains::steps(arena) {
+            if at == NIL {
+                break;
+            }
+            let v = self.var(arena, at);
+            if arena.bytes(v.file) == file && f(&v) {
+                found = Some((at, v));
+            }
+            at = v.chain;
+        }
+        found
+    }
+
+    /// [`Index::find_var`] for the variables that name member `member` (the definition's
+    /// directory joined with the file name): the first, of every definition read in order,
+    /// that `f` takes. A chain walked per definition, not a scan of the variables.
+    pub fn var_named(
+        &self,
+        arena: &Arena<'_>,
+        member: &str,
+        f: &mut dyn FnMut(&FileVarRec) -> bool,
+    ) -> Option<(u32, DefExt, u32, FileVarRec)> {
+        self.def_exts.iter(arena).find_map(|(at, ext)| {
+            let def = self.manifests.get(arena, ext.def);
+            let file = under(member.as_bytes(), dir_of_bytes(arena.bytes(def.member)))?;
+            self.var_in(arena, &ext, file, f).map(|(pos, v)| (at, ext, pos, v))
+        })
     }
 
     /// The KELF records of the chain, in `neff.json` node order (which numbers the cores):
@@ -1288,16 +1522,20 @@ impl Index {
     ///
     /// Placement and the binder's reference check both ask it: what gives a payload its role
     /// is what the binder requires present.
+    ///
+    /// `want`: only the references that may name that member are asked about (a weight's are
+    /// found by the file name's hash chain, not by a walk of every variable).
     pub fn payload_refs<'a, T>(
         &self,
         arena: &'a Arena<'_>,
         def_pos: u32,
         def: &ManifestRec,
+        want: Option<&str>,
         f: &mut dyn FnMut(&PayloadRef) -> Option<T>,
     ) -> Option<T> {
         // One copy of the walk whatever `f` answers (flash on a controller).
         let mut answer = None;
-        self.refs_under(arena, Tier::Def, def, (def_pos, *def), None, &mut |r| {
+        self.refs_under(arena, Tier::Def, def, (def_pos, *def), None, want, &mut |r| {
             answer = f(r);
             answer.is_some()
         });
@@ -1313,6 +1551,7 @@ impl Index {
         def: &ManifestRec,
         by: (u32, ManifestRec),
         engine: Option<EngineKey>,
+        want: Option<&str>,
         f: &mut dyn FnMut(&PayloadRef) -> bool,
     ) -> bool {
         let dir = dir_of(arena.str(def.member));
@@ -1322,18 +1561,24 @@ impl Index {
             }
             let payload = |(name, index), var| PayloadRef { row, name, index, by: by.1, engine, var };
             let found = match (row.store, row.names) {
-                (Store::FileVars, _) => self
-                    .def_ext(arena, &by.1)
-                    .vars
-                    .iter(arena)
-                    .any(|(pos, v)| f(&payload((v.file, NO_INDEX), Some((pos, v))))),
+                (Store::FileVars, _) => {
+                    let ext = self.def_ext(arena, &by.1);
+                    let asked = |(pos, v): (u32, FileVarRec)| f(&payload((v.file, NO_INDEX), Some((pos, v))));
+                    match want {
+                        // Only the first variable of that name: the one `f` would be asked first.
+                        Some(member) => under(member.as_bytes(), dir.as_bytes())
+                            .and_then(|file| self.var_in(arena, &ext, file, &mut |_| true))
+                            .is_some_and(asked),
+                        None => ext.vars.iter(arena).any(asked),
+                    }
+                }
                 (Store::Instr, _) => engine
                     .and_then(|e| self.instr_of(arena, def, Some(&by.1), e))
                     .is_some_and(|instr| f(&payload((instr, NO_INDEX), None))),
                 (Store::EngineSlots, _) => ENGINE_KEYS.into_iter().any(|e| {
                     self.engine_of(arena, &by.1, e)
                         .filter(|(_, j)| j.failed.is_none())
-                        .is_some_and(|json| self.refs_under(arena, Tier::Engine(Some(e)), def, json, Some(e), f))
+                        .is_some_and(|json| self.refs_under(arena, Tier::Engine(Some(e)), def, json, Some(e), want, f))
                 }),
                 (Store::Names, Names::Payload(_)) => {
                     self.names_by(arena, by.0, row.kind).any(|name| f(&payload(name, None)))
@@ -1344,7 +1589,7 @@ impl Index {
                         .iter(arena)
                         .filter(|(_, m)| m.kind == ManifestKind::Engine && !m.superseded && m.failed.is_none())
                         .find(|(_, m)| is_joined_suffixed(arena.str(m.member), dir, name, row.suffix))
-                        .is_some_and(|named| self.refs_under(arena, next, def, named, engine, f))
+                        .is_some_and(|named| self.refs_under(arena, next, def, named, engine, want, f))
                 }),
                 (Store::KelfNames | Store::Graphs, _) => false,
             };
@@ -1468,7 +1713,7 @@ impl Index {
                 return None;
             }
             let dir = dir_of(arena.str(def.member));
-            self.payload_refs(arena, def_pos, &def, &mut |r| {
+            self.payload_refs(arena, def_pos, &def, Some(member), &mut |r| {
                 is_joined_bytes(member.as_bytes(), dir.as_bytes(), arena.bytes(r.name)).then(|| Role::of(r, core))
             })
         })
