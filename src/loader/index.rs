@@ -1544,6 +1544,7 @@ impl Index {
 
     /// [`Self::payload_refs`] from manifest `by` of `tier` (`engine`: the engine it stands
     /// under), until `f` answers true (then true).
+    #[allow(clippy::too_many_arguments)] // the walk's place (tier, definition, manifest, engine), then what it asks
     fn refs_under<'a>(
         &self,
         arena: &'a Arena<'_>,
