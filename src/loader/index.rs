@@ -82,15 +82,12 @@ pub(crate) struct DefExt {
     /// Its queue and variable names, kept when an engine JSON it names was still to come
     /// ([`super::dma`]).
     pub names: Option<NameTable>,
-    /// The hash chains of its `vars` by file name ([`DefExts::push`] files them).
-    pub chains: Chains,
 }
 
 impl Default for DefExt {
     fn default() -> Self {
         Self {
             def: NIL,
-            chains: Chains::NONE,
             vars: List::new(),
             engines: Default::default(),
             engine_instrs: Default::default(),
@@ -101,11 +98,10 @@ impl Default for DefExt {
 }
 
 impl Record for DefExt {
-    const SIZE: usize =
-        4 + List::<FileVarRec>::ENCODED + 2 * ENGINE_SLOTS * Span::ENCODED + 1 + 1 + 8 + 8 + 4 + 4 + 4 + 1;
+    const SIZE: usize = 4 + List::<FileVarRec>::ENCODED + 2 * ENGINE_SLOTS * Span::ENCODED + 1 + 1 + 8 + 8 + 4 + 4;
     fn encode(&self, out: &mut [u8]) {
         let mut w = Writer::new(out);
-        w.u32(self.def).list(&self.vars).u32(self.chains.at).u8(self.chains.log2);
+        w.u32(self.def).list(&self.vars);
         for s in self.engines.iter().chain(self.engine_instrs.iter()) {
             w.span(*s);
         }
@@ -119,7 +115,6 @@ impl Record for DefExt {
     fn decode(bytes: &[u8]) -> Self {
         let mut r = Reader::new(bytes);
         let mut ext = DefExt { def: r.u32(), vars: r.list(), ..DefExt::default() };
-        ext.chains = Chains { at: r.u32(), log2: r.u8() };
         for s in ext.engines.iter_mut().chain(ext.engine_instrs.iter_mut()) {
             *s = r.span();
         }
@@ -322,9 +317,6 @@ impl Record for ReplayRec {
 /// as it would here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct FileVarRec {
-    /// The next variable of its hash chain ([`DefExt::chains`]; [`NIL`]: the last). The first
-    /// field: the chains link it in place ([`Chains::link`]).
-    pub chain: u32,
     /// Its `file_name` (the record's tail).
     pub file: Span,
     pub size: Option<u64>,
@@ -349,7 +341,7 @@ impl FileVarRec {
     /// A variable of `file_len` name bytes, not landed.
     pub fn new(file_len: usize, size: Option<u64>, align_log2: u8) -> Self {
         let file = Span { at: 0, len: u32::try_from(file_len).unwrap_or(u32::MAX) };
-        Self { chain: NIL, file, size, align_log2: align_log2 & 0x3f, landed: NIL, kept: false }
+        Self { file, size, align_log2: align_log2 & 0x3f, landed: NIL, kept: false }
     }
 
     /// What its tail holds before the name: the declared size when the record's 4-byte field
@@ -376,24 +368,23 @@ impl FileVarRec {
 }
 
 impl Record for FileVarRec {
-    const SIZE: usize = 4 + 2 + 4 + 1 + 4;
+    const SIZE: usize = 2 + 4 + 1 + 4;
     fn encode(&self, out: &mut [u8]) {
         let flag = |on: bool, bit: u8| if on { bit } else { 0 };
         let flags = self.align_log2 | flag(self.size.is_some(), Self::HAS_SIZE) | flag(self.kept, Self::KEPT);
         let size = self.size.map_or(0, |s| u32::try_from(s).unwrap_or(Self::WIDE));
         let mut w = Writer::new(out);
-        w.u32(self.chain).u16(u16::try_from(self.file.len).unwrap_or(u16::MAX)).u32(size).u8(flags).u32(self.landed);
+        w.u16(u16::try_from(self.file.len).unwrap_or(u16::MAX)).u32(size).u8(flags).u32(self.landed);
     }
     fn decode(bytes: &[u8]) -> Self {
         let mut r = Reader::new(bytes);
-        let chain = r.u32();
         let file = Span { at: 0, len: u32::from(r.u16()) };
         let size = r.u32();
         let flags = r.u8();
         let landed = r.u32();
         // A wide size is read from the tail ([`Record::tail_at`]): `u64::MAX` until then.
         let size = (flags & Self::HAS_SIZE != 0).then(|| if size == Self::WIDE { u64::MAX } else { u64::from(size) });
-        FileVarRec { chain, file, size, align_log2: flags & 0x3f, landed, kept: flags & Self::KEPT != 0 }
+        FileVarRec { file, size, align_log2: flags & 0x3f, landed, kept: flags & Self::KEPT != 0 }
     }
     fn tail_at(&mut self, at: u32, arena: &Arena<'_>) {
         self.file.at = at;
@@ -1033,8 +1024,10 @@ pub(crate) struct Index {
     pub payloads: List<PayloadRec>,
     /// Slots of payload records that left [`Index::payloads`] for good.
     pub free_payloads: FreeSlots,
-    /// The hash chains of [`Index::payloads`] by member path (each record's tail links it).
-    payload_chains: Chains,
+    /// The table of [`Index::payloads`] by member path (past [`TABLE_MIN`] of them), and
+    /// its slots taken (records and the gone).
+    payload_table: Table,
+    payload_used: u32,
     /// Where the payloads' landings are kept.
     pub landings: Landings,
     /// DMA references read before the definition they name into.
@@ -1060,109 +1053,152 @@ impl Default for FreeSlots {
     }
 }
 
-/// Hash chains over records of the arena, by name: `2^log2` heads from `at` ([`NIL`]: none),
-/// each the first record of its chain, whose chain word names the next. A lookup by name walks
-/// one chain, not a list: a member per weight must not cost a scan of every weight (12,000
-/// weights would be 72 million record reads).
+/// Records of one list past this many are found by name through a [`Table`]; below it, a scan
+/// of the list costs less than a table's arena (a controller's NEFFs stay below it: their
+/// arena is what it was).
+pub(crate) const TABLE_MIN: u32 = 256;
+
+/// A slot of a [`Table`] whose record left: probes pass it, as they would a record.
+const GONE: u32 = NIL - 1;
+
+/// An open-addressing table of record positions by name, in the arena: `2^log2` slots from
+/// `at` ([`NIL`]: no table), probed one after the other from the name's hash. A slot holds its
+/// position inverted (`!pos`), so the zeros of a fresh allocation are empty slots ([`NIL`]).
 ///
-/// A head holds its record's position inverted (`!pos`), so the zeros a fresh allocation
-/// holds are [`NIL`] (`!0`) with no pass to fill them.
+/// Lookups by name probe a few slots instead of scanning a list: a member per weight must not
+/// cost a scan of every weight (12,000 weights were 72 million record reads).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Chains {
-    /// The heads' position.
+pub(crate) struct Table {
+    /// The slots' position.
     pub at: u32,
-    /// Heads, as a base-2 logarithm.
+    /// Slots, as a base-2 logarithm.
     pub log2: u8,
 }
 
-impl Default for Chains {
+impl Default for Table {
     fn default() -> Self {
         Self::NONE
     }
 }
 
-impl Chains {
+impl Table {
     /// No table.
-    pub const NONE: Chains = Chains { at: NIL, log2: 0 };
+    pub const NONE: Table = Table { at: NIL, log2: 0 };
 
-    /// `2^log2` empty chains, at the bottom of the arena.
-    fn new(arena: &mut Arena<'_>, log2: u8) -> Result<Self, ErrorKind> {
-        // `log2` is below 31 (from a `u32` count): no overflow.
+    /// Empty slots for `count` records, at most two thirds full, at the bottom of the arena.
+    fn new(arena: &mut Arena<'_>, count: u32) -> Result<Self, ErrorKind> {
+        let want = count.saturating_add(count >> 1);
+        // At most 2^32 slots: `want` is a `u32`.
+        let log2 = (u32::BITS.saturating_sub(want.leading_zeros())) as u8;
         let at = arena.alloc(4usize.checked_shl(u32::from(log2)).unwrap_or(usize::MAX))?;
-        Ok(Chains { at, log2 })
+        Ok(Table { at, log2 })
     }
 
-    /// The base-2 logarithm of the heads for `count` records: about two a chain.
-    fn log2_for(count: u32) -> u8 {
-        (u32::BITS.saturating_sub((count >> 1).leading_zeros())) as u8
+    /// Slots in all.
+    fn slots(self) -> u32 {
+        1u32.checked_shl(u32::from(self.log2)).unwrap_or(u32::MAX)
     }
 
-    /// Where the head of the chain of `hash` is.
-    fn head_at(self, hash: u64) -> u32 {
-        let mask = 1u32.checked_shl(u32::from(self.log2)).unwrap_or(0).wrapping_sub(1);
-        self.at.saturating_add((hash as u32 & mask).saturating_mul(4))
+    /// Where slot `i` (modulo the slots) is.
+    fn slot_at(self, i: u32) -> u32 {
+        self.at.saturating_add((i & self.slots().wrapping_sub(1)).saturating_mul(4))
     }
 
-    /// The first record of the chain of `hash` ([`NIL`]: none).
-    pub fn first(self, arena: &Arena<'_>, hash: u64) -> u32 {
+    /// The positions on the probe of `hash`, in order, to the first empty slot, until `f`
+    /// says stop (true): the slot where it did.
+    fn probe(self, arena: &Arena<'_>, hash: u64, f: &mut dyn FnMut(u32) -> bool) -> Option<u32> {
         if self.at == NIL {
-            return NIL;
+            return None;
         }
-        !arena.u32_at(self.head_at(hash))
+        let start = hash as u32;
+        for i in 0..self.slots() {
+            let slot = start.wrapping_add(i);
+            let pos = !arena.u32_at(self.slot_at(slot));
+            if pos == NIL {
+                break;
+            }
+            if pos != GONE && f(pos) {
+                return Some(slot);
+            }
+        }
+        None
     }
 
-    /// Puts the record at `pos`, whose chain word is at `word`, first in the chain of `hash`.
-    fn link(self, arena: &mut Arena<'_>, hash: u64, pos: u32, word: u32) {
-        let next = self.first(arena, hash);
-        arena.write(word, &next.to_le_bytes());
-        arena.write(self.head_at(hash), &(!pos).to_le_bytes());
-    }
-
-    /// Steps a walk may take: no chain holds more records than the arena (a bound, so that a
-    /// damaged link could never loop).
-    fn steps(arena: &Arena<'_>) -> usize {
-        arena.capacity() / 8
+    /// Puts `pos` in the first empty slot of the probe of `hash` (a table is never full: it
+    /// is built for its records, and grows before it passes three quarters).
+    fn insert(self, arena: &mut Arena<'_>, hash: u64, pos: u32) {
+        let start = hash as u32;
+        for i in 0..self.slots() {
+            let at = self.slot_at(start.wrapping_add(i));
+            if arena.u32_at(at) == 0 {
+                arena.write(at, &(!pos).to_le_bytes());
+                return;
+            }
+        }
     }
 }
 
-/// The key of a name in [`Chains`].
+/// The key of a name in a [`Table`].
 fn name_hash(name: &[u8]) -> u64 {
     crate::digest::digest64(name)
 }
 
+/// The [`Table`] of a definition's file variables by file name, for one of [`TABLE_MIN`] or more.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct VarTable {
+    /// The definition's manifest record.
+    pub def: u32,
+    pub table: Table,
+}
+
+impl Record for VarTable {
+    const SIZE: usize = 4 + 4 + 1;
+    fn encode(&self, out: &mut [u8]) {
+        Writer::new(out).u32(self.def).u32(self.table.at).u8(self.table.log2);
+    }
+    fn decode(bytes: &[u8]) -> Self {
+        let mut r = Reader::new(bytes);
+        VarTable { def: r.u32(), table: Table { at: r.u32(), log2: r.u8() } }
+    }
+}
+
 /// The definitions' extensions, in the order they were read: a [`List`] whose
-/// [`DefExts::push`] also files the definition's `file` variables in hash chains of their own
-/// ([`DefExt::chains`]), so that a member finds its variable without a scan.
+/// [`DefExts::push`] also files the `file` variables of a definition with many in a
+/// [`Table`] of their own, so that a member finds its variable without a scan.
 #[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct DefExts(List<DefExt>);
+pub(crate) struct DefExts {
+    list: List<DefExt>,
+    tables: List<VarTable>,
+}
 
 impl core::ops::Deref for DefExts {
     type Target = List<DefExt>;
     fn deref(&self) -> &List<DefExt> {
-        &self.0
+        &self.list
     }
 }
 
 impl DefExts {
-    /// Appends `ext`, its variables filed by file name: heads for about two a chain, 4 bytes
-    /// a head (none for a definition without variables).
+    /// Appends `ext`; with [`TABLE_MIN`] variables or more, their table first.
     pub fn push(&mut self, arena: &mut Arena<'_>, ext: &DefExt) -> Result<u32, ErrorKind> {
-        let mut ext = *ext;
-        if !ext.vars.is_empty() {
-            ext.chains = Chains::new(arena, Chains::log2_for(ext.vars.len()))?;
+        if ext.vars.len() >= TABLE_MIN {
+            let table = Table::new(arena, ext.vars.len())?;
             let mut at = ext.vars.first();
             for _ in 0..ext.vars.len() {
                 if at == NIL {
                     break;
                 }
-                let next = List::<FileVarRec>::next_after(arena, at);
-                let var = ext.vars.get(arena, at);
-                // The chain word is the record's first field.
-                ext.chains.link(arena, name_hash(arena.bytes(var.file)), at, at.saturating_add(4));
-                at = next;
+                table.insert(arena, name_hash(arena.bytes(ext.vars.get(arena, at).file)), at);
+                at = List::<FileVarRec>::next_after(arena, at);
             }
+            self.tables.push(arena, &VarTable { def: ext.def, table })?;
         }
-        self.0.push(arena, &ext)
+        self.list.push(arena, ext)
+    }
+
+    /// The table of the definition at `def`, if it has one.
+    fn table_of(&self, arena: &Arena<'_>, def: u32) -> Option<Table> {
+        self.tables.iter(arena).find(|(_, t)| t.def == def).map(|(_, t)| t.table)
     }
 }
 
@@ -1250,15 +1286,18 @@ impl Index {
         }
     }
 
-    /// Appends a payload record, in the slot of one that left for good if there is one, and
-    /// files it by member path. The heads grow (four times as many, the old ones left behind)
-    /// before the record is kept, so that a full arena leaves no record the chains miss.
+    /// Appends a payload record, in the slot of one that left for good if there is one. Past
+    /// [`TABLE_MIN`] records, they are filed by member path: the table is built (again, twice
+    /// as large as the records then, the old one left behind) before the record is kept, so
+    /// that a full arena leaves no record the table misses.
     pub fn push_payload(&mut self, arena: &mut Arena<'_>, rec: &PayloadRec) -> Result<u32, ErrorKind> {
         let live = self.payloads.len().saturating_add(1);
-        let chains = self.payload_chains;
-        if chains.at == NIL || live > 2u32.checked_shl(u32::from(chains.log2)).unwrap_or(u32::MAX) {
-            let log2 = if chains.at == NIL { 2 } else { chains.log2.saturating_add(2) };
-            self.payload_chains = Chains::new(arena, log2)?;
+        let table = self.payload_table;
+        let crowded = u64::from(self.payload_used.saturating_add(1)).saturating_mul(4)
+            > u64::from(table.slots()).saturating_mul(3);
+        if live >= TABLE_MIN && (table.at == NIL || crowded) {
+            self.payload_table = Table::new(arena, live.saturating_mul(2))?;
+            self.payload_used = 0;
             let mut at = self.payloads.first();
             for _ in 0..self.payloads.len() {
                 if at == NIL {
@@ -1270,8 +1309,7 @@ impl Index {
         }
         let at = self.free_payloads.0;
         let at = if at == NIL {
-            // The tail is the chain word.
-            self.payloads.push_with_tail(arena, rec, &NIL.to_le_bytes())?
+            self.payloads.push(arena, rec)?
         } else {
             self.free_payloads.0 = List::<PayloadRec>::next_after(arena, at);
             self.payloads.relink(arena, at, rec);
@@ -1281,56 +1319,39 @@ impl Index {
         Ok(at)
     }
 
-    /// Where the chain word of the payload record at `pos` is: its tail.
-    fn payload_word(pos: u32) -> u32 {
-        pos.saturating_add(4).saturating_add(PayloadRec::SIZE as u32)
-    }
-
-    /// Puts the payload record at `pos` first in its chain.
-    fn file_payload(&self, arena: &mut Arena<'_>, pos: u32) {
-        let hash = name_hash(arena.bytes(self.payloads.get(arena, pos).member));
-        self.payload_chains.link(arena, hash, pos, Self::payload_word(pos));
+    /// Files the payload record at `pos` in the table, if there is one.
+    fn file_payload(&mut self, arena: &mut Arena<'_>, pos: u32) {
+        if self.payload_table.at != NIL {
+            let hash = name_hash(arena.bytes(self.payloads.get(arena, pos).member));
+            self.payload_table.insert(arena, hash, pos);
+            self.payload_used = self.payload_used.saturating_add(1);
+        }
     }
 
     /// The payload record of member `name`, if one is in the list. There is at most one: a
     /// copy lands only once the earlier one left ([`Book::release_earlier`](super::book::Book)).
     pub fn payload_named(&self, arena: &Arena<'_>, name: &str) -> Option<(u32, PayloadRec)> {
-        let mut at = self.payload_chains.first(arena, name_hash(name.as_bytes()));
-        for _ in 0..Chains::steps(arena) {
-            if at == NIL {
-                break;
-            }
-            let p = self.payloads.get(arena, at);
-            if arena.eq(p.member, name) {
-                return Some((at, p));
-            }
-            at = arena.u32_at(Self::payload_word(at));
+        let table = self.payload_table;
+        if table.at == NIL {
+            return self.payloads.iter(arena).filter(|(_, p)| arena.eq(p.member, name)).last();
         }
-        None
+        let mut found = None;
+        table.probe(arena, name_hash(name.as_bytes()), &mut |pos| {
+            let p = self.payloads.get(arena, pos);
+            found = Some((pos, p)).filter(|_| arena.eq(p.member, name));
+            found.is_some()
+        });
+        found
     }
 
     /// Takes the payload record at `pos` out of the list for good: nothing reads it again, and
     /// its slot serves the next payload.
     pub fn drop_payload(&mut self, arena: &mut Arena<'_>, pos: u32) {
-        // Out of its chain first: the slot's next record goes in another.
-        let chains = self.payload_chains;
+        // Out of the table first: the slot's next record has another name.
+        let table = self.payload_table;
         let hash = name_hash(arena.bytes(self.payloads.get(arena, pos).member));
-        let mut prev = NIL;
-        let mut at = chains.first(arena, hash);
-        for _ in 0..Chains::steps(arena) {
-            if at == NIL {
-                break;
-            }
-            let next = arena.u32_at(Self::payload_word(at));
-            if at == pos {
-                if prev == NIL {
-                    arena.write(chains.head_at(hash), &(!next).to_le_bytes());
-                } else {
-                    arena.write(Self::payload_word(prev), &next.to_le_bytes());
-                }
-                break;
-            }
-            (prev, at) = (at, next);
+        if let Some(slot) = table.probe(arena, hash, &mut |at| at == pos) {
+            arena.write(table.slot_at(slot), &(!GONE).to_le_bytes());
         }
         if self.payloads.unlink(arena, pos) {
             arena.write(pos, &self.free_payloads.0.to_le_bytes());
@@ -1362,8 +1383,8 @@ impl Index {
             .find_map(|(at, ext)| ext.vars.iter(arena).find(|(_, v)| f(&ext, v)).map(|(pos, v)| (at, ext, pos, v)))
     }
 
-    /// The first variable of `ext`, in declaration order, with file name `file` that `f` takes
-    /// (one chain walked: the chain holds them latest first).
+    /// The first variable of `ext`, in declaration order, with file name `file` that `f` takes:
+    /// through its definition's table if it has one, else by a scan.
     fn var_in(
         &self,
         arena: &Arena<'_>,
@@ -1371,18 +1392,19 @@ impl Index {
         file: &[u8],
         f: &mut dyn FnMut(&FileVarRec) -> bool,
     ) -> Option<(u32, FileVarRec)> {
-        let mut found = None;
-        let mut at = ext.chains.first(arena, name_hash(file));
-        for _ in 0..Chains::steps(arena) {
-            if at == NIL {
-                break;
+        let mut named = |v: &FileVarRec| arena.bytes(v.file) == file && f(v);
+        let Some(table) = self.def_exts.table_of(arena, ext.def) else {
+            return ext.vars.iter(arena).find(|(_, v)| named(v));
+        };
+        // Every variable of that name is on the probe; the first declared is the lowest placed.
+        let mut found: Option<(u32, FileVarRec)> = None;
+        table.probe(arena, name_hash(file), &mut |pos| {
+            let v = self.var(arena, pos);
+            if found.is_none_or(|(first, _)| pos < first) && named(&v) {
+                found = Some((pos, v));
             }
-            let v = self.var(arena, at);
-            if arena.bytes(v.file) == file && f(&v) {
-                found = Some((at, v));
-            }
-            at = v.chain;
-        }
+            false
+        });
         found
     }
 

@@ -22,44 +22,26 @@ use serde_json::Value;
 
 /// Bytes of the records, as `docs/firmware.md` gives them: each record also takes a 4-byte link.
 const MANIFEST: u64 = 4 + 25;
-const DEF_EXT: u64 = 4 + 119;
+const DEF_EXT: u64 = 4 + 114;
 const GRAPH: u64 = 4 + 18;
 const KELF_NAME: u64 = 4 + 9;
 const NAME: u64 = 4 + 9;
-const WEIGHT: u64 = 4 + 15;
-/// A payload record and its tail, the link of its hash chain.
-const PAYLOAD: u64 = 4 + 13 + 4;
+const WEIGHT: u64 = 4 + 11;
+const PAYLOAD: u64 = 4 + 13;
+/// A definition's table of its file variables, from `neff::loader`'s `TABLE_MIN` of them.
+const VAR_TABLE: u64 = 4 + 9;
+const TABLE_MIN: u64 = 256;
 
-/// Bytes of the heads of a definition's hash chains over its `count` file variables: a
-/// power of two for about two a chain, 4 bytes a head.
-fn var_heads(count: u64) -> u64 {
-    if count == 0 {
+/// Bytes of a definition's file variables' table, for `count` of them: a power of two of
+/// 4-byte slots, at most two thirds full, and its record.
+fn var_table(count: u64) -> u64 {
+    if count < TABLE_MIN {
         0
     } else {
-        4 << (64 - (count >> 1).leading_zeros())
+        VAR_TABLE + (4 << (64 - (count + count / 2).leading_zeros()))
     }
 }
 
-/// The heads of the payload records' hash chains: 4 at the first record, four times as many
-/// (the old ones left behind) when the records in the list pass two a chain.
-#[derive(Default)]
-struct PayloadHeads {
-    live: u64,
-    heads: u64,
-}
-
-impl PayloadHeads {
-    /// A record joins the list: the bytes of new heads, if it takes new ones.
-    fn push(&mut self) -> u64 {
-        self.live += 1;
-        if self.heads == 0 || self.live > 2 * self.heads {
-            self.heads = if self.heads == 0 { 4 } else { self.heads * 4 };
-            4 * self.heads
-        } else {
-            0
-        }
-    }
-}
 /// What the loader keeps of a payload that landed (`neff::hal::LANDING_NOTE`): in the device's
 /// notebook when it lends one, else in the arena.
 const LANDING: u64 = 28;
@@ -111,9 +93,7 @@ fn formula(members: &[(String, Vec<u8>)], notebook: bool) -> u64 {
     // Payload records whose slot a later one takes, and the staged copies holding one.
     let mut free_slots = 0u64;
     let mut staged_copies: Vec<String> = Vec::new();
-    let mut heads = PayloadHeads::default();
-    let payload = |index: &mut u64, free_slots: &mut u64, heads: &mut PayloadHeads| {
-        *index += heads.push();
+    let payload = |index: &mut u64, free_slots: &mut u64| {
         if *free_slots > 0 {
             *free_slots -= 1;
         } else {
@@ -151,7 +131,7 @@ fn formula(members: &[(String, Vec<u8>)], notebook: bool) -> u64 {
             }
             let weight = name.ends_with(".npy") && def_read;
             if !weight {
-                payload(&mut index, &mut free_slots, &mut heads);
+                payload(&mut index, &mut free_slots);
                 index += name.len() as u64;
             }
             land(&mut index, &mut free_landings);
@@ -167,7 +147,7 @@ fn formula(members: &[(String, Vec<u8>)], notebook: bool) -> u64 {
         index += MANIFEST + name.len() as u64;
         if !named {
             // Read both ways: a staged copy too, whose record shares the path.
-            payload(&mut index, &mut free_slots, &mut heads);
+            payload(&mut index, &mut free_slots);
             land(&mut index, &mut free_landings);
             staged_copies.push(name.clone());
         }
@@ -192,7 +172,7 @@ fn formula(members: &[(String, Vec<u8>)], notebook: bool) -> u64 {
                 index += WEIGHT + v["file_name"].as_str().unwrap().len() as u64;
                 weights += 1;
             }
-            index += var_heads(weights);
+            index += var_table(weights);
             for lib in doc["ucode_lib"].as_array().into_iter().flatten() {
                 index += NAME + lib["library"].as_str().unwrap().len() as u64;
             }
@@ -247,7 +227,6 @@ fn formula(members: &[(String, Vec<u8>)], notebook: bool) -> u64 {
         let before = staged_copies.len();
         staged_copies.retain(|m| !all_named(m));
         free_slots += (before - staged_copies.len()) as u64;
-        heads.live -= (before - staged_copies.len()) as u64;
         free_landings += (before - staged_copies.len()) as u64;
         peak = peak.max(index);
     }
