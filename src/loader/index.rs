@@ -1058,6 +1058,11 @@ impl Default for FreeSlots {
 /// arena is what it was).
 pub(crate) const TABLE_MIN: u32 = 256;
 
+/// Whether this build keeps [`Table`]s (feature `name-tables`, which hosts build with). A
+/// controller's image leaves them out (2.3 KB of flash on a Cortex-M4) and scans its lists: its
+/// models have hundreds of weights, not thousands.
+const TABLES: bool = cfg!(feature = "name-tables");
+
 /// A slot of a [`Table`] whose record left: probes pass it, as they would a record.
 const GONE: u32 = NIL - 1;
 
@@ -1181,7 +1186,7 @@ impl core::ops::Deref for DefExts {
 impl DefExts {
     /// Appends `ext`; with [`TABLE_MIN`] variables or more, their table first.
     pub fn push(&mut self, arena: &mut Arena<'_>, ext: &DefExt) -> Result<u32, ErrorKind> {
-        if ext.vars.len() >= TABLE_MIN {
+        if TABLES && ext.vars.len() >= TABLE_MIN {
             let table = Table::new(arena, ext.vars.len())?;
             let mut at = ext.vars.first();
             for _ in 0..ext.vars.len() {
@@ -1295,7 +1300,7 @@ impl Index {
         let table = self.payload_table;
         let crowded = u64::from(self.payload_used.saturating_add(1)).saturating_mul(4)
             > u64::from(table.slots()).saturating_mul(3);
-        if live >= TABLE_MIN && (table.at == NIL || crowded) {
+        if TABLES && live >= TABLE_MIN && (table.at == NIL || crowded) {
             self.payload_table = Table::new(arena, live.saturating_mul(2))?;
             self.payload_used = 0;
             let mut at = self.payloads.first();
@@ -1321,7 +1326,7 @@ impl Index {
 
     /// Files the payload record at `pos` in the table, if there is one.
     fn file_payload(&mut self, arena: &mut Arena<'_>, pos: u32) {
-        if self.payload_table.at != NIL {
+        if TABLES && self.payload_table.at != NIL {
             let hash = name_hash(arena.bytes(self.payloads.get(arena, pos).member));
             self.payload_table.insert(arena, hash, pos);
             self.payload_used = self.payload_used.saturating_add(1);
@@ -1332,7 +1337,7 @@ impl Index {
     /// copy lands only once the earlier one left ([`Book::release_earlier`](super::book::Book)).
     pub fn payload_named(&self, arena: &Arena<'_>, name: &str) -> Option<(u32, PayloadRec)> {
         let table = self.payload_table;
-        if table.at == NIL {
+        if !TABLES || table.at == NIL {
             return self.payloads.iter(arena).filter(|(_, p)| arena.eq(p.member, name)).last();
         }
         let mut found = None;
@@ -1349,9 +1354,11 @@ impl Index {
     pub fn drop_payload(&mut self, arena: &mut Arena<'_>, pos: u32) {
         // Out of the table first: the slot's next record has another name.
         let table = self.payload_table;
-        let hash = name_hash(arena.bytes(self.payloads.get(arena, pos).member));
-        if let Some(slot) = table.probe(arena, hash, &mut |at| at == pos) {
-            arena.write(table.slot_at(slot), &(!GONE).to_le_bytes());
+        if TABLES && table.at != NIL {
+            let hash = name_hash(arena.bytes(self.payloads.get(arena, pos).member));
+            if let Some(slot) = table.probe(arena, hash, &mut |at| at == pos) {
+                arena.write(table.slot_at(slot), &(!GONE).to_le_bytes());
+            }
         }
         if self.payloads.unlink(arena, pos) {
             arena.write(pos, &self.free_payloads.0.to_le_bytes());
@@ -1393,7 +1400,8 @@ impl Index {
         f: &mut dyn FnMut(&FileVarRec) -> bool,
     ) -> Option<(u32, FileVarRec)> {
         let mut named = |v: &FileVarRec| arena.bytes(v.file) == file && f(v);
-        let Some(table) = self.def_exts.table_of(arena, ext.def) else {
+        let table = if TABLES { self.def_exts.table_of(arena, ext.def) } else { None };
+        let Some(table) = table else {
             return ext.vars.iter(arena).find(|(_, v)| named(v));
         };
         // Every variable of that name is on the probe; the first declared is the lowest placed.
@@ -1417,6 +1425,20 @@ impl Index {
         member: &str,
         f: &mut dyn FnMut(&FileVarRec) -> bool,
     ) -> Option<(u32, DefExt, u32, FileVarRec)> {
+        if !TABLES {
+            // The scan of every variable, through the one copy of its loop (flash).
+            return self.find_var(arena, &mut |ext, v| {
+                // By bytes, and the definition's record is read only for a file name that ends
+                // the member's.
+                let file = arena.bytes(v.file);
+                member.as_bytes().ends_with(file)
+                    && {
+                        let def = self.manifests.get(arena, ext.def);
+                        is_joined_bytes(member.as_bytes(), dir_of_bytes(arena.bytes(def.member)), file)
+                    }
+                    && f(v)
+            });
+        }
         self.def_exts.iter(arena).find_map(|(at, ext)| {
             let def = self.manifests.get(arena, ext.def);
             let file = under(member.as_bytes(), dir_of_bytes(arena.bytes(def.member)))?;
@@ -1587,7 +1609,8 @@ impl Index {
                 (Store::FileVars, _) => {
                     let ext = self.def_ext(arena, &by.1);
                     let asked = |(pos, v): (u32, FileVarRec)| f(&payload((v.file, NO_INDEX), Some((pos, v))));
-                    match want {
+                    // Without tables the scan is the lookup: one loop, not two (flash).
+                    match want.filter(|_| TABLES) {
                         // Only the first variable of that name: the one `f` would be asked first.
                         Some(member) => under(member.as_bytes(), dir.as_bytes())
                             .and_then(|file| self.var_in(arena, &ext, file, &mut |_| true))
