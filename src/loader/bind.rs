@@ -13,7 +13,7 @@
 use super::book::Book;
 use super::chain::{self, ChainError, ChainWarning, MemberText};
 use super::index::{
-    dir_of, usage_of_code, DefExt, FileVarRec, Landing, ManifestKind, ManifestRec, PayloadRec, RefKind,
+    dir_of, usage_of_code, DefExt, FileVarRec, Landing, ManifestKind, ManifestRec, PayloadRec, RefKind, VarState,
     KELF_FALLBACK_NAMES, NO_SLOT,
 };
 use super::pass::{Counting, MEMBER_PATH};
@@ -474,7 +474,7 @@ impl Book<'_> {
     fn has_payload(&self, path: &str) -> bool {
         let arena = &self.arena;
         self.index.payload_named(arena, path).is_some_and(|(_, p)| p.kept)
-            || self.index.var_named(arena, path, &mut |v| v.is_kept()).is_some()
+            || self.index.var_named(arena, path, VarState::Kept).is_some()
     }
 
     /// Every payload a reached manifest names must be in the archive: the references

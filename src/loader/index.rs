@@ -1207,6 +1207,28 @@ impl DefExts {
     }
 }
 
+/// The state a file variable is looked up in ([`Index::var_named`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum VarState {
+    /// Whatever became of it.
+    Any,
+    /// Its member streamed in ([`FileVarRec::has_landed`]).
+    Landed,
+    /// Its member streamed in and holds its place ([`FileVarRec::is_kept`]).
+    Kept,
+}
+
+impl VarState {
+    /// Whether `v` is in this state.
+    fn holds(self, v: &FileVarRec) -> bool {
+        match self {
+            VarState::Any => true,
+            VarState::Landed => v.has_landed(),
+            VarState::Kept => v.is_kept(),
+        }
+    }
+}
+
 /// The file named by `path` relative to directory `dir` (`path` itself when `dir` is empty),
 /// if `path` is under `dir`.
 fn under<'p>(path: &'p [u8], dir: &[u8]) -> Option<&'p [u8]> {
@@ -1390,16 +1412,10 @@ impl Index {
             .find_map(|(at, ext)| ext.vars.iter(arena).find(|(_, v)| f(&ext, v)).map(|(pos, v)| (at, ext, pos, v)))
     }
 
-    /// The first variable of `ext`, in declaration order, with file name `file` that `f` takes:
+    /// The first variable of `ext`, in declaration order, with file name `file` in state `state`:
     /// through its definition's table if it has one, else by a scan.
-    fn var_in(
-        &self,
-        arena: &Arena<'_>,
-        ext: &DefExt,
-        file: &[u8],
-        f: &mut dyn FnMut(&FileVarRec) -> bool,
-    ) -> Option<(u32, FileVarRec)> {
-        let mut named = |v: &FileVarRec| arena.bytes(v.file) == file && f(v);
+    fn var_in(&self, arena: &Arena<'_>, ext: &DefExt, file: &[u8], state: VarState) -> Option<(u32, FileVarRec)> {
+        let named = |v: &FileVarRec| arena.bytes(v.file) == file && state.holds(v);
         let table = if TABLES { self.def_exts.table_of(arena, ext.def) } else { None };
         let Some(table) = table else {
             return ext.vars.iter(arena).find(|(_, v)| named(v));
@@ -1418,12 +1434,12 @@ impl Index {
 
     /// [`Index::find_var`] for the variables that name member `member` (the definition's
     /// directory joined with the file name): the first, of every definition read in order,
-    /// that `f` takes. A chain walked per definition, not a scan of the variables.
+    /// in state `state`. A chain walked per definition, not a scan of the variables.
     pub fn var_named(
         &self,
         arena: &Arena<'_>,
         member: &str,
-        f: &mut dyn FnMut(&FileVarRec) -> bool,
+        state: VarState,
     ) -> Option<(u32, DefExt, u32, FileVarRec)> {
         if !TABLES {
             // The scan of every variable, through the one copy of its loop (flash).
@@ -1436,13 +1452,13 @@ impl Index {
                         let def = self.manifests.get(arena, ext.def);
                         is_joined_bytes(member.as_bytes(), dir_of_bytes(arena.bytes(def.member)), file)
                     }
-                    && f(v)
+                    && state.holds(v)
             });
         }
         self.def_exts.iter(arena).find_map(|(at, ext)| {
             let def = self.manifests.get(arena, ext.def);
             let file = under(member.as_bytes(), dir_of_bytes(arena.bytes(def.member)))?;
-            self.var_in(arena, &ext, file, f).map(|(pos, v)| (at, ext, pos, v))
+            self.var_in(arena, &ext, file, state).map(|(pos, v)| (at, ext, pos, v))
         })
     }
 
@@ -1613,7 +1629,7 @@ impl Index {
                     match want.filter(|_| TABLES) {
                         // Only the first variable of that name: the one `f` would be asked first.
                         Some(member) => under(member.as_bytes(), dir.as_bytes())
-                            .and_then(|file| self.var_in(arena, &ext, file, &mut |_| true))
+                            .and_then(|file| self.var_in(arena, &ext, file, VarState::Any))
                             .is_some_and(asked),
                         None => ext.vars.iter(arena).any(asked),
                     }

@@ -11,7 +11,7 @@
 use embedded_io::BufRead;
 
 use super::book::Book;
-use super::index::{usage_code, Landing, PayloadRec, INSTR_ALIGN};
+use super::index::{usage_code, Landing, PayloadRec, VarState, INSTR_ALIGN};
 use super::pass::{Counting, MemberAt};
 use super::report::PayloadState;
 use crate::arena::NIL;
@@ -165,7 +165,7 @@ impl Book<'_> {
             self.index.drop_payload(&mut self.arena, pos);
             return Ok(true);
         }
-        let landed = self.index.var_named(&self.arena, name, &mut |v| v.has_landed());
+        let landed = self.index.var_named(&self.arena, name, VarState::Landed);
         if let Some((ext_pos, mut ext, pos, mut var)) = landed {
             // The file variable waits for the new copy, which takes its place; one of a
             // replaced def.json waits for nothing and leaves the list.
