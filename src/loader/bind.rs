@@ -232,13 +232,12 @@ impl Book<'_> {
                 );
             }
         }
-        let mut path = heapless::String::new();
         for engine in ENGINE_KEYS {
             let name = self.index.def_ext(arena, def).engines.get(engine.slot()).map_or("", |s| arena.str(*s));
             if name.is_empty() {
                 continue;
             }
-            Self::join_into(&mut path, dir, name);
+            let path = Self::joined(dir, name);
             let Some((json_pos, json)) = self.named(path.as_str(), ManifestKind::Engine)? else {
                 return Err(missing(member, Stage::DefJson, engine.as_str(), path.as_str()));
             };
@@ -265,9 +264,8 @@ impl Book<'_> {
         let arena = &self.arena;
         let suffix = kind.row().map_or("", |r| r.suffix);
         let mut last = None;
-        let mut path = heapless::String::new();
         for (name, index) in self.index.names_by(arena, by.0, kind) {
-            Self::join_into(&mut path, dir, arena.str(name));
+            let mut path = Self::joined(dir, arena.str(name));
             let _ = path.push_str(suffix);
             match self.named(path.as_str(), ManifestKind::Engine)? {
                 Some(found) => last = Some(found),
@@ -310,9 +308,15 @@ impl Book<'_> {
         }
     }
 
-    /// `dir/name` into `out`, for messages and lookups (a longer path is cut: it then matches
-    /// nothing). Into a path the caller keeps for a loop: a new one is a move of `MEMBER_PATH`
-    /// bytes (16 KiB on a host), uninitialised as they are.
+    /// `dir/name` for messages and lookups (a longer path is cut: it then matches nothing).
+    fn joined(dir: &str, name: &str) -> heapless::String<{ MEMBER_PATH }> {
+        let mut out = heapless::String::new();
+        Self::join_into(&mut out, dir, name);
+        out
+    }
+
+    /// [`Self::joined`] into `out`, for a loop that names one member after another: a path
+    /// returned by value is copied whole (`MEMBER_PATH` bytes, 16 KiB on a host) at each call.
     fn join_into(out: &mut heapless::String<{ MEMBER_PATH }>, dir: &str, name: &str) {
         out.clear();
         if !dir.is_empty() {
@@ -481,8 +485,6 @@ impl Book<'_> {
     fn check_payload_references(&self) -> Result<(), Error> {
         let arena = &self.arena;
         let index = &self.index;
-        // One path for every reference: a new one is a `MEMBER_PATH`-byte move each.
-        let mut path = heapless::String::new();
         for (_, graph) in index.chain_graphs(arena, self.kelf_mark, self.fallback_kelf) {
             let Some((def_pos, def)) = index.def(arena, arena.str(graph.definition)) else { continue };
             let dir = dir_of(arena.str(def.member));
@@ -490,7 +492,7 @@ impl Book<'_> {
                 if r.var.is_some_and(|(_, v)| v.is_kept()) {
                     return None;
                 }
-                Self::join_into(&mut path, dir, arena.str(r.name));
+                let path = Self::joined(dir, arena.str(r.name));
                 let by = arena.str(r.by.member);
                 (!self.has_payload(&path)).then(|| self.missing_payload(by, &r.row.kind.key_path(r.index), &path))
             });
