@@ -2,8 +2,9 @@
 # Checks the Python wheel is portable: its tag says manylinux2014 (glibc 2.17) and abi3 for
 # CPython 3.9+, and no symbol its extension module needs from glibc is newer than 2.17 (what
 # Amazon Linux 2 and Ubuntu 20.04 have), and its extension calls only the stable ABI of CPython
-# 3.9 (abi3audit reads the symbols it imports from libpython: this machine has only one CPython,
-# so this is what stands for running it under 3.9, 3.10, 3.12 and 3.13).
+# 3.9 (abi3audit reads the symbols it imports from libpython). The tests run the wheel on the
+# machine's CPython and on 3.9 (scripts/test-python-floor.sh); 3.10, 3.12 and 3.13 have no
+# interpreter here, and this check is what stands for them.
 # Usage: scripts/check-wheel.sh WHEEL (abi3audit on PATH: pip install abi3audit)
 set -euo pipefail
 wheel=$1

@@ -252,5 +252,12 @@ if [ "$pytest_status" -ne 0 ]; then
   exit "$pytest_status"
 fi
 
+step "Python package on CPython 3.9, the wheel's abi3 floor (bullseye's interpreter, unpacked; scripts/test-python-floor.sh)"
+command -v xz >/dev/null 2>&1 || apt_install xz-utils
+command -v curl >/dev/null 2>&1 || apt_install curl
+NEFF_BIN=../../target/debug/neff SCALE_NEFF_BIN=../../target/debug/examples/scale-neff \
+  SCALE_CACHE_BIN=../../target/debug/examples/scale-cache \
+  ./scripts/test-python-floor.sh target/python-wheels/neff-*.whl "$venv/bin/python"
+
 step "all tests passed"
 printf 'total: %ds\n' $((SECONDS - started))

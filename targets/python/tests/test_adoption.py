@@ -16,6 +16,15 @@ import pytest
 import neff
 from conftest import need, real_neffs, run_neff, FIXTURES
 
+
+def _is_typeddict(kind):
+    """`typing.is_typeddict`, which Python 3.9 lacks (the wheel's floor: its tests run there too)."""
+    check = getattr(typing, "is_typeddict", None)
+    if check is not None:
+        return check(kind)
+    return isinstance(kind, type) and issubclass(kind, dict) and hasattr(kind, "__total__")
+
+
 NEFF_ERROR_FIELDS = (
     "message", "code", "status", "status_code", "stage", "member", "key_path", "offset",
     "offset_base", "reason", "hints", "filename",
@@ -255,10 +264,10 @@ def _keys_match(doc, typed, where):
         if typing.get_origin(hint) is typing.Union:
             kinds = [k for k in typing.get_args(hint) if k is not type(None)]
         for kind in kinds:
-            if typing.get_origin(kind) is list and typing.is_typeddict(typing.get_args(kind)[0]):
+            if typing.get_origin(kind) is list and _is_typeddict(typing.get_args(kind)[0]):
                 for i, item in enumerate(value or []):
                     _keys_match(item, typing.get_args(kind)[0], f"{where}.{key}[{i}]")
-            elif typing.is_typeddict(kind) and value is not None:
+            elif _is_typeddict(kind) and value is not None:
                 _keys_match(value, kind, f"{where}.{key}")
 
 
