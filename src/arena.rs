@@ -89,13 +89,37 @@ pub struct Arena<'a> {
     /// Start of the top (scratch) part.
     top: usize,
     peak: usize,
+    /// Reads since the arena was made or cleared ([`Arena::reads`]).
+    #[cfg(feature = "read-count")]
+    reads: core::cell::Cell<u64>,
 }
 
 impl<'a> Arena<'a> {
     /// An empty arena over `buf` (at most 4 GiB of it is used: offsets are `u32`).
     pub fn new(buf: &'a mut [u8]) -> Self {
         let top = buf.len().min(u32::MAX as usize);
-        Self { buf, used: 0, top, peak: 0 }
+        Self {
+            buf,
+            used: 0,
+            top,
+            peak: 0,
+            #[cfg(feature = "read-count")]
+            reads: core::cell::Cell::new(0),
+        }
+    }
+
+    /// Reads of records, names and words since the arena was made or cleared: what a load's
+    /// lookups cost, whatever the machine.
+    #[cfg(feature = "read-count")]
+    pub fn reads(&self) -> u64 {
+        self.reads.get()
+    }
+
+    /// Counts one read.
+    #[inline(always)]
+    fn count_read(&self) {
+        #[cfg(feature = "read-count")]
+        self.reads.set(self.reads.get().saturating_add(1));
     }
 
     /// Bytes lent.
@@ -118,6 +142,8 @@ impl<'a> Arena<'a> {
         self.used = 0;
         self.top = self.capacity();
         self.peak = 0;
+        #[cfg(feature = "read-count")]
+        self.reads.set(0);
     }
 
     /// The current end, to [`Arena::release_to`] later.
@@ -226,6 +252,7 @@ impl<'a> Arena<'a> {
     /// The bytes of `span` (empty if it is not inside a used part of the arena).
     #[inline(never)]
     pub fn bytes(&self, span: Span) -> &[u8] {
+        self.count_read();
         let start = span.at as usize;
         start
             .checked_add(span.len as usize)
@@ -256,6 +283,7 @@ impl<'a> Arena<'a> {
     // copy of the bounds checks costs more flash than the call.
     #[inline(never)]
     pub fn read_into(&self, at: u32, out: &mut [u8]) {
+        self.count_read();
         let start = at as usize;
         let end = start.checked_add(out.len()).filter(|&e| self.in_use(start, e));
         if let Some(src) = end.and_then(|e| self.buf.get(start..e)) {

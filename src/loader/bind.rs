@@ -13,7 +13,7 @@
 use super::book::Book;
 use super::chain::{self, ChainError, ChainWarning, MemberText};
 use super::index::{
-    dir_of, is_joined, usage_of_code, DefExt, FileVarRec, Landing, ManifestKind, ManifestRec, PayloadRec, RefKind,
+    dir_of, usage_of_code, DefExt, FileVarRec, Landing, ManifestKind, ManifestRec, PayloadRec, RefKind, VarState,
     KELF_FALLBACK_NAMES, NO_SLOT,
 };
 use super::pass::{Counting, MEMBER_PATH};
@@ -311,12 +311,19 @@ impl Book<'_> {
     /// `dir/name` for messages and lookups (a longer path is cut: it then matches nothing).
     fn joined(dir: &str, name: &str) -> heapless::String<{ MEMBER_PATH }> {
         let mut out = heapless::String::new();
+        Self::join_into(&mut out, dir, name);
+        out
+    }
+
+    /// [`Self::joined`] into `out`, for a loop that names one member after another: a path
+    /// returned by value is copied whole (`MEMBER_PATH` bytes, 16 KiB on a host) at each call.
+    fn join_into(out: &mut heapless::String<{ MEMBER_PATH }>, dir: &str, name: &str) {
+        out.clear();
         if !dir.is_empty() {
             let _ = out.push_str(dir);
             let _ = out.push('/');
         }
         let _ = out.push_str(name);
-        out
     }
 
     /// Every payload: its role from the chain (placing what was staged), its size checks; what
@@ -347,6 +354,7 @@ impl Book<'_> {
             }
             pos = next;
         }
+        let mut member = heapless::String::new();
         let mut ext_pos = self.index.def_exts.first();
         for _ in 0..self.index.def_exts.len() {
             if ext_pos == NIL {
@@ -361,7 +369,7 @@ impl Book<'_> {
                 let next = List::<FileVarRec>::next_after(&self.arena, pos);
                 let mut v = self.index.var(&self.arena, pos);
                 if v.has_landed() {
-                    let member = self.var_member(ext.def, &v);
+                    self.var_member_into(ext.def, &v, &mut member);
                     let landing = self.place_one(hal, &member, v.landed, false, sink)?;
                     v.kept = write_back(hal, &mut self.arena, &self.index.landings, v.landed, &landing)
                         .map_err(|k| Error::about_member(Stage::Hal, &member, k))?;
@@ -376,15 +384,15 @@ impl Book<'_> {
 
     /// The member path of a file variable of the definition at `def` (`dir/name`).
     fn var_member(&self, def: u32, v: &FileVarRec) -> heapless::String<{ MEMBER_PATH }> {
-        let def = self.index.manifests.get(&self.arena, def);
-        Self::joined(dir_of(self.arena.str(def.member)), self.arena.str(v.file))
+        let mut out = heapless::String::new();
+        self.var_member_into(def, v, &mut out);
+        out
     }
 
-    /// Whether file variable `v` of the definition at `def` names member `path` (compared in
-    /// place, not joined).
-    fn var_is(&self, def: u32, v: &FileVarRec, path: &str) -> bool {
+    /// [`Self::var_member`] into `out` ([`Self::join_into`] says why).
+    fn var_member_into(&self, def: u32, v: &FileVarRec, out: &mut heapless::String<{ MEMBER_PATH }>) {
         let def = self.index.manifests.get(&self.arena, def);
-        is_joined(path, dir_of(self.arena.str(def.member)), self.arena.str(v.file))
+        Self::join_into(out, dir_of(self.arena.str(def.member)), self.arena.str(v.file));
     }
 
     /// Places one landed member (its landing in `slot`) by the role the chain gives it, or
@@ -465,8 +473,8 @@ impl Book<'_> {
     /// Whether the payload at member path `path` is present and kept.
     fn has_payload(&self, path: &str) -> bool {
         let arena = &self.arena;
-        self.index.payloads.iter(arena).any(|(_, p)| p.kept && arena.eq(p.member, path))
-            || self.index.find_var(arena, &mut |ext, v| v.is_kept() && self.var_is(ext.def, v, path)).is_some()
+        self.index.payload_named(arena, path).is_some_and(|(_, p)| p.kept)
+            || self.index.var_named(arena, path, VarState::Kept).is_some()
     }
 
     /// Every payload a reached manifest names must be in the archive: the references
@@ -480,7 +488,7 @@ impl Book<'_> {
         for (_, graph) in index.chain_graphs(arena, self.kelf_mark, self.fallback_kelf) {
             let Some((def_pos, def)) = index.def(arena, arena.str(graph.definition)) else { continue };
             let dir = dir_of(arena.str(def.member));
-            let missing = index.payload_refs(arena, def_pos, &def, &mut |r| {
+            let missing = index.payload_refs(arena, def_pos, &def, None, &mut |r| {
                 if r.var.is_some_and(|(_, v)| v.is_kept()) {
                     return None;
                 }
@@ -547,9 +555,10 @@ impl Book<'_> {
             }
         }
         let mut emitted = Ok(());
+        let mut member = heapless::String::new();
         self.index.find_var(arena, &mut |ext, v| {
             if v.has_landed() {
-                let member = self.var_member(ext.def, v);
+                self.var_member_into(ext.def, v, &mut member);
                 emitted = recall(&member, v.landed).and_then(|landing| emit(&member, &landing));
             }
             emitted.is_err()

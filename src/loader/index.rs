@@ -1014,7 +1014,7 @@ pub(crate) fn usage_of_code(c: u8) -> UsageClass {
 #[derive(Debug, Default)]
 pub(crate) struct Index {
     pub manifests: List<ManifestRec>,
-    pub def_exts: List<DefExt>,
+    pub def_exts: DefExts,
     pub graphs: List<GraphRec>,
     pub kelf_names: List<KelfNameRec>,
     /// The `file` variables of the definition being read, until it gets its [`DefExt`].
@@ -1024,6 +1024,10 @@ pub(crate) struct Index {
     pub payloads: List<PayloadRec>,
     /// Slots of payload records that left [`Index::payloads`] for good.
     pub free_payloads: FreeSlots,
+    /// The table of [`Index::payloads`] by member path (past [`TABLE_MIN`] of them), and
+    /// its slots taken (records and the gone).
+    payload_table: Table,
+    payload_used: u32,
     /// Where the payloads' landings are kept.
     pub landings: Landings,
     /// DMA references read before the definition they name into.
@@ -1047,6 +1051,191 @@ impl Default for FreeSlots {
     fn default() -> Self {
         Self(NIL)
     }
+}
+
+/// Records of one list past this many are found by name through a [`Table`]; below it, a scan
+/// of the list costs less than a table's arena (a controller's NEFFs stay below it: their
+/// arena is what it was).
+pub(crate) const TABLE_MIN: u32 = 256;
+
+/// Whether this build keeps [`Table`]s (feature `name-tables`, which hosts build with). A
+/// controller's image leaves them out (2.3 KB of flash on a Cortex-M4) and scans its lists: its
+/// models have hundreds of weights, not thousands.
+const TABLES: bool = cfg!(feature = "name-tables");
+
+/// A slot of a [`Table`] whose record left: probes pass it, as they would a record.
+const GONE: u32 = NIL - 1;
+
+/// An open-addressing table of record positions by name, in the arena: `2^log2` slots from
+/// `at` ([`NIL`]: no table), probed one after the other from the name's hash. A slot holds its
+/// position inverted (`!pos`), so the zeros of a fresh allocation are empty slots ([`NIL`]).
+///
+/// Lookups by name probe a few slots instead of scanning a list: a member per weight must not
+/// cost a scan of every weight (12,000 weights were 72 million record reads).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Table {
+    /// The slots' position.
+    pub at: u32,
+    /// Slots, as a base-2 logarithm.
+    pub log2: u8,
+}
+
+impl Default for Table {
+    fn default() -> Self {
+        Self::NONE
+    }
+}
+
+impl Table {
+    /// No table.
+    pub const NONE: Table = Table { at: NIL, log2: 0 };
+
+    /// Empty slots for `count` records, at most two thirds full, at the bottom of the arena.
+    fn new(arena: &mut Arena<'_>, count: u32) -> Result<Self, ErrorKind> {
+        let want = count.saturating_add(count >> 1);
+        // At most 2^32 slots: `want` is a `u32`.
+        let log2 = (u32::BITS.saturating_sub(want.leading_zeros())) as u8;
+        let at = arena.alloc(4usize.checked_shl(u32::from(log2)).unwrap_or(usize::MAX))?;
+        Ok(Table { at, log2 })
+    }
+
+    /// Slots in all.
+    fn slots(self) -> u32 {
+        1u32.checked_shl(u32::from(self.log2)).unwrap_or(u32::MAX)
+    }
+
+    /// Where slot `i` (modulo the slots) is.
+    fn slot_at(self, i: u32) -> u32 {
+        self.at.saturating_add((i & self.slots().wrapping_sub(1)).saturating_mul(4))
+    }
+
+    /// The positions on the probe of `hash`, in order, to the first empty slot, until `f`
+    /// says stop (true): the slot where it did.
+    fn probe(self, arena: &Arena<'_>, hash: u64, f: &mut dyn FnMut(u32) -> bool) -> Option<u32> {
+        if self.at == NIL {
+            return None;
+        }
+        let start = hash as u32;
+        for i in 0..self.slots() {
+            let slot = start.wrapping_add(i);
+            let pos = !arena.u32_at(self.slot_at(slot));
+            if pos == NIL {
+                break;
+            }
+            if pos != GONE && f(pos) {
+                return Some(slot);
+            }
+        }
+        None
+    }
+
+    /// Puts `pos` in the first empty slot of the probe of `hash` (a table is never full: it
+    /// is built for its records, and grows before it passes three quarters).
+    fn insert(self, arena: &mut Arena<'_>, hash: u64, pos: u32) {
+        let start = hash as u32;
+        for i in 0..self.slots() {
+            let at = self.slot_at(start.wrapping_add(i));
+            if arena.u32_at(at) == 0 {
+                arena.write(at, &(!pos).to_le_bytes());
+                return;
+            }
+        }
+    }
+}
+
+/// The key of a name in a [`Table`].
+fn name_hash(name: &[u8]) -> u64 {
+    crate::digest::digest64(name)
+}
+
+/// The [`Table`] of a definition's file variables by file name, for one of [`TABLE_MIN`] or more.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct VarTable {
+    /// The definition's manifest record.
+    pub def: u32,
+    pub table: Table,
+}
+
+impl Record for VarTable {
+    const SIZE: usize = 4 + 4 + 1;
+    fn encode(&self, out: &mut [u8]) {
+        Writer::new(out).u32(self.def).u32(self.table.at).u8(self.table.log2);
+    }
+    fn decode(bytes: &[u8]) -> Self {
+        let mut r = Reader::new(bytes);
+        VarTable { def: r.u32(), table: Table { at: r.u32(), log2: r.u8() } }
+    }
+}
+
+/// The definitions' extensions, in the order they were read: a [`List`] whose
+/// [`DefExts::push`] also files the `file` variables of a definition with many in a
+/// [`Table`] of their own, so that a member finds its variable without a scan.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct DefExts {
+    list: List<DefExt>,
+    tables: List<VarTable>,
+}
+
+impl core::ops::Deref for DefExts {
+    type Target = List<DefExt>;
+    fn deref(&self) -> &List<DefExt> {
+        &self.list
+    }
+}
+
+impl DefExts {
+    /// Appends `ext`; with [`TABLE_MIN`] variables or more, their table first.
+    pub fn push(&mut self, arena: &mut Arena<'_>, ext: &DefExt) -> Result<u32, ErrorKind> {
+        if TABLES && ext.vars.len() >= TABLE_MIN {
+            let table = Table::new(arena, ext.vars.len())?;
+            let mut at = ext.vars.first();
+            for _ in 0..ext.vars.len() {
+                if at == NIL {
+                    break;
+                }
+                table.insert(arena, name_hash(arena.bytes(ext.vars.get(arena, at).file)), at);
+                at = List::<FileVarRec>::next_after(arena, at);
+            }
+            self.tables.push(arena, &VarTable { def: ext.def, table })?;
+        }
+        self.list.push(arena, ext)
+    }
+
+    /// The table of the definition at `def`, if it has one.
+    fn table_of(&self, arena: &Arena<'_>, def: u32) -> Option<Table> {
+        self.tables.iter(arena).find(|(_, t)| t.def == def).map(|(_, t)| t.table)
+    }
+}
+
+/// The state a file variable is looked up in ([`Index::var_named`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum VarState {
+    /// Whatever became of it.
+    Any,
+    /// Its member streamed in ([`FileVarRec::has_landed`]).
+    Landed,
+    /// Its member streamed in and holds its place ([`FileVarRec::is_kept`]).
+    Kept,
+}
+
+impl VarState {
+    /// Whether `v` is in this state.
+    fn holds(self, v: &FileVarRec) -> bool {
+        match self {
+            VarState::Any => true,
+            VarState::Landed => v.has_landed(),
+            VarState::Kept => v.is_kept(),
+        }
+    }
+}
+
+/// The file named by `path` relative to directory `dir` (`path` itself when `dir` is empty),
+/// if `path` is under `dir`.
+fn under<'p>(path: &'p [u8], dir: &[u8]) -> Option<&'p [u8]> {
+    if dir.is_empty() {
+        return Some(path);
+    }
+    path.strip_prefix(dir).and_then(|rest| rest.strip_prefix(b"/"))
 }
 
 /// `dir/name` compared with `path`, without building it.
@@ -1124,20 +1313,75 @@ impl Index {
         }
     }
 
-    /// Appends a payload record, in the slot of one that left for good if there is one.
+    /// Appends a payload record, in the slot of one that left for good if there is one. Past
+    /// [`TABLE_MIN`] records, they are filed by member path: the table is built (again, twice
+    /// as large as the records then, the old one left behind) before the record is kept, so
+    /// that a full arena leaves no record the table misses.
     pub fn push_payload(&mut self, arena: &mut Arena<'_>, rec: &PayloadRec) -> Result<u32, ErrorKind> {
-        let at = self.free_payloads.0;
-        if at == NIL {
-            return self.payloads.push(arena, rec);
+        let live = self.payloads.len().saturating_add(1);
+        let table = self.payload_table;
+        let crowded = u64::from(self.payload_used.saturating_add(1)).saturating_mul(4)
+            > u64::from(table.slots()).saturating_mul(3);
+        if TABLES && live >= TABLE_MIN && (table.at == NIL || crowded) {
+            self.payload_table = Table::new(arena, live.saturating_mul(2))?;
+            self.payload_used = 0;
+            let mut at = self.payloads.first();
+            for _ in 0..self.payloads.len() {
+                if at == NIL {
+                    break;
+                }
+                self.file_payload(arena, at);
+                at = List::<PayloadRec>::next_after(arena, at);
+            }
         }
-        self.free_payloads.0 = List::<PayloadRec>::next_after(arena, at);
-        self.payloads.relink(arena, at, rec);
+        let at = self.free_payloads.0;
+        let at = if at == NIL {
+            self.payloads.push(arena, rec)?
+        } else {
+            self.free_payloads.0 = List::<PayloadRec>::next_after(arena, at);
+            self.payloads.relink(arena, at, rec);
+            at
+        };
+        self.file_payload(arena, at);
         Ok(at)
+    }
+
+    /// Files the payload record at `pos` in the table, if there is one.
+    fn file_payload(&mut self, arena: &mut Arena<'_>, pos: u32) {
+        if TABLES && self.payload_table.at != NIL {
+            let hash = name_hash(arena.bytes(self.payloads.get(arena, pos).member));
+            self.payload_table.insert(arena, hash, pos);
+            self.payload_used = self.payload_used.saturating_add(1);
+        }
+    }
+
+    /// The payload record of member `name`, if one is in the list. There is at most one: a
+    /// copy lands only once the earlier one left ([`Book::release_earlier`](super::book::Book)).
+    pub fn payload_named(&self, arena: &Arena<'_>, name: &str) -> Option<(u32, PayloadRec)> {
+        let table = self.payload_table;
+        if !TABLES || table.at == NIL {
+            return self.payloads.iter(arena).filter(|(_, p)| arena.eq(p.member, name)).last();
+        }
+        let mut found = None;
+        table.probe(arena, name_hash(name.as_bytes()), &mut |pos| {
+            let p = self.payloads.get(arena, pos);
+            found = Some((pos, p)).filter(|_| arena.eq(p.member, name));
+            found.is_some()
+        });
+        found
     }
 
     /// Takes the payload record at `pos` out of the list for good: nothing reads it again, and
     /// its slot serves the next payload.
     pub fn drop_payload(&mut self, arena: &mut Arena<'_>, pos: u32) {
+        // Out of the table first: the slot's next record has another name.
+        let table = self.payload_table;
+        if TABLES && table.at != NIL {
+            let hash = name_hash(arena.bytes(self.payloads.get(arena, pos).member));
+            if let Some(slot) = table.probe(arena, hash, &mut |at| at == pos) {
+                arena.write(table.slot_at(slot), &(!GONE).to_le_bytes());
+            }
+        }
         if self.payloads.unlink(arena, pos) {
             arena.write(pos, &self.free_payloads.0.to_le_bytes());
             self.free_payloads.0 = pos;
@@ -1166,6 +1410,56 @@ impl Index {
         self.def_exts
             .iter(arena)
             .find_map(|(at, ext)| ext.vars.iter(arena).find(|(_, v)| f(&ext, v)).map(|(pos, v)| (at, ext, pos, v)))
+    }
+
+    /// The first variable of `ext`, in declaration order, with file name `file` in state `state`:
+    /// through its definition's table if it has one, else by a scan.
+    fn var_in(&self, arena: &Arena<'_>, ext: &DefExt, file: &[u8], state: VarState) -> Option<(u32, FileVarRec)> {
+        let named = |v: &FileVarRec| arena.bytes(v.file) == file && state.holds(v);
+        let table = if TABLES { self.def_exts.table_of(arena, ext.def) } else { None };
+        let Some(table) = table else {
+            return ext.vars.iter(arena).find(|(_, v)| named(v));
+        };
+        // Every variable of that name is on the probe; the first declared is the lowest placed.
+        let mut found: Option<(u32, FileVarRec)> = None;
+        table.probe(arena, name_hash(file), &mut |pos| {
+            let v = self.var(arena, pos);
+            if found.is_none_or(|(first, _)| pos < first) && named(&v) {
+                found = Some((pos, v));
+            }
+            false
+        });
+        found
+    }
+
+    /// [`Index::find_var`] for the variables that name member `member` (the definition's
+    /// directory joined with the file name): the first, of every definition read in order,
+    /// in state `state`. A chain walked per definition, not a scan of the variables.
+    pub fn var_named(
+        &self,
+        arena: &Arena<'_>,
+        member: &str,
+        state: VarState,
+    ) -> Option<(u32, DefExt, u32, FileVarRec)> {
+        if !TABLES {
+            // The scan of every variable, through the one copy of its loop (flash).
+            return self.find_var(arena, &mut |ext, v| {
+                // By bytes, and the definition's record is read only for a file name that ends
+                // the member's.
+                let file = arena.bytes(v.file);
+                member.as_bytes().ends_with(file)
+                    && {
+                        let def = self.manifests.get(arena, ext.def);
+                        is_joined_bytes(member.as_bytes(), dir_of_bytes(arena.bytes(def.member)), file)
+                    }
+                    && state.holds(v)
+            });
+        }
+        self.def_exts.iter(arena).find_map(|(at, ext)| {
+            let def = self.manifests.get(arena, ext.def);
+            let file = under(member.as_bytes(), dir_of_bytes(arena.bytes(def.member)))?;
+            self.var_in(arena, &ext, file, state).map(|(pos, v)| (at, ext, pos, v))
+        })
     }
 
     /// The KELF records of the chain, in `neff.json` node order (which numbers the cores):
@@ -1288,16 +1582,20 @@ impl Index {
     ///
     /// Placement and the binder's reference check both ask it: what gives a payload its role
     /// is what the binder requires present.
+    ///
+    /// `want`: only the references that may name that member are asked about (a weight's are
+    /// found by the file name's hash chain, not by a walk of every variable).
     pub fn payload_refs<'a, T>(
         &self,
         arena: &'a Arena<'_>,
         def_pos: u32,
         def: &ManifestRec,
+        want: Option<&str>,
         f: &mut dyn FnMut(&PayloadRef) -> Option<T>,
     ) -> Option<T> {
         // One copy of the walk whatever `f` answers (flash on a controller).
         let mut answer = None;
-        self.refs_under(arena, Tier::Def, def, (def_pos, *def), None, &mut |r| {
+        self.refs_under(arena, Tier::Def, def, (def_pos, *def), None, want, &mut |r| {
             answer = f(r);
             answer.is_some()
         });
@@ -1306,6 +1604,7 @@ impl Index {
 
     /// [`Self::payload_refs`] from manifest `by` of `tier` (`engine`: the engine it stands
     /// under), until `f` answers true (then true).
+    #[allow(clippy::too_many_arguments)] // the walk's place (tier, definition, manifest, engine), then what it asks
     fn refs_under<'a>(
         &self,
         arena: &'a Arena<'_>,
@@ -1313,6 +1612,7 @@ impl Index {
         def: &ManifestRec,
         by: (u32, ManifestRec),
         engine: Option<EngineKey>,
+        want: Option<&str>,
         f: &mut dyn FnMut(&PayloadRef) -> bool,
     ) -> bool {
         let dir = dir_of(arena.str(def.member));
@@ -1322,18 +1622,25 @@ impl Index {
             }
             let payload = |(name, index), var| PayloadRef { row, name, index, by: by.1, engine, var };
             let found = match (row.store, row.names) {
-                (Store::FileVars, _) => self
-                    .def_ext(arena, &by.1)
-                    .vars
-                    .iter(arena)
-                    .any(|(pos, v)| f(&payload((v.file, NO_INDEX), Some((pos, v))))),
+                (Store::FileVars, _) => {
+                    let ext = self.def_ext(arena, &by.1);
+                    let asked = |(pos, v): (u32, FileVarRec)| f(&payload((v.file, NO_INDEX), Some((pos, v))));
+                    // Without tables the scan is the lookup: one loop, not two (flash).
+                    match want.filter(|_| TABLES) {
+                        // Only the first variable of that name: the one `f` would be asked first.
+                        Some(member) => under(member.as_bytes(), dir.as_bytes())
+                            .and_then(|file| self.var_in(arena, &ext, file, VarState::Any))
+                            .is_some_and(asked),
+                        None => ext.vars.iter(arena).any(asked),
+                    }
+                }
                 (Store::Instr, _) => engine
                     .and_then(|e| self.instr_of(arena, def, Some(&by.1), e))
                     .is_some_and(|instr| f(&payload((instr, NO_INDEX), None))),
                 (Store::EngineSlots, _) => ENGINE_KEYS.into_iter().any(|e| {
                     self.engine_of(arena, &by.1, e)
                         .filter(|(_, j)| j.failed.is_none())
-                        .is_some_and(|json| self.refs_under(arena, Tier::Engine(Some(e)), def, json, Some(e), f))
+                        .is_some_and(|json| self.refs_under(arena, Tier::Engine(Some(e)), def, json, Some(e), want, f))
                 }),
                 (Store::Names, Names::Payload(_)) => {
                     self.names_by(arena, by.0, row.kind).any(|name| f(&payload(name, None)))
@@ -1344,7 +1651,7 @@ impl Index {
                         .iter(arena)
                         .filter(|(_, m)| m.kind == ManifestKind::Engine && !m.superseded && m.failed.is_none())
                         .find(|(_, m)| is_joined_suffixed(arena.str(m.member), dir, name, row.suffix))
-                        .is_some_and(|named| self.refs_under(arena, next, def, named, engine, f))
+                        .is_some_and(|named| self.refs_under(arena, next, def, named, engine, want, f))
                 }),
                 (Store::KelfNames | Store::Graphs, _) => false,
             };
@@ -1468,7 +1775,7 @@ impl Index {
                 return None;
             }
             let dir = dir_of(arena.str(def.member));
-            self.payload_refs(arena, def_pos, &def, &mut |r| {
+            self.payload_refs(arena, def_pos, &def, Some(member), &mut |r| {
                 is_joined_bytes(member.as_bytes(), dir.as_bytes(), arena.bytes(r.name)).then(|| Role::of(r, core))
             })
         })

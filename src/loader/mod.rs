@@ -240,6 +240,13 @@ impl<'a> Loader<'a> {
         result
     }
 
+    /// The arena's reads during the last load ([`Arena::reads`](crate::arena::Arena::reads)):
+    /// its lookups' cost, the same on any machine.
+    #[cfg(feature = "read-count")]
+    pub fn arena_reads(&self) -> u64 {
+        self.book.arena.reads()
+    }
+
     /// What the last load needed of each buffer the caller lends, measured as it ran: lend
     /// these and the same NEFF loads again (the stack it needs is apart: see the firmware and
     /// the C ABI's stack figures). A measuring pass lends generous buffers (a host's virtual

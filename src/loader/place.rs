@@ -11,7 +11,7 @@
 use embedded_io::BufRead;
 
 use super::book::Book;
-use super::index::{dir_of_bytes, is_joined_bytes, usage_code, Landing, PayloadRec, INSTR_ALIGN};
+use super::index::{usage_code, Landing, PayloadRec, VarState, INSTR_ALIGN};
 use super::pass::{Counting, MemberAt};
 use super::report::PayloadState;
 use crate::arena::NIL;
@@ -158,22 +158,14 @@ impl Book<'_> {
 
     /// Releases an earlier copy of member `name`, if one landed; true if there was one.
     pub(super) fn release_earlier<H: Hal>(&mut self, name: &str, hal: &mut H) -> Result<bool, Error> {
-        let earlier = self.index.payloads.iter(&self.arena).filter(|(_, p)| self.arena.eq(p.member, name)).last();
+        let earlier = self.index.payload_named(&self.arena, name);
         if let Some((pos, old)) = earlier {
             self.let_go(hal, old.landed, name)?;
             // Out of the list for good: the new copy is the member now.
             self.index.drop_payload(&mut self.arena, pos);
             return Ok(true);
         }
-        let landed = self.index.find_var(&self.arena, &mut |ext, v| {
-            // This runs for every file variable at every member that lands: by bytes, and the
-            // definition's record is read only for a file name that ends the member's.
-            let file = self.arena.bytes(v.file);
-            v.has_landed() && name.as_bytes().ends_with(file) && {
-                let def = self.index.manifests.get(&self.arena, ext.def);
-                is_joined_bytes(name.as_bytes(), dir_of_bytes(self.arena.bytes(def.member)), file)
-            }
-        });
+        let landed = self.index.var_named(&self.arena, name, VarState::Landed);
         if let Some((ext_pos, mut ext, pos, mut var)) = landed {
             // The file variable waits for the new copy, which takes its place; one of a
             // replaced def.json waits for nothing and leaves the list.

@@ -18,7 +18,10 @@
 //! * **neff check --threads 1** and **neff load --digest-only --threads 1**, on each NEFF
 //!   (each contender on one NEFF is run [`REPEAT`] times in a row, timed together);
 //! * over many copies of the training NEFF (`NEFF_BENCH_MANY`, default 100) laid out as a
-//!   compile cache: **neff check --threads 1 FILE...** and **neff cache --threads 1 DIR**.
+//!   compile cache: **neff check --threads 1 FILE...** and **neff cache --threads 1 DIR**;
+//! * **neff check --threads 1** on NEFFs of 3,000 and 12,000 tiny weights (the `trn1` preset,
+//!   one definition naming them all), and the ratio of the two: about 4 when a member's lookups
+//!   cost the same whatever the model's size (it was 15 when each scanned every weight).
 //!
 //! Under `cargo test` (no `--bench` argument) each contender runs once, on three copies for
 //! the cache, and must succeed. `NEFF_BENCH_BIN=path/to/neff` times another build of `neff`
@@ -87,6 +90,35 @@ fn main() {
             ratio(load, bare)
         );
     }
+    let weights: Vec<(usize, PathBuf)> = [3000, 12000]
+        .into_iter()
+        .map(|n| {
+            let path = dir.join(format!("weights-{n}.neff"));
+            if !path.exists() {
+                let mut spec = ScaleSpec::preset("trn1").unwrap();
+                spec.set(&format!("weights={n}")).unwrap();
+                spec.set(&format!("vars_per_subgraph={n}")).unwrap();
+                std::fs::write(&path, spec.build().unwrap()).unwrap();
+            }
+            (n, path)
+        })
+        .collect();
+    let times: Vec<Duration> = weights
+        .iter()
+        .map(|(n, path)| {
+            let bare = best(rounds, || repeated(self_command(&[path])));
+            let check = best(rounds, || repeated(neff_command(&["check", "--threads", "1"], &[path])));
+            println!("  {n} weights: each contender run {REPEAT} times");
+            println!("    bare zlib-rs inflate                       {:>8.3} s", secs(bare));
+            println!(
+                "    neff check --threads 1                     {:>8.3} s   / bare {:>6.2}",
+                secs(check),
+                ratio(check, bare)
+            );
+            check
+        })
+        .collect();
+    println!("  neff check, 12,000 weights / 3,000: {:.2} (linear: 4)", ratio(times[1], times[0]));
     let cache = dir.join(format!("cache-{many}"));
     let neffs = write_cache(&cache, &generated, many);
     let neff_refs: Vec<&PathBuf> = neffs.iter().collect();

@@ -28,6 +28,20 @@ const KELF_NAME: u64 = 4 + 9;
 const NAME: u64 = 4 + 9;
 const WEIGHT: u64 = 4 + 11;
 const PAYLOAD: u64 = 4 + 13;
+/// A definition's table of its file variables, from `neff::loader`'s `TABLE_MIN` of them.
+const VAR_TABLE: u64 = 4 + 9;
+const TABLE_MIN: u64 = 256;
+
+/// Bytes of a definition's file variables' table, for `count` of them: a power of two of
+/// 4-byte slots, at most two thirds full, and its record.
+fn var_table(count: u64) -> u64 {
+    if count < TABLE_MIN {
+        0
+    } else {
+        VAR_TABLE + (4 << (64 - (count + count / 2).leading_zeros()))
+    }
+}
+
 /// What the loader keeps of a payload that landed (`neff::hal::LANDING_NOTE`): in the device's
 /// notebook when it lends one, else in the arena.
 const LANDING: u64 = 28;
@@ -153,9 +167,12 @@ fn formula(members: &[(String, Vec<u8>)], notebook: bool) -> u64 {
             }
         } else if name.ends_with("/def.json") {
             let vars = doc["var"].as_object().unwrap();
+            let mut weights = 0;
             for v in vars.values().filter(|v| v["type"] == "file") {
                 index += WEIGHT + v["file_name"].as_str().unwrap().len() as u64;
+                weights += 1;
             }
+            index += var_table(weights);
             for lib in doc["ucode_lib"].as_array().into_iter().flatten() {
                 index += NAME + lib["library"].as_str().unwrap().len() as u64;
             }
