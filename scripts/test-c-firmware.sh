@@ -54,7 +54,7 @@ ln -sf /usr/include/xxhash.h "$out/xxhash/xxhash.h"
 # The static library, LTO'd at opt-level z (targets/c/Cargo.toml's firmware profile), then the image.
 # Its arena built in (string scratch + 32 KiB of records, as the Rust image's): a local of the
 # frame that loads, after the open, where a lent one would be live during the open too.
-(cd targets/c && NEFF_FFI_BUILTIN_ARENA=37888 cargo build --profile firmware --lib --target thumbv7em-none-eabihf)
+(cd targets/c && NEFF_FFI_BUILTIN_ARENA=37888 cargo build --profile firmware --lib --target thumbv7em-none-eabihf --no-default-features)
 # As a firmware team links it: one object whose only global symbols are neff_* (no compiler
 # built-in of the library's can clash with the toolchain's libgcc).
 scripts/c-static-lib.sh targets/c/target/thumbv7em-none-eabihf/firmware/libneff_ffi.a "$out/libneff.a" arm-none-eabi-
