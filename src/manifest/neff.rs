@@ -329,6 +329,17 @@ fn tag_of(item: &Item) -> u8 {
     }
 }
 
+/// Buckets of [`Join::distinct`]'s name filter (`name-tables`): 4 KiB of stack.
+#[cfg(feature = "name-tables")]
+const NAME_BUCKETS: usize = 4096;
+
+/// The bucket of a name: FNV-1a, folded to [`NAME_BUCKETS`].
+#[cfg(feature = "name-tables")]
+fn name_bucket(name: &[u8]) -> usize {
+    let hash = name.iter().fold(0x811c_9dc5u32, |h, &b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193));
+    (hash ^ (hash >> 16)) as usize % NAME_BUCKETS
+}
+
 /// Every [`SKIP`]th position of one kind of item, laid out once the log is complete, so that
 /// a lookup by index walks a bounded stretch whatever the document's size.
 #[derive(Debug, Clone, Copy, Default)]
@@ -658,12 +669,23 @@ impl<'j, 'b> Join<'j, 'b> {
         let same = |a: Span, b: Span| self.arena.bytes(a) == self.arena.bytes(b);
         let mut shape_buf = [0u32; MAX_DIMS as usize];
         let mut emitted: u32 = 0;
+        #[cfg(feature = "name-tables")]
+        let counts = self.name_counts(table, n);
         for k in 0..n {
-            let (name, _) = noted(k);
-            if (0..k).any(|j| same(noted(j).0, name)) {
-                continue;
-            }
-            let last = (k..n).rev().map(noted).find(|(n, _)| same(*n, name)).map_or(0, |(_, e)| e);
+            let (name, eid) = noted(k);
+            // A name alone in its bucket has no other entry: its first is this one, and its last.
+            #[cfg(feature = "name-tables")]
+            let alone = counts.get(name_bucket(self.arena.bytes(name))).is_some_and(|&c| c == 1);
+            #[cfg(not(feature = "name-tables"))]
+            let alone = false;
+            let last = if alone {
+                eid
+            } else {
+                if (0..k).any(|j| same(noted(j).0, name)) {
+                    continue;
+                }
+                (k..n).rev().map(noted).find(|(n, _)| same(*n, name)).map_or(0, |(_, e)| e)
+            };
             let mut t = self
                 .tensor(kind, self.arena.str(name), last, &mut shape_buf)
                 .map_err(|e| (indexed(key, u64::from(k), &[]), e))?;
@@ -672,6 +694,21 @@ impl<'j, 'b> Join<'j, 'b> {
             f(&t);
         }
         Ok(())
+    }
+
+    /// How many of the `n` names noted in `table` fall in each [`name_bucket`] (saturating):
+    /// a fixed table on the stack, so that [`Join::distinct`] compares only the names that
+    /// share a bucket, in linear time when names are distinct (hosts only: `name-tables`).
+    #[cfg(feature = "name-tables")]
+    fn name_counts(&self, table: Skip, n: u32) -> [u8; NAME_BUCKETS] {
+        let mut counts = [0u8; NAME_BUCKETS];
+        for k in 0..n {
+            let name = self.arena.span_at(table.at.saturating_add(k.saturating_mul(HEAD_NOTE as u32)));
+            if let Some(c) = counts.get_mut(name_bucket(self.arena.bytes(name))) {
+                *c = c.saturating_add(1);
+            }
+        }
+        counts
     }
 
     /// Writes buffered skip entries `(position, kind << 60 | entry)`.
@@ -844,6 +881,76 @@ mod tests {
         {"op":"tvm_op","name":"k","attrs":{"func_name":"__kelf","kelf":"kelf-0.json"},"output_names":["o","o"]}],
         "arg_nodes":[0],"heads":[[1,0,0],[1,1,0]],"node_row_ptr":[0,1,3],
         "attrs":{"dltype":["list_str",["float16","float32","int8"]],"shape":["list_shape",[[2,3],[4],[5,5]]]}}"#;
+
+    /// A generated graph of `inputs` input nodes and one KELF node of `outputs` outputs, whose
+    /// names repeat (`x{i % in_names}`, `o{i * 7 % out_names}`), and the tensors libnrt's maps
+    /// keyed by name give for it: one per distinct name, at its first position, with the
+    /// values of its last entry.
+    fn repeated_names(inputs: usize, in_names: usize, outputs: usize, out_names: usize) -> (String, Io) {
+        use std::format;
+        const DTYPES: [(&str, u64); 3] = [("float16", 2), ("float32", 4), ("int8", 1)];
+        let shape = |e: usize| std::vec![(e % 5 + 1) as u32, 2];
+        let tensor = |kind: IoKind, name: String, e: usize| {
+            let (dtype, size) = DTYPES[e % 3];
+            (kind, name, dtype.to_string(), shape(e), size * (e % 5 + 1) as u64 * 2)
+        };
+        let in_name = |i: usize| format!("x{}", i % in_names);
+        let out_name = |i: usize| format!("o{}", i * 7 % out_names);
+        let mut nodes: Vec<String> =
+            (0..inputs).map(|i| format!(r#"{{"op":"null","name":"{}"}}"#, in_name(i))).collect();
+        let outs: Vec<String> = (0..outputs).map(|i| format!("\"{}\"", out_name(i))).collect();
+        nodes.push(format!(
+            r#"{{"op":"tvm_op","name":"k","attrs":{{"func_name":"__kelf","kelf":"kelf-0.json"}},"output_names":[{}]}}"#,
+            outs.join(",")
+        ));
+        let eids = inputs + outputs;
+        let args: Vec<String> = (0..inputs).map(|i| i.to_string()).collect();
+        let heads: Vec<String> = (0..outputs).map(|o| format!("[{inputs},{o},0]")).collect();
+        let rows: Vec<String> = (0..=inputs).map(|i| i.to_string()).chain([eids.to_string()]).collect();
+        let dltypes: Vec<String> = (0..eids).map(|e| format!("\"{}\"", DTYPES[e % 3].0)).collect();
+        let shapes: Vec<String> = (0..eids).map(|e| format!("[{},2]", e % 5 + 1)).collect();
+        let doc = format!(
+            r#"{{"nodes":[{}],"arg_nodes":[{}],"heads":[{}],"node_row_ptr":[{}],"attrs":{{"dltype":["list_str",[{}]],"shape":["list_shape",[{}]]}}}}"#,
+            nodes.join(","),
+            args.join(","),
+            heads.join(","),
+            rows.join(","),
+            dltypes.join(","),
+            shapes.join(",")
+        );
+        // The model: a map keyed by name, assigned in order, listed in first-position order.
+        let mut want: Io = Vec::new();
+        for (kind, entries) in [
+            (IoKind::Input, (0..inputs).map(|i| (in_name(i), i)).collect::<Vec<_>>()),
+            (IoKind::Output, (0..outputs).map(|o| (out_name(o), inputs + o)).collect()),
+        ] {
+            let mut order: Vec<(String, usize)> = Vec::new();
+            for (name, e) in entries {
+                match order.iter_mut().find(|(n, _)| *n == name) {
+                    Some(slot) => slot.1 = e,
+                    None => order.push((name, e)),
+                }
+            }
+            want.extend(order.into_iter().map(|(name, e)| tensor(kind, name, e)));
+        }
+        (doc, want)
+    }
+
+    #[test]
+    fn io_table_of_many_repeated_names_is_the_name_keyed_map() {
+        // Thousands of entries, so that names share buckets of the `name-tables` filter as well
+        // as repeat: the join gives what the map gives, with the filter (default features) and
+        // without it (`--no-default-features`).
+        for (inputs, in_names, outputs, out_names) in
+            [(1, 1, 1, 1), (40, 40, 40, 40), (700, 313, 2600, 1999), (900, 900, 3000, 3000)]
+        {
+            let (doc, want) = repeated_names(inputs, in_names, outputs, out_names);
+            let (io, kelfs) = parse(&doc).unwrap();
+            assert_eq!(io.len(), want.len(), "{inputs} {in_names} {outputs} {out_names}");
+            assert_eq!(io, want, "{inputs} {in_names} {outputs} {out_names}");
+            assert_eq!(kelfs, ["kelf-0.json"]);
+        }
+    }
 
     #[test]
     fn io_table_merges_outputs_by_name_keeping_first_position() {
