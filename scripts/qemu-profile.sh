@@ -3,7 +3,8 @@
 # executed, by function.
 #
 # QEMU has no cycle counter for Cortex-M, and wall time under emulation is noisy; the blocks and
-# instructions run are deterministic and compare two builds of one image (a flag, an
+# instructions run are meant to be deterministic (docs/firmware.md: on a loaded machine they
+# were not, so run the two builds side by side) and compare two builds of one image (a flag, an
 # opt-level, an `#[inline]`): instructions for the work done, blocks for the branches taken
 # (calls included). `-d in_asm` logs each block once as translated (its instructions), and
 # `-d exec,nochain` every block as it runs, with the function it starts in; nothing is written
