@@ -21,11 +21,20 @@ use xxhash_rust::xxh3::Xxh3Default;
 /// The digest of `bytes` in one call; equal to feeding them to a [`Digest64`] in any chunking,
 /// and to `xxhsum -H3`.
 pub fn digest64(bytes: &[u8]) -> u64 {
+    // A host (`name-tables`) digests every DMA and payload name it meets, tens of thousands
+    // per real NEFF: the one-shot function skips building and finishing a 600-byte state.
+    #[cfg(feature = "name-tables")]
+    {
+        xxhash_rust::xxh3::xxh3_64(bytes)
+    }
     // Through the streaming state, not `xxh3_64`: the one-shot function is a second copy of
     // the whole algorithm in flash (1.3 KB on a Cortex-M4), for the short names it digests.
-    let mut digest = Digest64::new();
-    digest.update(bytes);
-    digest.finish()
+    #[cfg(not(feature = "name-tables"))]
+    {
+        let mut digest = Digest64::new();
+        digest.update(bytes);
+        digest.finish()
+    }
 }
 
 /// A running XXH3-64 digest.
@@ -98,8 +107,12 @@ mod tests {
         // Lengths around XXH3's internal sizes (16, 128, 240, 256-byte blocks, 1024-byte stripes).
         for len in [0, 1, 3, 8, 16, 17, 128, 129, 240, 241, 256, 257, 512, 999, 1000] {
             let whole = digest64(&bytes[..len]);
-            // The reference: XXH3's one-shot function, which `digest64` no longer calls.
+            // The reference: XXH3's one-shot function (what `digest64` calls with `name-tables`).
             assert_eq!(whole, xxhash_rust::xxh3::xxh3_64(&bytes[..len]), "len {len}");
+            // The streaming state (what `digest64` uses without it) gives the same.
+            let mut streamed = Digest64::new();
+            streamed.update(&bytes[..len]);
+            assert_eq!(streamed.finish(), whole, "len {len}");
             for chunk in [1, 7, 64, 255, 256, 1000] {
                 let mut d = Digest64::new();
                 for piece in bytes[..len].chunks(chunk) {
@@ -107,6 +120,18 @@ mod tests {
                 }
                 assert_eq!(d.finish(), whole, "len {len} chunk {chunk}");
             }
+        }
+    }
+
+    /// `digest64`'s two paths (one-shot with `name-tables`, the streaming state without)
+    /// agree at every length a name can have, and past XXH3's 240-byte short-input limit.
+    #[test]
+    fn digest64_is_the_streaming_digest_at_every_name_length() {
+        let bytes = sample();
+        for len in 0..=600 {
+            let mut streamed = Digest64::new();
+            streamed.update(&bytes[..len]);
+            assert_eq!(digest64(&bytes[..len]), streamed.finish(), "len {len}");
         }
     }
 
