@@ -1292,6 +1292,46 @@ fn an_unresolved_dma_name_is_refused_with_its_member_key_path_and_offset() {
     }
 }
 
+/// Descriptors naming the same variables again and again, as real engine JSONs do (in runs,
+/// and in cycles longer than the few names a host remembers of its last waits), keep one
+/// pending reference per name, at its first use: the same records (the same arena and
+/// notebook peaks) and the same error as when each name is used once.
+#[test]
+fn repeated_dma_names_wait_once_at_their_first_use() {
+    let names: Vec<String> = (0..11).map(|i| format!("ghost_{i}")).collect();
+    // Each name once (the first uses), then runs of 1 to 4 uses, the name moving on by 3 or
+    // by 7 of 11: every repeat found both among the last few names and far behind them.
+    let mut order: Vec<usize> = (0..names.len()).collect();
+    let mut at = 0usize;
+    for i in 0..300usize {
+        at = (at + if i % 5 == 0 { 7 } else { 3 }) % names.len();
+        order.extend(std::iter::repeat_n(at, 1 + i % 4));
+    }
+    let block = |uses: &[usize]| {
+        let descs: Vec<String> =
+            uses.iter().map(|&i| format!(r#"{{"from":"{}","to":"SB","from_off":0,"to_off":0}}"#, names[i])).collect();
+        format!(r#"{{"id":0,"queue":"qPoolDynamic","desc":[{}]}}"#, descs.join(","))
+    };
+    let Some(once) = variant(|l| with_pe_dma(l, &block(&order[..names.len()]))) else { return };
+    let many = variant(|l| with_pe_dma(l, &block(&order))).unwrap();
+    // In the arena, then in a notebook.
+    for notebook in [0usize, 1 << 16] {
+        let (once, _) = load_noted(&once, Arch::Cayman, LoadOptions::default(), 32 << 20, notebook);
+        let (many, _) = load_noted(&many, Arch::Cayman, LoadOptions::default(), 32 << 20, notebook);
+        let (a, b) = (once.result.unwrap_err(), many.result.unwrap_err());
+        assert_eq!(a.to_string(), b.to_string(), "notebook {notebook}");
+        assert_eq!((a.stage, a.offset, a.key_path.as_str()), (b.stage, b.offset, "dma[0].desc[0].from"));
+        assert_eq!(
+            a.kind,
+            ErrorKind::Manifest(ManifestError::UnknownDmaVariable {
+                to: false,
+                name: neff::error::Text::new("ghost_0")
+            })
+        );
+        assert_eq!(once.report.summary.arena_peak, many.report.summary.arena_peak, "notebook {notebook}");
+    }
+}
+
 #[test]
 fn dma_names_of_members_the_chain_does_not_reach_are_not_checked() {
     let Some(clean) = common::fixture_bytes("public/nkipy/matmul_small.neff") else { return };

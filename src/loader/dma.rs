@@ -250,6 +250,10 @@ const FAR: u32 = 1 << 31;
 /// each), and whether the name was longer than its tail (`u8`).
 const HEADER: usize = 4 + 4 + 4 + 1 + 8 + 8 + 1 + 1 + 1;
 
+/// Where the flags byte is in a pending reference: the header's last.
+#[cfg(feature = "name-tables")]
+const FLAGS_AT: u32 = HEADER as u32 - 1;
+
 /// Bytes of a name kept for the error: what its [`Name`](crate::error::Name) shows.
 pub(crate) const NAME_TAIL: usize = 16;
 
@@ -275,6 +279,38 @@ pub(crate) struct PendingRef {
     pub resolved: bool,
 }
 
+/// The fields of a [`PendingRef`] a chain walk compares ([`Pending::link`]).
+#[cfg(any(feature = "name-tables", test))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Link {
+    chain: u32,
+    by: u32,
+    fp: u64,
+    /// The header's last byte: whether the name was elided (bit 0) and resolved (bit 1).
+    flags: u8,
+}
+
+#[cfg(any(feature = "name-tables", test))]
+impl Link {
+    fn resolved(&self) -> bool {
+        self.flags & 2 != 0
+    }
+}
+
+#[cfg(any(feature = "name-tables", test))]
+impl Link {
+    /// The link of an encoded header: [`PendingRef::decode`]'s fields, at their offsets.
+    fn of(h: &[u8; HEADER]) -> Self {
+        let [_, _, _, _, c0, c1, c2, c3, b0, b1, b2, b3, _, f0, f1, f2, f3, f4, f5, f6, f7, .., flags] = *h;
+        Link {
+            chain: u32::from_le_bytes([c0, c1, c2, c3]),
+            by: u32::from_le_bytes([b0, b1, b2, b3]),
+            fp: u64::from_le_bytes([f0, f1, f2, f3, f4, f5, f6, f7]),
+            flags,
+        }
+    }
+}
+
 impl PendingRef {
     fn encode(&self, out: &mut [u8; HEADER]) {
         Writer::new(out)
@@ -286,7 +322,12 @@ impl PendingRef {
             .u64(self.offset)
             .u8(self.path_len)
             .u8(self.name_len)
-            .u8(u8::from(self.name_elided) | u8::from(self.resolved) << 1);
+            .u8(self.flags());
+    }
+
+    /// The header's last byte: whether the name was elided (bit 0) and resolved (bit 1).
+    fn flags(&self) -> u8 {
+        u8::from(self.name_elided) | u8::from(self.resolved) << 1
     }
 
     fn decode(bytes: &[u8; HEADER]) -> Self {
@@ -303,10 +344,10 @@ impl PendingRef {
             name_elided: false,
             resolved: false,
         }
-        .flags(r.u8())
+        .with_flags(r.u8())
     }
 
-    fn flags(mut self, flags: u8) -> Self {
+    fn with_flags(mut self, flags: u8) -> Self {
         self.name_elided = flags & 1 != 0;
         self.resolved = flags & 2 != 0;
         self
@@ -415,6 +456,17 @@ impl Pending {
         Ok(PendingRef::decode(&bytes))
     }
 
+    /// What a chain walk compares of the pending reference in `slot`: [`Pending::get`]'s
+    /// fields, fewer of them. A host (`name-tables`) reads them from the arena without
+    /// decoding the rest: a real training NEFF's references walk 300,000 chain links.
+    #[cfg(any(feature = "name-tables", test))]
+    fn link(&self, arena: &Arena<'_>, nb: &dyn Notebook, slot: u32) -> Result<Link, ErrorKind> {
+        if self.far_at(slot).is_none() {
+            return Ok(Link::of(&arena.read::<HEADER>(slot)));
+        }
+        self.get(arena, nb, slot).map(|r| Link { chain: r.chain, by: r.by, fp: r.fp, flags: r.flags() })
+    }
+
     fn set(&self, arena: &mut Arena<'_>, nb: &mut dyn Notebook, slot: u32, r: &PendingRef) -> Result<(), ErrorKind> {
         let mut bytes = [0u8; HEADER];
         r.encode(&mut bytes);
@@ -434,21 +486,22 @@ impl Pending {
 
     /// Makes reference `key` = `name` of member record `by`, at `offset` and key path `path`,
     /// wait for its definition, unless `by` already waits for that name (its first use is the
-    /// one reported). `floor`: the notebook bytes in use from its start (the landings'); the
-    /// notebook's room is what lies between, the arena takes what does not fit there.
+    /// one reported); `fp` is the name's [`fingerprint`] in the key's namespace. `floor`: the
+    /// notebook bytes in use from its start (the landings'); the notebook's room is what lies
+    /// between, the arena takes what does not fit there. The path is asked for only when the
+    /// reference is kept: most uses repeat a name.
     #[allow(clippy::too_many_arguments)]
-    pub fn wait(
+    pub fn wait<'p>(
         &mut self,
         arena: &mut Arena<'_>,
         nb: &mut dyn Notebook,
         floor: u64,
         by: u32,
-        key: RefKey,
+        (key, fp): (RefKey, u64),
         offset: u64,
-        path: &str,
+        path: impl FnOnce() -> &'p str,
         name: &str,
     ) -> Result<(), ErrorKind> {
-        let fp = fingerprint(key.space(), name);
         if self.buckets == NIL {
             self.buckets = arena.alloc(BUCKETS.saturating_mul(4))?;
             for b in 0..BUCKETS as u32 {
@@ -463,6 +516,10 @@ impl Pending {
             if at == NIL {
                 break;
             }
+            // A host reads the link alone; the image keeps one reading of records.
+            #[cfg(feature = "name-tables")]
+            let r = self.link(arena, nb, at)?;
+            #[cfg(not(feature = "name-tables"))]
             let r = self.get(arena, nb, at)?;
             if r.by == by && r.fp == fp {
                 return Ok(());
@@ -471,6 +528,7 @@ impl Pending {
         }
         // The path is at most `KEY_PATH_TEXT` bytes (it is built in one); the name keeps the
         // tail its error shows.
+        let path = path();
         let path = path.as_bytes().get(..path.len().min(u8::MAX as usize)).unwrap_or(&[]);
         let tail_start = {
             let mut s = name.len().saturating_sub(NAME_TAIL);
@@ -532,12 +590,25 @@ impl Pending {
             if at == NIL {
                 break;
             }
-            let mut r = self.get(arena, nb, at)?;
-            if r.fp == fp && !r.resolved && mine(arena, r.by) {
-                r.resolved = true;
-                self.set(arena, nb, at, &r)?;
+            // A host reads the link alone and writes the flags byte alone; the image keeps one
+            // reading and one writing of records.
+            #[cfg(feature = "name-tables")]
+            {
+                let r = self.link(arena, nb, at)?;
+                if r.fp == fp && !r.resolved() && mine(arena, r.by) {
+                    self.write(arena, nb, at, FLAGS_AT, &[r.flags | 2])?;
+                }
+                at = r.chain;
             }
-            at = r.chain;
+            #[cfg(not(feature = "name-tables"))]
+            {
+                let mut r = self.get(arena, nb, at)?;
+                if r.fp == fp && !r.resolved && mine(arena, r.by) {
+                    r.resolved = true;
+                    self.set(arena, nb, at, &r)?;
+                }
+                at = r.chain;
+            }
         }
         Ok(())
     }
@@ -725,6 +796,11 @@ mod tests {
         assert!(!NameTable { at: 0, count: 0 }.contains(&arena, 0));
     }
 
+    /// A reference's key and its name's fingerprint, as [`Pending::wait`] takes them.
+    fn keyed(key: RefKey, name: &str) -> (RefKey, u64) {
+        (key, fingerprint(key.space(), name))
+    }
+
     /// A notebook over a vector, counting its calls.
     struct VecNotebook(Vec<u8>);
 
@@ -767,11 +843,85 @@ mod tests {
             let key = if i % 3 == 0 { RefKey::Queue } else { RefKey::To };
             let name = std::format!("Coalesced_memloc_{}_a_long_real_name", i % 20);
             let path = std::format!("dma[{i}].desc[0]");
-            p.wait(&mut arena, nb, 0, by, key, i, &path, &name).unwrap();
+            p.wait(&mut arena, nb, 0, by, keyed(key, &name), i, || &path, &name).unwrap();
         }
         let used = arena.used();
         let listed = listed(&p, &arena, nb);
         (p, used, listed)
+    }
+
+    /// A chain walk's link, read in place on a host, is what the whole record decodes to, for
+    /// records in the arena and in a notebook, whatever their fields.
+    #[test]
+    fn a_link_is_the_decoded_records_fields() {
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _ in 0..2000 {
+            let v = next();
+            let r = PendingRef {
+                next: next() as u32,
+                chain: next() as u32,
+                by: next() as u32,
+                key: RefKey::from_code((v % 3) as u8),
+                fp: next(),
+                offset: next(),
+                path_len: (v >> 8) as u8,
+                name_len: (v >> 16) as u8,
+                name_elided: v & (1 << 24) != 0,
+                resolved: v & (1 << 25) != 0,
+            };
+            let mut bytes = [0u8; HEADER];
+            r.encode(&mut bytes);
+            let decoded = PendingRef::decode(&bytes);
+            assert_eq!(decoded, r);
+            let want = Link { chain: r.chain, by: r.by, fp: r.fp, flags: r.flags() };
+            assert_eq!(Link::of(&bytes), want);
+        }
+        // Through `Pending::link`, both places a record can lie, against `Pending::get`.
+        let mut nb = VecNotebook(std::vec![0u8; 4096]);
+        let mut buf = std::vec![0u8; 64 * 1024];
+        let mut arena = Arena::new(&mut buf);
+        for notebook_len in [0u64, 4096] {
+            let mut p = Pending::new(notebook_len);
+            for i in 0..40u64 {
+                let name = std::format!("var_{}", next() % 25);
+                p.wait(
+                    &mut arena,
+                    &mut nb,
+                    0,
+                    (i % 3) as u32,
+                    keyed(RefKey::From, &name),
+                    i,
+                    || "dma[0].desc[0]",
+                    &name,
+                )
+                .unwrap();
+            }
+            let fp = fingerprint(NameSpace::Var, "var_3");
+            p.resolve(&mut arena, &mut nb, fp, |_, by| by != 1).unwrap();
+            let mut at = p.first();
+            let mut seen = 0;
+            while at != NIL {
+                let whole = p.get(&arena, &nb, at).unwrap();
+                let link = p.link(&arena, &nb, at).unwrap();
+                assert_eq!(link, Link { chain: whole.chain, by: whole.by, fp: whole.fp, flags: whole.flags() });
+                assert_eq!(link.resolved(), whole.resolved);
+                assert_eq!(whole.resolved, whole.fp == fp && whole.by != 1);
+                seen += 1;
+                at = whole.next;
+            }
+            assert_eq!(seen, p.len());
+            assert_eq!(p.far_low() < notebook_len, notebook_len > 0, "where the records lie");
+        }
+        // Outside the arena's used part, a link reads zeros as `get` does.
+        let p = Pending::new(0);
+        let far = arena.capacity() as u32 - 8;
+        assert_eq!(p.link(&arena, &nb, far).unwrap(), Link { chain: 0, by: 0, fp: 0, flags: 0 });
     }
 
     #[test]
@@ -818,7 +968,7 @@ mod tests {
         // The landings use 900 bytes from the start: two records fit above them.
         for i in 0..10u64 {
             let name = std::format!("var{i}");
-            p.wait(&mut arena, &mut nb, 900, 1, RefKey::From, i, "dma[0].desc[1]", &name).unwrap();
+            p.wait(&mut arena, &mut nb, 900, 1, keyed(RefKey::From, &name), i, || "dma[0].desc[1]", &name).unwrap();
         }
         assert!(p.far_low() >= 900);
         let listed = listed(&p, &arena, &nb);
@@ -838,7 +988,8 @@ mod tests {
         let mut p = Pending::new(1 << 16);
         for i in 0..100u64 {
             let name = std::format!("n{}", i % 10);
-            p.wait(&mut arena, &mut nb, 0, (i % 3) as u32, RefKey::To, i, "dma[0].desc[0]", &name).unwrap();
+            p.wait(&mut arena, &mut nb, 0, (i % 3) as u32, keyed(RefKey::To, &name), i, || "dma[0].desc[0]", &name)
+                .unwrap();
         }
         assert_eq!(p.len(), 30);
         p.retain(&mut arena, &mut nb, |_, r| r.by != 1).unwrap();
@@ -846,10 +997,10 @@ mod tests {
         let kept = listed(&p, &arena, &nb);
         assert!(kept.iter().all(|k| k.0 != 1) && kept.windows(2).all(|w| w[0].2 < w[1].2));
         // Still one per name: a later use of a kept name adds nothing.
-        p.wait(&mut arena, &mut nb, 0, 0, RefKey::To, 1000, "x", "n0").unwrap();
+        p.wait(&mut arena, &mut nb, 0, 0, keyed(RefKey::To, "n0"), 1000, || "x", "n0").unwrap();
         assert_eq!(p.len(), 20);
         // A new one goes last.
-        p.wait(&mut arena, &mut nb, 0, 1, RefKey::To, 1001, "x", "n0").unwrap();
+        p.wait(&mut arena, &mut nb, 0, 1, keyed(RefKey::To, "n0"), 1001, || "x", "n0").unwrap();
         assert_eq!(listed(&p, &arena, &nb).last().unwrap().2, 1001);
         p.retain(&mut arena, &mut nb, |_, _| false).unwrap();
         assert_eq!((p.len(), p.first(), p.far_low()), (0, NIL, 1 << 16));

@@ -117,6 +117,11 @@ impl EntryAt<'_> {
         self.ctx.path.last_key()
     }
 
+    /// [`EntryAt::name`] as bytes, for a caller that parses it as bytes (no UTF-8 check).
+    pub fn name_bytes(&self) -> &[u8] {
+        self.ctx.path.last_key_bytes()
+    }
+
     /// The byte offset of the element's last byte (the closing bracket of an object).
     pub fn offset(&self) -> u64 {
         self.offset

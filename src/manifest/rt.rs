@@ -170,8 +170,13 @@ impl KeyPath {
     /// The last key with what follows it (`q.x` of `dma_queue.q.x`, `desc[1]` of
     /// `dma[0].desc[1]`): the segment that names the object being read.
     pub fn last_key(&self) -> &str {
-        let bytes = self.buf.get(self.key_at..self.shown()).unwrap_or(&[]);
-        core::str::from_utf8(bytes).unwrap_or("")
+        core::str::from_utf8(self.last_key_bytes()).unwrap_or("")
+    }
+
+    /// [`KeyPath::last_key`] as bytes (UTF-8: a segment is kept whole or dropped).
+    #[inline(always)]
+    pub fn last_key_bytes(&self) -> &[u8] {
+        self.buf.get(self.key_at..self.shown()).unwrap_or(&[])
     }
 
     /// True when a segment was dropped from what messages show.
