@@ -88,9 +88,11 @@ struct Recorder<'r, 'a, O: Observer> {
 #[cfg(feature = "name-tables")]
 #[derive(Default)]
 struct RecentWaits {
+    /// Fingerprints noted, the oldest overwritten first (all of them the first one until as
+    /// many are noted, so that every slot holds a name and a lookup compares all eight).
     fps: [u64; RecentWaits::LEN],
-    /// Fingerprints held (the rest of `fps` is not a name).
-    held: usize,
+    /// Whether any is noted.
+    any: bool,
     /// Where the next one goes.
     next: usize,
 }
@@ -100,15 +102,17 @@ impl RecentWaits {
     const LEN: usize = 8;
 
     fn contains(&self, fp: u64) -> bool {
-        self.fps.iter().take(self.held).any(|&f| f == fp)
+        self.any && self.fps.contains(&fp)
     }
 
     fn note(&mut self, fp: u64) {
-        if let Some(slot) = self.fps.get_mut(self.next) {
+        if !self.any {
+            self.fps = [fp; Self::LEN];
+            self.any = true;
+        } else if let Some(slot) = self.fps.get_mut(self.next) {
             *slot = fp;
         }
         self.next = self.next.saturating_add(1) % Self::LEN;
-        self.held = self.held.saturating_add(1).min(Self::LEN);
     }
 }
 
@@ -762,5 +766,42 @@ impl Reader<'_> {
                 .iter(&book.arena)
                 .any(|(_, m)| !m.superseded && is_joined(book.arena.str(m.member), dir, json))
         })
+    }
+}
+
+#[cfg(all(test, feature = "name-tables"))]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::arithmetic_side_effects)]
+mod tests {
+    extern crate std;
+    use super::RecentWaits;
+    use std::collections::VecDeque;
+
+    /// The recent names are the last eight noted, no more, no fewer, whatever the sequence
+    /// (zero included: no slot stands for a name before one is noted).
+    #[test]
+    fn recent_waits_hold_the_last_eight_noted() {
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        for range in [1u64, 3, 8, 9, 20, 1000] {
+            let (mut recent, mut model) = (RecentWaits::default(), VecDeque::new());
+            for fp in [0, 1, 2] {
+                assert!(!recent.contains(fp), "nothing noted yet");
+            }
+            for _ in 0..2000 {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                let fp = seed % range;
+                let held = model.contains(&fp);
+                assert_eq!(recent.contains(fp), held, "range {range}, fp {fp}");
+                // The reader notes a name only when it was not found.
+                if !held {
+                    recent.note(fp);
+                    model.push_back(fp);
+                    if model.len() > RecentWaits::LEN {
+                        model.pop_front();
+                    }
+                }
+            }
+        }
     }
 }

@@ -798,12 +798,19 @@ fn start_str(dst: &mut heapless::string::StringView, ev: &Event<'_>, lim: Lim) -
 /// default capacities never do).
 pub fn str_default<const N: usize>(s: &str) -> heapless::String<N> {
     let mut out = heapless::String::new();
+    reset_str(&mut out, s);
+    out
+}
+
+/// Sets `out` to the string default `s` in place ([`str_default`] without building a second
+/// string to move in: what a generated `clear` does).
+pub fn reset_str<const N: usize>(out: &mut heapless::String<N>, s: &str) {
+    out.clear();
     for c in s.chars() {
         if out.push(c).is_err() {
             break;
         }
     }
-    out
 }
 
 impl<const N: usize> JsonValue for heapless::String<N> {
@@ -1731,6 +1738,36 @@ mod tests {
     use super::*;
     extern crate std;
     use std::format;
+
+    /// A string default set in place is the one built whole, cut where it does not fit.
+    #[test]
+    fn reset_str_is_str_default_in_place() {
+        for s in ["", "copy", "éà", "a longer default than eight", "ab€cd"] {
+            let mut out: heapless::String<8> = str_default("previous");
+            reset_str(&mut out, s);
+            assert_eq!(out, str_default::<8>(s), "{s}");
+        }
+    }
+
+    /// A generated object's `clear` (string defaults set in place) gives its default, as a
+    /// DMA descriptor and block are cleared for each of a real NEFF's tens of thousands.
+    #[test]
+    fn a_cleared_descriptor_is_the_default_one() {
+        let mut desc = crate::manifest::DmaDesc::default();
+        desc.op = str_default("memset");
+        desc.to = str_default("somewhere");
+        desc.from = Some(str_default("elsewhere"));
+        desc.to_off = 7;
+        assert_ne!(desc, crate::manifest::DmaDesc::default());
+        JsonValue::clear(&mut desc);
+        assert_eq!(desc, crate::manifest::DmaDesc::default());
+        assert_eq!(desc.op.as_str(), "copy");
+        let mut block = crate::manifest::DmaBlock::default();
+        let fresh = block.clone();
+        block.queue = Some(str_default("q"));
+        JsonValue::clear(&mut block);
+        assert_eq!(block, fresh);
+    }
 
     /// A byte source over `data` that shows `chunk` bytes at a time and fails once `fail_at`
     /// bytes are consumed.

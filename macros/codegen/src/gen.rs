@@ -540,7 +540,15 @@ impl Checked<'_> {
                     Some(d) => {
                         let dt = default_tokens(ty, d.get_ref()).unwrap_or_default();
                         defaults.push(quote!(#f: #dt,));
-                        clears.push(quote!(self.#f = #dt;));
+                        // A string default is written in place: a descriptor's fields are
+                        // cleared for each of its tens of thousands, and a whole string built
+                        // and moved in costs a copy of its capacity.
+                        match (ty, d.get_ref()) {
+                            (Ty::Str(_), toml::Value::String(text)) => {
+                                clears.push(quote!(crate::manifest::rt::reset_str(&mut self.#f, #text);));
+                            }
+                            _ => clears.push(quote!(self.#f = #dt;)),
+                        }
                     }
                     None => {
                         defaults.push(quote!(#f: ::core::default::Default::default(),));
