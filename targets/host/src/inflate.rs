@@ -7,11 +7,11 @@
 //! [`Archive::open_inflated`]. Every check and every error is the core's; only the inflater
 //! differs.
 //!
-//! For a NEFF of [`THREAD_MIN_BYTES`] or more on a host with two cores or more
-//! ([`Inflation::for_this_host`]), the container runs in its own thread
+//! For a NEFF of [`THREAD_MIN_BYTES`] or more on a host with two cores or more, unless one
+//! thread was asked for ([`Inflation::for_this_host`]), the container runs in its own thread
 //! and hands the tar stream over in [`CHUNK`]-byte buffers through a channel that holds at
-//! most [`CHUNKS_IN_FLIGHT`] of them, so memory stays flat while inflating and walking the
-//! tar (JSON parsing, payload digests) overlap. The core itself stays single-threaded.
+//! most [`CHUNKS_IN_FLIGHT`] of them ([`IN_FLIGHT_BYTES`]), so memory stays bounded while
+//! inflating and walking the tar (JSON parsing, payload digests) overlap. The core itself stays single-threaded.
 // The core's `Error` is `Copy` and carries its context inline (no heap on firmware); it is
 // passed by value here as in the core.
 #![allow(clippy::result_large_err)]
@@ -37,13 +37,21 @@ use parallel::{HostInflater, ParallelInflate, Parallelism, PARALLEL_MIN_BYTES};
 /// hand-off may wake a thread (a system call and a context switch), so buffers larger than the
 /// 64 KiB read buffer keep that cost small next to inflating them.
 pub const CHUNK: usize = 256 * 1024;
+/// Bytes of tar stream the inflating thread may have handed over and not yet had read back: a
+/// training NEFF interleaves megabytes of manifests (parsing slower than inflating) with
+/// megabytes of payloads (inflating slower than digesting), so the inflater must be able to run
+/// that far ahead for the two threads to overlap. With two buffers in flight, the real training
+/// NEFF's `check` gained no wall time; with 16 MiB, a quarter.
+pub const IN_FLIGHT_BYTES: usize = 16 << 20;
 /// Buffers the channel holds at most (the inflating thread waits when it is full); with the one
-/// being filled and the one being read, four buffers exist.
-pub const CHUNKS_IN_FLIGHT: usize = 2;
-/// The file size from which inflating gets a thread of its own: a smaller NEFF is over in
-/// milliseconds, where a second thread has little to overlap and each hand-off may wait for
-/// the scheduler on a busy host.
-pub const THREAD_MIN_BYTES: u64 = 4 << 20;
+/// being filled and the one being read, two more exist. Buffers are made as needed, so a small
+/// NEFF has only as many as its tar stream fills.
+pub const CHUNKS_IN_FLIGHT: usize = IN_FLIGHT_BYTES / CHUNK;
+/// The file size from which inflating gets a thread of its own when two threads or more may be
+/// used: a smaller NEFF is over in milliseconds, where a second thread has little to overlap and
+/// each hand-off may wait for the scheduler on a busy host. Training NEFFs of 1 to 4 MiB (most
+/// of a compile cache's bytes) gain from it.
+pub const THREAD_MIN_BYTES: u64 = 1 << 20;
 
 /// zlib-rs (through flate2, raw deflate) as the core's inflater. It keeps its own 32 KiB
 /// history, so it writes each step's output straight into the decoder's window.
@@ -143,23 +151,39 @@ impl Inflation {
     /// [`Inflation::Parallel`] for a NEFF of at least the parallel threshold
     /// ([`PARALLEL_MIN_BYTES`]) when two threads or more were asked for ([`configure`]; without
     /// `--threads`, only if [`parallel::PARALLEL_BY_DEFAULT`], with the cores available, at most
-    /// [`parallel::DEFAULT_MAX_THREADS`]); otherwise today's path: [`Inflation::Threaded`] for a
-    /// NEFF of [`THREAD_MIN_BYTES`] or more on a host with two cores or more, else
+    /// [`parallel::DEFAULT_MAX_THREADS`]); otherwise, with two threads or more and two cores or
+    /// more, [`Inflation::Threaded`] for a NEFF of [`THREAD_MIN_BYTES`] or more; else
     /// [`Inflation::Inline`].
     pub fn for_this_host(file_size: u64) -> Self {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let threads = match THREADS.load(Ordering::Relaxed) {
+        Self::choose(THREADS.load(Ordering::Relaxed), cores, file_size, PARALLEL_MIN.load(Ordering::Relaxed))
+            .with_chunk(PARALLEL_CHUNK.load(Ordering::Relaxed))
+    }
+
+    /// [`Inflation::for_this_host`] with `threads` asked for (0: the default), `cores`
+    /// available and a parallel threshold of `parallel_min` bytes.
+    fn choose(threads: usize, cores: usize, file_size: u64, parallel_min: u64) -> Self {
+        let threads = match threads {
             0 if parallel::PARALLEL_BY_DEFAULT => cores.min(parallel::DEFAULT_MAX_THREADS),
             0 => 1,
             t => t,
         };
-        if threads >= 2 && file_size >= PARALLEL_MIN.load(Ordering::Relaxed) {
-            return Inflation::Parallel(Parallelism { threads, chunk: PARALLEL_CHUNK.load(Ordering::Relaxed) });
+        if threads >= 2 && file_size >= parallel_min {
+            return Inflation::Parallel(Parallelism { threads, chunk: parallel::CHUNK_BYTES });
         }
-        if cores >= 2 && file_size >= THREAD_MIN_BYTES {
+        // `--threads 1` (and the several-file verbs, whose files run side by side) keeps one.
+        if threads >= 2 && cores >= 2 && file_size >= THREAD_MIN_BYTES {
             Inflation::Threaded
         } else {
             Inflation::Inline
+        }
+    }
+
+    /// This inflation with parallel chunks of `chunk` compressed bytes.
+    fn with_chunk(self, chunk: u64) -> Self {
+        match self {
+            Inflation::Parallel(par) => Inflation::Parallel(Parallelism { chunk, ..par }),
+            other => other,
         }
     }
 }
@@ -394,5 +418,37 @@ fn pump(mut container: Box<HostContainer>, send: &SyncSender<Message>, recycled:
             let _ = send.send(Message::End(Box::new(result), warnings));
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIB: u64 = 1 << 20;
+
+    #[test]
+    fn a_training_sized_neff_gets_an_inflating_thread_unless_one_thread_is_asked_for() {
+        let choose = |threads, cores, size| Inflation::choose(threads, cores, size, PARALLEL_MIN_BYTES);
+        // The default on two cores: a thread of its own from 1 MiB, the parallel path from 64 MiB.
+        assert_eq!(choose(0, 2, 4 * MIB), Inflation::Threaded);
+        assert_eq!(choose(0, 2, MIB), Inflation::Threaded);
+        assert_eq!(choose(0, 2, MIB - 1), Inflation::Inline);
+        assert!(matches!(choose(0, 2, 64 * MIB), Inflation::Parallel(Parallelism { threads: 2, .. })));
+        // `--threads 1` (and each file of the several-file verbs) keeps one thread at any size.
+        assert_eq!(choose(1, 2, 4 * MIB), Inflation::Inline);
+        assert_eq!(choose(1, 2, 400 * MIB), Inflation::Inline);
+        // One core: nothing to overlap with.
+        assert_eq!(choose(0, 1, 4 * MIB), Inflation::Inline);
+        assert_eq!(choose(2, 1, 4 * MIB), Inflation::Inline);
+        // Asked-for threads on one core still take the parallel path for big files.
+        assert!(matches!(choose(2, 1, 64 * MIB), Inflation::Parallel(Parallelism { threads: 2, .. })));
+    }
+
+    #[test]
+    fn the_parallel_chunk_is_the_configured_one() {
+        let chosen = Inflation::choose(0, 2, 64 * MIB, PARALLEL_MIN_BYTES).with_chunk(4096);
+        assert!(matches!(chosen, Inflation::Parallel(Parallelism { chunk: 4096, .. })));
+        assert_eq!(Inflation::Threaded.with_chunk(4096), Inflation::Threaded);
     }
 }

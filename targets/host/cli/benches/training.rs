@@ -16,7 +16,9 @@
 //! * **bare zlib-rs**: raw inflate of each file's gzip member into a 32 KiB buffer, the file
 //!   read through a 64 KiB buffer, no CRC, no tar, no JSON: the floor;
 //! * **neff check --threads 1** and **neff load --digest-only --threads 1**, on each NEFF
-//!   (each contender on one NEFF is run [`REPEAT`] times in a row, timed together);
+//!   (each contender on one NEFF is run [`REPEAT`] times in a row, timed together), and the
+//!   same with default flags (inflating in a thread of its own on a host of two cores or
+//!   more), by wall time against the bare inflate's wall time;
 //! * over many copies of the training NEFF (`NEFF_BENCH_MANY`, default 100) laid out as a
 //!   compile cache: **neff check --threads 1 FILE...** and **neff cache --threads 1 DIR**;
 //! * **neff check --threads 1** on NEFFs of 3,000 and 12,000 tiny weights (the `trn1` preset,
@@ -88,6 +90,23 @@ fn main() {
             "    neff load --digest-only --threads 1        {:>8.3} s   / bare {:>6.2}",
             secs(load),
             ratio(load, bare)
+        );
+        // The default: inflating in a thread of its own beside the walk, when the host has
+        // two cores or more. Wall time, against the bare inflate's.
+        let bare_wall = best_wall(rounds, || repeated(self_command(&[path])));
+        let check_wall = best_wall(rounds, || repeated(neff_command(&["check"], &[path])));
+        let load_wall = best_wall(rounds, || repeated(neff_command(&["load", "--digest-only"], &[path])));
+        println!("    wall time, default flags ({} cores):", common_cores());
+        println!("      bare zlib-rs inflate                     {:>8.3} s", secs(bare_wall));
+        println!(
+            "      neff check                               {:>8.3} s   / bare {:>6.2}",
+            secs(check_wall),
+            ratio(check_wall, bare_wall)
+        );
+        println!(
+            "      neff load --digest-only                  {:>8.3} s   / bare {:>6.2}",
+            secs(load_wall),
+            ratio(load_wall, bare_wall)
         );
     }
     let weights: Vec<(usize, PathBuf)> = [3000, 12000]
@@ -198,11 +217,22 @@ fn repeated(inner: Command) -> Command {
 
 /// The least CPU time of `rounds` runs of the command `make` builds; each must succeed.
 fn best(rounds: usize, make: impl Fn() -> Command) -> Duration {
-    (0..rounds).map(|_| cpu_time(make())).min().unwrap()
+    (0..rounds).map(|_| timed(make()).0).min().unwrap()
 }
 
-/// The CPU time of `inner` (user + system, by `/usr/bin/time`; else its wall time).
-fn cpu_time(inner: Command) -> Duration {
+/// The least wall time of `rounds` runs of the command `make` builds; each must succeed.
+fn best_wall(rounds: usize, make: impl Fn() -> Command) -> Duration {
+    (0..rounds).map(|_| timed(make()).1).min().unwrap()
+}
+
+/// The cores this process may use.
+fn common_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// The CPU time of `inner` (user + system, by `/usr/bin/time`; else its wall time), and its
+/// wall time.
+fn timed(inner: Command) -> (Duration, Duration) {
     let time = Path::new("/usr/bin/time");
     let report = std::env::temp_dir().join(format!("neff-training-bench-{}.time", std::process::id()));
     let mut command = if time.exists() {
@@ -222,7 +252,7 @@ fn cpu_time(inner: Command) -> Duration {
         let fields: Vec<f64> = text.split_whitespace().filter_map(|f| f.parse().ok()).collect();
         (fields.len() == 2).then(|| Duration::from_secs_f64(fields[0] + fields[1]))
     });
-    cpu.unwrap_or(wall)
+    (cpu.unwrap_or(wall), wall)
 }
 
 /// Raw zlib-rs inflate of the NEFF's gzip member (no CRC, no tar); returns the bytes inflated.

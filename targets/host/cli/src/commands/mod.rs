@@ -23,8 +23,10 @@ pub mod unpack;
 pub fn run(cli: Cli) -> Result<(), CliError> {
     let threads = match &cli.command {
         Command::Info(a) => a.threads,
-        // Several files: `--threads` is how many are checked at once.
+        // Several files: `--threads` is how many are checked at once, each inflated on the
+        // thread that checks it (a thread more per file would only compete for the cores).
         Command::Check(a) if a.files.len() <= 1 => a.threads,
+        Command::Check(_) | Command::Cache(_) => Some(1),
         Command::Load(a) => a.threads,
         Command::Unpack(a) => a.threads,
         Command::Mem(a) => a.threads,
