@@ -1753,18 +1753,19 @@ mod tests {
     /// DMA descriptor and block are cleared for each of a real NEFF's tens of thousands.
     #[test]
     fn a_cleared_descriptor_is_the_default_one() {
-        let mut desc = crate::manifest::DmaDesc::default();
-        desc.op = str_default("memset");
-        desc.to = str_default("somewhere");
-        desc.from = Some(str_default("elsewhere"));
-        desc.to_off = 7;
+        let mut desc = crate::manifest::DmaDesc {
+            op: str_default("memset"),
+            to: str_default("somewhere"),
+            from: Some(str_default("elsewhere")),
+            to_off: 7,
+            ..Default::default()
+        };
         assert_ne!(desc, crate::manifest::DmaDesc::default());
         JsonValue::clear(&mut desc);
         assert_eq!(desc, crate::manifest::DmaDesc::default());
         assert_eq!(desc.op.as_str(), "copy");
-        let mut block = crate::manifest::DmaBlock::default();
-        let fresh = block.clone();
-        block.queue = Some(str_default("q"));
+        let fresh = crate::manifest::DmaBlock::default();
+        let mut block = crate::manifest::DmaBlock { queue: Some(str_default("q")), ..Default::default() };
         JsonValue::clear(&mut block);
         assert_eq!(block, fresh);
     }
