@@ -41,8 +41,9 @@ pub const CHUNK: usize = 256 * 1024;
 /// training NEFF interleaves megabytes of manifests (parsing slower than inflating) with
 /// megabytes of payloads (inflating slower than digesting), so the inflater must be able to run
 /// that far ahead for the two threads to overlap. With two buffers in flight, the real training
-/// NEFF's `check` gained no wall time; with 16 MiB, a quarter.
-pub const IN_FLIGHT_BYTES: usize = 16 << 20;
+/// NEFF's `check` gained no wall time; with 8 MiB, a third (4 MiB gained less; 16 MiB no more,
+/// for 2 MiB more peak RSS).
+pub const IN_FLIGHT_BYTES: usize = 8 << 20;
 /// Buffers the channel holds at most (the inflating thread waits when it is full); with the one
 /// being filled and the one being read, two more exist. Buffers are made as needed, so a small
 /// NEFF has only as many as its tar stream fills.
