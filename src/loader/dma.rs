@@ -253,6 +253,10 @@ const HEADER: usize = 4 + 4 + 4 + 1 + 8 + 8 + 1 + 1 + 1;
 /// Where the flags byte is in a pending reference: the header's last.
 #[cfg(feature = "name-tables")]
 const FLAGS_AT: u32 = HEADER as u32 - 1;
+/// The flags byte's bit for a name longer than its kept tail.
+const ELIDED: u8 = 1;
+/// The flags byte's bit for a reference whose definition was met.
+const RESOLVED: u8 = 2;
 
 /// Bytes of a name kept for the error: what its [`Name`](crate::error::Name) shows.
 pub(crate) const NAME_TAIL: usize = 16;
@@ -293,12 +297,9 @@ struct Link {
 #[cfg(any(feature = "name-tables", test))]
 impl Link {
     fn resolved(&self) -> bool {
-        self.flags & 2 != 0
+        self.flags & RESOLVED != 0
     }
-}
 
-#[cfg(any(feature = "name-tables", test))]
-impl Link {
     /// The link of an encoded header: [`PendingRef::decode`]'s fields, at their offsets.
     fn of(h: &[u8; HEADER]) -> Self {
         let [_, _, _, _, c0, c1, c2, c3, b0, b1, b2, b3, _, f0, f1, f2, f3, f4, f5, f6, f7, .., flags] = *h;
@@ -327,7 +328,7 @@ impl PendingRef {
 
     /// The header's last byte: whether the name was elided (bit 0) and resolved (bit 1).
     fn flags(&self) -> u8 {
-        u8::from(self.name_elided) | u8::from(self.resolved) << 1
+        (if self.name_elided { ELIDED } else { 0 }) | (if self.resolved { RESOLVED } else { 0 })
     }
 
     fn decode(bytes: &[u8; HEADER]) -> Self {
@@ -348,8 +349,8 @@ impl PendingRef {
     }
 
     fn with_flags(mut self, flags: u8) -> Self {
-        self.name_elided = flags & 1 != 0;
-        self.resolved = flags & 2 != 0;
+        self.name_elided = flags & ELIDED != 0;
+        self.resolved = flags & RESOLVED != 0;
         self
     }
 
@@ -596,7 +597,7 @@ impl Pending {
             {
                 let r = self.link(arena, nb, at)?;
                 if r.fp == fp && !r.resolved() && mine(arena, r.by) {
-                    self.write(arena, nb, at, FLAGS_AT, &[r.flags | 2])?;
+                    self.write(arena, nb, at, FLAGS_AT, &[r.flags | RESOLVED])?;
                 }
                 at = r.chain;
             }

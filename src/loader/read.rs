@@ -772,9 +772,8 @@ impl Reader<'_> {
 #[cfg(all(test, feature = "name-tables"))]
 #[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::arithmetic_side_effects)]
 mod tests {
-    extern crate std;
     use super::RecentWaits;
-    use std::collections::VecDeque;
+    use heapless::Deque;
 
     /// The recent names are the last eight noted, no more, no fewer, whatever the sequence
     /// (zero included: no slot stands for a name before one is noted).
@@ -782,7 +781,7 @@ mod tests {
     fn recent_waits_hold_the_last_eight_noted() {
         let mut seed = 0x9E37_79B9_7F4A_7C15u64;
         for range in [1u64, 3, 8, 9, 20, 1000] {
-            let (mut recent, mut model) = (RecentWaits::default(), VecDeque::new());
+            let (mut recent, mut model) = (RecentWaits::default(), Deque::<u64, { RecentWaits::LEN }>::new());
             for fp in [0, 1, 2] {
                 assert!(!recent.contains(fp), "nothing noted yet");
             }
@@ -791,15 +790,15 @@ mod tests {
                 seed ^= seed >> 7;
                 seed ^= seed << 17;
                 let fp = seed % range;
-                let held = model.contains(&fp);
+                let held = model.iter().any(|&m| m == fp);
                 assert_eq!(recent.contains(fp), held, "range {range}, fp {fp}");
                 // The reader notes a name only when it was not found.
                 if !held {
                     recent.note(fp);
-                    model.push_back(fp);
-                    if model.len() > RecentWaits::LEN {
+                    if model.is_full() {
                         model.pop_front();
                     }
+                    model.push_back(fp).unwrap();
                 }
             }
         }

@@ -157,34 +157,30 @@ impl Inflation {
     /// [`Inflation::Inline`].
     pub fn for_this_host(file_size: u64) -> Self {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        Self::choose(THREADS.load(Ordering::Relaxed), cores, file_size, PARALLEL_MIN.load(Ordering::Relaxed))
-            .with_chunk(PARALLEL_CHUNK.load(Ordering::Relaxed))
+        let (threads, min, chunk) = (
+            THREADS.load(Ordering::Relaxed),
+            PARALLEL_MIN.load(Ordering::Relaxed),
+            PARALLEL_CHUNK.load(Ordering::Relaxed),
+        );
+        Self::choose(threads, cores, file_size, min, chunk)
     }
 
     /// [`Inflation::for_this_host`] with `threads` asked for (0: the default), `cores`
-    /// available and a parallel threshold of `parallel_min` bytes.
-    fn choose(threads: usize, cores: usize, file_size: u64, parallel_min: u64) -> Self {
+    /// available, a parallel threshold of `parallel_min` bytes and parallel chunks of `chunk`.
+    fn choose(threads: usize, cores: usize, file_size: u64, parallel_min: u64, chunk: u64) -> Self {
         let threads = match threads {
             0 if parallel::PARALLEL_BY_DEFAULT => cores.min(parallel::DEFAULT_MAX_THREADS),
             0 => 1,
             t => t,
         };
         if threads >= 2 && file_size >= parallel_min {
-            return Inflation::Parallel(Parallelism { threads, chunk: parallel::CHUNK_BYTES });
+            return Inflation::Parallel(Parallelism { threads, chunk });
         }
         // `--threads 1` (and the several-file verbs, whose files run side by side) keeps one.
         if threads >= 2 && cores >= 2 && file_size >= THREAD_MIN_BYTES {
             Inflation::Threaded
         } else {
             Inflation::Inline
-        }
-    }
-
-    /// This inflation with parallel chunks of `chunk` compressed bytes.
-    fn with_chunk(self, chunk: u64) -> Self {
-        match self {
-            Inflation::Parallel(par) => Inflation::Parallel(Parallelism { chunk, ..par }),
-            other => other,
         }
     }
 }
@@ -430,7 +426,8 @@ mod tests {
 
     #[test]
     fn a_training_sized_neff_gets_an_inflating_thread_unless_one_thread_is_asked_for() {
-        let choose = |threads, cores, size| Inflation::choose(threads, cores, size, PARALLEL_MIN_BYTES);
+        let choose =
+            |threads, cores, size| Inflation::choose(threads, cores, size, PARALLEL_MIN_BYTES, parallel::CHUNK_BYTES);
         // The default on two cores: a thread of its own from 1 MiB, the parallel path from 64 MiB.
         assert_eq!(choose(0, 2, 4 * MIB), Inflation::Threaded);
         assert_eq!(choose(0, 2, MIB), Inflation::Threaded);
@@ -448,8 +445,8 @@ mod tests {
 
     #[test]
     fn the_parallel_chunk_is_the_configured_one() {
-        let chosen = Inflation::choose(0, 2, 64 * MIB, PARALLEL_MIN_BYTES).with_chunk(4096);
+        let chosen = Inflation::choose(0, 2, 64 * MIB, PARALLEL_MIN_BYTES, 4096);
         assert!(matches!(chosen, Inflation::Parallel(Parallelism { chunk: 4096, .. })));
-        assert_eq!(Inflation::Threaded.with_chunk(4096), Inflation::Threaded);
+        assert_eq!(Inflation::choose(0, 2, 4 * MIB, PARALLEL_MIN_BYTES, 4096), Inflation::Threaded);
     }
 }

@@ -96,7 +96,7 @@ fn main() {
         let bare_wall = best_wall(rounds, || repeated(self_command(&[path])));
         let check_wall = best_wall(rounds, || repeated(neff_command(&["check"], &[path])));
         let load_wall = best_wall(rounds, || repeated(neff_command(&["load", "--digest-only"], &[path])));
-        println!("    wall time, default flags ({} cores):", common_cores());
+        println!("    wall time, default flags ({} cores):", cores());
         println!("      bare zlib-rs inflate                     {:>8.3} s", secs(bare_wall));
         println!(
             "      neff check                               {:>8.3} s   / bare {:>6.2}",
@@ -226,7 +226,7 @@ fn best_wall(rounds: usize, make: impl Fn() -> Command) -> Duration {
 }
 
 /// The cores this process may use.
-fn common_cores() -> usize {
+fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
