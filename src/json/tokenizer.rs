@@ -317,6 +317,10 @@ impl<'s> Tokenizer<'s> {
     /// Nesting is tracked by the depth counter and the container bit stack, never by
     /// recursion: a value nested deeper than the depth limit is [`JsonError::DepthLimit`].
     pub fn skip_value<R: BufRead>(&mut self, src: &mut R) -> Result<bool, Fault> {
+        #[cfg(not(target_os = "none"))]
+        if self.quick(src, Self::quick_skip).is_some() {
+            return Ok(true);
+        }
         self.track(src, |t, src| {
             let (_, skipped) = t.step(src, true, |_, next| Ok(!matches!(next, Next::Close | Next::End)))?;
             Ok(skipped.is_some())
@@ -362,6 +366,10 @@ impl<'s> Tokenizer<'s> {
     /// element. Anywhere else it is [`JsonError::UnexpectedToken`] (expected
     /// [`Expected::ValueOrEndArray`]).
     pub fn next_element<R: BufRead>(&mut self, src: &mut R) -> Result<bool, Fault> {
+        #[cfg(not(target_os = "none"))]
+        if let Some(another) = self.quick(src, Self::quick_element) {
+            return Ok(another);
+        }
         self.track(src, |t, src| {
             let (next, _) = t.step(src, false, |t, next| match next {
                 Next::Value(_) if matches!(t.state, State::ArrayFirst | State::ArrayNext) => Ok(false),
@@ -718,6 +726,62 @@ impl<'s> Tokenizer<'s> {
         }
     }
 
+    /// A host's whole-array path, right after an array's [`Event::BeginArray`]: when the array
+    /// is integers alone (each as [`Tokenizer::next`] would give it: `-? (0 | [1-9][0-9]*)`,
+    /// at most [`NUMBER_CAPACITY`] bytes) and lies whole in the rest of the chunk with its `]`,
+    /// each element goes to `each` in order, then the array is consumed: the state, depth,
+    /// offsets and number text as the byte machines leave them after its `EndArray`. Returns
+    /// the elements' count. `None`, with nothing consumed, when the array is of another shape,
+    /// runs past the chunk, or `each` refuses an element (returns `false`): the caller then
+    /// discards what `each` was given and reads the array token by token, where any fault is
+    /// reported at its offset. Only when consuming in runs, with no fault, inside a chunk (see
+    /// [`Tokenizer::quick`]).
+    #[cfg(not(target_os = "none"))]
+    pub fn integer_array<R: BufRead>(
+        &mut self,
+        src: &mut R,
+        each: &mut dyn FnMut(Number<'_>) -> bool,
+    ) -> Option<usize> {
+        if self.state != State::ArrayFirst {
+            return None;
+        }
+        self.quick(src, |t, rest| {
+            let mut i = whitespace_len(rest);
+            let mut count = 0usize;
+            let mut last: &[u8] = &[];
+            if rest.get(i) != Some(&b']') {
+                loop {
+                    let text = rest.get(i..)?;
+                    let used = integer_len(text)?;
+                    last = text.get(..used).filter(|n| n.len() <= NUMBER_CAPACITY)?;
+                    if !each(Number::from_ascii(last, true)) {
+                        return None;
+                    }
+                    count = count.saturating_add(1);
+                    i = i.saturating_add(used);
+                    i = i.saturating_add(whitespace_len(rest.get(i..)?));
+                    match *rest.get(i)? {
+                        b',' => {
+                            i = i.saturating_add(1);
+                            i = i.saturating_add(whitespace_len(rest.get(i..)?));
+                        }
+                        b']' => break,
+                        _ => return None,
+                    }
+                }
+            }
+            if !last.is_empty() {
+                crate::copy_bytes(t.number.get_mut(..last.len())?, last);
+                t.number_len = u8::try_from(last.len()).ok()?;
+            }
+            t.token_start = t.position().saturating_add(i as u64);
+            t.advance(i.saturating_add(1));
+            t.depth = t.depth.saturating_sub(1);
+            t.state = State::AfterValue;
+            Some(count)
+        })
+    }
+
     /// A host's whole-token path: `read` takes the next token from the rest of the chunk a
     /// previous call left held, when it lies there whole with its separators and is of the
     /// common shapes (see [`Tokenizer::quick_value`]); `None` leaves the tokenizer as it was,
@@ -727,7 +791,7 @@ impl<'s> Tokenizer<'s> {
     /// machines alone (its flash is measured).
     #[cfg(not(target_os = "none"))]
     #[inline(always)]
-    fn quick<R: BufRead, T>(&mut self, src: &mut R, read: fn(&mut Self, &[u8]) -> Option<T>) -> Option<T> {
+    fn quick<R: BufRead, T>(&mut self, src: &mut R, read: impl FnOnce(&mut Self, &[u8]) -> Option<T>) -> Option<T> {
         if self.fault.is_some() || !self.runs || self.held == 0 || self.held >= self.chunk_len {
             return None;
         }
@@ -816,6 +880,86 @@ impl<'s> Tokenizer<'s> {
         self.token_start = self.position().saturating_add(i as u64);
         self.advance(i.saturating_add(used));
         Some(token)
+    }
+
+    /// [`Tokenizer::skip_value`]'s whole-token path over `rest`: a value that lies whole in
+    /// `rest` and is made of tokens [`Tokenizer::quick_value`] takes (a plain string, an
+    /// integer, a literal, or a container of such tokens), skipped token by token; the text
+    /// stored on the way is forgotten, as the byte machines store none when they skip. `None`,
+    /// with nothing changed, for anything else (a key position, the container's end, a token
+    /// the byte machines must read, a container that runs past `rest`).
+    #[cfg(not(target_os = "none"))]
+    fn quick_skip(&mut self, rest: &[u8]) -> Option<()> {
+        let before = (self.state, self.depth, self.held, self.token_start, self.scratch_len);
+        let skipped = self.quick_skip_tokens(rest);
+        if skipped.is_none() {
+            // Container bits set on the way are above the depth restored: never read.
+            (self.state, self.depth, self.held, self.token_start, self.scratch_len) = before;
+        }
+        skipped
+    }
+
+    /// [`Tokenizer::quick_skip`]'s scan: the value's tokens, each by [`Tokenizer::quick_value`]
+    /// (which leaves nothing changed when it cannot take one), until the value is complete.
+    #[cfg(not(target_os = "none"))]
+    fn quick_skip_tokens(&mut self, rest: &[u8]) -> Option<()> {
+        let (from, base) = (self.held, self.depth);
+        let first = self.quick_value(rest)?;
+        let value_start = self.token_start;
+        match first.kind {
+            TokenKind::Str | TokenKind::Num | TokenKind::Bool | TokenKind::Null => {}
+            TokenKind::BeginObject | TokenKind::BeginArray => {
+                while self.depth > base {
+                    let read = self.held.checked_sub(from)?;
+                    self.quick_value(rest.get(read..)?)?;
+                }
+            }
+            _ => return None,
+        }
+        self.token_start = value_start;
+        self.scratch_len = 0;
+        self.number_len = 0;
+        Some(())
+    }
+
+    /// [`Tokenizer::next_element`]'s whole-token path over `rest`, inside an array: whitespace,
+    /// the `,` after an element, whitespace, then the first byte of a value (`true`, the value
+    /// left unread), or the `]` that closes the array (`false`, consumed; not after a `,`).
+    /// The state and offsets as the byte machines leave them; `None`, with nothing changed,
+    /// for anything else.
+    #[cfg(not(target_os = "none"))]
+    fn quick_element(&mut self, rest: &[u8]) -> Option<bool> {
+        if self.depth == 0 || self.top_is_object() {
+            return None;
+        }
+        let mut i = whitespace_len(rest);
+        let (may_close, state) = match self.state {
+            State::ArrayFirst => (true, State::ArrayFirst),
+            State::ArrayNext => (false, State::ArrayNext),
+            State::AfterValue if rest.get(i) == Some(&b',') => {
+                i = i.saturating_add(1);
+                i = i.saturating_add(whitespace_len(rest.get(i..)?));
+                (false, State::ArrayNext)
+            }
+            State::AfterValue => (true, State::AfterValue),
+            _ => return None,
+        };
+        match *rest.get(i)? {
+            b']' if may_close => {
+                self.token_start = self.position().saturating_add(i as u64);
+                self.advance(i.saturating_add(1));
+                self.depth = self.depth.saturating_sub(1);
+                self.state = State::AfterValue;
+                Some(false)
+            }
+            // After an element, a value needs its `,` (the byte machines report the fault).
+            byte if starts_value(byte) && state != State::AfterValue => {
+                self.advance(i);
+                self.state = state;
+                Some(true)
+            }
+            _ => None,
+        }
     }
 
     /// [`Tokenizer::quick_key`] as [`Tokenizer::next`]'s token: a `Key`, or the `EndObject`.
@@ -1524,6 +1668,8 @@ mod tests {
         Bool(bool),
         Null,
         End,
+        /// A value passed over by [`Tokenizer::skip_value`].
+        Skipped,
     }
 
     fn own(event: Event<'_>) -> Owned {
@@ -1614,6 +1760,95 @@ mod tests {
                 }
                 Err(fault) => {
                     assert_eq!(tok.next(&mut src), Err(fault), "a spent tokenizer repeats its fault");
+                    return (out, Some(fault));
+                }
+            }
+        }
+    }
+
+    /// [`stream_chunked_runs`] as the manifest readers' other calls read: each object's keys
+    /// and `}` by [`Tokenizer::next_key_bytes`], each array's elements and `]` by
+    /// [`Tokenizer::next_element`], and every third value passed over by
+    /// [`Tokenizer::skip_value`] (shown as `Skipped` at its offset); the rest by
+    /// [`Tokenizer::next`]. Each array is first offered to [`Tokenizer::integer_array`] (which
+    /// only a host in runs takes), every other one refusing its elements that end in `1`; an
+    /// array's numbers and skipped elements show at offset 0, since that path has no offset
+    /// per element.
+    fn stream_skipping(scratch: usize, depth: u16, doc: &[u8], chunk: usize, runs: bool) -> Stream {
+        let mut buf = vec![0; scratch];
+        let mut tok = Tokenizer::new(&mut buf, depth);
+        tok.consume_in_runs(runs);
+        let mut src = ChunkedReader::new(doc, chunk);
+        let mut out = Vec::new();
+        // Per open container, whether it is an object.
+        let mut objects: Vec<bool> = Vec::new();
+        let mut value_next = true;
+        let mut turn = 0u32;
+        loop {
+            let step = match (objects.last(), value_next) {
+                (Some(true), false) => tok.next_key_bytes(&mut src).map(|key| {
+                    Some(match key {
+                        Some(key) => Owned::Key(String::from_utf8(key.to_vec()).unwrap()),
+                        None => Owned::EndObject,
+                    })
+                }),
+                (Some(false), false) => tok.next_element(&mut src).map(|more| (!more).then_some(Owned::EndArray)),
+                (_, true) => {
+                    turn += 1;
+                    if turn % 3 == 0 {
+                        tok.skip_value(&mut src).map(|skipped| {
+                            assert!(skipped, "a value position");
+                            Some(Owned::Skipped)
+                        })
+                    } else {
+                        tok.next(&mut src).map(|event| Some(own(event)))
+                    }
+                }
+                (None, false) => tok.next(&mut src).map(|event| Some(own(event))),
+            };
+            match step {
+                Ok(None) => value_next = true,
+                Ok(Some(event)) => {
+                    let in_array = objects.last() == Some(&false);
+                    let offset =
+                        if in_array && matches!(event, Owned::Num(..) | Owned::Skipped) { 0 } else { tok.offset() };
+                    out.push((offset, event.clone()));
+                    match event {
+                        Owned::BeginObject => objects.push(true),
+                        Owned::BeginArray => {
+                            let mut taken = Vec::new();
+                            let refuse = turn % 2 == 0;
+                            let mut take = |n: Number<'_>| {
+                                if refuse && n.text().ends_with('1') {
+                                    return false;
+                                }
+                                taken.push(Owned::Num(n.text().to_string(), n.is_integer()));
+                                true
+                            };
+                            if let Some(count) = tok.integer_array(&mut src, &mut take) {
+                                assert_eq!(count, taken.len());
+                                // Every third value skipped, as the element by element reading does.
+                                for number in taken {
+                                    turn += 1;
+                                    out.push((0, if turn % 3 == 0 { Owned::Skipped } else { number }));
+                                }
+                                out.push((tok.offset(), Owned::EndArray));
+                            } else {
+                                objects.push(false);
+                            }
+                        }
+                        Owned::EndObject | Owned::EndArray => drop(objects.pop()),
+                        Owned::End => {
+                            assert_eq!(src.pos, doc.len(), "End before the end of input");
+                            return (out, None);
+                        }
+                        _ => {}
+                    }
+                    value_next = matches!(event, Owned::Key(_));
+                }
+                Err(fault) => {
+                    assert_eq!(tok.skip_value(&mut src), Err(fault), "a spent tokenizer repeats its fault");
+                    assert_eq!(tok.next_element(&mut src), Err(fault), "a spent tokenizer repeats its fault");
                     return (out, Some(fault));
                 }
             }
@@ -2356,6 +2591,11 @@ mod tests {
                     assert_eq!(stream_chunked_runs(3, 8, &doc, 4096, true), whole, "runs: {shown:?}");
                     assert_eq!(stream_keyed(3, 8, &doc, 4096, true), whole, "keyed, runs: {shown:?}");
                     assert_eq!(stream_keyed(3, 8, &doc, 1, false), whole, "keyed, bytes: {shown:?}");
+                    assert_eq!(
+                        stream_skipping(3, 8, &doc, 4096, true),
+                        stream_skipping(3, 8, &doc, 1, false),
+                        "skipping: {shown:?}"
+                    );
                 }
             }
         }
@@ -2489,7 +2729,13 @@ mod tests {
             for cut in [doc.len(), doc.len() * 2 / 3, doc.len() / 3 + 1] {
                 let doc = &doc[..cut];
                 let bytes = stream_chunked(32, 16, doc, 1);
+                let skipped = stream_skipping(32, 16, doc, 1, false);
                 for chunk in [3, 17, 64, 512, 4096] {
+                    assert_eq!(
+                        stream_skipping(32, 16, doc, chunk, true),
+                        skipped,
+                        "skipping: seed {seed}, cut {cut}, chunk {chunk}"
+                    );
                     assert_eq!(
                         stream_chunked_runs(32, 16, doc, chunk, true),
                         bytes,

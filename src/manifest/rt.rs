@@ -301,7 +301,7 @@ impl<R: BufRead> ByteSource for R {
 
 /// Bytes a [`Src`] copies from its source at a time, on a host.
 #[cfg(not(target_os = "none"))]
-const SRC_COPY: usize = 512;
+const SRC_COPY: usize = 8192;
 
 /// A `&mut dyn` [`ByteSource`] as the `BufRead` the tokenizer reads.
 ///
@@ -960,6 +960,10 @@ pub trait Elements {
     fn push_default(&mut self) -> Option<&mut dyn JsonValue>;
     /// How many elements fit.
     fn capacity(&self) -> usize;
+    /// How many elements there are.
+    fn count(&self) -> usize;
+    /// Drops the elements after the first `count`.
+    fn cut_to(&mut self, count: usize);
 }
 
 impl<T: JsonValue + Default, const N: usize> Elements for heapless::Vec<T, N> {
@@ -970,6 +974,14 @@ impl<T: JsonValue + Default, const N: usize> Elements for heapless::Vec<T, N> {
 
     fn capacity(&self) -> usize {
         N
+    }
+
+    fn count(&self) -> usize {
+        self.len()
+    }
+
+    fn cut_to(&mut self, count: usize) {
+        self.truncate(count);
     }
 }
 
@@ -1010,6 +1022,22 @@ fn read_elements(
     let inner = lim.rest();
     let capacity = elements.capacity() as u64;
     let checks_runtime_max = lim.rules.overflow.is_some() && lim.rules.overflow_limit == limit;
+    // A host reads an array of integers that lies whole in the chunk in one scan (a shape, a
+    // DMA descriptor's sizes and steps); any element it cannot take there, the loop below
+    // reads again from the first, and reports.
+    #[cfg(not(target_os = "none"))]
+    {
+        let before = elements.count();
+        let JsonIn { tok, src, .. } = &mut cx.json;
+        let mut take = |n: crate::json::Number<'_>| match elements.push_default() {
+            Some(slot) => matches!(slot.start(&Event::Num(n), inner), Ok(Flow::Done)),
+            None => false,
+        };
+        if tok.integer_array(src, &mut take).is_some() {
+            return Ok(());
+        }
+        elements.cut_to(before);
+    }
     let mut count: u64 = 0;
     // Each element's `[i]` is appended only where the path is read: before a container's
     // body, or at a failure (most elements are scalars: a shape's dimensions).
