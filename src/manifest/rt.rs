@@ -299,13 +299,17 @@ impl<R: BufRead> ByteSource for R {
     }
 }
 
-/// Bytes a [`Src`] copies from its source at a time, on a host.
+/// Bytes a [`Src`] copies from its source at a time, on a host: many DMA descriptors or
+/// `def.json` vars, so that most tokens, arrays and skipped values lie whole in the copy, where
+/// the tokenizer's whole-token paths take them (a token cut by the copy's end is read by the
+/// byte machines). 8 KiB rather than 512 bytes: 333.0 -> 321.5 M instructions on the real
+/// training NEFF's walk.
 #[cfg(not(target_os = "none"))]
 const SRC_COPY: usize = 8192;
 
 /// A `&mut dyn` [`ByteSource`] as the `BufRead` the tokenizer reads.
 ///
-/// On a host it copies the source's bytes 512 at a time (`SRC_COPY`), consuming them from the
+/// On a host it copies the source's bytes 8 KiB at a time (`SRC_COPY`), consuming them from the
 /// source as it copies, and hands the tokenizer its copy: a token costs the tokenizer's call
 /// to `fill_buf` here, inline, not a walk down the layers under it (the tar member, the gzip
 /// window, the tee); those are asked once per copy. Every byte is still consumed from the
@@ -1824,8 +1828,8 @@ mod tests {
 
     #[test]
     fn src_hands_on_every_byte_once_in_order_and_the_source_error_where_it_stands() {
-        let data: std::vec::Vec<u8> = (0..3000u32).map(|i| (i * 7 % 251) as u8).collect();
-        for chunk in [1, 3, 511, 512, 513, 4096] {
+        let data: std::vec::Vec<u8> = (0..20_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        for chunk in [1, 3, 511, 512, 513, 4096, SRC_COPY - 1, SRC_COPY, SRC_COPY + 1] {
             for take in [1, 2, 100, 1000] {
                 let mut source = Chunks { data: &data, at: 0, chunk, fail_at: None };
                 let mut src = Src::new(&mut source);
