@@ -18,7 +18,8 @@
 //! * **neff check --threads 1** and **neff load --digest-only --threads 1**, on each NEFF
 //!   (each contender on one NEFF is run [`REPEAT`] times in a row, timed together), and the
 //!   same with default flags (inflating in a thread of its own on a host of two cores or
-//!   more), by wall time against the bare inflate's wall time;
+//!   more), by wall time against the bare inflate's wall time: the three in turn for
+//!   [`WALL_ROUNDS`] rounds, each one's median;
 //! * over many copies of the training NEFF (`NEFF_BENCH_MANY`, default 100) laid out as a
 //!   compile cache: **neff check --threads 1 FILE...** and **neff cache --threads 1 DIR**;
 //! * **neff check --threads 1** on NEFFs of 3,000 and 12,000 tiny weights (the `trn1` preset,
@@ -41,8 +42,11 @@ use std::time::{Duration, Instant};
 
 use neff_host::scale::ScaleSpec;
 
-/// Rounds; each contender's best is kept.
+/// Rounds of the CPU times; each contender's best is kept.
 const ROUNDS: usize = 3;
+/// Rounds of the wall times, the contenders in turn; each contender's median is kept (the
+/// wall ratios are of a few hundredths of a second: a best of 3 moved them by a tenth).
+const WALL_ROUNDS: usize = 15;
 /// Runs of a contender on one NEFF whose CPU time is taken together.
 const REPEAT: usize = 10;
 /// The read buffer of the bare inflater (as the `neff` command's).
@@ -93,10 +97,15 @@ fn main() {
         );
         // The default: inflating in a thread of its own beside the walk, when the host has
         // two cores or more. Wall time, against the bare inflate's.
-        let bare_wall = best_wall(rounds, || repeated(self_command(&[path])));
-        let check_wall = best_wall(rounds, || repeated(neff_command(&["check"], &[path])));
-        let load_wall = best_wall(rounds, || repeated(neff_command(&["load", "--digest-only"], &[path])));
-        println!("    wall time, default flags ({} cores):", cores());
+        let wall_rounds = if bench { WALL_ROUNDS } else { 1 };
+        let walls = interleaved_wall(
+            wall_rounds,
+            &[&|| repeated(self_command(&[path])), &|| repeated(neff_command(&["check"], &[path])), &|| {
+                repeated(neff_command(&["load", "--digest-only"], &[path]))
+            }],
+        );
+        let (bare_wall, check_wall, load_wall) = (walls[0], walls[1], walls[2]);
+        println!("    wall time, default flags ({} cores), median of {wall_rounds} rounds taken in turn:", cores());
         println!("      bare zlib-rs inflate                     {:>8.3} s", secs(bare_wall));
         println!(
             "      neff check                               {:>8.3} s   / bare {:>6.2}",
@@ -220,9 +229,23 @@ fn best(rounds: usize, make: impl Fn() -> Command) -> Duration {
     (0..rounds).map(|_| timed(make()).0).min().unwrap()
 }
 
-/// The least wall time of `rounds` runs of the command `make` builds; each must succeed.
-fn best_wall(rounds: usize, make: impl Fn() -> Command) -> Duration {
-    (0..rounds).map(|_| timed(make()).1).min().unwrap()
+/// The wall times of the commands `makes` build, run in turn round after round (so that a busy
+/// spell of a shared machine falls on every contender alike): each one's median of `rounds`.
+/// Each run must succeed.
+fn interleaved_wall(rounds: usize, makes: &[&dyn Fn() -> Command]) -> Vec<Duration> {
+    let mut times = vec![Vec::with_capacity(rounds); makes.len()];
+    for _ in 0..rounds {
+        for (make, runs) in makes.iter().zip(&mut times) {
+            runs.push(timed(make()).1);
+        }
+    }
+    times
+        .into_iter()
+        .map(|mut runs| {
+            runs.sort();
+            runs[runs.len() / 2]
+        })
+        .collect()
 }
 
 /// The cores this process may use.
