@@ -2,7 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, clippy::result_large_err)]
 mod common;
 
-use common::docs::{neff_io, parse, IoAndKelfs, Parsed};
+use common::docs::{neff_io, parse, parse_chunked, IoAndKelfs, Parsed};
 use neff::manifest::{Arch, DefJson, DescOp, EngineJson, Kelf, ManifestError, ManifestWarning, TargetCheck};
 use neff::{Error, ErrorKind, Warning, WarningKind};
 
@@ -590,6 +590,52 @@ fn engine_dma_checks() {
 
 /// The runtime parses a whole document (simdjson) before it reads a key: a document that is
 /// not valid JSON gets the syntax error, wherever it is, never the schema error met first.
+#[test]
+fn integer_arrays_read_whole_or_token_by_token_alike() {
+    // A host reads an array of integers that lies whole in the chunk the source shows in one
+    // scan (`Tokenizer::integer_array`, through `JsonValue::quick_body`); shown a byte at a
+    // time, the same array is read token by token. Valid or not, each gives the same
+    // descriptor, or the same error (kind, key path, offset), both ways.
+    let arrays = [
+        "[128,1]",
+        "[ 128 ,\n 1 ]",
+        "[]",
+        "[ ]",
+        "[0]",
+        "[-0,1]",
+        "[128,-1]",
+        "[128,0]",
+        "[1.5,2]",
+        "[1e3]",
+        "[01]",
+        "[1,]",
+        "[,1]",
+        "[1 2]",
+        "[1,,2]",
+        "[18446744073709551615]",
+        "[18446744073709551616]",
+        "[9223372036854775808]",
+        "[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20]",
+        "[[1]]",
+        "[\"1\"]",
+        "[null]",
+        "[1,2",
+    ];
+    for array in arrays {
+        for (key, other) in [("from_sizes", "from_steps"), ("to_steps", "to_sizes")] {
+            for partner in ["", ",\"PARTNER\":[1,128]"] {
+                let partner = partner.replace("PARTNER", other);
+                let doc = format!(
+                    r#"{{"dma":[{{"id":0,"queue":"q","desc":[{{"from":"a","to":"b","from_off":0,"to_off":0,"{key}":{array}{partner}}}]}}]}}"#
+                );
+                let whole = format!("{:?}", parse::<EngineJson>(doc.as_bytes(), "sg00/SP.json"));
+                let by_byte = format!("{:?}", parse_chunked::<EngineJson>(doc.as_bytes(), "sg00/SP.json", 1));
+                assert_eq!(whole, by_byte, "{doc}");
+            }
+        }
+    }
+}
+
 #[test]
 fn a_schema_error_does_not_hide_a_syntax_error() {
     let json = |e: &Error| match e.kind {

@@ -708,6 +708,17 @@ pub trait JsonValue: 'static {
         Ok(())
     }
 
+    /// A host's whole-container path: the rest of the container opened by
+    /// [`JsonValue::start`] read in one scan of the tokenizer's chunk, when it is of a shape
+    /// that scan takes and every part of it is valid (an array of integers:
+    /// [`Tokenizer::integer_array`]); `false`, with the value and the tokenizer as they were,
+    /// otherwise, for [`JsonValue::body`] to read it (and report any error). The readers try
+    /// it first: no key path segment is written for a container read this way.
+    #[cfg(not(target_os = "none"))]
+    fn quick_body(&mut self, _json: &mut JsonIn<'_, '_>, _lim: Lim) -> bool {
+        false
+    }
+
     /// Back to the state of a document without this key (defaults are set by the owner).
     fn clear(&mut self);
 
@@ -841,6 +852,10 @@ impl<T: JsonValue + Default> JsonValue for Option<T> {
             None => Ok(()),
         }
     }
+    #[cfg(not(target_os = "none"))]
+    fn quick_body(&mut self, json: &mut JsonIn<'_, '_>, lim: Lim) -> bool {
+        self.as_mut().is_some_and(|v| v.quick_body(json, lim))
+    }
     fn clear(&mut self) {
         *self = None;
     }
@@ -857,6 +872,8 @@ pub fn read(cx: &mut Cx<'_, '_>, value: &mut dyn JsonValue, lim: Lim) -> Result<
     };
     match flow {
         Ok(Flow::Done) => Ok(()),
+        #[cfg(not(target_os = "none"))]
+        Ok(Flow::Body) if value.quick_body(&mut cx.json, lim) => Ok(()),
         Ok(Flow::Body) => value.body(cx, lim),
         Err(issue) => Err(cx.fail_issue(issue, lim)),
     }
@@ -1006,9 +1023,33 @@ impl<T: JsonValue + Default, const N: usize> JsonValue for heapless::Vec<T, N> {
         read_elements(cx, self, &mut spare, lim)
     }
 
+    #[cfg(not(target_os = "none"))]
+    fn quick_body(&mut self, json: &mut JsonIn<'_, '_>, lim: Lim) -> bool {
+        quick_elements(json, self, lim.rest())
+    }
+
     fn clear(&mut self) {
         heapless::Vec::clear(self);
     }
+}
+
+/// [`JsonValue::quick_body`] of a stored array: an array of integers that lies whole in the
+/// chunk ([`Tokenizer::integer_array`]: a shape, a DMA descriptor's sizes and steps), each
+/// element taken by its [`JsonValue::start`] with the element rules `inner`; `false`, with
+/// `elements` as they were, when the scan or an element refuses (past the capacity too).
+#[cfg(not(target_os = "none"))]
+fn quick_elements(json: &mut JsonIn<'_, '_>, elements: &mut dyn Elements, inner: Lim) -> bool {
+    let before = elements.count();
+    let JsonIn { tok, src, .. } = json;
+    let mut take = |n: crate::json::Number<'_>| match elements.push_default() {
+        Some(slot) => matches!(slot.start(&Event::Num(n), inner), Ok(Flow::Done)),
+        None => false,
+    };
+    if tok.integer_array(src, &mut take).is_some() {
+        return true;
+    }
+    elements.cut_to(before);
+    false
 }
 
 /// Reads the elements of an array into `elements`. Past its capacity, an array whose key
@@ -1026,22 +1067,6 @@ fn read_elements(
     let inner = lim.rest();
     let capacity = elements.capacity() as u64;
     let checks_runtime_max = lim.rules.overflow.is_some() && lim.rules.overflow_limit == limit;
-    // A host reads an array of integers that lies whole in the chunk in one scan (a shape, a
-    // DMA descriptor's sizes and steps); any element it cannot take there, the loop below
-    // reads again from the first, and reports.
-    #[cfg(not(target_os = "none"))]
-    {
-        let before = elements.count();
-        let JsonIn { tok, src, .. } = &mut cx.json;
-        let mut take = |n: crate::json::Number<'_>| match elements.push_default() {
-            Some(slot) => matches!(slot.start(&Event::Num(n), inner), Ok(Flow::Done)),
-            None => false,
-        };
-        if tok.integer_array(src, &mut take).is_some() {
-            return Ok(());
-        }
-        elements.cut_to(before);
-    }
     let mut count: u64 = 0;
     // Each element's `[i]` is appended only where the path is read: before a container's
     // body, or at a failure (most elements are scalars: a shape's dimensions).
@@ -1068,6 +1093,8 @@ fn read_elements(
         };
         match slot.start(&ev, inner) {
             Ok(Flow::Done) => {}
+            #[cfg(not(target_os = "none"))]
+            Ok(Flow::Body) if slot.quick_body(&mut cx.json, inner) => {}
             Ok(Flow::Body) => {
                 Segment::Index(count).push(&mut cx.ctx.path);
                 slot.body(cx, inner)?;
@@ -1710,6 +1737,8 @@ fn read_as(cx: &mut Cx<'_, '_>, value: &mut dyn JsonValue, lim: Lim, segment: Se
     };
     match flow {
         Ok(Flow::Done) => Ok(false),
+        #[cfg(not(target_os = "none"))]
+        Ok(Flow::Body) if value.quick_body(&mut cx.json, lim) => Ok(false),
         Ok(Flow::Body) => {
             segment.push(&mut cx.ctx.path);
             value.body(cx, lim)?;

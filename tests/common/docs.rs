@@ -86,13 +86,52 @@ pub struct Parsed<D: Document> {
 
 /// Parses `bytes` as member `member`.
 pub fn parse<D: Document>(bytes: &[u8], member: &str) -> Result<Parsed<D>, Error> {
+    let mut src = bytes;
+    parse_from(&mut src, member)
+}
+
+/// [`parse`], the bytes shown `chunk` at a time: with 1, no token, array or value lies whole
+/// in what the source shows, so a host's whole-token paths never take one.
+pub fn parse_chunked<D: Document>(bytes: &[u8], member: &str, chunk: usize) -> Result<Parsed<D>, Error> {
+    parse_from(&mut Chunked { bytes, chunk }, member)
+}
+
+fn parse_from<D: Document>(src: &mut impl embedded_io::BufRead, member: &str) -> Result<Parsed<D>, Error> {
     let mut scratch = [0; 256];
     let mut tok = Tokenizer::new(&mut scratch, 128);
     let mut warnings = Vec::new();
     let mut entries = Entries::default();
-    let mut src = bytes;
-    let (doc, facts) = D::parse(&mut tok, &mut src, member, &mut |w: &Warning| warnings.push(*w), &mut entries)?;
+    let (doc, facts) = D::parse(&mut tok, src, member, &mut |w: &Warning| warnings.push(*w), &mut entries)?;
     Ok(Parsed { doc, facts, entries, warnings })
+}
+
+/// A source that shows at most `chunk` bytes at a time.
+struct Chunked<'a> {
+    bytes: &'a [u8],
+    chunk: usize,
+}
+
+impl embedded_io::ErrorType for Chunked<'_> {
+    type Error = embedded_io::ErrorKind;
+}
+
+impl embedded_io::Read for Chunked<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize, Self::Error> {
+        let n = buf.len().min(self.chunk).min(self.bytes.len());
+        buf[..n].copy_from_slice(&self.bytes[..n]);
+        self.bytes = &self.bytes[n..];
+        Ok(n)
+    }
+}
+
+impl embedded_io::BufRead for Chunked<'_> {
+    fn fill_buf(&mut self) -> Result<&[u8], Self::Error> {
+        Ok(&self.bytes[..self.chunk.min(self.bytes.len())])
+    }
+
+    fn consume(&mut self, amount: usize) {
+        self.bytes = &self.bytes[amount..];
+    }
 }
 
 /// One I/O tensor, owned.
