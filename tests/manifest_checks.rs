@@ -637,6 +637,43 @@ fn integer_arrays_read_whole_or_token_by_token_alike() {
 }
 
 #[test]
+fn members_read_whole_or_token_by_token_alike() {
+    // A host reads a known key and its scalar value that lie whole in the chunk in one call
+    // (`Tokenizer::quick_member`); shown a byte at a time, token by token. Each descriptor
+    // below, valid or not, gives the same descriptor, or the same error (kind, key path,
+    // offset), both ways: duplicate keys (the error at the second key), `strict` values,
+    // wrong types, numbers out of range, literals, unknown keys, spacing.
+    let members = [
+        r#""op":"copy""#,
+        r#""op":"xor""#,
+        r#""op":"cast","from_dtype":"int8","to_dtype":"float32""#,
+        r#""to_off":1"#,
+        r#""from_off":"0""#,
+        r#""from_off":-1"#,
+        r#""from_off":1.0"#,
+        r#""from_off":18446744073709551616"#,
+        r#""from_off":null"#,
+        r#""from_off":true"#,
+        r#""num_tiling_dimensions":4294967296"#,
+        r#""num_tiling_dimensions":2"#,
+        r#""from":"a""#,
+        r#""from":"a""#,
+        r#""from":7"#,
+        r##""comment":"x","#comment":false,"x":null"##,
+        r#""scale":2,"scale_dtype":"float32""#,
+        r#""to_dtype" : "bfloat16" , "from_dtype":"float99""#,
+    ];
+    for member in members {
+        let doc = format!(
+            r#"{{"dma":[{{"id":0,"queue":"q","desc":[{{"from":"a","to":"b","from_off":0,"to_off":0,{member}}}]}}]}}"#
+        );
+        let whole = format!("{:?}", parse::<EngineJson>(doc.as_bytes(), "sg00/SP.json"));
+        let by_byte = format!("{:?}", parse_chunked::<EngineJson>(doc.as_bytes(), "sg00/SP.json", 1));
+        assert_eq!(whole, by_byte, "{doc}");
+    }
+}
+
+#[test]
 fn a_schema_error_does_not_hide_a_syntax_error() {
     let json = |e: &Error| match e.kind {
         ErrorKind::Json(j) => j,

@@ -118,6 +118,8 @@ mod tokenizer;
 
 pub use error::{Expected, Fault, JsonError, JsonType, TokenKind};
 pub use number::{Float, Number};
+#[cfg(not(target_os = "none"))]
+pub(crate) use tokenizer::QuickMember;
 pub use tokenizer::{Event, Tokenizer, MAX_DEPTH, NUMBER_CAPACITY, NUMBER_LIMIT, SCRATCH_LIMIT};
 
 impl core::error::Error for JsonError {}

@@ -149,6 +149,28 @@ impl Text {
     }
 }
 
+/// What [`Tokenizer::quick_member`] read (a host's whole-member path).
+#[cfg(not(target_os = "none"))]
+pub(crate) enum QuickMember<'r, K> {
+    /// The object's `}`, consumed.
+    End,
+    /// A key the reader knows (`K`, what its lookup gave), consumed; its value comes next.
+    Key(K),
+    /// A key the reader knows and its scalar value, consumed: the value's event, and where the
+    /// tokenizer stood before the key.
+    Member(K, Event<'r>, Rewind),
+}
+
+/// Where the tokenizer stood before a [`QuickMember::Member`], to return there.
+#[cfg(not(target_os = "none"))]
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Rewind {
+    state: State,
+    depth: u16,
+    held: usize,
+    token_start: u64,
+}
+
 /// A streaming, non-recursive JSON pull tokenizer (see the [module docs](super) for the
 /// protocol).
 ///
@@ -976,6 +998,28 @@ impl<'s> Tokenizer<'s> {
     /// for the close), or `None` with nothing changed.
     #[cfg(not(target_os = "none"))]
     fn quick_key(&mut self, rest: &[u8]) -> Option<bool> {
+        let (i, may_close) = self.key_position(rest)?;
+        match *rest.get(i)? {
+            b'"' => {
+                let used = self.quick_string(rest.get(i..)?)?;
+                self.token_start = self.position().saturating_add(i as u64);
+                self.advance(i.saturating_add(used));
+                self.state = State::AfterKey;
+                Some(true)
+            }
+            b'}' if may_close => {
+                self.close_object_at(i);
+                Some(false)
+            }
+            _ => None,
+        }
+    }
+
+    /// Where in `rest` the next key (or the object's `}`) starts, past whitespace and the `,`
+    /// after a member, and whether a `}` may close the object there (not after a `,`); `None`
+    /// outside a key position, or for anything else after a member.
+    #[cfg(not(target_os = "none"))]
+    fn key_position(&self, rest: &[u8]) -> Option<(usize, bool)> {
         let mut i = whitespace_len(rest);
         let may_close = match self.state {
             State::ObjectFirst => true,
@@ -993,23 +1037,109 @@ impl<'s> Tokenizer<'s> {
             }
             _ => return None,
         };
-        match *rest.get(i)? {
-            b'"' => {
-                let used = self.quick_string(rest.get(i..)?)?;
-                self.token_start = self.position().saturating_add(i as u64);
-                self.advance(i.saturating_add(used));
-                self.state = State::AfterKey;
-                Some(true)
-            }
-            b'}' if may_close => {
-                self.token_start = self.position().saturating_add(i as u64);
-                self.advance(i.saturating_add(1));
-                self.depth = self.depth.saturating_sub(1);
-                self.state = State::AfterValue;
-                Some(false)
-            }
-            _ => None,
+        Some((i, may_close))
+    }
+
+    /// Consumes the object's `}` at `i` in the rest of the chunk, as the byte machines do.
+    #[cfg(not(target_os = "none"))]
+    fn close_object_at(&mut self, i: usize) {
+        self.token_start = self.position().saturating_add(i as u64);
+        self.advance(i.saturating_add(1));
+        self.depth = self.depth.saturating_sub(1);
+        self.state = State::AfterValue;
+    }
+
+    /// A host's whole-member path, for the manifest readers, at a key position: the object's
+    /// `}`, or a key of plain text that `lookup` knows (its slot, say) and, when a scalar value
+    /// that [`Tokenizer::quick_value`] takes follows it in the chunk, that value, its event's
+    /// text in the source's chunk. What it reads is consumed, with the state, depth and offsets
+    /// as [`Tokenizer::next_key_bytes`] and [`Tokenizer::next`] leave them (the key and the
+    /// string are not copied to the scratch, whose text only an event shows); a member comes
+    /// with where the tokenizer stood before its key, to return there ([`Tokenizer::rewind`])
+    /// when the reader must read it again token by token. `None`, with nothing changed, for a
+    /// key `lookup` does not know, and where [`Tokenizer::quick_key`] gives up.
+    #[cfg(not(target_os = "none"))]
+    pub(crate) fn quick_member<'r, R: BufRead, K>(
+        &mut self,
+        src: &'r mut R,
+        lookup: impl FnOnce(&[u8]) -> Option<K>,
+    ) -> Option<QuickMember<'r, K>> {
+        if self.fault.is_some() || !self.runs || self.held == 0 || self.held >= self.chunk_len {
+            return None;
         }
+        let rest: &'r [u8] = src.fill_buf().ok()?.get(self.held..)?;
+        let (i, may_close) = self.key_position(rest)?;
+        match *rest.get(i)? {
+            b'"' => {}
+            b'}' if may_close => {
+                self.close_object_at(i);
+                return Some(QuickMember::End);
+            }
+            _ => return None,
+        }
+        let body = rest.get(i.checked_add(1)?..)?;
+        let len = plain_len(body);
+        // A key the scratch would not hold is the byte machines' capacity fault.
+        if body.get(len) != Some(&b'"') || len > self.scratch.len() {
+            return None;
+        }
+        let found = lookup(body.get(..len)?)?;
+        let before = Rewind { state: self.state, depth: self.depth, held: self.held, token_start: self.token_start };
+        self.token_start = self.position().saturating_add(i as u64);
+        let key_end = i.saturating_add(len).saturating_add(2);
+        self.advance(key_end);
+        self.state = State::AfterKey;
+        let Some((event, value_at, used)) = rest.get(key_end..).and_then(|after| self.scalar_after_key(after)) else {
+            return Some(QuickMember::Key(found));
+        };
+        self.token_start = self.position().saturating_add(value_at as u64);
+        self.advance(used);
+        self.state = State::AfterValue;
+        Some(QuickMember::Member(found, event, before))
+    }
+
+    /// After a key, in `after`: whitespace, `:`, whitespace and a scalar value that
+    /// [`Tokenizer::quick_value`] would take (a plain string the scratch holds, an integer of
+    /// at most [`NUMBER_CAPACITY`] bytes ended in `after`, a literal): its event, where it starts
+    /// and the bytes up to its end. Reads `after` only.
+    #[cfg(not(target_os = "none"))]
+    fn scalar_after_key<'r>(&self, after: &'r [u8]) -> Option<(Event<'r>, usize, usize)> {
+        let mut j = whitespace_len(after);
+        if after.get(j) != Some(&b':') {
+            return None;
+        }
+        j = j.saturating_add(1);
+        j = j.saturating_add(whitespace_len(after.get(j..)?));
+        let text = after.get(j..)?;
+        let (event, len) = match *text.first()? {
+            b'"' => {
+                let body = text.get(1..)?;
+                let n = plain_len(body);
+                if body.get(n) != Some(&b'"') || n > self.scratch.len() {
+                    return None;
+                }
+                (Event::Str(core::str::from_utf8(body.get(..n)?).ok()?), n.saturating_add(2))
+            }
+            b'-' | b'0'..=b'9' => {
+                let n = integer_len(text).filter(|&n| n <= NUMBER_CAPACITY)?;
+                (Event::Num(Number::from_ascii(text.get(..n)?, true)), n)
+            }
+            b't' if text.starts_with(b"true") => (Event::Bool(true), 4),
+            b'f' if text.starts_with(b"false") => (Event::Bool(false), 5),
+            b'n' if text.starts_with(b"null") => (Event::Null, 4),
+            _ => return None,
+        };
+        Some((event, j, j.saturating_add(len)))
+    }
+
+    /// Returns to where [`Tokenizer::quick_member`] found the tokenizer: what it consumed is
+    /// read again by the next call.
+    #[cfg(not(target_os = "none"))]
+    pub(crate) fn rewind(&mut self, to: Rewind) {
+        self.state = to.state;
+        self.depth = to.depth;
+        self.held = to.held;
+        self.token_start = to.token_start;
     }
 
     /// A string of plain text closed in `text` (which starts at its opening quote) into the
@@ -1855,6 +1985,75 @@ mod tests {
         }
     }
 
+    /// [`stream_keyed`], with each key position first offered to [`Tokenizer::quick_member`]
+    /// (which only a host in runs takes), whose lookup knows the keys of odd length: a member
+    /// it reads whole is its key and value events, and every third is returned
+    /// ([`Tokenizer::rewind`]) and read again token by token. Keys show at offset 0, since a
+    /// member read whole keeps no offset for its key.
+    fn stream_members(scratch: usize, depth: u16, doc: &[u8], chunk: usize, runs: bool) -> Stream {
+        let mut buf = vec![0; scratch];
+        let mut tok = Tokenizer::new(&mut buf, depth);
+        tok.consume_in_runs(runs);
+        let mut src = ChunkedReader::new(doc, chunk);
+        let mut out = Vec::new();
+        let mut objects: Vec<bool> = Vec::new();
+        let mut key_next = false;
+        let mut members = 0u32;
+        loop {
+            let mut quick = None;
+            if key_next {
+                match tok.quick_member(&mut src, |key| (key.len() % 2 == 1).then(|| key.to_vec())) {
+                    None => {}
+                    Some(QuickMember::End) => quick = Some(vec![(tok.offset(), Owned::EndObject)]),
+                    Some(QuickMember::Key(key)) => quick = Some(vec![(0, Owned::Key(String::from_utf8(key).unwrap()))]),
+                    Some(QuickMember::Member(key, event, before)) => {
+                        members += 1;
+                        if members % 3 == 0 {
+                            tok.rewind(before);
+                        } else {
+                            let event = own(event);
+                            quick = Some(vec![(0, Owned::Key(String::from_utf8(key).unwrap())), (tok.offset(), event)]);
+                        }
+                    }
+                }
+            }
+            let step = match quick {
+                Some(events) => Ok(events),
+                None if key_next => match tok.next_key_bytes(&mut src) {
+                    Ok(Some(key)) => Ok(vec![(0, Owned::Key(String::from_utf8(key.to_vec()).unwrap()))]),
+                    Ok(None) => Ok(vec![(tok.offset(), Owned::EndObject)]),
+                    Err(fault) => Err(fault),
+                },
+                None => match tok.next(&mut src).map(own) {
+                    Ok(event) => Ok(vec![(tok.offset(), event)]),
+                    Err(fault) => Err(fault),
+                },
+            };
+            match step {
+                Ok(events) => {
+                    for (offset, event) in events {
+                        out.push((offset, event.clone()));
+                        match event {
+                            Owned::BeginObject => objects.push(true),
+                            Owned::BeginArray => objects.push(false),
+                            Owned::EndObject | Owned::EndArray => drop(objects.pop()),
+                            Owned::End => {
+                                assert_eq!(src.pos, doc.len(), "End before the end of input");
+                                return (out, None);
+                            }
+                            _ => {}
+                        }
+                        key_next = !matches!(event, Owned::Key(_)) && objects.last() == Some(&true);
+                    }
+                }
+                Err(fault) => {
+                    assert_eq!(tok.next(&mut src), Err(fault), "a spent tokenizer repeats its fault");
+                    return (out, Some(fault));
+                }
+            }
+        }
+    }
+
     /// The stream of `doc`, checked identical for chunks of 1, 7 and 4096 bytes.
     /// The stream of `doc`, checked identical for chunks of 1, 7 and 4096 bytes, consuming
     /// at the end of each call or in runs (where the source is all consumed at the end or a
@@ -2596,6 +2795,11 @@ mod tests {
                         stream_skipping(3, 8, &doc, 1, false),
                         "skipping: {shown:?}"
                     );
+                    assert_eq!(
+                        stream_members(3, 8, &doc, 4096, true),
+                        stream_members(3, 8, &doc, 1, false),
+                        "members: {shown:?}"
+                    );
                 }
             }
         }
@@ -2719,6 +2923,25 @@ mod tests {
     }
 
     #[test]
+    fn members_read_whole_meet_the_limits_of_the_byte_machines() {
+        // A key or string the 3-byte scratch does not hold, a number past its buffer: the
+        // whole-member path leaves them to the byte machines, whose capacity faults they are.
+        let long_number = format!("{{\"a\":{}}}", "1".repeat(NUMBER_CAPACITY + 1));
+        let docs: [&[u8]; 5] = [
+            b"{\"abcde\":1}",
+            b"{\"abc\":1,\"defgh\":2}",
+            b"{\"a\":\"defgh\"}",
+            b"{\"a\":\"def\",\"b\":[1]}",
+            long_number.as_bytes(),
+        ];
+        for doc in docs {
+            let (_, fault) = stream_members(3, 8, doc, 1, false);
+            assert!(fault.is_some() || doc.ends_with(b"[1]}"), "{:?}", String::from_utf8_lossy(doc));
+            assert_eq!(stream_members(3, 8, doc, 4096, true), stream_members(3, 8, doc, 1, false));
+        }
+    }
+
+    #[test]
     fn whole_token_host_paths_agree_on_generated_manifests() {
         // DMA-shaped documents, whole and cut short (a fault at the end of input), in chunks
         // that split tokens anywhere: read in runs with `next` and with `next_key_bytes` (the
@@ -2730,7 +2953,13 @@ mod tests {
                 let doc = &doc[..cut];
                 let bytes = stream_chunked(32, 16, doc, 1);
                 let skipped = stream_skipping(32, 16, doc, 1, false);
+                let members = stream_members(32, 16, doc, 1, false);
                 for chunk in [3, 17, 64, 512, 4096] {
+                    assert_eq!(
+                        stream_members(32, 16, doc, chunk, true),
+                        members,
+                        "members: seed {seed}, cut {cut}, chunk {chunk}"
+                    );
                     assert_eq!(
                         stream_skipping(32, 16, doc, chunk, true),
                         skipped,

@@ -24,6 +24,8 @@ use embedded_io::BufRead;
 
 use super::{Entry, EntryAt, JsonType, ManifestError, RequiredKey, Visitor};
 use crate::error::{CapacityError, Error, ErrorKind, Stage, Text, KEY_PATH_TEXT};
+#[cfg(not(target_os = "none"))]
+use crate::json::QuickMember;
 use crate::json::{Event, Fault, Float, JsonError, Tokenizer};
 
 /// Bytes a [`KeyPath`] holds: what an [`Error`] shows ([`KEY_PATH_TEXT`]) on a controller; on a
@@ -448,6 +450,12 @@ impl JsonIn<'_, '_> {
             Ok(key) => Ok(key),
             Err(f) => Err(keep(&mut self.fault, f)),
         }
+    }
+
+    /// [`Tokenizer::quick_member`].
+    #[cfg(not(target_os = "none"))]
+    fn quick_member<K>(&mut self, lookup: impl FnOnce(&[u8]) -> Option<K>) -> Option<QuickMember<'_, K>> {
+        self.tok.quick_member(&mut self.src, lookup)
     }
 
     /// [`Tokenizer::next_element`].
@@ -1657,20 +1665,49 @@ pub fn read_object(cx: &mut Cx<'_, '_>, keys: &'static ObjectKeys, fields: &mut 
     // Every key's segment is dropped after its value: the path is back here for each key.
     let mark = cx.ctx.path.mark();
     loop {
-        let found = match cx.json.next_key_bytes() {
-            Ok(None) => break,
-            Ok(Some(key)) => match keys.slot_of(key) {
-                Some(found) => found,
-                None => {
-                    // A skipped value's syntax error names its key: the key's bytes are
-                    // gone from the tokenizer once the value is read, so the segment is kept.
-                    cx.ctx.path.push_key_bytes(key);
-                    skip(cx)?;
-                    cx.ctx.path.reset(mark);
-                    continue;
+        // A host takes a known key and its scalar value that lie whole in the chunk in one
+        // call; any that needs more is read again (or on) token by token below.
+        #[cfg(not(target_os = "none"))]
+        let quick = match cx.json.quick_member(|key| keys.slot_of(key)) {
+            None => None,
+            Some(QuickMember::End) => break,
+            Some(QuickMember::Key(found)) => Some(found),
+            Some(QuickMember::Member(found, ev, before)) => match quick_scalar(keys, fields, &mut seen, found, &ev) {
+                QuickRead::Done => continue,
+                QuickRead::Again => {
+                    cx.json.tok.rewind(before);
+                    None
+                }
+                QuickRead::Refused(issue, lim) => {
+                    cx.ctx.path.push_key(found.0);
+                    return Err(cx.fail_issue(issue, lim));
+                }
+                QuickRead::Unknown(strict) => {
+                    cx.ctx.path.push_key(found.0);
+                    let text = fields.field(found.1).and_then(|value| value.text()).unwrap_or("");
+                    return Err(cx.fail_unknown(strict, text));
                 }
             },
-            Err(stop) => return Err(stop),
+        };
+        #[cfg(target_os = "none")]
+        let quick = None;
+        let found = match quick {
+            Some(found) => found,
+            None => match cx.json.next_key_bytes() {
+                Ok(None) => break,
+                Ok(Some(key)) => match keys.slot_of(key) {
+                    Some(found) => found,
+                    None => {
+                        // A skipped value's syntax error names its key: the key's bytes are
+                        // gone from the tokenizer once the value is read, so the segment is kept.
+                        cx.ctx.path.push_key_bytes(key);
+                        skip(cx)?;
+                        cx.ctx.path.reset(mark);
+                        continue;
+                    }
+                },
+                Err(stop) => return Err(stop),
+            },
         };
         // A consumed key is the schema's name: its segment is appended only where the path
         // is read (an error, a container's body), not for every scalar.
@@ -1686,6 +1723,54 @@ pub fn read_object(cx: &mut Cx<'_, '_>, keys: &'static ObjectKeys, fields: &mut 
         }
     }
     check_required(cx, seen, keys.required, keys.keys)
+}
+
+/// What [`quick_scalar`] made of a member the tokenizer read whole.
+#[cfg(not(target_os = "none"))]
+enum QuickRead {
+    /// Stored (and checked against its `strict` map).
+    Done,
+    /// To be read again token by token (a duplicate key, whose error is at the key; a typed
+    /// list; a value that asks for more).
+    Again,
+    /// The value's start refused it (with the key's rules).
+    Refused(Issue, Lim),
+    /// The string is not in the key's `strict` map.
+    Unknown(Strict),
+}
+
+/// [`read_object`]'s step for a member read whole ([`QuickMember::Member`]): the scalar `ev`
+/// into the field of slot `found.1`, as [`read_key`] stores it; a member whose reading the
+/// tokenizer must redo, with `seen` as it was.
+#[cfg(not(target_os = "none"))]
+fn quick_scalar(
+    keys: &'static ObjectKeys,
+    fields: &mut dyn Fields,
+    seen: &mut u64,
+    found: (&'static str, u8),
+    ev: &Event<'_>,
+) -> QuickRead {
+    let slot = found.1;
+    let bit = 1u64 << (slot & 63);
+    let (Some(value), Some(&lim)) = (fields.field(slot), keys.lims.get(usize::from(slot))) else {
+        return QuickRead::Again;
+    };
+    if *seen & bit != 0 || lim.rules.tag.is_some() {
+        return QuickRead::Again;
+    }
+    match value.start(ev, lim) {
+        Ok(Flow::Done) => {}
+        Ok(Flow::Body) => return QuickRead::Again,
+        Err(issue) => {
+            *seen |= bit;
+            return QuickRead::Refused(issue, lim);
+        }
+    }
+    *seen |= bit;
+    match (lim.rules.strict, value.text()) {
+        (Some(strict), Some(text)) if !(strict.known)(text) => QuickRead::Unknown(strict),
+        _ => QuickRead::Done,
+    }
 }
 
 /// The key path segment of a value read by [`read_key`] or [`read_elements`], appended only when
