@@ -1019,6 +1019,7 @@ impl<'s> Tokenizer<'s> {
     /// after a member, and whether a `}` may close the object there (not after a `,`); `None`
     /// outside a key position, or for anything else after a member.
     #[cfg(not(target_os = "none"))]
+    #[inline(always)]
     fn key_position(&self, rest: &[u8]) -> Option<(usize, bool)> {
         let mut i = whitespace_len(rest);
         let may_close = match self.state {
@@ -1103,6 +1104,7 @@ impl<'s> Tokenizer<'s> {
     /// at most [`NUMBER_CAPACITY`] bytes ended in `after`, a literal): its event, where it starts
     /// and the bytes up to its end. Reads `after` only.
     #[cfg(not(target_os = "none"))]
+    #[inline(always)]
     fn scalar_after_key<'r>(&self, after: &'r [u8]) -> Option<(Event<'r>, usize, usize)> {
         let mut j = whitespace_len(after);
         if after.get(j) != Some(&b':') {
@@ -1664,6 +1666,8 @@ fn whitespace_run(bytes: &[u8]) -> usize {
 
 /// How many bytes at the start of `bytes` are plain string text (printable ASCII other than
 /// `"` and `\`), eight at a time.
+// Inlined on a host, where the whole-token paths call it for every key and string.
+#[cfg_attr(not(target_os = "none"), inline(always))]
 fn plain_len(bytes: &[u8]) -> usize {
     let mut i = 0;
     while let Some(x) = word(bytes.get(i..).unwrap_or(&[])) {
