@@ -756,8 +756,8 @@ impl<'s> Tokenizer<'s> {
     /// the elements' count. `None`, with nothing consumed, when the array is of another shape,
     /// runs past the chunk, or `each` refuses an element (returns `false`): the caller then
     /// discards what `each` was given and reads the array token by token, where any fault is
-    /// reported at its offset. Only when consuming in runs, with no fault, inside a chunk (see
-    /// [`Tokenizer::quick`]).
+    /// reported at its offset. Only when consuming in runs ([`Tokenizer::consume_in_runs`]),
+    /// with no fault, inside a chunk a previous call left held.
     #[cfg(not(target_os = "none"))]
     pub fn integer_array<R: BufRead>(
         &mut self,
