@@ -989,9 +989,11 @@ pub trait Elements {
     fn push_default(&mut self) -> Option<&mut dyn JsonValue>;
     /// How many elements fit.
     fn capacity(&self) -> usize;
-    /// How many elements there are.
+    /// How many elements there are (a host's whole-array path returns to it).
+    #[cfg(not(target_os = "none"))]
     fn count(&self) -> usize;
     /// Drops the elements after the first `count`.
+    #[cfg(not(target_os = "none"))]
     fn cut_to(&mut self, count: usize);
 }
 
@@ -1005,10 +1007,12 @@ impl<T: JsonValue + Default, const N: usize> Elements for heapless::Vec<T, N> {
         N
     }
 
+    #[cfg(not(target_os = "none"))]
     fn count(&self) -> usize {
         self.len()
     }
 
+    #[cfg(not(target_os = "none"))]
     fn cut_to(&mut self, count: usize) {
         self.truncate(count);
     }
