@@ -1855,49 +1855,90 @@ mod tests {
         }
     }
 
+    /// What the stream readers below share: the events read so far, with their offsets, and
+    /// the containers open.
+    #[derive(Default)]
+    struct Recorded {
+        out: Vec<(u64, Owned)>,
+        /// Per open container, whether it is an object.
+        objects: Vec<bool>,
+    }
+
+    impl Recorded {
+        /// Records `event` at `offset`, opening or closing its container; `true` at `End`.
+        fn push(&mut self, offset: u64, event: Owned) -> bool {
+            self.out.push((offset, event.clone()));
+            match event {
+                Owned::BeginObject => self.objects.push(true),
+                Owned::BeginArray => self.objects.push(false),
+                Owned::EndObject | Owned::EndArray => drop(self.objects.pop()),
+                Owned::End => return true,
+                _ => {}
+            }
+            false
+        }
+
+        /// Whether the innermost open container is an object (`Some(false)`: an array).
+        fn in_object(&self) -> Option<bool> {
+            self.objects.last().copied()
+        }
+
+        /// The stream once `End` is read: the whole input consumed.
+        fn ended(self, src: &ChunkedReader<'_>, doc: &[u8]) -> Stream {
+            assert_eq!(src.pos, doc.len(), "End before the end of input");
+            (self.out, None)
+        }
+    }
+
+    /// Runs `read` on a tokenizer of `scratch` bytes and `depth` levels (consuming in runs
+    /// when `runs` is set) over `doc` shown `chunk` bytes at a time.
+    fn reading(
+        scratch: usize,
+        depth: u16,
+        doc: &[u8],
+        chunk: usize,
+        runs: bool,
+        read: impl FnOnce(&mut Tokenizer<'_>, &mut ChunkedReader<'_>) -> Stream,
+    ) -> Stream {
+        let mut buf = vec![0; scratch];
+        let mut tok = Tokenizer::new(&mut buf, depth);
+        tok.consume_in_runs(runs);
+        read(&mut tok, &mut ChunkedReader::new(doc, chunk))
+    }
+
+    /// A key as the readers' key calls give it.
+    fn owned_key(key: &[u8]) -> Owned {
+        Owned::Key(String::from_utf8(key.to_vec()).unwrap())
+    }
+
     /// [`stream_chunked_runs`], with each key and each object's `}` read by
     /// [`Tokenizer::next_key_bytes`], as the manifest readers read them (a key shows as `Key`,
     /// the close as `EndObject`); every other token by [`Tokenizer::next`].
     fn stream_keyed(scratch: usize, depth: u16, doc: &[u8], chunk: usize, runs: bool) -> Stream {
-        let mut buf = vec![0; scratch];
-        let mut tok = Tokenizer::new(&mut buf, depth);
-        tok.consume_in_runs(runs);
-        let mut src = ChunkedReader::new(doc, chunk);
-        let mut out = Vec::new();
-        // Per open container, whether it is an object.
-        let mut objects: Vec<bool> = Vec::new();
-        let mut key_next = false;
-        loop {
-            let step = if key_next {
-                tok.next_key_bytes(&mut src).map(|key| match key {
-                    Some(key) => Owned::Key(String::from_utf8(key.to_vec()).unwrap()),
-                    None => Owned::EndObject,
-                })
-            } else {
-                tok.next(&mut src).map(own)
-            };
-            match step {
-                Ok(event) => {
-                    out.push((tok.offset(), event.clone()));
-                    match event {
-                        Owned::BeginObject => objects.push(true),
-                        Owned::BeginArray => objects.push(false),
-                        Owned::EndObject | Owned::EndArray => drop(objects.pop()),
-                        Owned::End => {
-                            assert_eq!(src.pos, doc.len(), "End before the end of input");
-                            return (out, None);
+        reading(scratch, depth, doc, chunk, runs, |tok, src| {
+            let mut seen = Recorded::default();
+            let mut key_next = false;
+            loop {
+                let step = if key_next {
+                    tok.next_key_bytes(src).map(|key| key.map_or(Owned::EndObject, owned_key))
+                } else {
+                    tok.next(src).map(own)
+                };
+                match step {
+                    Ok(event) => {
+                        if seen.push(tok.offset(), event.clone()) {
+                            return seen.ended(src, doc);
                         }
-                        _ => {}
+                        // A key comes after `{` and after each member's whole value.
+                        key_next = !matches!(event, Owned::Key(_)) && seen.in_object() == Some(true);
                     }
-                    // A key comes after `{` and after each member's whole value.
-                    key_next = !matches!(event, Owned::Key(_)) && objects.last() == Some(&true);
-                }
-                Err(fault) => {
-                    assert_eq!(tok.next(&mut src), Err(fault), "a spent tokenizer repeats its fault");
-                    return (out, Some(fault));
+                    Err(fault) => {
+                        assert_eq!(tok.next(src), Err(fault), "a spent tokenizer repeats its fault");
+                        return (seen.out, Some(fault));
+                    }
                 }
             }
-        }
+        })
     }
 
     /// [`stream_chunked_runs`] as the manifest readers' other calls read: each object's keys
@@ -1909,84 +1950,71 @@ mod tests {
     /// array's numbers and skipped elements show at offset 0, since that path has no offset
     /// per element.
     fn stream_skipping(scratch: usize, depth: u16, doc: &[u8], chunk: usize, runs: bool) -> Stream {
-        let mut buf = vec![0; scratch];
-        let mut tok = Tokenizer::new(&mut buf, depth);
-        tok.consume_in_runs(runs);
-        let mut src = ChunkedReader::new(doc, chunk);
-        let mut out = Vec::new();
-        // Per open container, whether it is an object.
-        let mut objects: Vec<bool> = Vec::new();
-        let mut value_next = true;
-        let mut turn = 0u32;
-        loop {
-            let step = match (objects.last(), value_next) {
-                (Some(true), false) => tok.next_key_bytes(&mut src).map(|key| {
-                    Some(match key {
-                        Some(key) => Owned::Key(String::from_utf8(key.to_vec()).unwrap()),
-                        None => Owned::EndObject,
-                    })
-                }),
-                (Some(false), false) => tok.next_element(&mut src).map(|more| (!more).then_some(Owned::EndArray)),
-                (_, true) => {
-                    turn += 1;
-                    if turn % 3 == 0 {
-                        tok.skip_value(&mut src).map(|skipped| {
-                            assert!(skipped, "a value position");
-                            Some(Owned::Skipped)
-                        })
-                    } else {
-                        tok.next(&mut src).map(|event| Some(own(event)))
+        reading(scratch, depth, doc, chunk, runs, |tok, src| {
+            let mut seen = Recorded::default();
+            let mut value_next = true;
+            let mut turn = 0u32;
+            loop {
+                let step = match (seen.in_object(), value_next) {
+                    (Some(true), false) => {
+                        tok.next_key_bytes(src).map(|key| Some(key.map_or(Owned::EndObject, owned_key)))
                     }
-                }
-                (None, false) => tok.next(&mut src).map(|event| Some(own(event))),
-            };
-            match step {
-                Ok(None) => value_next = true,
-                Ok(Some(event)) => {
-                    let in_array = objects.last() == Some(&false);
-                    let offset =
-                        if in_array && matches!(event, Owned::Num(..) | Owned::Skipped) { 0 } else { tok.offset() };
-                    out.push((offset, event.clone()));
-                    match event {
-                        Owned::BeginObject => objects.push(true),
-                        Owned::BeginArray => {
-                            let mut taken = Vec::new();
-                            let refuse = turn % 2 == 0;
-                            let mut take = |n: Number<'_>| {
-                                if refuse && n.text().ends_with('1') {
-                                    return false;
-                                }
-                                taken.push(Owned::Num(n.text().to_string(), n.is_integer()));
-                                true
-                            };
-                            if let Some(count) = tok.integer_array(&mut src, &mut take) {
-                                assert_eq!(count, taken.len());
-                                // Every third value skipped, as the element by element reading does.
-                                for number in taken {
-                                    turn += 1;
-                                    out.push((0, if turn % 3 == 0 { Owned::Skipped } else { number }));
-                                }
-                                out.push((tok.offset(), Owned::EndArray));
-                            } else {
-                                objects.push(false);
-                            }
+                    (Some(false), false) => tok.next_element(src).map(|more| (!more).then_some(Owned::EndArray)),
+                    (_, true) => {
+                        turn += 1;
+                        if turn % 3 == 0 {
+                            tok.skip_value(src).map(|skipped| {
+                                assert!(skipped, "a value position");
+                                Some(Owned::Skipped)
+                            })
+                        } else {
+                            tok.next(src).map(|event| Some(own(event)))
                         }
-                        Owned::EndObject | Owned::EndArray => drop(objects.pop()),
-                        Owned::End => {
-                            assert_eq!(src.pos, doc.len(), "End before the end of input");
-                            return (out, None);
-                        }
-                        _ => {}
                     }
-                    value_next = matches!(event, Owned::Key(_));
+                    (None, false) => tok.next(src).map(|event| Some(own(event))),
+                };
+                let event = match step {
+                    Ok(None) => {
+                        value_next = true;
+                        continue;
+                    }
+                    Ok(Some(event)) => event,
+                    Err(fault) => {
+                        assert_eq!(tok.skip_value(src), Err(fault), "a spent tokenizer repeats its fault");
+                        assert_eq!(tok.next_element(src), Err(fault), "a spent tokenizer repeats its fault");
+                        return (seen.out, Some(fault));
+                    }
+                };
+                let in_array = seen.in_object() == Some(false);
+                let offset =
+                    if in_array && matches!(event, Owned::Num(..) | Owned::Skipped) { 0 } else { tok.offset() };
+                if seen.push(offset, event.clone()) {
+                    return seen.ended(src, doc);
                 }
-                Err(fault) => {
-                    assert_eq!(tok.skip_value(&mut src), Err(fault), "a spent tokenizer repeats its fault");
-                    assert_eq!(tok.next_element(&mut src), Err(fault), "a spent tokenizer repeats its fault");
-                    return (out, Some(fault));
+                value_next = matches!(event, Owned::Key(_));
+                if event != Owned::BeginArray {
+                    continue;
+                }
+                let mut taken = Vec::new();
+                let refuse = turn % 2 == 0;
+                let mut take = |n: Number<'_>| {
+                    if refuse && n.text().ends_with('1') {
+                        return false;
+                    }
+                    taken.push(Owned::Num(n.text().to_string(), n.is_integer()));
+                    true
+                };
+                if let Some(count) = tok.integer_array(src, &mut take) {
+                    assert_eq!(count, taken.len());
+                    // Every third value skipped, as the element by element reading does.
+                    for number in taken {
+                        turn += 1;
+                        seen.out.push((0, if turn % 3 == 0 { Owned::Skipped } else { number }));
+                    }
+                    seen.push(tok.offset(), Owned::EndArray);
                 }
             }
-        }
+        })
     }
 
     /// [`stream_keyed`], with each key position first offered to [`Tokenizer::quick_member`]
@@ -1995,67 +2023,55 @@ mod tests {
     /// ([`Tokenizer::rewind`]) and read again token by token. Keys show at offset 0, since a
     /// member read whole keeps no offset for its key.
     fn stream_members(scratch: usize, depth: u16, doc: &[u8], chunk: usize, runs: bool) -> Stream {
-        let mut buf = vec![0; scratch];
-        let mut tok = Tokenizer::new(&mut buf, depth);
-        tok.consume_in_runs(runs);
-        let mut src = ChunkedReader::new(doc, chunk);
-        let mut out = Vec::new();
-        let mut objects: Vec<bool> = Vec::new();
-        let mut key_next = false;
-        let mut members = 0u32;
-        loop {
-            let mut quick = None;
-            if key_next {
-                match tok.quick_member(&mut src, |key| (key.len() % 2 == 1).then(|| key.to_vec())) {
-                    None => {}
-                    Some(QuickMember::End) => quick = Some(vec![(tok.offset(), Owned::EndObject)]),
-                    Some(QuickMember::Key(key)) => quick = Some(vec![(0, Owned::Key(String::from_utf8(key).unwrap()))]),
-                    Some(QuickMember::Member(key, event, before)) => {
-                        members += 1;
-                        if members % 3 == 0 {
-                            tok.rewind(before);
-                        } else {
-                            let event = own(event);
-                            quick = Some(vec![(0, Owned::Key(String::from_utf8(key).unwrap())), (tok.offset(), event)]);
-                        }
-                    }
-                }
-            }
-            let step = match quick {
-                Some(events) => Ok(events),
-                None if key_next => match tok.next_key_bytes(&mut src) {
-                    Ok(Some(key)) => Ok(vec![(0, Owned::Key(String::from_utf8(key.to_vec()).unwrap()))]),
-                    Ok(None) => Ok(vec![(tok.offset(), Owned::EndObject)]),
-                    Err(fault) => Err(fault),
-                },
-                None => match tok.next(&mut src).map(own) {
-                    Ok(event) => Ok(vec![(tok.offset(), event)]),
-                    Err(fault) => Err(fault),
-                },
-            };
-            match step {
-                Ok(events) => {
-                    for (offset, event) in events {
-                        out.push((offset, event.clone()));
-                        match event {
-                            Owned::BeginObject => objects.push(true),
-                            Owned::BeginArray => objects.push(false),
-                            Owned::EndObject | Owned::EndArray => drop(objects.pop()),
-                            Owned::End => {
-                                assert_eq!(src.pos, doc.len(), "End before the end of input");
-                                return (out, None);
+        reading(scratch, depth, doc, chunk, runs, |tok, src| {
+            let mut seen = Recorded::default();
+            let mut key_next = false;
+            let mut members = 0u32;
+            loop {
+                let mut quick = None;
+                if key_next {
+                    match tok.quick_member(src, |key| (key.len() % 2 == 1).then(|| key.to_vec())) {
+                        None => {}
+                        Some(QuickMember::End) => quick = Some(vec![(tok.offset(), Owned::EndObject)]),
+                        Some(QuickMember::Key(key)) => quick = Some(vec![(0, owned_key(&key))]),
+                        Some(QuickMember::Member(key, event, before)) => {
+                            members += 1;
+                            if members % 3 == 0 {
+                                tok.rewind(before);
+                            } else {
+                                let event = own(event);
+                                quick = Some(vec![(0, owned_key(&key)), (tok.offset(), event)]);
                             }
-                            _ => {}
                         }
-                        key_next = !matches!(event, Owned::Key(_)) && objects.last() == Some(&true);
                     }
                 }
-                Err(fault) => {
-                    assert_eq!(tok.next(&mut src), Err(fault), "a spent tokenizer repeats its fault");
-                    return (out, Some(fault));
+                let step = match quick {
+                    Some(events) => Ok(events),
+                    None if key_next => match tok.next_key_bytes(src) {
+                        Ok(Some(key)) => Ok(vec![(0, owned_key(key))]),
+                        Ok(None) => Ok(vec![(tok.offset(), Owned::EndObject)]),
+                        Err(fault) => Err(fault),
+                    },
+                    None => match tok.next(src).map(own) {
+                        Ok(event) => Ok(vec![(tok.offset(), event)]),
+                        Err(fault) => Err(fault),
+                    },
+                };
+                let events = match step {
+                    Ok(events) => events,
+                    Err(fault) => {
+                        assert_eq!(tok.next(src), Err(fault), "a spent tokenizer repeats its fault");
+                        return (seen.out, Some(fault));
+                    }
+                };
+                for (offset, event) in events {
+                    if seen.push(offset, event.clone()) {
+                        return seen.ended(src, doc);
+                    }
+                    key_next = !matches!(event, Owned::Key(_)) && seen.in_object() == Some(true);
                 }
             }
-        }
+        })
     }
 
     /// The stream of `doc`, checked identical for chunks of 1, 7 and 4096 bytes.
