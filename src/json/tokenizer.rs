@@ -161,7 +161,7 @@ pub(crate) enum QuickMember<'r, K> {
     Member(K, Event<'r>, Rewind),
 }
 
-/// Where the tokenizer stood before a [`QuickMember::Member`], to return there.
+/// Where the tokenizer stood (before a [`QuickMember::Member`], say), to return there.
 #[cfg(not(target_os = "none"))]
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Rewind {
@@ -169,6 +169,7 @@ pub(crate) struct Rewind {
     depth: u16,
     held: usize,
     token_start: u64,
+    scratch_len: usize,
 }
 
 /// A streaming, non-recursive JSON pull tokenizer (see the [module docs](super) for the
@@ -774,8 +775,8 @@ impl<'s> Tokenizer<'s> {
             if rest.get(i) != Some(&b']') {
                 loop {
                     let text = rest.get(i..)?;
-                    let used = integer_len(text)?;
-                    last = text.get(..used).filter(|n| n.len() <= NUMBER_CAPACITY)?;
+                    let used = stored_integer_len(text)?;
+                    last = text.get(..used)?;
                     if !each(Number::from_ascii(last, true)) {
                         return None;
                     }
@@ -883,18 +884,24 @@ impl<'s> Tokenizer<'s> {
                 self.state = if object { State::ObjectFirst } else { State::ArrayFirst };
                 (if object { TokenKind::BeginObject } else { TokenKind::BeginArray }.into(), 1)
             }
-            b'"' => (TokenKind::Str.into(), self.quick_string(text)?),
-            b'-' | b'0'..=b'9' => {
-                let used = integer_len(text)?;
-                let dst = self.number.get_mut(..used)?;
-                crate::copy_bytes(dst, text.get(..used)?);
-                self.number_len = u8::try_from(used).ok()?;
-                (Token { kind: TokenKind::Num, flag: true }, used)
+            _ => {
+                // A scalar: its text into the scratch or the number buffer, as the byte
+                // machines store it.
+                let (token, (at, len), used) = scalar_at(text, self.scratch.len())?;
+                let stored = text.get(at..)?.get(..len)?;
+                match token.kind {
+                    TokenKind::Str => {
+                        crate::copy_bytes(self.scratch.get_mut(..len)?, stored);
+                        self.scratch_len = len;
+                    }
+                    TokenKind::Num => {
+                        crate::copy_bytes(self.number.get_mut(..len)?, stored);
+                        self.number_len = u8::try_from(len).ok()?;
+                    }
+                    _ => {}
+                }
+                (token, used)
             }
-            b't' if text.starts_with(b"true") => (Token { kind: TokenKind::Bool, flag: true }, 4),
-            b'f' if text.starts_with(b"false") => (Token { kind: TokenKind::Bool, flag: false }, 5),
-            b'n' if text.starts_with(b"null") => (TokenKind::Null.into(), 4),
-            _ => return None,
         };
         if !matches!(token.kind, TokenKind::BeginObject | TokenKind::BeginArray) {
             self.state = State::AfterValue;
@@ -912,11 +919,10 @@ impl<'s> Tokenizer<'s> {
     /// the byte machines must read, a container that runs past `rest`).
     #[cfg(not(target_os = "none"))]
     fn quick_skip(&mut self, rest: &[u8]) -> Option<()> {
-        let before = (self.state, self.depth, self.held, self.token_start, self.scratch_len);
+        let before = self.mark();
         let skipped = self.quick_skip_tokens(rest);
         if skipped.is_none() {
-            // Container bits set on the way are above the depth restored: never read.
-            (self.state, self.depth, self.held, self.token_start, self.scratch_len) = before;
+            self.rewind(before);
         }
         skipped
     }
@@ -1078,14 +1084,10 @@ impl<'s> Tokenizer<'s> {
             }
             _ => return None,
         }
-        let body = rest.get(i.checked_add(1)?..)?;
-        let len = plain_len(body);
         // A key the scratch would not hold is the byte machines' capacity fault.
-        if body.get(len) != Some(&b'"') || len > self.scratch.len() {
-            return None;
-        }
-        let found = lookup(body.get(..len)?)?;
-        let before = Rewind { state: self.state, depth: self.depth, held: self.held, token_start: self.token_start };
+        let len = plain_string(rest.get(i..)?, self.scratch.len())?;
+        let found = lookup(rest.get(i.checked_add(1)?..)?.get(..len)?)?;
+        let before = self.mark();
         self.token_start = self.position().saturating_add(i as u64);
         let key_end = i.saturating_add(len).saturating_add(2);
         self.advance(key_end);
@@ -1113,35 +1115,39 @@ impl<'s> Tokenizer<'s> {
         j = j.saturating_add(1);
         j = j.saturating_add(whitespace_len(after.get(j..)?));
         let text = after.get(j..)?;
-        let (event, len) = match *text.first()? {
-            b'"' => {
-                let body = text.get(1..)?;
-                let n = plain_len(body);
-                if body.get(n) != Some(&b'"') || n > self.scratch.len() {
-                    return None;
-                }
-                (Event::Str(core::str::from_utf8(body.get(..n)?).ok()?), n.saturating_add(2))
-            }
-            b'-' | b'0'..=b'9' => {
-                let n = integer_len(text).filter(|&n| n <= NUMBER_CAPACITY)?;
-                (Event::Num(Number::from_ascii(text.get(..n)?, true)), n)
-            }
-            b't' if text.starts_with(b"true") => (Event::Bool(true), 4),
-            b'f' if text.starts_with(b"false") => (Event::Bool(false), 5),
-            b'n' if text.starts_with(b"null") => (Event::Null, 4),
-            _ => return None,
+        let (token, (at, len), used) = scalar_at(text, self.scratch.len())?;
+        let stored = text.get(at..)?.get(..len)?;
+        let event = match token.kind {
+            TokenKind::Str => Event::Str(core::str::from_utf8(stored).ok()?),
+            TokenKind::Num => Event::Num(Number::from_ascii(stored, true)),
+            TokenKind::Bool => Event::Bool(token.flag),
+            _ => Event::Null,
         };
-        Some((event, j, j.saturating_add(len)))
+        Some((event, j, j.saturating_add(used)))
     }
 
-    /// Returns to where [`Tokenizer::quick_member`] found the tokenizer: what it consumed is
-    /// read again by the next call.
+    /// Where the tokenizer stands, for a whole-token path that may have to return there.
+    #[cfg(not(target_os = "none"))]
+    fn mark(&self) -> Rewind {
+        Rewind {
+            state: self.state,
+            depth: self.depth,
+            held: self.held,
+            token_start: self.token_start,
+            scratch_len: self.scratch_len,
+        }
+    }
+
+    /// Returns to `to` ([`Tokenizer::quick_member`] gives it with a member): what was consumed
+    /// since is read again by the next call. Container bits set since are above the depth
+    /// restored: never read.
     #[cfg(not(target_os = "none"))]
     pub(crate) fn rewind(&mut self, to: Rewind) {
         self.state = to.state;
         self.depth = to.depth;
         self.held = to.held;
         self.token_start = to.token_start;
+        self.scratch_len = to.scratch_len;
     }
 
     /// A string of plain text closed in `text` (which starts at its opening quote) into the
@@ -1149,12 +1155,8 @@ impl<'s> Tokenizer<'s> {
     /// when it is not plain, not closed there, or does not fit.
     #[cfg(not(target_os = "none"))]
     fn quick_string(&mut self, text: &[u8]) -> Option<usize> {
-        let body = text.get(1..)?;
-        let plain = plain_len(body);
-        if body.get(plain) != Some(&b'"') {
-            return None;
-        }
-        crate::copy_bytes(self.scratch.get_mut(..plain)?, body.get(..plain)?);
+        let plain = plain_string(text, self.scratch.len())?;
+        crate::copy_bytes(self.scratch.get_mut(..plain)?, text.get(1..)?.get(..plain)?);
         self.scratch_len = plain;
         Some(plain.saturating_add(2))
     }
@@ -1684,6 +1686,49 @@ fn plain_len(bytes: &[u8]) -> usize {
     }
     let tail = bytes.get(i..).unwrap_or(&[]);
     i.saturating_add(tail.iter().take_while(|&&b| (0x20..0x80).contains(&b) && b != b'"' && b != b'\\').count())
+}
+
+/// The length of the text of a plain string (printable ASCII, no escape) whose quotes are both
+/// in `text` (which starts at its opening one), when a scratch of `capacity` bytes holds it (a
+/// longer one is the byte machines' capacity fault).
+#[cfg(not(target_os = "none"))]
+#[inline(always)]
+fn plain_string(text: &[u8], capacity: usize) -> Option<usize> {
+    let body = text.get(1..)?;
+    let len = plain_len(body);
+    (body.get(len) == Some(&b'"') && len <= capacity).then_some(len)
+}
+
+/// [`integer_len`] for an integer the number buffer holds ([`NUMBER_CAPACITY`] bytes; a
+/// longer one is the byte machines' capacity fault).
+#[cfg(not(target_os = "none"))]
+#[inline(always)]
+fn stored_integer_len(text: &[u8]) -> Option<usize> {
+    integer_len(text).filter(|&len| len <= NUMBER_CAPACITY)
+}
+
+/// The scalar the whole-token paths take at the start of `text`, whole there: a plain string
+/// that a scratch of `capacity` bytes holds ([`plain_string`]), an integer the number buffer
+/// holds ([`stored_integer_len`]), `true`, `false` or `null`. Its token, where its text lies
+/// in `text` (start, length: a string's without its quotes, empty for a literal) and the bytes
+/// it takes.
+#[cfg(not(target_os = "none"))]
+#[inline(always)]
+fn scalar_at(text: &[u8], capacity: usize) -> Option<(Token, (usize, usize), usize)> {
+    match *text.first()? {
+        b'"' => {
+            let len = plain_string(text, capacity)?;
+            Some((TokenKind::Str.into(), (1, len), len.saturating_add(2)))
+        }
+        b'-' | b'0'..=b'9' => {
+            let len = stored_integer_len(text)?;
+            Some((Token { kind: TokenKind::Num, flag: true }, (0, len), len))
+        }
+        b't' if text.starts_with(b"true") => Some((Token { kind: TokenKind::Bool, flag: true }, (0, 0), 4)),
+        b'f' if text.starts_with(b"false") => Some((Token { kind: TokenKind::Bool, flag: false }, (0, 0), 5)),
+        b'n' if text.starts_with(b"null") => Some((TokenKind::Null.into(), (0, 0), 4)),
+        _ => None,
+    }
 }
 
 /// The length of the integer (`-? (0 | [1-9][0-9]*)`) at the start of `bytes` when a byte

@@ -769,7 +769,8 @@ impl Reader<'_> {
     }
 }
 
-#[cfg(all(test, feature = "name-tables"))]
+#[cfg(test)]
+#[cfg(feature = "name-tables")]
 #[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::arithmetic_side_effects)]
 mod tests {
     use super::RecentWaits;

@@ -1686,9 +1686,8 @@ pub fn read_object(cx: &mut Cx<'_, '_>, keys: &'static ObjectKeys, fields: &mut 
                     cx.ctx.path.push_key(found.0);
                     return Err(cx.fail_issue(issue, lim));
                 }
-                QuickRead::Unknown(strict) => {
+                QuickRead::Unknown(strict, text) => {
                     cx.ctx.path.push_key(found.0);
-                    let text = fields.field(found.1).and_then(|value| value.text()).unwrap_or("");
                     return Err(cx.fail_unknown(strict, text));
                 }
             },
@@ -1731,7 +1730,7 @@ pub fn read_object(cx: &mut Cx<'_, '_>, keys: &'static ObjectKeys, fields: &mut 
 
 /// What [`quick_scalar`] made of a member the tokenizer read whole.
 #[cfg(not(target_os = "none"))]
-enum QuickRead {
+enum QuickRead<'f> {
     /// Stored (and checked against its `strict` map).
     Done,
     /// To be read again token by token (a duplicate key, whose error is at the key; a typed
@@ -1739,23 +1738,23 @@ enum QuickRead {
     Again,
     /// The value's start refused it (with the key's rules).
     Refused(Issue, Lim),
-    /// The string is not in the key's `strict` map.
-    Unknown(Strict),
+    /// The string (the field's) is not in the key's `strict` map.
+    Unknown(Strict, &'f str),
 }
 
 /// [`read_object`]'s step for a member read whole ([`QuickMember::Member`]): the scalar `ev`
 /// into the field of slot `found.1`, as [`read_key`] stores it; a member whose reading the
 /// tokenizer must redo, with `seen` as it was.
 #[cfg(not(target_os = "none"))]
-fn quick_scalar(
+fn quick_scalar<'f>(
     keys: &'static ObjectKeys,
-    fields: &mut dyn Fields,
+    fields: &'f mut dyn Fields,
     seen: &mut u64,
     found: (&'static str, u8),
     ev: &Event<'_>,
-) -> QuickRead {
+) -> QuickRead<'f> {
     let slot = found.1;
-    let bit = 1u64 << (slot & 63);
+    let bit = seen_bit(slot);
     let (Some(value), Some(&lim)) = (fields.field(slot), keys.lims.get(usize::from(slot))) else {
         return QuickRead::Again;
     };
@@ -1771,9 +1770,9 @@ fn quick_scalar(
         }
     }
     *seen |= bit;
-    match (lim.rules.strict, value.text()) {
-        (Some(strict), Some(text)) if !(strict.known)(text) => QuickRead::Unknown(strict),
-        _ => QuickRead::Done,
+    match unknown_text(value, lim) {
+        Some((strict, text)) => QuickRead::Unknown(strict, text),
+        None => QuickRead::Done,
     }
 }
 
@@ -1842,12 +1841,17 @@ fn read_as(cx: &mut Cx<'_, '_>, value: &mut dyn JsonValue, lim: Lim, segment: Se
 
 /// Checks a string against the key's `strict` map.
 fn check_strict(cx: &mut Cx<'_, '_>, value: &mut dyn JsonValue, lim: Lim) -> Result<(), Stop> {
-    // The rule first: most keys have none, and the value's text is a call.
-    let Some(strict) = lim.rules.strict else { return Ok(()) };
-    match value.text() {
-        Some(text) if !(strict.known)(text) => Err(cx.fail_unknown(strict, text)),
-        _ => Ok(()),
+    match unknown_text(value, lim) {
+        Some((strict, text)) => Err(cx.fail_unknown(strict, text)),
+        None => Ok(()),
     }
+}
+
+/// The key's `strict` map and the value's string, when the map does not know it.
+fn unknown_text(value: &dyn JsonValue, lim: Lim) -> Option<(Strict, &str)> {
+    // The rule first: most keys have none, and the value's text is a call.
+    let strict = lim.rules.strict?;
+    value.text().filter(|text| !(strict.known)(text)).map(|text| (strict, text))
 }
 
 /// Skips (and validates) the value of an unconsumed key.
@@ -1860,13 +1864,18 @@ fn skip(cx: &mut Cx<'_, '_>) -> Result<(), Stop> {
 
 /// Records that `slot` was seen; a second time is a duplicate-key error.
 fn mark_seen(cx: &mut Cx<'_, '_>, seen: &mut u64, slot: u8, keys: &[RequiredKey]) -> Result<(), Stop> {
-    let bit = 1u64 << (slot & 63);
+    let bit = seen_bit(slot);
     if *seen & bit != 0 {
         let key = keys.get(usize::from(slot)).map_or("", |k| k.key);
         return Err(cx.fail_duplicate(key));
     }
     *seen |= bit;
     Ok(())
+}
+
+/// The bit of slot `slot` in an object's keys seen.
+fn seen_bit(slot: u8) -> u64 {
+    1u64 << (slot & 63)
 }
 
 /// At the end of an object: the first required key not seen is an error (with the runtime's
