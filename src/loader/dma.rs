@@ -240,7 +240,23 @@ impl<H: Hal> Notebook for HalNotebook<'_, '_, H> {
 /// taken when the first reference must wait. A chain holds the distinct (member, name) pairs
 /// whose key falls in its bucket: a few dozen for the largest real NEFF (6,376 pairs).
 const BUCKETS: usize = 256;
-const BUCKET_MASK: u32 = BUCKETS as u32 - 1;
+
+/// A host's bucket heads (`name-tables`), kept in [`Pending`] itself: 4,096 (16 KiB of loader
+/// state), so that a chain holds one or two pairs. With 256, every use of a name walked a
+/// chain of about 25 records at random places in the arena: the largest real NEFF's uses
+/// walked 300,000 links, 7 % of its load's time. The arena still gives the controller's
+/// table its 1 KiB, unused, so that a host's arena figures are a controller's
+/// (`Loader::needs`, `neff load --budget`).
+#[cfg(feature = "name-tables")]
+const HOST_BUCKETS: usize = 4096;
+
+/// The buckets a fingerprint is spread over, and the top bits of it that pick one.
+#[cfg(feature = "name-tables")]
+const HEADS: usize = HOST_BUCKETS;
+#[cfg(not(feature = "name-tables"))]
+const HEADS: usize = BUCKETS;
+const HEAD_SHIFT: u32 = u64::BITS - HEADS.trailing_zeros();
+const HEAD_MASK: u32 = HEADS as u32 - 1;
 
 /// The bit of a pending slot that says it is in the notebook (else it is an arena position).
 const FAR: u32 = 1 << 31;
@@ -381,6 +397,9 @@ pub(crate) struct Pending {
     far_low: u64,
     /// The most notebook bytes the pending references used at once.
     far_peak: u64,
+    /// A host's bucket heads ([`HOST_BUCKETS`]), in place of the arena's.
+    #[cfg(feature = "name-tables")]
+    heads: [u32; HOST_BUCKETS],
 }
 
 impl Default for Pending {
@@ -394,7 +413,17 @@ impl Pending {
     pub fn new(notebook_len: u64) -> Self {
         // A far slot is its distance below the notebook's end, under the `FAR` bit.
         let top = notebook_len;
-        Self { buckets: NIL, first: NIL, last: NIL, count: 0, far_top: top, far_low: top, far_peak: 0 }
+        Self {
+            buckets: NIL,
+            first: NIL,
+            last: NIL,
+            count: 0,
+            far_top: top,
+            far_low: top,
+            far_peak: 0,
+            #[cfg(feature = "name-tables")]
+            heads: [NIL; HOST_BUCKETS],
+        }
     }
 
     /// Pending references.
@@ -478,11 +507,42 @@ impl Pending {
     /// once.
     fn bucket(fp: u64) -> u32 {
         // The top bits: the fingerprint is a digest, its high bits as good as any.
-        (fp >> 56) as u32 & BUCKET_MASK
+        (fp >> HEAD_SHIFT) as u32 & HEAD_MASK
     }
 
+    /// The arena position of the controller's bucket `b`.
+    #[cfg(not(feature = "name-tables"))]
     fn bucket_at(&self, b: u32) -> u32 {
         self.buckets.saturating_add(b.saturating_mul(4))
+    }
+
+    /// The first pending reference of bucket `b`'s chain ([`NIL`]: none).
+    fn head(&self, arena: &Arena<'_>, b: u32) -> u32 {
+        #[cfg(feature = "name-tables")]
+        let _ = arena;
+        #[cfg(feature = "name-tables")]
+        return self.heads.get(b as usize).copied().unwrap_or(NIL);
+        #[cfg(not(feature = "name-tables"))]
+        arena.u32_at(self.bucket_at(b))
+    }
+
+    fn set_head(&mut self, arena: &mut Arena<'_>, b: u32, slot: u32) {
+        #[cfg(feature = "name-tables")]
+        {
+            let _ = arena;
+            if let Some(head) = self.heads.get_mut(b as usize) {
+                *head = slot;
+            }
+        }
+        #[cfg(not(feature = "name-tables"))]
+        arena.write(self.bucket_at(b), &slot.to_le_bytes());
+    }
+
+    /// Empties every chain.
+    fn clear_heads(&mut self, arena: &mut Arena<'_>) {
+        for b in 0..HEADS as u32 {
+            self.set_head(arena, b, NIL);
+        }
     }
 
     /// Makes reference `key` = `name` of member record `by`, at `offset` and key path `path`,
@@ -505,12 +565,10 @@ impl Pending {
     ) -> Result<(), ErrorKind> {
         if self.buckets == NIL {
             self.buckets = arena.alloc(BUCKETS.saturating_mul(4))?;
-            for b in 0..BUCKETS as u32 {
-                arena.write(self.bucket_at(b), &NIL.to_le_bytes());
-            }
+            self.clear_heads(arena);
         }
         let bucket = Self::bucket(fp);
-        let head = arena.u32_at(self.bucket_at(bucket));
+        let head = self.head(arena, bucket);
         let mut at = head;
         // A chain is no longer than the pending references: the count bounds the walk.
         for _ in 0..self.count {
@@ -558,7 +616,7 @@ impl Pending {
         self.write(arena, nb, slot, 0, &header)?;
         self.write(arena, nb, slot, HEADER as u32, path)?;
         self.write(arena, nb, slot, HEADER.saturating_add(path.len()) as u32, tail)?;
-        arena.write(self.bucket_at(bucket), &slot.to_le_bytes());
+        self.set_head(arena, bucket, slot);
         if self.last != NIL {
             let mut last = self.get(arena, nb, self.last)?;
             last.next = slot;
@@ -586,7 +644,7 @@ impl Pending {
         if self.buckets == NIL {
             return Ok(());
         }
-        let mut at = arena.u32_at(self.bucket_at(Self::bucket(fp)));
+        let mut at = self.head(arena, Self::bucket(fp));
         for _ in 0..self.count {
             if at == NIL {
                 break;
@@ -659,9 +717,7 @@ impl Pending {
         if self.buckets == NIL {
             return Ok(());
         }
-        for b in 0..BUCKETS as u32 {
-            arena.write(self.bucket_at(b), &NIL.to_le_bytes());
-        }
+        self.clear_heads(arena);
         let (mut at, mut prev) = (self.first, NIL);
         let mut kept = 0u32;
         self.first = NIL;
@@ -673,9 +729,9 @@ impl Pending {
             let next = r.next;
             if keep(arena, &r) {
                 let bucket = Self::bucket(r.fp);
-                r.chain = arena.u32_at(self.bucket_at(bucket));
+                r.chain = self.head(arena, bucket);
                 r.next = NIL;
-                arena.write(self.bucket_at(bucket), &at.to_le_bytes());
+                self.set_head(arena, bucket, at);
                 self.set(arena, nb, at, &r)?;
                 if prev == NIL {
                     self.first = at;
