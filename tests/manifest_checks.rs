@@ -642,7 +642,7 @@ fn members_read_whole_or_token_by_token_alike() {
     // (`Tokenizer::quick_member`); shown a byte at a time, token by token. Each descriptor
     // below, valid or not, gives the same descriptor, or the same error (kind, key path,
     // offset), both ways: duplicate keys (the error at the second key), `strict` values,
-    // wrong types, numbers out of range, literals, unknown keys, spacing.
+    // wrong types, numbers out of range, literals, unknown keys, spacing, containers.
     let members = [
         r#""op":"copy""#,
         r#""op":"xor""#,
@@ -662,6 +662,12 @@ fn members_read_whole_or_token_by_token_alike() {
         r##""comment":"x","#comment":false,"x":null"##,
         r#""scale":2,"scale_dtype":"float32""#,
         r#""to_dtype" : "bfloat16" , "from_dtype":"float99""#,
+        // A container opened whole with its key: an array twice, one of the wrong type, an
+        // object where an array goes, an array nested where integers go.
+        r#""from_sizes":[1,2],"from_steps":[1,2],"from_sizes":[3,4]"#,
+        r#""from_sizes":{},"to_sizes":[1]"#,
+        r#""to_steps" : [ [1] ]"#,
+        r#""from":[],"to_sizes":[1,2]"#,
     ];
     for member in members {
         let doc = format!(

@@ -156,8 +156,8 @@ pub(crate) enum QuickMember<'r, K> {
     End,
     /// A key the reader knows (`K`, what its lookup gave), consumed; its value comes next.
     Key(K),
-    /// A key the reader knows and its scalar value, consumed: the value's event, and where the
-    /// tokenizer stood before the key.
+    /// A key the reader knows and its scalar value, or the `{` or `[` that opens its value,
+    /// consumed: the value's event, and where the tokenizer stood before the key.
     Member(K, Event<'r>, Rewind),
 }
 
@@ -1059,7 +1059,8 @@ impl<'s> Tokenizer<'s> {
     /// A host's whole-member path, for the manifest readers, at a key position: the object's
     /// `}`, or a key of plain text that `lookup` knows (its slot, say) and, when a scalar value
     /// that [`Tokenizer::quick_value`] takes follows it in the chunk, that value, its event's
-    /// text in the source's chunk. What it reads is consumed, with the state, depth and offsets
+    /// text in the source's chunk; when a `{` or `[` follows, that opening token (below the
+    /// depth limit), the container's body left to the reader. What it reads is consumed, with the state, depth and offsets
     /// as [`Tokenizer::next_key_bytes`] and [`Tokenizer::next`] leave them (the key and the
     /// string are not copied to the scratch, whose text only an event shows); a member comes
     /// with where the tokenizer stood before its key, to return there ([`Tokenizer::rewind`])
@@ -1092,22 +1093,36 @@ impl<'s> Tokenizer<'s> {
         let key_end = i.saturating_add(len).saturating_add(2);
         self.advance(key_end);
         self.state = State::AfterKey;
-        let Some((event, value_at, used)) = rest.get(key_end..).and_then(|after| self.scalar_after_key(after)) else {
+        let Some((event, value_at, used)) = rest.get(key_end..).and_then(|after| self.value_after_key(after)) else {
             return Some(QuickMember::Key(found));
+        };
+        self.state = match event {
+            Event::BeginObject | Event::BeginArray => {
+                let object = matches!(event, Event::BeginObject);
+                // At the depth limit the byte machines report the fault, at the `{` or `[`.
+                if self.depth >= self.depth_limit || self.push(object).is_err() {
+                    return Some(QuickMember::Key(found));
+                }
+                if object {
+                    State::ObjectFirst
+                } else {
+                    State::ArrayFirst
+                }
+            }
+            _ => State::AfterValue,
         };
         self.token_start = self.position().saturating_add(value_at as u64);
         self.advance(used);
-        self.state = State::AfterValue;
         Some(QuickMember::Member(found, event, before))
     }
 
     /// After a key, in `after`: whitespace, `:`, whitespace and a scalar value that
     /// [`Tokenizer::quick_value`] would take (a plain string the scratch holds, an integer of
-    /// at most [`NUMBER_CAPACITY`] bytes ended in `after`, a literal): its event, where it starts
-    /// and the bytes up to its end. Reads `after` only.
+    /// at most [`NUMBER_CAPACITY`] bytes ended in `after`, a literal), or a `{` or `[`: its
+    /// event, where it starts and the bytes up to its end. Reads `after` only.
     #[cfg(not(target_os = "none"))]
     #[inline(always)]
-    fn scalar_after_key<'r>(&self, after: &'r [u8]) -> Option<(Event<'r>, usize, usize)> {
+    fn value_after_key<'r>(&self, after: &'r [u8]) -> Option<(Event<'r>, usize, usize)> {
         let mut j = whitespace_len(after);
         if after.get(j) != Some(&b':') {
             return None;
@@ -1115,6 +1130,11 @@ impl<'s> Tokenizer<'s> {
         j = j.saturating_add(1);
         j = j.saturating_add(whitespace_len(after.get(j..)?));
         let text = after.get(j..)?;
+        match text.first() {
+            Some(b'{') => return Some((Event::BeginObject, j, j.saturating_add(1))),
+            Some(b'[') => return Some((Event::BeginArray, j, j.saturating_add(1))),
+            _ => {}
+        }
         let (token, (at, len), used) = scalar_at(text, self.scratch.len())?;
         let stored = text.get(at..)?.get(..len)?;
         let event = match token.kind {

@@ -1678,6 +1678,13 @@ pub fn read_object(cx: &mut Cx<'_, '_>, keys: &'static ObjectKeys, fields: &mut 
             Some(QuickMember::Key(found)) => Some(found),
             Some(QuickMember::Member(found, ev, before)) => match quick_scalar(keys, fields, &mut seen, found, &ev) {
                 QuickRead::Done => continue,
+                // A container opened: its body as `read_key` reads it after the event.
+                QuickRead::Body(value, lim) => {
+                    if quick_or_body(cx, value, lim, Segment::Key(found.0))? {
+                        cx.ctx.path.reset(mark);
+                    }
+                    continue;
+                }
                 QuickRead::Again => {
                     cx.json.tok.rewind(before);
                     None
@@ -1733,6 +1740,8 @@ pub fn read_object(cx: &mut Cx<'_, '_>, keys: &'static ObjectKeys, fields: &mut 
 enum QuickRead<'f> {
     /// Stored (and checked against its `strict` map).
     Done,
+    /// A container opened for the field: its body is to be read.
+    Body(&'f mut dyn JsonValue, Lim),
     /// To be read again token by token (a duplicate key, whose error is at the key; a typed
     /// list; a value that asks for more).
     Again,
@@ -1763,6 +1772,10 @@ fn quick_scalar<'f>(
     }
     match value.start(ev, lim) {
         Ok(Flow::Done) => {}
+        Ok(Flow::Body) if matches!(ev, Event::BeginObject | Event::BeginArray) => {
+            *seen |= bit;
+            return QuickRead::Body(value, lim);
+        }
         Ok(Flow::Body) => return QuickRead::Again,
         Err(issue) => {
             *seen |= bit;
@@ -1825,18 +1838,27 @@ fn read_as(cx: &mut Cx<'_, '_>, value: &mut dyn JsonValue, lim: Lim, segment: Se
     };
     match flow {
         Ok(Flow::Done) => Ok(false),
-        #[cfg(not(target_os = "none"))]
-        Ok(Flow::Body) if value.quick_body(&mut cx.json, lim) => Ok(false),
-        Ok(Flow::Body) => {
-            segment.push(&mut cx.ctx.path);
-            value.body(cx, lim)?;
-            Ok(true)
-        }
+        Ok(Flow::Body) => quick_or_body(cx, value, lim, segment),
         Err(issue) => {
             segment.push(&mut cx.ctx.path);
             Err(cx.fail_issue(issue, lim))
         }
     }
+}
+
+/// Reads the body of a container `value` opened: whole where it lies in the chunk
+/// ([`JsonValue::quick_body`], a host's), else token by token with its segment `segment` on the
+/// key path. Returns whether the segment was appended.
+// The image has one caller (`read_as`), whose code this was.
+#[cfg_attr(target_os = "none", inline(always))]
+fn quick_or_body(cx: &mut Cx<'_, '_>, value: &mut dyn JsonValue, lim: Lim, segment: Segment) -> Result<bool, Stop> {
+    #[cfg(not(target_os = "none"))]
+    if value.quick_body(&mut cx.json, lim) {
+        return Ok(false);
+    }
+    segment.push(&mut cx.ctx.path);
+    value.body(cx, lim)?;
+    Ok(true)
 }
 
 /// Checks a string against the key's `strict` map.
