@@ -27,6 +27,8 @@
 //! steps down its remaining count with `checked_sub`, ending where it reaches zero.
 #![deny(clippy::arithmetic_side_effects)]
 
+use core::cell::Cell;
+
 use embedded_io::BufRead;
 
 use super::DocFault;
@@ -456,7 +458,7 @@ impl IoJoin {
         let hi = u32::try_from(self.mark).unwrap_or(u32::MAX);
         let lo = u32::try_from(arena.mark_top()).unwrap_or(0);
         let skips = Join::build_skips(arena, hi, lo).map_err(at_file)?;
-        let mut join = Join { arena, hi, lo, skips };
+        let mut join = Join { arena, hi, lo, skips, fingers: Cell::default() };
         let fail = |path: &str, e: ManifestError| semantic(Stage::NeffJson, member, end, path, e);
         let mut shape_buf = [0u32; MAX_DIMS as usize];
         // Inputs: every `arg_nodes` entry is resolved and checked in order, and its name and EID
@@ -555,11 +557,46 @@ struct Join<'j, 'b> {
     hi: u32,
     lo: u32,
     skips: Skips,
+    /// Where the last lookup of each kind found its item: nodes, rows, dtypes, shapes.
+    fingers: Cell<[Finger; 4]>,
+}
+
+/// The last item a lookup of one kind found: its index and where its walk may start again.
+/// The join looks tensors up in rising order (the inputs' EIDs, then the outputs'), so the
+/// next lookup goes on from here: a step or two, not half a skip table's stride.
+#[derive(Debug, Clone, Copy, Default)]
+struct Finger {
+    /// The index plus one (0: no lookup yet).
+    next: u64,
+    pos: u32,
+}
+
+impl Finger {
+    /// Where to walk from for item `i`, and how many items of the kind to pass there: the
+    /// finger, when it is at or before `i` and nearer than the skip entry (`i % SKIP` items
+    /// before `i`).
+    fn start(self, i: u64) -> Option<(u32, u64)> {
+        let found = self.next.checked_sub(1)?;
+        let left = i.checked_sub(found)?;
+        (left < i % SKIP).then_some((self.pos, left))
+    }
 }
 
 impl<'j, 'b> Join<'j, 'b> {
     fn cursor(&self, pos: u32) -> Cursor<'_, 'b> {
         Cursor::new(self.arena, pos, self.lo)
+    }
+
+    fn finger(&self, which: usize) -> Finger {
+        self.fingers.get().get(which).copied().unwrap_or_default()
+    }
+
+    fn set_finger(&self, which: usize, i: u64, pos: u32) {
+        let mut fingers = self.fingers.get();
+        if let Some(f) = fingers.get_mut(which) {
+            *f = Finger { next: i.saturating_add(1), pos };
+        }
+        self.fingers.set(fingers);
     }
 
     /// The first `arg_nodes` entry at or below `pos`, and the position after it.
@@ -725,32 +762,37 @@ impl<'j, 'b> Join<'j, 'b> {
         }
     }
 
-    /// Item `i` of one kind (rows, dtypes, shapes), from its skip table.
+    /// Item `i` of one kind (rows, dtypes, shapes), from its finger or its skip table.
     fn nth(&self, skip: &Skip, kind: u8, i: u64) -> Option<Item> {
         if i >= skip.count {
             return None;
         }
-        let k = i / SKIP;
-        let mut left = i % SKIP;
-        let mut c = self.cursor(skip.get(self.arena, k));
-        while let Some(item) = next_item(&mut c) {
+        let which = usize::from(kind.saturating_sub(tag::ROW)).saturating_add(1);
+        let (start, mut left) = self.finger(which).start(i).unwrap_or((skip.get(self.arena, i / SKIP), i % SKIP));
+        let mut c = self.cursor(start);
+        loop {
+            let at = c.pos();
+            let item = next_item(&mut c)?;
             if tag_of(&item) != kind {
                 continue;
             }
             match left.checked_sub(1) {
                 Some(rest) => left = rest,
-                None => return Some(item),
+                None => {
+                    self.set_finger(which, i, at);
+                    return Some(item);
+                }
             }
         }
-        None
     }
 
     fn node(&self, id: u64) -> Option<NodeView> {
         if id >= self.skips.nodes.count {
             return None;
         }
-        let mut left = id % SKIP;
-        let mut group = self.skips.nodes.get(self.arena, id / SKIP);
+        // A node's walk starts where a group starts: a skip entry's, or the finger's.
+        let (mut group, mut left) =
+            self.finger(0).start(id).unwrap_or((self.skips.nodes.get(self.arena, id / SKIP), id % SKIP));
         let mut c = self.cursor(group);
         let mut outputs = 0u64;
         while let Some(item) = next_item(&mut c) {
@@ -762,7 +804,10 @@ impl<'j, 'b> Join<'j, 'b> {
                         group = c.pos();
                         outputs = 0;
                     }
-                    None => return Some(NodeView { group, outputs, name, named }),
+                    None => {
+                        self.set_finger(0, id, group);
+                        return Some(NodeView { group, outputs, name, named });
+                    }
                 },
                 _ => {}
             }
@@ -885,8 +930,15 @@ mod tests {
     /// A generated graph of `inputs` input nodes and one KELF node of `outputs` outputs, whose
     /// names repeat (`x{i % in_names}`, `o{i * 7 % out_names}`), and the tensors libnrt's maps
     /// keyed by name give for it: one per distinct name, at its first position, with the
-    /// values of its last entry.
-    fn repeated_names(inputs: usize, in_names: usize, outputs: usize, out_names: usize) -> (String, Io) {
+    /// values of its last entry. `arg_nodes` and `heads` list the inputs and the outputs in
+    /// the order `order(k, count)` gives (`k`: the entry's position).
+    fn repeated_names(
+        inputs: usize,
+        in_names: usize,
+        outputs: usize,
+        out_names: usize,
+        order: fn(usize, usize) -> usize,
+    ) -> (String, Io) {
         use std::format;
         const DTYPES: [(&str, u64); 3] = [("float16", 2), ("float32", 4), ("int8", 1)];
         let shape = |e: usize| std::vec![(e % 5 + 1) as u32, 2];
@@ -904,8 +956,8 @@ mod tests {
             outs.join(",")
         ));
         let eids = inputs + outputs;
-        let args: Vec<String> = (0..inputs).map(|i| i.to_string()).collect();
-        let heads: Vec<String> = (0..outputs).map(|o| format!("[{inputs},{o},0]")).collect();
+        let args: Vec<String> = (0..inputs).map(|k| order(k, inputs).to_string()).collect();
+        let heads: Vec<String> = (0..outputs).map(|k| format!("[{inputs},{},0]", order(k, outputs))).collect();
         let rows: Vec<String> = (0..=inputs).map(|i| i.to_string()).chain([eids.to_string()]).collect();
         let dltypes: Vec<String> = (0..eids).map(|e| format!("\"{}\"", DTYPES[e % 3].0)).collect();
         let shapes: Vec<String> = (0..eids).map(|e| format!("[{},2]", e % 5 + 1)).collect();
@@ -921,8 +973,8 @@ mod tests {
         // The model: a map keyed by name, assigned in order, listed in first-position order.
         let mut want: Io = Vec::new();
         for (kind, entries) in [
-            (IoKind::Input, (0..inputs).map(|i| (in_name(i), i)).collect::<Vec<_>>()),
-            (IoKind::Output, (0..outputs).map(|o| (out_name(o), inputs + o)).collect()),
+            (IoKind::Input, (0..inputs).map(|k| order(k, inputs)).map(|i| (in_name(i), i)).collect::<Vec<_>>()),
+            (IoKind::Output, (0..outputs).map(|k| order(k, outputs)).map(|o| (out_name(o), inputs + o)).collect()),
         ] {
             let mut order: Vec<(String, usize)> = Vec::new();
             for (name, e) in entries {
@@ -944,11 +996,31 @@ mod tests {
         for (inputs, in_names, outputs, out_names) in
             [(1, 1, 1, 1), (40, 40, 40, 40), (700, 313, 2600, 1999), (900, 900, 3000, 3000)]
         {
-            let (doc, want) = repeated_names(inputs, in_names, outputs, out_names);
+            let (doc, want) = repeated_names(inputs, in_names, outputs, out_names, |k, _| k);
             let (io, kelfs) = parse(&doc).unwrap();
             assert_eq!(io.len(), want.len(), "{inputs} {in_names} {outputs} {out_names}");
             assert_eq!(io, want, "{inputs} {in_names} {outputs} {out_names}");
             assert_eq!(kelfs, ["kelf-0.json"]);
+        }
+    }
+
+    #[test]
+    fn io_table_in_any_order_of_arg_nodes_and_heads_is_the_name_keyed_map() {
+        // The join's lookups go on from the last one found when the next lies ahead (real
+        // NEFFs list both in rising order); falling, striding and jumping orders walk from the
+        // skip tables, each against the map.
+        let orders: [fn(usize, usize) -> usize; 4] = [
+            |k, n| n - 1 - k,
+            |k, n| if n % 7 == 0 { k } else { k * 7 % n },
+            |k, n| if k % 2 == 0 { k / 2 } else { n - 1 - k / 2 },
+            |k, n| (k + n / 2) % n,
+        ];
+        for order in orders {
+            for (inputs, in_names, outputs, out_names) in [(1, 1, 1, 1), (130, 130, 200, 97), (700, 313, 900, 900)] {
+                let (doc, want) = repeated_names(inputs, in_names, outputs, out_names, order);
+                let (io, _) = parse(&doc).unwrap();
+                assert_eq!(io, want, "{inputs} {in_names} {outputs} {out_names}");
+            }
         }
     }
 
