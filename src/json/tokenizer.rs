@@ -156,6 +156,9 @@ pub(crate) enum QuickMember<'r, K> {
     End,
     /// A key the reader knows (`K`, what its lookup gave), consumed; its value comes next.
     Key(K),
+    /// A key the reader does not know and its value, skipped (consumed, validated, nothing
+    /// stored), as [`Tokenizer::skip_value`] skips a member.
+    Skipped,
     /// A key the reader knows and its scalar value, or the `{` or `[` that opens its value,
     /// consumed: the value's event, and where the tokenizer stood before the key.
     Member(K, Event<'r>, Rewind),
@@ -1060,12 +1063,14 @@ impl<'s> Tokenizer<'s> {
     /// `}`, or a key of plain text that `lookup` knows (its slot, say) and, when a scalar value
     /// that [`Tokenizer::quick_value`] takes follows it in the chunk, that value, its event's
     /// text in the source's chunk; when a `{` or `[` follows, that opening token (below the
-    /// depth limit), the container's body left to the reader. What it reads is consumed, with the state, depth and offsets
-    /// as [`Tokenizer::next_key_bytes`] and [`Tokenizer::next`] leave them (the key and the
+    /// depth limit), the container's body left to the reader; a key `lookup` does not know,
+    /// with its value skipped whole. What it reads is consumed, with the state, depth and
+    /// offsets as [`Tokenizer::next_key_bytes`] and [`Tokenizer::next`] leave them (the key and the
     /// string are not copied to the scratch, whose text only an event shows); a member comes
     /// with where the tokenizer stood before its key, to return there ([`Tokenizer::rewind`])
     /// when the reader must read it again token by token. `None`, with nothing changed, for a
-    /// key `lookup` does not know, and where [`Tokenizer::quick_key`] gives up.
+    /// key `lookup` does not know whose value [`Tokenizer::quick_skip`] cannot skip whole, and
+    /// where [`Tokenizer::quick_key`] gives up.
     #[cfg(not(target_os = "none"))]
     pub(crate) fn quick_member<'r, R: BufRead, K>(
         &mut self,
@@ -1087,12 +1092,20 @@ impl<'s> Tokenizer<'s> {
         }
         // A key the scratch would not hold is the byte machines' capacity fault.
         let len = plain_string(rest.get(i..)?, self.scratch.len())?;
-        let found = lookup(rest.get(i.checked_add(1)?..)?.get(..len)?)?;
+        let found = lookup(rest.get(i.checked_add(1)?..)?.get(..len)?);
         let before = self.mark();
         self.token_start = self.position().saturating_add(i as u64);
         let key_end = i.saturating_add(len).saturating_add(2);
         self.advance(key_end);
         self.state = State::AfterKey;
+        let Some(found) = found else {
+            // A key the reader does not consume: its value skipped whole, or nothing changed.
+            if rest.get(key_end..).and_then(|after| self.quick_skip(after)).is_some() {
+                return Some(QuickMember::Skipped);
+            }
+            self.rewind(before);
+            return None;
+        };
         let Some((event, value_at, used)) = rest.get(key_end..).and_then(|after| self.value_after_key(after)) else {
             return Some(QuickMember::Key(found));
         };
@@ -2099,6 +2112,7 @@ mod tests {
                         None => {}
                         Some(QuickMember::End) => quick = Some(vec![(tok.offset(), Owned::EndObject)]),
                         Some(QuickMember::Key(key)) => quick = Some(vec![(0, owned_key(&key))]),
+                        Some(QuickMember::Skipped) => quick = Some(vec![(tok.offset(), Owned::Skipped)]),
                         Some(QuickMember::Member(key, event, before)) => {
                             members += 1;
                             if members % 3 == 0 {
@@ -2112,7 +2126,15 @@ mod tests {
                 }
                 let step = match quick {
                     Some(events) => Ok(events),
+                    // A key of even length is one the reader does not know: its value skipped.
                     None if key_next => match tok.next_key_bytes(src) {
+                        Ok(Some(key)) if key.len() % 2 == 0 => match tok.skip_value(src) {
+                            Ok(skipped) => {
+                                assert!(skipped, "a value position");
+                                Ok(vec![(tok.offset(), Owned::Skipped)])
+                            }
+                            Err(fault) => Err(fault),
+                        },
                         Ok(Some(key)) => Ok(vec![(0, owned_key(key))]),
                         Ok(None) => Ok(vec![(tok.offset(), Owned::EndObject)]),
                         Err(fault) => Err(fault),

@@ -1675,6 +1675,7 @@ pub fn read_object(cx: &mut Cx<'_, '_>, keys: &'static ObjectKeys, fields: &mut 
         let quick = match cx.json.quick_member(|key| keys.slot_of(key)) {
             None => None,
             Some(QuickMember::End) => break,
+            Some(QuickMember::Skipped) => continue,
             Some(QuickMember::Key(found)) => Some(found),
             Some(QuickMember::Member(found, ev, before)) => match quick_scalar(keys, fields, &mut seen, found, &ev) {
                 QuickRead::Done => continue,
