@@ -474,6 +474,37 @@ fn a_waiting_member_that_comes_again_leaves_the_replay_store() {
     assert!(warnings.iter().all(|w| w.member.as_str() == KELF), "{warnings:?}");
 }
 
+/// Members that wait in the replay store together leave it in one pass: with the KELF (moved
+/// into a directory, guessed an engine JSON) and `neff.json` last, every manifest waits. Once
+/// the KELF is read again as one, it names both definitions: `sg00/def.json` settles as read
+/// and leaves a gap in the store, then `sg01/d.json` (guessed an engine JSON) is read again as
+/// a definition from where it waits, the gap closed only once the pass is over. The load is
+/// the original's.
+#[test]
+fn members_settled_together_are_read_again_from_where_they_wait() {
+    const KELF: &str = "k/kelf-0.json";
+    let Some(original) = variant(|_| {}) else { return };
+    let Some(bytes) = variant(|l| {
+        replace(l, "neff.json", "\"kelf-0.json\"", &format!("\"{KELF}\""));
+        replace(l, "kelf-0.json", "\"sg01/def.json\"", "\"sg01/d.json\"");
+        l.iter_mut().filter(|(n, _)| n == "sg01/def.json").for_each(|(n, _)| *n = "sg01/d.json".into());
+        let kelf = l.iter().position(|(n, _)| n == "kelf-0.json").unwrap();
+        let (_, body) = l.remove(kelf);
+        let neff = l.iter().position(|(n, _)| n == "neff.json").unwrap();
+        let neff = l.remove(neff);
+        // Behind the engine JSONs and def.json, which settle before it in the pass.
+        l.push((KELF.to_string(), body));
+        l.push(neff);
+    }) else {
+        return;
+    };
+    let (out, original) = (load(&bytes), load(&original));
+    out.result.as_ref().unwrap_or_else(|e| panic!("{e}"));
+    original.result.as_ref().unwrap();
+    assert_eq!(out.report.summary.subgraphs, 2);
+    assert_eq!(out.image, original.image, "every payload lands as in the original");
+}
+
 /// What the chain names is never debug data (§15.18): a KELF named `kelf.dbg` and a
 /// definition named `sg00/def.asm`, each met before the manifest naming it, open a JSON object
 /// and are read both ways like any other member nothing names yet; the load is the original's.

@@ -240,6 +240,7 @@ impl Replays<'_> {
     ) -> Result<(), Error> {
         loop {
             let mut again = false;
+            let mut dropped = false;
             let mut pos = book.index.replays.first();
             while pos != NIL {
                 let next = crate::arena::List::<ReplayRec>::next_after(&book.arena, pos);
@@ -255,8 +256,14 @@ impl Replays<'_> {
                     self.reread(book, reader, &rec, kind, &name, nb, observer, sink)?;
                     again = true;
                 }
-                self.drop_replay(book, pos, &rec);
+                // Its bytes stay where they are (a later reread reads the others in place)
+                // until the pass is over: then the gaps close at once.
+                book.index.replays.unlink(&mut book.arena, pos);
+                dropped = true;
                 pos = next;
+            }
+            if dropped {
+                self.compact(book);
             }
             if !again {
                 return Ok(());
@@ -297,29 +304,37 @@ impl Replays<'_> {
         read
     }
 
-    /// Removes a settled member from the replay store, closing the gap its bytes leave.
-    fn drop_replay(&mut self, book: &mut Book<'_>, pos: u32, rec: &ReplayRec) {
-        let (at, len) = (usize::try_from(rec.at).unwrap_or(0), usize::try_from(rec.len).unwrap_or(0));
-        if at.checked_add(len).is_some_and(|end| end <= self.replay_used) && len != 0 {
-            // The bytes after it move down over it.
-            if let Some(tail) = self.replay.get_mut(at..self.replay_used) {
-                // `len <= tail.len()` (`end <= replay_used`); the `min` lets the compiler see it.
-                let gap = len.min(tail.len());
-                crate::arena::move_down(tail, gap);
-            }
-            self.replay_used = self.replay_used.saturating_sub(len);
-            let mut p = book.index.replays.first();
-            while p != NIL {
-                let next = crate::arena::List::<ReplayRec>::next_after(&book.arena, p);
-                let mut later = book.index.replays.get(&book.arena, p);
-                if later.at > rec.at && !later.lost {
-                    later.at = later.at.saturating_sub(rec.len);
-                    book.index.replays.set(&mut book.arena, p, &later);
-                }
-                p = next;
-            }
-        }
+    /// Removes a member from the replay store, closing the gap its bytes leave.
+    fn drop_replay(&mut self, book: &mut Book<'_>, pos: u32) {
         book.index.replays.unlink(&mut book.arena, pos);
+        self.compact(book);
+    }
+
+    /// Closes the gaps that members gone from the replay store left: the bytes of each member
+    /// still waiting move down, in store order (the list's), once. Settling several members
+    /// at once (`def.json` names the engine JSONs that came before it: megabytes) moves each
+    /// byte that stays once, not once per member settled before it.
+    fn compact(&mut self, book: &mut Book<'_>) {
+        let mut write = 0usize;
+        let mut p = book.index.replays.first();
+        while p != NIL {
+            let next = crate::arena::List::<ReplayRec>::next_after(&book.arena, p);
+            let mut rec = book.index.replays.get(&book.arena, p);
+            // A member that did not fit has no bytes here.
+            let (at, len) = (usize::try_from(rec.at).unwrap_or(usize::MAX), usize::try_from(rec.len).unwrap_or(0));
+            if !rec.lost && len != 0 {
+                // At or after `write` (the store's order); the bytes of `at..at + len` go to
+                // `write`.
+                if let Some(span) = at.checked_add(len).and_then(|end| self.replay.get_mut(write..end)) {
+                    crate::arena::move_down(span, at.saturating_sub(write));
+                }
+                rec.at = u32::try_from(write).unwrap_or(u32::MAX);
+                book.index.replays.set(&mut book.arena, p, &rec);
+                write = write.saturating_add(len);
+            }
+            p = next;
+        }
+        self.replay_used = write;
     }
 
     /// Releases the staged copy of each member read both ways that a manifest now names as a
@@ -462,8 +477,8 @@ impl Replays<'_> {
         // A later copy of the member wins: an earlier one waiting in the store is never read
         // again, and left there it would be asked after at every manifest that follows.
         let earlier = book.index.replays.iter(&book.arena).find(|(_, r)| book.arena.eq(r.member, name));
-        if let Some((pos, rec)) = earlier {
-            self.drop_replay(book, pos, &rec);
+        if let Some((pos, _)) = earlier {
+            self.drop_replay(book, pos);
         }
         let fail = |k: ErrorKind| Error::about_member(Stage::Payload, name, k);
         let (written, digest, kept, lost) = (teed.written, teed.digest, teed.kept, teed.lost);
