@@ -27,6 +27,7 @@
 //! steps down its remaining count with `checked_sub`, ending where it reaches zero.
 #![deny(clippy::arithmetic_side_effects)]
 
+#[cfg(not(target_os = "none"))]
 use core::cell::Cell;
 
 use embedded_io::BufRead;
@@ -458,7 +459,14 @@ impl IoJoin {
         let hi = u32::try_from(self.mark).unwrap_or(u32::MAX);
         let lo = u32::try_from(arena.mark_top()).unwrap_or(0);
         let skips = Join::build_skips(arena, hi, lo).map_err(at_file)?;
-        let mut join = Join { arena, hi, lo, skips, fingers: Cell::default() };
+        let mut join = Join {
+            arena,
+            hi,
+            lo,
+            skips,
+            #[cfg(not(target_os = "none"))]
+            fingers: Cell::default(),
+        };
         let fail = |path: &str, e: ManifestError| semantic(Stage::NeffJson, member, end, path, e);
         let mut shape_buf = [0u32; MAX_DIMS as usize];
         // Inputs: every `arg_nodes` entry is resolved and checked in order, and its name and EID
@@ -557,13 +565,17 @@ struct Join<'j, 'b> {
     hi: u32,
     lo: u32,
     skips: Skips,
-    /// Where the last lookup of each kind found its item: nodes, rows, dtypes, shapes.
+    /// Where the last lookup of each kind found its item: nodes, rows, dtypes, shapes (a
+    /// host's: a controller walks from the skip entries alone, its flash measured and its
+    /// NEFFs' joins small).
+    #[cfg(not(target_os = "none"))]
     fingers: Cell<[Finger; 4]>,
 }
 
 /// The last item a lookup of one kind found: its index and where its walk may start again.
 /// The join looks tensors up in rising order (the inputs' EIDs, then the outputs'), so the
 /// next lookup goes on from here: a step or two, not half a skip table's stride.
+#[cfg(not(target_os = "none"))]
 #[derive(Debug, Clone, Copy, Default)]
 struct Finger {
     /// The index plus one (0: no lookup yet).
@@ -571,6 +583,7 @@ struct Finger {
     pos: u32,
 }
 
+#[cfg(not(target_os = "none"))]
 impl Finger {
     /// Where to walk from for item `i`, and how many items of the kind to pass there: the
     /// finger, when it is at or before `i` and nearer than the skip entry (`i % SKIP` items
@@ -587,10 +600,21 @@ impl<'j, 'b> Join<'j, 'b> {
         Cursor::new(self.arena, pos, self.lo)
     }
 
-    fn finger(&self, which: usize) -> Finger {
-        self.fingers.get().get(which).copied().unwrap_or_default()
+    /// Where the lookup of item `i` of kind `which` walks from, and how many items of the
+    /// kind it passes there: its finger when nearer, else `skip_entry`.
+    #[cfg(not(target_os = "none"))]
+    fn start(&self, which: usize, i: u64, skip_entry: (u32, u64)) -> (u32, u64) {
+        let finger = self.fingers.get().get(which).copied().unwrap_or_default();
+        finger.start(i).unwrap_or(skip_entry)
     }
 
+    #[cfg(target_os = "none")]
+    fn start(&self, _which: usize, _i: u64, skip_entry: (u32, u64)) -> (u32, u64) {
+        skip_entry
+    }
+
+    /// Item `i` of kind `which` was found at `pos`.
+    #[cfg(not(target_os = "none"))]
     fn set_finger(&self, which: usize, i: u64, pos: u32) {
         let mut fingers = self.fingers.get();
         if let Some(f) = fingers.get_mut(which) {
@@ -598,6 +622,9 @@ impl<'j, 'b> Join<'j, 'b> {
         }
         self.fingers.set(fingers);
     }
+
+    #[cfg(target_os = "none")]
+    fn set_finger(&self, _which: usize, _i: u64, _pos: u32) {}
 
     /// The first `arg_nodes` entry at or below `pos`, and the position after it.
     fn next_arg(&self, pos: u32) -> Option<(u64, u32)> {
@@ -768,7 +795,7 @@ impl<'j, 'b> Join<'j, 'b> {
             return None;
         }
         let which = usize::from(kind.saturating_sub(tag::ROW)).saturating_add(1);
-        let (start, mut left) = self.finger(which).start(i).unwrap_or((skip.get(self.arena, i / SKIP), i % SKIP));
+        let (start, mut left) = self.start(which, i, (skip.get(self.arena, i / SKIP), i % SKIP));
         let mut c = self.cursor(start);
         loop {
             let at = c.pos();
@@ -791,8 +818,7 @@ impl<'j, 'b> Join<'j, 'b> {
             return None;
         }
         // A node's walk starts where a group starts: a skip entry's, or the finger's.
-        let (mut group, mut left) =
-            self.finger(0).start(id).unwrap_or((self.skips.nodes.get(self.arena, id / SKIP), id % SKIP));
+        let (mut group, mut left) = self.start(0, id, (self.skips.nodes.get(self.arena, id / SKIP), id % SKIP));
         let mut c = self.cursor(group);
         let mut outputs = 0u64;
         while let Some(item) = next_item(&mut c) {
