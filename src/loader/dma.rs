@@ -241,20 +241,20 @@ impl<H: Hal> Notebook for HalNotebook<'_, '_, H> {
 /// whose key falls in its bucket: a few dozen for the largest real NEFF (6,376 pairs).
 const BUCKETS: usize = 256;
 
-/// A host's bucket heads (`host_wait_heads`, which `build.rs` sets with `name-tables` off bare
-/// metal, whose loader state is held under 64 KiB), kept in [`Pending`] itself: 4,096 (16 KiB
-/// of loader state), so that a chain holds
-/// one or two pairs. With 256, every use of a name walked a chain of about 25 records at
-/// random places in the arena: the largest real NEFF's uses walked 300,000 links, 7 % of its
-/// load's time. The arena still gives the controller's table its 1 KiB, unused, so that a
-/// host's arena figures are a controller's (`Loader::needs`, `neff load --budget`).
-#[cfg(host_wait_heads)]
+/// A Rust host's bucket heads (`std`; a controller's loader state is held under 64 KiB, and the
+/// C ABI's is a stack size its callers are told), kept in [`Pending`] itself: 4,096 (16 KiB of
+/// loader state), so that a chain holds one or two pairs. With 256, every use of a name walked
+/// a chain of about 25 records at random places in the arena: the largest real NEFF's uses
+/// walked 300,000 links, 7 % of its load's time. The arena still gives the controller's table
+/// its 1 KiB, unused, so that a host's arena figures are a controller's (`Loader::needs`,
+/// `neff load --budget`).
+#[cfg(feature = "std")]
 const HOST_BUCKETS: usize = 4096;
 
 /// The buckets a fingerprint is spread over, and the top bits of it that pick one.
-#[cfg(host_wait_heads)]
+#[cfg(feature = "std")]
 const HEADS: usize = HOST_BUCKETS;
-#[cfg(not(host_wait_heads))]
+#[cfg(not(feature = "std"))]
 const HEADS: usize = BUCKETS;
 const HEAD_SHIFT: u32 = u64::BITS - HEADS.trailing_zeros();
 const HEAD_MASK: u32 = HEADS as u32 - 1;
@@ -399,7 +399,7 @@ pub(crate) struct Pending {
     /// The most notebook bytes the pending references used at once.
     far_peak: u64,
     /// A host's bucket heads ([`HOST_BUCKETS`]), in place of the arena's.
-    #[cfg(host_wait_heads)]
+    #[cfg(feature = "std")]
     heads: [u32; HOST_BUCKETS],
 }
 
@@ -422,7 +422,7 @@ impl Pending {
             far_top: top,
             far_low: top,
             far_peak: 0,
-            #[cfg(host_wait_heads)]
+            #[cfg(feature = "std")]
             heads: [NIL; HOST_BUCKETS],
         }
     }
@@ -512,7 +512,7 @@ impl Pending {
     }
 
     /// The arena position of the controller's bucket `b`.
-    #[cfg(not(host_wait_heads))]
+    #[cfg(not(feature = "std"))]
     fn bucket_at(&self, b: u32) -> u32 {
         self.buckets.saturating_add(b.saturating_mul(4))
     }
@@ -522,24 +522,24 @@ impl Pending {
     // (called as functions, they took 80 bytes more of its measured flash).
     #[inline(always)]
     fn head(&self, arena: &Arena<'_>, b: u32) -> u32 {
-        #[cfg(host_wait_heads)]
+        #[cfg(feature = "std")]
         let _ = arena;
-        #[cfg(host_wait_heads)]
+        #[cfg(feature = "std")]
         return self.heads.get(b as usize).copied().unwrap_or(NIL);
-        #[cfg(not(host_wait_heads))]
+        #[cfg(not(feature = "std"))]
         arena.u32_at(self.bucket_at(b))
     }
 
     #[inline(always)]
     fn set_head(&mut self, arena: &mut Arena<'_>, b: u32, slot: u32) {
-        #[cfg(host_wait_heads)]
+        #[cfg(feature = "std")]
         {
             let _ = arena;
             if let Some(head) = self.heads.get_mut(b as usize) {
                 *head = slot;
             }
         }
-        #[cfg(not(host_wait_heads))]
+        #[cfg(not(feature = "std"))]
         arena.write(self.bucket_at(b), &slot.to_le_bytes());
     }
 
