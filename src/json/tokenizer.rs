@@ -879,12 +879,8 @@ impl<'s> Tokenizer<'s> {
         let text = rest.get(i..)?;
         let (token, used) = match byte {
             b'{' | b'[' => {
-                if self.depth >= self.depth_limit {
-                    return None;
-                }
                 let object = byte == b'{';
-                self.push(object).ok()?;
-                self.state = if object { State::ObjectFirst } else { State::ArrayFirst };
+                self.quick_open(object)?;
                 (if object { TokenKind::BeginObject } else { TokenKind::BeginArray }.into(), 1)
             }
             _ => {
@@ -1109,21 +1105,14 @@ impl<'s> Tokenizer<'s> {
         let Some((event, value_at, used)) = rest.get(key_end..).and_then(|after| self.value_after_key(after)) else {
             return Some(QuickMember::Key(found));
         };
-        self.state = match event {
+        match event {
             Event::BeginObject | Event::BeginArray => {
-                let object = matches!(event, Event::BeginObject);
-                // At the depth limit the byte machines report the fault, at the `{` or `[`.
-                if self.depth >= self.depth_limit || self.push(object).is_err() {
+                if self.quick_open(matches!(event, Event::BeginObject)).is_none() {
                     return Some(QuickMember::Key(found));
                 }
-                if object {
-                    State::ObjectFirst
-                } else {
-                    State::ArrayFirst
-                }
             }
-            _ => State::AfterValue,
-        };
+            _ => self.state = State::AfterValue,
+        }
         self.token_start = self.position().saturating_add(value_at as u64);
         self.advance(used);
         Some(QuickMember::Member(found, event, before))
@@ -1157,6 +1146,20 @@ impl<'s> Tokenizer<'s> {
             _ => Event::Null,
         };
         Some((event, j, j.saturating_add(used)))
+    }
+
+    /// A whole-token path's `{` (`object`) or `[`: its container bit, the depth and the state
+    /// as the byte machines leave them. `None`, nothing changed, at the depth limit, whose
+    /// fault the byte machines report at the bracket.
+    #[cfg(not(target_os = "none"))]
+    #[inline(always)]
+    fn quick_open(&mut self, object: bool) -> Option<()> {
+        if self.depth >= self.depth_limit {
+            return None;
+        }
+        self.push(object).ok()?;
+        self.state = if object { State::ObjectFirst } else { State::ArrayFirst };
+        Some(())
     }
 
     /// Where the tokenizer stands, for a whole-token path that may have to return there.

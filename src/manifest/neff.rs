@@ -794,7 +794,12 @@ impl<'j, 'b> Join<'j, 'b> {
         if i >= skip.count {
             return None;
         }
-        let which = usize::from(kind.saturating_sub(tag::ROW)).saturating_add(1);
+        // The fingers: nodes, rows, dtypes, shapes.
+        let which = match kind {
+            tag::ROW => 1,
+            tag::DTYPE => 2,
+            _ => 3,
+        };
         let (start, mut left) = self.start(which, i, (skip.get(self.arena, i / SKIP), i % SKIP));
         let mut c = self.cursor(start);
         loop {
