@@ -26,7 +26,6 @@ use neff::header::HeaderWarning;
 use neff::info::{InfoLog, LogBuffer};
 use neff::loader::{LoadOptions, LoadReport, Loader, NoObserver, Observer, Storage};
 use neff::manifest::Arch;
-use neff::sim::SimDevice;
 use neff::{Stage, WarningKind};
 
 use crate::consumed::ConsumedValues;
@@ -56,8 +55,11 @@ pub const ARENA_BYTES: usize = 256 << 20;
 /// they need: the JSON members of a NEFF, at most).
 pub const REPLAY_BYTES: usize = 256 << 20;
 /// Error slots lent to the loader for members read before the manifest naming them, whose
-/// reading failed (kept until the chain says whether it reaches them; 296 bytes each).
-pub const DEFERRED_SLOTS: usize = 4096;
+/// reading failed (kept until the chain says whether it reaches them; 296 bytes each). Every
+/// slot is written when lent (each page a page fault, before the walk starts), and a slot only
+/// keeps a failed member's own message: past the slots, a reached failure is still refused,
+/// naming `DEFERRED_ERRORS`. The real NEFFs here use none (`neff load --budget`: 0 slots).
+pub const DEFERRED_SLOTS: usize = 256;
 
 /// Room for the whole member names and key paths of failures (`Storage::whole_names`): error
 /// lines print them whole however long they are (a PAX path can run to thousands of bytes).
@@ -490,25 +492,13 @@ fn run_pass(
         // The device's own arch field is the pinned one or the default; what the loader sees
         // is the wrapper's (`LearntArch`), which may learn the NEFF's target.
         Target::Memory { arch, .. } => {
-            let mut dev: Box<HostDevice<'_>> = Box::new(SimDevice::new(&mut memory, arch.initial()));
-            let (l, a) = (&mut *loader, &mut *archive);
-            Some(load_onto(l, a, &mut dev, arch, "memory", &mut summary, &mut observer, &mut sink, again.as_ref())?)
+            let (l, a, backing) = (&mut *loader, &mut *archive, DeviceBacking::Memory(&mut memory));
+            Some(load_onto(l, a, backing, arch, &mut summary, &mut observer, &mut sink, again.as_ref())?)
         }
         Target::DigestOnly { arch, capacity, .. } => {
-            let mut dev: Box<HostDevice<'_>> =
-                Box::new(SimDevice::digest_only(capacity, arch.initial()).with_notebook(&mut notebook));
+            let backing = DeviceBacking::DigestOnly { capacity, notebook: &mut notebook };
             let (l, a) = (&mut *loader, &mut *archive);
-            Some(load_onto(
-                l,
-                a,
-                &mut dev,
-                arch,
-                "digest-only",
-                &mut summary,
-                &mut observer,
-                &mut sink,
-                again.as_ref(),
-            )?)
+            Some(load_onto(l, a, backing, arch, &mut summary, &mut observer, &mut sink, again.as_ref())?)
         }
     };
     let elapsed = started.elapsed();
