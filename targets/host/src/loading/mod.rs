@@ -24,7 +24,7 @@ use neff::archive::OpenOptions;
 
 use neff::header::HeaderWarning;
 use neff::info::{InfoLog, LogBuffer};
-use neff::loader::{LoadOptions, LoadReport, Loader, NoObserver, Observer, Storage};
+use neff::loader::{LoadOptions, LoadReport, Loader, NoObserver, Observer};
 use neff::manifest::Arch;
 use neff::{Stage, WarningKind};
 
@@ -37,34 +37,19 @@ use crate::source::InputSource;
 
 mod collected;
 mod device;
+mod lent;
 mod whole;
 
 pub use collected::*;
 use device::load_onto;
 pub use device::*;
+use lent::Lent;
+pub use lent::{ARENA_BYTES, DEFERRED_SLOTS, REPLAY_BYTES, WHOLE_NAMES_BYTES};
 use whole::{whole, whole_line};
 
 /// Stack of the thread the loader runs on (the manifest slots and the archive reader live in
 /// the loader's frames).
 pub const LOADER_STACK: usize = 64 << 20;
-/// The arena lent to the loader: 256 MiB of address space, of which a load touches only what
-/// it uses (`LoadReport::arena_peak`: a few KiB for the real NEFFs).
-pub const ARENA_BYTES: usize = 256 << 20;
-/// The replay store lent to the loader: 256 MiB of address space for the bytes of members met
-/// before the manifest naming them, kept until the chain names them (touched only as far as
-/// they need: the JSON members of a NEFF, at most).
-pub const REPLAY_BYTES: usize = 256 << 20;
-/// Error slots lent to the loader for members read before the manifest naming them, whose
-/// reading failed (kept until the chain says whether it reaches them; 296 bytes each). Every
-/// slot is written when lent (each page a page fault, before the walk starts), and a slot only
-/// keeps a failed member's own message: past the slots, a reached failure is still refused,
-/// naming `DEFERRED_ERRORS`. The real NEFFs here use none (`neff load --budget`: 0 slots).
-pub const DEFERRED_SLOTS: usize = 256;
-
-/// Room for the whole member names and key paths of failures (`Storage::whole_names`): error
-/// lines print them whole however long they are (a PAX path can run to thousands of bytes).
-pub const WHOLE_NAMES_BYTES: usize = 1 << 20;
-
 /// What one pass produced.
 pub struct Pass {
     /// The header.
@@ -385,14 +370,23 @@ fn run_here(
     extra: &mut dyn Observer,
 ) -> Result<Pass, CliError> {
     let mut warning_records = Vec::new();
-    run_pass(source, size, target, options, inflation, details, members, extra, &mut warning_records).map_err(
-        |mut e| {
+    // An earlier pass's buffers, their pages mapped already, or new ones; kept again after a
+    // pass that ended well.
+    let mut lent = Lent::take();
+    let records = &mut warning_records;
+    let pass = run_pass(source, size, target, options, inflation, details, members, extra, &mut lent, records);
+    match pass {
+        Ok(pass) => {
+            lent.give_back(&pass.needs);
+            Ok(pass)
+        }
+        Err(mut e) => {
             if let CliError::Rejected { fault: Some(fault), .. } = &mut e {
                 fault.warnings = warning_records;
             }
-            e
-        },
-    )
+            Err(e)
+        }
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -405,6 +399,7 @@ fn run_pass(
     details: bool,
     members: Option<MemberOptions>,
     extra: &mut dyn Observer,
+    lent: &mut Lent,
     warning_records: &mut Vec<neff::Warning>,
 ) -> Result<Pass, CliError> {
     let PassOptions { allow_legacy, verify, keep_going, keep_warning_records } = options;
@@ -443,14 +438,8 @@ fn run_pass(
     let mut archive = open_archive(source, size, &open, inflation, &mut sink)?;
     let header = HeaderView::from(archive.header());
     let core_header = *archive.header();
-    // Zeroed by the allocator: pages the load never touches cost no memory.
-    let mut arena = vec![0u8; ARENA_BYTES];
-    let mut replay = vec![0u8; REPLAY_BYTES];
-    let mut deferred = vec![None; DEFERRED_SLOTS];
-    let mut whole_names = vec![0u8; WHOLE_NAMES_BYTES];
-    let storage =
-        Storage { arena: &mut arena, replay: &mut replay, deferred: &mut deferred, whole_names: &mut whole_names };
-    let mut loader = Box::new(Loader::with_storage(storage, LoadOptions { allow_legacy, fp8: fp8_overrides()? }));
+    let options = LoadOptions { allow_legacy, fp8: fp8_overrides()? };
+    let mut loader = Box::new(Loader::with_storage(lent.storage(), options));
     let mut summary = LoadReport::new();
     let mut collected = Collected::new();
     // Every member's record and the captured ones, from the loader's own pass.
