@@ -92,6 +92,24 @@ pub trait Inflate {
         out_pos: usize,
         more_input: bool,
     ) -> (InflateStatus, usize, usize);
+
+    /// Whether [`Inflate::inflate_into`] may answer: false (the default) leaves the decoder's
+    /// `read` without that path at all, as a controller's image wants it.
+    const WRITES_ANY_BUFFER: bool = false;
+
+    /// Inflates from `input` into `out`, a reader's buffer rather than the window, as
+    /// [`Inflate::inflate`] does into the window: for an inflater that keeps its own deflate
+    /// history (zlib-rs), so that [`Decoder`]'s `read` hands the bytes over without a copy
+    /// through the window. `None`, the default: this inflater needs the window (miniz_oxide).
+    /// Asked only when [`Inflate::WRITES_ANY_BUFFER`].
+    fn inflate_into(
+        &mut self,
+        _input: &[u8],
+        _out: &mut [u8],
+        _more_input: bool,
+    ) -> Option<(InflateStatus, usize, usize)> {
+        None
+    }
 }
 
 /// The core's own inflater: `miniz_oxide`, whose history is the decoder's window (about
@@ -482,51 +500,102 @@ impl<S: BufRead, I: Inflate> Decoder<S, I> {
             let (status, n_in, n_out) = self.inflater.inflate(input, &mut self.window, out_pos, more_input);
             self.advance(n_in);
             if n_out > 0 {
-                let new_total = self.total_out.saturating_add(n_out as u64);
-                if new_total > self.max_inflated {
-                    return Err(self.error(StreamKind::Capacity(CapacityError {
-                        limit: "max_inflated",
-                        capacity: self.max_inflated,
-                    })));
-                }
                 // An inflater writes inside the window; one that claims more is refused as
                 // failed deflate data (miniz_oxide's `Failed`) rather than trusted.
-                let Some((produced, end)) =
-                    out_pos.checked_add(n_out).and_then(|end| Some((self.window.get(out_pos..end)?, end)))
-                else {
+                let end = out_pos.checked_add(n_out);
+                let Some((produced, end)) = end.and_then(|end| Some((self.window.get(out_pos..end)?, end))) else {
                     return Err(self.error(StreamKind::Gzip(GzipError::Inflate { status: FAILED })));
                 };
                 self.crc.update(produced);
-                // At most `total_out`, itself at most `max_inflated` (checked above).
-                self.member_out = self.member_out.saturating_add(n_out as u64);
-                self.total_out = new_total;
+                self.count_out(n_out)?;
                 self.read_pos = out_pos;
                 self.write_pos = end;
             }
-            match status {
-                InflateStatus::Done => self.finish_member()?,
-                InflateStatus::Progress => {}
-                InflateStatus::Truncated => return Err(self.error(StreamKind::Truncated)),
-                InflateStatus::Invalid(status) => {
-                    return Err(self.error(StreamKind::Gzip(GzipError::Inflate { status })))
-                }
-            }
-            if n_out > 0 {
+            if self.settle(status, n_in, n_out, more_input, &mut idle_rounds)? {
                 return Ok(());
             }
-            if n_in == 0 && status != InflateStatus::Done {
-                // At most 3: the decoder gives up once it passes 2.
-                idle_rounds = idle_rounds.saturating_add(1);
-                if idle_rounds > 2 {
-                    let kind = if more_input {
-                        StreamKind::Gzip(GzipError::Inflate { status: STALLED })
-                    } else {
-                        StreamKind::Truncated
-                    };
-                    return Err(self.error(kind));
+        }
+    }
+
+    /// Counts `n_out` bytes of output (checksummed already) against `max_inflated`.
+    fn count_out(&mut self, n_out: usize) -> Result<(), StreamError> {
+        let new_total = self.total_out.saturating_add(n_out as u64);
+        if new_total > self.max_inflated {
+            let capacity = CapacityError { limit: "max_inflated", capacity: self.max_inflated };
+            return Err(self.error(StreamKind::Capacity(capacity)));
+        }
+        // At most `total_out`, itself at most `max_inflated` (checked above).
+        self.member_out = self.member_out.saturating_add(n_out as u64);
+        self.total_out = new_total;
+        Ok(())
+    }
+
+    /// What one inflate call's `status` means: the member's trailer at its end, an error, or
+    /// (true) output to hand over; an inflater that keeps making no progress is refused.
+    fn settle(
+        &mut self,
+        status: InflateStatus,
+        n_in: usize,
+        n_out: usize,
+        more_input: bool,
+        idle_rounds: &mut u32,
+    ) -> Result<bool, StreamError> {
+        match status {
+            InflateStatus::Done => self.finish_member()?,
+            InflateStatus::Progress => {}
+            InflateStatus::Truncated => return Err(self.error(StreamKind::Truncated)),
+            InflateStatus::Invalid(status) => return Err(self.error(StreamKind::Gzip(GzipError::Inflate { status }))),
+        }
+        if n_out > 0 {
+            return Ok(true);
+        }
+        if n_in == 0 && status != InflateStatus::Done {
+            // At most 3: the decoder gives up once it passes 2.
+            *idle_rounds = idle_rounds.saturating_add(1);
+            if *idle_rounds > 2 {
+                let kind = if more_input {
+                    StreamKind::Gzip(GzipError::Inflate { status: STALLED })
+                } else {
+                    StreamKind::Truncated
+                };
+                return Err(self.error(kind));
+            }
+        } else {
+            *idle_rounds = 0;
+        }
+        Ok(false)
+    }
+
+    /// Inflates into `buf` directly when the window is all read and the inflater can
+    /// ([`Inflate::inflate_into`]): the bytes written, with every check and count of
+    /// [`Decoder::inflate_more`]; `None` when the window path must serve the read.
+    fn inflate_into(&mut self, buf: &mut [u8]) -> Result<Option<usize>, StreamError> {
+        let mut idle_rounds = 0u32;
+        loop {
+            match self.state {
+                State::Inflating => {}
+                State::BetweenMembers => {
+                    self.next_member_or_end()?;
+                    continue;
                 }
-            } else {
-                idle_rounds = 0;
+                State::Raw { .. } | State::End => return Ok(None),
+            }
+            let offset = self.offset();
+            let input = self.src.fill_buf().map_err(|e| source_error(offset, &e))?;
+            let more_input = !input.is_empty();
+            let Some((status, n_in, n_out)) = self.inflater.inflate_into(input, buf, more_input) else {
+                return Ok(None);
+            };
+            self.advance(n_in);
+            if n_out > 0 {
+                let Some(produced) = buf.get(..n_out) else {
+                    return Err(self.error(StreamKind::Gzip(GzipError::Inflate { status: FAILED })));
+                };
+                self.crc.update(produced);
+                self.count_out(n_out)?;
+            }
+            if self.settle(status, n_in, n_out, more_input, &mut idle_rounds)? {
+                return Ok(Some(n_out));
             }
         }
     }
@@ -591,7 +660,14 @@ impl<S: BufRead, I: Inflate> BufRead for Decoder<S, I> {
 }
 
 impl<S: BufRead, I: Inflate> Read for Decoder<S, I> {
+    /// Straight into `buf` when the window is all read and the inflater keeps its own history
+    /// ([`Inflate::inflate_into`]); else through the window.
     fn read(&mut self, buf: &mut [u8]) -> Result<usize, StreamError> {
+        if I::WRITES_ANY_BUFFER && self.read_pos >= self.write_pos && !buf.is_empty() {
+            if let Some(n) = self.inflate_into(buf)? {
+                return Ok(n);
+            }
+        }
         crate::read_buffered(self, buf)
     }
 }
@@ -903,6 +979,128 @@ mod tests {
         let mut d = Decoder::unsniffed_with(&gz[..], 0, u64::MAX, Boastful { n_out: WINDOW_SIZE });
         d.sniff_in_place().unwrap();
         assert_eq!(d.fill_buf().unwrap().len(), WINDOW_SIZE);
+    }
+
+    /// flate2's raw inflater (its own 32 KiB history, as the host's zlib-rs), which writes a
+    /// reader's buffer directly; it claims `boast` bytes more than it wrote, if any.
+    struct OwnHistory {
+        state: flate2::Decompress,
+        boast: usize,
+    }
+
+    impl OwnHistory {
+        fn new() -> Self {
+            Self { state: flate2::Decompress::new(false), boast: 0 }
+        }
+
+        fn step(&mut self, input: &[u8], out: &mut [u8], more_input: bool) -> (InflateStatus, usize, usize) {
+            let (i, o) = (self.state.total_in(), self.state.total_out());
+            let status = self.state.decompress(input, out, flate2::FlushDecompress::None);
+            let (n_in, n_out) = ((self.state.total_in() - i) as usize, (self.state.total_out() - o) as usize);
+            let status = match status {
+                Ok(flate2::Status::StreamEnd) => InflateStatus::Done,
+                Ok(flate2::Status::BufError) if !more_input => InflateStatus::Truncated,
+                Ok(_) => InflateStatus::Progress,
+                Err(_) => InflateStatus::Invalid(-1),
+            };
+            (status, n_in, n_out + self.boast)
+        }
+    }
+
+    impl Inflate for OwnHistory {
+        const WRITES_ANY_BUFFER: bool = true;
+
+        fn reset(&mut self) {
+            self.state.reset(false);
+        }
+
+        fn inflate(
+            &mut self,
+            input: &[u8],
+            window: &mut [u8; WINDOW_SIZE],
+            out_pos: usize,
+            more_input: bool,
+        ) -> (InflateStatus, usize, usize) {
+            self.step(input, &mut window[out_pos..], more_input)
+        }
+
+        fn inflate_into(
+            &mut self,
+            input: &[u8],
+            out: &mut [u8],
+            more_input: bool,
+        ) -> Option<(InflateStatus, usize, usize)> {
+            Some(self.step(input, out, more_input))
+        }
+    }
+
+    /// Everything `d` gives, by `read` into buffers of `size` bytes, every third call through
+    /// the window instead (`fill_buf`, then `consume` of part of it).
+    fn read_mixed<S: BufRead, I: Inflate>(d: &mut Decoder<S, I>, size: usize) -> Result<Vec<u8>, StreamError> {
+        let (mut out, mut buf, mut call) = (Vec::new(), vec![0u8; size], 0);
+        loop {
+            call += 1;
+            if call % 3 == 0 {
+                let window = d.fill_buf()?;
+                let n = window.len().min(size.div_ceil(2));
+                out.extend_from_slice(&window[..n]);
+                d.consume(n);
+                if n == 0 {
+                    return Ok(out);
+                }
+                continue;
+            }
+            let n = d.read(&mut buf)?;
+            if n == 0 {
+                return Ok(out);
+            }
+            out.extend_from_slice(&buf[..n]);
+        }
+    }
+
+    #[test]
+    fn read_inflates_into_the_buffer_as_the_window_path_would() {
+        let (a, b) = (data(300_000), data(5000));
+        let mut gz = gzip(&a);
+        let first = gz.len();
+        gz.extend_from_slice(&gzip(&b));
+        gz.extend_from_slice(&[0; 40]);
+        let whole = [&a[..], &b[..]].concat();
+        for chunk in [7, 4096, usize::MAX] {
+            for size in [1, 100, WINDOW_SIZE + 1, 200_000] {
+                let mut d = Decoder::unsniffed_with(Chunked::new(&gz, chunk), 1024, u64::MAX, OwnHistory::new());
+                d.sniff_in_place().unwrap();
+                assert_eq!(read_mixed(&mut d, size).unwrap(), whole, "chunk {chunk}, buffer {size}");
+                assert_eq!((d.total_out(), d.members()), (whole.len() as u64, 2));
+                assert_eq!(d.drain_trailing().unwrap(), Trailing { bytes: 40, ..Trailing::default() });
+            }
+        }
+        // The trailer's checks, the cap and a cut stream, as through the window.
+        let n = first;
+        let crc = crc32fast::hash(&a);
+        let mut m = gz.clone();
+        m[n - 8] ^= 1;
+        let mut d = Decoder::unsniffed_with(&m[..], 0, u64::MAX, OwnHistory::new());
+        d.sniff_in_place().unwrap();
+        let e = read_mixed(&mut d, 65_536).unwrap_err();
+        let want = StreamKind::Gzip(GzipError::Crc { stored: crc ^ 1, computed: crc });
+        assert_eq!((e.kind, e.offset), (want, (n - 4) as u64));
+        let mut d = Decoder::unsniffed_with(&gz[..], 0, 250_000, OwnHistory::new());
+        d.sniff_in_place().unwrap();
+        let e = read_mixed(&mut d, 65_536).unwrap_err();
+        assert_eq!(e.kind, StreamKind::Capacity(CapacityError { limit: "max_inflated", capacity: 250_000 }));
+        let mut d = Decoder::unsniffed_with(&gz[..n / 2], 0, u64::MAX, OwnHistory::new());
+        d.sniff_in_place().unwrap();
+        assert_eq!(read_mixed(&mut d, 65_536).unwrap_err().kind, StreamKind::Truncated);
+    }
+
+    #[test]
+    fn output_claimed_past_the_reader_s_buffer_is_refused() {
+        let gz = gzip(&data(10_000));
+        let mut d = Decoder::unsniffed_with(&gz[..], 0, u64::MAX, OwnHistory { boast: 1, ..OwnHistory::new() });
+        d.sniff_in_place().unwrap();
+        let e = d.read(&mut [0u8; 4096]).unwrap_err();
+        assert_eq!(e.kind, StreamKind::Gzip(GzipError::Inflate { status: -1 }));
     }
 
     #[test]

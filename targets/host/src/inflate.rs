@@ -78,6 +78,8 @@ impl Default for ZlibRs {
 const REFUSED: i8 = -1;
 
 impl Inflate for ZlibRs {
+    const WRITES_ANY_BUFFER: bool = true;
+
     fn reset(&mut self) {
         self.state.reset(false);
     }
@@ -89,7 +91,24 @@ impl Inflate for ZlibRs {
         out_pos: usize,
         more_input: bool,
     ) -> (InflateStatus, usize, usize) {
-        let output = window.get_mut(out_pos..).unwrap_or(&mut []);
+        self.inflate_to(input, window.get_mut(out_pos..).unwrap_or(&mut []), more_input)
+    }
+
+    /// Its history is its own: any buffer takes the output. A buffer larger than the 32 KiB
+    /// window also spares zlib-rs copying all of it into its history (only the last 32 KiB).
+    fn inflate_into(
+        &mut self,
+        input: &[u8],
+        out: &mut [u8],
+        more_input: bool,
+    ) -> Option<(InflateStatus, usize, usize)> {
+        Some(self.inflate_to(input, out, more_input))
+    }
+}
+
+impl ZlibRs {
+    /// One inflate call from `input` into `output`.
+    fn inflate_to(&mut self, input: &[u8], output: &mut [u8], more_input: bool) -> (InflateStatus, usize, usize) {
         let (in_before, out_before) = (self.state.total_in(), self.state.total_out());
         let status = self.state.decompress(input, output, FlushDecompress::None);
         // Both deltas are bounded by the slices passed in.
@@ -380,24 +399,28 @@ impl Drop for Relay {
 
 /// The inflating thread: fills [`CHUNK`]-byte buffers from the container and sends them, then
 /// the end (or the failure). Returns early when the receiver is gone.
+///
+/// It reads (`embedded_io::Read`) rather than borrowing the container's window: zlib-rs then
+/// inflates into the buffer itself, with no copy through the window, and keeps only the last
+/// 32 KiB of each call's output as its history instead of all of it.
 fn pump(mut container: Box<HostContainer>, send: &SyncSender<Message>, recycled: &Receiver<Vec<u8>>) {
-    use embedded_io::BufRead as _;
+    use embedded_io::Read as _;
     loop {
-        let mut chunk = recycled.try_recv().unwrap_or_else(|_| Vec::with_capacity(CHUNK));
-        chunk.clear();
+        // A buffer is CHUNK bytes long while filled (zeroed when made: a full one sent back
+        // is not written again), cut to the `filled` bytes it sends.
+        let mut chunk = recycled.try_recv().unwrap_or_default();
+        chunk.resize(CHUNK, 0);
+        let mut filled = 0;
         let mut ended = false;
-        while chunk.len() < CHUNK {
-            match container.fill_buf() {
-                Ok([]) => {
+        while filled < CHUNK {
+            match container.read(&mut chunk[filled..]) {
+                Ok(0) => {
                     ended = true;
                     break;
                 }
-                Ok(bytes) => {
-                    let n = bytes.len().min(CHUNK - chunk.len());
-                    chunk.extend_from_slice(&bytes[..n]);
-                    container.consume(n);
-                }
+                Ok(n) => filled += n,
                 Err(e) => {
+                    chunk.truncate(filled);
                     if !chunk.is_empty() && send.send(Message::Data(chunk)).is_err() {
                         return;
                     }
@@ -406,6 +429,7 @@ fn pump(mut container: Box<HostContainer>, send: &SyncSender<Message>, recycled:
                 }
             }
         }
+        chunk.truncate(filled);
         if !chunk.is_empty() && send.send(Message::Data(chunk)).is_err() {
             return;
         }

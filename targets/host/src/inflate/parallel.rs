@@ -109,6 +109,8 @@ pub enum HostInflater {
 }
 
 impl Inflate for HostInflater {
+    const WRITES_ANY_BUFFER: bool = true;
+
     fn reset(&mut self) {
         match self {
             HostInflater::Serial(z) => z.reset(),
@@ -128,6 +130,20 @@ impl Inflate for HostInflater {
             HostInflater::Serial(z) => z.inflate(input, window, out_pos, more_input),
             HostInflater::Parallel(p) => p.inflate(input, window, out_pos, more_input),
             HostInflater::Indexing(i) => i.inflate(input, window, out_pos, more_input),
+        }
+    }
+
+    /// zlib-rs writes a reader's buffer directly; the parallel path hands over its workers'
+    /// output and the indexing path keeps miniz_oxide's history, both through the window.
+    fn inflate_into(
+        &mut self,
+        input: &[u8],
+        out: &mut [u8],
+        more_input: bool,
+    ) -> Option<(InflateStatus, usize, usize)> {
+        match self {
+            HostInflater::Serial(z) => z.inflate_into(input, out, more_input),
+            HostInflater::Parallel(_) | HostInflater::Indexing(_) => None,
         }
     }
 }
