@@ -224,6 +224,11 @@ pub struct Decoder<S, I = MinizInflater> {
     members: u32,
     end_of_members: u64,
     trailing: Trailing,
+    /// An error met by the inflate call whose output is being handed out: given once every
+    /// byte before it has been read, so that what a reader sees before an error does not
+    /// depend on how much one call inflates (the window, or a reader's larger buffer).
+    #[cfg(not(target_os = "none"))]
+    held: Option<StreamError>,
 }
 
 impl<S, I> fmt::Debug for Decoder<S, I> {
@@ -272,6 +277,8 @@ impl<S: BufRead, I: Inflate> Decoder<S, I> {
             members: 0,
             end_of_members: 0,
             trailing: Trailing::default(),
+            #[cfg(not(target_os = "none"))]
+            held: None,
         }
     }
 
@@ -499,47 +506,62 @@ impl<S: BufRead, I: Inflate> Decoder<S, I> {
             let more_input = !input.is_empty();
             let (status, n_in, n_out) = self.inflater.inflate(input, &mut self.window, out_pos, more_input);
             self.advance(n_in);
-            if n_out > 0 {
-                // An inflater writes inside the window; one that claims more is refused as
-                // failed deflate data (miniz_oxide's `Failed`) rather than trusted.
-                let end = out_pos.checked_add(n_out);
-                let Some((produced, end)) = end.and_then(|end| Some((self.window.get(out_pos..end)?, end))) else {
-                    return Err(self.error(StreamKind::Gzip(GzipError::Inflate { status: FAILED })));
-                };
-                self.crc.update(produced);
-                self.count_out(n_out)?;
-                self.read_pos = out_pos;
-                self.write_pos = end;
+            // An inflater writes inside the window; one that claims more is refused as failed
+            // deflate data (miniz_oxide's `Failed`) rather than trusted.
+            let end = out_pos.checked_add(n_out);
+            let Some(produced) = end.and_then(|end| self.window.get(out_pos..end)) else {
+                return Err(self.error(StreamKind::Gzip(GzipError::Inflate { status: FAILED })));
+            };
+            let handed = handed_of(self.max_inflated, self.total_out, n_out);
+            if let Some(bytes) = produced.get(..handed) {
+                self.crc.update(bytes);
             }
-            if self.settle(status, n_in, n_out, more_input, &mut idle_rounds)? {
-                return Ok(());
+            self.count_out(handed);
+            self.read_pos = out_pos;
+            self.write_pos = out_pos.saturating_add(handed);
+            match self.settle(status, n_in, n_out, handed, more_input, &mut idle_rounds) {
+                Ok(true) => return Ok(()),
+                Ok(false) => {}
+                Err(e) => return self.hold(handed, e).map(drop),
             }
         }
     }
 
-    /// Counts `n_out` bytes of output (checksummed already) against `max_inflated`.
-    fn count_out(&mut self, n_out: usize) -> Result<(), StreamError> {
-        let new_total = self.total_out.saturating_add(n_out as u64);
-        if new_total > self.max_inflated {
-            let capacity = CapacityError { limit: "max_inflated", capacity: self.max_inflated };
-            return Err(self.error(StreamKind::Capacity(capacity)));
-        }
-        // At most `total_out`, itself at most `max_inflated` (checked above).
-        self.member_out = self.member_out.saturating_add(n_out as u64);
-        self.total_out = new_total;
-        Ok(())
+    /// Counts `n` bytes of output handed out (checksummed already; within `max_inflated`).
+    fn count_out(&mut self, n: usize) {
+        self.member_out = self.member_out.saturating_add(n as u64);
+        self.total_out = self.total_out.saturating_add(n as u64);
     }
 
-    /// What one inflate call's `status` means: the member's trailer at its end, an error, or
-    /// (true) output to hand over; an inflater that keeps making no progress is refused.
+    /// `e`, once the `handed` bytes just inflated are read ([`Decoder::held`]); at once if
+    /// there are none. A controller's image has only the window's path, whose calls are of a
+    /// fixed size, and no room for holding: there `e` comes at once, the call's bytes unread.
+    fn hold(&mut self, handed: usize, e: StreamError) -> Result<usize, StreamError> {
+        #[cfg(not(target_os = "none"))]
+        if handed > 0 {
+            self.held = Some(e);
+            return Ok(handed);
+        }
+        let _ = handed;
+        Err(e)
+    }
+
+    /// What one inflate call means: output past `max_inflated` (of `n_out` bytes, `handed`
+    /// within it) refused, the member's trailer at its end, an error, or (true) output to hand
+    /// over; an inflater that keeps making no progress is refused.
     fn settle(
         &mut self,
         status: InflateStatus,
         n_in: usize,
         n_out: usize,
+        handed: usize,
         more_input: bool,
         idle_rounds: &mut u32,
     ) -> Result<bool, StreamError> {
+        if handed < n_out {
+            let capacity = CapacityError { limit: "max_inflated", capacity: self.max_inflated };
+            return Err(self.error(StreamKind::Capacity(capacity)));
+        }
         match status {
             InflateStatus::Done => self.finish_member()?,
             InflateStatus::Progress => {}
@@ -570,6 +592,10 @@ impl<S: BufRead, I: Inflate> Decoder<S, I> {
     /// ([`Inflate::inflate_into`]): the bytes written, with every check and count of
     /// [`Decoder::inflate_more`]; `None` when the window path must serve the read.
     fn inflate_into(&mut self, buf: &mut [u8]) -> Result<Option<usize>, StreamError> {
+        #[cfg(not(target_os = "none"))]
+        if let Some(e) = self.held {
+            return Err(e);
+        }
         let mut idle_rounds = 0u32;
         loop {
             match self.state {
@@ -587,18 +613,28 @@ impl<S: BufRead, I: Inflate> Decoder<S, I> {
                 return Ok(None);
             };
             self.advance(n_in);
-            if n_out > 0 {
-                let Some(produced) = buf.get(..n_out) else {
-                    return Err(self.error(StreamKind::Gzip(GzipError::Inflate { status: FAILED })));
-                };
-                self.crc.update(produced);
-                self.count_out(n_out)?;
+            let Some(produced) = buf.get(..n_out) else {
+                return Err(self.error(StreamKind::Gzip(GzipError::Inflate { status: FAILED })));
+            };
+            let handed = handed_of(self.max_inflated, self.total_out, n_out);
+            if let Some(bytes) = produced.get(..handed) {
+                self.crc.update(bytes);
             }
-            if self.settle(status, n_in, n_out, more_input, &mut idle_rounds)? {
-                return Ok(Some(n_out));
+            self.count_out(handed);
+            match self.settle(status, n_in, n_out, handed, more_input, &mut idle_rounds) {
+                Ok(true) => return Ok(Some(handed)),
+                Ok(false) => {}
+                Err(e) => return self.hold(handed, e).map(Some),
             }
         }
     }
+}
+
+/// Of `n_out` bytes one inflate call wrote, those within `max_inflated` with `total_out`
+/// handed out before.
+fn handed_of(max_inflated: u64, total_out: u64, n_out: usize) -> usize {
+    let room = max_inflated.saturating_sub(total_out);
+    usize::try_from(room).map_or(n_out, |room| room.min(n_out))
 }
 
 /// [`GzipError::Inflate`]'s status when an inflater keeps making no progress with input left
@@ -621,6 +657,10 @@ impl<S: BufRead, I: Inflate> Decoder<S, I> {
             return self.src.fill_buf().map_err(|e| source_error(offset, &e));
         }
         if self.read_pos >= self.write_pos {
+            #[cfg(not(target_os = "none"))]
+            if let Some(e) = self.held {
+                return Err(e);
+            }
             self.inflate_more()?;
         }
         Ok(self.window.get(self.read_pos..self.write_pos).unwrap_or(&[]))
@@ -1092,6 +1132,52 @@ mod tests {
         let mut d = Decoder::unsniffed_with(&gz[..n / 2], 0, u64::MAX, OwnHistory::new());
         d.sniff_in_place().unwrap();
         assert_eq!(read_mixed(&mut d, 65_536).unwrap_err().kind, StreamKind::Truncated);
+    }
+
+    /// What `d` hands out by `read` into `size`-byte buffers before its error, and the error.
+    fn read_until_error<S: BufRead, I: Inflate>(d: &mut Decoder<S, I>, size: usize) -> (Vec<u8>, StreamError) {
+        let (mut out, mut buf) = (Vec::new(), vec![0u8; size]);
+        loop {
+            match d.read(&mut buf) {
+                Ok(0) => panic!("no error after {} bytes", out.len()),
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+                Err(e) => return (out, e),
+            }
+        }
+    }
+
+    #[test]
+    fn every_byte_before_an_error_is_handed_out_whatever_one_call_inflates() {
+        let plain = data(300_000);
+        let gz = gzip(&plain);
+        let mut bad_crc = gz.clone();
+        let at = gz.len() - 8;
+        bad_crc[at] ^= 1;
+        for size in [1, 4096, WINDOW_SIZE, 1 << 20] {
+            // A wrong trailer: every byte first, then its error, at the trailer.
+            let mut d = Decoder::unsniffed_with(&bad_crc[..], 0, u64::MAX, OwnHistory::new());
+            d.sniff_in_place().unwrap();
+            let (out, e) = read_until_error(&mut d, size);
+            assert_eq!(out, plain, "buffer {size}");
+            assert!(matches!(e.kind, StreamKind::Gzip(GzipError::Crc { .. })), "{e:?}");
+            assert_eq!(e.offset, (at + 4) as u64);
+            // The cap: exactly `max_inflated` bytes, then its error, and again on asking.
+            let mut d = Decoder::unsniffed_with(&gz[..], 0, 123_457, OwnHistory::new());
+            d.sniff_in_place().unwrap();
+            let (out, e) = read_until_error(&mut d, size);
+            assert_eq!(out, plain[..123_457], "buffer {size}");
+            assert_eq!(e.kind, StreamKind::Capacity(CapacityError { limit: "max_inflated", capacity: 123_457 }));
+            assert_eq!(d.read(&mut [0u8; 16]).unwrap_err(), e);
+            assert_eq!(d.fill_buf().unwrap_err(), e);
+        }
+        // Through the window (miniz_oxide), the same.
+        let mut d = Decoder::sniff(&bad_crc[..], 0, u64::MAX).unwrap();
+        let (out, e) = read_until_error(&mut d, 1000);
+        assert_eq!((out, e.offset), (plain.clone(), (at + 4) as u64));
+        let mut d = Decoder::sniff(&gz[..], 0, 123_457).unwrap();
+        let (out, e) = read_until_error(&mut d, 1000);
+        assert_eq!(out, plain[..123_457]);
+        assert_eq!(e.kind, StreamKind::Capacity(CapacityError { limit: "max_inflated", capacity: 123_457 }));
     }
 
     #[test]

@@ -232,10 +232,13 @@ pub fn open_archive(
         }
         (None, _) => HostInflater::Serial(ZlibRs::new()),
     };
+    let zlib_rs_here = matches!(inflater, HostInflater::Serial(_));
     let container: Box<HostContainer> = Box::new(Container::open(source, Some(size), opts, inflater, sink)?);
     deferred.set_data_size(container.header().data_size);
     let opened = container.opened();
     let tar = match inflation {
+        // zlib-rs in this thread: inflated into a buffer larger than the window.
+        Inflation::Inline if zlib_rs_here => HostTar::ReadAhead(Box::new(ReadAhead::new(container))),
         // Parallel: the workers inflate; the container (marker resolution, CRC-32) runs with the
         // tar walk, as a further thread would only compete for the same cores.
         Inflation::Inline | Inflation::Parallel(_) | Inflation::Indexing { threaded: false, .. } => {
@@ -250,10 +253,45 @@ pub fn open_archive(
 
 /// The tar stream of a [`HostContainer`], read in this thread or relayed from another.
 pub enum HostTar {
-    /// The container itself, read in place.
+    /// The container itself, read in place (its window).
     Inline(Box<HostContainer>),
+    /// The container read in this thread into a buffer of [`CHUNK`] bytes.
+    ReadAhead(Box<ReadAhead>),
     /// The container runs in another thread.
     Threaded(Box<Relay>),
+}
+
+/// A container whose inflater writes any buffer (zlib-rs), read in [`CHUNK`]-byte steps: each
+/// inflate call may then write up to 256 KiB and keep only the last 32 KiB as its history,
+/// where through the 32 KiB window it copied all of its output into its history.
+pub struct ReadAhead {
+    container: Box<HostContainer>,
+    buf: Vec<u8>,
+    pos: usize,
+    len: usize,
+}
+
+impl ReadAhead {
+    fn new(container: Box<HostContainer>) -> Self {
+        Self { container, buf: vec![0; CHUNK], pos: 0, len: 0 }
+    }
+
+    fn fill_buf(&mut self) -> Result<&[u8], StreamError> {
+        use embedded_io::Read as _;
+        if self.pos >= self.len {
+            self.len = self.container.read(&mut self.buf)?;
+            self.pos = 0;
+        }
+        Ok(self.buf.get(self.pos..self.len).unwrap_or(&[]))
+    }
+
+    fn finish(&mut self, sink: &mut dyn WarningSink) -> Result<Finish, Error> {
+        // Read to the end, should the archive not have, as the inflating thread does.
+        while !self.fill_buf()?.is_empty() {
+            self.pos = self.len;
+        }
+        self.container.finish(sink)
+    }
 }
 
 impl embedded_io::ErrorType for HostTar {
@@ -265,6 +303,7 @@ impl embedded_io::BufRead for HostTar {
     fn fill_buf(&mut self) -> Result<&[u8], Relayed> {
         match self {
             HostTar::Inline(container) => container.fill_buf().map_err(Relayed),
+            HostTar::ReadAhead(ahead) => ahead.fill_buf().map_err(Relayed),
             HostTar::Threaded(relay) => relay.fill_buf(),
         }
     }
@@ -272,6 +311,7 @@ impl embedded_io::BufRead for HostTar {
     fn consume(&mut self, amt: usize) {
         match self {
             HostTar::Inline(container) => container.consume(amt),
+            HostTar::ReadAhead(ahead) => ahead.pos = ahead.pos.saturating_add(amt).min(ahead.len),
             HostTar::Threaded(relay) => relay.pos = relay.pos.saturating_add(amt).min(relay.current.len()),
         }
     }
@@ -291,6 +331,7 @@ impl InflatedSource for HostTar {
     fn finish(&mut self, sink: &mut dyn WarningSink) -> Result<Finish, Error> {
         match self {
             HostTar::Inline(container) => container.finish(sink),
+            HostTar::ReadAhead(ahead) => ahead.finish(sink),
             HostTar::Threaded(relay) => relay.finish(sink),
         }
     }

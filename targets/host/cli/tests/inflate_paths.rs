@@ -51,6 +51,10 @@ impl From<neff::Error> for Refusal {
         let (kind, offset) = match e.kind {
             // zlib-rs and miniz_oxide name invalid data with different codes, at different bytes.
             ErrorKind::Gzip(GzipError::Inflate { .. }) => (ErrorKind::Gzip(GzipError::Inflate { status: 0 }), None),
+            // The cap is on output: the input read when one call crosses it depends on how
+            // much that call inflates (32 KiB into the window, up to 256 KiB into a buffer).
+            // The bytes before it are the same: exactly `max_inflated` of them.
+            kind @ ErrorKind::Capacity(neff::error::CapacityError { limit: "max_inflated", .. }) => (kind, None),
             kind => (kind, Some(e.offset)),
         };
         Refusal { stage: e.stage, member: e.member.to_string(), key_path: e.key_path.to_string(), kind, offset }
