@@ -537,10 +537,13 @@ impl<S: BufRead, I: Inflate> Decoder<S, I> {
     /// there are none. A controller's image has only the window's path, whose calls are of a
     /// fixed size, and no room for holding: there `e` comes at once, the call's bytes unread.
     fn hold(&mut self, handed: usize, e: StreamError) -> Result<usize, StreamError> {
+        // Kept either way: a reader that asks again is given the same error, not a later one.
         #[cfg(not(target_os = "none"))]
-        if handed > 0 {
+        {
             self.held = Some(e);
-            return Ok(handed);
+            if handed > 0 {
+                return Ok(handed);
+            }
         }
         let _ = handed;
         Err(e)
