@@ -222,10 +222,12 @@ impl<S: WarningSink + ?Sized> WarningSink for Forward<'_, S> {
 ///
 /// Its tar walker has the target's name capacity ([`DEFAULT_NAME_CAPACITY`]: 1 KiB on a
 /// controller, 16 KiB on a host), the one the loader reads with. With the controller's,
-/// `size_of::<Archive<&[u8]>>()` would be **45 848 bytes** on x86-64 (asserted in a test): the
+/// `size_of::<Archive<&[u8]>>()` would be **45 896 bytes** on x86-64 (asserted in a test): the
 /// 32 KiB inflate window, miniz_oxide's `DecompressorOxide` (~10.3 KiB), the decoded header, a
-/// 512-byte tar block, the name buffer, the digest state, and the closing figures (with the
-/// integrity outcome: the computed and stored digests, 64 bytes). PAX headers stream past.
+/// 512-byte tar block, the name buffer, the digest state, the closing figures (with the
+/// integrity outcome: the computed and stored digests, 64 bytes), and on a host the error an
+/// inflate call met while its bytes are read (48 bytes; a controller's image has none). PAX
+/// headers stream past.
 pub struct Archive<R> {
     header: NeffHeader,
     file_size: Option<u64>,
