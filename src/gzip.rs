@@ -509,14 +509,13 @@ impl<S: BufRead, I: Inflate> Decoder<S, I> {
             // An inflater writes inside the window; one that claims more is refused as failed
             // deflate data (miniz_oxide's `Failed`) rather than trusted.
             let end = out_pos.checked_add(n_out);
-            let Some(produced) = end.and_then(|end| self.window.get(out_pos..end)) else {
+            if end.and_then(|end| self.window.get(out_pos..end)).is_none() {
                 return Err(self.error(StreamKind::Gzip(GzipError::Inflate { status: FAILED })));
-            };
-            let handed = handed_of(self.max_inflated, self.total_out, n_out);
-            if let Some(bytes) = produced.get(..handed) {
+            }
+            let handed = self.count_out(n_out);
+            if let Some(bytes) = self.window.get(out_pos..out_pos.saturating_add(handed)) {
                 self.crc.update(bytes);
             }
-            self.count_out(handed);
             self.read_pos = out_pos;
             self.write_pos = out_pos.saturating_add(handed);
             match self.settle(status, n_in, n_out, handed, more_input, &mut idle_rounds) {
@@ -527,10 +526,14 @@ impl<S: BufRead, I: Inflate> Decoder<S, I> {
         }
     }
 
-    /// Counts `n` bytes of output handed out (checksummed already; within `max_inflated`).
-    fn count_out(&mut self, n: usize) {
-        self.member_out = self.member_out.saturating_add(n as u64);
-        self.total_out = self.total_out.saturating_add(n as u64);
+    /// Counts the bytes of `n_out` an inflate call wrote that are within `max_inflated` (the
+    /// ones handed out, to checksum), and returns how many they are.
+    fn count_out(&mut self, n_out: usize) -> usize {
+        let room = self.max_inflated.saturating_sub(self.total_out);
+        let handed = usize::try_from(room).map_or(n_out, |room| room.min(n_out));
+        self.member_out = self.member_out.saturating_add(handed as u64);
+        self.total_out = self.total_out.saturating_add(handed as u64);
+        handed
     }
 
     /// `e`, once the `handed` bytes just inflated are read ([`Decoder::held`]); at once if
@@ -616,14 +619,13 @@ impl<S: BufRead, I: Inflate> Decoder<S, I> {
                 return Ok(None);
             };
             self.advance(n_in);
-            let Some(produced) = buf.get(..n_out) else {
+            if n_out > buf.len() {
                 return Err(self.error(StreamKind::Gzip(GzipError::Inflate { status: FAILED })));
-            };
-            let handed = handed_of(self.max_inflated, self.total_out, n_out);
-            if let Some(bytes) = produced.get(..handed) {
+            }
+            let handed = self.count_out(n_out);
+            if let Some(bytes) = buf.get(..handed) {
                 self.crc.update(bytes);
             }
-            self.count_out(handed);
             match self.settle(status, n_in, n_out, handed, more_input, &mut idle_rounds) {
                 Ok(true) => return Ok(Some(handed)),
                 Ok(false) => {}
@@ -631,13 +633,6 @@ impl<S: BufRead, I: Inflate> Decoder<S, I> {
             }
         }
     }
-}
-
-/// Of `n_out` bytes one inflate call wrote, those within `max_inflated` with `total_out`
-/// handed out before.
-fn handed_of(max_inflated: u64, total_out: u64, n_out: usize) -> usize {
-    let room = max_inflated.saturating_sub(total_out);
-    usize::try_from(room).map_or(n_out, |room| room.min(n_out))
 }
 
 /// [`GzipError::Inflate`]'s status when an inflater keeps making no progress with input left

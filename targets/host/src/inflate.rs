@@ -285,11 +285,9 @@ impl ReadAhead {
         Ok(self.buf.get(self.pos..self.len).unwrap_or(&[]))
     }
 
+    /// The container's closing: it reads what is left of its stream itself (the bytes still
+    /// in this buffer were taken from it already).
     fn finish(&mut self, sink: &mut dyn WarningSink) -> Result<Finish, Error> {
-        // Read to the end, should the archive not have, as the inflating thread does.
-        while !self.fill_buf()?.is_empty() {
-            self.pos = self.len;
-        }
         self.container.finish(sink)
     }
 }
