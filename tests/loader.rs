@@ -497,6 +497,60 @@ fn members_settled_together_are_read_again_from_where_they_wait() {
     });
 }
 
+/// A check of `bytes` lent `replay` bytes of replay store (and room enough otherwise): its
+/// result and what it needed.
+fn check_lent_replay(bytes: &[u8], replay: usize) -> (Result<(), neff::Error>, neff::loader::Needs) {
+    let mut sink = |_: &Warning| {};
+    let mut archive =
+        Archive::<&[u8]>::open(bytes, Some(bytes.len() as u64), &OpenOptions::default(), &mut sink).unwrap();
+    let (mut arena, mut store, mut deferred) = (vec![0u8; TEST_ARENA], vec![0u8; replay], vec![None; 64]);
+    let storage = Storage { arena: &mut arena, replay: &mut store, deferred: &mut deferred, whole_names: &mut [] };
+    let mut loader = Box::new(Loader::with_storage(storage, LoadOptions::default()));
+    let result = loader.check(&mut archive, Some(Arch::Cayman), &mut LoadReport::new(), &mut NoObserver, &mut sink);
+    (result, loader.needs())
+}
+
+/// `Needs::replay_missed` counts the members the chain names as another kind that a load
+/// could not read again for want of a replay store: 0 when the store changed nothing (the
+/// original, whose members are all read as what the chain names them), and not 0 for the
+/// variant of `members_settled_together_are_read_again_from_where_they_wait` when none was
+/// lent, where that load is refused and one with a store is not: the KELF, guessed an engine
+/// JSON (`sg01/d.json`, named only by the KELF, is not named as anything by a load that never
+/// read the KELF as one). A host lends none first and loads again only then.
+#[test]
+fn a_load_without_a_replay_store_counts_the_members_it_could_not_read_again() {
+    let Some(original) = variant(|_| {}) else { return };
+    let Some(moved) = variant(|l| {
+        replace(l, "neff.json", "\"kelf-0.json\"", "\"k/kelf-0.json\"");
+        replace(l, "kelf-0.json", "\"sg01/def.json\"", "\"sg01/d.json\"");
+        l.iter_mut().filter(|(n, _)| n == "sg01/def.json").for_each(|(n, _)| *n = "sg01/d.json".into());
+        let kelf = l.iter().position(|(n, _)| n == "kelf-0.json").unwrap();
+        let (_, body) = l.remove(kelf);
+        let neff = l.iter().position(|(n, _)| n == "neff.json").unwrap();
+        let neff = l.remove(neff);
+        l.push(("k/kelf-0.json".to_string(), body));
+        l.push(neff);
+    }) else {
+        return;
+    };
+    for bytes in [&original, &moved] {
+        let (with_store, needs) = check_lent_replay(bytes, 4 << 20);
+        with_store.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(needs.replay_missed, Some(0), "a store that held every member misses none");
+    }
+    let (result, needs) = check_lent_replay(&original, 0);
+    result.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((needs.replay, needs.replay_missed), (0, Some(0)), "the original needs no second reading");
+    let (result, needs) = check_lent_replay(&moved, 0);
+    let e = result.expect_err("the KELF read as an engine JSON and never read again");
+    assert!(matches!(e.kind, ErrorKind::Chain(ChainError::ReadAsOther { .. })), "{e}");
+    assert_eq!(needs.replay_missed, Some(1), "{needs:?}");
+    // A store too small for the KELF: the same.
+    let (result, needs) = check_lent_replay(&moved, 16);
+    assert!(result.is_err());
+    assert_eq!(needs.replay_missed, Some(1), "{needs:?}");
+}
+
 /// Loads the variant `edit` makes and the original: both succeed, with two subgraphs, and
 /// every payload lands as in the original. Both outcomes, for more checks (`None` without
 /// `../shared`).

@@ -1717,6 +1717,22 @@ impl Index {
         }
         None
     }
+
+    /// Manifests read as another kind than the chain names them as: members read before the
+    /// manifest naming them, whose bytes the replay store did not hold for a second reading
+    /// (a member it held is read again and superseded). After a load, or where it stopped:
+    /// a load lent a store that held them all would have gone as this one up to the first.
+    /// Hosts only: a controller's flash has no room for the scan (`Needs::replay_missed`).
+    #[cfg(not(target_os = "none"))]
+    pub fn read_as_other(&self, arena: &Arena<'_>) -> u32 {
+        let mut count = 0u32;
+        for (_, m) in self.manifests.iter(arena) {
+            if !m.superseded && self.named_as(arena, arena.str(m.member)).is_some_and(|k| k != m.kind) {
+                count = count.saturating_add(1);
+            }
+        }
+        count
+    }
 }
 
 /// A payload's role, once the manifests have given it one.

@@ -88,6 +88,14 @@ pub struct Needs {
     /// Bytes of [`Storage::replay`] in use at once (0: a load without a replay store reads
     /// every member once).
     pub replay: u64,
+    /// Members the chain names as another kind than they were read as, whose bytes the replay
+    /// store did not hold for a second reading: each is refused where the chain reaches it.
+    /// 0 means the store lent changed nothing: a load lent more would have gone as this one
+    /// did. So a host may lend none first (no copy of the members read before the manifest
+    /// naming them), and load again with a store only when this is not 0. `None` where not
+    /// counted: a bare-metal build (`target_os = "none"`), whose flash has no room for the
+    /// scan (192 bytes of the C image's).
+    pub replay_missed: Option<u32>,
     /// Bytes of the device's notebook ([`Hal::notebook_len`]) used: landings from its start
     /// plus pending DMA references from its end, each at its peak (what did not fit went to
     /// the arena, and is counted there).
@@ -119,7 +127,8 @@ pub struct Storage<'a> {
     /// be the chain's). Such a member is read at once as the manifest its name suggests; if
     /// the chain then names it as another kind, it is read again from here, so no name
     /// decides what a member is (spec §15.18). A member whose bytes do not fit is read once,
-    /// and refused (capacity `REPLAY`) only if the chain names it as another kind. Its bytes
+    /// and refused only if the chain names it as another kind (`ChainError::ReadAsOther`,
+    /// counted in [`Needs::replay_missed`]). Its bytes
     /// leave as soon as the chain names it. Empty: none kept.
     pub replay: &'a mut [u8],
     /// Slots for errors of reads the chain may still reach, past the loader's own
@@ -256,6 +265,10 @@ impl<'a> Loader<'a> {
         Needs {
             arena: (STRING_SCRATCH as u64).saturating_add(self.book.arena.peak() as u64),
             replay: self.replays.peak() as u64,
+            #[cfg(not(target_os = "none"))]
+            replay_missed: Some(self.book.index.read_as_other(&self.book.arena)),
+            #[cfg(target_os = "none")]
+            replay_missed: None,
             notebook: self.book.index.landings.floor().saturating_add(self.book.index.pending.far_peak()),
             deferred: u32::try_from(self.book.deferred.peak()).unwrap_or(u32::MAX),
         }

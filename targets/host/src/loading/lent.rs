@@ -62,11 +62,13 @@ impl Lent {
         }
     }
 
-    /// The buffers as the loader borrows them.
-    pub fn storage(&mut self) -> Storage<'_> {
+    /// The buffers as the loader borrows them; the replay store only when `replay` (a pass
+    /// lent none reads each member once, and says whether that changed anything:
+    /// `Needs::replay_missed`).
+    pub fn storage(&mut self, replay: bool) -> Storage<'_> {
         Storage {
             arena: &mut self.arena,
-            replay: &mut self.replay,
+            replay: if replay { &mut self.replay } else { &mut [] },
             deferred: &mut self.deferred,
             whole_names: &mut self.whole_names,
         }
@@ -90,7 +92,7 @@ impl Lent {
 
     /// The deferred-error slots emptied, as a loader must be lent them (the other buffers may
     /// hold anything).
-    fn empty_slots(&mut self) {
+    pub(super) fn empty_slots(&mut self) {
         self.deferred.fill(None);
     }
 }
@@ -104,7 +106,7 @@ fn worth_keeping(needed: &Needs) -> bool {
 mod tests {
     use super::*;
     use crate::inflate::Inflation;
-    use crate::loading::{run_pass, Pass, PassOptions, Target, LOADER_STACK};
+    use crate::loading::{run_pass, Pass, PassOptions, Shown, Target, Work, LOADER_STACK};
     use crate::source::InputSource;
 
     /// Buffers of `bytes` each, every byte `fill`, as a pass leaves them.
@@ -117,15 +119,17 @@ mod tests {
         }
     }
 
-    /// `info`'s pass over `source` on `lent`.
+    /// `info`'s pass over `source` on `lent`, its replay store lent.
     fn pass_on(source: InputSource, lent: &mut Lent) -> Pass {
         let size = source.size();
         let mut records = Vec::new();
         let (target, options) = (Target::Check(None), PassOptions::default());
+        let work = Work { target, options, details: true, members: None, replay_on_demand: false };
         let extra = &mut neff::loader::NoObserver;
-        let mut pass =
-            run_pass(source, size, target, options, Inflation::Inline, true, None, extra, lent, &mut records)
-                .unwrap_or_else(|e| panic!("{e:?}"));
+        let (shown, mut missed) = (std::cell::RefCell::new(Shown::default()), 0);
+        let pass =
+            run_pass(source, size, &work, Inflation::Inline, extra, lent, true, &shown, &mut missed, &mut records);
+        let mut pass = pass.unwrap_or_else(|e| panic!("{e:?}"));
         pass.elapsed = std::time::Duration::ZERO;
         pass
     }

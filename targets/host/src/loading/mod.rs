@@ -17,6 +17,7 @@
 //! observer notes the chain's first KELF target as `neff.json` and the KELFs are read
 //! ([`Collected::neff_target`]), and the device (`device.rs`) answers with it when asked.
 
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -33,7 +34,7 @@ use crate::error::{print_warning, CliError};
 use crate::header_view::HeaderView;
 use crate::inflate::{open_archive, Inflation};
 use crate::members::{MemberLog, MemberLogger, MemberOptions, Tee};
-use crate::source::InputSource;
+use crate::source::{Again, InputSource};
 
 mod collected;
 mod device;
@@ -176,6 +177,10 @@ pub struct PassOptions {
     /// objects. Off, a NEFF with many warnings (15,312 for a member added twice, 320 times)
     /// costs no memory for them beyond their lines.
     pub keep_warning_records: bool,
+    /// Lend the replay store from the start, so that [`Pass::needs`] says how much of it the
+    /// load used (`--budget`). Otherwise a pass over an input that can be read again lends
+    /// none first, and a second pass with it follows only if the first needed it.
+    pub measure_replay: bool,
 }
 
 /// One pass, asked for: what it loads onto, what it keeps, how it inflates. Every pass of the
@@ -248,7 +253,9 @@ impl Request {
 
 /// Runs the loader over `source` as `request` asks, on a thread with a large stack.
 pub fn run(source: InputSource, request: Request) -> Result<Pass, CliError> {
-    run_observed(source, request, NoObserver).map(|(pass, _)| pass)
+    // Nothing outside the pass observes it: a second pass, should one be needed, repeats
+    // nothing anyone saw.
+    run_spawned(source, request, NoObserver, true).map(|(pass, _)| pass)
 }
 
 /// [`run`], its observations also going to `extra` (after the pass's own collection), which
@@ -256,15 +263,40 @@ pub fn run(source: InputSource, request: Request) -> Result<Pass, CliError> {
 pub fn run_observed<O: Observer + Send + 'static>(
     source: InputSource,
     request: Request,
+    extra: O,
+) -> Result<(Pass, O), CliError> {
+    run_spawned(source, request, extra, false)
+}
+
+/// [`run_observed`]; `replay_on_demand`: whether the pass may first go without a replay store
+/// (`extra` observes nothing a second pass would repeat).
+fn run_spawned<O: Observer + Send + 'static>(
+    source: InputSource,
+    request: Request,
     mut extra: O,
+    replay_on_demand: bool,
 ) -> Result<(Pass, O), CliError> {
     let size = source.size();
     let inflation = request.inflation_for(size);
     let Request { target, options, details, members, .. } = request;
+    // An indexing pass records the inflate as it runs: it runs once.
+    let replay_on_demand =
+        replay_on_demand && !options.measure_replay && !matches!(inflation, Inflation::Indexing { .. });
     spawn(move || {
-        let pass = run_here(source, size, target, options, inflation, details, members, &mut extra)?;
+        let work = Work { target, options, details, members, replay_on_demand };
+        let pass = run_here(source, size, work, inflation, &mut extra)?;
         Ok((pass, extra))
     })
+}
+
+/// What a pass is to do, as [`run_here`] takes it.
+struct Work {
+    target: Target,
+    options: PassOptions,
+    details: bool,
+    members: Option<MemberOptions>,
+    /// Whether the first pass may go without a replay store (see [`run_here`]).
+    replay_on_demand: bool,
 }
 
 /// One check pass over `path` that keeps the consumed manifest values and the member log:
@@ -358,15 +390,19 @@ fn spawn<T: Send + 'static>(pass: impl FnOnce() -> Result<T, CliError> + Send + 
 }
 
 /// [`run_pass`], with the warnings raised before a refusal kept in its [`Fault`](crate::error::Fault).
-#[allow(clippy::too_many_arguments)]
+///
+/// A pass the caller lets ([`Work::replay_on_demand`]) over an input that can be read again
+/// lends the loader no replay store: the members read before the manifest naming them (the
+/// real training NEFFs' engine JSONs, megabytes) are read once and not copied, which spares
+/// the walk the copy and a page fault per 4 KiB of it. Only when the chain named one of them
+/// as another kind than it was read as (`Needs::replay_missed`; no real NEFF here does) does
+/// a second pass read the input again with the store, and that pass's outcome stands; it
+/// prints only the warnings the first did not.
 fn run_here(
     source: InputSource,
     size: u64,
-    target: Target,
-    options: PassOptions,
+    work: Work,
     inflation: Inflation,
-    details: bool,
-    members: Option<MemberOptions>,
     extra: &mut dyn Observer,
 ) -> Result<Pass, CliError> {
     let mut warning_records = Vec::new();
@@ -374,7 +410,37 @@ fn run_here(
     // pass that ended well.
     let mut lent = Lent::take();
     let records = &mut warning_records;
-    let pass = run_pass(source, size, target, options, inflation, details, members, extra, &mut lent, records);
+    let again = if work.replay_on_demand { source.again() } else { None };
+    let shown = RefCell::new(Shown::default());
+    let mut missed = 0;
+    let first = run_pass(
+        source,
+        size,
+        &work,
+        inflation.clone(),
+        extra,
+        &mut lent,
+        again.is_none(),
+        &shown,
+        &mut missed,
+        records,
+    );
+    let pass = match again {
+        Some(again) if missed > 0 => {
+            records.clear();
+            lent.empty_slots();
+            shown.borrow_mut().again = true;
+            let source = again.open().map_err(|e| {
+                let path = match &again {
+                    Again::File(path) => path.display().to_string(),
+                    Again::Sample(_) => "the built-in sample".to_owned(),
+                };
+                CliError::Path { path, message: format!("cannot read it again: {e}") }
+            })?;
+            run_pass(source, size, &work, inflation, extra, &mut lent, true, &shown, &mut missed, records)
+        }
+        _ => first,
+    };
     match pass {
         Ok(pass) => {
             lent.give_back(&pass.needs);
@@ -389,20 +455,49 @@ fn run_here(
     }
 }
 
+/// The warnings a first pass printed, for a second pass over the same input to print only
+/// the others.
+#[derive(Default)]
+struct Shown {
+    printed: Vec<String>,
+    /// This is the second pass.
+    again: bool,
+}
+
+impl Shown {
+    /// Prints `text` unless a first pass printed it already.
+    fn print(&mut self, text: &str) {
+        if self.again {
+            if let Some(i) = self.printed.iter().position(|t| t == text) {
+                self.printed.remove(i);
+                return;
+            }
+        } else {
+            self.printed.push(text.to_owned());
+        }
+        print_warning(text);
+    }
+}
+
+/// One pass of the loader over `source`; `replay`: whether it is lent the replay store.
+/// `missed` is set to the members the chain named as another kind whose bytes were not kept
+/// (`Needs::replay_missed`), whatever the outcome.
 #[allow(clippy::too_many_arguments)]
 fn run_pass(
     source: InputSource,
     size: u64,
-    target: Target,
-    options: PassOptions,
+    work: &Work,
     inflation: Inflation,
-    details: bool,
-    members: Option<MemberOptions>,
     extra: &mut dyn Observer,
     lent: &mut Lent,
+    replay: bool,
+    shown: &RefCell<Shown>,
+    missed: &mut u32,
     warning_records: &mut Vec<neff::Warning>,
 ) -> Result<Pass, CliError> {
-    let PassOptions { allow_legacy, verify, keep_going, keep_warning_records } = options;
+    let Work { target, options, details, ref members, .. } = *work;
+    let members = members.clone();
+    let PassOptions { allow_legacy, verify, keep_going, keep_warning_records, .. } = options;
     let again = source.again();
     let mut warnings = Vec::new();
     let mut sink = |w: &neff::Warning| {
@@ -411,7 +506,7 @@ fn run_pass(
             return;
         }
         let text = w.to_string();
-        print_warning(&text);
+        shown.borrow_mut().print(&text);
         warnings.push(text);
         if keep_warning_records {
             warning_records.push(*w);
@@ -439,7 +534,7 @@ fn run_pass(
     let header = HeaderView::from(archive.header());
     let core_header = *archive.header();
     let options = LoadOptions { allow_legacy, fp8: fp8_overrides()? };
-    let mut loader = Box::new(Loader::with_storage(lent.storage(), options));
+    let mut loader = Box::new(Loader::with_storage(lent.storage(replay), options));
     let mut summary = LoadReport::new();
     let mut collected = Collected::new();
     // Every member's record and the captured ones, from the loader's own pass.
@@ -466,12 +561,14 @@ fn run_pass(
     let mut refusal = None;
     let device = match target {
         Target::Check(arch) => {
-            match loader.check(&mut *archive, arch, &mut summary, &mut observer, &mut sink) {
+            let checked = loader.check(&mut *archive, arch, &mut summary, &mut observer, &mut sink);
+            *missed = loader.needs().replay_missed.unwrap_or(0);
+            match checked {
                 Ok(()) => {}
                 // The archive is sound: what the manifests refuse is shown, and the walk goes on.
                 Err(e) if keep_going && !matches!(e.stage, Stage::Io | Stage::Header | Stage::Gzip | Stage::Tar) => {
                     let (line, _) = whole_line(&loader, &e, again.as_ref());
-                    print_warning(&format!("refused: {line}"));
+                    shown.borrow_mut().print(&format!("refused: {line}"));
                     refusal = Some(line);
                 }
                 Err(e) => return Err(whole(&loader, e, again.as_ref())),
@@ -482,12 +579,16 @@ fn run_pass(
         // is the wrapper's (`LearntArch`), which may learn the NEFF's target.
         Target::Memory { arch, .. } => {
             let (l, a, backing) = (&mut *loader, &mut *archive, DeviceBacking::Memory(&mut memory));
-            Some(load_onto(l, a, backing, arch, &mut summary, &mut observer, &mut sink, again.as_ref())?)
+            let loaded = load_onto(l, a, backing, arch, &mut summary, &mut observer, &mut sink, again.as_ref());
+            *missed = loader.needs().replay_missed.unwrap_or(0);
+            Some(loaded?)
         }
         Target::DigestOnly { arch, capacity, .. } => {
             let backing = DeviceBacking::DigestOnly { capacity, notebook: &mut notebook };
             let (l, a) = (&mut *loader, &mut *archive);
-            Some(load_onto(l, a, backing, arch, &mut summary, &mut observer, &mut sink, again.as_ref())?)
+            let loaded = load_onto(l, a, backing, arch, &mut summary, &mut observer, &mut sink, again.as_ref());
+            *missed = loader.needs().replay_missed.unwrap_or(0);
+            Some(loaded?)
         }
     };
     let elapsed = started.elapsed();

@@ -148,7 +148,7 @@ pub fn target_of(args: &LoadArgs) -> Target {
 /// Runs `neff load`.
 pub fn load(args: &LoadArgs) -> Result<(), CliError> {
     let (source, label) = neff_host::source::open_input_or_sample(args.file.as_deref(), "load")?;
-    let options = PassOptions { verify: args.verify, ..PassOptions::default() };
+    let options = PassOptions { verify: args.verify, measure_replay: args.budget, ..PassOptions::default() };
     let pass = loading::run(source, Request::check().onto(target_of(args)).with(options))?;
     if args.json {
         let mut doc = report_json(&pass)?;
