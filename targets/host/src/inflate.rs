@@ -445,9 +445,10 @@ impl Drop for Relay {
 fn pump(mut container: Box<HostContainer>, send: &SyncSender<Message>, recycled: &Receiver<Vec<u8>>) {
     use embedded_io::Read as _;
     loop {
-        // A buffer is CHUNK bytes long while filled (zeroed when made: a full one sent back
-        // is not written again), cut to the `filled` bytes it sends.
-        let mut chunk = recycled.try_recv().unwrap_or_default();
+        // A buffer is CHUNK bytes long while filled, cut to the `filled` bytes it sends (a
+        // full one sent back is not written again). A new one comes zeroed from the
+        // allocator (fresh pages: no memset of its own, its pages mapped as zlib-rs writes).
+        let mut chunk = recycled.try_recv().unwrap_or_else(|_| vec![0; CHUNK]);
         chunk.resize(CHUNK, 0);
         let mut filled = 0;
         let mut ended = false;
