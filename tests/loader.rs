@@ -482,19 +482,24 @@ fn a_waiting_member_that_comes_again_leaves_the_replay_store() {
 /// the original's.
 #[test]
 fn members_settled_together_are_read_again_from_where_they_wait() {
+    loads_as_the_original(kelf_and_definition_moved);
+}
+
+/// The edit of [`members_settled_together_are_read_again_from_where_they_wait`]: the KELF as
+/// `k/kelf-0.json` and `sg01/def.json` as `sg01/d.json` (each guessed an engine JSON), the KELF
+/// and `neff.json` last.
+fn kelf_and_definition_moved(l: &mut Vec<(String, Vec<u8>)>) {
     const KELF: &str = "k/kelf-0.json";
-    loads_as_the_original(|l| {
-        replace(l, "neff.json", "\"kelf-0.json\"", &format!("\"{KELF}\""));
-        replace(l, "kelf-0.json", "\"sg01/def.json\"", "\"sg01/d.json\"");
-        l.iter_mut().filter(|(n, _)| n == "sg01/def.json").for_each(|(n, _)| *n = "sg01/d.json".into());
-        let kelf = l.iter().position(|(n, _)| n == "kelf-0.json").unwrap();
-        let (_, body) = l.remove(kelf);
-        let neff = l.iter().position(|(n, _)| n == "neff.json").unwrap();
-        let neff = l.remove(neff);
-        // Behind the engine JSONs and def.json, which settle before it in the pass.
-        l.push((KELF.to_string(), body));
-        l.push(neff);
-    });
+    replace(l, "neff.json", "\"kelf-0.json\"", &format!("\"{KELF}\""));
+    replace(l, "kelf-0.json", "\"sg01/def.json\"", "\"sg01/d.json\"");
+    l.iter_mut().filter(|(n, _)| n == "sg01/def.json").for_each(|(n, _)| *n = "sg01/d.json".into());
+    let kelf = l.iter().position(|(n, _)| n == "kelf-0.json").unwrap();
+    let (_, body) = l.remove(kelf);
+    let neff = l.iter().position(|(n, _)| n == "neff.json").unwrap();
+    let neff = l.remove(neff);
+    // Behind the engine JSONs and def.json, which settle before it in the pass.
+    l.push((KELF.to_string(), body));
+    l.push(neff);
 }
 
 /// A check of `bytes` lent `replay` bytes of replay store (and room enough otherwise): its
@@ -520,19 +525,7 @@ fn check_lent_replay(bytes: &[u8], replay: usize) -> (Result<(), neff::Error>, n
 #[test]
 fn a_load_without_a_replay_store_counts_the_members_it_could_not_read_again() {
     let Some(original) = variant(|_| {}) else { return };
-    let Some(moved) = variant(|l| {
-        replace(l, "neff.json", "\"kelf-0.json\"", "\"k/kelf-0.json\"");
-        replace(l, "kelf-0.json", "\"sg01/def.json\"", "\"sg01/d.json\"");
-        l.iter_mut().filter(|(n, _)| n == "sg01/def.json").for_each(|(n, _)| *n = "sg01/d.json".into());
-        let kelf = l.iter().position(|(n, _)| n == "kelf-0.json").unwrap();
-        let (_, body) = l.remove(kelf);
-        let neff = l.iter().position(|(n, _)| n == "neff.json").unwrap();
-        let neff = l.remove(neff);
-        l.push(("k/kelf-0.json".to_string(), body));
-        l.push(neff);
-    }) else {
-        return;
-    };
+    let Some(moved) = variant(kelf_and_definition_moved) else { return };
     for bytes in [&original, &moved] {
         let (with_store, needs) = check_lent_replay(bytes, 4 << 20);
         with_store.unwrap_or_else(|e| panic!("{e}"));
