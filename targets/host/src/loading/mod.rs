@@ -427,6 +427,8 @@ fn run_here(
     );
     let pass = match again {
         Some(again) if missed > 0 => {
+            // The first pass's device and report go before the second's come.
+            drop(first);
             records.clear();
             lent.empty_slots();
             shown.borrow_mut().again = true;
