@@ -279,9 +279,12 @@ fn run_spawned<O: Observer + Send + 'static>(
     let size = source.size();
     let inflation = request.inflation_for(size);
     let Request { target, options, details, members, .. } = request;
-    // An indexing pass records the inflate as it runs: it runs once.
-    let replay_on_demand =
-        replay_on_demand && !options.measure_replay && !matches!(inflation, Inflation::Indexing { .. });
+    // An indexing pass records the inflate as it runs, and `-v` prints the runtime's debug
+    // lines as they come: each runs once.
+    let replay_on_demand = replay_on_demand
+        && !options.measure_replay
+        && !VERBOSE.load(Ordering::Relaxed)
+        && !matches!(inflation, Inflation::Indexing { .. });
     spawn(move || {
         let work = Work { target, options, details, members, replay_on_demand };
         let pass = run_here(source, size, work, inflation, &mut extra)?;
