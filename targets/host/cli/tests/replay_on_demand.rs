@@ -72,3 +72,17 @@ fn a_budget_lends_the_replay_store_from_the_start_and_says_what_it_held() {
         members.iter().filter(|(n, _)| n.ends_with(".json") && n != "neff.json").map(|(_, b)| b.len()).sum();
     assert!(replay > 0 && replay <= waiting as u64, "replay {replay} of {waiting} bytes of JSON");
 }
+
+#[test]
+fn with_v_the_runtime_s_debug_lines_are_printed_once() {
+    let file = written(&kelf_moved(1));
+    let out = neff_p(&[&"-v", &"check", &file.path()]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let err = stderr(&out);
+    let debug: Vec<&str> = err.lines().filter(|l| !l.starts_with("warning: ")).collect();
+    // The KELF node found and each subgraph's fp8 config, once each.
+    assert!(debug.iter().any(|l| l.contains("Found KELF node")), "{err}");
+    assert_eq!(debug.iter().filter(|l| l.starts_with("fp8_conversion_info")).count(), 2, "{err}");
+    let unique: std::collections::BTreeSet<&&str> = debug.iter().collect();
+    assert_eq!(unique.len(), debug.len(), "{err}");
+}
