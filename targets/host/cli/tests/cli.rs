@@ -8,12 +8,6 @@ mod support;
 use neff_host::sample::SampleBuilder;
 use support::*;
 
-fn write_temp(bytes: &[u8]) -> tempfile::NamedTempFile {
-    let mut f = tempfile::NamedTempFile::new().unwrap();
-    std::io::Write::write_all(&mut f, bytes).unwrap();
-    f
-}
-
 #[test]
 fn usage_errors_exit_2() {
     for args in [

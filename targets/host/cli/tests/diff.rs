@@ -167,12 +167,6 @@ fn the_io_signature_names_each_tensor_that_changed() {
     assert!(text.contains("I/O signature: differs\n  input q_ref: float32 [128,512] (262144 bytes) -> bfloat16 [128,512] (131072 bytes)"), "{text}");
 }
 
-fn write_temp(bytes: &[u8]) -> tempfile::NamedTempFile {
-    let mut f = tempfile::NamedTempFile::new().unwrap();
-    std::io::Write::write_all(&mut f, bytes).unwrap();
-    f
-}
-
 #[test]
 fn nested_arrays_are_keyed_by_their_positions() {
     let block = |off: u64| {

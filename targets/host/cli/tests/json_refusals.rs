@@ -6,19 +6,13 @@
 mod support;
 
 use serde_json::Value;
-use support::{code, neff_p, stderr, stdout};
+use support::{code, neff_p, stderr, stdout, write_temp};
 
 use neff_host::sample::SampleBuilder;
 
 /// The keys of a refusal object and of a warning object, in order.
 const FAULT_KEYS: [&str; 10] =
     ["file", "code", "status", "stage", "member", "key_path", "offset", "offset_base", "message", "hints"];
-
-fn write_temp(bytes: &[u8]) -> tempfile::NamedTempFile {
-    let f = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(f.path(), bytes).unwrap();
-    f
-}
 
 /// A NEFF whose `def.json` has a string where a var's size is expected (code 902).
 fn bad_def() -> tempfile::NamedTempFile {

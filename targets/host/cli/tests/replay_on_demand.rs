@@ -8,7 +8,7 @@
 
 mod support;
 
-use support::{code, members_of, neff_around_tar, neff_p, raw_tar_member, stderr, stdout};
+use support::{code, members_of, neff_around_tar, neff_p, raw_tar_member, stderr, stdout, write_temp};
 
 const KELF: &str = "k/kelf-0.json";
 
@@ -30,12 +30,6 @@ fn kelf_moved(copies: usize) -> Vec<u8> {
     neff_around_tar(&tar)
 }
 
-fn written(bytes: &[u8]) -> tempfile::NamedTempFile {
-    let mut f = tempfile::NamedTempFile::new().unwrap();
-    std::io::Write::write_all(&mut f, bytes).unwrap();
-    f
-}
-
 /// The warning lines of a run.
 fn warning_lines(err: &str) -> Vec<&str> {
     err.lines().filter(|l| l.starts_with("warning: ")).collect()
@@ -43,7 +37,7 @@ fn warning_lines(err: &str) -> Vec<&str> {
 
 #[test]
 fn a_member_the_chain_names_as_another_kind_is_read_again_from_the_file() {
-    let file = written(&kelf_moved(2));
+    let file = write_temp(&kelf_moved(2));
     let out = neff_p(&[&"check", &file.path()]);
     // Without the second pass, the KELF read as an engine JSON is refused (`ReadAsOther`).
     assert_eq!(code(&out), 0, "{}", stderr(&out));
@@ -61,7 +55,7 @@ fn a_member_the_chain_names_as_another_kind_is_read_again_from_the_file() {
 
 #[test]
 fn a_budget_lends_the_replay_store_from_the_start_and_says_what_it_held() {
-    let file = written(&kelf_moved(1));
+    let file = write_temp(&kelf_moved(1));
     let out = neff_p(&[&"load", &"--budget", &"--json", &file.path()]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -75,7 +69,7 @@ fn a_budget_lends_the_replay_store_from_the_start_and_says_what_it_held() {
 
 #[test]
 fn with_v_the_runtime_s_debug_lines_are_printed_once() {
-    let file = written(&kelf_moved(1));
+    let file = write_temp(&kelf_moved(1));
     let out = neff_p(&[&"-v", &"check", &file.path()]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let err = stderr(&out);

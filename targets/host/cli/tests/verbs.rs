@@ -24,12 +24,6 @@ fn extracted(name: &str, member: &str) -> Value {
     serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-fn write_temp(bytes: &[u8]) -> tempfile::NamedTempFile {
-    let mut f = tempfile::NamedTempFile::new().unwrap();
-    std::io::Write::write_all(&mut f, bytes).unwrap();
-    f
-}
-
 fn ok_json(out: &std::process::Output) -> Value {
     assert_eq!(code(out), 0, "{}", stderr(out));
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(out)))

@@ -18,12 +18,6 @@ use support::*;
 const HASH: usize = 172;
 const PAYLOAD: usize = 1024;
 
-fn write_temp(bytes: &[u8]) -> tempfile::NamedTempFile {
-    let mut f = tempfile::NamedTempFile::new().unwrap();
-    std::io::Write::write_all(&mut f, bytes).unwrap();
-    f
-}
-
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -23,6 +23,13 @@ pub fn neff_p(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Output {
     out
 }
 
+/// `bytes` in a temporary file (removed when dropped), for a verb to read by path.
+pub fn write_temp(bytes: &[u8]) -> tempfile::NamedTempFile {
+    let mut f = tempfile::NamedTempFile::new().unwrap();
+    std::io::Write::write_all(&mut f, bytes).unwrap();
+    f
+}
+
 /// The exit code.
 pub fn code(out: &Output) -> i32 {
     out.status.code().unwrap()
