@@ -18,6 +18,7 @@
 //! ([`Collected::neff_target`]), and the device (`device.rs`) answers with it when asked.
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -414,7 +415,7 @@ fn run_here(
     let mut lent = Lent::take();
     let records = &mut warning_records;
     let again = if work.replay_on_demand { source.again() } else { None };
-    let shown = RefCell::new(Shown::default());
+    let shown = RefCell::new(Shown { keep: again.is_some(), ..Shown::default() });
     let mut missed = 0;
     let first = run_pass(
         source,
@@ -460,12 +461,15 @@ fn run_here(
     }
 }
 
-/// The warnings a first pass printed, for a second pass over the same input to print only
-/// the others.
+/// The warning lines a pass prints, each once over a first pass and a second one over the
+/// same input: the first keeps what it printed only when a second may follow.
 #[derive(Default)]
 struct Shown {
-    printed: Vec<String>,
-    /// This is the second pass.
+    /// What the first pass printed, by line, with how many times.
+    printed: HashMap<String, u32>,
+    /// This is a first pass that a second may follow: it keeps what it prints.
+    keep: bool,
+    /// This is the second pass: what the first printed is not printed again.
     again: bool,
 }
 
@@ -473,12 +477,12 @@ impl Shown {
     /// Prints `text` unless a first pass printed it already.
     fn print(&mut self, text: &str) {
         if self.again {
-            if let Some(i) = self.printed.iter().position(|t| t == text) {
-                self.printed.remove(i);
+            if let Some(times) = self.printed.get_mut(text).filter(|times| **times > 0) {
+                *times -= 1;
                 return;
             }
-        } else {
-            self.printed.push(text.to_owned());
+        } else if self.keep {
+            *self.printed.entry(text.to_owned()).or_default() += 1;
         }
         print_warning(text);
     }
@@ -565,39 +569,34 @@ fn run_pass(
     let mut observer = Tee::new(&mut collected, &mut others);
     let mut refusal = None;
     let device = match target {
-        Target::Check(arch) => {
-            let checked = loader.check(&mut *archive, arch, &mut summary, &mut observer, &mut sink);
-            *missed = loader.needs().replay_missed.unwrap_or(0);
-            match checked {
-                Ok(()) => {}
-                // The archive is sound: what the manifests refuse is shown, and the walk goes on.
-                Err(e) if keep_going && !matches!(e.stage, Stage::Io | Stage::Header | Stage::Gzip | Stage::Tar) => {
-                    let (line, _) = whole_line(&loader, &e, again.as_ref());
-                    shown.borrow_mut().print(&format!("refused: {line}"));
-                    refusal = Some(line);
-                }
-                Err(e) => return Err(whole(&loader, e, again.as_ref())),
+        Target::Check(arch) => match loader.check(&mut *archive, arch, &mut summary, &mut observer, &mut sink) {
+            Ok(()) => Ok(None),
+            // The archive is sound: what the manifests refuse is shown, and the walk goes on.
+            Err(e) if keep_going && !matches!(e.stage, Stage::Io | Stage::Header | Stage::Gzip | Stage::Tar) => {
+                let (line, _) = whole_line(&loader, &e, again.as_ref());
+                shown.borrow_mut().print(&format!("refused: {line}"));
+                refusal = Some(line);
+                Ok(None)
             }
-            None
-        }
+            Err(e) => Err(whole(&loader, e, again.as_ref())),
+        },
         // The device's own arch field is the pinned one or the default; what the loader sees
         // is the wrapper's (`LearntArch`), which may learn the NEFF's target.
         Target::Memory { arch, .. } => {
             let (l, a, backing) = (&mut *loader, &mut *archive, DeviceBacking::Memory(&mut memory));
-            let loaded = load_onto(l, a, backing, arch, &mut summary, &mut observer, &mut sink, again.as_ref());
-            *missed = loader.needs().replay_missed.unwrap_or(0);
-            Some(loaded?)
+            load_onto(l, a, backing, arch, &mut summary, &mut observer, &mut sink, again.as_ref()).map(Some)
         }
         Target::DigestOnly { arch, capacity, .. } => {
             let backing = DeviceBacking::DigestOnly { capacity, notebook: &mut notebook };
             let (l, a) = (&mut *loader, &mut *archive);
-            let loaded = load_onto(l, a, backing, arch, &mut summary, &mut observer, &mut sink, again.as_ref());
-            *missed = loader.needs().replay_missed.unwrap_or(0);
-            Some(loaded?)
+            load_onto(l, a, backing, arch, &mut summary, &mut observer, &mut sink, again.as_ref()).map(Some)
         }
     };
     let elapsed = started.elapsed();
+    // Taken whatever the outcome: a failed pass says too whether a store would have changed it.
     let needs = loader.needs();
+    *missed = needs.replay_missed.unwrap_or(0);
+    let device = device?;
     // The loader finished the archive; asking again returns the same figures.
     let finish = archive.finish(&mut sink)?;
     drop(archive);
