@@ -1653,22 +1653,26 @@ fn is_whitespace(b: u8) -> bool {
 }
 
 /// Eight copies of `b`, for the word-at-a-time scans.
+#[cfg(any(target_os = "none", test))]
 const fn splat(b: u8) -> u64 {
     u64::from_ne_bytes([b; 8])
 }
 
 /// The first eight bytes of `bytes` as a little-endian word (byte 0 lowest), if there are eight.
+#[cfg(any(target_os = "none", test))]
 fn word(bytes: &[u8]) -> Option<u64> {
     bytes.first_chunk::<8>().map(|w| u64::from_le_bytes(*w))
 }
 
 /// The top bit of each byte of `x` that is zero, and no other bit. Exact per byte: no carry
 /// crosses bytes, since `(x & 0x7F) + 0x7F` stays below 0x100.
+#[cfg(any(target_os = "none", test))]
 const fn zero_bytes(x: u64) -> u64 {
     !((x & splat(0x7F)).wrapping_add(splat(0x7F)) | x) & splat(0x80)
 }
 
 /// The index of the first byte whose top bit is set in `mask`.
+#[cfg(any(target_os = "none", test))]
 fn first_flagged(mask: u64) -> usize {
     (mask.trailing_zeros() / 8) as usize
 }
@@ -1684,9 +1688,69 @@ fn whitespace_len(bytes: &[u8]) -> usize {
     }
 }
 
+/// [`whitespace_len`] for longer runs (pretty-printed manifests are mostly indentation).
+#[cfg(not(target_os = "none"))]
+fn whitespace_run(bytes: &[u8]) -> usize {
+    unflagged_len(bytes, b'x', |b| !((b == b' ') | (b == b'\n') | (b == b'\r') | (b == b'\t')))
+}
+
+/// How many bytes at the start of `bytes` are plain string text (printable ASCII other than
+/// `"` and `\`).
+// Inlined on a host, where the whole-token paths call it for every key and string.
+#[cfg(not(target_os = "none"))]
+#[inline(always)]
+fn plain_len(bytes: &[u8]) -> usize {
+    // As a signed byte, below 0x20: a control byte or one of 0x80 and above.
+    unflagged_len(bytes, b'"', |b| (b == b'"') | (b == b'\\') | (i8::from_ne_bytes([b]) < 0x20))
+}
+
+/// How many bytes at the start of `bytes` are ASCII digits.
+#[cfg(not(target_os = "none"))]
+#[inline(always)]
+fn digits_len(bytes: &[u8]) -> usize {
+    unflagged_len(bytes, b'x', |b| b.wrapping_sub(b'0') >= 10)
+}
+
+/// How many bytes at the start of `bytes` `flagged` does not hold for, sixteen at a time: the
+/// host's scans for the end of a string, a number or whitespace. Each block's bytes are
+/// tested without a branch between them, which the compiler makes a few vector compares;
+/// a last block shorter than sixteen is padded with `pad`, a byte `flagged` holds for.
+/// (A controller keeps the word-at-a-time scans below: no vector unit, and its flash.)
+#[cfg(not(target_os = "none"))]
+#[inline(always)]
+fn unflagged_len(bytes: &[u8], pad: u8, flagged: impl Fn(u8) -> bool + Copy) -> usize {
+    let mut blocks = bytes.chunks_exact(16);
+    let mut i = 0usize;
+    for block in &mut blocks {
+        let flags = block.first_chunk::<16>().map_or(0, |block| block_flags(block, flagged));
+        if flags != 0 {
+            return i.saturating_add((flags.trailing_zeros() / 8) as usize);
+        }
+        i = i.saturating_add(16);
+    }
+    let rest = blocks.remainder();
+    let mut block = [pad; 16];
+    crate::copy_bytes(block.get_mut(..rest.len()).unwrap_or(&mut []), rest);
+    let flags = block_flags(&block, flagged);
+    i.saturating_add((flags.trailing_zeros() / 8) as usize)
+}
+
+/// Per byte of `block`, 0xFF where `flagged` holds and 0 elsewhere, as one little-endian
+/// number (byte 0 lowest).
+#[cfg(not(target_os = "none"))]
+#[inline(always)]
+fn block_flags(block: &[u8; 16], flagged: impl Fn(u8) -> bool) -> u128 {
+    let mut flags = [0u8; 16];
+    for (flag, &b) in flags.iter_mut().zip(block) {
+        *flag = if flagged(b) { 0xFF } else { 0 };
+    }
+    u128::from_le_bytes(flags)
+}
+
 /// [`whitespace_len`] for longer runs, eight bytes at a time (pretty-printed manifests are
 /// mostly indentation).
-fn whitespace_run(bytes: &[u8]) -> usize {
+#[cfg(any(target_os = "none", test))]
+fn whitespace_run_words(bytes: &[u8]) -> usize {
     let mut i = 0;
     while let Some(x) = word(bytes.get(i..).unwrap_or(&[])) {
         let blank = zero_bytes(x ^ splat(b' '))
@@ -1704,9 +1768,8 @@ fn whitespace_run(bytes: &[u8]) -> usize {
 
 /// How many bytes at the start of `bytes` are plain string text (printable ASCII other than
 /// `"` and `\`), eight at a time.
-// Inlined on a host, where the whole-token paths call it for every key and string.
-#[cfg_attr(not(target_os = "none"), inline(always))]
-fn plain_len(bytes: &[u8]) -> usize {
+#[cfg(any(target_os = "none", test))]
+fn plain_len_words(bytes: &[u8]) -> usize {
     let mut i = 0;
     while let Some(x) = word(bytes.get(i..).unwrap_or(&[])) {
         // Per byte: the top bit set (>= 0x80); `(b | 0x80) - 0x20` without its top bit
@@ -1722,6 +1785,15 @@ fn plain_len(bytes: &[u8]) -> usize {
     }
     let tail = bytes.get(i..).unwrap_or(&[]);
     i.saturating_add(tail.iter().take_while(|&&b| (0x20..0x80).contains(&b) && b != b'"' && b != b'\\').count())
+}
+
+// The controller's scans: a word at a time.
+#[cfg(target_os = "none")]
+use self::{plain_len_words as plain_len, whitespace_run_words as whitespace_run};
+
+#[cfg(target_os = "none")]
+fn digits_len(bytes: &[u8]) -> usize {
+    bytes.iter().take_while(|b| b.is_ascii_digit()).count()
 }
 
 /// The length of the text of a plain string (printable ASCII, no escape) whose quotes are both
@@ -1776,7 +1848,7 @@ fn scalar_at(text: &[u8], capacity: usize) -> Option<(Token, (usize, usize), usi
 fn integer_len(bytes: &[u8]) -> Option<usize> {
     let sign = usize::from(bytes.first() == Some(&b'-'));
     let body = bytes.get(sign..).unwrap_or(&[]);
-    let digits = body.iter().take_while(|b| b.is_ascii_digit()).count();
+    let digits = digits_len(body);
     let single_zero_or_none = body.first() != Some(&b'0') || digits == 1;
     let ends = body.get(digits).is_some_and(|b| !matches!(b, b'.' | b'e' | b'E'));
     (digits > 0 && single_zero_or_none && ends).then_some(sign.saturating_add(digits))
@@ -2843,21 +2915,31 @@ mod tests {
     }
 
     #[test]
-    fn word_scans_agree_with_byte_scans() {
+    fn block_and_word_scans_agree_with_byte_scans() {
         let naive_plain =
             |bytes: &[u8]| bytes.iter().take_while(|&&b| (0x20..0x80).contains(&b) && b != b'"' && b != b'\\').count();
         let naive_space = |bytes: &[u8]| bytes.iter().take_while(|&&b| is_whitespace(b)).count();
-        for len in [0, 1, 7, 8, 9, 16, 23] {
+        let naive_digits = |bytes: &[u8]| bytes.iter().take_while(|b| b.is_ascii_digit()).count();
+        for len in [0, 1, 7, 8, 9, 15, 16, 17, 23, 31, 32, 33, 47] {
             for at in 0..len {
                 for b in 0..=255u8 {
                     let mut text = vec![b'a'; len];
                     text[at] = b;
                     assert_eq!(plain_len(&text), naive_plain(&text), "{b:#x} at {at} of {len}");
+                    assert_eq!(plain_len_words(&text), naive_plain(&text), "words: {b:#x} at {at} of {len}");
                     let mut blank = vec![b' '; len];
                     blank[at] = b;
                     assert_eq!(whitespace_len(&blank), naive_space(&blank), "{b:#x} at {at} of {len}");
+                    assert_eq!(whitespace_run_words(&blank), naive_space(&blank), "words: {b:#x} at {at} of {len}");
+                    let mut number = vec![b'7'; len];
+                    number[at] = b;
+                    assert_eq!(digits_len(&number), naive_digits(&number), "{b:#x} at {at} of {len}");
                 }
             }
+            // Nothing flagged: the whole slice, however it ends.
+            assert_eq!(plain_len(&vec![b'a'; len]), len);
+            assert_eq!(whitespace_run(&vec![b'\t'; len]), len);
+            assert_eq!(digits_len(&vec![b'0'; len]), len);
         }
         // Pairs of boundary bytes, where a borrow or carry between bytes would show.
         let edges = [0x00, 0x01, 0x09, 0x0A, 0x0D, 0x1F, 0x20, 0x21, 0x22, 0x5C, 0x7F, 0x80, 0x9F, 0xA0, 0xFF];
@@ -2870,7 +2952,9 @@ mod tests {
                             buf[first] = x;
                             buf[second] = y;
                             assert_eq!(plain_len(&buf), naive_plain(&buf), "{buf:x?}");
+                            assert_eq!(plain_len_words(&buf), naive_plain(&buf), "words: {buf:x?}");
                             assert_eq!(whitespace_len(&buf), naive_space(&buf), "{buf:x?}");
+                            assert_eq!(whitespace_run_words(&buf), naive_space(&buf), "words: {buf:x?}");
                         }
                     }
                 }
