@@ -1068,6 +1068,7 @@ impl<'s> Tokenizer<'s> {
     /// key `lookup` does not know whose value [`Tokenizer::quick_skip`] cannot skip whole, and
     /// where [`Tokenizer::quick_key`] gives up.
     #[cfg(not(target_os = "none"))]
+    #[inline(always)]
     pub(crate) fn quick_member<'r, R: BufRead, K>(
         &mut self,
         src: &'r mut R,

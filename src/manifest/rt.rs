@@ -454,6 +454,7 @@ impl JsonIn<'_, '_> {
 
     /// [`Tokenizer::quick_member`].
     #[cfg(not(target_os = "none"))]
+    #[inline(always)]
     fn quick_member<K>(&mut self, lookup: impl FnOnce(&[u8]) -> Option<K>) -> Option<QuickMember<'_, K>> {
         self.tok.quick_member(&mut self.src, lookup)
     }
