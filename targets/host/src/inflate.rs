@@ -355,7 +355,15 @@ pub struct Relay {
     failed: Option<StreamError>,
     end: Option<(Result<Finish, Error>, Vec<Warning>)>,
     thread: Option<JoinHandle<()>>,
+    /// Buffers received, and spares this side mapped for the inflating thread
+    /// ([`Relay::map_a_spare`]).
+    received: usize,
+    spares: usize,
 }
+
+/// Bytes per page of memory mapped (touching a byte of each maps the page; where pages are
+/// larger, some touches are redundant).
+const PAGE: usize = 4096;
 
 impl Relay {
     /// Starts `container` in a thread of its own.
@@ -367,8 +375,17 @@ impl Relay {
             .name("neff-inflate".into())
             .spawn(move || pump(container, &send, &recycled))
             .ok();
-        let mut relay =
-            Relay { messages: Some(messages), recycle, current: Vec::new(), pos: 0, failed: None, end: None, thread };
+        let mut relay = Relay {
+            messages: Some(messages),
+            recycle,
+            current: Vec::new(),
+            pos: 0,
+            failed: None,
+            end: None,
+            thread,
+            received: 0,
+            spares: 0,
+        };
         if relay.thread.is_none() {
             relay.failed =
                 Some(StreamError::at_file(neff::Stage::Io, 0, StreamKind::Io(embedded_io::ErrorKind::OutOfMemory)));
@@ -388,14 +405,56 @@ impl Relay {
             // The thread may have stopped already; the buffer is then simply dropped.
             let _ = self.recycle.try_send(read);
             self.pos = 0;
-            let message = self.messages.as_ref().and_then(|m| m.recv().ok());
-            match message {
-                Some(Message::Data(bytes)) => self.current = bytes,
+            match self.next_message() {
+                Some(Message::Data(bytes)) => {
+                    self.received = self.received.saturating_add(1);
+                    self.current = bytes;
+                }
                 Some(Message::Failed(e)) => self.failed = Some(e),
                 Some(Message::End(result, warnings)) => self.end = Some((*result, warnings)),
                 None => self.thread_stopped(),
             }
         }
+    }
+
+    /// The inflating thread's next message (`None`: the channel closed). While none has come,
+    /// this thread maps spare buffers for it ([`Relay::map_a_spare`]) rather than sleep.
+    fn next_message(&mut self) -> Option<Message> {
+        loop {
+            match self.messages.as_ref()?.try_recv() {
+                Ok(message) => return Some(message),
+                Err(mpsc::TryRecvError::Disconnected) => return None,
+                Err(mpsc::TryRecvError::Empty) => {}
+            }
+            if !self.map_a_spare() {
+                return self.messages.as_ref()?.recv().ok();
+            }
+        }
+    }
+
+    /// Maps a new buffer's pages here and hands it to the inflating thread as a spare, while
+    /// this side waits anyway: a fresh page costs its first writer a fault (3 to 5 us on a
+    /// virtual machine), and the inflater, which needs a new buffer whenever the walk lags,
+    /// is on the critical path while it inflates ahead of a walk idle in payloads (the real
+    /// training NEFF's first 15 MB). No more spares than buffers received (a small NEFF gets
+    /// few), nor than can be in existence at once. `false` when none was made.
+    fn map_a_spare(&mut self) -> bool {
+        if self.spares >= self.received.min(CHUNKS_IN_FLIGHT + 2) {
+            return false;
+        }
+        // Written with 1, not 0: a zero written to memory the allocator gave zeroed is a store
+        // the compiler may drop. What a spare holds does not matter: the inflater writes the
+        // bytes it sends.
+        let mut spare = vec![0u8; CHUNK];
+        for page in spare.chunks_mut(PAGE) {
+            if let Some(byte) = page.first_mut() {
+                *byte = 1;
+            }
+        }
+        self.spares += 1;
+        // A full channel or a stopped thread: the spare is dropped.
+        let _ = self.recycle.try_send(spare);
+        true
     }
 
     /// The channel closed without an end: the thread panicked, which is a bug: pass it on.
@@ -485,6 +544,7 @@ fn pump(mut container: Box<HostContainer>, send: &SyncSender<Message>, recycled:
 #[cfg(test)]
 mod tests {
     use super::*;
+    use neff::error::IgnoreWarnings;
 
     const MIB: u64 = 1 << 20;
 
@@ -512,5 +572,65 @@ mod tests {
         let chosen = Inflation::choose(0, 2, 64 * MIB, PARALLEL_MIN_BYTES, 4096);
         assert!(matches!(chosen, Inflation::Parallel(Parallelism { chunk: 4096, .. })));
         assert_eq!(Inflation::choose(0, 2, 4 * MIB, PARALLEL_MIN_BYTES, 4096), Inflation::Threaded);
+    }
+
+    /// Reads all of `tar` through `fill_buf` and `consume`, as the walk does.
+    fn read_all(tar: &mut HostTar) -> Vec<u8> {
+        use embedded_io::BufRead as _;
+        let mut all = Vec::new();
+        loop {
+            let bytes = tar.fill_buf().expect("the stream reads");
+            if bytes.is_empty() {
+                return all;
+            }
+            let n = bytes.len();
+            all.extend_from_slice(bytes);
+            tar.consume(n);
+        }
+    }
+
+    /// The container of `neff`, inflating with zlib-rs.
+    fn container_of(neff: &'static [u8]) -> Box<HostContainer> {
+        let source = InputSource::Sample(neff);
+        let size = source.size();
+        let inflater = HostInflater::Serial(ZlibRs::new());
+        let opened = Container::open(source, Some(size), &OpenOptions::default(), inflater, &mut IgnoreWarnings);
+        Box::new(opened.unwrap())
+    }
+
+    #[test]
+    fn spares_follow_the_buffers_received_and_what_maps_them_never_reaches_the_reader() {
+        // A tar stream of about 40 buffers: more than can be in flight at once.
+        let payload = crate::sample::pseudo_random("relay spares", 10 << 20, None);
+        let neff: &'static [u8] =
+            crate::sample::SampleBuilder::new().add_member("sg00/big.bin", &payload).build().unwrap().leak();
+        let mut relay = Relay::spawn(container_of(neff));
+        let first = relay.fill_buf().unwrap().len();
+        assert_eq!(relay.received, 1);
+        // As many spares as buffers received, then no more.
+        while relay.map_a_spare() {}
+        assert_eq!(relay.spares, 1);
+        relay.pos = first;
+        let mut threaded = HostTar::Threaded(Box::new(relay));
+        let read = read_all(&mut threaded);
+        // The spare's pages hold what this side wrote to map them: only bytes the inflater
+        // wrote may reach the reader.
+        let mut inline = read_all(&mut HostTar::Inline(container_of(neff)));
+        inline.drain(..first);
+        assert!(read == inline, "the relayed stream differs");
+        let HostTar::Threaded(relay) = &threaded else { unreachable!() };
+        assert!(relay.received > CHUNKS_IN_FLIGHT + 2, "{} buffers", relay.received);
+        assert!(relay.spares <= CHUNKS_IN_FLIGHT + 2, "{} spares", relay.spares);
+    }
+
+    #[test]
+    fn a_small_stream_gets_no_more_spares_than_buffers() {
+        let mut tar = HostTar::Threaded(Box::new(Relay::spawn(container_of(crate::SAMPLE_NEFF))));
+        read_all(&mut tar);
+        let HostTar::Threaded(relay) = &mut tar else { unreachable!() };
+        assert_eq!(relay.received, 1, "the sample's tar is one buffer");
+        assert!(relay.spares <= 1, "{} spares for one buffer", relay.spares);
+        while relay.map_a_spare() {}
+        assert_eq!(relay.spares, 1);
     }
 }
