@@ -1546,6 +1546,27 @@ impl Index {
             .last()
     }
 
+    /// [`Self::engine_of`] of every engine slot, in [`ENGINE_KEYS`] order, from one scan of
+    /// the manifests.
+    pub fn engines_of(&self, arena: &Arena<'_>, def: &ManifestRec) -> [Option<(u32, ManifestRec)>; ENGINE_SLOTS] {
+        let names = self.def_ext(arena, def).engines;
+        let dir = dir_of(arena.str(def.member));
+        let mut found = [None; ENGINE_SLOTS];
+        if names.iter().all(|name| name.len == 0) {
+            return found;
+        }
+        for (pos, m) in self.manifests.iter(arena).filter(|(_, m)| !m.superseded && m.kind == ManifestKind::Engine) {
+            let member = arena.bytes(m.member);
+            for (json, name) in found.iter_mut().zip(&names) {
+                // The last that matches, as `engine_of` takes.
+                if name.len != 0 && is_joined_bytes(member, dir.as_bytes(), arena.bytes(*name)) {
+                    *json = Some((pos, m));
+                }
+            }
+        }
+        found
+    }
+
     /// The instruction stream an engine runs: the engine JSON's `instr`, else `<eng>_instr`.
     pub fn instr_of(
         &self,
@@ -1637,6 +1658,15 @@ impl Index {
                 (Store::Instr, _) => engine
                     .and_then(|e| self.instr_of(arena, def, Some(&by.1), e))
                     .is_some_and(|instr| f(&payload((instr, NO_INDEX), None))),
+                // A host finds the six engine JSONs in one scan of the manifests, not one scan
+                // each (a weight's role is asked of each member: 3,000 weights, 6 x 3,000 scans).
+                (Store::EngineSlots, _) if TABLES => {
+                    ENGINE_KEYS.into_iter().zip(self.engines_of(arena, &by.1)).any(|(e, json)| {
+                        json.filter(|(_, j)| j.failed.is_none()).is_some_and(|json| {
+                            self.refs_under(arena, Tier::Engine(Some(e)), def, json, Some(e), want, f)
+                        })
+                    })
+                }
                 (Store::EngineSlots, _) => ENGINE_KEYS.into_iter().any(|e| {
                     self.engine_of(arena, &by.1, e)
                         .filter(|(_, j)| j.failed.is_none())
@@ -1825,6 +1855,51 @@ mod tests {
 
     /// The directory of a member, by `str` and by bytes: the last `/` splits, none gives the
     /// top directory (empty), and a name beyond ASCII is cut at the same place.
+    #[test]
+    fn the_engines_of_a_definition_found_in_one_scan_are_those_found_one_by_one() {
+        let mut buf = std::vec![0u8; 1 << 16];
+        let mut arena = Arena::new(&mut buf);
+        let mut index = Index::default();
+        let manifest = |index: &mut Index, arena: &mut Arena<'_>, member: &str, kind: ManifestKind| {
+            let rec = ManifestRec::new(arena.push_str(member).unwrap(), kind);
+            index.manifests.push(arena, &rec).unwrap()
+        };
+        // Two definitions; engine JSONs in both directories, one given twice (the last
+        // copy counts), one superseded, one a definition's name that is no engine JSON, one
+        // at the top and one of a name no definition gives.
+        for member in ["sg00/pe.json", "sg01/pe.json", "sg00/act.json", "sg00/act.json", "pe.json", "sg00/other.json"] {
+            manifest(&mut index, &mut arena, member, ManifestKind::Engine);
+        }
+        let gone = manifest(&mut index, &mut arena, "sg00/dve.json", ManifestKind::Engine);
+        let mut rec = index.manifests.get(&arena, gone);
+        rec.superseded = true;
+        index.manifests.set(&mut arena, gone, &rec);
+        manifest(&mut index, &mut arena, "sg00/q7.json", ManifestKind::Def);
+        let mut defs = std::vec::Vec::new();
+        for (member, names) in [
+            ("sg00/def.json", ["pe.json", "act.json", "", "dve.json", "q7.json", "pe.json"]),
+            ("sg01/def.json", ["", "", "", "", "", ""]),
+            ("def.json", ["pe.json", "", "", "", "", "sg00/act.json"]),
+        ] {
+            let mut ext = DefExt::default();
+            for (slot, name) in ext.engines.iter_mut().zip(names) {
+                *slot = arena.push_str(name).unwrap();
+            }
+            let mut def = ManifestRec::new(arena.push_str(member).unwrap(), ManifestKind::Def);
+            def.ext = index.def_exts.push(&mut arena, &ext).unwrap();
+            index.manifests.push(&mut arena, &def).unwrap();
+            defs.push(def);
+        }
+        let mut found = 0;
+        for def in &defs {
+            let one_by_one = ENGINE_KEYS.map(|e| index.engine_of(&arena, def, e));
+            assert_eq!(index.engines_of(&arena, def), one_by_one, "{}", arena.str(def.member));
+            found += one_by_one.iter().flatten().count();
+        }
+        // sg00: pe, act (its last copy), pe again; the top: pe, act.
+        assert_eq!(found, 5);
+    }
+
     #[test]
     fn dir_of_and_dir_of_bytes_cut_at_the_last_slash() {
         let cases = [
