@@ -840,13 +840,7 @@ impl<'s> Tokenizer<'s> {
         // Whether a `,` was taken (between array elements).
         let mut separated = false;
         match self.state {
-            State::AfterKey => {
-                if rest.get(i) != Some(&b':') {
-                    return None;
-                }
-                i = i.saturating_add(1);
-                i = i.saturating_add(whitespace_len(rest.get(i..)?));
-            }
+            State::AfterKey => i = value_position(rest)?,
             State::MemberValue | State::ArrayNext | State::ArrayFirst => {}
             // A key position (or the object's close): what the readers' key calls take.
             State::ObjectFirst | State::ObjectNext => return self.quick_key_event(rest),

@@ -1532,6 +1532,11 @@ impl Index {
         }
     }
 
+    /// The current engine JSON records, as `(position, record)`.
+    fn engine_jsons<'s>(&'s self, arena: &'s Arena<'_>) -> impl Iterator<Item = (u32, ManifestRec)> + 's {
+        self.manifests.iter(arena).filter(|(_, m)| !m.superseded && m.kind == ManifestKind::Engine)
+    }
+
     /// The engine JSON an engine of the def at `def` names, as `(member record, record)`.
     pub fn engine_of(&self, arena: &Arena<'_>, def: &ManifestRec, engine: EngineKey) -> Option<(u32, ManifestRec)> {
         let name = arena.str(*self.def_ext(arena, def).engines.get(engine.slot())?);
@@ -1539,9 +1544,7 @@ impl Index {
             return None;
         }
         let dir = dir_of(arena.str(def.member));
-        self.manifests
-            .iter(arena)
-            .filter(|(_, m)| !m.superseded && m.kind == ManifestKind::Engine)
+        self.engine_jsons(arena)
             .filter(|(_, m)| is_joined_bytes(arena.bytes(m.member), dir.as_bytes(), name.as_bytes()))
             .last()
     }
@@ -1555,7 +1558,7 @@ impl Index {
         if names.iter().all(|name| name.len == 0) {
             return found;
         }
-        for (pos, m) in self.manifests.iter(arena).filter(|(_, m)| !m.superseded && m.kind == ManifestKind::Engine) {
+        for (pos, m) in self.engine_jsons(arena) {
             let member = arena.bytes(m.member);
             for (json, name) in found.iter_mut().zip(&names) {
                 // The last that matches, as `engine_of` takes.
@@ -1658,28 +1661,29 @@ impl Index {
                 (Store::Instr, _) => engine
                     .and_then(|e| self.instr_of(arena, def, Some(&by.1), e))
                     .is_some_and(|instr| f(&payload((instr, NO_INDEX), None))),
-                // A host finds the six engine JSONs in one scan of the manifests, not one scan
-                // each (a weight's role is asked of each member: 3,000 weights, 6 x 3,000 scans).
-                (Store::EngineSlots, _) if TABLES => {
-                    ENGINE_KEYS.into_iter().zip(self.engines_of(arena, &by.1)).any(|(e, json)| {
+                (Store::EngineSlots, _) => {
+                    // A host finds the six engine JSONs in one scan of the manifests (a
+                    // weight's role is asked of each member: 6 x 3,000 scans for 3,000
+                    // weights); a controller, one scan per engine as it needs it (no
+                    // six-record array on its stack).
+                    let all = TABLES.then(|| self.engines_of(arena, &by.1));
+                    ENGINE_KEYS.into_iter().any(|e| {
+                        let json = match &all {
+                            Some(all) => all.get(e.slot()).copied().flatten(),
+                            None => self.engine_of(arena, &by.1, e),
+                        };
                         json.filter(|(_, j)| j.failed.is_none()).is_some_and(|json| {
                             self.refs_under(arena, Tier::Engine(Some(e)), def, json, Some(e), want, f)
                         })
                     })
                 }
-                (Store::EngineSlots, _) => ENGINE_KEYS.into_iter().any(|e| {
-                    self.engine_of(arena, &by.1, e)
-                        .filter(|(_, j)| j.failed.is_none())
-                        .is_some_and(|json| self.refs_under(arena, Tier::Engine(Some(e)), def, json, Some(e), want, f))
-                }),
                 (Store::Names, Names::Payload(_)) => {
                     self.names_by(arena, by.0, row.kind).any(|name| f(&payload(name, None)))
                 }
                 (Store::Names, Names::Manifest(next)) => self.names_by(arena, by.0, row.kind).any(|(name, _)| {
                     let name = arena.str(name);
-                    self.manifests
-                        .iter(arena)
-                        .filter(|(_, m)| m.kind == ManifestKind::Engine && !m.superseded && m.failed.is_none())
+                    self.engine_jsons(arena)
+                        .filter(|(_, m)| m.failed.is_none())
                         .find(|(_, m)| is_joined_suffixed(arena.str(m.member), dir, name, row.suffix))
                         .is_some_and(|named| self.refs_under(arena, next, def, named, engine, want, f))
                 }),
