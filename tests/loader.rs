@@ -643,6 +643,48 @@ fn a_notebook_on_the_device_changes_nothing_but_the_arena() {
     }
 }
 
+/// A member that an engine and a `file` variable both name takes the role the walk of the
+/// definition meets first (its engines, then its variables): an instruction stream or a
+/// DVE table named again as a weight keeps its engine's class, in either tar order, while
+/// the weight no engine names keeps the variable's. A host skips the engines for a member
+/// none of their names can be, which must change none of this.
+#[test]
+fn a_member_named_by_an_engine_and_a_variable_takes_the_engines_role() {
+    let usage = |out: &Outcome, member: &str| {
+        out.report.payloads.iter().find(|p| p.member.as_str() == member).map(|p| (p.usage, p.state))
+    };
+    let Some(original) = variant(|_| {}) else { return };
+    let original = load(&original);
+    original.result.as_ref().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(usage(&original, WEIGHT), Some((UsageClass::Weight, PayloadState::Placed)));
+    for (named, class) in [("PE.bin", UsageClass::InstrPe), ("default_opcode_table.bin", UsageClass::Generic)] {
+        for def_first in [false, true] {
+            let Some(bytes) = variant(|l| {
+                replace(l, "sg00/def.json", "\"value_sg0000_identity_82_CRSM.npy\"", &format!("\"{named}\""));
+                if def_first {
+                    move_after(l, "sg00/def.json", "kelf-0.json");
+                }
+            }) else {
+                return;
+            };
+            let out = load(&bytes);
+            let member = format!("sg00/{named}");
+            assert_eq!(
+                usage(&out, &member).map(|(u, _)| u),
+                Some(class),
+                "{member} (def.json first: {def_first}): {:?}",
+                out.result
+            );
+            // The same member in sg01, whose variable still names its own weight, is untouched.
+            assert_eq!(usage(&out, &format!("sg01/{named}")), usage(&original, &format!("sg01/{named}")));
+            assert_eq!(
+                usage(&out, "sg01/value_sg0000_identity_82_CRSM.npy"),
+                Some((UsageClass::Weight, PayloadState::Placed))
+            );
+        }
+    }
+}
+
 const WEIGHT: &str = "sg00/value_sg0000_identity_82_CRSM.npy";
 
 /// The payload members of a member list, in tar order.

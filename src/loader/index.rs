@@ -1625,11 +1625,61 @@ impl Index {
     ) -> Option<T> {
         // One copy of the walk whatever `f` answers (flash on a controller).
         let mut answer = None;
-        self.refs_under(arena, Tier::Def, def, (def_pos, *def), None, want, &mut |r| {
+        // A host asking about one member that no name but a `file` variable may be (a
+        // weight, asked of each of thousands) skips the walk of the engines before them.
+        let mut asked = |r: &PayloadRef| {
             answer = f(r);
             answer.is_some()
-        });
+        };
+        if TABLES && want.is_some_and(|member| !self.named_but_by_vars(arena, def, member)) {
+            let dir = dir_of(arena.str(def.member));
+            let by = (def_pos, *def);
+            REFS.iter()
+                .filter(|row| row.store == Store::FileVars && row.by.covers(Tier::Def))
+                .any(|row| self.file_var_refs(arena, row, dir, by, want, &mut asked));
+        } else {
+            self.refs_under(arena, Tier::Def, def, (def_pos, *def), None, want, &mut asked);
+        }
         answer
+    }
+
+    /// Whether a reference under definition `def` other than its `file` variables may name
+    /// `member`: a name a manifest gave ([`Store::Names`], of any manifest and kind) or an
+    /// instruction stream (any engine JSON's `instr`, the definition's `<eng>_instr`). The
+    /// rows of [`REFS`] walked before the variables (the engine slots) name nothing else, so
+    /// when none may, the variables give the answer the walk would.
+    fn named_but_by_vars(&self, arena: &Arena<'_>, def: &ManifestRec, member: &str) -> bool {
+        let dir = dir_of_bytes(arena.bytes(def.member));
+        let named = |name: Span| name.len != 0 && is_joined_bytes(member.as_bytes(), dir, arena.bytes(name));
+        self.names.iter(arena).any(|(_, n)| named(n.name))
+            || self.def_ext(arena, def).engine_instrs.iter().any(|instr| named(*instr))
+            || self.engine_jsons(arena).any(|(_, json)| json.has_instr && named(json.instr))
+    }
+
+    /// The references of [`Store::FileVars`] row `row` of definition `by` (in the directory
+    /// `dir`), until `f` answers true (then true): with `want` on a host, only the first
+    /// variable naming that member.
+    fn file_var_refs(
+        &self,
+        arena: &Arena<'_>,
+        row: &'static Row,
+        dir: &str,
+        by: (u32, ManifestRec),
+        want: Option<&str>,
+        f: &mut dyn FnMut(&PayloadRef) -> bool,
+    ) -> bool {
+        let ext = self.def_ext(arena, &by.1);
+        let mut asked = |(pos, v): (u32, FileVarRec)| {
+            f(&PayloadRef { row, name: v.file, index: NO_INDEX, by: by.1, engine: None, var: Some((pos, v)) })
+        };
+        // Without tables the scan is the lookup: one loop, not two (flash).
+        match want.filter(|_| TABLES) {
+            // Only the first variable of that name: the one `f` would be asked first.
+            Some(member) => under(member.as_bytes(), dir.as_bytes())
+                .and_then(|file| self.var_in(arena, &ext, file, VarState::Any))
+                .is_some_and(asked),
+            None => ext.vars.iter(arena).any(&mut asked),
+        }
     }
 
     /// [`Self::payload_refs`] from manifest `by` of `tier` (`engine`: the engine it stands
@@ -1652,18 +1702,8 @@ impl Index {
             }
             let payload = |(name, index), var| PayloadRef { row, name, index, by: by.1, engine, var };
             let found = match (row.store, row.names) {
-                (Store::FileVars, _) => {
-                    let ext = self.def_ext(arena, &by.1);
-                    let asked = |(pos, v): (u32, FileVarRec)| f(&payload((v.file, NO_INDEX), Some((pos, v))));
-                    // Without tables the scan is the lookup: one loop, not two (flash).
-                    match want.filter(|_| TABLES) {
-                        // Only the first variable of that name: the one `f` would be asked first.
-                        Some(member) => under(member.as_bytes(), dir.as_bytes())
-                            .and_then(|file| self.var_in(arena, &ext, file, VarState::Any))
-                            .is_some_and(asked),
-                        None => ext.vars.iter(arena).any(asked),
-                    }
-                }
+                // A definition's variables (rows of its tier only: no engine stands above).
+                (Store::FileVars, _) => self.file_var_refs(arena, row, dir, by, want, f),
                 (Store::Instr, _) => engine
                     .and_then(|e| self.instr_of(arena, def, Some(&by.1), e))
                     .is_some_and(|instr| f(&payload((instr, NO_INDEX), None))),
