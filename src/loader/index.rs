@@ -1631,15 +1631,16 @@ impl Index {
             answer = f(r);
             answer.is_some()
         };
-        if TABLES && want.is_some_and(|member| !self.named_but_by_vars(arena, def, member)) {
-            let dir = dir_of(arena.str(def.member));
-            let by = (def_pos, *def);
-            REFS.iter()
-                .filter(|row| row.store == Store::FileVars && row.by.covers(Tier::Def))
-                .any(|row| self.file_var_refs(arena, row, dir, by, want, &mut asked));
-        } else {
-            self.refs_under(arena, Tier::Def, def, (def_pos, *def), None, want, &mut asked);
-        }
+        let ext = want.filter(|_| TABLES).map(|member| (member, self.def_ext(arena, def)));
+        match ext {
+            Some((member, ext)) if !self.named_but_by_vars(arena, def, &ext, member) => {
+                let (dir, by) = (dir_of(arena.str(def.member)), (def_pos, *def));
+                REFS.iter()
+                    .filter(|row| row.store == Store::FileVars && row.by.covers(Tier::Def))
+                    .any(|row| self.file_var_refs(arena, row, dir, by, &ext, want, &mut asked))
+            }
+            _ => self.refs_under(arena, Tier::Def, def, (def_pos, *def), None, want, &mut asked),
+        };
         answer
     }
 
@@ -1648,27 +1649,29 @@ impl Index {
     /// instruction stream (any engine JSON's `instr`, the definition's `<eng>_instr`). The
     /// rows of [`REFS`] walked before the variables (the engine slots) name nothing else, so
     /// when none may, the variables give the answer the walk would.
-    fn named_but_by_vars(&self, arena: &Arena<'_>, def: &ManifestRec, member: &str) -> bool {
+    /// (`ext`: the definition's extra record.)
+    fn named_but_by_vars(&self, arena: &Arena<'_>, def: &ManifestRec, ext: &DefExt, member: &str) -> bool {
         let dir = dir_of_bytes(arena.bytes(def.member));
         let named = |name: Span| name.len != 0 && is_joined_bytes(member.as_bytes(), dir, arena.bytes(name));
         self.names.iter(arena).any(|(_, n)| named(n.name))
-            || self.def_ext(arena, def).engine_instrs.iter().any(|instr| named(*instr))
+            || ext.engine_instrs.iter().any(|instr| named(*instr))
             || self.engine_jsons(arena).any(|(_, json)| json.has_instr && named(json.instr))
     }
 
     /// The references of [`Store::FileVars`] row `row` of definition `by` (in the directory
-    /// `dir`), until `f` answers true (then true): with `want` on a host, only the first
-    /// variable naming that member.
+    /// `dir`, with extra record `ext`), until `f` answers true (then true): with `want` on a
+    /// host, only the first variable naming that member.
+    #[allow(clippy::too_many_arguments)] // the row and its definition's place, then what it asks
     fn file_var_refs(
         &self,
         arena: &Arena<'_>,
         row: &'static Row,
         dir: &str,
         by: (u32, ManifestRec),
+        ext: &DefExt,
         want: Option<&str>,
         f: &mut dyn FnMut(&PayloadRef) -> bool,
     ) -> bool {
-        let ext = self.def_ext(arena, &by.1);
         let mut asked = |(pos, v): (u32, FileVarRec)| {
             f(&PayloadRef { row, name: v.file, index: NO_INDEX, by: by.1, engine: None, var: Some((pos, v)) })
         };
@@ -1676,7 +1679,7 @@ impl Index {
         match want.filter(|_| TABLES) {
             // Only the first variable of that name: the one `f` would be asked first.
             Some(member) => under(member.as_bytes(), dir.as_bytes())
-                .and_then(|file| self.var_in(arena, &ext, file, VarState::Any))
+                .and_then(|file| self.var_in(arena, ext, file, VarState::Any))
                 .is_some_and(asked),
             None => ext.vars.iter(arena).any(&mut asked),
         }
@@ -1703,7 +1706,7 @@ impl Index {
             let payload = |(name, index), var| PayloadRef { row, name, index, by: by.1, engine, var };
             let found = match (row.store, row.names) {
                 // A definition's variables (rows of its tier only: no engine stands above).
-                (Store::FileVars, _) => self.file_var_refs(arena, row, dir, by, want, f),
+                (Store::FileVars, _) => self.file_var_refs(arena, row, dir, by, &self.def_ext(arena, &by.1), want, f),
                 (Store::Instr, _) => engine
                     .and_then(|e| self.instr_of(arena, def, Some(&by.1), e))
                     .is_some_and(|instr| f(&payload((instr, NO_INDEX), None))),
@@ -1903,8 +1906,7 @@ mod tests {
         }
     }
 
-    /// The directory of a member, by `str` and by bytes: the last `/` splits, none gives the
-    /// top directory (empty), and a name beyond ASCII is cut at the same place.
+    /// A host's one scan for a definition's engine JSONs finds what one scan per engine finds.
     #[test]
     fn the_engines_of_a_definition_found_in_one_scan_are_those_found_one_by_one() {
         let mut buf = std::vec![0u8; 1 << 16];
@@ -1950,6 +1952,8 @@ mod tests {
         assert_eq!(found, 5);
     }
 
+    /// The directory of a member, by `str` and by bytes: the last `/` splits, none gives the
+    /// top directory (empty), and a name beyond ASCII is cut at the same place.
     #[test]
     fn dir_of_and_dir_of_bytes_cut_at_the_last_slash() {
         let cases = [
