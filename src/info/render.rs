@@ -4,6 +4,7 @@ use crate::header::{HashAlgorithm, Integrity, NeffHeader};
 use crate::json::{Event, TokenKind, Tokenizer};
 use crate::loader::{dir_of_bytes, is_joined_bytes};
 use crate::manifest::def::ENGINE_KEYS;
+use crate::manifest::Var;
 
 use super::log::InfoLog;
 use super::out::Out;
@@ -480,19 +481,21 @@ fn write_var(out: &mut Out<'_>, r: &Rec<'_>) {
     out.raw(b"{");
     out.key(true, "name");
     out.lossy(name);
-    out.key(false, "type");
+    // The var's own keys as `def.json` names them (the contract's fields mirror them); `name`
+    // is its key in `var` and `mr_type` is derived, so neither is a key of the var.
+    out.key(false, Var::KEY_VAR_TYPE);
     out.lossy(var_type);
     out.key(false, "mr_type");
     out.opt(mr, |o, v| o.u64(v.into()));
-    out.key(false, "var_id");
+    out.key(false, Var::KEY_VAR_ID);
     out.u64(var_id.into());
-    out.key(false, "size");
+    out.key(false, Var::KEY_SIZE);
     out.opt(size, |o, v| o.u64(v));
-    out.key(false, "alignment");
+    out.key(false, Var::KEY_ALIGNMENT);
     out.opt(align, |o, v| o.u64(v));
-    out.key(false, "file_name");
+    out.key(false, Var::KEY_FILE_NAME);
     out.opt(has_file.then_some(file), |o, v| o.lossy(v));
-    out.key(false, "backing_variable_off");
+    out.key(false, Var::KEY_BACKING_VARIABLE_OFF);
     out.opt(backing, |o, v| o.u64(v));
     out.raw(b"}");
 }
