@@ -16,7 +16,8 @@
 //!   (serde ignores the rest).
 //!
 //! Then, when `../shared` has it, the same tokenizer on the JSON members of a real training
-//! NEFF beside `serde_json` on the same bytes ([`real_manifests`]).
+//! NEFF beside `serde_json` on the same bytes ([`real_manifests`]), and beside a floor for a
+//! reader that finds the structure in one pass and reads by position (`json/floor.rs`).
 //!
 //! Run with `cargo bench --bench json`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
@@ -29,6 +30,9 @@ use embedded_io::{BufRead, ErrorType, Read};
 use neff::json::{Event, Tokenizer};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
+
+#[path = "json/floor.rs"]
+mod floor;
 
 const VARS: usize = 21_000;
 const RUNS: usize = 15;
@@ -346,6 +350,46 @@ fn main() {
     real_manifests();
 }
 
+/// The tokens the tokenizer gives `doc` (its `End` not counted), or `None` where it refuses it.
+fn tokenizer_tokens(tok: &mut Tokenizer<'_>, doc: &[u8]) -> Option<usize> {
+    tok.reset();
+    let mut src = doc;
+    let mut count = 0;
+    loop {
+        match tok.next(&mut src) {
+            Ok(Event::End) => return Some(count),
+            Ok(_) => count += 1,
+            Err(_) => return None,
+        }
+    }
+}
+
+/// The floor accepts what the tokenizer accepts, with the same number of tokens, on every
+/// JSONTestSuite parsing case (`../shared/fixtures/peers/json`; skipped without it), so that
+/// its speed is that of a reader checking as much.
+fn floor_agrees_with_tokenizer() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/peers/json/test_parsing");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        println!("floor against JSONTestSuite: skipped, {} is not available", dir.display());
+        return;
+    };
+    let mut scratch = vec![0; 1 << 16];
+    let mut tok = Tokenizer::new(&mut scratch, 128);
+    let mut tape = Vec::new();
+    let (mut cases, mut accepted) = (0, 0);
+    for entry in entries {
+        let path = entry.unwrap().path();
+        let doc = std::fs::read(&path).unwrap();
+        let ours = tokenizer_tokens(&mut tok, &doc);
+        let floor = floor::scan(&doc, 128, &mut tape).ok().map(|()| floor::tokens(&tape));
+        assert_eq!(floor, ours, "{}: the floor and the tokenizer disagree", path.display());
+        cases += 1;
+        accepted += usize::from(ours.is_some());
+    }
+    assert!(cases > 300, "{cases} JSONTestSuite cases in {}", dir.display());
+    println!("floor against JSONTestSuite: agrees with the tokenizer on {cases} cases ({accepted} accepted)");
+}
+
 /// The real training NEFF of `../shared` (skipped without it): its 4.7 MB of JSON members.
 const TRAINING_NEFF: &str = "../shared/fixtures/training-cache/neuronxcc-2.14.227.0+2d4f85be/\
                              MODULE_14041361676943519958+ade7b014/model.neff";
@@ -379,6 +423,13 @@ fn real_manifests() {
     println!("real manifests: {} JSON members of the training NEFF, {mb:.1} MB", docs.len());
     let mut scratch = [0; 4096];
     let mut tok = Tokenizer::new(&mut scratch, 128);
+    // The floor must read these bytes as the tokenizer does before it is timed.
+    floor_agrees_with_tokenizer();
+    let mut tape = Vec::new();
+    for (name, doc) in &docs {
+        floor::scan(doc, 128, &mut tape).unwrap();
+        assert_eq!(Some(floor::tokens(&tape)), tokenizer_tokens(&mut tok, doc), "{name}");
+    }
     let mut tokenize = || {
         for (_, doc) in &docs {
             tok.consume_in_runs(true);
@@ -395,11 +446,32 @@ fn real_manifests() {
             black_box(serde_json::from_slice::<Value>(black_box(doc)).unwrap());
         }
     };
-    let times = best_times(&mut [&mut tokenize, &mut ignored, &mut value]);
-    let [m, i, v] = times[..] else { unreachable!() };
+    let mut scan = || {
+        for (_, doc) in &docs {
+            floor::scan(black_box(doc), 128, &mut tape).unwrap();
+            black_box(&tape);
+        }
+    };
+    let mut tape_r = Vec::new();
+    let mut scan_read = || {
+        for (_, doc) in &docs {
+            floor::scan(black_box(doc), 128, &mut tape_r).unwrap();
+            black_box(floor::read_by_position(doc, &tape_r));
+        }
+    };
+    let times = best_times(&mut [&mut tokenize, &mut ignored, &mut value, &mut scan, &mut scan_read]);
+    let [m, i, v, f, fr] = times[..] else { unreachable!() };
     let rate = |d: Duration| mb / d.as_secs_f64();
     println!("(m)    tokenizer, all events, 32 KiB:    {:7.1} MB/s  ({:.1} ms)", rate(m), m.as_secs_f64() * 1e3);
     println!("(s)    serde_json, IgnoredAny:           {:7.1} MB/s  ({:.1} ms)", rate(i), i.as_secs_f64() * 1e3);
     println!("(v)    serde_json, Value:                {:7.1} MB/s  ({:.1} ms)", rate(v), v.as_secs_f64() * 1e3);
+    println!("(f)    floor: one pass, token tape:      {:7.1} MB/s  ({:.1} ms)", rate(f), f.as_secs_f64() * 1e3);
+    println!("(fr)   floor: tape, then read by place:  {:7.1} MB/s  ({:.1} ms)", rate(fr), fr.as_secs_f64() * 1e3);
     println!("ratio (m)/(s) = {:.2}, (m)/(v) = {:.2}", rate(m) / rate(i), rate(m) / rate(v));
+    println!(
+        "ratio (m)/(f) = {:.2}, (m)/(fr) = {:.2}, (fr)/(s) = {:.2}",
+        rate(m) / rate(f),
+        rate(m) / rate(fr),
+        rate(fr) / rate(i)
+    );
 }
