@@ -237,15 +237,23 @@ pub fn scan(b: &[u8], depth_limit: usize, tape: &mut Vec<u32>) -> Result<(), Inv
     }
 }
 
-/// How many tokens the tape holds (each container's open and close, keys and scalars).
-pub fn tokens(tape: &[u32]) -> usize {
-    let mut count = 0;
+/// The tape's tokens, one byte each: the bracket itself for an opening or closing one, `k` a
+/// key, `s` a string, `n` a number, `l` a literal.
+pub fn kinds(b: &[u8], tape: &[u32]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(tape.len());
     let mut k = 0;
     while let Some(&w) = tape.get(k) {
-        k += if matches!(w >> KIND_SHIFT, KEY | STRING | NUMBER) { 2 } else { 1 };
-        count += 1;
+        let (kind, at) = (w >> KIND_SHIFT, (w & OFFSET_MASK) as usize);
+        out.push(match kind {
+            KEY => b'k',
+            STRING => b's',
+            NUMBER => b'n',
+            LITERAL => b'l',
+            _ => b[at],
+        });
+        k += if matches!(kind, KEY | STRING | NUMBER) { 2 } else { 1 };
     }
-    count
+    out
 }
 
 /// A DMA descriptor's and block's keys, as an engine JSON names them: the lookup a reader
