@@ -31,6 +31,8 @@ use neff::json::{Event, Tokenizer};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
+#[path = "../tests/common/mod.rs"]
+mod common;
 #[path = "json/floor.rs"]
 mod floor;
 
@@ -371,25 +373,16 @@ fn tokenizer_kinds(tok: &mut Tokenizer<'_>, doc: &[u8]) -> Option<Vec<u8>> {
     }
 }
 
-/// Without `../shared`, a bench part is skipped, except under `CI=true`, where that is a failure.
-fn fixture_missing(what: &str, path: &std::path::Path) {
-    assert!(std::env::var("CI").as_deref() != Ok("true"), "{what}: {} is missing under CI=true", path.display());
-    println!("{what}: skipped, {} is not available", path.display());
-}
-
 /// The floor accepts what the tokenizer accepts, with the same tokens, on every
 /// JSONTestSuite parsing case (`../shared/fixtures/peers/json`; skipped without it), so that
 /// its speed is that of a reader checking as much.
 fn floor_agrees_with_tokenizer() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/peers/json/test_parsing");
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return fixture_missing("floor against JSONTestSuite", &dir);
-    };
+    let Some(dir) = common::fixture("peers/json/test_parsing") else { return };
     let mut scratch = vec![0; 1 << 16];
     let mut tok = Tokenizer::new(&mut scratch, 128);
     let mut tape = Vec::new();
     let (mut cases, mut accepted) = (0, 0);
-    for entry in entries {
+    for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
         let doc = std::fs::read(&path).unwrap();
         let ours = tokenizer_kinds(&mut tok, &doc);
@@ -402,8 +395,9 @@ fn floor_agrees_with_tokenizer() {
     println!("floor against JSONTestSuite: agrees with the tokenizer on {cases} cases ({accepted} accepted)");
 }
 
-/// The real training NEFF of `../shared` (skipped without it): its 4.7 MB of JSON members.
-const TRAINING_NEFF: &str = "../shared/fixtures/training-cache/neuronxcc-2.14.227.0+2d4f85be/\
+/// The real training NEFF under `../shared/fixtures` (skipped without it, a failure under
+/// `CI=true`: [`common::fixture`]): its 5.6 MB of JSON members.
+const TRAINING_NEFF: &str = "training-cache/neuronxcc-2.14.227.0+2d4f85be/\
                              MODULE_14041361676943519958+ade7b014/model.neff";
 
 /// The tokenizer alone on the manifests of a real training NEFF (every `.json` member, each
@@ -411,10 +405,7 @@ const TRAINING_NEFF: &str = "../shared/fixtures/training-cache/neuronxcc-2.14.22
 /// consuming in runs as the manifest readers do, beside (s) `serde_json` validating the same
 /// bytes (`IgnoredAny`) and (v) building a `serde_json::Value`.
 fn real_manifests() {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(TRAINING_NEFF);
-    let Ok(neff) = std::fs::read(&path) else {
-        return fixture_missing("real manifests", &path);
-    };
+    let Some(neff) = common::fixture_bytes(TRAINING_NEFF) else { return };
     let mut tar_bytes = Vec::new();
     std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&neff[1024..]), &mut tar_bytes).unwrap();
     let docs: Vec<(String, Vec<u8>)> = tar::Archive::new(&tar_bytes[..])

@@ -6,8 +6,8 @@
 //! This is not the core's reader. It asks what a reader that finds a chunk's structure in one
 //! pass and reads by position can reach, against the streaming tokenizer's token-at-a-time
 //! state machine. To be a fair floor it validates what the tokenizer validates (the grammar,
-//! escapes, surrogate pairs, UTF-8, control bytes, the depth limit, a number's length), which `json.rs` checks
-//! against the tokenizer on every JSONTestSuite file before anything is timed.
+//! escapes, surrogate pairs, UTF-8, control bytes, the depth limit, a number's length), which
+//! `json.rs` checks against the tokenizer on every JSONTestSuite file before anything is timed.
 
 use neff::json::NUMBER_CAPACITY;
 
@@ -50,13 +50,10 @@ fn unplain(w: u64) -> u64 {
     (w | below_space | quote | backslash) & HIGH
 }
 
+/// The four hex digits at `at`, as a UTF-16 code unit.
 fn hex4(b: &[u8], at: usize) -> Result<u16, Invalid> {
     let digits = b.get(at..at + 4).ok_or(Invalid(at))?;
-    let text = std::str::from_utf8(digits).map_err(|_| Invalid(at))?;
-    if !digits.iter().all(u8::is_ascii_hexdigit) {
-        return Err(Invalid(at));
-    }
-    u16::from_str_radix(text, 16).map_err(|_| Invalid(at))
+    digits.iter().try_fold(0u16, |unit, &d| Ok(unit << 4 | (char::from(d).to_digit(16).ok_or(Invalid(at))? as u16)))
 }
 
 /// The offset past the closing quote of the string whose opening quote is at `i`.
